@@ -1,0 +1,75 @@
+#include "args.h"
+
+#include <charconv>
+
+namespace embshard::cli {
+
+Args::Args(std::string verb, const std::vector<std::string>& words, std::set<std::string> flags)
+    : verb_(std::move(verb)) {
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    if (w.rfind("--", 0) != 0) {
+      positional_.push_back(w);
+      continue;
+    }
+    std::string key = w.substr(2);
+    const auto eq = key.find('=');
+    if (eq != std::string::npos) {
+      values_[key.substr(0, eq)] = key.substr(eq + 1);
+    } else if (flags.count(key)) {
+      flags_given_.insert(key);
+    } else {
+      EMBSHARD_CHECK(i + 1 < words.size(), "embshard ", verb_, ": option --", key, " needs a value");
+      values_[key] = words[++i];
+    }
+  }
+}
+
+std::optional<std::string> Args::get(const std::string& key) {
+  asked_.insert(key);
+  auto it = values_.find(key);
+  if (it == values_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::string Args::require(const std::string& key) {
+  auto v = get(key);
+  EMBSHARD_CHECK(v.has_value(), "embshard ", verb_, ": missing --", key);
+  return *v;
+}
+
+std::string Args::get_or(const std::string& key, const std::string& fallback) {
+  return get(key).value_or(fallback);
+}
+
+std::int64_t Args::get_int(const std::string& key, std::int64_t fallback) {
+  auto v = get(key);
+  if (!v) return fallback;
+  std::int64_t out = 0;
+  auto [ptr, ec] = std::from_chars(v->data(), v->data() + v->size(), out);
+  EMBSHARD_CHECK(ec == std::errc() && ptr == v->data() + v->size(), "embshard ", verb_, ": --",
+                 key, " expects an integer, got '", *v, "'");
+  return out;
+}
+
+bool Args::flag(const std::string& key) {
+  asked_.insert(key);
+  return flags_given_.count(key) > 0;
+}
+
+void Args::finish(std::size_t consumed_positionals) const {
+  for (const auto& [key, value] : values_) {
+    if (!asked_.count(key)) {
+      std::string known;
+      for (const auto& k : asked_) known += (known.empty() ? "--" : ", --") + k;
+      EMBSHARD_THROW("embshard ", verb_, ": unknown option --", key, "; accepted: ", known);
+    }
+  }
+  for (const auto& key : flags_given_) EMBSHARD_CHECK(asked_.count(key), "embshard ", verb_, ": unknown option --", key);
+  EMBSHARD_CHECK(positional_.size() <= consumed_positionals, "embshard ", verb_,
+                 ": unexpected argument '",
+                 positional_.size() > consumed_positionals ? positional_[consumed_positionals] : "",
+                 "'");
+}
+
+}  // namespace embshard::cli

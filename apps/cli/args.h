@@ -1,0 +1,37 @@
+#pragma once
+// A small strict option parser for the CLI verbs: `--key value`, `--key=value` and `--flag`.
+// Unknown or unused options are errors that list what the verb accepts.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "embshard/core/error.h"
+
+namespace embshard::cli {
+
+class Args {
+ public:
+  /** `words` are the arguments after the verb; `flags` are the options that take no value. */
+  Args(std::string verb, const std::vector<std::string>& words, std::set<std::string> flags = {});
+
+  [[nodiscard]] std::optional<std::string> get(const std::string& key);
+  [[nodiscard]] std::string require(const std::string& key);
+  [[nodiscard]] std::string get_or(const std::string& key, const std::string& fallback);
+  [[nodiscard]] std::int64_t get_int(const std::string& key, std::int64_t fallback);
+  [[nodiscard]] bool flag(const std::string& key);
+  [[nodiscard]] const std::vector<std::string>& positional() const { return positional_; }
+  /** Throws if an option was given that the verb never asked for. */
+  void finish(std::size_t consumed_positionals = 0) const;
+
+ private:
+  std::string verb_;
+  std::map<std::string, std::string> values_;
+  std::set<std::string> flags_given_;
+  std::set<std::string> asked_;
+  std::vector<std::string> positional_;
+};
+
+}  // namespace embshard::cli

@@ -1,0 +1,65 @@
+// embshard stats | pool
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+
+#include "commands.h"
+#include "embshard/core/file_io.h"
+#include "embshard/data/data_io.h"
+#include "embshard/data/dlrm_file.h"
+#include "embshard/data/pool.h"
+
+namespace embshard::cli {
+
+int run_stats(Args& args, const Context& ctx) {
+  const std::string data = args.require("data");
+  const std::string out = args.require("out");
+  args.finish();
+  const auto stats = compute_file_stats(data, ctx);
+  write_stats_file(out, stats);
+  ctx.info("wrote statistics of " + std::to_string(stats.size()) + " tables to " + out);
+  return 0;
+}
+
+namespace {
+
+int print_check(const Pool& pool, int measured, std::int64_t batch, const Context& ctx) {
+  const auto rows = check_pool(pool, measured, batch, ctx);
+  int failures = 0;
+  std::printf("%-48s %16s %16s %12s  %s\n", "figure", "published", "generated", "tolerance", "ok");
+  for (const auto& r : rows) {
+    failures += r.ok() ? 0 : 1;
+    std::printf("%-48s %16.6g %16.6g %12.3g  %s\n", r.figure.c_str(), r.published, r.generated,
+                r.tolerance, r.ok() ? "yes" : "NO");
+  }
+  std::printf("%zu figures, %d outside tolerance (pool seed %llu, version %d)\n", rows.size(),
+              failures, static_cast<unsigned long long>(pool.seed()), kPoolVersion);
+  return failures == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int run_pool(Args& args, const Context& ctx) {
+  const auto seed = static_cast<std::uint64_t>(args.get_int("seed", 0));
+  const bool check = args.flag("check");
+  const bool fit = args.flag("fit");
+  const auto batch = args.get_int("batch", kPublishedDlrm.batch_size);
+  const auto measured = static_cast<int>(args.get_int("measure", 8));
+  const auto out = args.get("out");
+  args.finish();
+  EMBSHARD_CHECK(batch > 0, "embshard pool: --batch must be positive");
+  if (fit) {
+    const PoolParams p = fit_pool_params(seed, PoolParams{}, ctx);
+    std::printf("alpha_min = %.4f\nalpha_max = %.4f\nactive_log10_min = %.4f\nactive_log10_max = %.4f\noffset_log10_max = %.4f\n", p.alpha_min,
+                p.alpha_max, p.active_log10_min, p.active_log10_max, p.offset_log10_max);
+    return 0;
+  }
+  const Pool pool = Pool::generate(seed);
+  if (check) return print_check(pool, measured, batch, ctx);
+  EMBSHARD_CHECK(out.has_value(), "embshard pool: give --out FILE or --check");
+  write_file_atomic(*out, pool_to_json(pool, batch));
+  ctx.info("wrote " + std::to_string(pool.tables().size()) + " tables to " + *out);
+  return 0;
+}
+
+}  // namespace embshard::cli

@@ -1,0 +1,45 @@
+// embshard list: every registered plug-in with its parameters.
+#include <cstdio>
+
+#include "commands.h"
+#include "embshard/data/topology.h"
+#include "embshard/eval/task_gen.h"
+
+namespace embshard::cli {
+
+namespace {
+
+template <typename T>
+void print_registry(const Registry<T>& registry) {
+  std::printf("%s:\n", registry.family().c_str());
+  for (const auto& entry : registry.list()) {
+    std::printf("  %-12s %s\n", entry.name.c_str(), entry.describe.c_str());
+    for (const auto& p : entry.params) {
+      std::string bounds;
+      auto num = [](double v) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%g", v);
+        return std::string(buf);
+      };
+      if (p.min_value || p.max_value) {
+        bounds = " [" + (p.min_value ? num(*p.min_value) : std::string("-inf")) + ", " +
+                 (p.max_value ? num(*p.max_value) : std::string("inf")) + "]";
+      }
+      for (std::size_t i = 0; i < p.choices.size(); ++i)
+        bounds += (i == 0 ? " {" : "|") + p.choices[i] + (i + 1 == p.choices.size() ? "}" : "");
+      std::printf("      %-22s %-6s = %-8s%s  %s\n", p.name.c_str(), to_string(p.type),
+                  p.default_value.c_str(), bounds.c_str(), p.doc.c_str());
+    }
+  }
+}
+
+}  // namespace
+
+int run_list(Args& args, const Context&) {
+  args.finish();
+  print_registry(topology_registry());
+  print_registry(task_protocol_registry());
+  return 0;
+}
+
+}  // namespace embshard::cli

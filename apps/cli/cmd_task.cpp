@@ -1,0 +1,71 @@
+// embshard task gen | check
+#include <iostream>
+
+#include "commands.h"
+#include "embshard/data/data_io.h"
+#include "embshard/eval/task_gen.h"
+#include "embshard/plan/plan.h"
+#include "embshard/plan/plan_io.h"
+
+namespace embshard::cli {
+
+namespace {
+
+/** The protocol spec with --devices / --max-dim folded in as parameters. */
+std::string protocol_spec(Args& args) {
+  Spec spec = parse_spec(args.require("protocol"));
+  for (const char* key : {"devices", "max-dim"}) {
+    if (auto v = args.get(key)) {
+      std::string param = key;
+      if (param == "max-dim") param = "max_dim";
+      std::erase_if(spec.pairs, [&](auto& p) { return p.first == param; });
+      spec.pairs.emplace_back(param, *v);
+    }
+  }
+  std::string text = spec.name;
+  for (std::size_t i = 0; i < spec.pairs.size(); ++i)
+    text += (i == 0 ? ":" : ",") + spec.pairs[i].first + "=" + spec.pairs[i].second;
+  return text;
+}
+
+}  // namespace
+
+int run_task(Args& args, const Context& ctx) {
+  EMBSHARD_CHECK(args.positional().size() == 1 && args.positional()[0] == "gen",
+                 "embshard task: the only sub-verb is 'gen' (embshard task gen --protocol ...)");
+  const auto gen = make_task_generator(protocol_spec(args));
+  const auto count = args.get_int("count", 1);
+  const auto seed = static_cast<std::uint64_t>(args.get_int("seed", 0));
+  const std::string out = args.require("out");
+  const auto tables = args.get("tables");
+  const auto pool_seed = static_cast<std::uint64_t>(args.get_int("pool-seed", 0));
+  EMBSHARD_CHECK(count >= 1, "embshard task gen: --count must be at least 1");
+  args.finish(1);
+  TableSource source;
+  if (tables) {
+    source.tables = read_stats_file(*tables);
+    source.from_pool = false;
+  } else {
+    source = pool_source(pool_seed, gen->batch_size(), ctx);
+  }
+  const auto paths = write_tasks(*gen, source, seed, static_cast<int>(count), out);
+  ctx.info("wrote " + std::to_string(paths.size()) + " tasks (" + gen->spec() + ") to " + out);
+  return 0;
+}
+
+int run_check(Args& args, const Context& ctx) {
+  const std::string task_path = args.require("task");
+  const std::string plan_path = args.require("plan");
+  args.finish();
+  const Task task = read_task_file(task_path);
+  const Plan plan = read_plan_file(plan_path);
+  const std::string err = find_error_in_plan(task, plan);
+  if (!err.empty()) {
+    std::cerr << "error: " << plan_path << ": " << err << "\n";
+    return 1;
+  }
+  ctx.info(plan_path + ": valid plan for " + task_path);
+  return 0;
+}
+
+}  // namespace embshard::cli

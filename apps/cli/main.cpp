@@ -1,0 +1,70 @@
+// embshard: plan how a DLRM's embedding tables are split and placed across devices.
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "commands.h"
+#include "embshard/core/error.h"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: embshard [VERB] [--threads N] [--quiet] [options]\n"
+    "verbs:\n"
+    "  (none)   the main job on the built-in default workload\n"
+    "  stats    --data FILE.pt[.gz] --out tables.json     reference statistics of a dataset file\n"
+    "  pool     [--seed N] --out pool.json [--batch B] | --check [--measure K]\n"
+    "  task gen --protocol neuroshard|dreamshard|autoshard[:k=v,..] --devices D --max-dim M\n"
+    "           --count N --seed S --out DIR [--tables stats.json]\n"
+    "  check    --task T.json --plan P.json                validate a plan against its task\n"
+    "  list                                               registered plug-ins and parameters\n";
+
+using Runner = int (*)(embshard::cli::Args&, const embshard::Context&);
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> words(argv + 1, argv + argc);
+  if (!words.empty() && (words[0] == "-h" || words[0] == "--help" || words[0] == "help")) {
+    std::cout << kUsage;
+    return 0;
+  }
+  const std::map<std::string, Runner> verbs = {
+      {"stats", embshard::cli::run_stats}, {"pool", embshard::cli::run_pool},
+      {"task", embshard::cli::run_task},   {"check", embshard::cli::run_check},
+      {"list", embshard::cli::run_list}};
+  std::string verb;
+  Runner runner = embshard::cli::run_default;
+  if (!words.empty() && words[0].rfind("--", 0) != 0) {
+    verb = words[0];
+    auto it = verbs.find(verb);
+    if (it == verbs.end()) {
+      std::cerr << "error: unknown verb '" << verb << "'\n" << kUsage;
+      return 1;
+    }
+    runner = it->second;
+    words.erase(words.begin());
+  }
+  try {
+    embshard::cli::Args args(verb.empty() ? "(main)" : verb, words, {"quiet", "check", "fit"});
+    embshard::Context ctx;
+    ctx.num_threads = static_cast<int>(
+        args.get_int("threads", std::max(1u, std::thread::hardware_concurrency())));
+    EMBSHARD_CHECK(ctx.num_threads >= 1, "--threads must be at least 1");
+    if (args.flag("quiet")) ctx.verbosity = embshard::LogLevel::kWarning;
+    return runner(args, ctx);
+  } catch (const embshard::Error& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  } catch (const embshard::InternalError& e) {
+    std::cerr << e.what() << "\nplease report this bug\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+}

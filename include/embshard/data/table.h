@@ -1,0 +1,75 @@
+#pragma once
+/**
+ * @file table.h
+ * @brief `TableStats` (how a table is accessed) and `TableSpec` (a table in a task).
+ *
+ * Definitions follow the reference scripts of the DreamShard / NeuroShard / AutoShard authors
+ * (docs: shared/docs/references/refs-zha.md §1.2) and RecShard (paper 004 §4.2):
+ *
+ *   num_rows       = max(100, max index + 1)            (an empty table counts as max index + 1 = 1)
+ *   pooling_factor = mean over the batch of the bag lengths
+ *   coverage       = share of samples whose bag is not empty
+ *   num_indices    = lookups in the batch;  num_distinct = distinct rows among them
+ *   bins[j]        = share of the distinct rows whose access count c lies in (2^(j-1), 2^j]
+ *                    for j = 0..15 (bin 0 is c == 1), bins[16] counts c > 32768; all zero if empty
+ *   icdf[k]        = fewest rows (hottest first) that serve at least (k+1)% of the lookups,
+ *                    k = 0..99, so icdf[99] == num_distinct; empty when the table has no lookups
+ *
+ * Table size in bytes = num_rows × dim × bytes_per_element(dtype).
+ */
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace embshard {
+
+/** Number of reuse bins (edges 1, 2, 4, ..., 32768, +inf). */
+inline constexpr int kNumReuseBins = 17;
+/** Number of steps of RecShard's piece-wise inverse value-frequency CDF. */
+inline constexpr int kNumIcdfSteps = 100;
+/** Floor on the row count used by every reference script. */
+inline constexpr std::int64_t kMinTableRows = 100;
+
+/** Element type of the embedding weights. */
+enum class WeightType { kF32, kF16 };
+
+[[nodiscard]] int bytes_per_element(WeightType type);
+[[nodiscard]] const char* to_string(WeightType type);
+/** Parses "fp32" / "fp16" (also "float32" / "float16"); throws Error naming `where` otherwise. */
+[[nodiscard]] WeightType parse_weight_type(const std::string& text, const std::string& where);
+
+/** Access statistics of one table, measured from index data or modelled by the pool. */
+struct TableStats {
+  std::int64_t num_rows = kMinTableRows;  ///< hash size, max(100, max index + 1)
+  double pooling_factor = 0.0;            ///< mean lookups per sample
+  double coverage = 0.0;                  ///< share of samples with at least one lookup, [0, 1]
+  std::int64_t batch_size = 0;            ///< samples the statistics were taken over
+  std::int64_t num_indices = 0;           ///< lookups in that batch
+  std::int64_t num_distinct = 0;          ///< distinct rows among those lookups
+  std::array<double, kNumReuseBins> bins{};  ///< reuse histogram over distinct rows, sums to 1
+  std::vector<double> icdf;               ///< kNumIcdfSteps row counts (see file comment) or empty
+};
+
+/** One embedding table of a task: its shape, precision and access statistics. */
+struct TableSpec {
+  std::string name;                 ///< unique within a task
+  int dim = 0;                      ///< embedding dimension, a positive multiple of 4
+  WeightType dtype = WeightType::kF32;
+  std::int64_t source_id = -1;      ///< index in the pool / stats file it came from, -1 if inline
+  TableStats stats;
+
+  [[nodiscard]] std::int64_t num_rows() const { return stats.num_rows; }
+  [[nodiscard]] std::int64_t size_bytes() const {
+    return stats.num_rows * dim * bytes_per_element(dtype);
+  }
+};
+
+/**
+ * Returns "" if `stats` is internally consistent, else a message naming the first bad field
+ * (prefixed by `where`, e.g. "tables.json: table 3"). Checks ranges, bins summing to 1 (or all 0
+ * for an empty table), and a non-decreasing ICDF of kNumIcdfSteps values bounded by num_rows.
+ */
+[[nodiscard]] std::string find_error_in_stats(const TableStats& stats, const std::string& where);
+
+}  // namespace embshard

@@ -1,0 +1,54 @@
+#pragma once
+/**
+ * @file task.h
+ * @brief `Workload` (tables + batch) and `Task` (workload + topology + constraints).
+ *
+ * A task is the one input of every sharder. Whatever door it comes through (a task file, the
+ * task generators, the built-in default) it is checked once with `find_error_in_task` before
+ * anything else reads it.
+ */
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "embshard/data/table.h"
+#include "embshard/data/topology.h"
+
+namespace embshard {
+
+struct Workload {
+  std::vector<TableSpec> tables;
+  std::int64_t batch_size = 65536;  ///< global batch (samples per training step)
+
+  [[nodiscard]] std::int64_t total_bytes() const;
+  [[nodiscard]] std::int64_t total_dim() const;
+};
+
+/** What a plan may do beyond table-wise placement in HBM. */
+struct Constraints {
+  bool allow_column_split = true;  ///< tables may be split into column ranges (multiples of 4)
+  bool allow_row_split = true;     ///< tables may be split into row ranges
+  bool allow_uvm = false;          ///< rows may live in host memory reached through UVM
+};
+
+struct Task {
+  std::string id;                  ///< e.g. "neuroshard-d4-m128-007"; free text for users
+  std::string protocol;            ///< canonical spec of the generator, or "" for hand-written
+  std::uint64_t seed = 0;          ///< seed the generator used
+  std::uint64_t pool_seed = 0;     ///< pool that tables' source ids refer to (if from the pool)
+  Workload workload;
+  Topology topology;
+  Constraints constraints;
+};
+
+/**
+ * "" if `task` is valid, else one line naming the first problem, prefixed by `where` (a file
+ * name): no tables, duplicate table names, a dim that is not a positive multiple of 4, bad
+ * statistics, a non-positive batch, an unusable topology.
+ */
+[[nodiscard]] std::string find_error_in_task(const Task& task, const std::string& where);
+
+/** Throws Error with `find_error_in_task`'s message if the task is invalid. */
+void check_task(const Task& task, const std::string& where);
+
+}  // namespace embshard

@@ -1,0 +1,59 @@
+#pragma once
+/**
+ * @file topology.h
+ * @brief `Topology`: the devices a plan places shards on, their memory, and the links between them.
+ *
+ * Memory figures are what is *available to embedding tables* (a task that reserves room for
+ * activations lowers them). Bandwidths are in GB/s (10^9 bytes per second) per device and per
+ * direction; latencies in microseconds. Devices are numbered 0..N-1 and packed onto hosts in
+ * order: device d lives on host d / devices_per_host.
+ *
+ * Named presets (`topology_registry()`, `embshard list`) take their figures from vendor data
+ * sheets; each preset's doc line in topology.cpp cites them. A preset is a spec string such as
+ * `a100:nodes=2,hbm_gb=4` — `nodes` multiplies the node, `hbm_gb` / `uvm_gb` override the memory
+ * available per device (the papers cap it, e.g. NeuroShard's 4 GB).
+ */
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "embshard/core/registry.h"
+
+namespace embshard {
+
+/** One accelerator (or one CPU socket share for the `cpu` preset). */
+struct Device {
+  std::int64_t hbm_bytes = 0;   ///< fast device memory available to embeddings
+  std::int64_t uvm_bytes = 0;   ///< host memory reachable through UVM, available to embeddings
+  double hbm_gbps = 0.0;        ///< device-memory bandwidth, GB/s
+  double uvm_gbps = 0.0;        ///< device <- host bandwidth for UVM reads, GB/s
+};
+
+struct Topology {
+  std::string name;                 ///< canonical preset spec, or "custom"
+  std::string device_kind;          ///< e.g. "A100-SXM4-80GB", "cpu"
+  std::vector<Device> devices;
+  int devices_per_host = 1;         ///< devices d and e share a host iff d/dph == e/dph
+  double intra_host_gbps = 0.0;     ///< all-to-all bandwidth per device inside a host, GB/s
+  double inter_host_gbps = 0.0;     ///< all-to-all bandwidth per device across hosts, GB/s
+  double a2a_latency_us = 0.0;      ///< fixed cost of one all-to-all collective, µs
+
+  [[nodiscard]] int num_devices() const { return static_cast<int>(devices.size()); }
+  [[nodiscard]] int num_hosts() const {
+    return devices_per_host > 0 ? (num_devices() + devices_per_host - 1) / devices_per_host : 0;
+  }
+  [[nodiscard]] bool same_host(int d, int e) const {
+    return d / devices_per_host == e / devices_per_host;
+  }
+};
+
+/** "" if `topology` is usable (at least one device, positive figures), else the first problem. */
+[[nodiscard]] std::string find_error_in_topology(const Topology& topology, const std::string& where);
+
+/** The registry of named hardware presets. */
+[[nodiscard]] const Registry<Topology>& topology_registry();
+
+/** Builds a preset from its spec string (e.g. "h100:nodes=2"); throws Error listing presets. */
+[[nodiscard]] Topology make_topology(const std::string& spec);
+
+}  // namespace embshard

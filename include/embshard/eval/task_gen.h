@@ -1,0 +1,65 @@
+#pragma once
+/**
+ * @file task_gen.h
+ * @brief The papers' task protocols, as seeded generators of task files.
+ *
+ * | protocol   | devices | tables per task               | dims                         | memory / device | weights |
+ * |------------|---------|-------------------------------|------------------------------|-----------------|---------|
+ * | neuroshard | 4 or 8  | 2.5·D .. 15·D−1, with replacement | uniform over {M, M/2, .., 4} | 4 GiB           | fp32    |
+ * | dreamshard | 4       | N (default 50), disjoint train/test halves of the pool | all = M (16) | 5 GiB | fp16 |
+ * | autoshard  | 8       | 10·D (80 on 8 .. 800 on 80)   | per pool table {M/2, M} (16, 32) | 7 GiB       | fp16    |
+ *
+ * Sources: paper 003 Table 5 and the authors' gen_tasks.py (NeuroShard: tasks whose fp32 total
+ * exceeds 4·D − 1 GiB are redrawn); paper 000 §C / 002 §4 (DreamShard DLRM-N (D)); paper 001 §5
+ * and App. A (AutoShard). Lists come from embshard's own RNG: they are NOT the papers' exact
+ * task lists (those need NumPy's legacy RandomState), only the same protocol.
+ *
+ * Tables come from a source list of statistics: the built-in pool by default, or a stats file
+ * (`embshard stats` on the real dataset). Every task is checked with find_error_in_task.
+ */
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "embshard/core/registry.h"
+#include "embshard/data/task.h"
+
+namespace embshard {
+
+/** Where generated tasks take their tables from. */
+struct TableSource {
+  std::vector<TableStats> tables;  ///< statistics at the protocol's batch size
+  bool from_pool = true;           ///< source ids are pool ids (tasks then record pool_seed)
+  std::uint64_t pool_seed = 0;
+};
+
+/** The built-in pool of `seed`, with expected statistics at `batch_size`. */
+[[nodiscard]] TableSource pool_source(std::uint64_t seed, std::int64_t batch_size, const Context& ctx);
+
+class TaskGenerator {
+ public:
+  virtual ~TaskGenerator() = default;
+  /** Canonical spec of this generator (with all parameters). */
+  [[nodiscard]] virtual std::string spec() const = 0;
+  /** Global batch of the tasks it generates (their statistics are taken at this batch). */
+  [[nodiscard]] virtual std::int64_t batch_size() const = 0;
+  /** Task `index` of the sequence for `seed`; deterministic in (seed, index). */
+  [[nodiscard]] virtual Task generate(const TableSource& source, std::uint64_t seed,
+                                      int index) const = 0;
+};
+
+/** neuroshard, dreamshard, autoshard. */
+[[nodiscard]] const Registry<TaskGenerator>& task_protocol_registry();
+
+/** Builds the generator of `spec` (e.g. "neuroshard:devices=8,max_dim=64"). */
+[[nodiscard]] std::unique_ptr<TaskGenerator> make_task_generator(const std::string& spec);
+
+/** Writes tasks 0..count-1 as DIR/000.json, DIR/001.json, ...; returns the paths. */
+std::vector<std::string> write_tasks(const TaskGenerator& gen, const TableSource& source,
+                                     std::uint64_t seed, int count, const std::string& dir);
+
+/** The built-in default task (a NeuroShard-protocol task, 4 devices, max dim 128, seed 0). */
+[[nodiscard]] Task default_task(const Context& ctx);
+
+}  // namespace embshard

@@ -1,0 +1,92 @@
+#pragma once
+/**
+ * @file plan.h
+ * @brief `Plan`: where every piece of every table lives, and how the plan was made.
+ *
+ * A table is cut into shards. Each shard is a rectangle of the table — rows [row_begin, row_end)
+ * × columns [col_begin, col_end) — placed on one device. Of its rows, the first `hbm_rows` (after
+ * RecShard's remapping, the hottest) live in the device's HBM and the rest in host memory reached
+ * through UVM. Sharding types name the usual shapes:
+ *
+ *   table-wise     one shard, all rows and columns
+ *   column-wise    shards span all rows, each a column range (a multiple of 4 wide)
+ *   row-wise       shards span all columns, each a row range, on different devices
+ *   table-row-wise row-wise within one host (TorchRec's TWRW)
+ *
+ * Memory a shard uses: rows × cols × bytes_per_element, split between HBM (hbm_rows) and UVM.
+ * Optimizer state is not counted (the papers count weights only).
+ *
+ * `find_error_in_plan` checks a plan against its task: every task table appears once, its shards
+ * cover every (row, column) cell exactly once, widths are multiples of 4, devices exist, UVM is
+ * used only where allowed, and each device's HBM and UVM use fits its budget.
+ */
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "embshard/data/task.h"
+
+namespace embshard {
+
+/** Version of the plan JSON; bump when a field changes meaning. */
+inline constexpr int kPlanSchemaVersion = 1;
+
+enum class ShardingType { kTableWise, kColumnWise, kRowWise, kTableRowWise };
+[[nodiscard]] const char* to_string(ShardingType type);
+/** Parses "table_wise" etc.; throws Error naming `where`. */
+[[nodiscard]] ShardingType parse_sharding_type(const std::string& text, const std::string& where);
+
+struct Shard {
+  int device = 0;
+  std::int64_t row_begin = 0;
+  std::int64_t row_end = 0;      ///< exclusive
+  int col_begin = 0;
+  int col_end = 0;               ///< exclusive
+  std::int64_t hbm_rows = -1;    ///< rows in HBM; -1 means all of them
+
+  [[nodiscard]] std::int64_t num_rows() const { return row_end - row_begin; }
+  [[nodiscard]] int num_cols() const { return col_end - col_begin; }
+  [[nodiscard]] std::int64_t rows_in_hbm() const { return hbm_rows < 0 ? num_rows() : hbm_rows; }
+};
+
+struct TablePlacement {
+  std::string table;             ///< TableSpec::name
+  ShardingType type = ShardingType::kTableWise;
+  std::vector<Shard> shards;
+};
+
+/** How a plan was made; enough to reproduce it. */
+struct Provenance {
+  std::string sharder;           ///< canonical sharder spec
+  std::string cost_model;        ///< canonical cost-model spec, "" if none
+  std::string task_id;
+  std::string embshard_version;  ///< library version and git hash
+  std::uint64_t seed = 0;
+  double wall_ms = 0.0;          ///< planning time
+  std::string created_utc;       ///< ISO 8601
+};
+
+struct Plan {
+  std::vector<TablePlacement> tables;
+  Provenance provenance;
+};
+
+/** Memory a plan uses on one device. */
+struct DeviceMemory {
+  std::int64_t hbm_bytes = 0;
+  std::int64_t uvm_bytes = 0;
+};
+
+/** Per-device memory use of `plan` on `task` (devices outside the topology are ignored). */
+[[nodiscard]] std::vector<DeviceMemory> plan_memory(const Task& task, const Plan& plan);
+
+/** "" if `plan` is a valid plan for `task`, else one line naming the first problem. */
+[[nodiscard]] std::string find_error_in_plan(const Task& task, const Plan& plan);
+
+/** A table-wise plan from one device per table (index i of `devices` is task table i). */
+[[nodiscard]] Plan table_wise_plan(const Task& task, const std::vector<int>& devices);
+
+/** The library's version string, "0.1.0+<git hash>". */
+[[nodiscard]] std::string embshard_version();
+
+}  // namespace embshard

@@ -1,0 +1,49 @@
+#pragma once
+/**
+ * @file plan_io.h
+ * @brief Plan files: the JSON form of a `Plan`.
+ *
+ * Format (schema_version 1, see kPlanSchemaVersion):
+ *
+ *   {"schema_version": 1,
+ *    "provenance": {"sharder": "...", "cost_model": "...", "task_id": "...",
+ *                   "embshard_version": "...", "seed": 42, "wall_ms": 12.5,
+ *                   "created_utc": "2024-01-01T00:00:00Z"},
+ *    "tables": [{"table": "t0", "sharding_type": "table_wise",
+ *                "shards": [{"device": 0, "rows": [0, 1000], "cols": [0, 64],
+ *                            "hbm_rows": 1000}]}]}
+ *
+ * `rows` and `cols` are [begin, end) ranges. `hbm_rows` is written always, as the number of rows
+ * in HBM (`Shard::rows_in_hbm()`); when read, an absent `hbm_rows` means all rows (-1) and a
+ * present one is kept as written.
+ *
+ * Reading is strict: every field of a table and a shard except `hbm_rows` is required, numbers
+ * must be integers ≥ 0 (`wall_ms` a finite number ≥ 0, `seed` an unsigned 64-bit integer), and
+ * unknown or repeated keys are errors so that a typo is never silently ignored. The provenance
+ * block and each of its fields are optional (a hand-written plan may leave them out); unknown
+ * keys inside it are skipped. Reading checks the form only: whether the plan fits its task is
+ * `find_error_in_plan`'s job.
+ *
+ * Every reading error is an `embshard::Error` with one line naming the file (`where`) and the
+ * JSON path of the problem, e.g. `plan.json: tables[3].shards[0].device: expected an integer ≥ 0,
+ * got -1`.
+ */
+#include <string>
+
+#include "embshard/plan/plan.h"
+
+namespace embshard {
+
+/** The JSON text of `plan` (one shard per line, ends with a newline). */
+[[nodiscard]] std::string plan_to_json(const Plan& plan);
+
+/** Parses a plan from JSON `text`; `where` (a file name) prefixes every error message. */
+[[nodiscard]] Plan plan_from_json(const std::string& text, const std::string& where);
+
+/** Writes `plan` to `path` atomically (`write_file_atomic`). */
+void write_plan_file(const std::string& path, const Plan& plan);
+
+/** Reads the plan file at `path`; errors name the file. */
+[[nodiscard]] Plan read_plan_file(const std::string& path);
+
+}  // namespace embshard

@@ -1,0 +1,243 @@
+#include "embshard/data/data_io.h"
+
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "embshard/core/file_io.h"
+#include "json_reader.h"
+
+namespace embshard {
+namespace {
+
+using nlohmann::json;
+using detail::JsonNode;
+
+json stats_json(const TableStats& s) {
+  json j = {{"num_rows", s.num_rows},         {"pooling_factor", s.pooling_factor},
+            {"coverage", s.coverage},         {"batch_size", s.batch_size},
+            {"num_indices", s.num_indices},   {"num_distinct", s.num_distinct},
+            {"bins", s.bins}};
+  if (!s.icdf.empty()) j["icdf"] = s.icdf;
+  return j;
+}
+
+TableStats stats_from(const JsonNode& n) {
+  TableStats s;
+  s.num_rows = n.at("num_rows").as_int(1);
+  s.pooling_factor = n.at("pooling_factor").as_double(0);
+  s.coverage = n.at("coverage").as_double(0);
+  s.batch_size = n.has("batch_size") ? n.at("batch_size").as_int(0) : 0;
+  s.num_indices = n.has("num_indices") ? n.at("num_indices").as_int(0) : 0;
+  s.num_distinct = n.has("num_distinct") ? n.at("num_distinct").as_int(0) : 0;
+  const JsonNode bins = n.at("bins");
+  bins.expect_array();
+  EMBSHARD_CHECK(bins.size() == kNumReuseBins, bins.label(), ": expected ", kNumReuseBins,
+                 " values, got ", bins.size());
+  for (std::size_t j = 0; j < bins.size(); ++j) s.bins[j] = bins.at(j).as_double(0);
+  if (n.has("icdf")) {
+    const JsonNode icdf = n.at("icdf");
+    icdf.expect_array();
+    for (std::size_t k = 0; k < icdf.size(); ++k) s.icdf.push_back(icdf.at(k).as_double(0));
+  }
+  const std::string err = find_error_in_stats(s, n.label());
+  EMBSHARD_CHECK(err.empty(), err);
+  return s;
+}
+
+#define EMBSHARD_STATS_KEYS                                                                 \
+  "num_rows", "pooling_factor", "coverage", "batch_size", "num_indices", "num_distinct", \
+      "bins", "icdf"
+
+json topology_json(const Topology& t) {
+  if (!t.name.empty() && t.name != "custom") return {{"preset", t.name}};
+  json devices = json::array();
+  for (const Device& d : t.devices) {
+    devices.push_back({{"hbm_bytes", d.hbm_bytes},
+                       {"uvm_bytes", d.uvm_bytes},
+                       {"hbm_gbps", d.hbm_gbps},
+                       {"uvm_gbps", d.uvm_gbps}});
+  }
+  return {{"device_kind", t.device_kind},         {"devices_per_host", t.devices_per_host},
+          {"intra_host_gbps", t.intra_host_gbps}, {"inter_host_gbps", t.inter_host_gbps},
+          {"a2a_latency_us", t.a2a_latency_us},   {"devices", devices}};
+}
+
+Topology topology_from(const JsonNode& n) {
+  n.expect_object();
+  if (n.has("preset")) {
+    n.only_keys({"preset"});
+    try {
+      return make_topology(n.at("preset").as_string());
+    } catch (const Error& e) {
+      EMBSHARD_THROW(n.label(), ": ", e.what());
+    }
+  }
+  n.only_keys({"device_kind", "devices_per_host", "intra_host_gbps", "inter_host_gbps",
+               "a2a_latency_us", "devices"});
+  Topology t;
+  t.name = "custom";
+  t.device_kind = n.has("device_kind") ? n.at("device_kind").as_string() : "custom";
+  t.devices_per_host = static_cast<int>(n.at("devices_per_host").as_int(1));
+  t.intra_host_gbps = n.at("intra_host_gbps").as_double(0);
+  t.inter_host_gbps = n.at("inter_host_gbps").as_double(0);
+  t.a2a_latency_us = n.at("a2a_latency_us").as_double(0);
+  const JsonNode devices = n.at("devices");
+  devices.expect_array(1);
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    const JsonNode d = devices.at(i);
+    d.only_keys({"hbm_bytes", "uvm_bytes", "hbm_gbps", "uvm_gbps"});
+    t.devices.push_back({d.at("hbm_bytes").as_int(0), d.at("uvm_bytes").as_int(0),
+                         d.at("hbm_gbps").as_double(0), d.at("uvm_gbps").as_double(0)});
+  }
+  return t;
+}
+
+TableSpec table_from(const JsonNode& n, std::int64_t batch_size, const Pool* pool) {
+  n.only_keys({"name", "dim", "dtype", "pool_id", "source_id", "stats"});
+  TableSpec t;
+  t.name = n.at("name").as_string();
+  t.dim = static_cast<int>(std::min<std::int64_t>(n.at("dim").as_int(1), 1 << 20));
+  t.dtype = n.has("dtype") ? parse_weight_type(n.at("dtype").as_string(), n.at("dtype").label())
+                           : WeightType::kF32;
+  if (n.has("source_id")) t.source_id = n.at("source_id").as_int(0);
+  if (n.has("pool_id")) t.source_id = n.at("pool_id").as_int(0);
+  if (n.has("stats")) {
+    const JsonNode s = n.at("stats");
+    s.only_keys({EMBSHARD_STATS_KEYS});
+    t.stats = stats_from(s);
+  } else {
+    EMBSHARD_CHECK(n.has("pool_id"), n.label(), ": a table needs 'stats' or 'pool_id'");
+    EMBSHARD_ASSERT(pool != nullptr);
+    EMBSHARD_CHECK(t.source_id < static_cast<std::int64_t>(pool->tables().size()),
+                   n.at("pool_id").label(), " = ", t.source_id, ": the pool has ",
+                   pool->tables().size(), " tables");
+    t.stats = pool->expected_stats(t.source_id, batch_size);
+  }
+  return t;
+}
+
+}  // namespace
+
+std::string stats_to_json(const std::vector<TableStats>& tables) {
+  json arr = json::array();
+  for (const auto& s : tables) arr.push_back(stats_json(s));
+  return json{{"tables", arr}}.dump(1) + "\n";
+}
+
+std::vector<TableStats> stats_from_json(const std::string& text, const std::string& where) {
+  const json doc = JsonNode::parse(text, where);
+  const JsonNode root(doc, where, "");
+  root.expect_object();
+  const JsonNode tables = root.at("tables");
+  tables.expect_array();
+  std::vector<TableStats> out;
+  for (std::size_t i = 0; i < tables.size(); ++i) {
+    const JsonNode t = tables.at(i);
+    t.only_keys({EMBSHARD_STATS_KEYS, "id", "name", "generator"});
+    out.push_back(stats_from(t));
+  }
+  return out;
+}
+
+std::vector<TableStats> read_stats_file(const std::string& path) {
+  return stats_from_json(read_file(path), path);
+}
+
+void write_stats_file(const std::string& path, const std::vector<TableStats>& tables) {
+  write_file_atomic(path, stats_to_json(tables));
+}
+
+std::string pool_to_json(const Pool& pool, std::int64_t batch_size) {
+  json arr = json::array();
+  for (const PoolTable& t : pool.tables()) {
+    json j = stats_json(pool.expected_stats(t.id, batch_size));
+    j["id"] = t.id;
+    j["generator"] = {{"zipf_alpha", t.zipf_alpha},
+                      {"length_shape", t.length_shape},
+                      {"seed", t.seed}};
+    arr.push_back(std::move(j));
+  }
+  const PoolParams& p = pool.params();
+  json params = {{"empty_share", p.empty_share},
+                 {"rows_low_log10_min", p.rows_low_log10_min},
+                 {"rows_high_log10_min", p.rows_high_log10_min},
+                 {"pooling_min", p.pooling_min},
+                 {"coverage_full_share", p.coverage_full_share},
+                 {"coverage_log10_min", p.coverage_log10_min},
+                 {"alpha_min", p.alpha_min},
+                 {"alpha_max", p.alpha_max},
+                 {"length_shape", p.length_shape}};
+  json doc = {{"pool", {{"seed", pool.seed()}, {"version", kPoolVersion}, {"params", params}}},
+              {"tables", arr}};
+  return doc.dump(1) + "\n";
+}
+
+std::string task_to_json(const Task& task) {
+  json tables = json::array();
+  bool from_pool = false;
+  for (const TableSpec& t : task.workload.tables) {
+    json j = {{"name", t.name}, {"dim", t.dim}, {"dtype", to_string(t.dtype)}};
+    if (t.source_id >= 0) {
+      j["pool_id"] = t.source_id;
+      from_pool = true;
+    }
+    j["stats"] = stats_json(t.stats);
+    tables.push_back(std::move(j));
+  }
+  json doc = {{"schema_version", kTaskSchemaVersion},
+              {"id", task.id},
+              {"protocol", task.protocol},
+              {"seed", task.seed},
+              {"batch_size", task.workload.batch_size},
+              {"topology", topology_json(task.topology)},
+              {"constraints",
+               {{"allow_column_split", task.constraints.allow_column_split},
+                {"allow_row_split", task.constraints.allow_row_split},
+                {"allow_uvm", task.constraints.allow_uvm}}},
+              {"tables", tables}};
+  if (from_pool) doc["pool_seed"] = task.pool_seed;
+  return doc.dump(1) + "\n";
+}
+
+Task task_from_json(const std::string& text, const std::string& where) {
+  const json doc = JsonNode::parse(text, where);
+  const JsonNode root(doc, where, "");
+  root.only_keys({"schema_version", "id", "protocol", "seed", "batch_size", "topology",
+                  "constraints", "pool_seed", "tables"});
+  const auto version = root.at("schema_version").as_int();
+  EMBSHARD_CHECK(version == kTaskSchemaVersion, root.at("schema_version").label(), " = ", version,
+                 ": this embshard reads task schema version ", kTaskSchemaVersion);
+  Task task;
+  task.id = root.has("id") ? root.at("id").as_string() : "";
+  task.protocol = root.has("protocol") ? root.at("protocol").as_string() : "";
+  task.seed = root.has("seed") ? root.at("seed").as_uint() : 0;
+  task.workload.batch_size = root.at("batch_size").as_int(1);
+  task.topology = topology_from(root.at("topology"));
+  if (root.has("constraints")) {
+    const JsonNode c = root.at("constraints");
+    c.only_keys({"allow_column_split", "allow_row_split", "allow_uvm"});
+    if (c.has("allow_column_split")) task.constraints.allow_column_split = c.at("allow_column_split").as_bool();
+    if (c.has("allow_row_split")) task.constraints.allow_row_split = c.at("allow_row_split").as_bool();
+    if (c.has("allow_uvm")) task.constraints.allow_uvm = c.at("allow_uvm").as_bool();
+  }
+  task.pool_seed = root.has("pool_seed") ? root.at("pool_seed").as_uint() : 0;
+  std::unique_ptr<Pool> pool;
+  const JsonNode tables = root.at("tables");
+  tables.expect_array();
+  for (std::size_t i = 0; i < tables.size(); ++i) {
+    const JsonNode t = tables.at(i);
+    t.expect_object();
+    if (!t.has("stats") && !pool) pool = std::make_unique<Pool>(Pool::generate(task.pool_seed));
+    task.workload.tables.push_back(table_from(t, task.workload.batch_size, pool.get()));
+  }
+  check_task(task, where);
+  return task;
+}
+
+Task read_task_file(const std::string& path) { return task_from_json(read_file(path), path); }
+
+void write_task_file(const std::string& path, const Task& task) {
+  write_file_atomic(path, task_to_json(task));
+}
+
+}  // namespace embshard

@@ -1,0 +1,57 @@
+#include "embshard/data/table.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "embshard/core/error.h"
+
+namespace embshard {
+
+int bytes_per_element(WeightType type) { return type == WeightType::kF16 ? 2 : 4; }
+
+const char* to_string(WeightType type) { return type == WeightType::kF16 ? "fp16" : "fp32"; }
+
+WeightType parse_weight_type(const std::string& text, const std::string& where) {
+  if (text == "fp32" || text == "float32") return WeightType::kF32;
+  if (text == "fp16" || text == "float16") return WeightType::kF16;
+  EMBSHARD_THROW(where, ": unknown weight type '", text, "' (expected fp32 or fp16)");
+}
+
+std::string find_error_in_stats(const TableStats& s, const std::string& where) {
+  std::ostringstream err;
+  auto bad = [&](const char* field, const auto& value, const char* why) {
+    err << where << ": " << field << " = " << value << " " << why;
+    return err.str();
+  };
+  if (s.num_rows < 1) return bad("num_rows", s.num_rows, "must be at least 1");
+  if (!std::isfinite(s.pooling_factor) || s.pooling_factor < 0)
+    return bad("pooling_factor", s.pooling_factor, "must be a finite number >= 0");
+  if (!std::isfinite(s.coverage) || s.coverage < 0 || s.coverage > 1)
+    return bad("coverage", s.coverage, "must lie in [0, 1]");
+  if (s.batch_size < 0) return bad("batch_size", s.batch_size, "must be >= 0");
+  if (s.num_indices < 0) return bad("num_indices", s.num_indices, "must be >= 0");
+  if (s.num_distinct < 0 || s.num_distinct > s.num_indices)
+    return bad("num_distinct", s.num_distinct, "must lie in [0, num_indices]");
+  if (s.num_distinct > s.num_rows)
+    return bad("num_distinct", s.num_distinct, "exceeds num_rows");
+  double sum = 0;
+  for (double b : s.bins) {
+    if (!std::isfinite(b) || b < 0 || b > 1) return bad("bins", b, "must lie in [0, 1]");
+    sum += b;
+  }
+  const bool empty = s.num_distinct == 0 && s.num_indices == 0;
+  if (empty ? sum != 0 : std::abs(sum - 1) > 1e-6)
+    return bad("bins", sum, empty ? "sum must be 0 for an empty table" : "must sum to 1");
+  if (s.icdf.empty()) return "";
+  if (static_cast<int>(s.icdf.size()) != kNumIcdfSteps)
+    return bad("icdf", s.icdf.size(), "entries; expected 100");
+  double prev = 0;
+  for (double v : s.icdf) {
+    if (!std::isfinite(v) || v < prev) return bad("icdf", v, "is not non-decreasing");
+    if (v > static_cast<double>(s.num_rows)) return bad("icdf", v, "exceeds num_rows");
+    prev = v;
+  }
+  return "";
+}
+
+}  // namespace embshard

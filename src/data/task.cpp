@@ -1,0 +1,45 @@
+#include "embshard/data/task.h"
+
+#include <set>
+
+#include "embshard/core/error.h"
+
+namespace embshard {
+
+std::int64_t Workload::total_bytes() const {
+  std::int64_t sum = 0;
+  for (const auto& t : tables) sum += t.size_bytes();
+  return sum;
+}
+
+std::int64_t Workload::total_dim() const {
+  std::int64_t sum = 0;
+  for (const auto& t : tables) sum += t.dim;
+  return sum;
+}
+
+std::string find_error_in_task(const Task& task, const std::string& where) {
+  const auto& tables = task.workload.tables;
+  if (tables.empty()) return where + ": the task has no tables";
+  if (task.workload.batch_size <= 0)
+    return where + ": batch_size = " + std::to_string(task.workload.batch_size) +
+           " must be positive";
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < tables.size(); ++i) {
+    const TableSpec& t = tables[i];
+    const std::string at = where + ": table " + std::to_string(i) + " ('" + t.name + "')";
+    if (t.name.empty()) return at + ": empty name";
+    if (!names.insert(t.name).second) return at + ": duplicate table name '" + t.name + "'";
+    if (t.dim <= 0 || t.dim % 4 != 0)
+      return at + ": dim = " + std::to_string(t.dim) + " must be a positive multiple of 4";
+    if (auto err = find_error_in_stats(t.stats, at); !err.empty()) return err;
+  }
+  return find_error_in_topology(task.topology, where);
+}
+
+void check_task(const Task& task, const std::string& where) {
+  const std::string err = find_error_in_task(task, where);
+  EMBSHARD_CHECK(err.empty(), err);
+}
+
+}  // namespace embshard

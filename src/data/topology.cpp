@@ -1,0 +1,153 @@
+#include "embshard/data/topology.h"
+
+#include <cmath>
+#include <sstream>
+
+namespace embshard {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+/** Public figures of one node type (per GPU unless said otherwise). */
+struct NodeSheet {
+  const char* name;
+  const char* device_kind;
+  const char* describe;        ///< the sources of the figures
+  int gpus_per_node;
+  double hbm_gib;             ///< device memory
+  double hbm_gbps;            ///< device-memory bandwidth
+  double uvm_gib;             ///< host DRAM per GPU (node DRAM / GPUs)
+  double uvm_gbps;            ///< host link per GPU, per direction (PCIe generation x16)
+  double intra_gbps;          ///< GPU-to-GPU per direction (NVLink or PCIe)
+  double inter_gbps;          ///< NIC bandwidth per GPU (node NICs / GPUs)
+};
+
+// Vendor data sheets: RTX 2080 Ti (11 GB GDDR6, 616 GB/s, PCIe 3.0 x16 = 15.75 GB/s/direction);
+// DGX-1 V100 (32 GB HBM2 900 GB/s, NVLink2 6 links x 25 GB/s = 150 GB/s/direction, 512 GB host,
+// 4x EDR 100 Gb/s IB); DGX A100 (80 GB HBM2e 2,039 GB/s, NVLink3 300 GB/s/direction, PCIe 4.0
+// 31.5 GB/s, 2 TB host, 8x HDR 200 Gb/s); DGX H100 (80 GB HBM3 3,350 GB/s, NVLink4 450
+// GB/s/direction, PCIe 5.0 63 GB/s, 2 TB host, 8x NDR 400 Gb/s).
+constexpr NodeSheet kSheets[] = {
+    {"2080ti", "GeForce-RTX-2080Ti-11GB",
+     "RTX 2080 Ti PCIe node: 11 GB GDDR6 at 616 GB/s, PCIe 3.0 x16 links, 100 Gb/s NIC per node",
+     4, 11.0, 616.0, 32.0, 15.75, 15.75, 12.5 / 4},
+    {"v100", "V100-SXM2-32GB",
+     "DGX-1 V100: 32 GB HBM2 at 900 GB/s, NVLink2 150 GB/s/dir, PCIe 3.0, 4x100 Gb/s IB per node",
+     8, 32.0, 900.0, 64.0, 15.75, 150.0, 50.0 / 8},
+    {"a100", "A100-SXM4-80GB",
+     "DGX A100: 80 GB HBM2e at 2039 GB/s, NVLink3 300 GB/s/dir, PCIe 4.0, 8x200 Gb/s IB per node",
+     8, 80.0, 2039.0, 256.0, 31.5, 300.0, 25.0},
+    {"h100", "H100-SXM5-80GB",
+     "DGX H100: 80 GB HBM3 at 3350 GB/s, NVLink4 450 GB/s/dir, PCIe 5.0, 8x400 Gb/s IB per node",
+     8, 80.0, 3350.0, 256.0, 63.0, 450.0, 50.0},
+};
+
+constexpr double kIntraLatencyUs = 25.0;  // NCCL all-to-all floor inside a node
+constexpr double kInterLatencyUs = 50.0;  // ... across nodes
+
+std::vector<ParamSpec> gpu_params(const NodeSheet& s) {
+  auto num = [](double v) {
+    std::ostringstream o;
+    o << v;
+    return o.str();
+  };
+  return {
+      {"nodes", ParamType::kInt, "1", 1, 4096, {}, "number of hosts"},
+      {"gpus_per_node", ParamType::kInt, std::to_string(s.gpus_per_node), 1, 64, {},
+       "devices per host"},
+      {"hbm_gib", ParamType::kFloat, num(s.hbm_gib), 0.0, 1e6, {},
+       "device memory available to embeddings per device, GiB (the papers' 'GB')"},
+      {"uvm_gib", ParamType::kFloat, num(s.uvm_gib), 0.0, 1e7, {},
+       "host memory available to embeddings per device through UVM, GiB"},
+  };
+}
+
+Topology build_gpu(const NodeSheet& s, const Params& p) {
+  Topology t;
+  t.device_kind = s.device_kind;
+  t.devices_per_host = static_cast<int>(p.get_int("gpus_per_node"));
+  const auto nodes = p.get_int("nodes");
+  Device d;
+  d.hbm_bytes = static_cast<std::int64_t>(std::llround(p.get_float("hbm_gib") * kGiB));
+  d.uvm_bytes = static_cast<std::int64_t>(std::llround(p.get_float("uvm_gib") * kGiB));
+  d.hbm_gbps = s.hbm_gbps;
+  d.uvm_gbps = s.uvm_gbps;
+  t.devices.assign(static_cast<std::size_t>(nodes * t.devices_per_host), d);
+  t.intra_host_gbps = s.intra_gbps;
+  t.inter_host_gbps = s.inter_gbps;
+  t.a2a_latency_us = nodes > 1 ? kInterLatencyUs : kIntraLatencyUs;
+  return t;
+}
+
+// The `cpu` preset stands for this kind of machine: "devices" are shares of one host, timed in
+// turn by the cpu backend. Figures are typical of a 2-core cloud VM (streaming reads 10-17 GB/s,
+// fbgemm-dlrm-data.md §5.3; MPI all-to-all on localhost ~1-5 GB/s, deps-probe.md §6) and are
+// recalibrated by measurement where it matters.
+Topology build_cpu(const Params& p) {
+  Topology t;
+  t.device_kind = "cpu";
+  const auto n = p.get_int("devices");
+  t.devices_per_host = static_cast<int>(n);
+  Device d;
+  d.hbm_bytes = static_cast<std::int64_t>(std::llround(p.get_float("mem_gib") * kGiB));
+  d.uvm_bytes = 0;
+  d.hbm_gbps = 12.0;
+  d.uvm_gbps = 12.0;
+  t.devices.assign(static_cast<std::size_t>(n), d);
+  t.intra_host_gbps = 4.0;
+  t.inter_host_gbps = 4.0;
+  t.a2a_latency_us = 10.0;
+  return t;
+}
+
+Registry<Topology> build_registry() {
+  Registry<Topology> r("topology preset");
+  for (const NodeSheet& s : kSheets) {
+    r.add({s.name, s.describe, gpu_params(s)},
+          [&s](const Params& p, const Context&) { return std::make_unique<Topology>(build_gpu(s, p)); });
+  }
+  r.add({"cpu", "this machine's cores, one share per device, timed in turn by the cpu backend",
+         {{"devices", ParamType::kInt, "4", 1, 4096, {}, "number of devices"},
+          {"mem_gib", ParamType::kFloat, "4", 0.0, 1e6, {},
+           "memory available to embeddings per device, GiB"}}},
+        [](const Params& p, const Context&) { return std::make_unique<Topology>(build_cpu(p)); });
+  return r;
+}
+
+}  // namespace
+
+const Registry<Topology>& topology_registry() {
+  static const Registry<Topology> registry = build_registry();
+  return registry;
+}
+
+Topology make_topology(const std::string& spec) {
+  const Context ctx;
+  Topology t = *topology_registry().create(spec, ctx);
+  t.name = topology_registry().canonical(spec);
+  return t;
+}
+
+std::string find_error_in_topology(const Topology& t, const std::string& where) {
+  std::ostringstream err;
+  err << where << ": topology";
+  if (t.devices.empty()) return err.str() + " has no devices";
+  if (t.devices_per_host < 1) return err.str() + ": devices_per_host must be at least 1";
+  for (std::size_t d = 0; d < t.devices.size(); ++d) {
+    const Device& dev = t.devices[d];
+    err << " device " << d;
+    if (dev.hbm_bytes < 0 || dev.uvm_bytes < 0) return err.str() + ": negative memory";
+    if (!(dev.hbm_gbps > 0)) return err.str() + ": hbm_gbps must be positive";
+    if (dev.uvm_bytes > 0 && !(dev.uvm_gbps > 0))
+      return err.str() + ": uvm_gbps must be positive when uvm memory is given";
+    err.str("");
+    err << where << ": topology";
+  }
+  if (!(t.intra_host_gbps > 0)) return err.str() + ": intra_host_gbps must be positive";
+  if (t.num_hosts() > 1 && !(t.inter_host_gbps > 0))
+    return err.str() + ": inter_host_gbps must be positive with several hosts";
+  if (!(t.a2a_latency_us >= 0)) return err.str() + ": a2a_latency_us must be >= 0";
+  return "";
+}
+
+}  // namespace embshard

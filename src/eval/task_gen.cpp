@@ -1,0 +1,253 @@
+#include "embshard/eval/task_gen.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+#include <thread>
+
+#include "embshard/data/data_io.h"
+#include "embshard/data/pool.h"
+#include "embshard/data/random.h"
+
+namespace embshard {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr std::int64_t kDatasetBatch = 65536;
+constexpr std::uint64_t kMaxRedraws = 10000;
+
+/** Parameters every protocol shares. */
+std::vector<ParamSpec> common_params(int devices, int max_dim, double mem_gib, const char* dtype) {
+  return {
+      {"devices", ParamType::kInt, std::to_string(devices), 1, 4096, {}, "devices per task"},
+      {"max_dim", ParamType::kInt, std::to_string(max_dim), 4, 2048, {},
+       "largest embedding dim (a multiple of 4)"},
+      {"mem_gib", ParamType::kFloat, std::to_string(mem_gib), 0.0, 1e6, {},
+       "memory per device available to embeddings, GiB"},
+      {"dtype", ParamType::kString, dtype, {}, {}, {"fp32", "fp16"}, "weight precision"},
+      {"preset", ParamType::kString, "v100", {}, {}, {"2080ti", "v100", "a100", "h100", "cpu"},
+       "hardware preset the devices are taken from"},
+      {"batch_size", ParamType::kInt, std::to_string(kDatasetBatch), 1, 1 << 24, {},
+       "global batch size"},
+  };
+}
+
+/** Shared machinery: topology, naming, table materialisation. */
+class ProtocolBase : public TaskGenerator {
+ public:
+  ProtocolBase(std::string name, Params params) : name_(std::move(name)), params_(std::move(params)) {
+    EMBSHARD_CHECK(max_dim() % 4 == 0, name_, ": max_dim = ", max_dim(), " must be a multiple of 4");
+  }
+  [[nodiscard]] std::string spec() const override { return canonical_spec(name_, params_); }
+  [[nodiscard]] std::int64_t batch_size() const override { return params_.get_int("batch_size"); }
+
+ protected:
+  [[nodiscard]] int devices() const { return static_cast<int>(params_.get_int("devices")); }
+  [[nodiscard]] int max_dim() const { return static_cast<int>(params_.get_int("max_dim")); }
+  [[nodiscard]] WeightType dtype() const { return parse_weight_type(params_.get_string("dtype"), name_); }
+  [[nodiscard]] double mem_bytes() const { return params_.get_float("mem_gib") * kGiB; }
+
+  [[nodiscard]] Topology topology() const {
+    const std::string preset = params_.get_string("preset");
+    std::string spec = preset;
+    if (preset == "cpu") {
+      spec += ":devices=" + std::to_string(devices()) + ",mem_gib=" + params_.text("mem_gib");
+    } else {
+      const int per_node = std::min(devices(), preset == "2080ti" ? 4 : 8);
+      const int nodes = (devices() + per_node - 1) / per_node;
+      EMBSHARD_CHECK(nodes * per_node == devices(), name_, ": ", devices(),
+                     " devices do not fill whole ", preset, " nodes of ", per_node);
+      spec += ":nodes=" + std::to_string(nodes) + ",gpus_per_node=" + std::to_string(per_node) +
+              ",hbm_gib=" + params_.text("mem_gib");
+    }
+    return make_topology(spec);
+  }
+
+  /** A task over `ids` (indices into the source) with `dims`; names are unique per slot. */
+  [[nodiscard]] Task make_task(const TableSource& source, std::uint64_t seed, int index,
+                               const std::vector<std::size_t>& ids, const std::vector<int>& dims) const {
+    Task task;
+    char id[128];
+    std::snprintf(id, sizeof id, "%s-d%d-m%d-%03d", name_.c_str(), devices(), max_dim(), index);
+    task.id = id;
+    task.protocol = spec();
+    task.seed = seed;
+    task.pool_seed = source.pool_seed;
+    task.workload.batch_size = batch_size();
+    task.topology = topology();
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      TableSpec t;
+      t.name = "t" + std::to_string(i) + "_" + std::to_string(ids[i]);
+      t.dim = dims[i];
+      t.dtype = dtype();
+      t.source_id = source.from_pool ? static_cast<std::int64_t>(ids[i]) : -1;
+      t.stats = source.tables[ids[i]];
+      task.workload.tables.push_back(std::move(t));
+    }
+    check_task(task, task.id);
+    return task;
+  }
+
+  /** Dims {M, M/2, ...} while divisible by 4 (NeuroShard's grid). */
+  [[nodiscard]] std::vector<int> dim_grid() const {
+    std::vector<int> grid;
+    for (int d = max_dim(); d >= 4 && d % 4 == 0; d /= 2) grid.push_back(d);
+    return grid;
+  }
+
+  std::string name_;
+  Params params_;
+};
+
+/** Tables with replacement, random dims, redrawn until the total fits 4·D − 1 GiB (paper 003). */
+class NeuroShardProtocol : public ProtocolBase {
+ public:
+  using ProtocolBase::ProtocolBase;
+  [[nodiscard]] Task generate(const TableSource& source, std::uint64_t seed, int index) const override {
+    Rng rng(derive_seed(seed, static_cast<std::uint64_t>(index)));
+    const auto lo = static_cast<std::uint64_t>(params_.get_int("min_tables_per_device") * devices() / 2);
+    const auto hi = static_cast<std::uint64_t>(params_.get_int("max_tables_per_device") * devices());
+    EMBSHARD_CHECK(hi > lo, name_, ": empty range of table counts");
+    const auto grid = dim_grid();
+    const double budget = mem_bytes() * devices() - kGiB;
+    for (std::uint64_t attempt = 0; attempt < kMaxRedraws; ++attempt) {
+      const auto count = static_cast<std::size_t>(lo + rng.below(hi - lo));
+      std::vector<std::size_t> ids(count);
+      std::vector<int> dims(count);
+      double bytes = 0;
+      for (std::size_t i = 0; i < count; ++i) {
+        ids[i] = static_cast<std::size_t>(rng.below(source.tables.size()));
+        dims[i] = grid[rng.below(grid.size())];
+        bytes += static_cast<double>(source.tables[ids[i]].num_rows) * dims[i] * bytes_per_element(dtype());
+      }
+      if (bytes <= budget) return make_task(source, seed, index, ids, dims);
+    }
+    EMBSHARD_THROW(name_, ": no task within ", budget / kGiB, " GiB after ", kMaxRedraws, " draws");
+  }
+};
+
+/** Shuffled pool split in halves; N tables without replacement from the train or test half. */
+class DreamShardProtocol : public ProtocolBase {
+ public:
+  using ProtocolBase::ProtocolBase;
+  [[nodiscard]] Task generate(const TableSource& source, std::uint64_t seed, int index) const override {
+    std::vector<std::size_t> all(source.tables.size());
+    std::iota(all.begin(), all.end(), 0);
+    Rng split_rng(derive_seed(seed, 0xD5));
+    for (std::size_t i = all.size(); i > 1; --i) std::swap(all[i - 1], all[split_rng.below(i)]);
+    const std::size_t half = all.size() / 2;
+    const bool test = params_.get_string("split") == "test";
+    std::vector<std::size_t> pool(all.begin() + (test ? half : 0), all.begin() + (test ? all.size() : half));
+    const auto n = static_cast<std::size_t>(params_.get_int("tables"));
+    EMBSHARD_CHECK(n <= pool.size(), name_, ": ", n, " tables asked, the ", test ? "test" : "train",
+                   " half has ", pool.size());
+    Rng rng(derive_seed(seed, (test ? 1000000u : 0u) + static_cast<std::uint64_t>(index)));
+    for (std::size_t i = 0; i < n; ++i) std::swap(pool[i], pool[i + rng.below(pool.size() - i)]);
+    pool.resize(n);
+    return make_task(source, seed, index, pool, std::vector<int>(n, max_dim()));
+  }
+};
+
+/** 10 tables per device without replacement; each pool table has a fixed dim in {M/2, M}. */
+class AutoShardProtocol : public ProtocolBase {
+ public:
+  using ProtocolBase::ProtocolBase;
+  [[nodiscard]] Task generate(const TableSource& source, std::uint64_t seed, int index) const override {
+    Rng dim_rng(derive_seed(seed, 0xA5));
+    std::vector<int> table_dim(source.tables.size());
+    for (auto& d : table_dim) d = dim_rng.below(2) == 0 ? max_dim() / 2 : max_dim();
+    const auto n = static_cast<std::size_t>(params_.get_int("tables_per_device") * devices());
+    EMBSHARD_CHECK(n <= source.tables.size(), name_, ": ", n, " tables asked, the source has ",
+                   source.tables.size());
+    std::vector<std::size_t> all(source.tables.size());
+    std::iota(all.begin(), all.end(), 0);
+    const bool test = params_.get_string("split") == "test";
+    Rng rng(derive_seed(seed, (test ? 1000000u : 0u) + static_cast<std::uint64_t>(index)));
+    for (std::size_t i = 0; i < n; ++i) std::swap(all[i], all[i + rng.below(all.size() - i)]);
+    all.resize(n);
+    std::vector<int> dims;
+    for (auto id : all) dims.push_back(table_dim[id]);
+    return make_task(source, seed, index, all, dims);
+  }
+};
+
+template <typename Protocol>
+Registry<TaskGenerator>::Factory factory_of(const char* name) {
+  return [name](const Params& p, const Context&) { return std::make_unique<Protocol>(name, p); };
+}
+
+Registry<TaskGenerator> build_registry() {
+  Registry<TaskGenerator> r("task protocol");
+  auto neuro = common_params(4, 128, 4.0, "fp32");
+  neuro.push_back({"min_tables_per_device", ParamType::kInt, "5", 1, 10000, {},
+                   "tables per task at least this x devices / 2 (10 on 4 devices)"});
+  neuro.push_back({"max_tables_per_device", ParamType::kInt, "15", 1, 10000, {},
+                   "tables per task below this x devices (60 on 4 devices)"});
+  r.add({"neuroshard", "NeuroShard Table 5: 10-60 (4 dev) / 20-120 (8 dev) tables, dims 4..max_dim",
+         neuro},
+        factory_of<NeuroShardProtocol>("neuroshard"));
+  auto dream = common_params(4, 16, 5.0, "fp16");
+  dream.push_back({"tables", ParamType::kInt, "50", 1, 100000, {}, "tables per task (DLRM-N)"});
+  dream.push_back({"split", ParamType::kString, "train", {}, {}, {"train", "test"},
+                   "which half of the shuffled pool the tables come from"});
+  r.add({"dreamshard", "DreamShard DLRM-N (D): disjoint train/test table halves, dim max_dim, fp16",
+         dream},
+        factory_of<DreamShardProtocol>("dreamshard"));
+  auto autos = common_params(8, 32, 7.0, "fp16");
+  autos.push_back({"tables_per_device", ParamType::kInt, "10", 1, 10000, {},
+                   "tables per device (80 on 8 devices)"});
+  autos.push_back({"split", ParamType::kString, "train", {}, {}, {"train", "test"},
+                   "independent train / test draws from the whole pool"});
+  r.add({"autoshard", "AutoShard: 10 tables per device (80 on 8 .. 800 on 80), dims max_dim/2 or max_dim",
+         autos},
+        factory_of<AutoShardProtocol>("autoshard"));
+  return r;
+}
+
+}  // namespace
+
+TableSource pool_source(std::uint64_t seed, std::int64_t batch_size, const Context& ctx) {
+  const Pool pool = Pool::generate(seed);
+  TableSource source;
+  source.pool_seed = seed;
+  source.tables.resize(pool.tables().size());
+  std::vector<std::thread> workers;
+  const std::size_t n = static_cast<std::size_t>(std::max(1, ctx.num_threads));
+  for (std::size_t w = 0; w < n; ++w) {
+    workers.emplace_back([&, w] {
+      for (std::size_t i = w; i < source.tables.size(); i += n)
+        source.tables[i] = pool.expected_stats(static_cast<std::int64_t>(i), batch_size);
+    });
+  }
+  for (auto& w : workers) w.join();
+  return source;
+}
+
+const Registry<TaskGenerator>& task_protocol_registry() {
+  static const Registry<TaskGenerator> registry = build_registry();
+  return registry;
+}
+
+std::unique_ptr<TaskGenerator> make_task_generator(const std::string& spec) {
+  return task_protocol_registry().create(spec, Context{});
+}
+
+std::vector<std::string> write_tasks(const TaskGenerator& gen, const TableSource& source,
+                                     std::uint64_t seed, int count, const std::string& dir) {
+  std::vector<std::string> paths;
+  for (int i = 0; i < count; ++i) {
+    char name[32];
+    std::snprintf(name, sizeof name, "/%03d.json", i);
+    paths.push_back(dir + name);
+    write_task_file(paths.back(), gen.generate(source, seed, i));
+  }
+  return paths;
+}
+
+Task default_task(const Context& ctx) {
+  const auto gen = make_task_generator("neuroshard");
+  return gen->generate(pool_source(0, kDatasetBatch, ctx), 0, 0);
+}
+
+}  // namespace embshard

@@ -1,0 +1,186 @@
+// The `embshard` command end to end: each verb through the real binary, exit codes and messages.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "embshard/core/file_io.h"
+#include "embshard/data/data_io.h"
+#include "embshard/plan/plan.h"
+#include "embshard/plan/plan_io.h"
+
+namespace embshard {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CliResult {
+  int status = -1;
+  std::string out;  ///< stdout and stderr together
+};
+
+CliResult run_cli(const std::string& args) {
+  const std::string cmd = std::string(EMBSHARD_CLI_PATH) + " " + args + " 2>&1";
+  CliResult r;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return r;
+  std::array<char, 4096> buf{};
+  while (std::fgets(buf.data(), buf.size(), pipe) != nullptr) r.out += buf.data();
+  const int raw = pclose(pipe);
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  return r;
+}
+
+std::string fixture(const std::string& name) {
+  return std::string(EMBSHARD_TEST_DATA_DIR) + "/fixtures/" + name;
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("embshard_cli_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  fs::path dir_;
+};
+
+TEST_F(Cli, ListPrintsEveryRegistryWithParameters) {
+  const CliResult r = run_cli("list");
+  ASSERT_EQ(r.status, 0) << r.out;
+  for (const char* word : {"topology preset", "a100", "hbm_gib", "task protocol", "neuroshard",
+                           "dreamshard", "autoshard", "max_dim"}) {
+    EXPECT_NE(r.out.find(word), std::string::npos) << word;
+  }
+}
+
+TEST_F(Cli, MainJobShowsTheBuiltInWorkload) {
+  const CliResult r = run_cli("--quiet");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("built-in pool"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("default task neuroshard-d4-m128-000"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, StatsReproducesTheFixtures) {
+  for (const char* name : {"dlrm_t4_bs64_offsets_i64.pt.gz", "dlrm_t5_bs128_lengths_i64.pt"}) {
+    const CliResult r = run_cli("stats --quiet --data " + fixture(name) + " --out " + path("t.json"));
+    ASSERT_EQ(r.status, 0) << r.out;
+    const auto stats = read_stats_file(path("t.json"));
+    std::string base = name;
+    base = base.substr(0, base.find(".pt"));
+    const auto expected = nlohmann::json::parse(read_file(fixture(base + ".expected.json")));
+    ASSERT_EQ(stats.size(), expected["tables"].size());
+    for (std::size_t t = 0; t < stats.size(); ++t) {
+      const auto& e = expected["tables"][t];
+      EXPECT_EQ(stats[t].num_rows, e["rows"].get<std::int64_t>());
+      EXPECT_NEAR(stats[t].pooling_factor, e["pooling_factor"].get<double>(), 1e-9);
+      EXPECT_EQ(stats[t].num_distinct, e["num_distinct"].get<std::int64_t>());
+      for (int j = 0; j < kNumReuseBins; ++j) EXPECT_NEAR(stats[t].bins[j], e["bins"][j].get<double>(), 1e-9);
+    }
+  }
+}
+
+TEST_F(Cli, BadDatasetFilesFailWithOneLineNamingTheFile) {
+  const std::string good = read_file(fixture("dlrm_t4_bs64_offsets_i64.pt"));
+  write_file_atomic(path("cut.pt"), good.substr(0, good.size() / 2));
+  std::string gz = read_file(fixture("dlrm_t4_bs64_offsets_i64.pt.gz"));
+  write_file_atomic(path("cut.pt.gz"), gz.substr(0, gz.size() - 100));
+  write_file_atomic(path("junk.pt"), "this is not a torch file");
+  for (const char* name : {"cut.pt", "cut.pt.gz", "junk.pt", "missing.pt"}) {
+    const CliResult r = run_cli("stats --data " + path(name) + " --out " + path("o.json"));
+    EXPECT_EQ(r.status, 1) << name << ": " << r.out;
+    EXPECT_NE(r.out.find(name), std::string::npos) << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+    EXPECT_FALSE(fs::exists(path("o.json")));
+  }
+}
+
+TEST_F(Cli, PoolWritesAStatisticsFileAndChecksItself) {
+  CliResult r = run_cli("pool --quiet --seed 2 --batch 4096 --out " + path("pool.json"));
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto stats = read_stats_file(path("pool.json"));
+  ASSERT_EQ(stats.size(), 856u);
+  EXPECT_EQ(stats[0].batch_size, 4096);
+  r = run_cli("pool --check --measure 2 --batch 8192");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("0 outside tolerance"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, TaskGenWritesEveryProtocol) {
+  const std::vector<std::string> protocols = {
+      "--protocol neuroshard --devices 8 --max-dim 64",
+      "--protocol dreamshard:tables=20,split=test --devices 4 --max-dim 16",
+      "--protocol autoshard --devices 8 --max-dim 32"};
+  for (std::size_t i = 0; i < protocols.size(); ++i) {
+    const std::string out = path("tasks" + std::to_string(i));
+    const CliResult r = run_cli("task gen --quiet " + protocols[i] + " --count 3 --seed 4 --out " + out);
+    ASSERT_EQ(r.status, 0) << r.out;
+    for (const char* file : {"/000.json", "/001.json", "/002.json"}) {
+      const Task task = read_task_file(out + file);
+      EXPECT_EQ(task.seed, 4u);
+    }
+    EXPECT_FALSE(fs::exists(out + "/003.json"));
+  }
+  EXPECT_EQ(read_task_file(path("tasks0") + "/000.json").topology.num_devices(), 8);
+}
+
+TEST_F(Cli, TaskGenFromAStatisticsFile) {
+  ASSERT_EQ(run_cli("stats --quiet --data " + fixture("dlrm_t5_bs128_lengths_i64.pt") + " --out " + path("s.json")).status, 0);
+  const CliResult r = run_cli("task gen --quiet --protocol dreamshard:tables=2 --devices 2 --max-dim 8 --count 1 --seed 0 --tables " +
+                    path("s.json") + " --out " + path("t"));
+  ASSERT_EQ(r.status, 0) << r.out;
+  const Task task = read_task_file(path("t/000.json"));
+  EXPECT_EQ(task.workload.tables.size(), 2u);
+  EXPECT_EQ(task.workload.tables[0].source_id, -1);
+}
+
+TEST_F(Cli, CheckAcceptsAValidPlanAndNamesTheProblemOfABadOne) {
+  ASSERT_EQ(run_cli("task gen --quiet --protocol neuroshard --devices 4 --max-dim 16 --count 1 --seed 0 --out " + path("t")).status, 0);
+  const Task task = read_task_file(path("t/000.json"));
+  std::vector<int> devices;
+  for (std::size_t i = 0; i < task.workload.tables.size(); ++i) devices.push_back(static_cast<int>(i % 4));
+  Plan plan = table_wise_plan(task, devices);
+  write_plan_file(path("p.json"), plan);
+  CliResult r = run_cli("check --task " + path("t/000.json") + " --plan " + path("p.json"));
+  EXPECT_EQ(r.status, 0) << r.out;
+  plan.tables[0].shards[0].device = 9;
+  write_plan_file(path("bad.json"), plan);
+  r = run_cli("check --task " + path("t/000.json") + " --plan " + path("bad.json"));
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(r.out.find(task.workload.tables[0].name), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, BadTaskFilesFailWithOneLine) {
+  write_file_atomic(path("t.json"), R"({"schema_version": 1, "batch_size": 64, "topology": {"preset": "v100"},
+    "tables": [{"name": "a", "dim": 6, "pool_id": 1}]})");
+  write_file_atomic(path("p.json"), R"({"schema_version": 1, "tables": []})");
+  const CliResult r = run_cli("check --task " + path("t.json") + " --plan " + path("p.json"));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("t.json"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("multiple of 4"), std::string::npos) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+}
+
+TEST_F(Cli, UnknownVerbsAndOptionsAreErrors) {
+  CliResult r = run_cli("shard");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("unknown verb 'shard'"), std::string::npos) << r.out;
+  r = run_cli("pool --sed 3 --check");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("unknown option --sed"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--seed"), std::string::npos) << r.out;
+  r = run_cli("task gen --protocol neuroshard --devices 4 --max-dim 10 --count 1 --out " + path("x"));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("multiple of 4"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace embshard

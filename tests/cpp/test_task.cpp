@@ -1,0 +1,236 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <set>
+
+#include "embshard/core/error.h"
+#include "embshard/core/file_io.h"
+#include "embshard/data/data_io.h"
+#include "embshard/data/topology.h"
+#include "embshard/eval/task_gen.h"
+
+namespace embshard {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+const TableSource& source() {
+  static const TableSource s = [] {
+    Context ctx;
+    ctx.num_threads = 2;
+    return pool_source(0, 65536, ctx);
+  }();
+  return s;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Topology, PresetsBuildWithTheirFigures) {
+  for (const auto& entry : topology_registry().list()) {
+    const Topology t = make_topology(entry.name);
+    EXPECT_EQ(find_error_in_topology(t, entry.name), "") << entry.name;
+    EXPECT_EQ(t.name, topology_registry().canonical(entry.name));
+  }
+  const Topology a100 = make_topology("a100:nodes=2,hbm_gib=4");
+  EXPECT_EQ(a100.num_devices(), 16);
+  EXPECT_EQ(a100.num_hosts(), 2);
+  EXPECT_TRUE(a100.same_host(0, 7));
+  EXPECT_FALSE(a100.same_host(7, 8));
+  EXPECT_EQ(a100.devices[3].hbm_bytes, 4LL << 30);
+  EXPECT_DOUBLE_EQ(a100.devices[0].hbm_gbps, 2039.0);
+  EXPECT_GT(a100.a2a_latency_us, make_topology("a100").a2a_latency_us);
+  EXPECT_EQ(make_topology("2080ti").num_devices(), 4);
+  EXPECT_EQ(make_topology("h100").num_devices(), 8);
+  EXPECT_EQ(make_topology("cpu:devices=3").num_devices(), 3);
+}
+
+TEST(Topology, UnknownPresetListsKnownOnes) {
+  const std::string err = error_of([] { (void)make_topology("tpu"); });
+  EXPECT_NE(err.find("2080ti, v100, a100, h100, cpu"), std::string::npos) << err;
+}
+
+TEST(Topology, ZeroDevicesIsAnError) {
+  Topology t = make_topology("v100");
+  t.devices.clear();
+  EXPECT_NE(find_error_in_topology(t, "x").find("no devices"), std::string::npos);
+}
+
+TEST(TaskGen, NeuroShardProtocol) {
+  for (int devices : {4, 8}) {
+    for (int max_dim : {4, 32, 128}) {
+      const auto gen = make_task_generator("neuroshard:devices=" + std::to_string(devices) +
+                                           ",max_dim=" + std::to_string(max_dim));
+      std::set<int> dims_seen;
+      bool duplicate_seen = false;
+      for (int i = 0; i < 20; ++i) {
+        const Task task = gen->generate(source(), 11, i);
+        EXPECT_EQ(find_error_in_task(task, task.id), "");
+        const auto n = static_cast<int>(task.workload.tables.size());
+        EXPECT_GE(n, devices * 5 / 2);
+        EXPECT_LT(n, devices * 15);
+        EXPECT_EQ(task.topology.num_devices(), devices);
+        EXPECT_EQ(task.topology.devices[0].hbm_bytes, 4LL << 30);
+        EXPECT_LE(static_cast<double>(task.workload.total_bytes()), (4.0 * devices - 1) * kGiB);
+        std::set<std::int64_t> ids;
+        for (const auto& t : task.workload.tables) {
+          EXPECT_EQ(t.dtype, WeightType::kF32);
+          EXPECT_LE(t.dim, max_dim);
+          EXPECT_EQ(max_dim % t.dim, 0);
+          dims_seen.insert(t.dim);
+          duplicate_seen = duplicate_seen || !ids.insert(t.source_id).second;
+        }
+      }
+      int grid = 0;
+      for (int d = max_dim; d >= 4; d /= 2) ++grid;
+      EXPECT_EQ(static_cast<int>(dims_seen.size()), grid);
+      if (devices == 8) {
+        EXPECT_TRUE(duplicate_seen);  // tables are drawn with replacement
+      }
+    }
+  }
+}
+
+TEST(TaskGen, DreamShardTrainAndTestTablesAreDisjoint) {
+  const auto train = make_task_generator("dreamshard:tables=50,split=train");
+  const auto test = make_task_generator("dreamshard:tables=50,split=test");
+  std::set<std::int64_t> train_ids, test_ids;
+  for (int i = 0; i < 30; ++i) {
+    for (const auto* gen : {train.get(), test.get()}) {
+      const Task task = gen->generate(source(), 0, i);
+      EXPECT_EQ(task.workload.tables.size(), 50u);
+      std::set<std::int64_t> ids;
+      for (const auto& t : task.workload.tables) {
+        EXPECT_EQ(t.dim, 16);
+        EXPECT_EQ(t.dtype, WeightType::kF16);
+        EXPECT_TRUE(ids.insert(t.source_id).second) << "no replacement within a task";
+        (gen == train.get() ? train_ids : test_ids).insert(t.source_id);
+      }
+    }
+  }
+  for (auto id : train_ids) EXPECT_EQ(test_ids.count(id), 0u) << id;
+  EXPECT_GT(train_ids.size(), 300u);
+}
+
+TEST(TaskGen, AutoShardScalesTablesWithDevices) {
+  for (int devices : {8, 80}) {
+    const auto gen = make_task_generator("autoshard:devices=" + std::to_string(devices));
+    std::map<std::int64_t, int> dim_of;
+    for (int i = 0; i < 3; ++i) {
+      const Task task = gen->generate(source(), 0, i);
+      EXPECT_EQ(static_cast<int>(task.workload.tables.size()), 10 * devices);
+      EXPECT_EQ(task.topology.num_devices(), devices);
+      for (const auto& t : task.workload.tables) {
+        EXPECT_TRUE(t.dim == 16 || t.dim == 32);
+        auto [it, fresh] = dim_of.emplace(t.source_id, t.dim);
+        EXPECT_EQ(it->second, t.dim) << "a pool table keeps its dim across tasks";
+      }
+    }
+  }
+}
+
+TEST(TaskGen, IsDeterministicAndSeedDependent) {
+  const auto gen = make_task_generator("neuroshard");
+  const Task a = gen->generate(source(), 5, 2), b = gen->generate(source(), 5, 2),
+             c = gen->generate(source(), 6, 2);
+  EXPECT_EQ(task_to_json(a), task_to_json(b));
+  EXPECT_NE(task_to_json(a), task_to_json(c));
+}
+
+TEST(TaskGen, UnknownProtocolOrParameterFails) {
+  EXPECT_NE(error_of([] { (void)make_task_generator("deepshard"); }).find("neuroshard, dreamshard, autoshard"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { (void)make_task_generator("neuroshard:max_dim=6"); }).find("multiple of 4"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { (void)make_task_generator("neuroshard:gpus=3"); }).find("accepted"),
+            std::string::npos);
+}
+
+TEST(TaskIo, RoundTripsThroughJson) {
+  const Task task = make_task_generator("neuroshard:devices=8,max_dim=64")->generate(source(), 1, 0);
+  const std::string text = task_to_json(task);
+  const Task back = task_from_json(text, "mem");
+  EXPECT_EQ(task_to_json(back), text);
+  EXPECT_EQ(back.workload.tables.size(), task.workload.tables.size());
+  EXPECT_EQ(back.topology.num_devices(), 8);
+}
+
+TEST(TaskIo, PoolIdWithoutStatsResolvesAgainstThePool) {
+  const std::string text = R"({"schema_version": 1, "batch_size": 65536,
+    "topology": {"preset": "v100:hbm_gib=4"}, "pool_seed": 0,
+    "tables": [{"name": "a", "dim": 64, "pool_id": 3}, {"name": "b", "dim": 8, "pool_id": 9}]})";
+  const Task task = task_from_json(text, "mem");
+  const auto want = Pool::generate(0).expected_stats(3, 65536);
+  EXPECT_EQ(task.workload.tables[0].stats.num_distinct, want.num_distinct);
+  EXPECT_EQ(task.workload.tables[0].num_rows(), want.num_rows);
+}
+
+TEST(TaskIo, BadTasksNameTheProblem) {
+  const std::string good = R"({"schema_version": 1, "batch_size": 65536,
+    "topology": {"preset": "v100"},
+    "tables": [{"name": "a", "dim": 64, "pool_id": 3}]})";
+  ASSERT_NO_THROW((void)task_from_json(good, "t.json"));
+  struct Case {
+    std::string from, to, expect;
+  };
+  const std::vector<Case> cases = {
+      {"\"dim\": 64", "\"dim\": 66", "multiple of 4"},
+      {"\"dim\": 64", "\"dim\": -8", "tables[0].dim"},
+      {"\"batch_size\": 65536", "\"batch_size\": -1", "batch_size"},
+      {"\"batch_size\": 65536,", "", "missing field 'batch_size'"},
+      {"\"schema_version\": 1", "\"schema_version\": 2", "schema version 1"},
+      {"\"preset\": \"v100\"", "\"preset\": \"v1000\"", "unknown topology preset"},
+      {"\"pool_id\": 3", "\"pool_id\": 9999", "the pool has 856 tables"},
+      {"\"pool_id\": 3", "\"pool_id\": -3", "tables[0].pool_id"},
+      {"\"name\": \"a\", ", "", "missing field 'name'"},
+      {"\"dim\": 64, ", "\"dim\": 64, \"dimm\": 3, ", "unknown field 'dimm'"},
+      {"[{\"name\": \"a\", \"dim\": 64, \"pool_id\": 3}]",
+       "[{\"name\": \"a\", \"dim\": 64, \"pool_id\": 3}, {\"name\": \"a\", \"dim\": 8, \"pool_id\": 4}]",
+       "duplicate table name"},
+      {"[{\"name\": \"a\", \"dim\": 64, \"pool_id\": 3}]", "[]", "no tables"},
+      {"\"tables\"", "\"tables\" x", "invalid JSON"},
+  };
+  for (const auto& c : cases) {
+    std::string text = good;
+    const auto pos = text.find(c.from);
+    ASSERT_NE(pos, std::string::npos) << c.from;
+    text.replace(pos, c.from.size(), c.to);
+    const std::string err = error_of([&] { (void)task_from_json(text, "t.json"); });
+    EXPECT_NE(err.find("t.json"), std::string::npos) << err;
+    EXPECT_NE(err.find(c.expect), std::string::npos) << "expected '" << c.expect << "' in: " << err;
+  }
+}
+
+TEST(TaskIo, WriteTasksNamesFilesInOrder) {
+  const auto dir = std::filesystem::temp_directory_path() / "embshard_test_tasks";
+  std::filesystem::remove_all(dir);
+  const auto paths = write_tasks(*make_task_generator("dreamshard"), source(), 0, 3, dir.string());
+  ASSERT_EQ(paths.size(), 3u);
+  EXPECT_EQ(std::filesystem::path(paths[2]).filename(), "002.json");
+  EXPECT_EQ(read_task_file(paths[1]).workload.tables.size(), 50u);
+  EXPECT_FALSE(std::filesystem::exists(paths[0] + ".tmp"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(StatsIo, RoundTripsAndRejectsBadFields) {
+  const std::vector<TableStats> stats(source().tables.begin(), source().tables.begin() + 5);
+  const auto back = stats_from_json(stats_to_json(stats), "s.json");
+  ASSERT_EQ(back.size(), 5u);
+  for (std::size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(back[i].num_distinct, stats[i].num_distinct);
+    EXPECT_EQ(back[i].bins, stats[i].bins);
+    EXPECT_EQ(back[i].icdf, stats[i].icdf);
+  }
+  std::string bad = stats_to_json(stats);
+  bad.replace(bad.find("\"coverage\": "), 12, "\"coverage\": 7");
+  EXPECT_NE(error_of([&] { (void)stats_from_json(bad, "s.json"); }).find("coverage"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace embshard
