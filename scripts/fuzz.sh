@@ -13,8 +13,10 @@ mkdir -p build-fuzz/crashes
 for target in build-fuzz/fuzz/fuzz_*; do
   [ -x "$target" ] || continue
   name=$(basename "$target")
-  corpus="fuzz/corpus/${name#fuzz_}"
-  work="build-fuzz/corpus/${name#fuzz_}"
+  short="${name#fuzz_}"
+  short="${short%%_*}"              # fuzz_pt_reader -> pt, fuzz_plan_json -> plan
+  corpus="fuzz/corpus/$short"
+  work="build-fuzz/corpus/$short"
   mkdir -p "$work"
   echo "fuzz: $name for ${seconds}s"
   "$target" -max_total_time="$seconds" -print_final_stats=0 -artifact_prefix=build-fuzz/crashes/ \

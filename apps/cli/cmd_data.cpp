@@ -23,6 +23,20 @@ int run_stats(Args& args, const Context& ctx) {
 
 namespace {
 
+/** The first `count` pool tables as one batch in the dataset's own file format. */
+void write_pool_dataset(const Pool& pool, const std::string& path, std::int64_t count,
+                        std::int64_t batch, const Context& ctx) {
+  EMBSHARD_CHECK(count >= 1 && count <= static_cast<std::int64_t>(pool.tables().size()),
+                 "embshard pool: --tables must lie in [1, ", pool.tables().size(), "]");
+  std::vector<TableBatch> tables;
+  for (std::int64_t id = 0; id < count; ++id) tables.push_back(pool.materialise(id, batch));
+  DlrmWriteOptions options;
+  options.gzip = path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
+  write_dlrm_file(path, tables, options);
+  ctx.info("wrote " + std::to_string(count) + " tables x " + std::to_string(batch) +
+           " samples to " + path);
+}
+
 int print_check(const Pool& pool, int measured, std::int64_t batch, const Context& ctx) {
   const auto rows = check_pool(pool, measured, batch, ctx);
   int failures = 0;
@@ -46,6 +60,8 @@ int run_pool(Args& args, const Context& ctx) {
   const auto batch = args.get_int("batch", kPublishedDlrm.batch_size);
   const auto measured = static_cast<int>(args.get_int("measure", 8));
   const auto out = args.get("out");
+  const auto write_pt = args.get("write-pt");
+  const auto num_tables = args.get_int("tables", kPublishedDlrm.num_tables);
   args.finish();
   EMBSHARD_CHECK(batch > 0, "embshard pool: --batch must be positive");
   if (fit) {
@@ -56,7 +72,11 @@ int run_pool(Args& args, const Context& ctx) {
   }
   const Pool pool = Pool::generate(seed);
   if (check) return print_check(pool, measured, batch, ctx);
-  EMBSHARD_CHECK(out.has_value(), "embshard pool: give --out FILE or --check");
+  if (write_pt) {
+    write_pool_dataset(pool, *write_pt, num_tables, batch, ctx);
+    return 0;
+  }
+  EMBSHARD_CHECK(out.has_value(), "embshard pool: give --out FILE, --write-pt FILE or --check");
   write_file_atomic(*out, pool_to_json(pool, batch));
   ctx.info("wrote " + std::to_string(pool.tables().size()) + " tables to " + *out);
   return 0;

@@ -60,10 +60,10 @@ void print_task(const Task& task) {
 
 }  // namespace
 
-int run_default(Args& args, const Context& ctx) {
+int run_default(Args& args, const Context&) {
   args.finish();
   print_pool_summary(Pool::generate(0));
-  print_task(default_task(ctx));
+  print_task(default_task());
   return 0;
 }
 

@@ -41,13 +41,8 @@ int run_task(Args& args, const Context& ctx) {
   const auto pool_seed = static_cast<std::uint64_t>(args.get_int("pool-seed", 0));
   EMBSHARD_CHECK(count >= 1, "embshard task gen: --count must be at least 1");
   args.finish(1);
-  TableSource source;
-  if (tables) {
-    source.tables = read_stats_file(*tables);
-    source.from_pool = false;
-  } else {
-    source = pool_source(pool_seed, gen->batch_size(), ctx);
-  }
+  const TableSource source = tables ? TableSource::from_stats(read_stats_file(*tables))
+                                    : TableSource::from_pool(pool_seed, gen->batch_size());
   const auto paths = write_tasks(*gen, source, seed, static_cast<int>(count), out);
   ctx.info("wrote " + std::to_string(paths.size()) + " tasks (" + gen->spec() + ") to " + out);
   return 0;

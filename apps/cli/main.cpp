@@ -18,6 +18,7 @@ constexpr const char* kUsage =
     "  (none)   the main job on the built-in default workload\n"
     "  stats    --data FILE.pt[.gz] --out tables.json     reference statistics of a dataset file\n"
     "  pool     [--seed N] --out pool.json [--batch B] | --check [--measure K]\n"
+    "           | --write-pt FILE[.gz] [--tables N] [--batch B]   raw batches in the dataset format\n"
     "  task gen --protocol neuroshard|dreamshard|autoshard[:k=v,..] --devices D --max-dim M\n"
     "           --count N --seed S --out DIR [--tables stats.json]\n"
     "  check    --task T.json --plan P.json                validate a plan against its task\n"

@@ -1,10 +1,11 @@
 #include "embshard/data/data_io.h"
 
+#include <climits>
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "core/json_reader.h"
 #include "embshard/core/file_io.h"
-#include "json_reader.h"
 
 namespace embshard {
 namespace {
@@ -31,8 +32,8 @@ TableStats stats_from(const JsonNode& n) {
   s.num_distinct = n.has("num_distinct") ? n.at("num_distinct").as_int(0) : 0;
   const JsonNode bins = n.at("bins");
   bins.expect_array();
-  EMBSHARD_CHECK(bins.size() == kNumReuseBins, bins.label(), ": expected ", kNumReuseBins,
-                 " values, got ", bins.size());
+  if (bins.size() != kNumReuseBins)
+    bins.fail(detail::concat("expected ", kNumReuseBins, " values, got ", bins.size()));
   for (std::size_t j = 0; j < bins.size(); ++j) s.bins[j] = bins.at(j).as_double(0);
   if (n.has("icdf")) {
     const JsonNode icdf = n.at("icdf");
@@ -66,10 +67,12 @@ Topology topology_from(const JsonNode& n) {
   n.expect_object();
   if (n.has("preset")) {
     n.only_keys({"preset"});
+    const JsonNode preset = n.at("preset");
+    const std::string spec = preset.as_string();
     try {
-      return make_topology(n.at("preset").as_string());
+      return make_topology(spec);
     } catch (const Error& e) {
-      EMBSHARD_THROW(n.label(), ": ", e.what());
+      preset.fail(e.what());
     }
   }
   n.only_keys({"device_kind", "devices_per_host", "intra_host_gbps", "inter_host_gbps",
@@ -77,7 +80,7 @@ Topology topology_from(const JsonNode& n) {
   Topology t;
   t.name = "custom";
   t.device_kind = n.has("device_kind") ? n.at("device_kind").as_string() : "custom";
-  t.devices_per_host = static_cast<int>(n.at("devices_per_host").as_int(1));
+  t.devices_per_host = static_cast<int>(n.at("devices_per_host").as_int(1, INT_MAX));
   t.intra_host_gbps = n.at("intra_host_gbps").as_double(0);
   t.inter_host_gbps = n.at("inter_host_gbps").as_double(0);
   t.a2a_latency_us = n.at("a2a_latency_us").as_double(0);
@@ -106,11 +109,12 @@ TableSpec table_from(const JsonNode& n, std::int64_t batch_size, const Pool* poo
     s.only_keys({EMBSHARD_STATS_KEYS});
     t.stats = stats_from(s);
   } else {
-    EMBSHARD_CHECK(n.has("pool_id"), n.label(), ": a table needs 'stats' or 'pool_id'");
+    if (!n.has("pool_id")) n.fail("a table needs 'stats' or 'pool_id'");
     EMBSHARD_ASSERT(pool != nullptr);
-    EMBSHARD_CHECK(t.source_id < static_cast<std::int64_t>(pool->tables().size()),
-                   n.at("pool_id").label(), " = ", t.source_id, ": the pool has ",
-                   pool->tables().size(), " tables");
+    const auto pool_size = static_cast<std::int64_t>(pool->tables().size());
+    if (t.source_id >= pool_size)
+      n.at("pool_id").fail(detail::concat("got ", t.source_id, ", but the pool has ", pool_size,
+                                          " tables (ids 0 to ", pool_size - 1, ")"));
     t.stats = pool->expected_stats(t.source_id, batch_size);
   }
   return t;
@@ -125,8 +129,8 @@ std::string stats_to_json(const std::vector<TableStats>& tables) {
 }
 
 std::vector<TableStats> stats_from_json(const std::string& text, const std::string& where) {
-  const json doc = JsonNode::parse(text, where);
-  const JsonNode root(doc, where, "");
+  const json doc = detail::parse_json(text, where);
+  const JsonNode root(doc, where);
   root.expect_object();
   const JsonNode tables = root.at("tables");
   tables.expect_array();
@@ -200,17 +204,20 @@ std::string task_to_json(const Task& task) {
 }
 
 Task task_from_json(const std::string& text, const std::string& where) {
-  const json doc = JsonNode::parse(text, where);
-  const JsonNode root(doc, where, "");
+  const json doc = detail::parse_json(text, where);
+  const JsonNode root(doc, where);
   root.only_keys({"schema_version", "id", "protocol", "seed", "batch_size", "topology",
                   "constraints", "pool_seed", "tables"});
-  const auto version = root.at("schema_version").as_int();
-  EMBSHARD_CHECK(version == kTaskSchemaVersion, root.at("schema_version").label(), " = ", version,
-                 ": this embshard reads task schema version ", kTaskSchemaVersion);
+  const JsonNode version_node = root.at("schema_version");
+  const std::int64_t version = version_node.as_int();
+  if (version != kTaskSchemaVersion)
+    version_node.fail(detail::concat("version ", version,
+                                     " is not supported (this build reads task schema version ",
+                                     kTaskSchemaVersion, " only)"));
   Task task;
   task.id = root.has("id") ? root.at("id").as_string() : "";
   task.protocol = root.has("protocol") ? root.at("protocol").as_string() : "";
-  task.seed = root.has("seed") ? root.at("seed").as_uint() : 0;
+  task.seed = root.has("seed") ? root.at("seed").as_uint64() : 0;
   task.workload.batch_size = root.at("batch_size").as_int(1);
   task.topology = topology_from(root.at("topology"));
   if (root.has("constraints")) {
@@ -220,7 +227,7 @@ Task task_from_json(const std::string& text, const std::string& where) {
     if (c.has("allow_row_split")) task.constraints.allow_row_split = c.at("allow_row_split").as_bool();
     if (c.has("allow_uvm")) task.constraints.allow_uvm = c.at("allow_uvm").as_bool();
   }
-  task.pool_seed = root.has("pool_seed") ? root.at("pool_seed").as_uint() : 0;
+  task.pool_seed = root.has("pool_seed") ? root.at("pool_seed").as_uint64() : 0;
   std::unique_ptr<Pool> pool;
   const JsonNode tables = root.at("tables");
   tables.expect_array();

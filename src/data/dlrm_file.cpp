@@ -53,8 +53,8 @@ namespace {
 
 constexpr std::int64_t kMaxDimSize = std::int64_t{1} << 58;
 constexpr std::int64_t kMaxTables = std::int64_t{1} << 16;  // the dataset has 856 (2021) or 788
-constexpr std::int64_t kProgressMinLookups = 20'000'000;  // log progress above this size
-constexpr std::uint64_t kLogReadBytes = std::uint64_t{256} << 20;
+constexpr std::int64_t kProgressMinLookups = 20'000'000;    // log progress above this size
+constexpr std::uint64_t kLogReadBytes = std::uint64_t{100} << 20;  // log reading above this
 
 /** `message` with control characters (from names inside a corrupt file) escaped as \xNN. */
 std::string one_line(const char* message) {
@@ -124,8 +124,8 @@ std::string join(const std::vector<std::int64_t>& v) {
   return out.str();
 }
 
-IntTensor tensor_view(const detail::TorchFile& file, const detail::PickleValue& v,
-                      const char* what, std::size_t dims, const std::string& name) {
+IntTensor tensor_view(const detail::TorchFile& file, const detail::PickleValue& v, const char* what,
+                      std::size_t dims, const std::string& name) {
   EMBSHARD_CHECK(v.kind == detail::PickleKind::kTensor, name, ": ", what, " is a ",
                  detail::to_string(v.kind), ", not a tensor");
   const detail::TensorRecord& t = file.arena.tensors[v.ref];
@@ -144,12 +144,11 @@ IntTensor tensor_view(const detail::TorchFile& file, const detail::PickleValue& 
                    ": ", what, " has absurd sizes ", join(t.sizes));
     out.numel *= size;
   }
-  EMBSHARD_CHECK(is_contiguous(t.sizes, t.strides), name, ": ", what,
-                 " is not contiguous (sizes ", join(t.sizes), ", strides ", join(t.strides),
-                 ")");
+  EMBSHARD_CHECK(is_contiguous(t.sizes, t.strides), name, ": ", what, " is not contiguous (sizes ",
+                 join(t.sizes), ", strides ", join(t.strides), ")");
   EMBSHARD_CHECK(t.offset <= s.numel && out.numel <= s.numel - t.offset, name, ": ", what, " (",
-                 out.numel, " elements at storage offset ", t.offset,
-                 ") runs past its storage of ", s.numel, " elements");
+                 out.numel, " elements at storage offset ", t.offset, ") runs past its storage of ",
+                 s.numel, " elements");
   out.data = file.storages[t.storage].data + t.offset * element_size(s.type);
   return out;
 }
@@ -167,24 +166,38 @@ struct DlrmFileReader::Impl {
   IntTensor offsets;
   IntTensor lengths;
 
-  void open_path(const std::string& path) {
+  void open_path(const std::string& path, const Context* ctx) {
     mapped = std::make_unique<detail::MappedFile>(path);
     std::uint8_t magic[2] = {0, 0};
     const std::size_t got = mapped->read_at(0, magic, sizeof magic);
     if (detail::is_gzip_magic(magic, got)) {
-      torch = detail::load_torch_gzip_fd(mapped->fd(), mapped->size(), path);
+      torch = detail::load_torch_gzip_fd(mapped->fd(), mapped->size(), path,
+                                         progress_logger(ctx, mapped->size()));
       mapped.reset();  // everything now lives in owned buffers
     } else {
       torch = detail::load_torch_file(mapped->map(), mapped->size(), path);
     }
   }
 
+  /** Logs every 10% of the compressed input of a large file; nothing without a context. */
+  std::function<void(std::uint64_t)> progress_logger(const Context* ctx,
+                                                     std::uint64_t total) const {
+    if (ctx == nullptr || total < kLogReadBytes) return nullptr;
+    return [ctx, total, path = info.path, last = std::uint64_t{0}](std::uint64_t read) mutable {
+      const std::uint64_t step = read * 10 / total;
+      if (step == last) return;
+      last = step;
+      ctx->info(detail::concat(path, ": decompressed ", step * 10, "% of the gzip input"));
+    };
+  }
+
   void interpret() {
     const std::string& name = info.path;
     const auto& root = torch.root;
-    EMBSHARD_CHECK(root.kind == detail::PickleKind::kTuple || root.kind == detail::PickleKind::kList,
-                   name, ": the saved object is a ", detail::to_string(root.kind),
-                   "; expected a tuple (indices, offsets, lengths)");
+    EMBSHARD_CHECK(
+        root.kind == detail::PickleKind::kTuple || root.kind == detail::PickleKind::kList, name,
+        ": the saved object is a ", detail::to_string(root.kind),
+        "; expected a tuple (indices, offsets, lengths)");
     const auto& items = torch.arena.elements(root);
     EMBSHARD_CHECK(items.size() == 3, name, ": the saved tuple has ", items.size(),
                    " items; expected 3 tensors (indices, offsets, lengths)");
@@ -232,8 +245,8 @@ struct DlrmFileReader::Impl {
       const std::int64_t lo = off[b];
       const std::int64_t hi = off[b + 1];
       if (hi < lo)
-        fail(t, b, "offsets decrease (offsets[", base + b + 1, "] = ", hi, " < offsets[",
-             base + b, "] = ", lo, ")");
+        fail(t, b, "offsets decrease (offsets[", base + b + 1, "] = ", hi, " < offsets[", base + b,
+             "] = ", lo, ")");
       if (hi > n) fail(t, b, "offsets[", base + b + 1, "] = ", hi, " overruns the ", n, " indices");
       if (len[b] != hi - lo)
         fail(t, b, "lengths[", t, "][", b, "] = ", len[b], " but offsets give ", hi - lo);
@@ -250,16 +263,14 @@ struct DlrmFileReader::Impl {
   template <typename F>
   void dispatch(F&& f) const {
     with_int_type(indices.type, [&](auto i) {
-      with_int_type(offsets.type, [&](auto o) {
-        with_int_type(lengths.type, [&](auto l) { f(i, o, l); });
-      });
+      with_int_type(offsets.type,
+                    [&](auto o) { with_int_type(lengths.type, [&](auto l) { f(i, o, l); }); });
     });
   }
 
   void check_table(std::int64_t t) const {
-    dispatch([&](auto i, auto o, auto l) {
-      check_table<decltype(i), decltype(o), decltype(l)>(t);
-    });
+    dispatch(
+        [&](auto i, auto o, auto l) { check_table<decltype(i), decltype(o), decltype(l)>(t); });
   }
 
   void fill_batch(std::int64_t t, TableBatch& batch) const {
@@ -304,7 +315,16 @@ struct DlrmFileReader::Impl {
 DlrmFileReader::DlrmFileReader(const std::string& path) : impl_(std::make_unique<Impl>()) {
   impl_->info.path = path;
   one_line_errors([&] {
-    impl_->open_path(path);
+    impl_->open_path(path, nullptr);
+    impl_->interpret();
+  });
+}
+
+DlrmFileReader::DlrmFileReader(const std::string& path, const Context& ctx)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->info.path = path;
+  one_line_errors([&] {
+    impl_->open_path(path, &ctx);
     impl_->interpret();
   });
 }
@@ -314,8 +334,8 @@ DlrmFileReader DlrmFileReader::from_bytes(std::string bytes, const std::string& 
   impl->info.path = name;
   impl->bytes = std::move(bytes);
   one_line_errors([&] {
-    impl->torch = detail::load_torch_file(
-        reinterpret_cast<const std::uint8_t*>(impl->bytes.data()), impl->bytes.size(), name);
+    impl->torch = detail::load_torch_file(reinterpret_cast<const std::uint8_t*>(impl->bytes.data()),
+                                          impl->bytes.size(), name);
     impl->interpret();
   });
   return DlrmFileReader(std::move(impl));
@@ -344,7 +364,8 @@ std::vector<TableStats> DlrmFileReader::compute_stats(const Context& ctx) {
   const std::int64_t T = im.info.num_tables;
   std::vector<TableStats> results(static_cast<std::size_t>(T));
   const bool big = im.info.num_indices >= kProgressMinLookups;
-  const int workers = static_cast<int>(std::clamp<std::int64_t>(ctx.num_threads, 1, std::max<std::int64_t>(T, 1)));
+  const int workers =
+      static_cast<int>(std::clamp<std::int64_t>(ctx.num_threads, 1, std::max<std::int64_t>(T, 1)));
   if (big) {
     ctx.info(detail::concat(im.info.path, ": statistics of ", T, " tables (", im.info.num_indices,
                             " lookups) on ", workers, " thread(s)"));
@@ -363,6 +384,11 @@ std::vector<TableStats> DlrmFileReader::compute_stats(const Context& ctx) {
         im.check_table(t);
         results[static_cast<std::size_t>(t)] = im.table_stats(t);
         im.release_table(t);
+        const std::lock_guard<std::mutex> lock(mutex);
+        ++done;
+        if (big && done * 10 / T != (done - 1) * 10 / T)
+          ctx.info(detail::concat(im.info.path, ": statistics ", done * 100 / T, "% (", done, "/",
+                                  T, " tables)"));
       } catch (...) {
         const std::lock_guard<std::mutex> lock(mutex);
         if (t < error_table) {
@@ -372,11 +398,6 @@ std::vector<TableStats> DlrmFileReader::compute_stats(const Context& ctx) {
         }
         return;
       }
-      const std::lock_guard<std::mutex> lock(mutex);
-      ++done;
-      if (big && done * 10 / T != (done - 1) * 10 / T)
-        ctx.info(detail::concat(im.info.path, ": statistics ", done * 100 / T, "% (", done, "/",
-                                T, " tables)"));
     }
   };
   std::vector<std::thread> threads;
@@ -390,8 +411,9 @@ std::vector<TableStats> DlrmFileReader::compute_stats(const Context& ctx) {
 std::vector<TableStats> compute_file_stats(const std::string& path, const Context& ctx) {
   std::error_code ec;
   const auto size = std::filesystem::file_size(path, ec);
-  if (!ec && size >= kLogReadBytes) ctx.info(detail::concat("reading ", path, " (", size, " bytes)"));
-  DlrmFileReader reader(path);
+  if (!ec && size >= kLogReadBytes)
+    ctx.info(detail::concat("reading ", path, " (", size, " bytes)"));
+  DlrmFileReader reader(path, ctx);
   return reader.compute_stats(ctx);
 }
 
@@ -411,13 +433,13 @@ std::int64_t check_for_writing(const std::vector<TableBatch>& tables,
                                const DlrmWriteOptions& options, const std::string& where) {
   EMBSHARD_CHECK(options.container == "zip" || options.container == "legacy", where,
                  ": unknown container '", options.container, "' (expected zip or legacy)");
-  EMBSHARD_CHECK(options.container != "zip" ||
-                     (!options.archive_name.empty() &&
-                      options.archive_name.find('/') == std::string::npos),
-                 where, ": archive_name '", options.archive_name,
-                 "' must be a non-empty name without '/'");
+  EMBSHARD_CHECK(
+      options.container != "zip" ||
+          (!options.archive_name.empty() && options.archive_name.find('/') == std::string::npos),
+      where, ": archive_name '", options.archive_name, "' must be a non-empty name without '/'");
   for (auto [what, type] : {std::pair{"indices", options.indices_type},
-                            {"offsets", options.offsets_type}, {"lengths", options.lengths_type}}) {
+                            {"offsets", options.offsets_type},
+                            {"lengths", options.lengths_type}}) {
     EMBSHARD_CHECK(is_int_type(type), where, ": ", what, " dtype ", to_string(type),
                    " is not supported (int32 or int64)");
   }
@@ -440,8 +462,8 @@ std::int64_t check_for_writing(const std::vector<TableBatch>& tables,
     }
     total += static_cast<std::int64_t>(batch.indices.size());
   }
-  EMBSHARD_CHECK(total <= max_of(options.offsets_type), where, ": ", total,
-                 " lookups do not fit ", to_string(options.offsets_type), " offsets");
+  EMBSHARD_CHECK(total <= max_of(options.offsets_type), where, ": ", total, " lookups do not fit ",
+                 to_string(options.offsets_type), " offsets");
   return B;
 }
 

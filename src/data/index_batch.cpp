@@ -71,8 +71,10 @@ CountSummary count_rows(const IndexT* indices, std::int64_t n) {
   constexpr U kSign = U{1} << (8 * sizeof(U) - 1);
   std::vector<U> keys(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < n; ++i) keys[i] = static_cast<U>(indices[i]) ^ kSign;
-  if (n <= kSmallSort) std::sort(keys.begin(), keys.end());
-  else radix_sort(keys);
+  if (n <= kSmallSort)
+    std::sort(keys.begin(), keys.end());
+  else
+    radix_sort(keys);
   CountSummary s;
   for (std::size_t i = 0; i < keys.size();) {
     std::size_t j = i + 1;
@@ -139,15 +141,18 @@ std::string find_error_in_batch(const TableBatch& batch, std::int64_t num_rows,
     const std::int64_t v = batch.indices[static_cast<std::size_t>(i)];
     if (v >= 0 && (num_rows <= 0 || v < num_rows)) continue;
     err << "sample " << sample_of(off, i) << ": index " << v << " at position " << i;
-    if (v < 0) err << " is negative";
-    else err << " is out of range (num_rows = " << num_rows << ")";
+    if (v < 0)
+      err << " is negative";
+    else
+      err << " is out of range (num_rows = " << num_rows << ")";
     return err.str();
   }
   return "";
 }
 
 TableStats compute_table_stats(const TableBatch& batch) {
-  if (batch.offsets.empty()) return compute_table_stats<std::int64_t, std::int64_t>(nullptr, nullptr, 0);
+  if (batch.offsets.empty())
+    return compute_table_stats<std::int64_t, std::int64_t>(nullptr, nullptr, 0);
   EMBSHARD_CHECK(batch.offsets.back() - batch.offsets.front() ==
                      static_cast<std::int64_t>(batch.indices.size()),
                  "compute_table_stats: offsets span ", batch.offsets.back() - batch.offsets.front(),

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdio>
 #include <numeric>
-#include <thread>
 
 #include "embshard/data/data_io.h"
 #include "embshard/data/pool.h"
@@ -18,12 +17,12 @@ constexpr std::int64_t kDatasetBatch = 65536;
 constexpr std::uint64_t kMaxRedraws = 10000;
 
 /** Parameters every protocol shares. */
-std::vector<ParamSpec> common_params(int devices, int max_dim, double mem_gib, const char* dtype) {
+std::vector<ParamSpec> common_params(int devices, int max_dim, const char* mem_gib, const char* dtype) {
   return {
       {"devices", ParamType::kInt, std::to_string(devices), 1, 4096, {}, "devices per task"},
       {"max_dim", ParamType::kInt, std::to_string(max_dim), 4, 2048, {},
        "largest embedding dim (a multiple of 4)"},
-      {"mem_gib", ParamType::kFloat, std::to_string(mem_gib), 0.0, 1e6, {},
+      {"mem_gib", ParamType::kFloat, mem_gib, 0.0, 1e6, {},
        "memory per device available to embeddings, GiB"},
       {"dtype", ParamType::kString, dtype, {}, {}, {"fp32", "fp16"}, "weight precision"},
       {"preset", ParamType::kString, "v100", {}, {}, {"2080ti", "v100", "a100", "h100", "cpu"},
@@ -73,7 +72,7 @@ class ProtocolBase : public TaskGenerator {
     task.id = id;
     task.protocol = spec();
     task.seed = seed;
-    task.pool_seed = source.pool_seed;
+    task.pool_seed = source.pool_seed();
     task.workload.batch_size = batch_size();
     task.topology = topology();
     for (std::size_t i = 0; i < ids.size(); ++i) {
@@ -81,8 +80,8 @@ class ProtocolBase : public TaskGenerator {
       t.name = "t" + std::to_string(i) + "_" + std::to_string(ids[i]);
       t.dim = dims[i];
       t.dtype = dtype();
-      t.source_id = source.from_pool ? static_cast<std::int64_t>(ids[i]) : -1;
-      t.stats = source.tables[ids[i]];
+      t.source_id = source.from_pool() ? static_cast<std::int64_t>(ids[i]) : -1;
+      t.stats = source.stats(ids[i]);
       task.workload.tables.push_back(std::move(t));
     }
     check_task(task, task.id);
@@ -117,9 +116,9 @@ class NeuroShardProtocol : public ProtocolBase {
       std::vector<int> dims(count);
       double bytes = 0;
       for (std::size_t i = 0; i < count; ++i) {
-        ids[i] = static_cast<std::size_t>(rng.below(source.tables.size()));
+        ids[i] = static_cast<std::size_t>(rng.below(source.size()));
         dims[i] = grid[rng.below(grid.size())];
-        bytes += static_cast<double>(source.tables[ids[i]].num_rows) * dims[i] * bytes_per_element(dtype());
+        bytes += static_cast<double>(source.num_rows(ids[i])) * dims[i] * bytes_per_element(dtype());
       }
       if (bytes <= budget) return make_task(source, seed, index, ids, dims);
     }
@@ -132,7 +131,7 @@ class DreamShardProtocol : public ProtocolBase {
  public:
   using ProtocolBase::ProtocolBase;
   [[nodiscard]] Task generate(const TableSource& source, std::uint64_t seed, int index) const override {
-    std::vector<std::size_t> all(source.tables.size());
+    std::vector<std::size_t> all(source.size());
     std::iota(all.begin(), all.end(), 0);
     Rng split_rng(derive_seed(seed, 0xD5));
     for (std::size_t i = all.size(); i > 1; --i) std::swap(all[i - 1], all[split_rng.below(i)]);
@@ -155,12 +154,12 @@ class AutoShardProtocol : public ProtocolBase {
   using ProtocolBase::ProtocolBase;
   [[nodiscard]] Task generate(const TableSource& source, std::uint64_t seed, int index) const override {
     Rng dim_rng(derive_seed(seed, 0xA5));
-    std::vector<int> table_dim(source.tables.size());
+    std::vector<int> table_dim(source.size());
     for (auto& d : table_dim) d = dim_rng.below(2) == 0 ? max_dim() / 2 : max_dim();
     const auto n = static_cast<std::size_t>(params_.get_int("tables_per_device") * devices());
-    EMBSHARD_CHECK(n <= source.tables.size(), name_, ": ", n, " tables asked, the source has ",
-                   source.tables.size());
-    std::vector<std::size_t> all(source.tables.size());
+    EMBSHARD_CHECK(n <= source.size(), name_, ": ", n, " tables asked, the source has ",
+                   source.size());
+    std::vector<std::size_t> all(source.size());
     std::iota(all.begin(), all.end(), 0);
     const bool test = params_.get_string("split") == "test";
     Rng rng(derive_seed(seed, (test ? 1000000u : 0u) + static_cast<std::uint64_t>(index)));
@@ -179,7 +178,7 @@ Registry<TaskGenerator>::Factory factory_of(const char* name) {
 
 Registry<TaskGenerator> build_registry() {
   Registry<TaskGenerator> r("task protocol");
-  auto neuro = common_params(4, 128, 4.0, "fp32");
+  auto neuro = common_params(4, 128, "4", "fp32");
   neuro.push_back({"min_tables_per_device", ParamType::kInt, "5", 1, 10000, {},
                    "tables per task at least this x devices / 2 (10 on 4 devices)"});
   neuro.push_back({"max_tables_per_device", ParamType::kInt, "15", 1, 10000, {},
@@ -187,14 +186,14 @@ Registry<TaskGenerator> build_registry() {
   r.add({"neuroshard", "NeuroShard Table 5: 10-60 (4 dev) / 20-120 (8 dev) tables, dims 4..max_dim",
          neuro},
         factory_of<NeuroShardProtocol>("neuroshard"));
-  auto dream = common_params(4, 16, 5.0, "fp16");
+  auto dream = common_params(4, 16, "5", "fp16");
   dream.push_back({"tables", ParamType::kInt, "50", 1, 100000, {}, "tables per task (DLRM-N)"});
   dream.push_back({"split", ParamType::kString, "train", {}, {}, {"train", "test"},
                    "which half of the shuffled pool the tables come from"});
   r.add({"dreamshard", "DreamShard DLRM-N (D): disjoint train/test table halves, dim max_dim, fp16",
          dream},
         factory_of<DreamShardProtocol>("dreamshard"));
-  auto autos = common_params(8, 32, 7.0, "fp16");
+  auto autos = common_params(8, 32, "7", "fp16");
   autos.push_back({"tables_per_device", ParamType::kInt, "10", 1, 10000, {},
                    "tables per device (80 on 8 devices)"});
   autos.push_back({"split", ParamType::kString, "train", {}, {}, {"train", "test"},
@@ -207,21 +206,28 @@ Registry<TaskGenerator> build_registry() {
 
 }  // namespace
 
-TableSource pool_source(std::uint64_t seed, std::int64_t batch_size, const Context& ctx) {
-  const Pool pool = Pool::generate(seed);
-  TableSource source;
-  source.pool_seed = seed;
-  source.tables.resize(pool.tables().size());
-  std::vector<std::thread> workers;
-  const std::size_t n = static_cast<std::size_t>(std::max(1, ctx.num_threads));
-  for (std::size_t w = 0; w < n; ++w) {
-    workers.emplace_back([&, w] {
-      for (std::size_t i = w; i < source.tables.size(); i += n)
-        source.tables[i] = pool.expected_stats(static_cast<std::int64_t>(i), batch_size);
-    });
-  }
-  for (auto& w : workers) w.join();
-  return source;
+TableSource TableSource::from_pool(std::uint64_t seed, std::int64_t batch_size) {
+  TableSource s;
+  s.pool_ = std::make_shared<const Pool>(Pool::generate(seed));
+  s.batch_size_ = batch_size;
+  return s;
+}
+
+TableSource TableSource::from_stats(std::vector<TableStats> tables) {
+  EMBSHARD_CHECK(!tables.empty(), "the statistics file lists no tables");
+  TableSource s;
+  s.tables_ = std::move(tables);
+  return s;
+}
+
+std::size_t TableSource::size() const { return pool_ ? pool_->tables().size() : tables_.size(); }
+
+std::int64_t TableSource::num_rows(std::size_t i) const {
+  return pool_ ? pool_->table(static_cast<std::int64_t>(i)).num_rows : tables_.at(i).num_rows;
+}
+
+TableStats TableSource::stats(std::size_t i) const {
+  return pool_ ? pool_->expected_stats(static_cast<std::int64_t>(i), batch_size_) : tables_.at(i);
 }
 
 const Registry<TaskGenerator>& task_protocol_registry() {
@@ -245,9 +251,9 @@ std::vector<std::string> write_tasks(const TaskGenerator& gen, const TableSource
   return paths;
 }
 
-Task default_task(const Context& ctx) {
+Task default_task() {
   const auto gen = make_task_generator("neuroshard");
-  return gen->generate(pool_source(0, kDatasetBatch, ctx), 0, 0);
+  return gen->generate(TableSource::from_pool(0, gen->batch_size()), 0, 0);
 }
 
 }  // namespace embshard

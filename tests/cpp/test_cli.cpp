@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -112,6 +113,24 @@ TEST_F(Cli, PoolWritesAStatisticsFileAndChecksItself) {
   r = run_cli("pool --check --measure 2 --batch 8192");
   EXPECT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("0 outside tolerance"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, PoolBatchesWrittenAsADatasetFileMeasureAsTheirExpectedStatistics) {
+  ASSERT_EQ(run_cli("pool --quiet --write-pt " + path("pool.pt.gz") + " --tables 12 --batch 8192").status, 0);
+  ASSERT_EQ(run_cli("stats --quiet --data " + path("pool.pt.gz") + " --out " + path("measured.json")).status, 0);
+  ASSERT_EQ(run_cli("pool --quiet --batch 8192 --out " + path("expected.json")).status, 0);
+  const auto measured = read_stats_file(path("measured.json"));
+  const auto expected = read_stats_file(path("expected.json"));
+  ASSERT_EQ(measured.size(), 12u);
+  for (std::size_t t = 0; t < measured.size(); ++t) {
+    const auto& m = measured[t];
+    const auto& e = expected[t];
+    EXPECT_EQ(m.batch_size, 8192);
+    const double sd = std::sqrt(e.pooling_factor * (1 + e.pooling_factor) * 2 / 8192);
+    EXPECT_NEAR(m.pooling_factor, e.pooling_factor, 5 * sd + 1e-9) << "table " << t;
+    EXPECT_NEAR(static_cast<double>(m.num_distinct), static_cast<double>(e.num_distinct),
+                0.06 * static_cast<double>(e.num_distinct) + 25) << "table " << t;
+  }
 }
 
 TEST_F(Cli, TaskGenWritesEveryProtocol) {

@@ -8,21 +8,25 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
-
-#include <nlohmann/json.hpp>
 
 #include "data/torch_format/byte_source.h"
 #include "data/torch_format/pickle.h"
 #include "data/torch_format/torch_file.h"
 #include "data/torch_format/zip.h"
+#include "test_util.h"
 #include "embshard/core/context.h"
 #include "embshard/core/error.h"
 #include "embshard/data/dlrm_file.h"
 
 namespace embshard {
 namespace {
+
+using test_util::error_of;
+using test_util::expect_same_stats;
+
 
 namespace fs = std::filesystem;
 const std::string kFixtures = std::string(EMBSHARD_TEST_DATA_DIR) + "/fixtures/";
@@ -60,35 +64,12 @@ std::vector<TableBatch> read_all(DlrmFileReader& reader) {
   return out;
 }
 
-/** Runs `f`, which must throw embshard::Error; returns its message. */
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected embshard::Error";
-  return "";
-}
-
 /** Reads `bytes` completely (tables and stats); throws what the reader throws. */
 void read_fully(const std::string& bytes, const std::string& name) {
   DlrmFileReader reader = DlrmFileReader::from_bytes(bytes, name);
-  reader.for_each_table([](std::int64_t, const TableBatch& batch) {
-    (void)compute_table_stats(batch);
-  });
+  reader.for_each_table(
+      [](std::int64_t, const TableBatch& batch) { (void)compute_table_stats(batch); });
   (void)reader.compute_stats(quiet(2));
-}
-
-void expect_same_stats(const TableStats& got, const TableStats& want) {
-  EXPECT_EQ(got.num_rows, want.num_rows);
-  EXPECT_EQ(got.pooling_factor, want.pooling_factor);
-  EXPECT_EQ(got.coverage, want.coverage);
-  EXPECT_EQ(got.batch_size, want.batch_size);
-  EXPECT_EQ(got.num_indices, want.num_indices);
-  EXPECT_EQ(got.num_distinct, want.num_distinct);
-  EXPECT_EQ(got.bins, want.bins);
-  EXPECT_EQ(got.icdf, want.icdf);
 }
 
 // ---- fixtures written by PyTorch ---------------------------------------------------------------
@@ -105,7 +86,8 @@ class DlrmFileFixture : public ::testing::TestWithParam<FixtureCase> {};
 TEST_P(DlrmFileFixture, InfoAndStatsMatchExpected) {
   const FixtureCase& c = GetParam();
   const std::string path = kFixtures + c.stem + c.suffix;
-  const nlohmann::json want = nlohmann::json::parse(read_bytes(kFixtures + c.stem + ".expected.json"));
+  const nlohmann::json want =
+      nlohmann::json::parse(read_bytes(kFixtures + c.stem + ".expected.json"));
 
   DlrmFileReader reader(path);
   const DlrmFileInfo& info = reader.info();
@@ -187,7 +169,8 @@ std::vector<TableBatch> sample_tables(bool wide_indices) {
   std::uniform_int_distribution<std::int64_t> row1000(0, 999);
   add([&](std::int64_t) { return len8(rng); }, [&] { return row1000(rng); });
   add([](std::int64_t) { return 0; }, [] { return std::int64_t{0}; });  // empty table
-  const std::int64_t hot = wide_indices ? 5'000'000'000LL : std::numeric_limits<std::int32_t>::max();
+  const std::int64_t hot =
+      wide_indices ? 5'000'000'000LL : std::numeric_limits<std::int32_t>::max();
   add([](std::int64_t b) { return b % 3; }, [hot] { return hot; });
   std::uniform_real_distribution<double> u(0, 1);
   add([&](std::int64_t b) { return b % 5 == 0 ? 40 : 1; },
@@ -319,8 +302,9 @@ TEST(DlrmFileWriter, ReproducesPyTorchBytes) {
 TEST(DlrmFileWriter, RejectsWhatItCannotWrite) {
   std::vector<TableBatch> tables = sample_tables(true);  // an index of 5e9
   DlrmWriteOptions options;
-  EXPECT_NE(error_of([&] { (void)encode_dlrm_file(tables, options); })
-                .find("table 2: index 5000000000 does not fit int32 indices"),
+  EXPECT_NE(error_of([&] {
+              (void)encode_dlrm_file(tables, options);
+            }).find("table 2: index 5000000000 does not fit int32 indices"),
             std::string::npos);
   options.indices_type = TensorType::kF32;
   EXPECT_NE(error_of([&] { (void)encode_dlrm_file(tables, options); }).find("float32"),
@@ -389,9 +373,11 @@ std::function<void(detail::Sink&)> raw_writer(TensorType type, const std::vector
 }
 
 std::vector<detail::TensorToSave> raw_tensors(const RawFile& f) {
-  return {{f.indices_type, {static_cast<std::int64_t>(f.indices.size())},
+  return {{f.indices_type,
+           {static_cast<std::int64_t>(f.indices.size())},
            raw_writer(f.indices_type, f.indices)},
-          {f.offsets_type, {static_cast<std::int64_t>(f.offsets.size())},
+          {f.offsets_type,
+           {static_cast<std::int64_t>(f.offsets.size())},
            raw_writer(f.offsets_type, f.offsets)},
           {f.lengths_type, f.lengths_sizes, raw_writer(f.lengths_type, f.lengths)}};
 }
@@ -474,10 +460,10 @@ std::string raw_bytes(const std::vector<T>& v) {
 }
 
 /** The valid RawFile as a hand-built zip, with `edit` applied to its tensor descriptions. */
-std::string hand_zip(const std::function<void(std::vector<PickledTensor>&,
-                                              std::vector<std::pair<std::string, std::string>>&)>&
-                         edit = nullptr,
-                     bool zip64 = false) {
+std::string hand_zip(
+    const std::function<void(std::vector<PickledTensor>&,
+                             std::vector<std::pair<std::string, std::string>>&)>& edit = nullptr,
+    bool zip64 = false) {
   std::vector<PickledTensor> tensors = {{"IntStorage", "0", 7, 0, {7}, {1}},
                                         {"LongStorage", "1", 7, 0, {7}, {1}},
                                         {"IntStorage", "2", 6, 0, {2, 3}, {3, 1}}};
@@ -514,10 +500,12 @@ TEST(DlrmFileHandBuilt, ValidFileInAllContainers) {
 TEST(DlrmFileHandBuilt, Zip64FieldsAreFollowed) {
   // Every size and offset behind 0xFFFFFFFF markers and zip64 extras, 8-byte descriptors, and
   // unknown records with descriptors before and after the data (found by scanning in a stream).
-  const std::string bytes = hand_zip([](auto&, auto& data) {
-    data.insert(data.begin(), {".data/serialization_id", "1234567890"});
-    data.insert(data.begin(), {"byteorder", "little"});
-  }, true);
+  const std::string bytes = hand_zip(
+      [](auto&, auto& data) {
+        data.insert(data.begin(), {".data/serialization_id", "1234567890"});
+        data.insert(data.begin(), {"byteorder", "little"});
+      },
+      true);
   EXPECT_EQ(bytes.compare(bytes.size() - 12, 8, std::string(8, '\xff')), 0);
   for (const std::string& b : {bytes, gzip(bytes)}) {
     DlrmFileReader reader = DlrmFileReader::from_bytes(b, "z64.pt");
@@ -526,7 +514,8 @@ TEST(DlrmFileHandBuilt, Zip64FieldsAreFollowed) {
   std::string truncated_descriptor = bytes;
   const std::size_t d = truncated_descriptor.find(std::string("PK\x07\x08", 4));
   truncated_descriptor[d + 8] ^= 1;  // the data.pkl size in its descriptor
-  expect_error_in(gzip(truncated_descriptor), "desc.pt.gz", "data descriptor of record 'archive/data.pkl'");
+  expect_error_in(gzip(truncated_descriptor), "desc.pt.gz",
+                  "data descriptor of record 'archive/data.pkl'");
 }
 
 TEST(DlrmFileHandBuilt, StorageOffsetIsRespected) {
@@ -556,9 +545,12 @@ TEST(DlrmFileHandBuilt, BigEndianByteorderIsSwapped) {
     DlrmFileReader reader = DlrmFileReader::from_bytes(b, "big.pt");
     EXPECT_EQ(read_all(reader)[1].indices, (std::vector<std::int64_t>{1, 2, 3, 4}));
   }
-  const std::string odd = hand_zip([](auto&, auto& data) { data.insert(data.begin(), {"byteorder", "middle"}); });
-  EXPECT_NE(error_of([&] { read_fully(odd, "odd.pt"); }).find("odd.pt: byteorder record says 'middle'"),
-            std::string::npos);
+  const std::string odd = hand_zip([](auto&, auto& data) {
+    data.insert(data.begin(), {"byteorder", "middle"});
+  });
+  EXPECT_NE(
+      error_of([&] { read_fully(odd, "odd.pt"); }).find("odd.pt: byteorder record says 'middle'"),
+      std::string::npos);
 }
 
 // ---- corrupt input ------------------------------------------------------------------------------
@@ -575,10 +567,12 @@ TEST(DlrmFileCorrupt, ValidationErrorsNameTableAndSample) {
                  "table 0 sample 1: offsets decrease (offsets[2] = 1 < offsets[1] = 2)");
     f = {};
     f.offsets = {0, 2, 2, 3, 4, 9, 7};
-    expect_error(encode_raw(f, legacy), "mid.pt", "table 1 sample 1: offsets[5] = 9 overruns the 7 indices");
+    expect_error(encode_raw(f, legacy), "mid.pt",
+                 "table 1 sample 1: offsets[5] = 9 overruns the 7 indices");
     f = {};
     f.offsets.back() = 8;
-    expect_error(encode_raw(f, legacy), "overrun.pt", "offsets end at 8 (overrun) but indices has 7");
+    expect_error(encode_raw(f, legacy), "overrun.pt",
+                 "offsets end at 8 (overrun) but indices has 7");
     f = {};
     f.offsets.back() = 6;
     expect_error(encode_raw(f, legacy), "underrun.pt", "offsets end at 6 (underrun)");
@@ -587,10 +581,12 @@ TEST(DlrmFileCorrupt, ValidationErrorsNameTableAndSample) {
     expect_error(encode_raw(f, legacy), "start.pt", "offsets[0] = 1; expected 0");
     f = {};
     f.lengths[4] = 2;
-    expect_error(encode_raw(f, legacy), "lengths.pt", "table 1 sample 1: lengths[1][1] = 2 but offsets give 3");
+    expect_error(encode_raw(f, legacy), "lengths.pt",
+                 "table 1 sample 1: lengths[1][1] = 2 but offsets give 3");
     f = {};
     f.indices[5] = -3;
-    expect_error(encode_raw(f, legacy), "negative.pt", "table 1 sample 1: negative index -3 at indices[5]");
+    expect_error(encode_raw(f, legacy), "negative.pt",
+                 "table 1 sample 1: negative index -3 at indices[5]");
     f = {};
     f.lengths_sizes = {6};
     expect_error(encode_raw(f, legacy), "dims.pt", "lengths has 1 dimension(s) [6]; expected 2");
@@ -601,7 +597,8 @@ TEST(DlrmFileCorrupt, ValidationErrorsNameTableAndSample) {
                  "offsets has 7 entries; expected T*B + 1 = 5 for lengths [2, 2]");
     f = {};
     f.indices_type = TensorType::kF32;
-    expect_error(encode_raw(f, legacy), "float.pt", "indices has dtype float32 (torch.FloatStorage); expected int32 or int64");
+    expect_error(encode_raw(f, legacy), "float.pt",
+                 "indices has dtype float32 (torch.FloatStorage); expected int32 or int64");
     f = {};
     f.lengths_type = TensorType::kI16;
     expect_error(encode_raw(f, legacy), "short.pt", "lengths has dtype int16");
@@ -620,18 +617,23 @@ TEST(DlrmFileCorrupt, WrongObjectShape) {
   const std::string strided = hand_zip([](auto& tensors, auto&) { tensors[2].strides = {1, 2}; });
   expect_error(strided, "strided.pt", "lengths is not contiguous (sizes [2, 3], strides [1, 2])");
   const std::string past = hand_zip([](auto& tensors, auto&) { tensors[0].offset = 1; });
-  expect_error(past, "past.pt", "indices (7 elements at storage offset 1) runs past its storage of 7");
+  expect_error(past, "past.pt",
+               "indices (7 elements at storage offset 1) runs past its storage of 7");
 }
 
 TEST(DlrmFileCorrupt, PickleErrors) {
   expect_error(make_zip({{"data.pkl", std::string("\x80\x02\xfe.", 4)}}), "op.pt",
                "unknown pickle opcode 0xfe at byte 2 of data.pkl");
-  expect_error(hand_zip([](auto& tensors, auto&) { tensors[0].storage_class = "ComplexFloatStorage"; }),
-               "complex.pt", "unknown storage class 'torch.ComplexFloatStorage'");
-  expect_error(make_zip({{"data.pkl", "\x80\x02" "cos\nsystem\n."}}), "evil.pt",
-               "unsupported global 'os.system'");
+  expect_error(
+      hand_zip([](auto& tensors, auto&) { tensors[0].storage_class = "ComplexFloatStorage"; }),
+      "complex.pt", "unknown storage class 'torch.ComplexFloatStorage'");
+  expect_error(make_zip({{"data.pkl",
+                          "\x80\x02"
+                          "cos\nsystem\n."}}),
+               "evil.pt", "unsupported global 'os.system'");
   expect_error(make_zip({{"data.pkl", "\x80\x02t."}}), "mark.pt", "needs a MARK");
-  expect_error(make_zip({{"data.pkl", "\x80\x02h\x07."}}), "memo.pt", "memo key 7 was never stored");
+  expect_error(make_zip({{"data.pkl", "\x80\x02h\x07."}}), "memo.pt",
+               "memo key 7 was never stored");
   expect_error(make_zip({{"data.pkl", "\x80\x02X\xff\xff\xff\x7f"}}), "long.pt",
                "exceeds the pickle size limit");
   expect_error(make_zip({{"data.pkl", "\x80\x02(K\x01"}}), "nostop.pt", "truncated");
@@ -688,14 +690,12 @@ TEST(DlrmFileCorrupt, ContainerErrors) {
 TEST(DlrmFileCorrupt, HugeClaimsDoNotAllocate) {
   // A storage that claims 2^50 elements: in a zip the record size disagrees; in a gzip stream the
   // claim exceeds what the compressed bytes can hold; neither allocates it.
-  const std::string zip = hand_zip([](auto& tensors, auto&) {
-    tensors[0].storage_numel = std::int64_t{1} << 50;
-  });
+  const std::string zip =
+      hand_zip([](auto& tensors, auto&) { tensors[0].storage_numel = std::int64_t{1} << 50; });
   expect_error(zip, "huge.pt", "needs 4503599627370496");
   expect_error(gzip(zip), "huge.pt.gz", "more than the compressed file can hold");
-  const std::string absurd = hand_zip([](auto& tensors, auto&) {
-    tensors[0].storage_numel = std::int64_t{1} << 62;
-  });
+  const std::string absurd =
+      hand_zip([](auto& tensors, auto&) { tensors[0].storage_numel = std::int64_t{1} << 62; });
   expect_error(gzip(absurd), "absurd.pt.gz", "absurd");
 }
 
@@ -725,7 +725,8 @@ std::vector<std::pair<std::string, std::string>> small_files() {
   tables[1].indices = {70000, 4};
   zip.gzip = legacy.gzip = false;
   std::vector<std::pair<std::string, std::string>> files = {
-      {"small.pt", encode_dlrm_file(tables, zip)}, {"small.legacy.pt", encode_dlrm_file(tables, legacy)}};
+      {"small.pt", encode_dlrm_file(tables, zip)},
+      {"small.legacy.pt", encode_dlrm_file(tables, legacy)}};
   zip.gzip = legacy.gzip = true;
   files.emplace_back("small.pt.gz", encode_dlrm_file(tables, zip));
   files.emplace_back("small.legacy.pt.gz", encode_dlrm_file(tables, legacy));
@@ -753,7 +754,8 @@ TEST(DlrmFileCorrupt, TruncatedAtEveryLength) {
 TEST(DlrmFileCorrupt, FlippedBytesNeverCrash) {
   auto files = small_files();
   files.emplace_back("fixture.pt", read_bytes(kFixtures + "dlrm_t4_bs64_offsets_i64.pt"));
-  files.emplace_back("fixture.legacy.pt", read_bytes(kFixtures + "dlrm_t4_bs64_offsets_i64.legacy.pt"));
+  files.emplace_back("fixture.legacy.pt",
+                     read_bytes(kFixtures + "dlrm_t4_bs64_offsets_i64.legacy.pt"));
   int accepted = 0;
   int rejected = 0;
   for (const auto& [name, bytes] : files) {

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "test_util.h"
 #include "embshard/core/error.h"
 #include "embshard/core/registry.h"
 #include "embshard/core/spec.h"
@@ -26,14 +27,7 @@ Registry<Thing> make_registry() {
   return r;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test_util::error_of;
 
 TEST(Spec, ParsesNameAndPairsInOrder) {
   const Spec s = parse_spec("greedy:k=4,balance=dim");

@@ -8,6 +8,7 @@
 #include <map>
 #include <random>
 
+#include "test_util.h"
 #include "embshard/core/error.h"
 #include "embshard/data/index_batch.h"
 #include "embshard/data/table.h"
@@ -58,14 +59,7 @@ TableStats reference_stats(const TableBatch& batch) {
 
 void expect_same(const TableStats& got, const TableStats& want, const std::string& what) {
   SCOPED_TRACE(what);
-  EXPECT_EQ(got.num_rows, want.num_rows);
-  EXPECT_EQ(got.pooling_factor, want.pooling_factor);
-  EXPECT_EQ(got.coverage, want.coverage);
-  EXPECT_EQ(got.batch_size, want.batch_size);
-  EXPECT_EQ(got.num_indices, want.num_indices);
-  EXPECT_EQ(got.num_distinct, want.num_distinct);
-  for (int j = 0; j < kNumReuseBins; ++j) EXPECT_EQ(got.bins[j], want.bins[j]) << "bin " << j;
-  EXPECT_EQ(got.icdf, want.icdf);
+  test_util::expect_same_stats(got, want);
 }
 
 /** A batch of B bags with lengths in [0, max_len] and Zipf-like indices over `rows` rows. */
@@ -79,7 +73,8 @@ TableBatch random_batch(std::mt19937_64& rng, std::int64_t B, int max_len, std::
     const int L = len(rng);
     for (int i = 0; i < L; ++i) {
       const double x = std::pow(u(rng), skew);  // skew > 1 concentrates on small ids
-      batch.indices.push_back(std::min<std::int64_t>(rows - 1, static_cast<std::int64_t>(x * rows)));
+      batch.indices.push_back(
+          std::min<std::int64_t>(rows - 1, static_cast<std::int64_t>(x * rows)));
     }
     batch.offsets.push_back(static_cast<std::int64_t>(batch.indices.size()));
   }
@@ -93,16 +88,16 @@ TEST(TableStats, MatchesReferenceOnRandomBatches) {
     int max_len;
     std::int64_t rows;
     double skew;
-  } cases[] = {{1, 1, 1, 1},         {7, 3, 5, 1},          {64, 10, 1000, 1},
-               {300, 40, 50, 4},     {1000, 20, 1 << 20, 8}, {2000, 60, 3'000'000'000LL, 12},
-               {4096, 30, 10, 1},    {500, 200, 1 << 16, 30}};
+  } cases[] = {{1, 1, 1, 1},      {7, 3, 5, 1},           {64, 10, 1000, 1},
+               {300, 40, 50, 4},  {1000, 20, 1 << 20, 8}, {2000, 60, 3'000'000'000LL, 12},
+               {4096, 30, 10, 1}, {500, 200, 1 << 16, 30}};
   for (const auto& c : cases) {
     for (int rep = 0; rep < 5; ++rep) {
       const TableBatch batch = random_batch(rng, c.B, c.max_len, c.rows, c.skew);
       ASSERT_EQ(find_error_in_batch(batch, 0, "random"), "");
       const TableStats got = compute_table_stats(batch);
-      expect_same(got, reference_stats(batch), "B=" + std::to_string(c.B) + " rows=" +
-                                                   std::to_string(c.rows));
+      expect_same(got, reference_stats(batch),
+                  "B=" + std::to_string(c.B) + " rows=" + std::to_string(c.rows));
       if (got.num_indices > 0) {
         EXPECT_EQ(got.icdf.back(), static_cast<double>(got.num_distinct));
       }
@@ -216,8 +211,7 @@ TEST(TableStats, FindErrorInBatch) {
   bad.offsets = {1, 2, 2, 3};
   EXPECT_NE(find_error_in_batch(bad, 0, "w").find("offsets[0] = 1"), std::string::npos);
   bad.offsets = {0, 2, 1, 3};
-  EXPECT_NE(find_error_in_batch(bad, 0, "w").find("sample 1: offsets decrease"),
-            std::string::npos);
+  EXPECT_NE(find_error_in_batch(bad, 0, "w").find("sample 1: offsets decrease"), std::string::npos);
   bad.offsets = {0, 2, 2, 4};
   EXPECT_NE(find_error_in_batch(bad, 0, "w").find("offsets end at 4 but there are 3 indices"),
             std::string::npos);

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <set>
 
+#include "test_util.h"
 #include "embshard/core/error.h"
 #include "embshard/core/file_io.h"
 #include "embshard/data/data_io.h"
@@ -15,22 +16,11 @@ namespace {
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 const TableSource& source() {
-  static const TableSource s = [] {
-    Context ctx;
-    ctx.num_threads = 2;
-    return pool_source(0, 65536, ctx);
-  }();
+  static const TableSource s = TableSource::from_pool(0, 65536);
   return s;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test_util::error_of;
 
 TEST(Topology, PresetsBuildWithTheirFigures) {
   for (const auto& entry : topology_registry().list()) {
@@ -183,18 +173,22 @@ TEST(TaskIo, BadTasksNameTheProblem) {
       {"\"dim\": 64", "\"dim\": 66", "multiple of 4"},
       {"\"dim\": 64", "\"dim\": -8", "tables[0].dim"},
       {"\"batch_size\": 65536", "\"batch_size\": -1", "batch_size"},
-      {"\"batch_size\": 65536,", "", "missing field 'batch_size'"},
+      {"\"batch_size\": 65536,", "", "batch_size: missing required field"},
       {"\"schema_version\": 1", "\"schema_version\": 2", "schema version 1"},
       {"\"preset\": \"v100\"", "\"preset\": \"v1000\"", "unknown topology preset"},
       {"\"pool_id\": 3", "\"pool_id\": 9999", "the pool has 856 tables"},
       {"\"pool_id\": 3", "\"pool_id\": -3", "tables[0].pool_id"},
-      {"\"name\": \"a\", ", "", "missing field 'name'"},
-      {"\"dim\": 64, ", "\"dim\": 64, \"dimm\": 3, ", "unknown field 'dimm'"},
+      {"\"name\": \"a\", ", "", "tables[0].name: missing required field"},
+      {"\"dim\": 64, ", "\"dim\": 64, \"dimm\": 3, ", "tables[0].dimm: unknown field"},
       {"[{\"name\": \"a\", \"dim\": 64, \"pool_id\": 3}]",
        "[{\"name\": \"a\", \"dim\": 64, \"pool_id\": 3}, {\"name\": \"a\", \"dim\": 8, \"pool_id\": 4}]",
        "duplicate table name"},
       {"[{\"name\": \"a\", \"dim\": 64, \"pool_id\": 3}]", "[]", "no tables"},
-      {"\"tables\"", "\"tables\" x", "invalid JSON"},
+      {"\"tables\"", "\"tables\" x", "malformed JSON"},
+      {"\"dim\": 64", "\"dim\": 64, \"dim\": 64", "tables[0].dim: duplicate key"},
+      {"\"batch_size\": 65536", "\"batch_size\": 1e999", "number overflow"},
+      {"\"batch_size\": 65536", "\"batch_size\": 18446744073709551615",
+       "batch_size: got 18446744073709551615, more than the maximum"},
   };
   for (const auto& c : cases) {
     std::string text = good;
@@ -219,7 +213,8 @@ TEST(TaskIo, WriteTasksNamesFilesInOrder) {
 }
 
 TEST(StatsIo, RoundTripsAndRejectsBadFields) {
-  const std::vector<TableStats> stats(source().tables.begin(), source().tables.begin() + 5);
+  std::vector<TableStats> stats;
+  for (std::size_t i = 0; i < 5; ++i) stats.push_back(source().stats(i));
   const auto back = stats_from_json(stats_to_json(stats), "s.json");
   ASSERT_EQ(back.size(), 5u);
   for (std::size_t i = 0; i < 5; ++i) {

@@ -21,8 +21,9 @@
  *    "tables": [{"name": "t0", "dim": 64, "dtype": "fp32", "pool_id": 17, "stats": {...}}]}
  *
  * A table gives its "stats" inline, or only a "pool_id", resolved against the pool of
- * "pool_seed" at the task's batch size. Readers reject unknown keys, missing or negative fields
- * and wrong types with one line naming the file and the JSON path; tasks are then checked with
+ * "pool_seed" at the task's batch size. Readers reject malformed JSON, unknown or repeated keys,
+ * missing, negative or too large fields and wrong types with one line naming the file and the JSON
+ * path (`t.json: tables[0].dim: expected an integer ≥ 1, got -8`); tasks are then checked with
  * `find_error_in_task`.
  */
 #include <string>

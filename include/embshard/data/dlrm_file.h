@@ -22,6 +22,9 @@
  * Every malformed input (truncated or corrupt container, unknown pickle opcode or storage class,
  * wrong tensor shapes, offsets that decrease or overrun, lengths that disagree with offsets,
  * negative indices) throws `embshard::Error` with one line naming the file and the problem.
+ * Nothing is allocated from a header's claim alone: sizes are checked against the file (or, for
+ * gzip, against 1100 times the compressed size) and buffers grow only as data arrives. Limits:
+ * a pickle of at most 16 MiB and at most 65,536 tables.
  */
 #include <cstdint>
 #include <functional>
@@ -60,6 +63,8 @@ class DlrmFileReader {
  public:
   /** Opens `path` and parses its container and pickle. Throws Error naming the file. */
   explicit DlrmFileReader(const std::string& path);
+  /** The same, logging the progress of a long gzip decompression with ctx.info (every 10%). */
+  DlrmFileReader(const std::string& path, const Context& ctx);
   /** Reads from an in-memory copy of a file (tests, fuzzing); `name` is used in messages. */
   static DlrmFileReader from_bytes(std::string bytes, const std::string& name);
 
@@ -112,7 +117,11 @@ struct DlrmWriteOptions {
 void write_dlrm_file(const std::string& path, const std::vector<TableBatch>& tables,
                      const DlrmWriteOptions& options);
 
-/** The same bytes as `write_dlrm_file` would write, in memory (tests, fuzz seeds). */
+/**
+ * The same bytes as `write_dlrm_file` would write, in memory (tests, fuzz seeds). The zip layout
+ * and pickle are those of `torch.save` (PyTorch >= 1.6): for the same tensors and folder name the
+ * bytes are identical (checked against the fixtures).
+ */
 [[nodiscard]] std::string encode_dlrm_file(const std::vector<TableBatch>& tables,
                                            const DlrmWriteOptions& options);
 

@@ -23,19 +23,33 @@
 #include <vector>
 
 #include "embshard/core/registry.h"
+#include "embshard/data/pool.h"
 #include "embshard/data/task.h"
 
 namespace embshard {
 
-/** Where generated tasks take their tables from. */
-struct TableSource {
-  std::vector<TableStats> tables;  ///< statistics at the protocol's batch size
-  bool from_pool = true;           ///< source ids are pool ids (tasks then record pool_seed)
-  std::uint64_t pool_seed = 0;
-};
+/**
+ * Where generated tasks take their tables from: the built-in pool (statistics computed on demand,
+ * only for the tables a task draws) or a list of statistics (a stats file). Thread-compatible.
+ */
+class TableSource {
+ public:
+  /** The pool of `seed`, with expected statistics at `batch_size`. */
+  static TableSource from_pool(std::uint64_t seed, std::int64_t batch_size);
+  /** Tables from a statistics file; tasks then carry no pool ids. */
+  static TableSource from_stats(std::vector<TableStats> tables);
 
-/** The built-in pool of `seed`, with expected statistics at `batch_size`. */
-[[nodiscard]] TableSource pool_source(std::uint64_t seed, std::int64_t batch_size, const Context& ctx);
+  [[nodiscard]] std::size_t size() const;
+  [[nodiscard]] std::int64_t num_rows(std::size_t i) const;
+  [[nodiscard]] TableStats stats(std::size_t i) const;
+  [[nodiscard]] bool from_pool() const { return pool_ != nullptr; }
+  [[nodiscard]] std::uint64_t pool_seed() const { return pool_ ? pool_->seed() : 0; }
+
+ private:
+  std::shared_ptr<const Pool> pool_;
+  std::int64_t batch_size_ = 0;
+  std::vector<TableStats> tables_;
+};
 
 class TaskGenerator {
  public:
@@ -60,6 +74,6 @@ std::vector<std::string> write_tasks(const TaskGenerator& gen, const TableSource
                                      std::uint64_t seed, int count, const std::string& dir);
 
 /** The built-in default task (a NeuroShard-protocol task, 4 devices, max dim 128, seed 0). */
-[[nodiscard]] Task default_task(const Context& ctx);
+[[nodiscard]] Task default_task();
 
 }  // namespace embshard

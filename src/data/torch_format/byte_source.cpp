@@ -64,10 +64,9 @@ void Buffer::release() {
 void Buffer::reserve(std::size_t bytes, const std::string& name) {
   if (bytes <= capacity_) return;
   const std::size_t capacity = round_up(bytes, page_size());
-  void* p = data_ == nullptr
-                ? mmap(nullptr, capacity, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
-                : mremap(data_, capacity_, capacity, MREMAP_MAYMOVE);
+  void* p = data_ == nullptr ? mmap(nullptr, capacity, PROT_READ | PROT_WRITE,
+                                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
+                             : mremap(data_, capacity_, capacity, MREMAP_MAYMOVE);
   EMBSHARD_CHECK(p != MAP_FAILED, name, ": cannot allocate ", capacity, " bytes (",
                  std::strerror(errno), ")");
   data_ = static_cast<std::uint8_t*>(p);
@@ -101,8 +100,8 @@ MappedFile::~MappedFile() {
 std::size_t MappedFile::read_at(std::uint64_t offset, void* dst, std::size_t n) const {
   std::size_t done = 0;
   while (done < n) {
-    const ssize_t got = pread(fd_, static_cast<char*>(dst) + done, n - done,
-                              static_cast<off_t>(offset + done));
+    const ssize_t got =
+        pread(fd_, static_cast<char*>(dst) + done, n - done, static_cast<off_t>(offset + done));
     if (got < 0 && errno == EINTR) continue;
     EMBSHARD_CHECK(got >= 0, path_, ": read failed (", std::strerror(errno), ")");
     if (got == 0) break;
@@ -240,6 +239,8 @@ bool GzipSource::refill_input() {
   if (got == 0) return false;
   strm.next_in = in_buf_.data();
   strm.avail_in = static_cast<uInt>(got);
+  input_read_ += static_cast<std::uint64_t>(got);
+  if (on_input_) on_input_(input_read_);
   return true;
 }
 

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -179,6 +180,8 @@ class GzipSource : public ByteSource {
   GzipSource(const std::uint8_t* data, std::size_t size, std::string name);
   GzipSource(int fd, std::string name);
   ~GzipSource() override;
+  /** Called with the compressed bytes consumed so far, each time more input is read. */
+  void on_input(std::function<void(std::uint64_t)> callback) { on_input_ = std::move(callback); }
 
  protected:
   bool fill(std::size_t n) override;
@@ -196,6 +199,8 @@ class GzipSource : public ByteSource {
   const std::uint8_t* mem_ = nullptr;
   std::size_t mem_left_ = 0;
   int fd_ = -1;
+  std::uint64_t input_read_ = 0;
+  std::function<void(std::uint64_t)> on_input_;
   bool finished_ = false;
   std::vector<std::uint8_t> in_buf_;
   std::vector<std::uint8_t> out_buf_;

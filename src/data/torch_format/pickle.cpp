@@ -18,11 +18,11 @@ struct StorageClass {
   TensorType type;
 };
 constexpr StorageClass kStorageClasses[] = {
-    {"FloatStorage", TensorType::kF32},   {"DoubleStorage", TensorType::kF64},
-    {"HalfStorage", TensorType::kF16},    {"BFloat16Storage", TensorType::kBF16},
-    {"LongStorage", TensorType::kI64},    {"IntStorage", TensorType::kI32},
-    {"ShortStorage", TensorType::kI16},   {"CharStorage", TensorType::kI8},
-    {"ByteStorage", TensorType::kU8},     {"BoolStorage", TensorType::kBool},
+    {"FloatStorage", TensorType::kF32}, {"DoubleStorage", TensorType::kF64},
+    {"HalfStorage", TensorType::kF16},  {"BFloat16Storage", TensorType::kBF16},
+    {"LongStorage", TensorType::kI64},  {"IntStorage", TensorType::kI32},
+    {"ShortStorage", TensorType::kI16}, {"CharStorage", TensorType::kI8},
+    {"ByteStorage", TensorType::kU8},   {"BoolStorage", TensorType::kBool},
 };
 
 /** `text` quoted for a message: printable ASCII kept, anything else as \xNN, at most 80 chars. */
@@ -144,9 +144,12 @@ class Unpickler {
       case 0x95: uint_le(8); break;  // FRAME: framing is transparent
       case '(': marks_.push_back(stack_.size()); break;
       case '0':
-        if (stack_.size() > floor()) stack_.pop_back();
-        else if (!marks_.empty()) marks_.pop_back();
-        else fail("POP on an empty stack");
+        if (stack_.size() > floor())
+          stack_.pop_back();
+        else if (!marks_.empty())
+          marks_.pop_back();
+        else
+          fail("POP on an empty stack");
         break;
       case '1': pop_mark(); break;
       case 'q': memo_put(src_.get()); break;
@@ -172,7 +175,9 @@ class Unpickler {
       case 0x8e: push_text(PickleKind::kBytes, raw(uint_le(8))); break;
       case ')': push(make_items(PickleKind::kTuple, {})); break;
       case 't': push(make_items(PickleKind::kTuple, pop_mark())); break;
-      case 0x85: case 0x86: case 0x87: tuple_n(code - 0x84); break;
+      case 0x85:
+      case 0x86:
+      case 0x87: tuple_n(code - 0x84); break;
       case ']': push(make_items(PickleKind::kList, {})); break;
       case 'a': append(); break;
       case 'e': appends(); break;
@@ -302,8 +307,7 @@ class Unpickler {
       case PickleGlobal::kRebuildTensor:
         push(rebuild_tensor(fn, std::vector<PickleValue>(a)));
         return;
-      case PickleGlobal::kStorage:
-        fail("calling ", quoted(fn.name), " is not supported");
+      case PickleGlobal::kStorage: fail("calling ", quoted(fn.name), " is not supported");
     }
   }
 

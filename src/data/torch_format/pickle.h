@@ -24,8 +24,19 @@
 namespace embshard::detail {
 
 enum class PickleKind : std::uint8_t {
-  kNone, kBool, kInt, kBigInt, kFloat, kString, kBytes, kGlobal,
-  kTuple, kList, kDict, kStorage, kTensor
+  kNone,
+  kBool,
+  kInt,
+  kBigInt,
+  kFloat,
+  kString,
+  kBytes,
+  kGlobal,
+  kTuple,
+  kList,
+  kDict,
+  kStorage,
+  kTensor
 };
 
 /**
@@ -53,9 +64,9 @@ struct GlobalRecord {
 struct StorageRecord {
   std::string key;
   TensorType type = TensorType::kU8;
-  std::string class_name;   ///< e.g. "torch.IntStorage"
-  std::int64_t numel = 0;   ///< elements, not bytes
-  std::string location;     ///< "cpu", "cuda:0", ...
+  std::string class_name;  ///< e.g. "torch.IntStorage"
+  std::int64_t numel = 0;  ///< elements, not bytes
+  std::string location;    ///< "cpu", "cuda:0", ...
 };
 
 /** A tensor built by `_rebuild_tensor(_v2)`: a strided view of a storage. */

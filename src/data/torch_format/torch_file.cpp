@@ -84,8 +84,7 @@ class Loader {
   void finish() {
     for (std::size_t i = 0; i < file_.storages.size(); ++i) {
       const StorageRecord& s = file_.arena.storages[i];
-      EMBSHARD_CHECK(loaded_[i], name_, ": no data for storage '", s.key, "' (", s.class_name,
-                     ")");
+      EMBSHARD_CHECK(loaded_[i], name_, ": no data for storage '", s.key, "' (", s.class_name, ")");
       LoadedStorage& st = file_.storages[i];
       const int size = element_size(s.type);
       const bool misaligned = reinterpret_cast<std::uintptr_t>(st.data) % size != 0;
@@ -139,7 +138,8 @@ void load_zip_memory(Loader& ld, const std::uint8_t* data, std::uint64_t size) {
   };
 
   const ZipEntry* pkl = find("data.pkl");
-  EMBSHARD_CHECK(pkl != nullptr, name, ": no record '", prefix, "data.pkl' (not a torch.save file)");
+  EMBSHARD_CHECK(pkl != nullptr, name, ": no record '", prefix,
+                 "data.pkl' (not a torch.save file)");
   const std::uint8_t* pkl_data = data + pkl->data_offset;
   EMBSHARD_CHECK(crc32_z(0, pkl_data, pkl->size) == pkl->crc, name, ": CRC mismatch in record '",
                  pkl->name, "'");
@@ -332,8 +332,10 @@ TorchFile load_torch_file(const std::uint8_t* data, std::uint64_t size, const st
   return finish(ld, "legacy", false);
 }
 
-TorchFile load_torch_gzip_fd(int fd, std::uint64_t compressed_size, const std::string& name) {
+TorchFile load_torch_gzip_fd(int fd, std::uint64_t compressed_size, const std::string& name,
+                             const std::function<void(std::uint64_t)>& on_input) {
   GzipSource src(fd, name);
+  src.on_input(on_input);
   return load_gzip(src, compressed_size, name);
 }
 
@@ -417,9 +419,8 @@ std::vector<std::string> storage_keys(std::size_t n) {
 void write_tensor_data(Sink& out, const TensorToSave& t) {
   const std::uint64_t start = out.written();
   t.write_data(out);
-  EMBSHARD_ASSERT(out.written() - start ==
-                  static_cast<std::uint64_t>(numel_of(t)) *
-                      static_cast<std::uint64_t>(element_size(t.type)));
+  EMBSHARD_ASSERT(out.written() - start == static_cast<std::uint64_t>(numel_of(t)) *
+                                               static_cast<std::uint64_t>(element_size(t.type)));
 }
 
 }  // namespace
@@ -476,7 +477,8 @@ void save_tensor_tuple_legacy(Sink& out, const std::vector<TensorToSave>& tensor
 
   std::vector<std::size_t> order(tensors.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return keys[a] < keys[b]; });
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t a, std::size_t b) { return keys[a] < keys[b]; });
   PickleWriter list;
   list.proto(2);
   list.op(kEmptyList);

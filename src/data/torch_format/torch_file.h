@@ -41,8 +41,12 @@ struct TorchFile {
 /** Loads a torch.save file held in memory; gzip is detected and streamed. */
 TorchFile load_torch_file(const std::uint8_t* data, std::uint64_t size, const std::string& name);
 
-/** Loads a gzip-compressed torch.save file from a file descriptor of `compressed_size` bytes. */
-TorchFile load_torch_gzip_fd(int fd, std::uint64_t compressed_size, const std::string& name);
+/**
+ * Loads a gzip-compressed torch.save file from a file descriptor of `compressed_size` bytes;
+ * `on_input`, if set, is called with the compressed bytes read so far as decompression proceeds.
+ */
+TorchFile load_torch_gzip_fd(int fd, std::uint64_t compressed_size, const std::string& name,
+                             const std::function<void(std::uint64_t)>& on_input = nullptr);
 
 [[nodiscard]] bool is_gzip_magic(const std::uint8_t* data, std::uint64_t size);
 

@@ -55,8 +55,7 @@ std::uint64_t find_end_record(const std::uint8_t* data, std::uint64_t size,
                  " bytes; no end of central directory record)");
   const std::uint64_t lowest = size > kMaxEndScan ? size - kMaxEndScan : 0;
   for (std::uint64_t pos = size - 22 + 1; pos-- > lowest;) {
-    if (load_le32(data + pos) == kZipEndRecord &&
-        pos + 22 + load_le16(data + pos + 20) <= size)
+    if (load_le32(data + pos) == kZipEndRecord && pos + 22 + load_le16(data + pos + 20) <= size)
       return pos;
   }
   EMBSHARD_THROW(name, ": truncated or not a zip (no end of central directory record)");
@@ -75,8 +74,9 @@ DirectoryRange find_directory(const std::uint8_t* data, std::uint64_t size,
                      load_le32(data + end + 12)};
   if (end >= 20 && load_le32(data + end - 20) == kZip64Locator) {
     const std::uint64_t z64 = load_le64(data + end - 20 + 8);
-    EMBSHARD_CHECK(z64 <= end - 20 && end - 20 - z64 >= 56 && load_le32(data + z64) == kZip64EndRecord,
-                   name, ": bad zip64 end of central directory record (offset ", z64, ")");
+    EMBSHARD_CHECK(
+        z64 <= end - 20 && end - 20 - z64 >= 56 && load_le32(data + z64) == kZip64EndRecord, name,
+        ": bad zip64 end of central directory record (offset ", z64, ")");
     dir = {load_le64(data + z64 + 32), load_le64(data + z64 + 48), load_le64(data + z64 + 40)};
     EMBSHARD_CHECK(dir.offset <= z64 && dir.size <= z64 - dir.offset, name,
                    ": central directory (offset ", dir.offset, ", ", dir.size,
@@ -93,14 +93,15 @@ DirectoryRange find_directory(const std::uint8_t* data, std::uint64_t size,
 /** Resolves the data offset of `e` through its local header at `header`. */
 void resolve_local_header(const std::uint8_t* data, std::uint64_t size, std::uint64_t header,
                           ZipEntry& e, const std::string& name) {
-  EMBSHARD_CHECK(header <= size && size - header >= 30 && load_le32(data + header) == kZipLocalHeader,
-                 name, ": bad local header offset ", header, " for '", e.name, "'");
+  EMBSHARD_CHECK(
+      header <= size && size - header >= 30 && load_le32(data + header) == kZipLocalHeader, name,
+      ": bad local header offset ", header, " for '", e.name, "'");
   const std::uint64_t name_len = load_le16(data + header + 26);
   const std::uint64_t extra_len = load_le16(data + header + 28);
   e.data_offset = header + 30 + name_len + extra_len;
   EMBSHARD_CHECK(e.data_offset <= size && e.compressed_size <= size - e.data_offset, name,
-                 ": record '", e.name, "' (", e.compressed_size, " bytes at offset ",
-                 e.data_offset, ") lies beyond the end of the file (", size, " bytes)");
+                 ": record '", e.name, "' (", e.compressed_size, " bytes at offset ", e.data_offset,
+                 ") lies beyond the end of the file (", size, " bytes)");
   const std::string local(reinterpret_cast<const char*>(data + header + 30), name_len);
   EMBSHARD_CHECK(local == e.name, name, ": local header names '", local,
                  "' but the central directory names '", e.name, "'");
@@ -153,13 +154,15 @@ bool ZipStreamReader::next(ZipLocalRecord& rec) {
   const std::uint64_t at = src_.position();
   const std::uint8_t* sig = src_.peek(4);
   if (sig == nullptr) {
-    EMBSHARD_THROW(src_.name(), ": truncated file: zip data ends without a central directory "
-                   "at offset ", at);
+    EMBSHARD_THROW(src_.name(),
+                   ": truncated file: zip data ends without a central directory "
+                   "at offset ",
+                   at);
   }
   const std::uint32_t s = load_le32(sig);
   if (s == kZipCentralHeader || s == kZip64EndRecord || s == kZipEndRecord) return false;
-  EMBSHARD_CHECK(s == kZipLocalHeader, src_.name(), ": bad zip signature 0x", std::hex, s,
-                 std::dec, " at offset ", at, " (expected a local file header)");
+  EMBSHARD_CHECK(s == kZipLocalHeader, src_.name(), ": bad zip signature 0x", std::hex, s, std::dec,
+                 " at offset ", at, " (expected a local file header)");
   std::uint8_t h[30];
   src_.read(h, sizeof h);
   rec = ZipLocalRecord{};
@@ -206,8 +209,8 @@ void ZipStreamReader::finish(const ZipLocalRecord& rec, std::uint64_t consumed) 
 std::string ZipStreamReader::read_small(const ZipLocalRecord& rec, std::size_t max_bytes) {
   std::string buf;
   if (rec.size) {
-    EMBSHARD_CHECK(*rec.size <= max_bytes, src_.name(), ": record '", rec.name, "' has ",
-                   *rec.size, " bytes, more than the ", max_bytes, " expected");
+    EMBSHARD_CHECK(*rec.size <= max_bytes, src_.name(), ": record '", rec.name, "' has ", *rec.size,
+                   " bytes, more than the ", max_bytes, " expected");
     buf.resize(*rec.size);
     src_.read(buf.data(), buf.size());
     finish(rec, buf.size());
@@ -270,10 +273,10 @@ void ZipWriter::begin(const std::string& record_name, std::uint64_t size) {
   std::string h;
   append_le(h, kZipLocalHeader, 4);
   append_le(h, zip64 ? 45 : 0, 2);  // version needed (0 like PyTorch's writer)
-  append_le(h, 0x0808, 2);           // data descriptor, UTF-8 names
-  append_le(h, 0, 2);                // stored
-  append_le(h, 0, 4);                // time, date
-  append_le(h, 0, 12);               // crc and sizes follow the data
+  append_le(h, 0x0808, 2);          // data descriptor, UTF-8 names
+  append_le(h, 0, 2);               // stored
+  append_le(h, 0, 4);               // time, date
+  append_le(h, 0, 12);              // crc and sizes follow the data
   append_le(h, e.name.size(), 2);
   append_le(h, extra.size(), 2);
   out_.write(h + e.name + extra);
@@ -308,7 +311,9 @@ void ZipWriter::finish() {
   EMBSHARD_ASSERT(!open_);
   const std::uint64_t cd_offset = out_.written();
   for (const Entry& e : entries_) {
-    auto field = [&](std::uint64_t v) { return force_zip64_ ? kSaturated32 : std::min(v, kSaturated32); };
+    auto field = [&](std::uint64_t v) {
+      return force_zip64_ ? kSaturated32 : std::min(v, kSaturated32);
+    };
     std::string fields;
     for (std::uint64_t v : {e.size, e.size, e.header_offset})
       if (field(v) == kSaturated32) append_le(fields, v, 8);
@@ -320,7 +325,7 @@ void ZipWriter::finish() {
     }
     std::string h;
     append_le(h, kZipCentralHeader, 4);
-    append_le(h, 0, 2);                        // version made by
+    append_le(h, 0, 2);                       // version made by
     append_le(h, extra.empty() ? 0 : 45, 2);  // version needed
     append_le(h, 0x0808, 2);
     append_le(h, 0, 2);

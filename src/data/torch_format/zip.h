@@ -27,11 +27,11 @@ inline constexpr std::uint32_t kZipEndRecord = 0x06054b50;
 /** One record found through the central directory. */
 struct ZipEntry {
   std::string name;
-  std::uint16_t method = 0;          ///< 0 = stored
+  std::uint16_t method = 0;  ///< 0 = stored
   std::uint32_t crc = 0;
   std::uint64_t compressed_size = 0;
-  std::uint64_t size = 0;            ///< uncompressed
-  std::uint64_t data_offset = 0;     ///< from the local header's name and extra lengths
+  std::uint64_t size = 0;         ///< uncompressed
+  std::uint64_t data_offset = 0;  ///< from the local header's name and extra lengths
 };
 
 /**

@@ -1,0 +1,247 @@
+#include "core/json_reader.h"
+
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <set>
+#include <vector>
+
+#include "embshard/core/error.h"
+
+namespace embshard::detail {
+namespace {
+
+using Json = nlohmann::json;
+
+/**
+ * Follows nlohmann's parser callbacks through a document to catch an object that names a key
+ * twice, and to name the JSON path of the repeated key.
+ */
+class DuplicateKeyCheck {
+ public:
+  explicit DuplicateKeyCheck(const std::string& where) : where_(where) {}
+
+  /** The parser callback: throws `Error` at a repeated key, keeps every value. */
+  bool operator()(Json::parse_event_t event, const Json& parsed) {
+    using Event = Json::parse_event_t;
+    switch (event) {
+      case Event::object_start:
+      case Event::array_start:
+        count_entry();
+        levels_.push_back({event == Event::object_start, {}, 0, {}});
+        break;
+      case Event::key:
+        on_key(parsed.get<std::string>());
+        break;
+      case Event::value:
+        count_entry();
+        break;
+      case Event::object_end:
+      case Event::array_end:
+        levels_.pop_back();
+        break;
+    }
+    return true;
+  }
+
+ private:
+  /** One object or array being read. */
+  struct Level {
+    bool is_object = false;
+    std::string key;             ///< objects: the member being read
+    std::size_t entries = 0;     ///< arrays: entries started so far
+    std::set<std::string> seen;  ///< objects: keys read so far
+  };
+
+  /** A value starts: in an array, it is the next entry. */
+  void count_entry() {
+    if (!levels_.empty() && !levels_.back().is_object) ++levels_.back().entries;
+  }
+
+  void on_key(const std::string& key) {
+    Level& level = levels_.back();
+    level.key = key;
+    if (!level.seen.insert(key).second)
+      EMBSHARD_THROW(where_, ": ", printable(path()), ": duplicate key (an object names it twice)");
+  }
+
+  [[nodiscard]] std::string path() const {
+    std::string out;
+    for (const Level& level : levels_) {
+      if (level.is_object)
+        out += (out.empty() ? "" : ".") + level.key;
+      else
+        out += "[" + std::to_string(level.entries - 1) + "]";
+    }
+    return out;
+  }
+
+  const std::string& where_;
+  std::vector<Level> levels_;
+};
+
+/** nlohmann's message without its "[json.exception.name.id] " prefix. */
+std::string without_exception_id(const std::string& what) {
+  const auto end = what.find("] ");
+  return end == std::string::npos ? what : what.substr(end + 2);
+}
+
+std::string join(std::initializer_list<const char*> names) {
+  std::string out;
+  for (const char* name : names) out += (out.empty() ? "" : ", ") + std::string(name);
+  return out;
+}
+
+std::string expected_integer(std::int64_t min) {
+  if (min == std::numeric_limits<std::int64_t>::min()) return "expected an integer";
+  return "expected an integer ≥ " + std::to_string(min);
+}
+
+std::string expected_number(double min) {
+  if (min == -std::numeric_limits<double>::infinity()) return "expected a number";
+  return concat("expected a number ≥ ", min);
+}
+
+}  // namespace
+
+std::string printable(const std::string& text, bool keep_utf8) {
+  constexpr std::size_t kMaxBytes = 200;
+  std::string out;
+  for (const char c : text.substr(0, kMaxBytes)) {
+    const auto byte = static_cast<unsigned char>(c);
+    const bool plain = byte >= 0x20 && byte != 0x7f && (keep_utf8 || byte < 0x80);
+    if (plain) {
+      out += c;
+    } else {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\x%02x", byte);
+      out += escaped;
+    }
+  }
+  return text.size() > kMaxBytes ? out + "..." : out;
+}
+
+std::string describe_json(const Json& value) {
+  if (value.is_number()) return value.dump();
+  if (value.is_string()) return "a string";
+  if (value.is_array()) return "an array";
+  if (value.is_object()) return "an object";
+  if (value.is_boolean()) return "a boolean";
+  return "null";
+}
+
+Json parse_json(const std::string& text, const std::string& where) {
+  DuplicateKeyCheck check(where);
+  const Json::parser_callback_t callback = [&check](int, Json::parse_event_t event, Json& parsed) {
+    return check(event, parsed);
+  };
+  try {
+    return Json::parse(text, callback);
+  } catch (const Json::exception& e) {  // parse_error, or out_of_range for a number too large
+    EMBSHARD_THROW(where, ": malformed JSON: ", printable(without_exception_id(e.what()), false));
+  }
+}
+
+// ---- JsonNode -------------------------------------------------------------------------------
+
+JsonNode::JsonNode(const Json& document, std::string where)
+    : JsonNode(document, std::move(where), "") {}
+
+std::string JsonNode::label() const {
+  return where_ + ": " + (path_.empty() ? "top level" : printable(path_));
+}
+
+void JsonNode::fail(const std::string& problem) const { EMBSHARD_THROW(label(), ": ", problem); }
+
+std::string JsonNode::member_path(const std::string& key) const {
+  return path_.empty() ? key : path_ + "." + key;
+}
+
+void JsonNode::fail_member(const std::string& key, const std::string& problem) const {
+  EMBSHARD_THROW(where_, ": ", printable(member_path(key)), ": ", problem);
+}
+
+void JsonNode::expect_object() const {
+  if (!value_->is_object()) fail("expected an object, got " + describe_json(*value_));
+}
+
+void JsonNode::only_keys(std::initializer_list<const char*> allowed) const {
+  expect_object();
+  for (const auto& item : value_->items()) {
+    bool known = false;
+    for (const char* name : allowed) known = known || item.key() == name;
+    if (!known) fail_member(item.key(), "unknown field (expected " + join(allowed) + ")");
+  }
+}
+
+void JsonNode::expect_array(std::size_t min_size) const {
+  if (!value_->is_array()) fail("expected an array, got " + describe_json(*value_));
+  if (value_->size() < min_size)
+    fail(concat("expected at least ", min_size, " entries, got ", value_->size()));
+}
+
+bool JsonNode::has(const std::string& key) const {
+  return value_->is_object() && value_->contains(key);
+}
+
+JsonNode JsonNode::at(const std::string& key) const {
+  expect_object();
+  const auto it = value_->find(key);
+  if (it == value_->end()) fail_member(key, "missing required field");
+  return JsonNode(*it, where_, member_path(key));
+}
+
+JsonNode JsonNode::at(std::size_t index) const {
+  EMBSHARD_ASSERT(value_->is_array() && index < value_->size());
+  return JsonNode((*value_)[index], where_, path_ + "[" + std::to_string(index) + "]");
+}
+
+std::size_t JsonNode::size() const {
+  return value_->is_array() || value_->is_object() ? value_->size() : 0;
+}
+
+std::int64_t JsonNode::as_int(std::int64_t min, std::int64_t max) const {
+  const Json& v = *value_;
+  const auto too_small = [&] { fail(expected_integer(min) + ", got " + describe_json(v)); };
+  const auto too_large = [&] {
+    fail("got " + describe_json(v) + ", more than the maximum " + std::to_string(max));
+  };
+  if (!v.is_number_integer()) too_small();
+  if (v.is_number_unsigned()) {
+    const auto u = v.get<std::uint64_t>();
+    if (max < 0 || u > static_cast<std::uint64_t>(max)) too_large();
+    if (static_cast<std::int64_t>(u) < min) too_small();
+    return static_cast<std::int64_t>(u);
+  }
+  const auto n = v.get<std::int64_t>();
+  if (n < min) too_small();
+  if (n > max) too_large();
+  return n;
+}
+
+std::uint64_t JsonNode::as_uint64() const {
+  const Json& v = *value_;
+  const bool ok = v.is_number_unsigned() || (v.is_number_integer() && v.get<std::int64_t>() >= 0);
+  if (!ok) fail("expected an integer ≥ 0, got " + describe_json(v));
+  return v.get<std::uint64_t>();
+}
+
+double JsonNode::as_double(double min) const {
+  const Json& v = *value_;
+  if (!v.is_number()) fail(expected_number(min) + ", got " + describe_json(v));
+  const double d = v.get<double>();
+  if (!std::isfinite(d) || !(d >= min)) fail(expected_number(min) + ", got " + describe_json(v));
+  return d;
+}
+
+bool JsonNode::as_bool() const {
+  if (!value_->is_boolean()) fail("expected true or false, got " + describe_json(*value_));
+  return value_->get<bool>();
+}
+
+std::string JsonNode::as_string() const {
+  if (!value_->is_string()) fail("expected a string, got " + describe_json(*value_));
+  return value_->get<std::string>();
+}
+
+}  // namespace embshard::detail

@@ -1,0 +1,114 @@
+#pragma once
+/**
+ * @file json_reader.h
+ * @brief Strict, path-aware reading of JSON documents (private to the library).
+ *
+ * Every reader of a JSON file (stats, pool, task and plan files) goes through this helper so that
+ * all of them reject the same mistakes with the same kind of message: one line
+ *
+ *   `<where>: <json.path>: <problem>`, e.g. `plan.json: tables[3].shards[0].device: expected an
+ *   integer ≥ 0, got -1`
+ *
+ * where `<where>` names the source (usually a file name), `<json.path>` is the path of the value
+ * (`top level` for the document itself) and `<problem>` says what is wrong. Control bytes in the
+ * path are escaped and long paths are cut, so a message always stays on one line.
+ *
+ * Strictness: `parse_json` rejects malformed JSON (naming line and column), numbers too large for
+ * a double and objects that name a key twice; `JsonNode` rejects wrong types, missing fields,
+ * numbers out of range and, where the caller asks (`only_keys`), unknown keys.
+ *
+ * nlohmann/json is a private dependency: include this header only from `src/`, never from a
+ * public header under `include/`.
+ */
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+
+namespace embshard::detail {
+
+/**
+ * `text` cut to its first 200 bytes (then "..." appended), with control bytes written as `\xNN`
+ * so that it fits on one line. Bytes above 0x7f are kept when `keep_utf8` and escaped otherwise
+ * (for text that may hold broken UTF-8, such as nlohmann's quotes of the input).
+ */
+[[nodiscard]] std::string printable(const std::string& text, bool keep_utf8 = true);
+
+/** A short description of a JSON value for "got ..." messages: a number itself, else its kind. */
+[[nodiscard]] std::string describe_json(const nlohmann::json& value);
+
+/**
+ * Parses `text` strictly. Throws `Error` naming `where` for malformed JSON
+ * (`<where>: malformed JSON: parse error at line L, column C: ...`), for a number too large to
+ * represent, and for an object that names a key twice (`<where>: <path>: duplicate key ...`),
+ * which nlohmann would otherwise resolve silently by keeping the last value.
+ */
+[[nodiscard]] nlohmann::json parse_json(const std::string& text, const std::string& where);
+
+/**
+ * A view of one value of a parsed document, together with where it sits: the source `where` and
+ * the JSON path (`tables[3].dim`). Children share the document, which must outlive every node.
+ * All checks throw `Error` with the one-line message described in the file comment.
+ */
+class JsonNode {
+ public:
+  /** The root of `document`, read from `where`. */
+  JsonNode(const nlohmann::json& document, std::string where);
+
+  [[nodiscard]] const nlohmann::json& value() const { return *value_; }
+  [[nodiscard]] const std::string& where() const { return where_; }
+  /** The JSON path, "" for the root. */
+  [[nodiscard]] const std::string& path() const { return path_; }
+  /** `<where>: <json.path>`, the prefix of this node's messages (also for validators). */
+  [[nodiscard]] std::string label() const;
+  /** Throws `Error` with `<label>: <problem>`. */
+  [[noreturn]] void fail(const std::string& problem) const;
+
+  // ---- structure ------------------------------------------------------------------------------
+
+  /** Requires an object. */
+  void expect_object() const;
+  /** Requires an object whose keys are all in `allowed` ("unknown field (expected ...)"). */
+  void only_keys(std::initializer_list<const char*> allowed) const;
+  /** Requires an array of at least `min_size` entries. */
+  void expect_array(std::size_t min_size = 0) const;
+
+  /** Whether this is an object with member `key`. */
+  [[nodiscard]] bool has(const std::string& key) const;
+  /** Member `key` of this object; a missing member is an error ("missing required field"). */
+  [[nodiscard]] JsonNode at(const std::string& key) const;
+  /** Entry `index` of this array (an internal error if out of range: check `size()` first). */
+  [[nodiscard]] JsonNode at(std::size_t index) const;
+  /** Number of entries of an array or members of an object; 0 for other values. */
+  [[nodiscard]] std::size_t size() const;
+
+  // ---- values ---------------------------------------------------------------------------------
+
+  /** An integer in [min, max] ("expected an integer ≥ min, got ..." / "more than the maximum"). */
+  [[nodiscard]] std::int64_t as_int(
+      std::int64_t min = std::numeric_limits<std::int64_t>::min(),
+      std::int64_t max = std::numeric_limits<std::int64_t>::max()) const;
+  /** Any integer ≥ 0 up to 2^64 - 1. */
+  [[nodiscard]] std::uint64_t as_uint64() const;
+  /** A finite number (integer or not) ≥ `min`. */
+  [[nodiscard]] double as_double(double min = -std::numeric_limits<double>::infinity()) const;
+  [[nodiscard]] bool as_bool() const;
+  [[nodiscard]] std::string as_string() const;
+
+ private:
+  JsonNode(const nlohmann::json& value, std::string where, std::string path)
+      : value_(&value), where_(std::move(where)), path_(std::move(path)) {}
+  /** The path of member `key` of this node. */
+  [[nodiscard]] std::string member_path(const std::string& key) const;
+  /** Throws `Error` about member `key` (present or not) of this node. */
+  [[noreturn]] void fail_member(const std::string& key, const std::string& problem) const;
+
+  const nlohmann::json* value_;
+  std::string where_;
+  std::string path_;
+};
+
+}  // namespace embshard::detail

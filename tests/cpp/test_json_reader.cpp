@@ -1,0 +1,134 @@
+// The strict JSON reader shared by the stats, pool, task and plan readers (src/core/json_reader.h).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "core/json_reader.h"
+#include "test_util.h"
+#include "embshard/core/error.h"
+
+namespace embshard::detail {
+namespace {
+
+using test_util::error_or_none;
+
+/** The message of reading `text` with `read`, which gets the root of the parsed document. */
+std::string read_error(const std::string& text, const std::function<void(const JsonNode&)>& read) {
+  return error_or_none([&] {
+    const nlohmann::json doc = parse_json(text, "x.json");
+    read(JsonNode(doc, "x.json"));
+  });
+}
+
+TEST(JsonReader, ReadsValuesAtTheirPaths) {
+  const nlohmann::json doc = parse_json(R"({"a": {"b": [1, -2, 2.5, true, "s"]}})", "x.json");
+  const JsonNode root(doc, "x.json");
+  const JsonNode b = root.at("a").at("b");
+  EXPECT_EQ(root.label(), "x.json: top level");
+  EXPECT_EQ(b.label(), "x.json: a.b");
+  EXPECT_EQ(b.at(std::size_t{2}).label(), "x.json: a.b[2]");
+  EXPECT_EQ(b.size(), 5u);
+  EXPECT_EQ(b.at(std::size_t{0}).as_int(0, 1), 1);
+  EXPECT_EQ(b.at(std::size_t{1}).as_int(), -2);
+  EXPECT_EQ(b.at(std::size_t{2}).as_double(0), 2.5);
+  EXPECT_TRUE(b.at(std::size_t{3}).as_bool());
+  EXPECT_EQ(b.at(std::size_t{4}).as_string(), "s");
+  EXPECT_TRUE(root.has("a"));
+  EXPECT_FALSE(root.has("b"));
+  EXPECT_FALSE(b.has("a"));
+}
+
+TEST(JsonReader, NamesWhereAndPathInEveryError) {
+  const auto first = [](const JsonNode& r) { return r.at("t").at(std::size_t{0}); };
+  EXPECT_EQ(read_error(R"({"t": [{"dim": -8}]})",
+                       [&](const JsonNode& r) { (void)first(r).at("dim").as_int(1); }),
+            "x.json: t[0].dim: expected an integer ≥ 1, got -8");
+  EXPECT_EQ(read_error(R"({"t": [{}]})", [&](const JsonNode& r) { (void)first(r).at("dim"); }),
+            "x.json: t[0].dim: missing required field");
+  EXPECT_EQ(read_error(R"({"t": [{"dimm": 3}]})",
+                       [&](const JsonNode& r) {
+                         first(r).only_keys({"dim", "name"});
+                       }),
+            "x.json: t[0].dimm: unknown field (expected dim, name)");
+  EXPECT_EQ(read_error("[]", [](const JsonNode& r) { r.expect_object(); }),
+            "x.json: top level: expected an object, got an array");
+  EXPECT_EQ(read_error(R"({"t": 1})", [](const JsonNode& r) { r.at("t").expect_array(); }),
+            "x.json: t: expected an array, got 1");
+  EXPECT_EQ(read_error(R"({"t": []})", [](const JsonNode& r) { r.at("t").expect_array(1); }),
+            "x.json: t: expected at least 1 entries, got 0");
+  EXPECT_EQ(read_error(R"({"s": null})", [](const JsonNode& r) { (void)r.at("s").as_string(); }),
+            "x.json: s: expected a string, got null");
+  EXPECT_EQ(read_error(R"({"b": 1})", [](const JsonNode& r) { (void)r.at("b").as_bool(); }),
+            "x.json: b: expected true or false, got 1");
+  EXPECT_EQ(read_error(R"({"x": "1"})", [](const JsonNode& r) { (void)r.at("x").as_double(); }),
+            "x.json: x: expected a number, got a string");
+  EXPECT_EQ(read_error(R"({"x": -0.5})", [](const JsonNode& r) { (void)r.at("x").as_double(0); }),
+            "x.json: x: expected a number ≥ 0, got -0.5");
+  EXPECT_EQ(read_error(R"({"t": 1})", [](const JsonNode& r) { r.at("t").fail("is odd"); }),
+            "x.json: t: is odd");
+}
+
+TEST(JsonReader, RejectsIntegersOutOfRange) {
+  const auto int_error = [](const std::string& number, std::int64_t min, std::int64_t max) {
+    return read_error("{\"n\": " + number + "}",
+                      [&](const JsonNode& r) { (void)r.at("n").as_int(min, max); });
+  };
+  EXPECT_EQ(int_error("2.0", 0, 10), "x.json: n: expected an integer ≥ 0, got 2.0");
+  EXPECT_EQ(int_error("11", 0, 10), "x.json: n: got 11, more than the maximum 10");
+  EXPECT_EQ(int_error("18446744073709551615", 0, INT64_MAX),
+            "x.json: n: got 18446744073709551615, more than the maximum 9223372036854775807");
+  EXPECT_EQ(int_error("3", INT64_MIN, -1), "x.json: n: got 3, more than the maximum -1");
+  EXPECT_EQ(int_error("-3", INT64_MIN, INT64_MAX), "(no error)");
+  EXPECT_EQ(read_error(R"({"n": -1})", [](const JsonNode& r) { (void)r.at("n").as_uint64(); }),
+            "x.json: n: expected an integer ≥ 0, got -1");
+  const nlohmann::json doc = parse_json(R"({"n": 18446744073709551615})", "x.json");
+  EXPECT_EQ(JsonNode(doc, "x.json").at("n").as_uint64(), UINT64_MAX);
+}
+
+TEST(JsonReader, RejectsMalformedJsonWithItsPosition) {
+  const auto parse_error = [](const std::string& text) {
+    return error_or_none([&] { (void)parse_json(text, "x.json"); });
+  };
+  EXPECT_NE(parse_error("{\"a\": 1,\n \"b\" x}")
+                .find("x.json: malformed JSON: parse error at line 2, column"),
+            std::string::npos);
+  EXPECT_NE(parse_error("").find("x.json: malformed JSON"), std::string::npos);
+  const std::string overflow = parse_error("{\"a\": 1" + std::string(400, '0') + "}");
+  EXPECT_NE(overflow.find("x.json: malformed JSON: number overflow"), std::string::npos)
+      << overflow;
+  EXPECT_NE(overflow.find("..."), std::string::npos) << overflow;
+  EXPECT_LT(overflow.size(), 300u);
+  EXPECT_NE(parse_error("[\"a\xff\"]").find("\\xff"), std::string::npos);
+}
+
+TEST(JsonReader, RejectsDuplicateKeysNamingTheirPath) {
+  const auto parse_error = [](const std::string& text) {
+    return error_or_none([&] { (void)parse_json(text, "x.json"); });
+  };
+  EXPECT_EQ(parse_error(R"({"a": 1, "a": 1})"),
+            "x.json: a: duplicate key (an object names it twice)");
+  EXPECT_EQ(parse_error(R"({"t": [{"a": 1}, [], {"b": {}, "c": 2, "c": 3}]})"),
+            "x.json: t[2].c: duplicate key (an object names it twice)");
+  EXPECT_EQ(parse_error(R"([{"a": 1}, {"a": 1}])"), "(no error)");
+}
+
+TEST(JsonReader, KeepsMessagesOnOneLineAndShort) {
+  const std::string control =
+      read_error(R"({"a\nb": 1})", [](const JsonNode& r) { r.only_keys({"ab"}); });
+  EXPECT_EQ(control, "x.json: a\\x0ab: unknown field (expected ab)");
+  const std::string utf8 =
+      read_error("{\"\xc3\xbc\": 1}", [](const JsonNode& r) { r.only_keys({}); });
+  EXPECT_NE(utf8.find("x.json: \xc3\xbc: unknown field"), std::string::npos) << utf8;
+  const std::string key(1000, 'k');
+  const std::string long_path =
+      read_error("{\"" + key + "\": 1}", [&](const JsonNode& r) { (void)r.at(key).as_string(); });
+  EXPECT_NE(long_path.find("...: expected a string, got 1"), std::string::npos) << long_path;
+  EXPECT_LT(long_path.size(), 300u);
+  EXPECT_EQ(printable("a\tb\x7f\xc3\xbc", false), "a\\x09b\\x7f\\xc3\\xbc");
+  EXPECT_EQ(printable("a\tb\xc3\xbc", true), "a\\x09b\xc3\xbc");
+}
+
+}  // namespace
+}  // namespace embshard::detail
