@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <mutex>
 #include <numeric>
+#include <optional>
 
 #include "embshard/data/data_io.h"
 #include "embshard/data/pool.h"
@@ -206,10 +208,18 @@ Registry<TaskGenerator> build_registry() {
 
 }  // namespace
 
+/** Expected statistics of pool tables, computed once each. */
+struct TableSource::Cache {
+  std::mutex mutex;
+  std::vector<std::optional<TableStats>> stats;
+};
+
 TableSource TableSource::from_pool(std::uint64_t seed, std::int64_t batch_size) {
   TableSource s;
   s.pool_ = std::make_shared<const Pool>(Pool::generate(seed));
   s.batch_size_ = batch_size;
+  s.cache_ = std::make_shared<Cache>();
+  s.cache_->stats.resize(s.pool_->tables().size());
   return s;
 }
 
@@ -227,7 +237,15 @@ std::int64_t TableSource::num_rows(std::size_t i) const {
 }
 
 TableStats TableSource::stats(std::size_t i) const {
-  return pool_ ? pool_->expected_stats(static_cast<std::int64_t>(i), batch_size_) : tables_.at(i);
+  if (!pool_) return tables_.at(i);
+  {
+    const std::lock_guard<std::mutex> lock(cache_->mutex);
+    if (const auto& hit = cache_->stats.at(i)) return *hit;
+  }
+  TableStats s = pool_->expected_stats(static_cast<std::int64_t>(i), batch_size_);
+  const std::lock_guard<std::mutex> lock(cache_->mutex);
+  cache_->stats[i] = s;
+  return s;
 }
 
 const Registry<TaskGenerator>& task_protocol_registry() {

@@ -30,7 +30,8 @@ namespace embshard {
 
 /**
  * Where generated tasks take their tables from: the built-in pool (statistics computed on demand,
- * only for the tables a task draws) or a list of statistics (a stats file). Thread-compatible.
+ * once per table, only for the tables tasks draw) or a list of statistics (a stats file).
+ * Copies share one cache; thread-safe.
  */
 class TableSource {
  public:
@@ -46,9 +47,11 @@ class TableSource {
   [[nodiscard]] std::uint64_t pool_seed() const { return pool_ ? pool_->seed() : 0; }
 
  private:
+  struct Cache;
   std::shared_ptr<const Pool> pool_;
   std::int64_t batch_size_ = 0;
   std::vector<TableStats> tables_;
+  std::shared_ptr<Cache> cache_;
 };
 
 class TaskGenerator {
