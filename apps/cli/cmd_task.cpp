@@ -14,18 +14,9 @@ namespace {
 /** The protocol spec with --devices / --max-dim folded in as parameters. */
 std::string protocol_spec(Args& args) {
   Spec spec = parse_spec(args.require("protocol"));
-  for (const char* key : {"devices", "max-dim"}) {
-    if (auto v = args.get(key)) {
-      std::string param = key;
-      if (param == "max-dim") param = "max_dim";
-      std::erase_if(spec.pairs, [&](auto& p) { return p.first == param; });
-      spec.pairs.emplace_back(param, *v);
-    }
-  }
-  std::string text = spec.name;
-  for (std::size_t i = 0; i < spec.pairs.size(); ++i)
-    text += (i == 0 ? ":" : ",") + spec.pairs[i].first + "=" + spec.pairs[i].second;
-  return text;
+  if (auto v = args.get("devices")) set_spec_value(spec, "devices", *v);
+  if (auto v = args.get("max-dim")) set_spec_value(spec, "max_dim", *v);
+  return format_spec(spec);
 }
 
 }  // namespace

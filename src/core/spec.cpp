@@ -132,6 +132,26 @@ Spec parse_spec(const std::string& text) {
   return spec;
 }
 
+std::string format_spec(const Spec& spec) {
+  std::string out = spec.name;
+  const char* sep = ":";
+  for (const auto& [key, value] : spec.pairs) {
+    out += sep + key + "=" + value;
+    sep = ",";
+  }
+  return out;
+}
+
+void set_spec_value(Spec& spec, const std::string& key, const std::string& value) {
+  for (auto& pair : spec.pairs) {
+    if (pair.first == key) {
+      pair.second = value;
+      return;
+    }
+  }
+  spec.pairs.emplace_back(key, value);
+}
+
 const char* to_string(ParamType type) {
   switch (type) {
     case ParamType::kInt: return "int";
@@ -164,13 +184,9 @@ Params bind_params(const std::string& owner, const std::vector<ParamSpec>& decla
 }
 
 std::string canonical_spec(const std::string& name, const Params& params) {
-  std::string out = name;
-  const char* sep = ":";
-  for (const auto& key : params.keys()) {
-    out += sep + key + "=" + params.text(key);
-    sep = ",";
-  }
-  return out;
+  Spec spec{name, {}};
+  for (const auto& key : params.keys()) spec.pairs.emplace_back(key, params.text(key));
+  return format_spec(spec);
 }
 
 void Params::check_type(const std::string& key, ParamType type) const {

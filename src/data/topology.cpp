@@ -129,24 +129,21 @@ Topology make_topology(const std::string& spec) {
 }
 
 std::string find_error_in_topology(const Topology& t, const std::string& where) {
-  std::ostringstream err;
-  err << where << ": topology";
-  if (t.devices.empty()) return err.str() + " has no devices";
-  if (t.devices_per_host < 1) return err.str() + ": devices_per_host must be at least 1";
+  const std::string at = where + ": topology";
+  if (t.devices.empty()) return at + " has no devices";
+  if (t.devices_per_host < 1) return at + ": devices_per_host must be at least 1";
   for (std::size_t d = 0; d < t.devices.size(); ++d) {
     const Device& dev = t.devices[d];
-    err << " device " << d;
-    if (dev.hbm_bytes < 0 || dev.uvm_bytes < 0) return err.str() + ": negative memory";
-    if (!(dev.hbm_gbps > 0)) return err.str() + ": hbm_gbps must be positive";
+    const std::string device = at + " device " + std::to_string(d);
+    if (dev.hbm_bytes < 0 || dev.uvm_bytes < 0) return device + ": negative memory";
+    if (!(dev.hbm_gbps > 0)) return device + ": hbm_gbps must be positive";
     if (dev.uvm_bytes > 0 && !(dev.uvm_gbps > 0))
-      return err.str() + ": uvm_gbps must be positive when uvm memory is given";
-    err.str("");
-    err << where << ": topology";
+      return device + ": uvm_gbps must be positive when uvm memory is given";
   }
-  if (!(t.intra_host_gbps > 0)) return err.str() + ": intra_host_gbps must be positive";
+  if (!(t.intra_host_gbps > 0)) return at + ": intra_host_gbps must be positive";
   if (t.num_hosts() > 1 && !(t.inter_host_gbps > 0))
-    return err.str() + ": inter_host_gbps must be positive with several hosts";
-  if (!(t.a2a_latency_us >= 0)) return err.str() + ": a2a_latency_us must be >= 0";
+    return at + ": inter_host_gbps must be positive with several hosts";
+  if (!(t.a2a_latency_us >= 0)) return at + ": a2a_latency_us must be >= 0";
   return "";
 }
 

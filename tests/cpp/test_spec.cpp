@@ -39,6 +39,16 @@ TEST(Spec, ParsesNameAndPairsInOrder) {
   EXPECT_EQ(parse_spec("neural:weights=/tmp/a-b.json").pairs[0].second, "/tmp/a-b.json");
 }
 
+TEST(Spec, FormatIsTheInverseOfParse) {
+  for (const char* text : {"random", "greedy:k=4,balance=dim", "neural:weights=/tmp/a-b.json"}) {
+    EXPECT_EQ(format_spec(parse_spec(text)), text);
+  }
+  Spec s = parse_spec("neuroshard:devices=4");
+  set_spec_value(s, "devices", "8");
+  set_spec_value(s, "max_dim", "64");
+  EXPECT_EQ(format_spec(s), "neuroshard:devices=8,max_dim=64");
+}
+
 TEST(Spec, RejectsMalformedText) {
   for (const char* bad : {"", ":k=1", "Greedy", "greedy:", "greedy:k", "greedy:k=1,", "greedy:k=1,k=2",
                           "greedy:=1", "gr eedy"}) {

@@ -33,6 +33,12 @@ struct Spec {
 /** Parses `text`; throws Error naming `text` on a syntax error or a repeated key. */
 [[nodiscard]] Spec parse_spec(const std::string& text);
 
+/** The text of `spec` (`name:k=v,...` in its pair order); `parse_spec(format_spec(s))` == s. */
+[[nodiscard]] std::string format_spec(const Spec& spec);
+
+/** `spec` with `key` set to `value` (replacing an existing pair, else appended). */
+void set_spec_value(Spec& spec, const std::string& key, const std::string& value);
+
 /** Type of a declared parameter. */
 enum class ParamType { kInt, kFloat, kBool, kString };
 [[nodiscard]] const char* to_string(ParamType type);
