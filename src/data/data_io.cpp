@@ -99,7 +99,7 @@ TableSpec table_from(const JsonNode& n, std::int64_t batch_size, const Pool* poo
   n.only_keys({"name", "dim", "dtype", "pool_id", "source_id", "stats"});
   TableSpec t;
   t.name = n.at("name").as_string();
-  t.dim = static_cast<int>(std::min<std::int64_t>(n.at("dim").as_int(1), 1 << 20));
+  t.dim = static_cast<int>(n.at("dim").as_int(1, kMaxTableDim));
   t.dtype = n.has("dtype") ? parse_weight_type(n.at("dtype").as_string(), n.at("dtype").label())
                            : WeightType::kF32;
   if (n.has("source_id")) t.source_id = n.at("source_id").as_int(0);

@@ -30,8 +30,9 @@ std::string find_error_in_task(const Task& task, const std::string& where) {
     const std::string at = where + ": table " + std::to_string(i) + " ('" + t.name + "')";
     if (t.name.empty()) return at + ": empty name";
     if (!names.insert(t.name).second) return at + ": duplicate table name '" + t.name + "'";
-    if (t.dim <= 0 || t.dim % 4 != 0)
-      return at + ": dim = " + std::to_string(t.dim) + " must be a positive multiple of 4";
+    if (t.dim <= 0 || t.dim % 4 != 0 || t.dim > kMaxTableDim)
+      return at + ": dim = " + std::to_string(t.dim) + " must be a positive multiple of 4, at most " +
+             std::to_string(kMaxTableDim);
     if (auto err = find_error_in_stats(t.stats, at); !err.empty()) return err;
   }
   return find_error_in_topology(task.topology, where);

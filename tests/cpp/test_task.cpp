@@ -172,6 +172,7 @@ TEST(TaskIo, BadTasksNameTheProblem) {
   const std::vector<Case> cases = {
       {"\"dim\": 64", "\"dim\": 66", "multiple of 4"},
       {"\"dim\": 64", "\"dim\": -8", "tables[0].dim"},
+      {"\"dim\": 64", "\"dim\": 131072", "more than the maximum 65536"},
       {"\"batch_size\": 65536", "\"batch_size\": -1", "batch_size"},
       {"\"batch_size\": 65536,", "", "batch_size: missing required field"},
       {"\"schema_version\": 1", "\"schema_version\": 2", "schema version 1"},

@@ -28,6 +28,8 @@ namespace embshard {
 inline constexpr int kNumReuseBins = 17;
 /** Number of steps of RecShard's piece-wise inverse value-frequency CDF. */
 inline constexpr int kNumIcdfSteps = 100;
+/** Largest embedding dim a task may name (FBGEMM allows 2048; this leaves room for what-ifs). */
+inline constexpr int kMaxTableDim = 1 << 16;
 /** Floor on the row count used by every reference script. */
 inline constexpr std::int64_t kMinTableRows = 100;
 
