@@ -63,7 +63,8 @@ int run_pool(Args& args, const Context& ctx) {
   const auto write_pt = args.get("write-pt");
   const auto num_tables = args.get_int("tables", kPublishedDlrm.num_tables);
   args.finish();
-  EMBSHARD_CHECK(batch > 0, "embshard pool: --batch must be positive");
+  EMBSHARD_CHECK(batch > 0 && batch <= kMaxBatchSize, "embshard pool: --batch must lie in [1, ",
+                 kMaxBatchSize, "]");
   if (fit) {
     const PoolParams p = fit_pool_params(seed, PoolParams{}, ctx);
     std::printf("alpha_min = %.4f\nalpha_max = %.4f\nactive_log10_min = %.4f\nactive_log10_max = %.4f\noffset_log10_max = %.4f\n", p.alpha_min,

@@ -218,7 +218,7 @@ Task task_from_json(const std::string& text, const std::string& where) {
   task.id = root.has("id") ? root.at("id").as_string() : "";
   task.protocol = root.has("protocol") ? root.at("protocol").as_string() : "";
   task.seed = root.has("seed") ? root.at("seed").as_uint64() : 0;
-  task.workload.batch_size = root.at("batch_size").as_int(1);
+  task.workload.batch_size = root.at("batch_size").as_int(1, kMaxBatchSize);
   task.topology = topology_from(root.at("topology"));
   if (root.has("constraints")) {
     const JsonNode c = root.at("constraints");

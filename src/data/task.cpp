@@ -21,9 +21,9 @@ std::int64_t Workload::total_dim() const {
 std::string find_error_in_task(const Task& task, const std::string& where) {
   const auto& tables = task.workload.tables;
   if (tables.empty()) return where + ": the task has no tables";
-  if (task.workload.batch_size <= 0)
+  if (task.workload.batch_size <= 0 || task.workload.batch_size > kMaxBatchSize)
     return where + ": batch_size = " + std::to_string(task.workload.batch_size) +
-           " must be positive";
+           " must lie in [1, " + std::to_string(kMaxBatchSize) + "]";
   std::set<std::string> names;
   for (std::size_t i = 0; i < tables.size(); ++i) {
     const TableSpec& t = tables[i];

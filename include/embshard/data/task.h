@@ -16,6 +16,9 @@
 
 namespace embshard {
 
+/** Largest global batch a task may name (the dataset's batches are 65,536 and 131,072). */
+inline constexpr std::int64_t kMaxBatchSize = std::int64_t{1} << 30;
+
 struct Workload {
   std::vector<TableSpec> tables;
   std::int64_t batch_size = 65536;  ///< global batch (samples per training step)
