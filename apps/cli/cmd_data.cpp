@@ -78,7 +78,7 @@ int run_pool(Args& args, const Context& ctx) {
     return 0;
   }
   EMBSHARD_CHECK(out.has_value(), "embshard pool: give --out FILE, --write-pt FILE or --check");
-  write_file_atomic(*out, pool_to_json(pool, batch));
+  write_file_atomic(*out, pool_to_json(pool, batch, ctx.num_threads));
   ctx.info("wrote " + std::to_string(pool.tables().size()) + " tables to " + *out);
   return 0;
 }

@@ -151,14 +151,15 @@ void write_stats_file(const std::string& path, const std::vector<TableStats>& ta
   write_file_atomic(path, stats_to_json(tables));
 }
 
-std::string pool_to_json(const Pool& pool, std::int64_t batch_size) {
+std::string pool_to_json(const Pool& pool, std::int64_t batch_size, int threads) {
+  const std::vector<TableStats> stats = pool.all_expected_stats(batch_size, threads);
   json arr = json::array();
   for (const PoolTable& t : pool.tables()) {
-    json j = stats_json(pool.expected_stats(t.id, batch_size));
+    json j = stats_json(stats[static_cast<std::size_t>(t.id)]);
     j["id"] = t.id;
-    j["generator"] = {{"zipf_alpha", t.zipf_alpha},
-                      {"length_shape", t.length_shape},
-                      {"seed", t.seed}};
+    j["generator"] = {{"num_rows", t.num_rows},         {"active_rows", t.active_rows},
+                      {"zipf_alpha", t.zipf_alpha},     {"zipf_offset", t.zipf_offset},
+                      {"length_shape", t.length_shape}, {"seed", t.seed}};
     arr.push_back(std::move(j));
   }
   const PoolParams& p = pool.params();
@@ -170,6 +171,9 @@ std::string pool_to_json(const Pool& pool, std::int64_t batch_size) {
                  {"coverage_log10_min", p.coverage_log10_min},
                  {"alpha_min", p.alpha_min},
                  {"alpha_max", p.alpha_max},
+                 {"active_log10_min", p.active_log10_min},
+                 {"active_log10_max", p.active_log10_max},
+                 {"offset_log10_max", p.offset_log10_max},
                  {"length_shape", p.length_shape}};
   json doc = {{"pool", {{"seed", pool.seed()}, {"version", kPoolVersion}, {"params", params}}},
               {"tables", arr}};

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "embshard/core/error.h"
+#include "embshard/core/parallel.h"
 #include "embshard/data/random.h"
 #include "pool_model.h"
 
@@ -178,6 +179,14 @@ TableStats expected_table_stats(const PoolTable& t, std::int64_t batch_size) {
 
 TableStats Pool::expected_stats(std::int64_t id, std::int64_t batch_size) const {
   return expected_table_stats(table(id), batch_size);
+}
+
+std::vector<TableStats> Pool::all_expected_stats(std::int64_t batch_size, int threads) const {
+  std::vector<TableStats> out(tables_.size());
+  parallel_for(tables_.size(), threads, [&](std::size_t i) {
+    out[i] = expected_table_stats(tables_[i], batch_size);
+  });
+  return out;
 }
 
 TableBatch Pool::materialise(std::int64_t id, std::int64_t batch_size, std::uint64_t batch) const {

@@ -3,9 +3,9 @@
 #include <cmath>
 #include <numeric>
 #include <sstream>
-#include <thread>
 
 #include "embshard/core/error.h"
+#include "embshard/core/parallel.h"
 #include "embshard/data/index_batch.h"
 #include "embshard/data/pool.h"
 #include "embshard/data/random.h"
@@ -25,18 +25,11 @@ struct PoolFigures {
 PoolFigures pool_figures(const Pool& pool, std::int64_t batch_size, int threads) {
   const auto& tables = pool.tables();
   std::vector<detail::Occupancy> occ(tables.size());
-  std::vector<std::thread> workers;
-  const int n = std::max(1, threads);
-  for (int w = 0; w < n; ++w) {
-    workers.emplace_back([&, w] {
-      for (std::size_t i = static_cast<std::size_t>(w); i < tables.size(); i += static_cast<std::size_t>(n)) {
-        const PoolTable& t = tables[i];
-        occ[i] = detail::expected_occupancy(t.active_rows, t.zipf_alpha, t.zipf_offset,
-                                            t.pooling_factor * static_cast<double>(batch_size));
-      }
-    });
-  }
-  for (auto& w : workers) w.join();
+  parallel_for(tables.size(), threads, [&](std::size_t i) {
+    const PoolTable& t = tables[i];
+    occ[i] = detail::expected_occupancy(t.active_rows, t.zipf_alpha, t.zipf_offset,
+                                        t.pooling_factor * static_cast<double>(batch_size));
+  });
   PoolFigures f;
   for (const auto& o : occ) {
     f.num_indices += o.num_lookups;

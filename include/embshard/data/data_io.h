@@ -42,8 +42,8 @@ inline constexpr int kTaskSchemaVersion = 1;
 [[nodiscard]] std::vector<TableStats> read_stats_file(const std::string& path);
 void write_stats_file(const std::string& path, const std::vector<TableStats>& tables);
 
-/** The pool with its expected statistics at `batch_size`. */
-[[nodiscard]] std::string pool_to_json(const Pool& pool, std::int64_t batch_size);
+/** The pool with its expected statistics at `batch_size`, computed on `threads` threads. */
+[[nodiscard]] std::string pool_to_json(const Pool& pool, std::int64_t batch_size, int threads = 1);
 
 [[nodiscard]] std::string task_to_json(const Task& task);
 /** Parses and validates a task (find_error_in_task); `where` names the source in messages. */

@@ -110,6 +110,8 @@ class Pool {
    * (definitions in table.h). Rounded integers for num_indices / num_distinct.
    */
   [[nodiscard]] TableStats expected_stats(std::int64_t id, std::int64_t batch_size) const;
+  /** expected_stats of every table, computed on `threads` threads. */
+  [[nodiscard]] std::vector<TableStats> all_expected_stats(std::int64_t batch_size, int threads) const;
 
   /** A batch of `batch_size` samples of table `id`; `batch` selects an independent draw. */
   [[nodiscard]] TableBatch materialise(std::int64_t id, std::int64_t batch_size,
