@@ -1,19 +1,17 @@
 #include "embshard/data/dlrm_file.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
-#include <exception>
 #include <filesystem>
 #include <limits>
 #include <mutex>
 #include <sstream>
-#include <thread>
 
 #include "data/torch_format/byte_source.h"
 #include "data/torch_format/torch_file.h"
 #include "embshard/core/context.h"
 #include "embshard/core/error.h"
+#include "embshard/core/parallel.h"
 
 namespace embshard {
 
@@ -370,41 +368,21 @@ std::vector<TableStats> DlrmFileReader::compute_stats(const Context& ctx) {
     ctx.info(detail::concat(im.info.path, ": statistics of ", T, " tables (", im.info.num_indices,
                             " lookups) on ", workers, " thread(s)"));
   }
-  std::atomic<std::int64_t> next{0};
-  std::atomic<std::int64_t> stop_at{T};
   std::int64_t done = 0;
-  std::int64_t error_table = T;
-  std::exception_ptr error;
-  std::mutex mutex;
-  auto work = [&] {
-    for (;;) {
-      const std::int64_t t = next++;
-      if (t >= stop_at.load()) return;
-      try {
-        im.check_table(t);
-        results[static_cast<std::size_t>(t)] = im.table_stats(t);
-        im.release_table(t);
-        const std::lock_guard<std::mutex> lock(mutex);
-        ++done;
-        if (big && done * 10 / T != (done - 1) * 10 / T)
-          ctx.info(detail::concat(im.info.path, ": statistics ", done * 100 / T, "% (", done, "/",
-                                  T, " tables)"));
-      } catch (...) {
-        const std::lock_guard<std::mutex> lock(mutex);
-        if (t < error_table) {
-          error_table = t;
-          error = std::current_exception();
-          stop_at = t;
-        }
-        return;
-      }
-    }
-  };
-  std::vector<std::thread> threads;
-  for (int w = 1; w < workers; ++w) threads.emplace_back(work);
-  work();
-  for (std::thread& th : threads) th.join();
-  if (error) one_line_errors([&] { std::rethrow_exception(error); });
+  std::mutex progress_mutex;
+  one_line_errors([&] {
+    parallel_for(static_cast<std::size_t>(T), workers, [&](std::size_t i) {
+      const auto t = static_cast<std::int64_t>(i);
+      im.check_table(t);
+      results[i] = im.table_stats(t);
+      im.release_table(t);
+      const std::lock_guard<std::mutex> lock(progress_mutex);
+      ++done;
+      if (big && done * 10 / T != (done - 1) * 10 / T)
+        ctx.info(detail::concat(im.info.path, ": statistics ", done * 100 / T, "% (", done, "/", T,
+                                " tables)"));
+    });
+  });
   return results;
 }
 

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "embshard/core/parallel.h"
@@ -18,12 +19,17 @@ TEST(ParallelFor, VisitsEveryIndexOnce) {
   parallel_for(0, 4, [](std::size_t) { FAIL(); });
 }
 
-TEST(ParallelFor, RethrowsTheFirstExceptionOnTheCaller) {
-  EXPECT_THROW(parallel_for(50, 2,
-                            [](std::size_t i) {
-                              if (i == 17) throw std::runtime_error("boom");
-                            }),
-               std::runtime_error);
+TEST(ParallelFor, RethrowsTheLowestFailingIndexOnTheCaller) {
+  for (int threads : {1, 2, 4}) {
+    try {
+      parallel_for(200, threads, [](std::size_t i) {
+        if (i == 17 || i == 18 || i > 150) throw std::runtime_error(std::to_string(i));
+      });
+      FAIL() << "no exception";
+    } catch (const std::runtime_error& e) {
+      EXPECT_STREQ(e.what(), "17") << threads << " threads";
+    }
+  }
 }
 
 }  // namespace
