@@ -1,0 +1,414 @@
+// The fast CPU implementation.
+// Forward: the T·B bags are cut into work items of about equal cost (lookups + 1 per bag, read
+// off the offsets prefix sums); OpenMP runs them dynamically. Each bag sums into a local
+// accumulator (compile-time dim for common sizes, so the loops unroll and vectorise) and the
+// rows 16 lookups ahead are prefetched.
+// Backward: per table, (row, bag) pairs are radix-sorted by row (stable, so each row's bags
+// stay in bag order); blocks of unique rows run in parallel, each row gathers its gradient
+// rows and is updated once by one thread: deterministic, no atomics.
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <utility>
+#include <vector>
+
+#ifdef _OPENMP
+#include <omp.h>
+#define EMBSHARD_OMP(directive) _Pragma(#directive)
+#else
+#define EMBSHARD_OMP(directive)
+#endif
+
+#include "kernels/embedding_bag_internal.h"
+
+namespace embshard::kernels::detail {
+namespace {
+
+constexpr std::int64_t kPrefetchDistance = 16;  // lookups ahead (FBGEMM's choice)
+constexpr std::int64_t kItemsPerThread = 8;
+constexpr std::int64_t kRowsPerBlock = 64;      // unique rows per backward task
+
+int max_threads() {
+#ifdef _OPENMP
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
+struct WorkItem {
+  std::int64_t bag_begin;  // global bag numbers k = t·B + b
+  std::int64_t bag_end;
+};
+
+/** Cuts bags [0, n_bags) into ≤ pieces items of about equal (lookups + bags). */
+std::vector<WorkItem> split_work(std::span<const std::int64_t> offsets, std::int64_t pieces) {
+  const auto n_bags = static_cast<std::int64_t>(offsets.size()) - 1;
+  const auto cost = [&](std::int64_t k) { return offsets[k] - offsets[0] + k; };
+  const std::int64_t total = cost(n_bags);
+  pieces = std::max<std::int64_t>(1, std::min(pieces, n_bags));
+  std::vector<WorkItem> items;
+  std::int64_t begin = 0;
+  for (std::int64_t i = 1; i <= pieces && begin < n_bags; ++i) {
+    const std::int64_t target = i == pieces ? total : total / pieces * i;
+    std::int64_t lo = begin, hi = n_bags;  // first k ≥ begin with cost(k) ≥ target
+    while (lo < hi) {
+      const std::int64_t mid = lo + (hi - lo) / 2;
+      if (cost(mid) < target) lo = mid + 1; else hi = mid;
+    }
+    if (lo > begin) items.push_back({begin, lo});
+    begin = lo;
+  }
+  return items;
+}
+
+inline void prefetch_bytes(const void* start, std::int64_t bytes) {
+  const char* p = static_cast<const char*>(start);
+  for (std::int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(p + o, 0, 3);
+  __builtin_prefetch(p + bytes - 1, 0, 3);
+}
+
+/** Arguments of one (table, bag range) forward run. */
+template <class W, class Index>
+struct PoolArgs {
+  const W* weights;
+  std::int64_t rows;
+  std::int64_t dim;
+  const Index* indices;
+  const std::int64_t* offsets;  // n_bags + 1 entries
+  std::int64_t n_bags;
+  float* out;                   // first bag's output row, at the table's column
+  std::int64_t out_stride;      // total_dim
+};
+
+/** Sums the bags; returns the first bad index position or -1. kDim = 0: runtime dim. */
+template <int kDim, class W, class Index>
+std::int64_t pool_bags(const PoolArgs<W, Index>& a) {
+  const std::int64_t dim = kDim > 0 ? kDim : a.dim;
+  const std::int64_t row_bytes = dim * static_cast<std::int64_t>(sizeof(W));
+  const std::int64_t prefetch_end = a.offsets[a.n_bags];
+  const auto rows = static_cast<std::uint64_t>(a.rows);
+  const W* __restrict weights = a.weights;
+  constexpr std::int64_t kAccSize = kDim > 0 ? kDim : 1;
+  alignas(64) float local_acc[kAccSize];
+  std::vector<float> runtime_acc(kDim > 0 ? 0 : static_cast<std::size_t>(dim));
+  float* __restrict acc = kDim > 0 ? local_acc : runtime_acc.data();
+  for (std::int64_t i = 0; i < a.n_bags; ++i) {
+    for (std::int64_t d = 0; d < dim; ++d) acc[d] = 0.0f;
+    for (std::int64_t p = a.offsets[i]; p < a.offsets[i + 1]; ++p) {
+      if (p + kPrefetchDistance < prefetch_end) {
+        const auto ahead = static_cast<std::uint64_t>(a.indices[p + kPrefetchDistance]);
+        if (ahead < rows) prefetch_bytes(weights + ahead * dim, row_bytes);
+      }
+      const auto row_index = static_cast<std::uint64_t>(a.indices[p]);
+      if (row_index >= rows) return p;
+      const W* __restrict row = weights + row_index * dim;
+      for (std::int64_t d = 0; d < dim; ++d) acc[d] += load_weight(row, d);
+    }
+    float* __restrict out_row = a.out + i * a.out_stride;
+    for (std::int64_t d = 0; d < dim; ++d) out_row[d] = acc[d];
+  }
+  return -1;
+}
+
+template <class W, class Index>
+std::int64_t pool_bags_any_dim(const PoolArgs<W, Index>& a) {
+  switch (a.dim) {
+    case 4: return pool_bags<4>(a);
+    case 8: return pool_bags<8>(a);
+    case 16: return pool_bags<16>(a);
+    case 32: return pool_bags<32>(a);
+    case 64: return pool_bags<64>(a);
+    case 128: return pool_bags<128>(a);
+    case 256: return pool_bags<256>(a);
+    default: return pool_bags<0>(a);
+  }
+}
+
+template <class Index>
+std::int64_t pool_table_range(const TableView& table, const BagBatch& batch, std::int64_t k0,
+                              std::int64_t k1, float* out, std::int64_t out_stride) {
+  const auto* indices = static_cast<const Index*>(batch.indices);
+  const std::int64_t* offsets = batch.offsets.data() + k0;
+  if (table.dtype == WeightDtype::f32) {
+    const PoolArgs<float, Index> args{static_cast<const float*>(table.weights), table.rows,
+                                      table.dim, indices, offsets, k1 - k0, out, out_stride};
+    return pool_bags_any_dim(args);
+  }
+  const PoolArgs<std::uint16_t, Index> args{static_cast<const std::uint16_t*>(table.weights),
+                                            table.rows, table.dim, indices, offsets, k1 - k0,
+                                            out, out_stride};
+  return pool_bags_any_dim(args);
+}
+
+/** Runs one work item (it may span several tables); first bad position or -1. */
+template <class Index>
+std::int64_t run_forward_item(std::span<const TableView> tables, const BagBatch& batch,
+                              const std::vector<std::int64_t>& d_offsets, float* out,
+                              const WorkItem& item) {
+  const std::int64_t batch_size = batch.batch_size;
+  const std::int64_t total_dim = d_offsets.back();
+  for (std::int64_t k = item.bag_begin; k < item.bag_end;) {
+    const std::int64_t t = k / batch_size;
+    const std::int64_t k_end = std::min(item.bag_end, (t + 1) * batch_size);
+    float* out_first = out + (k - t * batch_size) * total_dim + d_offsets[t];
+    const std::int64_t bad =
+        pool_table_range<Index>(tables[t], batch, k, k_end, out_first, total_dim);
+    if (bad >= 0) return bad;
+    k = k_end;
+  }
+  return -1;
+}
+
+template <class Index>
+KernelStatus forward_typed(std::span<const TableView> tables, const BagBatch& batch,
+                           std::span<float> out) {
+  const std::vector<std::int64_t> d_offsets = dim_offsets(tables);
+  const std::vector<WorkItem> items = split_work(batch.offsets, max_threads() * kItemsPerThread);
+  const auto n_items = static_cast<std::int64_t>(items.size());
+  std::vector<std::int64_t> bad(items.size(), -1);
+  EMBSHARD_OMP(omp parallel for schedule(dynamic, 1))
+  for (std::int64_t i = 0; i < n_items; ++i) {
+    bad[i] = run_forward_item<Index>(tables, batch, d_offsets, out.data(), items[i]);
+  }
+  for (const std::int64_t position : bad) {  // items are in position order: the first is smallest
+    if (position >= 0) return {KernelError::bad_index, position};
+  }
+  return {};
+}
+
+// ---- backward ---------------------------------------------------------------------------------
+
+/** First bad index position over every bag, or -1 (parallel, deterministic). */
+template <class Index>
+std::int64_t find_first_bad_index(std::span<const TableView> tables, const BagBatch& batch) {
+  const std::vector<WorkItem> items = split_work(batch.offsets, max_threads() * kItemsPerThread);
+  const auto n_items = static_cast<std::int64_t>(items.size());
+  const auto* indices = static_cast<const Index*>(batch.indices);
+  std::vector<std::int64_t> bad(items.size(), -1);
+  EMBSHARD_OMP(omp parallel for schedule(dynamic, 1))
+  for (std::int64_t i = 0; i < n_items; ++i) {
+    for (std::int64_t k = items[i].bag_begin; k < items[i].bag_end && bad[i] < 0; ++k) {
+      const auto rows = static_cast<std::uint64_t>(tables[k / batch.batch_size].rows);
+      for (std::int64_t p = batch.offsets[k]; p < batch.offsets[k + 1]; ++p) {
+        if (static_cast<std::uint64_t>(indices[p]) >= rows) {
+          bad[i] = p;
+          break;
+        }
+      }
+    }
+  }
+  for (const std::int64_t position : bad) {
+    if (position >= 0) return position;
+  }
+  return -1;
+}
+
+/** One table's lookups as (row, bag) pairs sorted by row, bags ascending within a row. */
+struct SortedLookups {
+  std::vector<std::int64_t> rows;
+  std::vector<std::int64_t> bags;
+  std::vector<std::int64_t> segment_starts;  // unique rows: [starts[s], starts[s+1])
+  std::vector<std::int64_t> rows_tmp, bags_tmp;  // radix sort buffers
+};
+
+/**
+ * The calling thread's sort buffers, kept between calls (grow-only, 40 bytes per lookup of the
+ * largest table seen): fresh multi-MB buffers each call would cost more in page faults than
+ * the sort itself.
+ */
+SortedLookups& thread_sort_buffers() {
+  thread_local SortedLookups buffers;
+  return buffers;
+}
+
+void radix_sort_pairs(SortedLookups& s, std::int64_t max_row) {
+  constexpr int kDigitBits = 11;
+  constexpr std::size_t kBuckets = std::size_t{1} << kDigitBits;
+  const int key_bits = std::bit_width(static_cast<std::uint64_t>(max_row));
+  std::vector<std::int64_t>& rows_tmp = s.rows_tmp;
+  std::vector<std::int64_t>& bags_tmp = s.bags_tmp;
+  rows_tmp.resize(s.rows.size());
+  bags_tmp.resize(s.bags.size());
+  std::vector<std::int64_t> counts(kBuckets);
+  for (int shift = 0; shift < key_bits; shift += kDigitBits) {
+    std::fill(counts.begin(), counts.end(), 0);
+    for (const std::int64_t r : s.rows) ++counts[(r >> shift) & (kBuckets - 1)];
+    std::int64_t sum = 0;
+    for (std::int64_t& c : counts) sum += std::exchange(c, sum);
+    for (std::size_t i = 0; i < s.rows.size(); ++i) {
+      const std::int64_t dst = counts[(s.rows[i] >> shift) & (kBuckets - 1)]++;
+      rows_tmp[dst] = s.rows[i];
+      bags_tmp[dst] = s.bags[i];
+    }
+    s.rows.swap(rows_tmp);
+    s.bags.swap(bags_tmp);
+  }
+}
+
+template <class Index>
+const SortedLookups& sort_table_lookups(const TableView& table, const BagBatch& batch,
+                                        std::int64_t t) {
+  const std::int64_t batch_size = batch.batch_size;
+  const std::int64_t* offsets = batch.offsets.data() + t * batch_size;
+  const std::int64_t base = offsets[0];
+  const auto n = static_cast<std::size_t>(offsets[batch_size] - base);
+  const auto* indices = static_cast<const Index*>(batch.indices);
+  SortedLookups& s = thread_sort_buffers();
+  s.segment_starts.clear();
+  s.rows.resize(n);
+  s.bags.resize(n);
+  for (std::int64_t b = 0; b < batch_size; ++b) {
+    for (std::int64_t p = offsets[b]; p < offsets[b + 1]; ++p) {
+      s.rows[p - base] = indices[p];
+      s.bags[p - base] = b;
+    }
+  }
+  radix_sort_pairs(s, table.rows - 1);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i == 0 || s.rows[i] != s.rows[i - 1]) s.segment_starts.push_back(static_cast<std::int64_t>(i));
+  }
+  s.segment_starts.push_back(static_cast<std::int64_t>(n));
+  return s;
+}
+
+template <class W>
+void update_row(W* __restrict row, float* momentum, const float* __restrict g, std::int64_t dim,
+                const OptimizerConfig& optimizer) {
+  float scale = optimizer.learning_rate;
+  if (optimizer.kind == OptimizerKind::rowwise_adagrad) {
+    float sum_squares = 0.0f;
+    for (std::int64_t d = 0; d < dim; ++d) sum_squares += g[d] * g[d];
+    const float m = *momentum + sum_squares / static_cast<float>(dim);
+    *momentum = m;
+    scale = optimizer.learning_rate / (std::sqrt(m) + optimizer.eps);
+  }
+  for (std::int64_t d = 0; d < dim; ++d) {
+    const float w = load_weight(row, d) - scale * g[d];
+    if constexpr (std::is_same_v<W, float>) {
+      row[d] = w;
+    } else {
+      row[d] = float_to_half(w);
+    }
+  }
+}
+
+/**
+ * g = Σ of the gradient rows of one unique row's bags. Blocks of kSumBlock rows are summed in
+ * float, the block sums in double: a row hit thousands of times keeps ~1e-7 relative accuracy.
+ */
+void gather_gradient(const SortedLookups& s, std::int64_t seg, const float* grad_out,
+                     std::int64_t total_dim, std::int64_t dim, float* __restrict block,
+                     double* __restrict total, float* __restrict g) {
+  constexpr std::int64_t kSumBlock = 16;
+  const std::int64_t begin = s.segment_starts[seg], end = s.segment_starts[seg + 1];
+  for (std::int64_t d = 0; d < dim; ++d) total[d] = 0.0;
+  for (std::int64_t i0 = begin; i0 < end; i0 += kSumBlock) {
+    for (std::int64_t d = 0; d < dim; ++d) block[d] = 0.0f;
+    for (std::int64_t i = i0; i < std::min(end, i0 + kSumBlock); ++i) {
+      const float* __restrict grad_row = grad_out + s.bags[i] * total_dim;
+      for (std::int64_t d = 0; d < dim; ++d) block[d] += grad_row[d];
+    }
+    for (std::int64_t d = 0; d < dim; ++d) total[d] += block[d];
+  }
+  for (std::int64_t d = 0; d < dim; ++d) g[d] = static_cast<float>(total[d]);
+}
+
+/** Scratch of one thread for the backward: dim floats, dim doubles, dim floats. */
+struct GradScratch {
+  std::vector<float> block, g;
+  std::vector<double> total;
+  explicit GradScratch(std::int64_t dim)
+      : block(static_cast<std::size_t>(dim)), g(block.size()), total(block.size()) {}
+};
+
+/** Gathers and applies the gradient of unique rows [s0, s1) of one table. */
+template <class W>
+void update_segments(const TableView& table, const SortedLookups& s, const float* grad_out,
+                     std::int64_t total_dim, std::int64_t s0, std::int64_t s1,
+                     const OptimizerConfig& optimizer, GradScratch& scratch) {
+  const std::int64_t dim = table.dim;
+  W* weights = static_cast<W*>(table.weights);
+  const auto n_segments = static_cast<std::int64_t>(s.segment_starts.size()) - 1;
+  const std::int64_t n_lookups = s.segment_starts.back();
+  const std::int64_t row_bytes = dim * static_cast<std::int64_t>(sizeof(W));
+  for (std::int64_t seg = s0; seg < s1; ++seg) {
+    // Prefetch the weight row (and momentum) and the first gradient rows of a later segment.
+    if (const std::int64_t ahead = seg + kPrefetchDistance; ahead < n_segments) {
+      const std::int64_t first = s.segment_starts[ahead];
+      const std::int64_t ahead_row = s.rows[first];
+      prefetch_bytes(weights + ahead_row * dim, row_bytes);
+      if (table.momentum != nullptr) __builtin_prefetch(table.momentum + ahead_row, 1, 3);
+      for (std::int64_t i = first; i < std::min(n_lookups, first + 2); ++i) {
+        prefetch_bytes(grad_out + s.bags[i] * total_dim, dim * 4);
+      }
+    }
+    gather_gradient(s, seg, grad_out, total_dim, dim, scratch.block.data(), scratch.total.data(),
+                    scratch.g.data());
+    const std::int64_t row = s.rows[s.segment_starts[seg]];
+    float* momentum = table.momentum != nullptr ? table.momentum + row : nullptr;
+    update_row(weights + row * dim, momentum, scratch.g.data(), dim, optimizer);
+  }
+}
+
+template <class Index>
+void backward_table(const TableView& table, const BagBatch& batch, std::int64_t t,
+                    const float* grad_out, std::int64_t total_dim, const OptimizerConfig& optimizer) {
+  const SortedLookups& s = sort_table_lookups<Index>(table, batch, t);
+  const auto n_segments = static_cast<std::int64_t>(s.segment_starts.size()) - 1;
+  const std::int64_t n_blocks = (n_segments + kRowsPerBlock - 1) / kRowsPerBlock;
+  EMBSHARD_OMP(omp parallel)
+  {
+    GradScratch scratch(table.dim);
+    EMBSHARD_OMP(omp for schedule(dynamic, 4))
+    for (std::int64_t block = 0; block < n_blocks; ++block) {
+      const std::int64_t s0 = block * kRowsPerBlock;
+      const std::int64_t s1 = std::min(n_segments, s0 + kRowsPerBlock);
+      if (table.dtype == WeightDtype::f32) {
+        update_segments<float>(table, s, grad_out, total_dim, s0, s1, optimizer, scratch);
+      } else {
+        update_segments<std::uint16_t>(table, s, grad_out, total_dim, s0, s1, optimizer, scratch);
+      }
+    }
+  }
+}
+
+template <class Index>
+KernelStatus backward_typed(std::span<const TableView> tables, const BagBatch& batch,
+                            std::span<const float> grad_out, const OptimizerConfig& optimizer) {
+  if (const std::int64_t bad = find_first_bad_index<Index>(tables, batch); bad >= 0) {
+    return {KernelError::bad_index, bad};
+  }
+  const std::vector<std::int64_t> d_offsets = dim_offsets(tables);
+  for (std::size_t t = 0; t < tables.size(); ++t) {
+    backward_table<Index>(tables[t], batch, static_cast<std::int64_t>(t),
+                          grad_out.data() + d_offsets[t], d_offsets.back(), optimizer);
+  }
+  return {};
+}
+
+}  // namespace
+
+KernelStatus forward_cpu(std::span<const TableView> tables, const BagBatch& batch,
+                         std::span<float> out) {
+  if (const KernelStatus status = check_shapes(tables, batch, out.size(), false); !status.ok()) {
+    return status;
+  }
+  if (batch.index_type == IndexType::i32) return forward_typed<std::int32_t>(tables, batch, out);
+  return forward_typed<std::int64_t>(tables, batch, out);
+}
+
+KernelStatus backward_cpu(std::span<const TableView> tables, const BagBatch& batch,
+                          std::span<const float> grad_out, const OptimizerConfig& optimizer) {
+  const bool adagrad = optimizer.kind == OptimizerKind::rowwise_adagrad;
+  if (const KernelStatus status = check_shapes(tables, batch, grad_out.size(), adagrad);
+      !status.ok()) {
+    return status;
+  }
+  if (batch.index_type == IndexType::i32) {
+    return backward_typed<std::int32_t>(tables, batch, grad_out, optimizer);
+  }
+  return backward_typed<std::int64_t>(tables, batch, grad_out, optimizer);
+}
+
+}  // namespace embshard::kernels::detail

@@ -1,0 +1,341 @@
+// The embedding-bag operator: one test body per property, run against every implementation and
+// compared with the reference over a grid of dims, poolings, batch sizes, table counts, weight
+// and index types (include/embshard/kernels/embedding_bag.h has the semantics).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "embshard/kernels/embedding_bag.h"
+
+namespace embshard::kernels {
+namespace {
+
+/** splitmix64: a small portable generator, so the data never depends on the standard library. */
+struct TestRng {
+  std::uint64_t state;
+  std::uint64_t next() {
+    std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  std::int64_t below(std::int64_t n) { return static_cast<std::int64_t>(next() % static_cast<std::uint64_t>(n)); }
+  float uniform(float lo, float hi) {
+    return lo + (hi - lo) * static_cast<float>(next() >> 40) * 0x1p-24f;
+  }
+};
+
+/** Owns one table's storage; view() is what the kernels see. */
+struct TestTable {
+  std::int64_t rows = 0;
+  std::int32_t dim = 0;
+  WeightDtype dtype = WeightDtype::f32;
+  std::vector<float> f32;
+  std::vector<std::uint16_t> f16;
+  std::vector<float> momentum;
+
+  TableView view() {
+    void* weights = dtype == WeightDtype::f32 ? static_cast<void*>(f32.data()) : f16.data();
+    return {weights, rows, dim, dtype, momentum.data()};
+  }
+  float weight(std::size_t i) const {
+    return dtype == WeightDtype::f32 ? f32[i] : half_to_float(f16[i]);
+  }
+};
+
+TestTable make_table(std::int64_t rows, std::int32_t dim, WeightDtype dtype, TestRng& rng) {
+  TestTable table{rows, dim, dtype, {}, {}, {}};
+  const auto n = static_cast<std::size_t>(rows * dim);
+  for (std::size_t i = 0; i < n; ++i) {
+    const float w = rng.uniform(-1.0f, 1.0f);
+    if (dtype == WeightDtype::f32) table.f32.push_back(w); else table.f16.push_back(float_to_half(w));
+  }
+  for (std::int64_t r = 0; r < rows; ++r) table.momentum.push_back(rng.uniform(0.0f, 0.5f));
+  return table;
+}
+
+/** CSR lookups, table-major; both index types hold the same values. */
+struct TestBatch {
+  std::int64_t batch_size = 0;
+  std::vector<std::int64_t> offsets{0};
+  std::vector<std::int32_t> idx32;
+  std::vector<std::int64_t> idx64;
+  bool use_i32 = false;
+
+  BagBatch view() const {
+    return use_i32 ? BagBatch::of(batch_size, offsets, idx32) : BagBatch::of(batch_size, offsets, idx64);
+  }
+  void push(std::int64_t index) {
+    idx32.push_back(static_cast<std::int32_t>(index));
+    idx64.push_back(index);
+  }
+};
+
+/** Bags of `pooling` lookups, every 4th bag empty; half the lookups hit three hot rows. */
+TestBatch make_batch(const std::vector<TestTable>& tables, std::int64_t batch_size, int pooling,
+                     bool use_i32, TestRng& rng) {
+  TestBatch batch;
+  batch.batch_size = batch_size;
+  batch.use_i32 = use_i32;
+  for (const TestTable& table : tables) {
+    const std::int64_t hot[3] = {0, table.rows / 2, table.rows - 1};
+    for (std::int64_t b = 0; b < batch_size; ++b) {
+      const int length = b % 4 == 3 ? 0 : pooling;
+      for (int l = 0; l < length; ++l) {
+        batch.push(rng.next() % 2 == 0 ? hot[rng.below(3)] : rng.below(table.rows));
+      }
+      batch.offsets.push_back(static_cast<std::int64_t>(batch.idx64.size()));
+    }
+  }
+  return batch;
+}
+
+std::vector<TableView> views(std::vector<TestTable>& tables) {
+  std::vector<TableView> v;
+  for (TestTable& t : tables) v.push_back(t.view());
+  return v;
+}
+
+std::int64_t total_dim(const std::vector<TestTable>& tables) {
+  std::int64_t sum = 0;
+  for (const TestTable& t : tables) sum += t.dim;
+  return sum;
+}
+
+void expect_close(float actual, float expected, const std::string& what) {
+  EXPECT_LE(std::fabs(actual - expected), 1e-5f * std::max(1.0f, std::fabs(expected)))
+      << what << ": " << actual << " vs " << expected;
+}
+
+/** Distance in units of binary16 ulps (monotone integer mapping of the bits). */
+int half_ulps(std::uint16_t a, std::uint16_t b) {
+  const auto ordered = [](std::uint16_t h) { return h & 0x8000 ? -(h & 0x7fff) : static_cast<int>(h); };
+  return std::abs(ordered(a) - ordered(b));
+}
+
+void expect_same_tables(const std::vector<TestTable>& actual, const std::vector<TestTable>& expected,
+                        bool check_momentum) {
+  for (std::size_t t = 0; t < actual.size(); ++t) {
+    const TestTable& a = actual[t];
+    const TestTable& e = expected[t];
+    for (std::size_t i = 0; i < static_cast<std::size_t>(a.rows * a.dim); ++i) {
+      if (a.dtype == WeightDtype::f32) {
+        expect_close(a.f32[i], e.f32[i], "table " + std::to_string(t) + " weight " + std::to_string(i));
+      } else {
+        EXPECT_LE(half_ulps(a.f16[i], e.f16[i]), 1) << "table " << t << " weight " << i;
+      }
+      if (::testing::Test::HasFailure()) return;
+    }
+    if (!check_momentum) continue;
+    for (std::size_t r = 0; r < a.momentum.size(); ++r) {
+      expect_close(a.momentum[r], e.momentum[r], "table " + std::to_string(t) + " momentum " + std::to_string(r));
+    }
+  }
+}
+
+struct Shape {
+  std::int64_t batch_size;
+  int num_tables;
+  WeightDtype dtype;
+  bool use_i32;
+};
+
+std::string describe(const Shape& s) {
+  return "B=" + std::to_string(s.batch_size) + " T=" + std::to_string(s.num_tables) +
+         (s.dtype == WeightDtype::f32 ? " fp32" : " fp16") + (s.use_i32 ? " i32" : " i64");
+}
+
+/** T = 1: a 50-row table. T = 3: a one-row table, a 7-row table of dim 4, a 1000-row table. */
+std::vector<TestTable> make_tables(int dim, const Shape& s, TestRng& rng) {
+  if (s.num_tables == 1) return {make_table(50, dim, s.dtype, rng)};
+  return {make_table(1, dim, s.dtype, rng), make_table(7, 4, s.dtype, rng),
+          make_table(1000, dim, s.dtype, rng)};
+}
+
+/** The one body: forward, backward+SGD and backward+Adagrad of `impl` against the reference. */
+void check_against_reference(EmbeddingBagImpl impl, int dim, int pooling, const Shape& shape) {
+  SCOPED_TRACE(describe(shape));
+  TestRng rng{static_cast<std::uint64_t>(dim * 1000003 + pooling * 101 + shape.batch_size)};
+  std::vector<TestTable> tables = make_tables(dim, shape, rng);
+  const TestBatch batch = make_batch(tables, shape.batch_size, pooling, shape.use_i32, rng);
+  const auto out_size = static_cast<std::size_t>(shape.batch_size * total_dim(tables));
+
+  std::vector<float> expected(out_size, -7.0f), actual(out_size, -7.0f);
+  std::vector<TableView> v = views(tables);
+  ASSERT_TRUE(embedding_bag_forward(EmbeddingBagImpl::reference, v, batch.view(), expected).ok());
+  ASSERT_TRUE(embedding_bag_forward(impl, v, batch.view(), actual).ok());
+  for (std::size_t i = 0; i < out_size; ++i) {
+    expect_close(actual[i], expected[i], "forward output " + std::to_string(i));
+    if (::testing::Test::HasFailure()) return;
+  }
+
+  std::vector<float> grad(out_size);
+  for (float& g : grad) g = rng.uniform(-1.0f, 1.0f);
+  for (const OptimizerKind kind : {OptimizerKind::sgd, OptimizerKind::rowwise_adagrad}) {
+    SCOPED_TRACE(kind == OptimizerKind::sgd ? "sgd" : "rowwise adagrad");
+    const OptimizerConfig optimizer{kind, 0.05f, 1e-6f};
+    std::vector<TestTable> ref_tables = tables, impl_tables = tables;
+    std::vector<TableView> ref_views = views(ref_tables), impl_views = views(impl_tables);
+    ASSERT_TRUE(embedding_bag_backward(EmbeddingBagImpl::reference, ref_views, batch.view(), grad, optimizer).ok());
+    ASSERT_TRUE(embedding_bag_backward(impl, impl_views, batch.view(), grad, optimizer).ok());
+    expect_same_tables(impl_tables, ref_tables, kind == OptimizerKind::rowwise_adagrad);
+    if (pooling == 0) expect_same_tables(impl_tables, tables, true);  // nothing to update
+    if (::testing::Test::HasFailure()) return;
+  }
+}
+
+using GridParam = std::tuple<EmbeddingBagImpl, int, int>;  // impl, dim, pooling
+
+class EmbeddingBagGrid : public ::testing::TestWithParam<GridParam> {};
+
+TEST_P(EmbeddingBagGrid, MatchesReference) {
+  const auto [impl, dim, pooling] = GetParam();
+  for (const std::int64_t batch_size : {1, 3, 64, 257}) {
+    for (const int num_tables : {1, 3}) {
+      for (const WeightDtype dtype : {WeightDtype::f32, WeightDtype::f16}) {
+        for (const bool use_i32 : {false, true}) {
+          check_against_reference(impl, dim, pooling, {batch_size, num_tables, dtype, use_i32});
+          if (HasFailure()) return;
+        }
+      }
+    }
+  }
+}
+
+std::string grid_name(const ::testing::TestParamInfo<GridParam>& info) {
+  return std::string(to_string(std::get<0>(info.param))) + "_dim" +
+         std::to_string(std::get<1>(info.param)) + "_pool" + std::to_string(std::get<2>(info.param));
+}
+
+INSTANTIATE_TEST_SUITE_P(All, EmbeddingBagGrid,
+                         ::testing::Combine(::testing::ValuesIn(embedding_bag_impls()),
+                                            ::testing::Values(4, 8, 12, 16, 64, 128, 132),
+                                            ::testing::Values(0, 1, 5, 40)),
+                         grid_name);
+
+// ---- bad input: a status, no crash, weights untouched by the backward ----------------------------
+
+class EmbeddingBagBadInput : public ::testing::TestWithParam<EmbeddingBagImpl> {};
+
+struct BadCase {
+  std::string name;
+  KernelError error;
+  std::int64_t position;
+  void (*mutate)(TestBatch&);
+};
+
+/** Two tables of 10 rows, B = 4, two lookups per bag: indices 0..7 table 0, 8..15 table 1. */
+void check_bad_input(EmbeddingBagImpl impl, const BadCase& c, bool use_i32) {
+  SCOPED_TRACE(c.name + (use_i32 ? " i32" : " i64"));
+  TestRng rng{42};
+  std::vector<TestTable> tables{make_table(10, 8, WeightDtype::f32, rng),
+                                make_table(10, 16, WeightDtype::f16, rng)};
+  TestBatch batch;
+  batch.batch_size = 4;
+  batch.use_i32 = use_i32;
+  for (int k = 0; k < 8; ++k) {
+    batch.push(k % 10);
+    batch.push((3 * k) % 10);
+    batch.offsets.push_back(2 * (k + 1));
+  }
+  c.mutate(batch);
+  const auto out_size = static_cast<std::size_t>(batch.batch_size * total_dim(tables));
+  std::vector<float> out(out_size), grad(out_size, 1.0f);
+  std::vector<TableView> v = views(tables);
+  const KernelStatus forward = embedding_bag_forward(impl, v, batch.view(), out);
+  EXPECT_EQ(forward.error, c.error) << to_string(forward.error);
+  EXPECT_EQ(forward.position, c.position);
+  for (const OptimizerKind kind : {OptimizerKind::sgd, OptimizerKind::rowwise_adagrad}) {
+    std::vector<TestTable> updated = tables;
+    std::vector<TableView> uv = views(updated);
+    const KernelStatus backward = embedding_bag_backward(impl, uv, batch.view(), grad, {kind, 0.1f, 1e-6f});
+    EXPECT_EQ(backward.error, c.error) << to_string(backward.error);
+    EXPECT_EQ(backward.position, c.position);
+    if (c.error == KernelError::none) continue;  // valid input: the update happened
+    for (std::size_t t = 0; t < tables.size(); ++t) {
+      EXPECT_EQ(updated[t].f32, tables[t].f32);
+      EXPECT_EQ(updated[t].f16, tables[t].f16);
+      EXPECT_EQ(updated[t].momentum, tables[t].momentum);
+    }
+  }
+}
+
+TEST_P(EmbeddingBagBadInput, ReturnsStatusAndLeavesWeights) {
+  const std::vector<BadCase> cases{
+      {"negative index", KernelError::bad_index, 5, [](TestBatch& b) { b.idx32[5] = -1; b.idx64[5] = -1; }},
+      {"index == rows", KernelError::bad_index, 9, [](TestBatch& b) { b.idx32[9] = 10; b.idx64[9] = 10; }},
+      {"first of two bad", KernelError::bad_index, 3,
+       [](TestBatch& b) { b.idx32[12] = b.idx64[12] = 99; b.idx32[3] = 11; b.idx64[3] = 11; }},
+      {"huge index", KernelError::bad_index, 14,
+       [](TestBatch& b) { b.idx64[14] = std::int64_t{1} << 40; b.idx32[14] = INT32_MAX; }},
+      {"decreasing offsets", KernelError::bad_offsets, 4, [](TestBatch& b) { b.offsets[4] = 1; }},
+      {"overrun", KernelError::bad_offsets, 8, [](TestBatch& b) { b.offsets[8] = 17; }},
+      {"negative first offset", KernelError::bad_offsets, 0, [](TestBatch& b) { b.offsets[0] = -1; }},
+      {"offsets too short", KernelError::bad_offsets, 8, [](TestBatch& b) { b.offsets.pop_back(); }},
+      {"valid", KernelError::none, -1, [](TestBatch&) {}},
+  };
+  for (const bool use_i32 : {false, true}) {
+    for (const BadCase& c : cases) check_bad_input(GetParam(), c, use_i32);
+  }
+}
+
+TEST_P(EmbeddingBagBadInput, BadShapesAndTables) {
+  TestRng rng{7};
+  std::vector<TestTable> tables{make_table(10, 8, WeightDtype::f32, rng)};
+  TestBatch batch = make_batch(tables, 4, 3, false, rng);
+  std::vector<float> out(4 * 8);
+  std::vector<TableView> v = views(tables);
+  std::vector<float> too_small(4 * 8 - 1);
+  EXPECT_EQ(embedding_bag_forward(GetParam(), v, batch.view(), too_small).error, KernelError::bad_shape);
+  v[0].dim = 0;
+  EXPECT_EQ(embedding_bag_forward(GetParam(), v, batch.view(), out).error, KernelError::bad_table);
+  v = views(tables);
+  v[0].momentum = nullptr;
+  EXPECT_TRUE(embedding_bag_backward(GetParam(), v, batch.view(), out, {OptimizerKind::sgd, 0.1f, 0.f}).ok());
+  EXPECT_EQ(embedding_bag_backward(GetParam(), v, batch.view(), out, {OptimizerKind::rowwise_adagrad, 0.1f, 0.f}).error,
+            KernelError::bad_table);
+  // No tables, or B = 0: nothing to do, and fine.
+  std::vector<std::int64_t> one_offset{0};
+  EXPECT_TRUE(embedding_bag_forward(GetParam(), {}, BagBatch::of(4, one_offset, std::span<const std::int64_t>{}), {}).ok());
+  EXPECT_TRUE(embedding_bag_forward(GetParam(), v, BagBatch::of(0, one_offset, std::span<const std::int64_t>{}), {}).ok());
+}
+
+std::string impl_name(const ::testing::TestParamInfo<EmbeddingBagImpl>& param_info) {
+  return std::string(to_string(param_info.param));
+}
+
+INSTANTIATE_TEST_SUITE_P(All, EmbeddingBagBadInput, ::testing::ValuesIn(embedding_bag_impls()),
+                         impl_name);
+
+// ---- binary16 conversion ---------------------------------------------------------------------------
+
+TEST(EmbeddingBagHalf, RoundTripsEveryHalfAndRoundsToNearestEven) {
+  for (std::uint32_t h = 0; h < 0x10000; ++h) {
+    const float f = half_to_float(static_cast<std::uint16_t>(h));
+    if (std::isnan(f)) {
+      EXPECT_TRUE(std::isnan(half_to_float(float_to_half(f))));
+      continue;
+    }
+    ASSERT_EQ(float_to_half(f), h) << std::hex << h;
+    // The midpoint to the next half (same sign) ties to the even one of the two.
+    const auto next = static_cast<std::uint16_t>(h + 1);
+    if ((h & 0x7fff) >= 0x7c00 || (next & 0x7fff) >= 0x7c00 || (next & 0x7fff) == 0) continue;
+    const float mid = static_cast<float>((static_cast<double>(f) + half_to_float(next)) / 2);
+    ASSERT_EQ(float_to_half(mid), (h & 1) ? next : h) << std::hex << h;
+  }
+  EXPECT_EQ(float_to_half(1e6f), 0x7c00);
+  EXPECT_EQ(float_to_half(-1e6f), 0xfc00);
+  EXPECT_EQ(float_to_half(65519.0f), 0x7bff);
+  EXPECT_EQ(float_to_half(65520.0f), 0x7c00);
+  EXPECT_EQ(float_to_half(1e-10f), 0);
+  EXPECT_EQ(half_to_float(0x0001), 0x1p-24f);
+}
+
+}  // namespace
+}  // namespace embshard::kernels
