@@ -117,14 +117,14 @@ void bench_dim(int dim, std::uint64_t& rng) {
   for (std::int64_t b = 0; b <= kBatch; ++b) offsets[b] = b * kPooling;
   std::vector<float> out(static_cast<std::size_t>(kBatch * dim));
   std::vector<float> grad(out.size(), 1e-3f);
-  const TableView table{weights.data(), rows, dim, WeightDtype::f32, nullptr};
+  const TableView table{weights.data(), rows, dim, WeightDtype::kF32, nullptr};
   const BagBatch batch = BagBatch::of(kBatch, offsets, indices);
   const double bytes = 4.0 * kBatch * dim + 4.0 * kBatch * dim * kPooling;
-  const OptimizerConfig sgd{OptimizerKind::sgd, 1e-6f, 0.0f};
+  const OptimizerConfig sgd{OptimizerKind::kSgd, 1e-6f, 0.0f};
 
   const double gather_ms = median_ms([&] { gather_rows(weights.data(), dim, indices); });
   print_row("gather", dim, kBatch, kPooling, rows, "memcpy", gather_ms, 4.0 * kBatch * dim * kPooling);
-  for (const EmbeddingBagImpl impl : {EmbeddingBagImpl::cpu}) {
+  for (const EmbeddingBagImpl impl : {EmbeddingBagImpl::kCpu}) {
     const std::string name(to_string(impl));
     const double fwd_ms = median_ms([&] {
       if (!embedding_bag_forward(impl, {&table, 1}, batch, out).ok()) std::abort();

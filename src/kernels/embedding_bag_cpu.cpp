@@ -130,7 +130,7 @@ std::int64_t pool_table_range(const TableView& table, const BagBatch& batch, std
                               std::int64_t k1, float* out, std::int64_t out_stride) {
   const auto* indices = static_cast<const Index*>(batch.indices);
   const std::int64_t* offsets = batch.offsets.data() + k0;
-  if (table.dtype == WeightDtype::f32) {
+  if (table.dtype == WeightDtype::kF32) {
     const PoolArgs<float, Index> args{static_cast<const float*>(table.weights), table.rows,
                                       table.dim, indices, offsets, k1 - k0, out, out_stride};
     return pool_bags_any_dim(args);
@@ -172,7 +172,7 @@ KernelStatus forward_typed(std::span<const TableView> tables, const BagBatch& ba
     bad[i] = run_forward_item<Index>(tables, batch, d_offsets, out.data(), items[i]);
   }
   for (const std::int64_t position : bad) {  // items are in position order: the first is smallest
-    if (position >= 0) return {KernelError::bad_index, position};
+    if (position >= 0) return {KernelError::kBadIndex, position};
   }
   return {};
 }
@@ -276,7 +276,7 @@ template <class W>
 void update_row(W* __restrict row, float* momentum, const float* __restrict g, std::int64_t dim,
                 const OptimizerConfig& optimizer) {
   float scale = optimizer.learning_rate;
-  if (optimizer.kind == OptimizerKind::rowwise_adagrad) {
+  if (optimizer.kind == OptimizerKind::kRowwiseAdagrad) {
     float sum_squares = 0.0f;
     for (std::int64_t d = 0; d < dim; ++d) sum_squares += g[d] * g[d];
     const float m = *momentum + sum_squares / static_cast<float>(dim);
@@ -364,7 +364,7 @@ void backward_table(const TableView& table, const BagBatch& batch, std::int64_t 
     for (std::int64_t block = 0; block < n_blocks; ++block) {
       const std::int64_t s0 = block * kRowsPerBlock;
       const std::int64_t s1 = std::min(n_segments, s0 + kRowsPerBlock);
-      if (table.dtype == WeightDtype::f32) {
+      if (table.dtype == WeightDtype::kF32) {
         update_segments<float>(table, s, grad_out, total_dim, s0, s1, optimizer, scratch);
       } else {
         update_segments<std::uint16_t>(table, s, grad_out, total_dim, s0, s1, optimizer, scratch);
@@ -377,7 +377,7 @@ template <class Index>
 KernelStatus backward_typed(std::span<const TableView> tables, const BagBatch& batch,
                             std::span<const float> grad_out, const OptimizerConfig& optimizer) {
   if (const std::int64_t bad = find_first_bad_index<Index>(tables, batch); bad >= 0) {
-    return {KernelError::bad_index, bad};
+    return {KernelError::kBadIndex, bad};
   }
   const std::vector<std::int64_t> d_offsets = dim_offsets(tables);
   for (std::size_t t = 0; t < tables.size(); ++t) {
@@ -394,18 +394,18 @@ KernelStatus forward_cpu(std::span<const TableView> tables, const BagBatch& batc
   if (const KernelStatus status = check_shapes(tables, batch, out.size(), false); !status.ok()) {
     return status;
   }
-  if (batch.index_type == IndexType::i32) return forward_typed<std::int32_t>(tables, batch, out);
+  if (batch.index_type == IndexType::kI32) return forward_typed<std::int32_t>(tables, batch, out);
   return forward_typed<std::int64_t>(tables, batch, out);
 }
 
 KernelStatus backward_cpu(std::span<const TableView> tables, const BagBatch& batch,
                           std::span<const float> grad_out, const OptimizerConfig& optimizer) {
-  const bool adagrad = optimizer.kind == OptimizerKind::rowwise_adagrad;
+  const bool adagrad = optimizer.kind == OptimizerKind::kRowwiseAdagrad;
   if (const KernelStatus status = check_shapes(tables, batch, grad_out.size(), adagrad);
       !status.ok()) {
     return status;
   }
-  if (batch.index_type == IndexType::i32) {
+  if (batch.index_type == IndexType::kI32) {
     return backward_typed<std::int32_t>(tables, batch, grad_out, optimizer);
   }
   return backward_typed<std::int64_t>(tables, batch, grad_out, optimizer);

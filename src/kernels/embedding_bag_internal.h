@@ -19,7 +19,7 @@ KernelStatus check_shapes(std::span<const TableView> tables, const BagBatch& bat
 
 /** Index element at position p (either index type). */
 inline std::int64_t index_at(const BagBatch& batch, std::int64_t p) {
-  return batch.index_type == IndexType::i32 ? static_cast<const std::int32_t*>(batch.indices)[p]
+  return batch.index_type == IndexType::kI32 ? static_cast<const std::int32_t*>(batch.indices)[p]
                                             : static_cast<const std::int64_t*>(batch.indices)[p];
 }
 

@@ -11,13 +11,13 @@ namespace {
 
 double weight_at(const TableView& table, std::int64_t row, std::int64_t d) {
   const std::int64_t element = row * table.dim + d;
-  if (table.dtype == WeightDtype::f32) return static_cast<const float*>(table.weights)[element];
+  if (table.dtype == WeightDtype::kF32) return static_cast<const float*>(table.weights)[element];
   return half_to_float(static_cast<const std::uint16_t*>(table.weights)[element]);
 }
 
 void store_weight(const TableView& table, std::int64_t row, std::int64_t d, double value) {
   const std::int64_t element = row * table.dim + d;
-  if (table.dtype == WeightDtype::f32) {
+  if (table.dtype == WeightDtype::kF32) {
     static_cast<float*>(table.weights)[element] = static_cast<float>(value);
   } else {
     // fp16 semantics: the update happens in fp32, then rounds to binary16.
@@ -45,7 +45,7 @@ KernelStatus check_indices(std::span<const TableView> tables, const BagBatch& ba
         first_bad_index(batch, batch.offsets[k], batch.offsets[k + batch_size], tables[t].rows);
     if (bad >= 0 && (first_bad < 0 || bad < first_bad)) first_bad = bad;
   }
-  if (first_bad >= 0) return {KernelError::bad_index, first_bad};
+  if (first_bad >= 0) return {KernelError::kBadIndex, first_bad};
   return {};
 }
 
@@ -53,7 +53,7 @@ void apply_update(const TableView& table, std::int64_t row, const std::vector<do
                   const OptimizerConfig& optimizer) {
   const std::int64_t dim = table.dim;
   double scale = optimizer.learning_rate;
-  if (optimizer.kind == OptimizerKind::rowwise_adagrad) {
+  if (optimizer.kind == OptimizerKind::kRowwiseAdagrad) {
     double sum_squares = 0;
     for (const double g : grad) sum_squares += g * g;
     const double momentum = static_cast<double>(table.momentum[row]) + sum_squares / dim;
@@ -94,7 +94,7 @@ KernelStatus forward_ref(std::span<const TableView> tables, const BagBatch& batc
 
 KernelStatus backward_ref(std::span<const TableView> tables, const BagBatch& batch,
                           std::span<const float> grad_out, const OptimizerConfig& optimizer) {
-  const bool adagrad = optimizer.kind == OptimizerKind::rowwise_adagrad;
+  const bool adagrad = optimizer.kind == OptimizerKind::kRowwiseAdagrad;
   if (const KernelStatus status = check_shapes(tables, batch, grad_out.size(), adagrad);
       !status.ok()) {
     return status;

@@ -35,17 +35,17 @@ struct TestRng {
 struct TestTable {
   std::int64_t rows = 0;
   std::int32_t dim = 0;
-  WeightDtype dtype = WeightDtype::f32;
+  WeightDtype dtype = WeightDtype::kF32;
   std::vector<float> f32;
   std::vector<std::uint16_t> f16;
   std::vector<float> momentum;
 
   TableView view() {
-    void* weights = dtype == WeightDtype::f32 ? static_cast<void*>(f32.data()) : f16.data();
+    void* weights = dtype == WeightDtype::kF32 ? static_cast<void*>(f32.data()) : f16.data();
     return {weights, rows, dim, dtype, momentum.data()};
   }
   float weight(std::size_t i) const {
-    return dtype == WeightDtype::f32 ? f32[i] : half_to_float(f16[i]);
+    return dtype == WeightDtype::kF32 ? f32[i] : half_to_float(f16[i]);
   }
 };
 
@@ -54,7 +54,7 @@ TestTable make_table(std::int64_t rows, std::int32_t dim, WeightDtype dtype, Tes
   const auto n = static_cast<std::size_t>(rows * dim);
   for (std::size_t i = 0; i < n; ++i) {
     const float w = rng.uniform(-1.0f, 1.0f);
-    if (dtype == WeightDtype::f32) table.f32.push_back(w); else table.f16.push_back(float_to_half(w));
+    if (dtype == WeightDtype::kF32) table.f32.push_back(w); else table.f16.push_back(float_to_half(w));
   }
   for (std::int64_t r = 0; r < rows; ++r) table.momentum.push_back(rng.uniform(0.0f, 0.5f));
   return table;
@@ -125,7 +125,7 @@ void expect_same_tables(const std::vector<TestTable>& actual, const std::vector<
     const TestTable& a = actual[t];
     const TestTable& e = expected[t];
     for (std::size_t i = 0; i < static_cast<std::size_t>(a.rows * a.dim); ++i) {
-      if (a.dtype == WeightDtype::f32) {
+      if (a.dtype == WeightDtype::kF32) {
         expect_close(a.f32[i], e.f32[i], "table " + std::to_string(t) + " weight " + std::to_string(i));
       } else {
         EXPECT_LE(half_ulps(a.f16[i], e.f16[i]), 1) << "table " << t << " weight " << i;
@@ -148,7 +148,7 @@ struct Shape {
 
 std::string describe(const Shape& s) {
   return "B=" + std::to_string(s.batch_size) + " T=" + std::to_string(s.num_tables) +
-         (s.dtype == WeightDtype::f32 ? " fp32" : " fp16") + (s.use_i32 ? " i32" : " i64");
+         (s.dtype == WeightDtype::kF32 ? " fp32" : " fp16") + (s.use_i32 ? " i32" : " i64");
 }
 
 /** T = 1: a 50-row table. T = 3: a one-row table, a 7-row table of dim 4, a 1000-row table. */
@@ -168,7 +168,7 @@ void check_against_reference(EmbeddingBagImpl impl, int dim, int pooling, const 
 
   std::vector<float> expected(out_size, -7.0f), actual(out_size, -7.0f);
   std::vector<TableView> v = views(tables);
-  ASSERT_TRUE(embedding_bag_forward(EmbeddingBagImpl::reference, v, batch.view(), expected).ok());
+  ASSERT_TRUE(embedding_bag_forward(EmbeddingBagImpl::kReference, v, batch.view(), expected).ok());
   ASSERT_TRUE(embedding_bag_forward(impl, v, batch.view(), actual).ok());
   for (std::size_t i = 0; i < out_size; ++i) {
     expect_close(actual[i], expected[i], "forward output " + std::to_string(i));
@@ -177,14 +177,14 @@ void check_against_reference(EmbeddingBagImpl impl, int dim, int pooling, const 
 
   std::vector<float> grad(out_size);
   for (float& g : grad) g = rng.uniform(-1.0f, 1.0f);
-  for (const OptimizerKind kind : {OptimizerKind::sgd, OptimizerKind::rowwise_adagrad}) {
-    SCOPED_TRACE(kind == OptimizerKind::sgd ? "sgd" : "rowwise adagrad");
+  for (const OptimizerKind kind : {OptimizerKind::kSgd, OptimizerKind::kRowwiseAdagrad}) {
+    SCOPED_TRACE(kind == OptimizerKind::kSgd ? "sgd" : "rowwise adagrad");
     const OptimizerConfig optimizer{kind, 0.05f, 1e-6f};
     std::vector<TestTable> ref_tables = tables, impl_tables = tables;
     std::vector<TableView> ref_views = views(ref_tables), impl_views = views(impl_tables);
-    ASSERT_TRUE(embedding_bag_backward(EmbeddingBagImpl::reference, ref_views, batch.view(), grad, optimizer).ok());
+    ASSERT_TRUE(embedding_bag_backward(EmbeddingBagImpl::kReference, ref_views, batch.view(), grad, optimizer).ok());
     ASSERT_TRUE(embedding_bag_backward(impl, impl_views, batch.view(), grad, optimizer).ok());
-    expect_same_tables(impl_tables, ref_tables, kind == OptimizerKind::rowwise_adagrad);
+    expect_same_tables(impl_tables, ref_tables, kind == OptimizerKind::kRowwiseAdagrad);
     if (pooling == 0) expect_same_tables(impl_tables, tables, true);  // nothing to update
     if (::testing::Test::HasFailure()) return;
   }
@@ -198,7 +198,7 @@ TEST_P(EmbeddingBagGrid, MatchesReference) {
   const auto [impl, dim, pooling] = GetParam();
   for (const std::int64_t batch_size : {1, 3, 64, 257}) {
     for (const int num_tables : {1, 3}) {
-      for (const WeightDtype dtype : {WeightDtype::f32, WeightDtype::f16}) {
+      for (const WeightDtype dtype : {WeightDtype::kF32, WeightDtype::kF16}) {
         for (const bool use_i32 : {false, true}) {
           check_against_reference(impl, dim, pooling, {batch_size, num_tables, dtype, use_i32});
           if (HasFailure()) return;
@@ -234,8 +234,8 @@ struct BadCase {
 void check_bad_input(EmbeddingBagImpl impl, const BadCase& c, bool use_i32) {
   SCOPED_TRACE(c.name + (use_i32 ? " i32" : " i64"));
   TestRng rng{42};
-  std::vector<TestTable> tables{make_table(10, 8, WeightDtype::f32, rng),
-                                make_table(10, 16, WeightDtype::f16, rng)};
+  std::vector<TestTable> tables{make_table(10, 8, WeightDtype::kF32, rng),
+                                make_table(10, 16, WeightDtype::kF16, rng)};
   TestBatch batch;
   batch.batch_size = 4;
   batch.use_i32 = use_i32;
@@ -251,13 +251,13 @@ void check_bad_input(EmbeddingBagImpl impl, const BadCase& c, bool use_i32) {
   const KernelStatus forward = embedding_bag_forward(impl, v, batch.view(), out);
   EXPECT_EQ(forward.error, c.error) << to_string(forward.error);
   EXPECT_EQ(forward.position, c.position);
-  for (const OptimizerKind kind : {OptimizerKind::sgd, OptimizerKind::rowwise_adagrad}) {
+  for (const OptimizerKind kind : {OptimizerKind::kSgd, OptimizerKind::kRowwiseAdagrad}) {
     std::vector<TestTable> updated = tables;
     std::vector<TableView> uv = views(updated);
     const KernelStatus backward = embedding_bag_backward(impl, uv, batch.view(), grad, {kind, 0.1f, 1e-6f});
     EXPECT_EQ(backward.error, c.error) << to_string(backward.error);
     EXPECT_EQ(backward.position, c.position);
-    if (c.error == KernelError::none) continue;  // valid input: the update happened
+    if (c.error == KernelError::kNone) continue;  // valid input: the update happened
     for (std::size_t t = 0; t < tables.size(); ++t) {
       EXPECT_EQ(updated[t].f32, tables[t].f32);
       EXPECT_EQ(updated[t].f16, tables[t].f16);
@@ -268,17 +268,17 @@ void check_bad_input(EmbeddingBagImpl impl, const BadCase& c, bool use_i32) {
 
 TEST_P(EmbeddingBagBadInput, ReturnsStatusAndLeavesWeights) {
   const std::vector<BadCase> cases{
-      {"negative index", KernelError::bad_index, 5, [](TestBatch& b) { b.idx32[5] = -1; b.idx64[5] = -1; }},
-      {"index == rows", KernelError::bad_index, 9, [](TestBatch& b) { b.idx32[9] = 10; b.idx64[9] = 10; }},
-      {"first of two bad", KernelError::bad_index, 3,
+      {"negative index", KernelError::kBadIndex, 5, [](TestBatch& b) { b.idx32[5] = -1; b.idx64[5] = -1; }},
+      {"index == rows", KernelError::kBadIndex, 9, [](TestBatch& b) { b.idx32[9] = 10; b.idx64[9] = 10; }},
+      {"first of two bad", KernelError::kBadIndex, 3,
        [](TestBatch& b) { b.idx32[12] = b.idx64[12] = 99; b.idx32[3] = 11; b.idx64[3] = 11; }},
-      {"huge index", KernelError::bad_index, 14,
+      {"huge index", KernelError::kBadIndex, 14,
        [](TestBatch& b) { b.idx64[14] = std::int64_t{1} << 40; b.idx32[14] = INT32_MAX; }},
-      {"decreasing offsets", KernelError::bad_offsets, 4, [](TestBatch& b) { b.offsets[4] = 1; }},
-      {"overrun", KernelError::bad_offsets, 8, [](TestBatch& b) { b.offsets[8] = 17; }},
-      {"negative first offset", KernelError::bad_offsets, 0, [](TestBatch& b) { b.offsets[0] = -1; }},
-      {"offsets too short", KernelError::bad_offsets, 8, [](TestBatch& b) { b.offsets.pop_back(); }},
-      {"valid", KernelError::none, -1, [](TestBatch&) {}},
+      {"decreasing offsets", KernelError::kBadOffsets, 4, [](TestBatch& b) { b.offsets[4] = 1; }},
+      {"overrun", KernelError::kBadOffsets, 8, [](TestBatch& b) { b.offsets[8] = 17; }},
+      {"negative first offset", KernelError::kBadOffsets, 0, [](TestBatch& b) { b.offsets[0] = -1; }},
+      {"offsets too short", KernelError::kBadOffsets, 8, [](TestBatch& b) { b.offsets.pop_back(); }},
+      {"valid", KernelError::kNone, -1, [](TestBatch&) {}},
   };
   for (const bool use_i32 : {false, true}) {
     for (const BadCase& c : cases) check_bad_input(GetParam(), c, use_i32);
@@ -287,19 +287,19 @@ TEST_P(EmbeddingBagBadInput, ReturnsStatusAndLeavesWeights) {
 
 TEST_P(EmbeddingBagBadInput, BadShapesAndTables) {
   TestRng rng{7};
-  std::vector<TestTable> tables{make_table(10, 8, WeightDtype::f32, rng)};
+  std::vector<TestTable> tables{make_table(10, 8, WeightDtype::kF32, rng)};
   TestBatch batch = make_batch(tables, 4, 3, false, rng);
   std::vector<float> out(4 * 8);
   std::vector<TableView> v = views(tables);
   std::vector<float> too_small(4 * 8 - 1);
-  EXPECT_EQ(embedding_bag_forward(GetParam(), v, batch.view(), too_small).error, KernelError::bad_shape);
+  EXPECT_EQ(embedding_bag_forward(GetParam(), v, batch.view(), too_small).error, KernelError::kBadShape);
   v[0].dim = 0;
-  EXPECT_EQ(embedding_bag_forward(GetParam(), v, batch.view(), out).error, KernelError::bad_table);
+  EXPECT_EQ(embedding_bag_forward(GetParam(), v, batch.view(), out).error, KernelError::kBadTable);
   v = views(tables);
   v[0].momentum = nullptr;
-  EXPECT_TRUE(embedding_bag_backward(GetParam(), v, batch.view(), out, {OptimizerKind::sgd, 0.1f, 0.f}).ok());
-  EXPECT_EQ(embedding_bag_backward(GetParam(), v, batch.view(), out, {OptimizerKind::rowwise_adagrad, 0.1f, 0.f}).error,
-            KernelError::bad_table);
+  EXPECT_TRUE(embedding_bag_backward(GetParam(), v, batch.view(), out, {OptimizerKind::kSgd, 0.1f, 0.f}).ok());
+  EXPECT_EQ(embedding_bag_backward(GetParam(), v, batch.view(), out, {OptimizerKind::kRowwiseAdagrad, 0.1f, 0.f}).error,
+            KernelError::kBadTable);
   // No tables, or B = 0: nothing to do, and fine.
   std::vector<std::int64_t> one_offset{0};
   EXPECT_TRUE(embedding_bag_forward(GetParam(), {}, BagBatch::of(4, one_offset, std::span<const std::int64_t>{}), {}).ok());

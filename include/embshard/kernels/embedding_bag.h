@@ -49,22 +49,22 @@
 namespace embshard::kernels {
 
 /** Storage type of a table's weights. */
-enum class WeightDtype : std::uint8_t { f32, f16 };
+enum class WeightDtype : std::uint8_t { kF32, kF16 };
 
 /** Bytes per weight element (4 or 2). */
-constexpr int weight_bytes(WeightDtype dtype) { return dtype == WeightDtype::f32 ? 4 : 2; }
+constexpr int weight_bytes(WeightDtype dtype) { return dtype == WeightDtype::kF32 ? 4 : 2; }
 
 /** One embedding table, viewed (not owned). */
 struct TableView {
   void* weights = nullptr;     ///< rows × dim elements, row-major; float or IEEE binary16 bits (uint16_t)
   std::int64_t rows = 0;       ///< number of rows (valid indices are 0 .. rows-1)
   std::int32_t dim = 0;        ///< elements per row (columns this table writes in the output)
-  WeightDtype dtype = WeightDtype::f32;
+  WeightDtype dtype = WeightDtype::kF32;
   float* momentum = nullptr;   ///< rows floats, row-wise Adagrad state; may be null otherwise
 };
 
 /** Element type of the index array. */
-enum class IndexType : std::uint8_t { i32, i64 };
+enum class IndexType : std::uint8_t { kI32, kI64 };
 
 /** The lookups of one call, CSR, table-major (see the file comment). */
 struct BagBatch {
@@ -72,48 +72,48 @@ struct BagBatch {
   std::span<const std::int64_t> offsets;  ///< T·B + 1 entries, element positions in `indices`
   const void* indices = nullptr;          ///< num_indices elements of `index_type`
   std::int64_t num_indices = 0;
-  IndexType index_type = IndexType::i64;
+  IndexType index_type = IndexType::kI64;
 
   static BagBatch of(std::int64_t batch, std::span<const std::int64_t> offs,
                      std::span<const std::int32_t> idx) {
-    return {batch, offs, idx.data(), static_cast<std::int64_t>(idx.size()), IndexType::i32};
+    return {batch, offs, idx.data(), static_cast<std::int64_t>(idx.size()), IndexType::kI32};
   }
   static BagBatch of(std::int64_t batch, std::span<const std::int64_t> offs,
                      std::span<const std::int64_t> idx) {
-    return {batch, offs, idx.data(), static_cast<std::int64_t>(idx.size()), IndexType::i64};
+    return {batch, offs, idx.data(), static_cast<std::int64_t>(idx.size()), IndexType::kI64};
   }
 };
 
 /** The optimizer fused into the backward. */
-enum class OptimizerKind : std::uint8_t { sgd, rowwise_adagrad };
+enum class OptimizerKind : std::uint8_t { kSgd, kRowwiseAdagrad };
 
 struct OptimizerConfig {
-  OptimizerKind kind = OptimizerKind::sgd;
+  OptimizerKind kind = OptimizerKind::kSgd;
   float learning_rate = 0.01f;  ///< lr
   float eps = 1e-8f;            ///< Adagrad only: added to sqrt(M_r)
 };
 
 /** What went wrong, if anything. */
 enum class KernelError : std::uint8_t {
-  none,
-  bad_table,    ///< a table's rows/dim/weights/momentum are invalid; position = table number
-  bad_shape,    ///< output / grad_out size ≠ B·total_dim, or B < 0; position = -1
-  bad_offsets,  ///< position = first offending entry of `offsets` (or offsets.size() if too short/long)
-  bad_index,    ///< position = first offending element of `indices` (outside [0, rows_t))
+  kNone,
+  kBadTable,    ///< a table's rows/dim/weights/momentum are invalid; position = table number
+  kBadShape,    ///< output / grad_out size ≠ B·total_dim, or B < 0; position = -1
+  kBadOffsets,  ///< position = first offending entry of `offsets` (or offsets.size() if too short/long)
+  kBadIndex,    ///< position = first offending element of `indices` (outside [0, rows_t))
 };
 
 struct KernelStatus {
-  KernelError error = KernelError::none;
+  KernelError error = KernelError::kNone;
   std::int64_t position = -1;  ///< see KernelError
-  [[nodiscard]] bool ok() const { return error == KernelError::none; }
+  [[nodiscard]] bool ok() const { return error == KernelError::kNone; }
 };
 
 std::string_view to_string(KernelError error);
 
 /** The implementations; all compute the semantics above. */
 enum class EmbeddingBagImpl : std::uint8_t {
-  reference,  ///< scalar loops, double accumulation, serial
-  cpu,        ///< OpenMP over balanced work items, vectorised along dim, prefetching, sorted backward
+  kReference,  ///< scalar loops, double accumulation, serial
+  kCpu,        ///< OpenMP over balanced work items, vectorised along dim, prefetching, sorted backward
 };
 
 /** Every implementation built into this library, reference first. */
