@@ -34,6 +34,10 @@ std::string_view to_string(EmbeddingBagImpl impl) {
 
 KernelStatus embedding_bag_forward(EmbeddingBagImpl impl, std::span<const TableView> tables,
                                    const BagBatch& batch, std::span<float> out) {
+  if (const KernelStatus status = detail::check_shapes(tables, batch, out.size(), false);
+      !status.ok()) {
+    return status;
+  }
   if (impl == EmbeddingBagImpl::kCpu) return detail::forward_cpu(tables, batch, out);
   return detail::forward_ref(tables, batch, out);
 }
@@ -41,6 +45,11 @@ KernelStatus embedding_bag_forward(EmbeddingBagImpl impl, std::span<const TableV
 KernelStatus embedding_bag_backward(EmbeddingBagImpl impl, std::span<const TableView> tables,
                                     const BagBatch& batch, std::span<const float> grad_out,
                                     const OptimizerConfig& optimizer) {
+  const bool adagrad = optimizer.kind == OptimizerKind::kRowwiseAdagrad;
+  if (const KernelStatus status = detail::check_shapes(tables, batch, grad_out.size(), adagrad);
+      !status.ok()) {
+    return status;
+  }
   if (impl == EmbeddingBagImpl::kCpu) return detail::backward_cpu(tables, batch, grad_out, optimizer);
   return detail::backward_ref(tables, batch, grad_out, optimizer);
 }

@@ -391,20 +391,12 @@ KernelStatus backward_typed(std::span<const TableView> tables, const BagBatch& b
 
 KernelStatus forward_cpu(std::span<const TableView> tables, const BagBatch& batch,
                          std::span<float> out) {
-  if (const KernelStatus status = check_shapes(tables, batch, out.size(), false); !status.ok()) {
-    return status;
-  }
   if (batch.index_type == IndexType::kI32) return forward_typed<std::int32_t>(tables, batch, out);
   return forward_typed<std::int64_t>(tables, batch, out);
 }
 
 KernelStatus backward_cpu(std::span<const TableView> tables, const BagBatch& batch,
                           std::span<const float> grad_out, const OptimizerConfig& optimizer) {
-  const bool adagrad = optimizer.kind == OptimizerKind::kRowwiseAdagrad;
-  if (const KernelStatus status = check_shapes(tables, batch, grad_out.size(), adagrad);
-      !status.ok()) {
-    return status;
-  }
   if (batch.index_type == IndexType::kI32) {
     return backward_typed<std::int32_t>(tables, batch, grad_out, optimizer);
   }

@@ -33,6 +33,8 @@ inline float load_weight(const W* row, std::int64_t d) {
   }
 }
 
+// The implementations. The dispatcher has already run check_shapes; each one checks the index
+// values itself and reports the first bad position.
 KernelStatus forward_ref(std::span<const TableView> tables, const BagBatch& batch,
                          std::span<float> out);
 KernelStatus backward_ref(std::span<const TableView> tables, const BagBatch& batch,

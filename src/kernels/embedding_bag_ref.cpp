@@ -69,9 +69,6 @@ void apply_update(const TableView& table, std::int64_t row, const std::vector<do
 
 KernelStatus forward_ref(std::span<const TableView> tables, const BagBatch& batch,
                          std::span<float> out) {
-  if (const KernelStatus status = check_shapes(tables, batch, out.size(), false); !status.ok()) {
-    return status;
-  }
   if (const KernelStatus status = check_indices(tables, batch); !status.ok()) return status;
   const std::vector<std::int64_t> d_offsets = dim_offsets(tables);
   const std::int64_t total_dim = d_offsets.back();
@@ -94,11 +91,6 @@ KernelStatus forward_ref(std::span<const TableView> tables, const BagBatch& batc
 
 KernelStatus backward_ref(std::span<const TableView> tables, const BagBatch& batch,
                           std::span<const float> grad_out, const OptimizerConfig& optimizer) {
-  const bool adagrad = optimizer.kind == OptimizerKind::kRowwiseAdagrad;
-  if (const KernelStatus status = check_shapes(tables, batch, grad_out.size(), adagrad);
-      !status.ok()) {
-    return status;
-  }
   if (const KernelStatus status = check_indices(tables, batch); !status.ok()) return status;
   const std::vector<std::int64_t> d_offsets = dim_offsets(tables);
   const std::int64_t total_dim = d_offsets.back();
