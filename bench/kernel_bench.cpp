@@ -1,8 +1,13 @@
-// embshard_kernel_bench: CPU embedding-bag throughput, next to this machine's streaming-read and
-// random-row-gather bandwidth so that the numbers normalise themselves.
+// embshard_kernel_bench: CPU (and, when built with CUDA and a GPU is visible, GPU) embedding-bag
+// throughput, next to this machine's streaming-read and random-row-gather bandwidth so that the
+// numbers normalise themselves.
 //
 // Prints CSV: kind,dim,batch,pooling,rows,dtype,impl,median_ms,gbps
-//   kind = forward | forward_backward_sgd | gather | stream
+//   kind = forward | forward_backward_sgd | gather | stream | hbm_peak
+//   GPU rows: impl = cuda, timed with cudaEvents on the device-resident CudaEmbeddingBag (tables,
+//   indices and grad_out uploaded once; the kernels alone are timed). Beside them: hbm_peak
+//   (data-sheet 2 · memory clock · bus width, median_ms 0) and stream,impl=cuda_d2d_copy
+//   (device-to-device cudaMemcpy of 1 GiB, GB/s = 2 · bytes / t).
 // Setup: one fp32 table of rows = min(4M, 2^30 / (4·dim)) rows (≤ 1 GiB), B = 65536, pooling
 // L = 16, uniform random int32 indices; dims 4, 16, 32, 64, 128.
 // Bytes model (FBGEMM's, see docs fbgemm-dlrm-data.md §3.1), indices not counted:
@@ -23,6 +28,7 @@
 #include <functional>
 #include <vector>
 
+#include "embshard/kernels/cuda_embedding_bag.h"
 #include "embshard/kernels/embedding_bag.h"
 
 namespace {
@@ -107,6 +113,33 @@ void gather_rows(const float* table, int dim, const std::vector<std::int32_t>& i
   g_sink = g_sink + checksum;
 }
 
+/** Median device time in ms of `enqueue` (cudaEvents around it), after warm-ups. */
+double median_cuda_ms(CudaEmbeddingBag& device, const std::function<void()>& enqueue) {
+  for (int i = 0; i < kWarmups; ++i) enqueue();
+  device.synchronize();
+  std::vector<double> times;
+  for (int i = 0; i < kRepeats; ++i) times.push_back(device.elapsed_ms(enqueue));
+  std::nth_element(times.begin(), times.begin() + kRepeats / 2, times.end());
+  return times[kRepeats / 2];
+}
+
+void bench_cuda(const TableView& table, const BagBatch& batch, const std::vector<float>& grad,
+                const OptimizerConfig& sgd, double bytes) {
+  CudaEmbeddingBag device({&table, 1}, batch);
+  device.set_grad_output(grad);
+  const auto forward = [&] {
+    if (!device.forward().ok()) std::abort();
+  };
+  const double fwd_ms = median_cuda_ms(device, forward);
+  print_row("forward", table.dim, kBatch, kPooling, table.rows, "cuda", fwd_ms, bytes);
+  const double fwd_bwd_ms = median_cuda_ms(device, [&] {
+    forward();
+    if (!device.backward(sgd).ok()) std::abort();
+  });
+  print_row("forward_backward_sgd", table.dim, kBatch, kPooling, table.rows, "cuda", fwd_bwd_ms,
+            3 * bytes);
+}
+
 void bench_dim(int dim, std::uint64_t& rng) {
   const std::int64_t rows = std::min<std::int64_t>(4'000'000, (std::int64_t{1} << 30) / (dim * 4));
   std::vector<float> weights(static_cast<std::size_t>(rows * dim));
@@ -136,6 +169,19 @@ void bench_dim(int dim, std::uint64_t& rng) {
     });
     print_row("forward_backward_sgd", dim, kBatch, kPooling, rows, name.c_str(), fwd_bwd_ms, 3 * bytes);
   }
+  if (cuda_device_available()) bench_cuda(table, batch, grad, sgd, bytes);
+}
+
+/** The GPU's bandwidth rows: data-sheet peak (when reported) and measured copy bandwidth. */
+void print_cuda_bandwidth() {
+  const CudaBandwidth bandwidth = cuda_bandwidth();
+  if (bandwidth.hbm_peak_gbps > 0) {
+    std::printf("hbm_peak,0,0,0,0,fp32,cuda,0.000,%.2f\n", bandwidth.hbm_peak_gbps);
+  }
+  std::printf("stream,0,0,0,0,fp32,cuda_d2d_copy,%.3f,%.2f\n",
+              2.0 * static_cast<double>(std::size_t{1} << 30) / (bandwidth.copy_gbps * 1e6),
+              bandwidth.copy_gbps);
+  std::fflush(stdout);
 }
 
 }  // namespace
@@ -147,6 +193,7 @@ int main(int argc, char** argv) {
     const double ms = median_ms([&] { g_sink = g_sink + sum_floats(big.data(), static_cast<std::int64_t>(big.size())); });
     print_row("stream", 0, 0, 0, static_cast<std::int64_t>(big.size()), "sum", ms, static_cast<double>(std::size_t{1} << 30));
   }
+  if (cuda_device_available()) print_cuda_bandwidth();
   std::uint64_t rng = 12345;
   std::vector<int> dims{4, 16, 32, 64, 128};
   if (argc > 1) dims.clear();  // optional: the dims to run, e.g. `embshard_kernel_bench 4 128`

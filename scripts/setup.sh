@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(cmake ninja-build g++ nlohmann-json3-dev zlib1g-dev libgtest-dev libgmock-dev
-          clang libclang-rt-14-dev)
+          clang libclang-rt-14-dev libopenmpi-dev openmpi-bin)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -1,12 +1,15 @@
 // embshard (no verb): the main job on the built-in default workload.
-// Until sharders exist it shows the workload: the pool against the published dataset figures,
-// and the default task (NeuroShard protocol, 4 devices, max dim 128) a planner will receive.
+// Until sharders exist it shows the workload and the judge: the pool against the published
+// dataset figures, the default task (NeuroShard protocol, 4 devices, max dim 128) a planner will
+// receive, and what a memory-balanced placement of it costs on the sim backend.
 #include <algorithm>
 #include <cstdio>
 
 #include "commands.h"
 #include "embshard/data/pool.h"
+#include "embshard/eval/evaluator.h"
 #include "embshard/eval/task_gen.h"
+#include "embshard/plan/plan.h"
 
 namespace embshard::cli {
 
@@ -55,15 +58,29 @@ void print_task(const Task& task) {
                 static_cast<double>(t.size_bytes()) / kGiB, t.dim * t.stats.pooling_factor);
   }
   if (order.size() > 12) std::printf("  ... %zu more\n", order.size() - 12);
-  std::printf("\nno sharder is built yet: this is the workload a planner will receive.\n");
+}
+
+void print_evaluation(const Task& task, const Context& ctx) {
+  const Plan plan = memory_balanced_plan(task);
+  const std::string problem = find_error_in_plan(task, plan);
+  if (!problem.empty()) {
+    std::printf("\na memory-balanced placement does not fit: %s\n", problem.c_str());
+    return;
+  }
+  std::printf("\na memory-balanced table-wise placement, judged by the sim backend "
+              "(embshard eval --backend cpu measures instead):\n%s",
+              eval_result_table(evaluate_plan(task, plan, {}, ctx)).c_str());
+  std::printf("\nno sharder is built yet: this is the workload and the judge a planner will get.\n");
 }
 
 }  // namespace
 
-int run_default(Args& args, const Context&) {
+int run_default(Args& args, const Context& ctx) {
   args.finish();
   print_pool_summary(Pool::generate(0));
-  print_task(default_task());
+  const Task task = default_task();
+  print_task(task);
+  print_evaluation(task, ctx);
   return 0;
 }
 

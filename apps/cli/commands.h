@@ -2,6 +2,7 @@
 // One function per CLI verb; each is a thin wrapper around one library call.
 #include "args.h"
 #include "embshard/core/context.h"
+#include "embshard/profile/measure.h"
 
 namespace embshard::cli {
 
@@ -10,6 +11,14 @@ int run_pool(Args& args, const Context& ctx);     ///< embshard pool [--seed N] 
 int run_task(Args& args, const Context& ctx);     ///< embshard task gen ...
 int run_check(Args& args, const Context& ctx);    ///< embshard check --task T --plan P
 int run_list(Args& args, const Context& ctx);     ///< embshard list
+int run_profile(Args& args, const Context& ctx);  ///< embshard profile compute|comm ...
+int run_profile_compute(Args& args, const Context& ctx);  ///< embshard profile compute ...
+int run_profile_comm(Args& args, const Context& ctx);     ///< embshard profile comm ... (MPI)
+int run_profile_calibrate(Args& args, const Context& ctx);  ///< embshard profile calibrate ...
+int run_eval(Args& args, const Context& ctx);     ///< embshard eval --task T --plan P ...
 int run_default(Args& args, const Context& ctx);  ///< embshard (no verb): the main job
+
+/** --warmup, --repeats and --no-flush folded into `defaults`. */
+MeasureOptions measure_options(Args& args, const MeasureOptions& defaults);
 
 }  // namespace embshard::cli

@@ -22,6 +22,14 @@ constexpr const char* kUsage =
     "  task gen --protocol neuroshard|dreamshard|autoshard[:k=v,..] --devices D --max-dim M\n"
     "           --count N --seed S --out DIR [--tables stats.json]\n"
     "  check    --task T.json --plan P.json                validate a plan against its task\n"
+    "  profile compute --out S.jsonl [--samples N] [--batch B] [--seed S] ...\n"
+    "           measure random fused shards on this machine's kernels (cost samples)\n"
+    "  profile comm --out S.jsonl [--samples N] [--batch B] ...   (under mpirun -n D)\n"
+    "           measure all-to-alls of random placements over MPI ranks\n"
+    "  profile calibrate --samples S.jsonl [--test-every K] [--out C.json]\n"
+    "           fit the sim model to compute samples; error on held-out samples\n"
+    "  eval     --task T.json --plan P.json [--backend sim|cpu|cuda] [--objective step|max_sum|balance]\n"
+    "           [--out R.json]                            per-device cost of a plan\n"
     "  list                                               registered plug-ins and parameters\n";
 
 using Runner = int (*)(embshard::cli::Args&, const embshard::Context&);
@@ -37,7 +45,8 @@ int main(int argc, char** argv) {
   const std::map<std::string, Runner> verbs = {
       {"stats", embshard::cli::run_stats}, {"pool", embshard::cli::run_pool},
       {"task", embshard::cli::run_task},   {"check", embshard::cli::run_check},
-      {"list", embshard::cli::run_list}};
+      {"list", embshard::cli::run_list},   {"profile", embshard::cli::run_profile},
+      {"eval", embshard::cli::run_eval}};
   std::string verb;
   Runner runner = embshard::cli::run_default;
   if (!words.empty() && words[0].rfind("--", 0) != 0) {
@@ -51,7 +60,7 @@ int main(int argc, char** argv) {
     words.erase(words.begin());
   }
   try {
-    embshard::cli::Args args(verb.empty() ? "(main)" : verb, words, {"quiet", "check", "fit"});
+    embshard::cli::Args args(verb.empty() ? "(main)" : verb, words, {"quiet", "check", "fit", "no-flush", "no-sleep"});
     embshard::Context ctx;
     ctx.num_threads = static_cast<int>(
         args.get_int("threads", std::max(1u, std::thread::hardware_concurrency())));

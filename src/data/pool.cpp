@@ -190,8 +190,11 @@ std::vector<TableStats> Pool::all_expected_stats(std::int64_t batch_size, int th
 }
 
 TableBatch Pool::materialise(std::int64_t id, std::int64_t batch_size, std::uint64_t batch) const {
+  return materialise_table(table(id), batch_size, batch);
+}
+
+TableBatch materialise_table(const PoolTable& t, std::int64_t batch_size, std::uint64_t batch) {
   EMBSHARD_CHECK(batch_size > 0, "pool: batch size must be positive, got ", batch_size);
-  const PoolTable& t = table(id);
   Rng rng(derive_seed(t.seed, 1 + batch));
   TableBatch out;
   out.offsets.resize(static_cast<std::size_t>(batch_size) + 1, 0);

@@ -80,9 +80,10 @@ Topology build_gpu(const NodeSheet& s, const Params& p) {
 }
 
 // The `cpu` preset stands for this kind of machine: "devices" are shares of one host, timed in
-// turn by the cpu backend. Figures are typical of a 2-core cloud VM (streaming reads 10-17 GB/s,
-// fbgemm-dlrm-data.md §5.3; MPI all-to-all on localhost ~1-5 GB/s, deps-probe.md §6) and are
-// recalibrated by measurement where it matters.
+// turn by the cpu backend. Memory figures are typical of a 2-core cloud VM (streaming reads 10-17
+// GB/s, fbgemm-dlrm-data.md §5.3). The all-to-all figures are measured here: `mpirun -n 4
+// embshard profile comm` on the project's 2-core VM moves 1.2-1.3 GB/s per rank (OpenMPI shared
+// memory, docs/benchmarks.md), so the link model uses 1.3 GB/s.
 Topology build_cpu(const Params& p) {
   Topology t;
   t.device_kind = "cpu";
@@ -94,8 +95,8 @@ Topology build_cpu(const Params& p) {
   d.hbm_gbps = 12.0;
   d.uvm_gbps = 12.0;
   t.devices.assign(static_cast<std::size_t>(n), d);
-  t.intra_host_gbps = 4.0;
-  t.inter_host_gbps = 4.0;
+  t.intra_host_gbps = 1.3;
+  t.inter_host_gbps = 1.3;
   t.a2a_latency_us = 10.0;
   return t;
 }

@@ -19,8 +19,12 @@ std::string_view to_string(KernelError error) {
 }
 
 std::span<const EmbeddingBagImpl> embedding_bag_impls() {
-  static constexpr std::array<EmbeddingBagImpl, 2> impls{EmbeddingBagImpl::kReference,
-                                                         EmbeddingBagImpl::kCpu};
+#ifdef EMBSHARD_WITH_CUDA
+  static constexpr std::array impls{EmbeddingBagImpl::kReference, EmbeddingBagImpl::kCpu,
+                                    EmbeddingBagImpl::kCuda};
+#else
+  static constexpr std::array impls{EmbeddingBagImpl::kReference, EmbeddingBagImpl::kCpu};
+#endif
   return impls;
 }
 
@@ -28,6 +32,7 @@ std::string_view to_string(EmbeddingBagImpl impl) {
   switch (impl) {
     case EmbeddingBagImpl::kReference: return "reference";
     case EmbeddingBagImpl::kCpu: return "cpu";
+    case EmbeddingBagImpl::kCuda: return "cuda";
   }
   return "?";
 }
@@ -39,6 +44,7 @@ KernelStatus embedding_bag_forward(EmbeddingBagImpl impl, std::span<const TableV
     return status;
   }
   if (impl == EmbeddingBagImpl::kCpu) return detail::forward_cpu(tables, batch, out);
+  if (impl == EmbeddingBagImpl::kCuda) return detail::forward_cuda(tables, batch, out);
   return detail::forward_ref(tables, batch, out);
 }
 
@@ -51,6 +57,9 @@ KernelStatus embedding_bag_backward(EmbeddingBagImpl impl, std::span<const Table
     return status;
   }
   if (impl == EmbeddingBagImpl::kCpu) return detail::backward_cpu(tables, batch, grad_out, optimizer);
+  if (impl == EmbeddingBagImpl::kCuda) {
+    return detail::backward_cuda(tables, batch, grad_out, optimizer);
+  }
   return detail::backward_ref(tables, batch, grad_out, optimizer);
 }
 

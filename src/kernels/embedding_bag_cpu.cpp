@@ -4,8 +4,10 @@
 // accumulator (compile-time dim for common sizes, so the loops unroll and vectorise) and the
 // rows 16 lookups ahead are prefetched.
 // Backward: per table, (row, bag) pairs are radix-sorted by row (stable, so each row's bags
-// stay in bag order); blocks of unique rows run in parallel, each row gathers its gradient
-// rows and is updated once by one thread: deterministic, no atomics.
+// stay in bag order) in parallel: a scatter by the row's top bits into buckets (per-chunk
+// histograms, so the order never depends on the thread count), then each bucket (disjoint rows)
+// is sorted and cut into segments by one thread. Blocks of unique rows run in parallel, each row
+// gathers its gradient rows and is updated once by one thread: deterministic, no atomics.
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -222,53 +224,178 @@ SortedLookups& thread_sort_buffers() {
   return buffers;
 }
 
-void radix_sort_pairs(SortedLookups& s, std::int64_t max_row) {
-  constexpr int kDigitBits = 11;
-  constexpr std::size_t kBuckets = std::size_t{1} << kDigitBits;
-  const int key_bits = std::bit_width(static_cast<std::uint64_t>(max_row));
-  std::vector<std::int64_t>& rows_tmp = s.rows_tmp;
-  std::vector<std::int64_t>& bags_tmp = s.bags_tmp;
-  rows_tmp.resize(s.rows.size());
-  bags_tmp.resize(s.bags.size());
-  std::vector<std::int64_t> counts(kBuckets);
-  for (int shift = 0; shift < key_bits; shift += kDigitBits) {
-    std::fill(counts.begin(), counts.end(), 0);
-    for (const std::int64_t r : s.rows) ++counts[(r >> shift) & (kBuckets - 1)];
-    std::int64_t sum = 0;
-    for (std::int64_t& c : counts) sum += std::exchange(c, sum);
-    for (std::size_t i = 0; i < s.rows.size(); ++i) {
-      const std::int64_t dst = counts[(s.rows[i] >> shift) & (kBuckets - 1)]++;
-      rows_tmp[dst] = s.rows[i];
-      bags_tmp[dst] = s.bags[i];
+constexpr int kDigitBits = 11;
+constexpr std::size_t kDigitValues = std::size_t{1} << kDigitBits;
+constexpr std::int64_t kInsertionSortMax = 32;  // buckets this small skip the counting sort
+
+/** Stable sort of [begin, end) of (src_rows, src_bags) by row, small ranges only. */
+void insertion_sort_pairs(std::int64_t* rows, std::int64_t* bags, std::int64_t begin,
+                          std::int64_t end) {
+  for (std::int64_t i = begin + 1; i < end; ++i) {
+    const std::int64_t row = rows[i], bag = bags[i];
+    std::int64_t j = i;
+    for (; j > begin && rows[j - 1] > row; --j) {
+      rows[j] = rows[j - 1];
+      bags[j] = bags[j - 1];
     }
-    s.rows.swap(rows_tmp);
-    s.bags.swap(bags_tmp);
+    rows[j] = row;
+    bags[j] = bag;
   }
 }
 
+/**
+ * Sorts one bucket [begin, end), which the scatter left in rows_tmp/bags_tmp, by its low
+ * `low_bits` row bits (stable LSD counting sort) into s.rows/s.bags. `counts`: kDigitValues.
+ */
+void sort_bucket(SortedLookups& s, std::int64_t begin, std::int64_t end, int low_bits,
+                 std::vector<std::int64_t>& counts) {
+  std::int64_t* src_rows = s.rows_tmp.data();
+  std::int64_t* src_bags = s.bags_tmp.data();
+  std::int64_t* dst_rows = s.rows.data();
+  std::int64_t* dst_bags = s.bags.data();
+  if (end - begin <= kInsertionSortMax) {
+    insertion_sort_pairs(src_rows, src_bags, begin, end);
+    low_bits = 0;
+  }
+  for (int shift = 0; shift < low_bits; shift += kDigitBits) {
+    const int digit_bits = std::min(kDigitBits, low_bits - shift);
+    const std::int64_t mask = (std::int64_t{1} << digit_bits) - 1;
+    std::fill(counts.begin(), counts.begin() + (mask + 1), 0);
+    for (std::int64_t i = begin; i < end; ++i) ++counts[(src_rows[i] >> shift) & mask];
+    std::int64_t sum = begin;
+    for (std::int64_t d = 0; d <= mask; ++d) sum += std::exchange(counts[d], sum);
+    for (std::int64_t i = begin; i < end; ++i) {
+      const std::int64_t dst = counts[(src_rows[i] >> shift) & mask]++;
+      dst_rows[dst] = src_rows[i];
+      dst_bags[dst] = src_bags[i];
+    }
+    std::swap(src_rows, dst_rows);
+    std::swap(src_bags, dst_bags);
+  }
+  if (src_rows != s.rows.data()) {  // the sorted bucket sits in the tmp buffers
+    std::copy(src_rows + begin, src_rows + end, s.rows.data() + begin);
+    std::copy(src_bags + begin, src_bags + end, s.bags.data() + begin);
+  }
+}
+
+/** Distinct rows in the sorted range [begin, end). */
+std::int64_t count_segments(const std::vector<std::int64_t>& rows, std::int64_t begin,
+                            std::int64_t end) {
+  std::int64_t segments = 0;
+  for (std::int64_t i = begin; i < end; ++i) segments += i == begin || rows[i] != rows[i - 1];
+  return segments;
+}
+
+/**
+ * Pass 1 of the parallel sort: the top bits of the row pick a bucket. Each chunk of bags counts
+ * its bucket sizes, then scatters its (row, bag) pairs to rows_tmp/bags_tmp at bucket-major,
+ * chunk-minor positions: stable (position order kept within a bucket), so the result does not
+ * depend on the number of threads. Returns the bucket starts (n_buckets + 1 entries).
+ */
+template <class Index>
+std::vector<std::int64_t> scatter_to_buckets(SortedLookups& s, const BagBatch& batch,
+                                             const std::int64_t* offsets, int bucket_shift,
+                                             std::size_t n_buckets) {
+  const std::int64_t batch_size = batch.batch_size;
+  const auto* indices = static_cast<const Index*>(batch.indices);
+  const std::vector<WorkItem> chunks =
+      split_work({offsets, static_cast<std::size_t>(batch_size) + 1}, max_threads());
+  const auto n_chunks = static_cast<std::int64_t>(chunks.size());
+  std::vector<std::int64_t> counts(chunks.size() * n_buckets, 0);  // [chunk][bucket]
+  const auto bucket_of = [&](std::int64_t p) {
+    return static_cast<std::size_t>(static_cast<std::int64_t>(indices[p]) >> bucket_shift);
+  };
+  EMBSHARD_OMP(omp parallel for schedule(static, 1))
+  for (std::int64_t c = 0; c < n_chunks; ++c) {
+    std::int64_t* chunk_counts = counts.data() + c * static_cast<std::int64_t>(n_buckets);
+    for (std::int64_t p = offsets[chunks[c].bag_begin]; p < offsets[chunks[c].bag_end]; ++p) {
+      ++chunk_counts[bucket_of(p)];
+    }
+  }
+  std::vector<std::int64_t> bucket_starts(n_buckets + 1);
+  std::int64_t sum = 0;
+  for (std::size_t bucket = 0; bucket < n_buckets; ++bucket) {
+    bucket_starts[bucket] = sum;
+    for (std::size_t c = 0; c < chunks.size(); ++c) {
+      sum += std::exchange(counts[c * n_buckets + bucket], sum);
+    }
+  }
+  bucket_starts[n_buckets] = sum;
+  EMBSHARD_OMP(omp parallel for schedule(static, 1))
+  for (std::int64_t c = 0; c < n_chunks; ++c) {
+    std::int64_t* chunk_next = counts.data() + c * static_cast<std::int64_t>(n_buckets);
+    for (std::int64_t b = chunks[c].bag_begin; b < chunks[c].bag_end; ++b) {
+      for (std::int64_t p = offsets[b]; p < offsets[b + 1]; ++p) {
+        const std::int64_t dst = chunk_next[bucket_of(p)]++;
+        s.rows_tmp[dst] = static_cast<std::int64_t>(indices[p]);
+        s.bags_tmp[dst] = b;
+      }
+    }
+  }
+  return bucket_starts;
+}
+
+/**
+ * One table's lookups sorted by row (bags ascending within a row) with their segments, in
+ * parallel: scatter by the row's top bits into buckets (disjoint rows), then each bucket is
+ * sorted by the remaining bits and cut into segments by one thread. Deterministic.
+ */
 template <class Index>
 const SortedLookups& sort_table_lookups(const TableView& table, const BagBatch& batch,
                                         std::int64_t t) {
   const std::int64_t batch_size = batch.batch_size;
   const std::int64_t* offsets = batch.offsets.data() + t * batch_size;
-  const std::int64_t base = offsets[0];
-  const auto n = static_cast<std::size_t>(offsets[batch_size] - base);
-  const auto* indices = static_cast<const Index*>(batch.indices);
+  const auto n = static_cast<std::size_t>(offsets[batch_size] - offsets[0]);
   SortedLookups& s = thread_sort_buffers();
-  s.segment_starts.clear();
   s.rows.resize(n);
   s.bags.resize(n);
-  for (std::int64_t b = 0; b < batch_size; ++b) {
-    for (std::int64_t p = offsets[b]; p < offsets[b + 1]; ++p) {
-      s.rows[p - base] = indices[p];
-      s.bags[p - base] = b;
+  s.rows_tmp.resize(n);
+  s.bags_tmp.resize(n);
+  s.segment_starts.clear();
+  if (n == 0) {
+    s.segment_starts.push_back(0);
+    return s;
+  }
+  // Offsets relative to this table's first lookup, so positions index the sort buffers.
+  std::vector<std::int64_t> local_offsets(offsets, offsets + batch_size + 1);
+  const std::int64_t base = offsets[0];
+  for (std::int64_t& o : local_offsets) o -= base;
+  BagBatch local = batch;
+  local.indices = batch.index_type == IndexType::kI32
+                      ? static_cast<const void*>(static_cast<const std::int32_t*>(batch.indices) + base)
+                      : static_cast<const void*>(static_cast<const std::int64_t*>(batch.indices) + base);
+
+  const int key_bits = std::bit_width(static_cast<std::uint64_t>(table.rows - 1));
+  const int bucket_bits = std::min(key_bits, kDigitBits);
+  const int low_bits = key_bits - bucket_bits;
+  const std::size_t n_buckets = std::size_t{1} << bucket_bits;
+  const std::vector<std::int64_t> bucket_starts =
+      scatter_to_buckets<Index>(s, local, local_offsets.data(), low_bits, n_buckets);
+
+  const auto n_bucket_count = static_cast<std::int64_t>(n_buckets);
+  std::vector<std::int64_t> bucket_segments(n_buckets + 1, 0);
+  EMBSHARD_OMP(omp parallel)
+  {
+    std::vector<std::int64_t> counts(kDigitValues);
+    EMBSHARD_OMP(omp for schedule(dynamic, 16))
+    for (std::int64_t bucket = 0; bucket < n_bucket_count; ++bucket) {
+      const std::int64_t begin = bucket_starts[bucket], end = bucket_starts[bucket + 1];
+      sort_bucket(s, begin, end, low_bits, counts);
+      bucket_segments[bucket] = count_segments(s.rows, begin, end);
     }
   }
-  radix_sort_pairs(s, table.rows - 1);
-  for (std::size_t i = 0; i < n; ++i) {
-    if (i == 0 || s.rows[i] != s.rows[i - 1]) s.segment_starts.push_back(static_cast<std::int64_t>(i));
+  std::int64_t total_segments = 0;  // exclusive prefix: each bucket's first segment number
+  for (std::int64_t& c : bucket_segments) total_segments += std::exchange(c, total_segments);
+  s.segment_starts.resize(static_cast<std::size_t>(bucket_segments[n_buckets]) + 1);
+  EMBSHARD_OMP(omp parallel for schedule(dynamic, 16))
+  for (std::int64_t bucket = 0; bucket < n_bucket_count; ++bucket) {
+    std::int64_t next = bucket_segments[bucket];
+    const std::int64_t begin = bucket_starts[bucket], end = bucket_starts[bucket + 1];
+    for (std::int64_t i = begin; i < end; ++i) {
+      if (i == begin || s.rows[i] != s.rows[i - 1]) s.segment_starts[next++] = i;
+    }
   }
-  s.segment_starts.push_back(static_cast<std::int64_t>(n));
+  s.segment_starts.back() = static_cast<std::int64_t>(n);
   return s;
 }
 

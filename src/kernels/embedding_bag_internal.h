@@ -43,5 +43,11 @@ KernelStatus forward_cpu(std::span<const TableView> tables, const BagBatch& batc
                          std::span<float> out);
 KernelStatus backward_cpu(std::span<const TableView> tables, const BagBatch& batch,
                           std::span<const float> grad_out, const OptimizerConfig& optimizer);
+// CUDA (src/kernels/cuda/): stage host memory through CudaEmbeddingBag. Without CUDA they throw
+// Error("embshard was built without CUDA"), as do CUDA runtime failures (no device, no memory).
+KernelStatus forward_cuda(std::span<const TableView> tables, const BagBatch& batch,
+                          std::span<float> out);
+KernelStatus backward_cuda(std::span<const TableView> tables, const BagBatch& batch,
+                           std::span<const float> grad_out, const OptimizerConfig& optimizer);
 
 }  // namespace embshard::kernels::detail

@@ -14,27 +14,17 @@
 #include "embshard/data/data_io.h"
 #include "embshard/plan/plan.h"
 #include "embshard/plan/plan_io.h"
+#include "test_util.h"
 
 namespace embshard {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct CliResult {
-  int status = -1;
-  std::string out;  ///< stdout and stderr together
-};
+using CliResult = test_util::CommandResult;
 
 CliResult run_cli(const std::string& args) {
-  const std::string cmd = std::string(EMBSHARD_CLI_PATH) + " " + args + " 2>&1";
-  CliResult r;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return r;
-  std::array<char, 4096> buf{};
-  while (std::fgets(buf.data(), buf.size(), pipe) != nullptr) r.out += buf.data();
-  const int raw = pclose(pipe);
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  return r;
+  return test_util::run_command(std::string(EMBSHARD_CLI_PATH) + " " + args);
 }
 
 std::string fixture(const std::string& name) {
@@ -175,6 +165,58 @@ TEST_F(Cli, CheckAcceptsAValidPlanAndNamesTheProblemOfABadOne) {
   r = run_cli("check --task " + path("t/000.json") + " --plan " + path("bad.json"));
   EXPECT_EQ(r.status, 1) << r.out;
   EXPECT_NE(r.out.find(task.workload.tables[0].name), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, EvalJudgesAPlanAndRejectsWhatDoesNotFit) {
+  ASSERT_EQ(run_cli("task gen --quiet --protocol neuroshard --devices 4 --max-dim 16 --count 1 --seed 0 --out " + path("t")).status, 0);
+  const Task task = read_task_file(path("t/000.json"));
+  Plan plan = memory_balanced_plan(task);
+  write_plan_file(path("p.json"), plan);
+  const std::string files = " --task " + path("t/000.json") + " --plan " + path("p.json");
+  CliResult r = run_cli("eval" + files + " --objective max_sum --out " + path("r.json"));
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("step_ms"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("max_sum = "), std::string::npos) << r.out;
+  const auto report = nlohmann::json::parse(read_file(path("r.json")));
+  ASSERT_EQ(report["devices"].size(), 4u);
+  for (const char* field : {"fw_comp_ms", "fw_comm_ms", "fw_wait_ms", "bw_comm_ms", "bw_comp_ms", "hbm_bytes"}) {
+    EXPECT_TRUE(report["devices"][0].contains(field)) << field;
+  }
+  EXPECT_EQ(report["compute"]["source"], "modelled");
+  EXPECT_EQ(report["comm"]["source"], "modelled");
+  EXPECT_GE(report["objectives"]["step_ms"].get<double>(), report["objectives"]["max_sum_ms"].get<double>());
+
+  r = run_cli("eval --quiet" + files + " --backend cpu --batch 256 --repeats 1 --warmup 0 --out " + path("c.json"));
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(read_file(path("c.json")))["compute"]["source"], "measured");
+
+  plan.tables.pop_back();
+  write_plan_file(path("short.json"), plan);
+  r = run_cli("eval --task " + path("t/000.json") + " --plan " + path("short.json"));
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(r.out.find("does not fit the task"), std::string::npos) << r.out;
+  EXPECT_EQ(run_cli("eval" + files + " --objective fastest").status, 1);
+  r = run_cli("eval" + files + " --backend tpu");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("available: sim, reference, cpu"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, ProfileComputeWritesAResumableSampleFile) {
+  const std::string run = "profile compute --quiet --samples 2 --batch 64 --repeats 1 --warmup 0 "
+                          "--max-tables 2 --max-bytes 100000000 --out " + path("s.jsonl");
+  ASSERT_EQ(run_cli(run).status, 0);
+  ASSERT_EQ(run_cli(run).status, 0);  // already complete: appends nothing
+  const std::string text = read_file(path("s.jsonl"));
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 3);
+  CliResult r = run_cli("profile compute --quiet --samples 3 --batch 128 --out " + path("s.jsonl"));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("batch_size"), std::string::npos) << r.out;
+  r = run_cli("profile calibrate --samples " + path("s.jsonl"));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("at least 10 training samples"), std::string::npos) << r.out;
+  r = run_cli("profile compute --samples 1 --backend tpu --out " + path("x.jsonl"));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("unknown or unbuilt kernel backend 'tpu'"), std::string::npos) << r.out;
 }
 
 TEST_F(Cli, BadTaskFilesFailWithOneLine) {

@@ -11,6 +11,8 @@
 #include <tuple>
 #include <vector>
 
+#include "embshard/core/error.h"
+#include "embshard/kernels/cuda_embedding_bag.h"
 #include "embshard/kernels/embedding_bag.h"
 
 namespace embshard::kernels {
@@ -190,12 +192,16 @@ void check_against_reference(EmbeddingBagImpl impl, int dim, int pooling, const 
   }
 }
 
+/** kCuda is listed whenever it is built; without a visible GPU its tests skip. */
+bool runnable(EmbeddingBagImpl impl) { return impl != EmbeddingBagImpl::kCuda || cuda_device_available(); }
+
 using GridParam = std::tuple<EmbeddingBagImpl, int, int>;  // impl, dim, pooling
 
 class EmbeddingBagGrid : public ::testing::TestWithParam<GridParam> {};
 
 TEST_P(EmbeddingBagGrid, MatchesReference) {
   const auto [impl, dim, pooling] = GetParam();
+  if (!runnable(impl)) GTEST_SKIP() << "no CUDA device visible";
   for (const std::int64_t batch_size : {1, 3, 64, 257}) {
     for (const int num_tables : {1, 3}) {
       for (const WeightDtype dtype : {WeightDtype::kF32, WeightDtype::kF16}) {
@@ -267,6 +273,7 @@ void check_bad_input(EmbeddingBagImpl impl, const BadCase& c, bool use_i32) {
 }
 
 TEST_P(EmbeddingBagBadInput, ReturnsStatusAndLeavesWeights) {
+  if (!runnable(GetParam())) GTEST_SKIP() << "no CUDA device visible";
   const std::vector<BadCase> cases{
       {"negative index", KernelError::kBadIndex, 5, [](TestBatch& b) { b.idx32[5] = -1; b.idx64[5] = -1; }},
       {"index == rows", KernelError::kBadIndex, 9, [](TestBatch& b) { b.idx32[9] = 10; b.idx64[9] = 10; }},
@@ -286,6 +293,7 @@ TEST_P(EmbeddingBagBadInput, ReturnsStatusAndLeavesWeights) {
 }
 
 TEST_P(EmbeddingBagBadInput, BadShapesAndTables) {
+  if (!runnable(GetParam())) GTEST_SKIP() << "no CUDA device visible";
   TestRng rng{7};
   std::vector<TestTable> tables{make_table(10, 8, WeightDtype::kF32, rng)};
   TestBatch batch = make_batch(tables, 4, 3, false, rng);
@@ -312,6 +320,18 @@ std::string impl_name(const ::testing::TestParamInfo<EmbeddingBagImpl>& param_in
 
 INSTANTIATE_TEST_SUITE_P(All, EmbeddingBagBadInput, ::testing::ValuesIn(embedding_bag_impls()),
                          impl_name);
+
+// ---- the device-resident CUDA API without a GPU: a clear Error, no crash ----------------------------
+
+TEST(EmbeddingBagCuda, ThrowsErrorWithoutDevice) {
+  if (cuda_device_available()) GTEST_SKIP() << "a CUDA device is visible";
+  TestRng rng{3};
+  std::vector<TestTable> tables{make_table(10, 8, WeightDtype::kF32, rng)};
+  const TestBatch batch = make_batch(tables, 4, 2, false, rng);
+  const std::vector<TableView> v = views(tables);
+  EXPECT_THROW(CudaEmbeddingBag(v, batch.view()), embshard::Error);
+  EXPECT_THROW(cuda_bandwidth(), embshard::Error);
+}
 
 // ---- binary16 conversion ---------------------------------------------------------------------------
 

@@ -2,6 +2,10 @@
 // Helpers shared by the test files.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
 #include <functional>
 #include <optional>
 #include <string>
@@ -43,6 +47,24 @@ inline void expect_same_stats(const TableStats& got, const TableStats& want) {
   EXPECT_EQ(got.num_distinct, want.num_distinct);
   for (int j = 0; j < kNumReuseBins; ++j) EXPECT_EQ(got.bins[j], want.bins[j]) << "bin " << j;
   EXPECT_EQ(got.icdf, want.icdf);
+}
+
+/** Exit status and combined stdout + stderr of a shell command. */
+struct CommandResult {
+  int status = -1;
+  std::string out;
+};
+
+/** Runs `command` through the shell, capturing stdout and stderr together. */
+inline CommandResult run_command(const std::string& command) {
+  CommandResult r;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return r;
+  std::array<char, 4096> buf{};
+  while (std::fgets(buf.data(), buf.size(), pipe) != nullptr) r.out += buf.data();
+  const int raw = pclose(pipe);
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  return r;
 }
 
 }  // namespace embshard::test_util

@@ -123,6 +123,20 @@ class Pool {
   std::vector<PoolTable> tables_;
 };
 
+/** A batch of `batch_size` samples drawn from `table`'s model; `batch` selects an independent draw. */
+[[nodiscard]] TableBatch materialise_table(const PoolTable& table, std::int64_t batch_size,
+                                           std::uint64_t batch = 0);
+
+/**
+ * A generative model whose expected statistics reproduce `stats` (measured from real data or
+ * written by hand), so that tables known only by their statistics can be run on the kernels:
+ * rows, pooling and coverage are copied; the Zipf exponent (grid 0.5..1.5) and the number of
+ * active rows (bisection) are chosen so the expected distinct count at `stats.batch_size`
+ * matches and the reuse bins are closest in L1. Offset 0, bag-length shape 2. `seed` seeds the
+ * permutation and batches. Deterministic.
+ */
+[[nodiscard]] PoolTable model_from_stats(const TableStats& stats, std::uint64_t seed);
+
 /** Expected statistics of a pool table (the model of the file comment) at `batch_size`. */
 [[nodiscard]] TableStats expected_table_stats(const PoolTable& table, std::int64_t batch_size);
 

@@ -114,9 +114,12 @@ std::string_view to_string(KernelError error);
 enum class EmbeddingBagImpl : std::uint8_t {
   kReference,  ///< scalar loops, double accumulation, serial
   kCpu,        ///< OpenMP over balanced work items, vectorised along dim, prefetching, sorted backward
+  kCuda,       ///< GPU kernels (cuda_embedding_bag.h); host memory is staged to the device and back.
+               ///< Listed by embedding_bag_impls() only when built with CUDA; calling it without
+               ///< CUDA or without a visible GPU throws embshard::Error (not a KernelStatus).
 };
 
-/** Every implementation built into this library, reference first. */
+/** Every implementation built into this library, reference first (kCuda only when built with CUDA). */
 std::span<const EmbeddingBagImpl> embedding_bag_impls();
 std::string_view to_string(EmbeddingBagImpl impl);
 

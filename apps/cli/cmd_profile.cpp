@@ -1,0 +1,81 @@
+// embshard profile compute | comm
+#include <iostream>
+
+#include "commands.h"
+#include "embshard/core/error.h"
+#include "embshard/core/file_io.h"
+#include "embshard/data/pool.h"
+#include "embshard/eval/calibrate.h"
+#include "embshard/profile/compute_sampler.h"
+
+namespace embshard::cli {
+
+namespace {
+
+kernels::EmbeddingBagImpl parse_impl(const std::string& name) {
+  std::string known;
+  for (kernels::EmbeddingBagImpl impl : kernels::embedding_bag_impls()) {
+    if (name == kernels::to_string(impl)) return impl;
+    known += (known.empty() ? "" : ", ") + std::string(kernels::to_string(impl));
+  }
+  EMBSHARD_THROW("unknown or unbuilt kernel backend '", name, "' (this build has: ", known, ")");
+}
+
+}  // namespace
+
+MeasureOptions measure_options(Args& args, const MeasureOptions& defaults) {
+  MeasureOptions options = defaults;
+  options.warmup = static_cast<int>(args.get_int("warmup", options.warmup));
+  options.repeats = static_cast<int>(args.get_int("repeats", options.repeats));
+  if (args.flag("no-flush")) options.flush_cache = false;
+  const std::string problem = find_error_in_measure_options(options);
+  EMBSHARD_CHECK(problem.empty(), "--warmup/--repeats: ", problem);
+  return options;
+}
+
+int run_profile(Args& args, const Context& ctx) {
+  const auto& words = args.positional();
+  EMBSHARD_CHECK(!words.empty() && (words[0] == "compute" || words[0] == "comm" ||
+                                    words[0] == "calibrate"),
+                 "embshard profile: expected a sub-verb, 'compute', 'comm' or 'calibrate'");
+  if (words[0] == "calibrate") return run_profile_calibrate(args, ctx);
+  return words[0] == "compute" ? run_profile_compute(args, ctx) : run_profile_comm(args, ctx);
+}
+
+int run_profile_calibrate(Args& args, const Context& ctx) {
+  const std::string samples = args.require("samples");
+  const auto test_every = static_cast<int>(args.get_int("test-every", 3));
+  const auto out = args.get("out");
+  args.finish(1);
+  const SimCalibration calibration = calibrate_sim(read_cost_samples(samples, ctx), test_every, ctx);
+  const std::string json = sim_calibration_json(calibration);
+  if (out) write_file_atomic(*out, json);
+  std::cout << json;
+  return 0;
+}
+
+int run_profile_compute(Args& args, const Context& ctx) {
+  ComputeProfileRun run;
+  const std::string out = args.require("out");
+  run.num_samples = args.get_int("samples", run.num_samples);
+  run.batch_size = args.get_int("batch", run.batch_size);
+  run.seed = static_cast<std::uint64_t>(args.get_int("seed", 0));
+  const auto pool_seed = static_cast<std::uint64_t>(args.get_int("pool-seed", 0));
+  run.sampler.max_tables = static_cast<int>(args.get_int("max-tables", run.sampler.max_tables));
+  run.sampler.max_bytes = args.get_int("max-bytes", run.sampler.max_bytes);
+  run.impl = parse_impl(args.get_or("backend", "cpu"));
+  run.measure = measure_options(args, run.measure);
+  args.finish(1);
+  EMBSHARD_CHECK(run.num_samples >= 1, "--samples must be at least 1");
+  EMBSHARD_CHECK(run.batch_size >= 1 && run.batch_size <= (std::int64_t{1} << 24),
+                 "--batch must lie in [1, 2^24], got ", run.batch_size);
+  EMBSHARD_CHECK(run.sampler.max_tables >= 1 && run.sampler.max_tables <= 1000,
+                 "--max-tables must lie in [1, 1000]");
+  EMBSHARD_CHECK(run.sampler.max_bytes >= 1, "--max-bytes must be positive");
+  const Pool pool = Pool::generate(pool_seed);
+  const std::int64_t done = collect_compute_samples(pool, run, out, ctx);
+  ctx.info(detail::concat(out, ": ", done, " samples"));
+  return 0;
+}
+
+}  // namespace embshard::cli

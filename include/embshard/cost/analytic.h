@@ -1,0 +1,88 @@
+#pragma once
+/**
+ * @file analytic.h
+ * @brief The `sim` backend: a deterministic analytic model of a device's fused embedding-bag
+ *        cost, linear in a few physically meaningful features of its shard.
+ *
+ * Features of a shard (one fused call over its tables, batch B), from each table's statistics at
+ * batch B (lookups L_t, distinct rows U_t; a row range keeps the share rows/num_rows of both) and
+ * row bytes r_t = cols × bytes per element:
+ *
+ *   calls          1 if the shard has a table, else 0          (launch, thread team)
+ *   tables         number of fused tables                      (per-table set-up)
+ *   lookups        Σ L_t                                       (index reads, loop, sorting)
+ *   miss_bytes     Σ r_t · (U_t + (L_t − U_t) · evict_t)         (rows fetched from memory)
+ *   hit_bytes      Σ r_t · (L_t − U_t) · (1 − evict_t)         (re-reads served by the cache)
+ *   output_bytes   B · Σ cols · 4                              (pooled output / its gradient)
+ *   update_bytes   Σ 2 · r_t · U_t                             (backward: read + write each row once)
+ *   uvm_bytes      Σ r_t · L_t · (share of lookups to rows beyond hbm_rows, from the ICDF)
+ *
+ * with evict_t = clamp(1 − cache_bytes / (r_t · U_t), 0, 1), the share of re-reads that miss
+ * because the table's working set outgrows the last-level cache (the fused kernels walk the
+ * batch table by table, so each table has the cache to itself). Then
+ *
+ *   pass_ms = Σ_f coefficient_f · feature_f   (coefficients in ms or ns per unit, see below)
+ *
+ * separately for the forward and the backward pass. These effects follow from the form (and are
+ * tested on every built-in coefficient set): fusing tables costs less than the sum of singles
+ * (one call overhead instead of many); a column half costs more than half (lookups and tables do
+ * not halve); cost rises with pooling and dim and falls with skew (fewer distinct rows → fewer
+ * miss bytes).
+ *
+ * Coefficients: the `cpu` preset's are fitted (non-negative least squares on relative error) to
+ * measured samples of this project's `cpu` backend (`embshard profile calibrate`, docs/benchmarks.md
+ * reports the fit and its error); GPU presets use a roofline from the topology's data-sheet HBM
+ * bandwidth and L2 size — not calibrated against a GPU, and reports say so.
+ */
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "embshard/cost/compute_model.h"
+#include "embshard/data/table.h"
+
+namespace embshard {
+
+inline constexpr int kNumSimFeatures = 8;
+/** Feature names in order: calls, tables, lookups, miss_bytes, hit_bytes, output_bytes, update_bytes, uvm_bytes. */
+[[nodiscard]] const std::array<const char*, kNumSimFeatures>& sim_feature_names();
+
+using SimFeatures = std::array<double, kNumSimFeatures>;
+/** Per-feature costs in ms per unit (so pass_ms is a dot product). */
+using SimCoefficients = std::array<double, kNumSimFeatures>;
+
+struct SimHardware {
+  std::string name;            ///< "cpu (calibrated ...)" or "a100 roofline"
+  bool calibrated = false;     ///< fitted to measurements (true) or from data sheets (false)
+  std::int64_t cache_bytes = 0;
+  SimCoefficients fw{};
+  SimCoefficients bw{};
+};
+
+/** One table of a shard as the model sees it. */
+struct SimTable {
+  TableStats stats;            ///< at the batch being modelled
+  int cols = 0;
+  int bytes_per_element = 4;
+  double row_share = 1.0;      ///< rows of the shard / rows of the table
+  std::int64_t hbm_rows = -1;  ///< -1: all rows in HBM
+};
+
+[[nodiscard]] SimFeatures sim_features(std::span<const SimTable> tables, std::int64_t batch_size,
+                                       std::int64_t cache_bytes);
+[[nodiscard]] double sim_pass_ms(const SimCoefficients& coefficients, const SimFeatures& features);
+
+/** The model's hardware for a topology: calibrated for `cpu`, roofline for GPU kinds. */
+[[nodiscard]] SimHardware sim_hardware_for(const Topology& topology);
+
+/** The `sim` compute model: spec "sim". Uses the task's batch size and its tables' statistics. */
+[[nodiscard]] std::unique_ptr<ComputeModel> make_sim_model(const Topology& topology);
+
+/** Fits non-negative coefficients minimising Σ ((pred − y) / y)² (y > 0 rows only). */
+[[nodiscard]] SimCoefficients fit_sim_coefficients(std::span<const SimFeatures> features,
+                                                   std::span<const double> measured_ms);
+
+}  // namespace embshard

@@ -1,0 +1,72 @@
+#pragma once
+/**
+ * @file breakdown.h
+ * @brief What a plan costs: the per-device breakdown of one training step's embedding stage and
+ *        the objectives that fold it into one number (design.md §4).
+ *
+ * A step runs on every device at once: forward compute of the local shard, the forward
+ * all-to-all of pooled vectors, the backward all-to-all of their gradients, and the backward
+ * compute with the fused optimizer update. Per device d (milliseconds):
+ *
+ *   fw_comp_d   forward kernel of d's shard
+ *   fw_comm_d   d's part of the forward all-to-all: latency + its own send / receive volume over
+ *               its links (not counting the wait for slower devices)
+ *   fw_wait_d   the straggler wait: max_e fw_comp_e − fw_comp_d (the all-to-all cannot start
+ *               before the slowest device has its pooled vectors)
+ *   bw_comm_d   d's part of the backward all-to-all (gradients of the pooled vectors)
+ *   bw_comp_d   backward kernel of d's shard with the fused optimizer update
+ *
+ * Objectives (lower is better, except that `balance` is reported as-is, higher is better):
+ *
+ *   step      = max_d fw_comp_d + max_d fw_comm_d + max_d bw_comm_d + max_d bw_comp_d
+ *               (synchronous step: each all-to-all lasts as long as its most loaded device)
+ *   max_sum   = max_d (fw_comp_d + fw_comm_d + bw_comm_d + bw_comp_d)
+ *               (the figure NeuroShard and DreamShard report; no straggler wait)
+ *   balance   = min_d (fw_comp_d + bw_comp_d) / max_d (fw_comp_d + bw_comp_d)   (AutoShard; 1 if all 0)
+ *
+ * `step` ≥ `max_sum` always.
+ */
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace embshard {
+
+struct DeviceCost {
+  double fw_comp_ms = 0.0;
+  double fw_comm_ms = 0.0;
+  double fw_wait_ms = 0.0;
+  double bw_comm_ms = 0.0;
+  double bw_comp_ms = 0.0;
+  std::int64_t hbm_bytes = 0;   ///< memory the device's shards use (weights only)
+  std::int64_t uvm_bytes = 0;
+
+  [[nodiscard]] double sum_ms() const { return fw_comp_ms + fw_comm_ms + bw_comm_ms + bw_comp_ms; }
+};
+
+/** Where each part of a breakdown came from. */
+enum class CostSource { kMeasured, kModelled };
+[[nodiscard]] const char* to_string(CostSource source);
+
+struct CostBreakdown {
+  std::vector<DeviceCost> devices;
+  CostSource compute_source = CostSource::kModelled;
+  CostSource comm_source = CostSource::kModelled;
+  std::string compute_detail;   ///< e.g. "cpu kernels, batch 8192, median of 5" or "sim:preset=v100"
+  std::string comm_detail;      ///< e.g. "link model of v100:..." or "MPI, 4 ranks"
+};
+
+enum class Objective { kStep, kMaxSum, kBalance };
+
+/** "step", "max_sum", "balance". */
+[[nodiscard]] const char* to_string(Objective objective);
+/** Parses an objective name; throws Error listing the names otherwise. */
+[[nodiscard]] Objective parse_objective(const std::string& name);
+
+/** The objective's value (definitions in the file comment); 0 for a breakdown with no devices. */
+[[nodiscard]] double objective_value(const CostBreakdown& breakdown, Objective objective);
+
+/** Fills every device's fw_wait_ms from the fw_comp_ms values. */
+void fill_straggler_wait(CostBreakdown& breakdown);
+
+}  // namespace embshard

@@ -1,0 +1,58 @@
+#pragma once
+/**
+ * @file compute_model.h
+ * @brief Where a device's compute cost comes from: the interface every compute backend
+ *        implements (`sim` analytic model, real kernels on `cpu` / `cuda`, later neural models),
+ *        and the plan-to-device grouping they all start from.
+ *
+ * A device runs one fused kernel call over all of its shards (DreamShard / NeuroShard's
+ * "multi-table" cost). A shard of table t contributes its columns as one fused table of width
+ * `num_cols()` whose lookups are table t's lookups that fall in the shard's row range; column
+ * shards therefore duplicate the table's lookups (the papers do).
+ */
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "embshard/core/context.h"
+#include "embshard/cost/breakdown.h"
+#include "embshard/plan/plan.h"
+
+namespace embshard {
+
+/** A shard together with the task table it cuts. */
+struct PlacedShard {
+  int table = 0;   ///< index into task.workload.tables
+  Shard shard;
+};
+
+/** Every device's shards, in plan order (devices without shards get an empty list). */
+[[nodiscard]] std::vector<std::vector<PlacedShard>> shards_by_device(const Task& task,
+                                                                     const Plan& plan);
+
+/** Per device, the summed output columns of its shards (what it sends in the all-to-all). */
+[[nodiscard]] std::vector<std::int64_t> device_dim_sums(
+    const std::vector<std::vector<PlacedShard>>& by_device);
+
+struct DeviceCompute {
+  double fw_ms = 0.0;
+  double bw_ms = 0.0;
+};
+
+class ComputeModel {
+ public:
+  virtual ~ComputeModel() = default;
+  /** Canonical spec, e.g. "sim:preset=cpu" or "cpu:batch=8192,repeats=5". */
+  [[nodiscard]] virtual std::string spec() const = 0;
+  /** Measured (real kernels) or modelled. */
+  [[nodiscard]] virtual CostSource source() const = 0;
+  /** Human-readable detail for reports: batch, repeats, calibration. */
+  [[nodiscard]] virtual std::string detail() const = 0;
+  /** Forward and backward compute of one device holding `shards` (empty → 0). */
+  [[nodiscard]] virtual DeviceCompute device_compute(const Task& task,
+                                                     std::span<const PlacedShard> shards,
+                                                     const Context& ctx) = 0;
+};
+
+}  // namespace embshard

@@ -1,0 +1,42 @@
+#pragma once
+/**
+ * @file calibrate.h
+ * @brief Fits the `sim` model's coefficients to measured compute samples and reports how far the
+ *        fitted model is from measurements it did not see.
+ *
+ * Each compute sample (profile/cost_sample.h) is a fused shard of pool tables at the file's
+ * batch; its features come from the pool's expected statistics at that batch (cost/analytic.h)
+ * with the measuring machine's last-level cache. Samples are split deterministically: every
+ * sample whose index is ≡ 0 mod `test_every` is held out; the rest fit the forward and backward
+ * coefficients (non-negative, relative error). Errors are |model − measured| / measured.
+ */
+#include <cstdint>
+#include <string>
+
+#include "embshard/core/context.h"
+#include "embshard/cost/analytic.h"
+#include "embshard/profile/cost_sample.h"
+
+namespace embshard {
+
+struct RelativeErrors {
+  double median = 0.0;
+  double mean = 0.0;
+  double p90 = 0.0;
+  std::int64_t count = 0;
+};
+
+struct SimCalibration {
+  SimHardware hardware;
+  RelativeErrors fw_train, bw_train;
+  RelativeErrors fw_test, bw_test;
+};
+
+/** Fits and evaluates (file comment); needs at least 10 training samples. */
+[[nodiscard]] SimCalibration calibrate_sim(const CostSampleFile& samples, int test_every,
+                                           const Context& ctx);
+
+/** The calibration as JSON: coefficients by feature name, cache bytes and the error figures. */
+[[nodiscard]] std::string sim_calibration_json(const SimCalibration& calibration);
+
+}  // namespace embshard

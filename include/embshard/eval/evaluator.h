@@ -1,0 +1,70 @@
+#pragma once
+/**
+ * @file evaluator.h
+ * @brief The judge: what a plan costs on a task, per device, from a chosen backend.
+ *
+ *   compute   `sim`  — the analytic model (cost/analytic.h), modelled
+ *             `cpu`  — each device's shard run in turn on this machine's fused CPU kernel
+ *                      (profile/shard_bench.h), measured; `reference` the same on the scalar
+ *                      reference kernel (slow; for checking)
+ *             `cuda` — the same on a GPU, where embshard was built with CUDA and a GPU is visible
+ *   comm      the link model of the task's topology (cost/link_model.h), modelled; measured
+ *             all-to-alls come from `embshard profile comm` under MPI
+ *   memory    from the plan (plan_memory)
+ *
+ * Measured backends draw each table's lookups from its generative model: the pool table it came
+ * from (`source_id` ≥ 0, pool `task.pool_seed`), else a model fitted to its statistics
+ * (`model_from_stats`). They run at `batch_size` (default: the task's) — a smaller batch keeps a
+ * 60-table task to minutes on a small machine; the result records the batch it used, and the
+ * link model uses the same batch so compute and comm stay comparable.
+ *
+ * The plan is checked against the task first (`find_error_in_plan`); a bad plan is an Error.
+ */
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "embshard/core/context.h"
+#include "embshard/cost/breakdown.h"
+#include "embshard/cost/compute_model.h"
+#include "embshard/plan/plan.h"
+#include "embshard/profile/measure.h"
+
+namespace embshard {
+
+struct EvalOptions {
+  std::string backend = "sim";     ///< sim | cpu | reference | cuda
+  std::int64_t batch_size = 0;     ///< measured backends: batch to run; 0 = the task's
+  MeasureOptions measure;          ///< measured backends
+  std::uint64_t batch_number = 0;  ///< which draw of the lookups
+};
+
+struct EvalResult {
+  CostBreakdown breakdown;
+  std::int64_t batch_size = 0;     ///< batch the costs are for
+  std::string backend;             ///< canonical spec of the compute backend
+  double step_ms = 0.0;
+  double max_sum_ms = 0.0;
+  double balance = 0.0;
+  double wall_ms = 0.0;            ///< time the evaluation took
+};
+
+/** Names of the compute backends this build offers (sim, cpu, reference, and cuda if built). */
+[[nodiscard]] std::vector<std::string> eval_backends();
+
+/** The compute model of a backend; throws Error for an unknown or unavailable backend. */
+[[nodiscard]] std::unique_ptr<ComputeModel> make_compute_model(const Task& task,
+                                                               const EvalOptions& options);
+
+/** Evaluates `plan` on `task` (file comment). */
+[[nodiscard]] EvalResult evaluate_plan(const Task& task, const Plan& plan,
+                                       const EvalOptions& options, const Context& ctx);
+
+/** The result as a JSON document (see docs/architecture.md, "eval report"). */
+[[nodiscard]] std::string eval_result_json(const EvalResult& result, const Task& task,
+                                           const Plan& plan);
+
+/** A fixed-width text table of the per-device breakdown and the objectives. */
+[[nodiscard]] std::string eval_result_table(const EvalResult& result);
+
+}  // namespace embshard

@@ -1,0 +1,97 @@
+#pragma once
+/**
+ * @file cuda_embedding_bag.h
+ * @brief The CUDA implementation of the embedding-bag operator, device-resident (for timing).
+ *
+ * Semantics are those of embedding_bag.h, unchanged. `embedding_bag_forward/backward(kCuda, …)`
+ * work on host memory by staging through this class (upload, run, download); this class keeps
+ * one set of tables and one batch on the GPU so that the kernels alone can be timed.
+ *
+ * Kernels: forward = one warp per (table, bag), float4 loads for fp32 (4×half for fp16) when
+ * dim % 4 == 0, scalar otherwise, fp32 accumulation. Backward = per table, (row, bag) pairs
+ * radix-sorted by row (stable: bags ascending within a row), one warp per distinct row sums its
+ * gradient rows (fp32 blocks of 16, double totals) and applies the update once: deterministic.
+ * Index validity is checked once on upload (device-side minimum over bad positions); forward and
+ * backward then return that status and launch nothing when it is bad.
+ *
+ * Limits: at most 2^31 − 1 lookups per table. Errors of the CUDA runtime (no device, out of
+ * memory) and bad tables/shapes given to the constructor throw embshard::Error; so does every
+ * member when embshard was built without CUDA ("embshard was built without CUDA").
+ * This header needs no CUDA headers.
+ */
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+
+#include "embshard/kernels/embedding_bag.h"
+
+namespace embshard::kernels {
+
+/** True when embshard was built with CUDA and a GPU is visible; never throws. */
+bool cuda_device_available();
+
+/** Bandwidth figures of the current GPU (0 where unknown). */
+struct CudaBandwidth {
+  double hbm_peak_gbps = 0;  ///< data-sheet peak: 2 · memory clock · bus width (0 if not reported)
+  double copy_gbps = 0;      ///< measured device-to-device cudaMemcpy: 2 · bytes / t
+};
+
+/** Measures/reads the bandwidth of the current GPU; throws Error without CUDA or GPU. */
+CudaBandwidth cuda_bandwidth();
+
+/** One set of tables and one batch, resident on the current GPU. */
+class CudaEmbeddingBag {
+ public:
+  /**
+   * Uploads the tables' weights (and momentum where non-null), the offsets and indices, and
+   * checks the index values once. Throws Error when the tables or the batch are invalid
+   * (shape checks of embedding_bag.h) or on CUDA errors.
+   */
+  CudaEmbeddingBag(std::span<const TableView> tables, const BagBatch& batch);
+  ~CudaEmbeddingBag();
+  CudaEmbeddingBag(CudaEmbeddingBag&&) noexcept;
+  CudaEmbeddingBag& operator=(CudaEmbeddingBag&&) noexcept;
+  CudaEmbeddingBag(const CudaEmbeddingBag&) = delete;
+  CudaEmbeddingBag& operator=(const CudaEmbeddingBag&) = delete;
+
+  /** B · total_dim: floats of the output and of grad_out. */
+  [[nodiscard]] std::int64_t output_floats() const;
+
+  /** Result of the index check done on upload (kBadIndex with the smallest bad position). */
+  [[nodiscard]] KernelStatus index_status() const;
+
+  /** Enqueues the forward into the device output (asynchronous); returns index_status(). */
+  KernelStatus forward();
+
+  /** Uploads grad_out (output_floats() floats; Error otherwise) for the following backward calls. */
+  void set_grad_output(std::span<const float> grad_out);
+
+  /**
+   * Enqueues backward + fused update of the device tables (asynchronous); returns index_status()
+   * and updates nothing when it is bad. Row-wise Adagrad needs momentum for every table with
+   * rows > 0 (kBadTable with the table number otherwise).
+   */
+  KernelStatus backward(const OptimizerConfig& optimizer);
+
+  /** Waits for everything enqueued. */
+  void synchronize();
+
+  /** Copies the device output to `out` (output_floats() floats; Error otherwise); synchronises. */
+  void copy_output_to(std::span<float> out);
+
+  /**
+   * Copies the device weights (and momentum where the view's is non-null) into `tables`, which
+   * must have the uploaded shapes (Error otherwise); synchronises.
+   */
+  void copy_tables_to(std::span<const TableView> tables);
+
+  /** Runs `work` (which enqueues calls on this object) between two cudaEvents; milliseconds. */
+  double elapsed_ms(const std::function<void()>& work);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace embshard::kernels

@@ -1,0 +1,133 @@
+#pragma once
+/**
+ * @file cost_sample.h
+ * @brief The append-only cost-sample file: the training data of every cost model.
+ *
+ * JSON Lines. Line 1 is the header; every further line is one sample:
+ *
+ *   {"format": "embshard-cost-samples", "version": 1, "kind": "compute" | "comm",
+ *    "backend": "cpu", "sampler": "<canonical sampler spec>", "seed": 7, "pool_seed": 0,
+ *    "batch_size": 8192, "precision": "fp32",
+ *    "measure": {"warmup": 2, "repeats": 5, "flush_cache": true, "trim": 0.2},
+ *    "fingerprint": {"device_kind": "...", "cpu_model": "...", "logical_cpus": 2,
+ *                    "threads": 2, "llc_bytes": 33554432, "memory_bytes": ...},
+ *    "embshard_version": "0.1.0+abc", "created_utc": "..."}
+ *   {"index": 0, "tables": [{"pool_id": 12, "dim": 64}, ...],            // compute
+ *    "fw_ms": 1.2, "bw_ms": 3.4, "fw_trimmed_ms": 1.21, "bw_trimmed_ms": 3.5}
+ *   {"index": 0, "dim_sums": [256, 128, 64, 512], "sleep_ms": [0, 3, 1, 0], // comm, per device
+ *    "fw_ms": [...], "bw_ms": [...]}
+ *
+ * Times are medians over the measured repeats (`*_trimmed_ms` the trimmed mean). Sample i is a
+ * pure function of (sampler, seed, i), so collection can stop anywhere and resume:
+ * `CostSampleWriter` reopens an existing file only if its header describes the same experiment
+ * (everything but version string and creation time), drops a torn last line (a crash while
+ * writing it), checks the indices run 0, 1, 2, … and continues at the next one. Each sample is
+ * appended with one write(2) and flushed, so a crash loses at most the sample being measured.
+ */
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "embshard/core/context.h"
+#include "embshard/profile/measure.h"
+
+namespace embshard {
+
+inline constexpr int kCostSampleVersion = 1;
+
+enum class SampleKind { kCompute, kComm };
+[[nodiscard]] const char* to_string(SampleKind kind);
+
+/** What makes timings of one machine comparable with another's. */
+struct HardwareFingerprint {
+  std::string device_kind;       ///< "cpu" or the GPU's name
+  std::string cpu_model;         ///< /proc/cpuinfo "model name"
+  int logical_cpus = 0;
+  int threads = 0;               ///< threads the measurement used
+  std::int64_t llc_bytes = 0;
+  std::int64_t memory_bytes = 0; ///< physical memory (MemTotal)
+  bool operator==(const HardwareFingerprint&) const = default;
+};
+
+/** This machine's fingerprint for a measurement with `threads` threads on `device_kind`. */
+[[nodiscard]] HardwareFingerprint this_machine(const std::string& device_kind, int threads);
+
+struct CostSampleHeader {
+  SampleKind kind = SampleKind::kCompute;
+  std::string backend = "cpu";
+  std::string sampler;            ///< canonical spec of the sampler that drew the samples
+  std::uint64_t seed = 0;
+  std::uint64_t pool_seed = 0;
+  std::int64_t batch_size = 0;
+  std::string precision = "fp32";
+  MeasureOptions measure;
+  HardwareFingerprint fingerprint;
+  std::string embshard_version;   ///< informational
+  std::string created_utc;        ///< informational
+};
+
+/**
+ * "" if `existing` (read from a file) describes the same experiment as `wanted`, else a line
+ * naming the first field that differs and both values.
+ */
+[[nodiscard]] std::string find_header_mismatch(const CostSampleHeader& existing,
+                                               const CostSampleHeader& wanted);
+
+/** A table of a measured shard: a pool table at a (possibly augmented) dim. */
+struct SampleTable {
+  std::int64_t pool_id = 0;
+  int dim = 0;
+  bool operator==(const SampleTable&) const = default;
+};
+
+struct ComputeSample {
+  std::int64_t index = 0;
+  std::vector<SampleTable> tables;   ///< fused into one kernel call, in this order
+  double fw_ms = 0.0;
+  double bw_ms = 0.0;
+  double fw_trimmed_ms = 0.0;
+  double bw_trimmed_ms = 0.0;
+};
+
+struct CommSample {
+  std::int64_t index = 0;
+  std::vector<std::int64_t> dim_sums;  ///< per device: summed dims of its tables
+  std::vector<double> sleep_ms;        ///< per device: delay before it joined the forward a2a
+  std::vector<double> fw_ms;           ///< per device: forward all-to-all time (sleep excluded)
+  std::vector<double> bw_ms;           ///< per device: backward all-to-all time
+};
+
+/** A whole file, read strictly (errors name the file, line and field). */
+struct CostSampleFile {
+  CostSampleHeader header;
+  std::vector<ComputeSample> compute;  ///< filled when header.kind == kCompute
+  std::vector<CommSample> comm;        ///< filled when header.kind == kComm
+};
+
+/** Reads a cost-sample file; a torn last line is ignored (with a warning on `ctx`). */
+[[nodiscard]] CostSampleFile read_cost_samples(const std::string& path, const Context& ctx);
+
+/** Appends samples to a file, creating or resuming it (see the file comment). */
+class CostSampleWriter {
+ public:
+  /** Opens `path`; throws Error if an existing file's header does not match `header`. */
+  CostSampleWriter(std::string path, const CostSampleHeader& header, const Context& ctx);
+  ~CostSampleWriter();
+  CostSampleWriter(const CostSampleWriter&) = delete;
+  CostSampleWriter& operator=(const CostSampleWriter&) = delete;
+
+  /** Index of the next sample (number of samples already in the file). */
+  [[nodiscard]] std::int64_t next_index() const { return next_index_; }
+  void append(const ComputeSample& sample);
+  void append(const CommSample& sample);
+
+ private:
+  void append_line(const std::string& line, std::int64_t index);
+
+  std::string path_;
+  SampleKind kind_;
+  int fd_ = -1;
+  std::int64_t next_index_ = 0;
+};
+
+}  // namespace embshard

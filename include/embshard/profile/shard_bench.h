@@ -1,0 +1,88 @@
+#pragma once
+/**
+ * @file shard_bench.h
+ * @brief Times one device's shard — several tables fused into one embedding-bag call — on a
+ *        real kernel, forward and backward separately.
+ *
+ * Construction does all the set-up outside the timed region: it draws `batch_size` samples of
+ * each table's lookups from its generative model (`PoolTable`, see data/pool.h; tables known
+ * only by statistics get one from `model_from_stats`), keeps the lookups that fall in the
+ * shard's row range (re-based to the range, as a row-wise shard sees them), lays them out
+ * table-major as one CSR batch with int32 indices, and reserves each table lazily
+ * (`LazyTable`) with just the looked-up rows materialised.
+ *
+ * `measure` then times, with the discipline of measure.h, the forward (SUM pooling into an fp32
+ * [B × Σ dims] output) and, separately, the backward with the fused optimizer (exact SGD by
+ * default, as the papers time it) against a fixed gradient. Its cache flush evicts exactly the
+ * operator's data — every looked-up row (and its optimizer state), the indices, offsets, output
+ * and gradient — from all cache levels before each repeat (`evict_lines`). With the CUDA
+ * implementation the shard is uploaded once and each pass is timed with GPU events; the GPU's
+ * L2 (≤ 50 MB) is not flushed between repeats — a documented gap. Column shards duplicate their
+ * table's lookups (the papers do): a table split in two column halves is two shard tables with
+ * the same model and half the dim each.
+ */
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "embshard/data/pool.h"
+#include "embshard/kernels/embedding_bag.h"
+#include "embshard/profile/lazy_table.h"
+#include "embshard/profile/measure.h"
+
+namespace embshard {
+
+/** One table of a shard. */
+struct ShardTableSpec {
+  PoolTable model;              ///< lookup model of the whole table
+  int dim = 0;                  ///< columns this shard holds
+  WeightType dtype = WeightType::kF32;
+  std::int64_t row_begin = 0;   ///< rows of the table this shard holds: [row_begin, row_end)
+  std::int64_t row_end = -1;    ///< -1: to the last row
+};
+
+struct ShardTiming {
+  Timing fw;
+  Timing bw;
+  std::int64_t num_lookups = 0;     ///< lookups of the measured batch, all tables
+  std::int64_t reserved_bytes = 0;  ///< full size of the shard's tables (and optimizer state)
+  std::int64_t resident_bytes = 0;  ///< what the lazy backing really occupied
+};
+
+class ShardBench {
+ public:
+  /**
+   * Prepares the shard. `batch_number` picks an independent draw of the lookups. Throws Error
+   * for a table with more than 2^31 − 1 rows (int32 indices) or an empty row range.
+   */
+  ShardBench(std::vector<ShardTableSpec> tables, std::int64_t batch_size,
+             std::uint64_t batch_number, kernels::EmbeddingBagImpl impl,
+             kernels::OptimizerConfig optimizer = {});
+
+  /** Times forward and backward; an empty shard costs 0 ms. */
+  [[nodiscard]] ShardTiming measure(const MeasureOptions& options);
+
+  [[nodiscard]] std::int64_t num_lookups() const { return static_cast<std::int64_t>(indices_.size()); }
+
+ private:
+  void append_lookups(const ShardTableSpec& table, std::uint64_t batch_number);
+  void check(const kernels::KernelStatus& status, const char* what) const;
+  /** The CUDA path: tables and lookups uploaded once, kernels timed with GPU events. */
+  ShardTiming measure_on_gpu(const kernels::BagBatch& batch, const MeasureOptions& options,
+                             ShardTiming timing);
+  /** Evicts the operator's data from the caches (file comment). */
+  void flush_operands() const;
+
+  std::int64_t batch_size_ = 0;
+  kernels::EmbeddingBagImpl impl_;
+  kernels::OptimizerConfig optimizer_;
+  std::vector<LazyTable> tables_;
+  std::vector<std::vector<std::int32_t>> touched_rows_;  ///< per table, sorted, distinct
+  std::vector<kernels::TableView> views_;
+  std::vector<std::int64_t> offsets_{0};
+  std::vector<std::int32_t> indices_;
+  std::vector<float> out_;
+  std::vector<float> grad_out_;
+};
+
+}  // namespace embshard

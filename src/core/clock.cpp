@@ -1,0 +1,24 @@
+#include "embshard/core/clock.h"
+
+#include <cstdio>
+#include <ctime>
+
+namespace embshard {
+
+std::string utc_timestamp() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
+
+std::string format_duration(double seconds) {
+  char text[32];
+  const auto s = static_cast<long>(seconds < 0 ? 0 : seconds);
+  std::snprintf(text, sizeof text, "%ld:%02ld:%02ld", s / 3600, s / 60 % 60, s % 60);
+  return text;
+}
+
+}  // namespace embshard

@@ -1,0 +1,194 @@
+// The `sim` backend's analytic model (analytic.h).
+#include "embshard/cost/analytic.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "embshard/core/error.h"
+
+namespace embshard {
+namespace {
+
+enum Feature { kCalls, kTables, kLookups, kMissBytes, kHitBytes, kOutputBytes, kUpdateBytes, kUvmBytes };
+
+/** Share of a table's lookups served by its `hot_rows` hottest rows (ICDF, linear in between). */
+double hot_share(const TableStats& stats, std::int64_t hot_rows) {
+  if (hot_rows < 0 || hot_rows >= stats.num_distinct) return 1.0;
+  if (stats.icdf.size() != static_cast<std::size_t>(kNumIcdfSteps)) {
+    return static_cast<double>(hot_rows) / static_cast<double>(std::max<std::int64_t>(stats.num_rows, 1));
+  }
+  double previous_rows = 0.0;
+  for (int k = 0; k < kNumIcdfSteps; ++k) {
+    const double rows = stats.icdf[static_cast<std::size_t>(k)];
+    if (rows > static_cast<double>(hot_rows)) {
+      const double within = rows > previous_rows ? (hot_rows - previous_rows) / (rows - previous_rows) : 0.0;
+      return (k + within) / kNumIcdfSteps;
+    }
+    previous_rows = rows;
+  }
+  return 1.0;
+}
+
+// This project's 2-core VM (Intel Xeon, 480 MiB L3), fitted by `embshard profile calibrate` on 200
+// of 300 compute samples (batch 8192, seed 1; docs/benchmarks.md, "sim calibration"); held-out
+// relative error: median 15% forward, 10% backward. Units: ms per call, per table, per lookup,
+// per byte. The uvm coefficient is not fitted and is 0: the cpu backend has no UVM tier (all rows
+// are host memory, already paid for as miss/hit bytes). The fit puts no cost on `calls`: on two
+// cores a fused call is not cheaper than its tables run alone (measured: 1.18× the sum of
+// singles, docs/benchmarks.md), so this model makes fusion cost-neutral on `cpu`.
+constexpr SimCoefficients kCpuForward{0, 0.001289, 2.836e-06, 1.517e-07, 1.319e-08, 1.026e-07, 4.726e-11, 0};
+constexpr SimCoefficients kCpuBackward{0, 0.09304, 2.025e-05, 2.584e-07, 3.194e-08, 3.481e-08, 1.546e-11, 0};
+constexpr std::int64_t kCpuCacheBytes = 503316480;
+
+/** L2 size of the GPU presets' devices (data sheets), by device kind; 40 MB otherwise. */
+std::int64_t gpu_l2_bytes(const std::string& device_kind) {
+  if (device_kind.find("2080") != std::string::npos) return 5632 << 10;
+  if (device_kind.find("V100") != std::string::npos) return 6 << 20;
+  if (device_kind.find("H100") != std::string::npos) return 50 << 20;
+  return 40 << 20;
+}
+
+/** Roofline coefficients from a device's HBM and UVM bandwidth (GB/s). */
+SimHardware gpu_roofline(const Topology& topology) {
+  const Device& device = topology.devices.front();
+  const double hbm_ms_per_byte = 1e-6 / (0.7 * device.hbm_gbps);  // 70% of peak for gathers
+  const double uvm_ms_per_byte = 1e-6 / device.uvm_gbps;
+  SimHardware hw;
+  hw.name = topology.device_kind + " roofline (data sheet, not calibrated)";
+  hw.cache_bytes = gpu_l2_bytes(topology.device_kind);
+  // fw: launch 10 µs, 1 µs per table; each lookup reads its index and offsets and costs about
+  // two 32-byte sectors of scheduling and partial-sector waste.
+  hw.fw = {0.010, 0.001, 64.0 * hbm_ms_per_byte, hbm_ms_per_byte, hbm_ms_per_byte / 3.0,
+           hbm_ms_per_byte, 0.0, uvm_ms_per_byte};
+  // bw: radix sort of (row, position) pairs (~4 passes of 16 bytes per lookup), gradient reads,
+  // and the fused update's read + write of each distinct row.
+  hw.bw = {0.030, 0.002, 128.0 * hbm_ms_per_byte, hbm_ms_per_byte, hbm_ms_per_byte / 3.0,
+           hbm_ms_per_byte, hbm_ms_per_byte, uvm_ms_per_byte};
+  return hw;
+}
+
+class SimModel final : public ComputeModel {
+ public:
+  explicit SimModel(SimHardware hardware) : hardware_(std::move(hardware)) {}
+  [[nodiscard]] std::string spec() const override { return "sim"; }
+  [[nodiscard]] CostSource source() const override { return CostSource::kModelled; }
+  [[nodiscard]] std::string detail() const override { return "sim: " + hardware_.name; }
+
+  [[nodiscard]] DeviceCompute device_compute(const Task& task, std::span<const PlacedShard> shards,
+                                             const Context&) override {
+    std::vector<SimTable> tables;
+    for (const PlacedShard& p : shards) {
+      const TableSpec& spec = task.workload.tables[static_cast<std::size_t>(p.table)];
+      SimTable t;
+      t.stats = spec.stats;
+      t.cols = p.shard.num_cols();
+      t.bytes_per_element = bytes_per_element(spec.dtype);
+      t.row_share = static_cast<double>(p.shard.num_rows()) /
+                    static_cast<double>(std::max<std::int64_t>(spec.num_rows(), 1));
+      t.hbm_rows = p.shard.hbm_rows < 0 ? -1 : p.shard.hbm_rows;
+      tables.push_back(std::move(t));
+    }
+    const SimFeatures f = sim_features(tables, task.workload.batch_size, hardware_.cache_bytes);
+    return {sim_pass_ms(hardware_.fw, f), sim_pass_ms(hardware_.bw, f)};
+  }
+
+ private:
+  SimHardware hardware_;
+};
+
+}  // namespace
+
+const std::array<const char*, kNumSimFeatures>& sim_feature_names() {
+  static constexpr std::array<const char*, kNumSimFeatures> names{
+      "calls", "tables", "lookups", "miss_bytes", "hit_bytes", "output_bytes", "update_bytes",
+      "uvm_bytes"};
+  return names;
+}
+
+SimFeatures sim_features(std::span<const SimTable> tables, std::int64_t batch_size,
+                         std::int64_t cache_bytes) {
+  SimFeatures f{};
+  for (const SimTable& t : tables) {
+    const double row_bytes = static_cast<double>(t.cols) * t.bytes_per_element;
+    const double lookups = t.row_share * static_cast<double>(t.stats.num_indices);
+    const double distinct = t.row_share * static_cast<double>(t.stats.num_distinct);
+    const double reuse = std::max(0.0, lookups - distinct);
+    const double working_set = distinct * row_bytes;
+    const double evict =
+        working_set > 0 ? std::clamp(1.0 - static_cast<double>(cache_bytes) / working_set, 0.0, 1.0)
+                        : 0.0;
+    f[kTables] += 1.0;
+    f[kLookups] += lookups;
+    f[kMissBytes] += row_bytes * (distinct + reuse * evict);
+    f[kHitBytes] += row_bytes * reuse * (1.0 - evict);
+    f[kOutputBytes] += static_cast<double>(batch_size) * t.cols * 4.0;
+    f[kUpdateBytes] += 2.0 * row_bytes * distinct;
+    f[kUvmBytes] += row_bytes * lookups * (1.0 - hot_share(t.stats, t.hbm_rows));
+  }
+  f[kCalls] = tables.empty() ? 0.0 : 1.0;
+  return f;
+}
+
+double sim_pass_ms(const SimCoefficients& c, const SimFeatures& f) {
+  double ms = 0.0;
+  for (int i = 0; i < kNumSimFeatures; ++i) ms += c[i] * f[i];
+  return ms;
+}
+
+SimHardware sim_hardware_for(const Topology& topology) {
+  EMBSHARD_CHECK(!topology.devices.empty(), "sim: the topology has no devices");
+  if (topology.device_kind != "cpu") return gpu_roofline(topology);
+  SimHardware hw;
+  hw.name = "cpu calibrated on this project's cpu backend";
+  hw.calibrated = true;
+  hw.cache_bytes = kCpuCacheBytes;
+  hw.fw = kCpuForward;
+  hw.bw = kCpuBackward;
+  return hw;
+}
+
+std::unique_ptr<ComputeModel> make_sim_model(const Topology& topology) {
+  return std::make_unique<SimModel>(sim_hardware_for(topology));
+}
+
+SimCoefficients fit_sim_coefficients(std::span<const SimFeatures> features,
+                                     std::span<const double> measured_ms) {
+  EMBSHARD_CHECK(features.size() == measured_ms.size() && !features.empty(),
+                 "sim fit: needs as many measurements as feature rows, and at least one");
+  // Normal equations of the relative-error least squares, A^T A x = A^T 1 with rows f / y.
+  std::array<std::array<double, kNumSimFeatures>, kNumSimFeatures> ata{};
+  std::array<double, kNumSimFeatures> atb{};
+  std::array<double, kNumSimFeatures> scale{};  // column scaling keeps the system well conditioned
+  for (const SimFeatures& f : features) {
+    for (int i = 0; i < kNumSimFeatures; ++i) scale[i] = std::max(scale[i], std::abs(f[i]));
+  }
+  for (std::size_t r = 0; r < features.size(); ++r) {
+    if (!(measured_ms[r] > 0)) continue;
+    std::array<double, kNumSimFeatures> row{};
+    for (int i = 0; i < kNumSimFeatures; ++i) {
+      row[i] = scale[i] > 0 ? features[r][i] / scale[i] / measured_ms[r] : 0.0;
+    }
+    for (int i = 0; i < kNumSimFeatures; ++i) {
+      atb[i] += row[i];
+      for (int j = 0; j < kNumSimFeatures; ++j) ata[i][j] += row[i] * row[j];
+    }
+  }
+  // Projected coordinate descent: converges to the non-negative least-squares optimum.
+  SimCoefficients x{};
+  for (int sweep = 0; sweep < 20000; ++sweep) {
+    double largest_step = 0.0;
+    for (int i = 0; i < kNumSimFeatures; ++i) {
+      if (ata[i][i] <= 0) continue;
+      double gradient = -atb[i];
+      for (int j = 0; j < kNumSimFeatures; ++j) gradient += ata[i][j] * x[j];
+      const double updated = std::max(0.0, x[i] - gradient / ata[i][i]);
+      largest_step = std::max(largest_step, std::abs(updated - x[i]));
+      x[i] = updated;
+    }
+    if (largest_step < 1e-12) break;
+  }
+  for (int i = 0; i < kNumSimFeatures; ++i) x[i] = scale[i] > 0 ? x[i] / scale[i] : 0.0;
+  return x;
+}
+
+}  // namespace embshard

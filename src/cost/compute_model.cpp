@@ -1,0 +1,39 @@
+#include "embshard/cost/compute_model.h"
+
+#include <map>
+
+#include "embshard/core/error.h"
+
+namespace embshard {
+
+std::vector<std::vector<PlacedShard>> shards_by_device(const Task& task, const Plan& plan) {
+  std::map<std::string, int> table_index;
+  const auto& tables = task.workload.tables;
+  for (std::size_t t = 0; t < tables.size(); ++t) table_index[tables[t].name] = static_cast<int>(t);
+  std::vector<std::vector<PlacedShard>> by_device(
+      static_cast<std::size_t>(task.topology.num_devices()));
+  for (const TablePlacement& placement : plan.tables) {
+    const auto it = table_index.find(placement.table);
+    EMBSHARD_CHECK(it != table_index.end(), "plan names table '", placement.table,
+                   "', which the task does not have");
+    for (const Shard& shard : placement.shards) {
+      EMBSHARD_CHECK(shard.device >= 0 && shard.device < task.topology.num_devices(),
+                     "plan: table '", placement.table, "': device ", shard.device,
+                     " does not exist");
+      by_device[static_cast<std::size_t>(shard.device)].push_back({it->second, shard});
+    }
+  }
+  return by_device;
+}
+
+std::vector<std::int64_t> device_dim_sums(const std::vector<std::vector<PlacedShard>>& by_device) {
+  std::vector<std::int64_t> sums;
+  for (const auto& shards : by_device) {
+    std::int64_t sum = 0;
+    for (const PlacedShard& p : shards) sum += p.shard.num_cols();
+    sums.push_back(sum);
+  }
+  return sums;
+}
+
+}  // namespace embshard

@@ -1,0 +1,48 @@
+#include "embshard/cost/link_model.h"
+
+#include <algorithm>
+
+#include "embshard/core/error.h"
+
+namespace embshard {
+
+std::vector<LinkVolume> all_to_all_volumes(const Topology& topology,
+                                           const std::vector<std::int64_t>& dim_sums,
+                                           std::int64_t batch_size, int element_bytes) {
+  const int n = topology.num_devices();
+  EMBSHARD_ASSERT(static_cast<int>(dim_sums.size()) == n);
+  std::vector<LinkVolume> volumes(static_cast<std::size_t>(n));
+  const double share = static_cast<double>(batch_size) / n * element_bytes;
+  for (int d = 0; d < n; ++d) {
+    const auto bytes = static_cast<std::int64_t>(share * static_cast<double>(dim_sums[d]));
+    for (int e = 0; e < n; ++e) {
+      if (e == d) continue;
+      const bool intra = topology.same_host(d, e);
+      (intra ? volumes[d].send_intra_bytes : volumes[d].send_inter_bytes) += bytes;
+      (intra ? volumes[e].recv_intra_bytes : volumes[e].recv_inter_bytes) += bytes;
+    }
+  }
+  return volumes;
+}
+
+std::vector<double> all_to_all_ms(const Topology& topology,
+                                  const std::vector<std::int64_t>& dim_sums,
+                                  std::int64_t batch_size, int element_bytes) {
+  const int n = topology.num_devices();
+  std::vector<double> times(static_cast<std::size_t>(n), 0.0);
+  if (n <= 1) return times;
+  const std::vector<LinkVolume> volumes =
+      all_to_all_volumes(topology, dim_sums, batch_size, element_bytes);
+  const auto ms = [](std::int64_t bytes, double gbps) {
+    return gbps > 0.0 ? static_cast<double>(bytes) / (gbps * 1e6) : 0.0;
+  };
+  for (int d = 0; d < n; ++d) {
+    const LinkVolume& v = volumes[d];
+    const double intra = ms(std::max(v.send_intra_bytes, v.recv_intra_bytes), topology.intra_host_gbps);
+    const double inter = ms(std::max(v.send_inter_bytes, v.recv_inter_bytes), topology.inter_host_gbps);
+    times[d] = topology.a2a_latency_us / 1000.0 + std::max(intra, inter);
+  }
+  return times;
+}
+
+}  // namespace embshard

@@ -1,0 +1,98 @@
+#include "embshard/eval/calibrate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "embshard/core/error.h"
+#include "embshard/data/pool.h"
+
+namespace embshard {
+namespace {
+
+using Json = nlohmann::json;
+
+SimFeatures features_of(const Pool& pool, const ComputeSample& sample, std::int64_t batch_size,
+                        std::int64_t cache_bytes) {
+  std::vector<SimTable> tables;
+  for (const SampleTable& t : sample.tables) {
+    SimTable table;
+    table.stats = pool.expected_stats(t.pool_id, batch_size);
+    table.cols = t.dim;
+    tables.push_back(std::move(table));
+  }
+  return sim_features(tables, batch_size, cache_bytes);
+}
+
+RelativeErrors relative_errors(const SimCoefficients& c, const std::vector<SimFeatures>& features,
+                               const std::vector<double>& measured) {
+  std::vector<double> errors;
+  for (std::size_t i = 0; i < features.size(); ++i) {
+    if (measured[i] > 0) errors.push_back(std::abs(sim_pass_ms(c, features[i]) - measured[i]) / measured[i]);
+  }
+  RelativeErrors r;
+  r.count = static_cast<std::int64_t>(errors.size());
+  if (errors.empty()) return r;
+  std::sort(errors.begin(), errors.end());
+  r.median = errors[errors.size() / 2];
+  r.p90 = errors[std::min(errors.size() - 1, errors.size() * 9 / 10)];
+  for (double e : errors) r.mean += e / static_cast<double>(errors.size());
+  return r;
+}
+
+Json errors_json(const RelativeErrors& e) {
+  return {{"median", e.median}, {"mean", e.mean}, {"p90", e.p90}, {"count", e.count}};
+}
+
+Json coefficients_json(const SimCoefficients& c) {
+  Json j;
+  for (int i = 0; i < kNumSimFeatures; ++i) j[sim_feature_names()[i]] = c[i];
+  return j;
+}
+
+}  // namespace
+
+SimCalibration calibrate_sim(const CostSampleFile& file, int test_every, const Context& ctx) {
+  EMBSHARD_CHECK(file.header.kind == SampleKind::kCompute, "calibrate: needs a compute sample file");
+  EMBSHARD_CHECK(test_every >= 2, "calibrate: test_every must be at least 2");
+  const Pool pool = Pool::generate(file.header.pool_seed);
+  const std::int64_t cache = file.header.fingerprint.llc_bytes;
+  struct Split {
+    std::vector<SimFeatures> features;
+    std::vector<double> fw, bw;
+  } train, test;
+  for (const ComputeSample& s : file.compute) {
+    Split& split = s.index % test_every == 0 ? test : train;
+    split.features.push_back(features_of(pool, s, file.header.batch_size, cache));
+    split.fw.push_back(s.fw_ms);
+    split.bw.push_back(s.bw_ms);
+  }
+  EMBSHARD_CHECK(train.features.size() >= 10, "calibrate: needs at least 10 training samples, the file has ",
+                 train.features.size(), " (collect more with embshard profile compute)");
+  SimCalibration c;
+  c.hardware.name = "cpu calibrated on " + file.header.fingerprint.cpu_model;
+  c.hardware.calibrated = true;
+  c.hardware.cache_bytes = cache;
+  c.hardware.fw = fit_sim_coefficients(train.features, train.fw);
+  c.hardware.bw = fit_sim_coefficients(train.features, train.bw);
+  c.fw_train = relative_errors(c.hardware.fw, train.features, train.fw);
+  c.bw_train = relative_errors(c.hardware.bw, train.features, train.bw);
+  c.fw_test = relative_errors(c.hardware.fw, test.features, test.fw);
+  c.bw_test = relative_errors(c.hardware.bw, test.features, test.bw);
+  ctx.info(detail::concat("calibrate: ", train.features.size(), " training and ",
+                          test.features.size(), " held-out samples"));
+  return c;
+}
+
+std::string sim_calibration_json(const SimCalibration& c) {
+  Json doc;
+  doc["hardware"] = c.hardware.name;
+  doc["cache_bytes"] = c.hardware.cache_bytes;
+  doc["fw_coefficients_ms"] = coefficients_json(c.hardware.fw);
+  doc["bw_coefficients_ms"] = coefficients_json(c.hardware.bw);
+  doc["train_relative_error"] = {{"fw", errors_json(c.fw_train)}, {"bw", errors_json(c.bw_train)}};
+  doc["test_relative_error"] = {{"fw", errors_json(c.fw_test)}, {"bw", errors_json(c.bw_test)}};
+  return doc.dump(2) + "\n";
+}
+
+}  // namespace embshard

@@ -1,0 +1,100 @@
+#include "embshard/profile/compute_sampler.h"
+
+#include <cstdio>
+
+#include "embshard/core/clock.h"
+#include "embshard/core/error.h"
+#include "embshard/data/random.h"
+#include "embshard/plan/plan.h"
+#include "embshard/profile/shard_bench.h"
+
+namespace embshard {
+namespace {
+
+std::int64_t fp32_bytes(const Pool& pool, const std::vector<SampleTable>& tables) {
+  std::int64_t bytes = 0;
+  for (const SampleTable& t : tables) bytes += pool.table(t.pool_id).num_rows * t.dim * 4;
+  return bytes;
+}
+
+CostSampleHeader compute_header(const Pool& pool, const ComputeProfileRun& run, int threads) {
+  CostSampleHeader h;
+  h.kind = SampleKind::kCompute;
+  h.backend = std::string(kernels::to_string(run.impl));
+  h.sampler = canonical_sampler_spec(run.sampler);
+  h.seed = run.seed;
+  h.pool_seed = pool.seed();
+  h.batch_size = run.batch_size;
+  h.precision = "fp32";
+  h.measure = run.measure;
+  h.fingerprint = this_machine("cpu", threads);
+  h.embshard_version = embshard_version();
+  h.created_utc = utc_timestamp();
+  return h;
+}
+
+ComputeSample measure_sample(const Pool& pool, const ComputeProfileRun& run, std::int64_t index) {
+  ComputeSample sample;
+  sample.index = index;
+  sample.tables = draw_compute_sample(pool, run.sampler, run.seed, index);
+  std::vector<ShardTableSpec> specs;
+  for (const SampleTable& t : sample.tables) specs.push_back({pool.table(t.pool_id), t.dim});
+  ShardBench bench(std::move(specs), run.batch_size, static_cast<std::uint64_t>(index), run.impl);
+  const ShardTiming timing = bench.measure(run.measure);
+  sample.fw_ms = timing.fw.median_ms;
+  sample.bw_ms = timing.bw.median_ms;
+  sample.fw_trimmed_ms = timing.fw.trimmed_mean_ms;
+  sample.bw_trimmed_ms = timing.bw.trimmed_mean_ms;
+  return sample;
+}
+
+}  // namespace
+
+std::string canonical_sampler_spec(const ComputeSamplerParams& params) {
+  std::string dims;
+  for (int d : params.dims) dims += (dims.empty() ? "" : "/") + std::to_string(d);
+  return detail::concat("neuroshard-compute:dims=", dims, ",max_bytes=", params.max_bytes,
+                        ",max_tables=", params.max_tables);
+}
+
+std::vector<SampleTable> draw_compute_sample(const Pool& pool, const ComputeSamplerParams& params,
+                                             std::uint64_t seed, std::int64_t index) {
+  EMBSHARD_CHECK(params.max_tables >= 1 && !params.dims.empty(),
+                 "compute sampler: needs max_tables >= 1 and at least one dim");
+  Rng rng(derive_seed(seed, static_cast<std::uint64_t>(index)));
+  const auto num_tables = 1 + static_cast<int>(rng.below(static_cast<std::uint64_t>(params.max_tables)));
+  const auto num_pool = static_cast<std::int64_t>(pool.tables().size());
+  const auto num_configs = num_pool * static_cast<std::int64_t>(params.dims.size());
+  for (int attempt = 0; attempt < 10000; ++attempt) {
+    std::vector<SampleTable> tables;
+    for (int k = 0; k < num_tables; ++k) {
+      const std::int64_t config = static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(num_configs)));
+      tables.push_back({config % num_pool, params.dims[static_cast<std::size_t>(config / num_pool)]});
+    }
+    if (fp32_bytes(pool, tables) <= params.max_bytes) return tables;
+  }
+  EMBSHARD_THROW("compute sampler: no ", num_tables, "-table shard of at most ", params.max_bytes,
+                 " bytes found in 10000 draws (raise max_bytes)");
+}
+
+std::int64_t collect_compute_samples(const Pool& pool, const ComputeProfileRun& run,
+                                     const std::string& path, const Context& ctx) {
+  CostSampleWriter writer(path, compute_header(pool, run, ctx.num_threads), ctx);
+  const std::int64_t first = writer.next_index();
+  const double start_ms = now_ms();
+  for (std::int64_t i = first; i < run.num_samples; ++i) {
+    if (ctx.past_deadline()) {
+      ctx.warn(detail::concat(path, ": deadline reached after ", i, " samples"));
+      break;
+    }
+    writer.append(measure_sample(pool, run, i));
+    const double elapsed_s = (now_ms() - start_ms) / 1000.0;
+    const double per_sample_s = elapsed_s / static_cast<double>(i + 1 - first);
+    ctx.info(detail::concat("profile compute: ", i + 1, "/", run.num_samples, " samples, elapsed ",
+                            format_duration(elapsed_s), ", ETA ",
+                            format_duration(per_sample_s * static_cast<double>(run.num_samples - i - 1))));
+  }
+  return writer.next_index();
+}
+
+}  // namespace embshard

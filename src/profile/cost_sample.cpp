@@ -1,0 +1,315 @@
+// The append-only cost-sample file (format in cost_sample.h).
+#include "embshard/profile/cost_sample.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "core/json_reader.h"
+#include "embshard/core/clock.h"
+#include "embshard/core/error.h"
+#include "embshard/core/file_io.h"
+
+namespace embshard {
+namespace {
+
+using Json = nlohmann::json;
+using detail::JsonNode;
+
+constexpr const char* kFormatName = "embshard-cost-samples";
+
+// ---- this machine ------------------------------------------------------------------------------
+
+std::string cpu_model_name() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("model name", 0) != 0) continue;
+    const auto colon = line.find(':');
+    if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
+  }
+  return "unknown";
+}
+
+std::int64_t physical_memory_bytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  std::int64_t kib = 0;
+  while (meminfo >> key >> kib) {
+    if (key == "MemTotal:") return kib * 1024;
+    meminfo.ignore(256, '\n');
+  }
+  return 0;
+}
+
+// ---- JSON of the header and samples ----------------------------------------------------------
+
+Json fingerprint_json(const HardwareFingerprint& f) {
+  return {{"device_kind", f.device_kind}, {"cpu_model", f.cpu_model},
+          {"logical_cpus", f.logical_cpus}, {"threads", f.threads},
+          {"llc_bytes", f.llc_bytes},       {"memory_bytes", f.memory_bytes}};
+}
+
+Json header_json(const CostSampleHeader& h) {
+  Json measure = {{"warmup", h.measure.warmup}, {"repeats", h.measure.repeats},
+                  {"flush_cache", h.measure.flush_cache}, {"trim", h.measure.trim}};
+  Json j;
+  j["format"] = kFormatName;
+  j["version"] = kCostSampleVersion;
+  j["kind"] = to_string(h.kind);
+  j["backend"] = h.backend;
+  j["sampler"] = h.sampler;
+  j["seed"] = h.seed;
+  j["pool_seed"] = h.pool_seed;
+  j["batch_size"] = h.batch_size;
+  j["precision"] = h.precision;
+  j["measure"] = measure;
+  j["fingerprint"] = fingerprint_json(h.fingerprint);
+  j["embshard_version"] = h.embshard_version;
+  j["created_utc"] = h.created_utc;
+  return j;
+}
+
+HardwareFingerprint read_fingerprint(const JsonNode& n) {
+  n.only_keys({"device_kind", "cpu_model", "logical_cpus", "threads", "llc_bytes", "memory_bytes"});
+  HardwareFingerprint f;
+  f.device_kind = n.at("device_kind").as_string();
+  f.cpu_model = n.at("cpu_model").as_string();
+  f.logical_cpus = static_cast<int>(n.at("logical_cpus").as_int(0, 1 << 20));
+  f.threads = static_cast<int>(n.at("threads").as_int(0, 1 << 20));
+  f.llc_bytes = n.at("llc_bytes").as_int(0);
+  f.memory_bytes = n.at("memory_bytes").as_int(0);
+  return f;
+}
+
+CostSampleHeader read_header(const JsonNode& n) {
+  n.only_keys({"format", "version", "kind", "backend", "sampler", "seed", "pool_seed",
+               "batch_size", "precision", "measure", "fingerprint", "embshard_version",
+               "created_utc"});
+  if (n.at("format").as_string() != kFormatName) n.at("format").fail("not a cost-sample file");
+  if (n.at("version").as_int() != kCostSampleVersion) {
+    n.at("version").fail(detail::concat("version ", n.at("version").as_int(),
+                                        " is not supported (this build reads ",
+                                        kCostSampleVersion, ")"));
+  }
+  CostSampleHeader h;
+  const std::string kind = n.at("kind").as_string();
+  if (kind != "compute" && kind != "comm") n.at("kind").fail("expected \"compute\" or \"comm\"");
+  h.kind = kind == "compute" ? SampleKind::kCompute : SampleKind::kComm;
+  h.backend = n.at("backend").as_string();
+  h.sampler = n.at("sampler").as_string();
+  h.seed = n.at("seed").as_uint64();
+  h.pool_seed = n.at("pool_seed").as_uint64();
+  h.batch_size = n.at("batch_size").as_int(1);
+  h.precision = n.at("precision").as_string();
+  const JsonNode m = n.at("measure");
+  m.only_keys({"warmup", "repeats", "flush_cache", "trim"});
+  h.measure.warmup = static_cast<int>(m.at("warmup").as_int(0, 1 << 20));
+  h.measure.repeats = static_cast<int>(m.at("repeats").as_int(1, 1 << 20));
+  h.measure.flush_cache = m.at("flush_cache").as_bool();
+  h.measure.trim = m.at("trim").as_double(0.0);
+  h.fingerprint = read_fingerprint(n.at("fingerprint"));
+  h.embshard_version = n.at("embshard_version").as_string();
+  h.created_utc = n.at("created_utc").as_string();
+  return h;
+}
+
+Json compute_json(const ComputeSample& s) {
+  Json tables = Json::array();
+  for (const SampleTable& t : s.tables) tables.push_back({{"pool_id", t.pool_id}, {"dim", t.dim}});
+  return {{"index", s.index},   {"tables", tables},
+          {"fw_ms", s.fw_ms},   {"bw_ms", s.bw_ms},
+          {"fw_trimmed_ms", s.fw_trimmed_ms}, {"bw_trimmed_ms", s.bw_trimmed_ms}};
+}
+
+ComputeSample read_compute(const JsonNode& n) {
+  n.only_keys({"index", "tables", "fw_ms", "bw_ms", "fw_trimmed_ms", "bw_trimmed_ms"});
+  ComputeSample s;
+  s.index = n.at("index").as_int(0);
+  const JsonNode tables = n.at("tables");
+  tables.expect_array(1);
+  for (std::size_t i = 0; i < tables.size(); ++i) {
+    const JsonNode t = tables.at(i);
+    t.only_keys({"pool_id", "dim"});
+    s.tables.push_back({t.at("pool_id").as_int(0), static_cast<int>(t.at("dim").as_int(1, 65536))});
+  }
+  s.fw_ms = n.at("fw_ms").as_double(0.0);
+  s.bw_ms = n.at("bw_ms").as_double(0.0);
+  s.fw_trimmed_ms = n.at("fw_trimmed_ms").as_double(0.0);
+  s.bw_trimmed_ms = n.at("bw_trimmed_ms").as_double(0.0);
+  return s;
+}
+
+Json comm_json(const CommSample& s) {
+  return {{"index", s.index}, {"dim_sums", s.dim_sums}, {"sleep_ms", s.sleep_ms},
+          {"fw_ms", s.fw_ms}, {"bw_ms", s.bw_ms}};
+}
+
+template <class T>
+std::vector<T> read_numbers(const JsonNode& n, std::size_t size) {
+  n.expect_array(1);
+  if (size != 0 && n.size() != size) {
+    n.fail(detail::concat("expected ", size, " entries (one per device), got ", n.size()));
+  }
+  std::vector<T> values;
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    if constexpr (std::is_integral_v<T>) {
+      values.push_back(n.at(i).as_int(0));
+    } else {
+      values.push_back(n.at(i).as_double(0.0));
+    }
+  }
+  return values;
+}
+
+CommSample read_comm(const JsonNode& n) {
+  n.only_keys({"index", "dim_sums", "sleep_ms", "fw_ms", "bw_ms"});
+  CommSample s;
+  s.index = n.at("index").as_int(0);
+  s.dim_sums = read_numbers<std::int64_t>(n.at("dim_sums"), 0);
+  s.sleep_ms = read_numbers<double>(n.at("sleep_ms"), s.dim_sums.size());
+  s.fw_ms = read_numbers<double>(n.at("fw_ms"), s.dim_sums.size());
+  s.bw_ms = read_numbers<double>(n.at("bw_ms"), s.dim_sums.size());
+  return s;
+}
+
+// ---- scanning a file -----------------------------------------------------------------------------
+
+/** A file split into complete lines; `torn` is set when the last line has no newline. */
+struct ScannedFile {
+  CostSampleFile file;
+  std::int64_t complete_bytes = 0;  ///< length of the header and the good sample lines
+  bool torn = false;
+};
+
+ScannedFile scan(const std::string& path) {
+  const std::string text = read_file(path);
+  ScannedFile scanned;
+  std::size_t begin = 0;
+  std::int64_t line_number = 0;
+  while (begin < text.size()) {
+    const std::size_t end = text.find('\n', begin);
+    if (end == std::string::npos) {  // the last line was cut short by a crash
+      scanned.torn = true;
+      break;
+    }
+    ++line_number;
+    const std::string where = detail::concat(path, ": line ", line_number);
+    const Json doc = detail::parse_json(text.substr(begin, end - begin), where);
+    const JsonNode node(doc, where);
+    CostSampleFile& file = scanned.file;
+    if (line_number == 1) {
+      file.header = read_header(node);
+    } else {
+      const std::int64_t expected = line_number - 2;
+      const std::int64_t index = node.at("index").as_int(0);
+      if (index != expected) {
+        node.at("index").fail(detail::concat("expected sample ", expected, ", got ", index,
+                                             " (samples must be numbered 0, 1, 2, ...)"));
+      }
+      if (file.header.kind == SampleKind::kCompute) {
+        file.compute.push_back(read_compute(node));
+      } else {
+        file.comm.push_back(read_comm(node));
+      }
+    }
+    begin = end + 1;
+    scanned.complete_bytes = static_cast<std::int64_t>(begin);
+  }
+  EMBSHARD_CHECK(line_number >= 1, path, ": empty file, expected a cost-sample header line");
+  return scanned;
+}
+
+}  // namespace
+
+const char* to_string(SampleKind kind) {
+  return kind == SampleKind::kCompute ? "compute" : "comm";
+}
+
+HardwareFingerprint this_machine(const std::string& device_kind, int threads) {
+  HardwareFingerprint f;
+  f.device_kind = device_kind;
+  f.cpu_model = cpu_model_name();
+  f.logical_cpus = static_cast<int>(std::thread::hardware_concurrency());
+  f.threads = threads;
+  f.llc_bytes = static_cast<std::int64_t>(last_level_cache_bytes());
+  f.memory_bytes = physical_memory_bytes();
+  return f;
+}
+
+std::string find_header_mismatch(const CostSampleHeader& existing, const CostSampleHeader& wanted) {
+  Json a = header_json(existing);
+  Json b = header_json(wanted);
+  for (const char* informational : {"embshard_version", "created_utc"}) {
+    a.erase(informational);
+    b.erase(informational);
+  }
+  for (auto it = b.begin(); it != b.end(); ++it) {
+    if (a[it.key()] != it.value()) {
+      return detail::concat(it.key(), " is ", a[it.key()].dump(), " in the file but ",
+                            it.value().dump(), " in this run");
+    }
+  }
+  return "";
+}
+
+CostSampleFile read_cost_samples(const std::string& path, const Context& ctx) {
+  ScannedFile scanned = scan(path);
+  if (scanned.torn) ctx.warn(path + ": ignoring a torn last line (an interrupted write)");
+  return std::move(scanned.file);
+}
+
+CostSampleWriter::CostSampleWriter(std::string path, const CostSampleHeader& header,
+                                   const Context& ctx)
+    : path_(std::move(path)), kind_(header.kind) {
+  if (std::filesystem::exists(path_)) {
+    const ScannedFile scanned = scan(path_);
+    const std::string mismatch = find_header_mismatch(scanned.file.header, header);
+    EMBSHARD_CHECK(mismatch.empty(), path_, ": cannot resume: ", mismatch,
+                   " (use another --out file)");
+    if (scanned.torn) {
+      ctx.warn(path_ + ": dropping a torn last line (an interrupted write)");
+      std::filesystem::resize_file(path_, static_cast<std::uintmax_t>(scanned.complete_bytes));
+    }
+    next_index_ = static_cast<std::int64_t>(kind_ == SampleKind::kCompute
+                                                ? scanned.file.compute.size()
+                                                : scanned.file.comm.size());
+    if (next_index_ > 0) ctx.info(detail::concat(path_, ": resuming at sample ", next_index_));
+  } else {
+    write_file_atomic(path_, header_json(header).dump() + "\n");
+  }
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  EMBSHARD_CHECK(fd_ >= 0, path_, ": cannot open for appending: ", std::strerror(errno));
+}
+
+CostSampleWriter::~CostSampleWriter() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void CostSampleWriter::append(const ComputeSample& sample) {
+  EMBSHARD_ASSERT(kind_ == SampleKind::kCompute);
+  append_line(compute_json(sample).dump() + "\n", sample.index);
+}
+
+void CostSampleWriter::append(const CommSample& sample) {
+  EMBSHARD_ASSERT(kind_ == SampleKind::kComm);
+  append_line(comm_json(sample).dump() + "\n", sample.index);
+}
+
+void CostSampleWriter::append_line(const std::string& line, std::int64_t index) {
+  EMBSHARD_ASSERT(index == next_index_);
+  const ssize_t written = ::write(fd_, line.data(), line.size());
+  EMBSHARD_CHECK(written == static_cast<ssize_t>(line.size()), path_,
+                 ": cannot append a sample: ", std::strerror(errno));
+  ::fdatasync(fd_);
+  ++next_index_;
+}
+
+}  // namespace embshard

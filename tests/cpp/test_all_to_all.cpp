@@ -1,0 +1,346 @@
+// The communication side of profiling: NeuroShard's comm sampler, the all-to-all link model, and
+// `embshard profile comm` run under mpirun (skipped where mpirun or MPI is missing).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <numeric>
+#include <set>
+
+#include "embshard/cost/link_model.h"
+#include "embshard/data/topology.h"
+#include "embshard/profile/all_to_all.h"
+#include "embshard/profile/comm_sampler.h"
+#include "embshard/profile/cost_sample.h"
+#include "test_util.h"
+
+namespace embshard {
+namespace {
+
+namespace fs = std::filesystem;
+
+// ---- the comm sampler ---------------------------------------------------------------------------
+
+TEST(CommSampler, SameSeedAndIndexGiveTheSameSample) {
+  const CommSamplerParams params;
+  for (std::int64_t i : {0, 1, 17}) {
+    const CommDraw a = draw_comm_sample(params, 7, i, 4);
+    const CommDraw b = draw_comm_sample(params, 7, i, 4);
+    EXPECT_EQ(a.dims, b.dims);
+    EXPECT_EQ(a.random_share, b.random_share);
+    EXPECT_EQ(a.placement.dim_sums, b.placement.dim_sums);
+    EXPECT_EQ(a.sleep_ms, b.sleep_ms);
+  }
+  EXPECT_NE(draw_comm_sample(params, 7, 0, 4).dims, draw_comm_sample(params, 7, 1, 4).dims);
+  EXPECT_NE(draw_comm_sample(params, 7, 0, 4).dims, draw_comm_sample(params, 8, 0, 4).dims);
+}
+
+TEST(CommSampler, TablesDimsAndSumsFollowTheParameters) {
+  const CommSamplerParams params;
+  const std::set<int> allowed(params.dims.begin(), params.dims.end());
+  std::set<std::size_t> table_counts;
+  for (std::int64_t i = 0; i < 300; ++i) {
+    const CommDraw draw = draw_comm_sample(params, 3, i, 4);
+    table_counts.insert(draw.dims.size());
+    ASSERT_GE(draw.dims.size(), 10u);
+    ASSERT_LE(draw.dims.size(), 59u);
+    for (int d : draw.dims) ASSERT_TRUE(allowed.count(d)) << d;
+    ASSERT_EQ(draw.placement.dim_sums.size(), 4u);
+    const std::int64_t total = std::accumulate(draw.dims.begin(), draw.dims.end(), std::int64_t{0});
+    EXPECT_EQ(std::accumulate(draw.placement.dim_sums.begin(), draw.placement.dim_sums.end(),
+                              std::int64_t{0}),
+              total);
+    EXPECT_GE(draw.random_share, 0.0);
+    EXPECT_LT(draw.random_share, 1.0);
+  }
+  EXPECT_TRUE(table_counts.count(10) || table_counts.count(11));  // the range is really used
+  EXPECT_TRUE(table_counts.count(59) || table_counts.count(58));
+}
+
+/** The greedy written out plainly: descending dims, each to the first least-loaded device. */
+std::vector<std::int64_t> plain_greedy_dim_sums(std::vector<int> dims, int devices) {
+  std::sort(dims.begin(), dims.end(), [](int a, int b) { return a > b; });
+  std::vector<std::int64_t> sums(static_cast<std::size_t>(devices), 0);
+  for (int dim : dims) {
+    std::size_t best = 0;
+    for (std::size_t d = 1; d < sums.size(); ++d)
+      if (sums[d] < sums[best]) best = d;
+    sums[best] += dim;
+  }
+  return sums;
+}
+
+TEST(CommSampler, GreedyWithoutRandomnessIsThePlainGreedy) {
+  for (std::uint64_t seed = 0; seed < 50; ++seed) {
+    const CommDraw draw = draw_comm_sample(CommSamplerParams{}, seed, 0, 4);
+    for (int devices : {1, 2, 3, 4, 7}) {
+      Rng rng(seed);
+      const DimPlacement placement = random_dim_greedy(draw.dims, devices, 0.0, rng);
+      EXPECT_EQ(placement.dim_sums, plain_greedy_dim_sums(draw.dims, devices));
+      EXPECT_TRUE(std::is_sorted(placement.dims_descending.rbegin(),
+                                 placement.dims_descending.rend()));
+    }
+  }
+  Rng rng(1);  // ties go to the lowest index
+  const DimPlacement tied = random_dim_greedy({8, 8, 8}, 4, 0.0, rng);
+  EXPECT_EQ(tied.device_of_dim, (std::vector<int>{0, 1, 2}));
+}
+
+TEST(CommSampler, FullyRandomPlacementUsesEveryDevice) {
+  Rng rng(5);
+  std::vector<int> dims(400, 4);
+  const DimPlacement placement = random_dim_greedy(dims, 4, 1.0, rng);
+  for (std::int64_t sum : placement.dim_sums) EXPECT_GT(sum, 200);  // ~400 each
+  EXPECT_NE(placement.dim_sums, plain_greedy_dim_sums(dims, 4));
+}
+
+TEST(CommSampler, SleepsAreWholeMillisecondsFromZeroToTheMaximum) {
+  const CommSamplerParams params;
+  double largest = 0.0;
+  for (std::int64_t i = 0; i < 500; ++i) {
+    const CommDraw draw = draw_comm_sample(params, 11, i, 4);
+    ASSERT_EQ(draw.sleep_ms.size(), 4u);
+    EXPECT_EQ(*std::min_element(draw.sleep_ms.begin(), draw.sleep_ms.end()), 0.0);
+    for (double s : draw.sleep_ms) {
+      ASSERT_GE(s, 0.0);
+      ASSERT_LE(s, 18.0);
+      EXPECT_EQ(s, static_cast<double>(static_cast<int>(s)));
+      largest = std::max(largest, s);
+    }
+  }
+  EXPECT_GE(largest, 15.0);
+  CommSamplerParams no_sleep;
+  no_sleep.max_sleep_ms = 0;
+  for (double s : draw_comm_sample(no_sleep, 11, 3, 4).sleep_ms) EXPECT_EQ(s, 0.0);
+}
+
+TEST(CommSampler, SpecNamesEveryParameterAndTheDevices) {
+  EXPECT_EQ(canonical_comm_sampler_spec(CommSamplerParams{}, 4),
+            "neuroshard-comm:devices=4,dims=128/64/32/16/8/4,max_sleep_ms=18,max_tables=59,"
+            "min_tables=10");
+  CommSamplerParams bad;
+  bad.max_tables = 5;
+  EXPECT_NE(find_error_in_comm_sampler(bad), "");
+  EXPECT_NE(test_util::error_of([&] { (void)draw_comm_sample(bad, 0, 0, 4); }), "");
+}
+
+// ---- batch split and the session without MPI ----------------------------------------------------
+
+TEST(AllToAll, BatchSharesDifferByAtMostOneAndSumToTheBatch) {
+  EXPECT_EQ(samples_of_rank(10, 4, 0), 3);
+  EXPECT_EQ(samples_of_rank(10, 4, 1), 3);
+  EXPECT_EQ(samples_of_rank(10, 4, 2), 2);
+  EXPECT_EQ(samples_of_rank(10, 4, 3), 2);
+  for (int n : {1, 3, 7}) {
+    std::int64_t total = 0;
+    for (int r = 0; r < n; ++r) total += samples_of_rank(65536, n, r);
+    EXPECT_EQ(total, 65536);
+  }
+}
+
+TEST(AllToAll, SessionWithoutMpiSaysSo) {
+  if (built_with_mpi()) GTEST_SKIP() << "this build has MPI";
+  EXPECT_NE(test_util::error_of([] { MpiSession session; }).find("built without MPI"),
+            std::string::npos);
+}
+
+// ---- the link model -----------------------------------------------------------------------------
+
+TEST(LinkModel, TwoDevicesOnOneHost) {
+  const Topology t = make_topology("cpu:devices=2");
+  // B = 8: each device trains on 4 samples; device 0 (dim 3) sends 4·3·4 = 48 bytes, device 1
+  // (dim 5) sends 4·5·4 = 80 bytes.
+  const std::vector<LinkVolume> v = all_to_all_volumes(t, {3, 5}, 8);
+  EXPECT_EQ(v[0].send_intra_bytes, 48);
+  EXPECT_EQ(v[0].recv_intra_bytes, 80);
+  EXPECT_EQ(v[1].send_intra_bytes, 80);
+  EXPECT_EQ(v[1].recv_intra_bytes, 48);
+  for (const LinkVolume& d : v) EXPECT_EQ(d.send_inter_bytes + d.recv_inter_bytes, 0);
+  const std::vector<double> ms = all_to_all_ms(t, {3, 5}, 8);
+  const double expected = t.a2a_latency_us / 1000.0 + 80.0 / (t.intra_host_gbps * 1e6);
+  EXPECT_DOUBLE_EQ(ms[0], expected);  // both devices move 80 bytes one way
+  EXPECT_DOUBLE_EQ(ms[1], expected);
+}
+
+TEST(LinkModel, FourDevicesOnOneHost) {
+  const Topology t = make_topology("cpu:devices=4");
+  // B = 16: 4 samples each, d → e carries 4·dim_d·4 = 16·dim_d bytes.
+  const std::vector<std::int64_t> dims{1, 2, 3, 4};
+  const std::vector<LinkVolume> v = all_to_all_volumes(t, dims, 16);
+  for (int d = 0; d < 4; ++d) {
+    EXPECT_EQ(v[d].send_intra_bytes, 3 * 16 * dims[d]) << d;
+    EXPECT_EQ(v[d].recv_intra_bytes, 16 * (10 - dims[d])) << d;
+  }
+  const std::vector<double> ms = all_to_all_ms(t, dims, 16);
+  const double gbps = t.intra_host_gbps;
+  EXPECT_DOUBLE_EQ(ms[0], 0.01 + 144.0 / (gbps * 1e6));  // recv 16·9 > send 16·3
+  EXPECT_DOUBLE_EQ(ms[3], 0.01 + 192.0 / (gbps * 1e6));  // send 16·12 > recv 16·6
+}
+
+TEST(LinkModel, DevicesOnTwoHosts) {
+  // Two hosts of one device: everything goes over the inter-host link.
+  const Topology pair = make_topology("a100:nodes=2,gpus_per_node=1");
+  const std::vector<LinkVolume> p = all_to_all_volumes(pair, {3, 5}, 8);
+  EXPECT_EQ(p[0].send_inter_bytes, 48);
+  EXPECT_EQ(p[0].recv_inter_bytes, 80);
+  EXPECT_EQ(p[0].send_intra_bytes + p[0].recv_intra_bytes, 0);
+  EXPECT_DOUBLE_EQ(all_to_all_ms(pair, {3, 5}, 8)[1],
+                   pair.a2a_latency_us / 1000.0 + 80.0 / (pair.inter_host_gbps * 1e6));
+
+  // Two hosts of two devices: {0, 1} and {2, 3}; d → e carries 16·dim_d bytes.
+  const Topology quad = make_topology("a100:nodes=2,gpus_per_node=2");
+  const std::vector<std::int64_t> dims{1, 2, 3, 4};
+  const std::vector<LinkVolume> v = all_to_all_volumes(quad, dims, 16);
+  EXPECT_EQ(v[0].send_intra_bytes, 16);
+  EXPECT_EQ(v[0].send_inter_bytes, 32);
+  EXPECT_EQ(v[0].recv_intra_bytes, 32);        // from device 1
+  EXPECT_EQ(v[0].recv_inter_bytes, 16 * 7);    // from devices 2 and 3
+  EXPECT_EQ(v[3].send_intra_bytes, 64);
+  EXPECT_EQ(v[3].send_inter_bytes, 128);
+  EXPECT_EQ(v[3].recv_intra_bytes, 48);
+  EXPECT_EQ(v[3].recv_inter_bytes, 48);
+  const std::vector<double> ms = all_to_all_ms(quad, dims, 16);
+  const double latency_ms = quad.a2a_latency_us / 1000.0;
+  EXPECT_DOUBLE_EQ(ms[0], latency_ms + std::max(32.0 / (quad.intra_host_gbps * 1e6),
+                                                112.0 / (quad.inter_host_gbps * 1e6)));
+  EXPECT_DOUBLE_EQ(ms[3], latency_ms + std::max(64.0 / (quad.intra_host_gbps * 1e6),
+                                                128.0 / (quad.inter_host_gbps * 1e6)));
+}
+
+TEST(LinkModel, OneDeviceHasNoAllToAll) {
+  const Topology t = make_topology("cpu:devices=1");
+  EXPECT_EQ(all_to_all_ms(t, {512}, 65536), std::vector<double>{0.0});
+  const std::vector<LinkVolume> v = all_to_all_volumes(t, {512}, 65536);
+  EXPECT_EQ(v[0].send_intra_bytes + v[0].recv_intra_bytes + v[0].send_inter_bytes +
+                v[0].recv_inter_bytes,
+            0);
+}
+
+TEST(LinkModel, WhatIsSentIsReceived) {
+  const Topology t = make_topology("a100:nodes=2,gpus_per_node=3");
+  const std::vector<std::int64_t> dims{7, 0, 64, 3, 128, 9};
+  const std::vector<LinkVolume> v = all_to_all_volumes(t, dims, 6000);
+  std::int64_t sent_intra = 0, recv_intra = 0, sent_inter = 0, recv_inter = 0;
+  for (const LinkVolume& d : v) {
+    sent_intra += d.send_intra_bytes;
+    recv_intra += d.recv_intra_bytes;
+    sent_inter += d.send_inter_bytes;
+    recv_inter += d.recv_inter_bytes;
+  }
+  EXPECT_EQ(sent_intra, recv_intra);
+  EXPECT_EQ(sent_inter, recv_inter);
+  // Equal dims: every device sends what it receives, so all take the same time.
+  const std::vector<LinkVolume> even = all_to_all_volumes(t, std::vector<std::int64_t>(6, 32), 6000);
+  for (const LinkVolume& d : even) {
+    EXPECT_EQ(d.send_intra_bytes, d.recv_intra_bytes);
+    EXPECT_EQ(d.send_inter_bytes, d.recv_inter_bytes);
+  }
+}
+
+// ---- embshard profile comm under mpirun ---------------------------------------------------------
+
+using test_util::CommandResult;
+using test_util::run_command;
+
+bool mpirun_on_path() { return std::system("command -v mpirun >/dev/null 2>&1") == 0; }
+
+/**
+ * `embshard profile comm ARGS` on `ranks` ranks (Open MPI's mpirun). --oversubscribe: more ranks
+ * than cores; --allow-run-as-root: containers run tests as root; the single-copy mechanism off:
+ * containers without CAP_SYS_PTRACE refuse the cross-process reads (CMA) of the shared-memory
+ * transport ("Read -1, expected ..., errno = 1"), and these tests check the file, not the speed;
+ * `timeout` keeps a hang from stalling ctest.
+ */
+CommandResult profile_comm(int ranks, const std::string& args) {
+  return run_command("OMPI_MCA_btl_vader_single_copy_mechanism=none timeout 300 "
+                     "mpirun --oversubscribe --allow-run-as-root -n " +
+                     std::to_string(ranks) + " " + EMBSHARD_CLI_PATH + " profile comm " + args);
+}
+
+class ProfileComm : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!built_with_mpi()) GTEST_SKIP() << "embshard built without MPI";
+    if (!mpirun_on_path()) GTEST_SKIP() << "mpirun not on PATH";
+    dir_ = fs::temp_directory_path() /
+           ("embshard_comm_" +
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  fs::path dir_;
+};
+
+constexpr const char* kQuickRun = "--repeats 2 --warmup 1 --batch 4096";
+
+void expect_well_formed(const CostSampleFile& file, int ranks, std::size_t samples) {
+  EXPECT_EQ(file.header.kind, SampleKind::kComm);
+  EXPECT_EQ(file.header.backend, "mpi");
+  EXPECT_NE(file.header.sampler.find("devices=" + std::to_string(ranks)), std::string::npos);
+  ASSERT_EQ(file.comm.size(), samples);
+  for (std::size_t i = 0; i < samples; ++i) {
+    const CommSample& s = file.comm[i];
+    EXPECT_EQ(s.index, static_cast<std::int64_t>(i));
+    ASSERT_EQ(s.dim_sums.size(), static_cast<std::size_t>(ranks));
+    ASSERT_EQ(s.sleep_ms.size(), static_cast<std::size_t>(ranks));
+    ASSERT_EQ(s.fw_ms.size(), static_cast<std::size_t>(ranks));
+    ASSERT_EQ(s.bw_ms.size(), static_cast<std::size_t>(ranks));
+    for (int r = 0; r < ranks; ++r) {
+      EXPECT_GE(s.fw_ms[r], 0.0);
+      EXPECT_GE(s.bw_ms[r], 0.0);
+    }
+    const CommDraw draw = draw_comm_sample(CommSamplerParams{}, 0, s.index, ranks);
+    EXPECT_EQ(s.dim_sums, draw.placement.dim_sums);
+    EXPECT_EQ(s.sleep_ms, draw.sleep_ms);
+  }
+}
+
+TEST_F(ProfileComm, MeasuresEveryRankFor2To4Ranks) {
+  for (int ranks : {2, 3, 4}) {
+    const std::string out = path("comm" + std::to_string(ranks) + ".jsonl");
+    const CommandResult r =
+        profile_comm(ranks, std::string("--samples 2 ") + kQuickRun + " --out " + out);
+    ASSERT_EQ(r.status, 0) << r.out;
+    EXPECT_NE(r.out.find("link model"), std::string::npos) << r.out;
+    expect_well_formed(read_cost_samples(out, Context{}), ranks, 2);
+  }
+}
+
+TEST_F(ProfileComm, ResumesWhereTheFileEnds) {
+  const std::string out = path("comm.jsonl");
+  CommandResult r = profile_comm(2, std::string("--samples 2 ") + kQuickRun + " --out " + out);
+  ASSERT_EQ(r.status, 0) << r.out;
+  r = profile_comm(2, std::string("--samples 3 ") + kQuickRun + " --out " + out);
+  ASSERT_EQ(r.status, 0) << r.out;
+  expect_well_formed(read_cost_samples(out, Context{}), 2, 3);
+}
+
+TEST_F(ProfileComm, RefusesAFileOfAnotherExperimentWithoutHanging) {
+  const std::string out = path("comm.jsonl");
+  ASSERT_EQ(profile_comm(3, std::string("--samples 1 ") + kQuickRun + " --out " + out).status, 0);
+  const CommandResult r = profile_comm(
+      3, "--samples 2 --repeats 2 --warmup 1 --batch 2048 --out " + out);
+  EXPECT_NE(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("batch_size"), std::string::npos) << r.out;
+  EXPECT_EQ(read_cost_samples(out, Context{}).comm.size(), 1u);  // untouched
+}
+
+TEST_F(ProfileComm, OneProcessWithoutMpirunIsAWorldOfOne) {
+  const std::string out = path("comm1.jsonl");
+  const CommandResult r = run_command(std::string(EMBSHARD_CLI_PATH) +
+                                      " profile comm --samples 1 " + kQuickRun + " --out " + out);
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("one rank"), std::string::npos) << r.out;
+  expect_well_formed(read_cost_samples(out, Context{}), 1, 1);
+}
+
+}  // namespace
+}  // namespace embshard
