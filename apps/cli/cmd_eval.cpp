@@ -1,5 +1,7 @@
 // embshard eval --task T --plan P [--backend sim|cpu|reference|cuda] [--objective O] [--out R]
+//               [--comm model|mpi]   (mpi: under mpirun -n <devices>)
 #include <iostream>
+#include <optional>
 
 #include "commands.h"
 #include "embshard/core/file_io.h"
@@ -7,8 +9,43 @@
 #include "embshard/data/data_io.h"
 #include "embshard/eval/evaluator.h"
 #include "embshard/plan/plan_io.h"
+#include "embshard/profile/all_to_all.h"
 
 namespace embshard::cli {
+
+namespace {
+
+void report(const EvalResult& result, const Task& task, const Plan& plan, Objective objective,
+            const std::optional<std::string>& out) {
+  if (out) write_file_atomic(*out, eval_result_json(result, task, plan));
+  std::cout << eval_result_table(result) << to_string(objective) << " = "
+            << objective_value(result.breakdown, objective) << "\n";
+}
+
+/**
+ * Under `mpirun -n D` (D = the task's devices): every rank measures the plan's all-to-alls
+ * together, then rank 0 alone measures the compute and reports; the other ranks return first.
+ */
+int eval_with_measured_comm(const Task& task, const Plan& plan, const EvalOptions& options,
+                            Objective objective, const std::optional<std::string>& out,
+                            const Context& ctx) {
+  const std::string problem = find_error_in_plan(task, plan);
+  EMBSHARD_CHECK(problem.empty(), "eval: the plan does not fit the task: ", problem);
+  MpiSession session;
+  EMBSHARD_CHECK(session.size() == task.topology.num_devices(), "eval --comm mpi: the task has ",
+                 task.topology.num_devices(), " devices but the job has ", session.size(),
+                 " MPI ranks (run it as mpirun -n ", task.topology.num_devices(), " embshard eval ...)");
+  MeasureOptions comm_options = options.measure;
+  comm_options.flush_cache = false;  // 2 × LLC per rank per repeat would dominate the run
+  const std::vector<DeviceTiming> measured = measure_plan_all_to_all(
+      session, eval_batch_size(task, options), device_dim_sums(shards_by_device(task, plan)),
+      comm_options);
+  if (!session.is_root()) return 0;
+  report(evaluate_plan(task, plan, options, ctx, measured), task, plan, objective, out);
+  return 0;
+}
+
+}  // namespace
 
 int run_eval(Args& args, const Context& ctx) {
   const std::string task_path = args.require("task");
@@ -20,15 +57,16 @@ int run_eval(Args& args, const Context& ctx) {
   options.measure = measure_options(args, options.measure);
   const Objective objective = parse_objective(args.get_or("objective", "step"));
   const auto out = args.get("out");
+  const std::string comm = args.get_or("comm", "model");
   args.finish();
+  EMBSHARD_CHECK(comm == "model" || comm == "mpi", "--comm must be 'model' or 'mpi', got '", comm, "'");
   EMBSHARD_CHECK(options.batch_size >= 0 && options.batch_size <= (std::int64_t{1} << 24),
                  "--batch must lie in [1, 2^24] (0 or absent: the task's batch)");
   const Task task = read_task_file(task_path);
   const Plan plan = read_plan_file(plan_path);
+  if (comm == "mpi") return eval_with_measured_comm(task, plan, options, objective, out, ctx);
   const EvalResult result = evaluate_plan(task, plan, options, ctx);
-  if (out) write_file_atomic(*out, eval_result_json(result, task, plan));
-  std::cout << eval_result_table(result) << to_string(objective) << " = "
-            << objective_value(result.breakdown, objective) << "\n";
+  report(result, task, plan, objective, out);
   return 0;
 }
 

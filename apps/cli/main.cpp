@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "embshard/core/error.h"
+#include "embshard/kernels/embedding_bag.h"
 
 namespace {
 
@@ -29,7 +30,7 @@ constexpr const char* kUsage =
     "  profile calibrate --samples S.jsonl [--test-every K] [--out C.json]\n"
     "           fit the sim model to compute samples; error on held-out samples\n"
     "  eval     --task T.json --plan P.json [--backend sim|cpu|cuda] [--objective step|max_sum|balance]\n"
-    "           [--out R.json]                            per-device cost of a plan\n"
+    "           [--out R.json] [--comm model|mpi]         per-device cost of a plan\n"
     "  list                                               registered plug-ins and parameters\n";
 
 using Runner = int (*)(embshard::cli::Args&, const embshard::Context&);
@@ -65,6 +66,7 @@ int main(int argc, char** argv) {
     ctx.num_threads = static_cast<int>(
         args.get_int("threads", std::max(1u, std::thread::hardware_concurrency())));
     EMBSHARD_CHECK(ctx.num_threads >= 1, "--threads must be at least 1");
+    embshard::kernels::set_cpu_kernel_threads(ctx.num_threads);
     if (args.flag("quiet")) ctx.verbosity = embshard::LogLevel::kWarning;
     return runner(args, ctx);
   } catch (const embshard::Error& e) {

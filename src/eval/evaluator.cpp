@@ -33,7 +33,24 @@ void fill_comm(const Task& task, const std::vector<std::int64_t>& dim_sums,
                                          batch_size);
 }
 
+void fill_measured_comm(std::span<const DeviceTiming> measured, CostBreakdown& breakdown) {
+  EMBSHARD_CHECK(measured.size() == breakdown.devices.size(), "eval: ", measured.size(),
+                 " measured all-to-alls for ", breakdown.devices.size(), " devices");
+  for (std::size_t d = 0; d < measured.size(); ++d) {
+    breakdown.devices[d].fw_comm_ms = measured[d].fw_ms;
+    breakdown.devices[d].bw_comm_ms = measured[d].bw_ms;
+  }
+  breakdown.comm_source = CostSource::kMeasured;
+  breakdown.comm_detail = detail::concat("MPI all-to-all, one rank per device (", measured.size(),
+                                         " ranks)");
+}
+
 }  // namespace
+
+std::int64_t eval_batch_size(const Task& task, const EvalOptions& options) {
+  return options.backend != "sim" && options.batch_size > 0 ? options.batch_size
+                                                              : task.workload.batch_size;
+}
 
 std::vector<std::string> eval_backends() {
   std::vector<std::string> names{"sim"};
@@ -62,7 +79,7 @@ std::unique_ptr<ComputeModel> make_compute_model(const Task& task, const EvalOpt
 }
 
 EvalResult evaluate_plan(const Task& task, const Plan& plan, const EvalOptions& options,
-                         const Context& ctx) {
+                         const Context& ctx, std::span<const DeviceTiming> measured_comm) {
   const double start_ms = now_ms();
   check_task(task, "eval: task");
   const std::string plan_error = find_error_in_plan(task, plan);
@@ -70,9 +87,7 @@ EvalResult evaluate_plan(const Task& task, const Plan& plan, const EvalOptions& 
   auto model = make_compute_model(task, options);
   EvalResult result;
   result.backend = model->spec();
-  result.batch_size = model->source() == CostSource::kMeasured && options.batch_size > 0
-                          ? options.batch_size
-                          : task.workload.batch_size;
+  result.batch_size = eval_batch_size(task, options);
   const auto by_device = shards_by_device(task, plan);
   const auto memory = plan_memory(task, plan);
   CostBreakdown& b = result.breakdown;
@@ -87,7 +102,11 @@ EvalResult evaluate_plan(const Task& task, const Plan& plan, const EvalOptions& 
   }
   b.compute_source = model->source();
   b.compute_detail = model->detail();
-  fill_comm(task, device_dim_sums(by_device), result.batch_size, b);
+  if (measured_comm.empty()) {
+    fill_comm(task, device_dim_sums(by_device), result.batch_size, b);
+  } else {
+    fill_measured_comm(measured_comm, b);
+  }
   fill_straggler_wait(b);
   result.step_ms = objective_value(b, Objective::kStep);
   result.max_sum_ms = objective_value(b, Objective::kMaxSum);

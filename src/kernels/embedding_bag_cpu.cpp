@@ -23,6 +23,20 @@
 
 #include "kernels/embedding_bag_internal.h"
 
+namespace embshard::kernels {
+
+int set_cpu_kernel_threads(int threads) {
+#ifdef _OPENMP
+  if (threads >= 1) omp_set_num_threads(threads);
+  return omp_get_max_threads();
+#else
+  (void)threads;
+  return 1;
+#endif
+}
+
+}  // namespace embshard::kernels
+
 namespace embshard::kernels::detail {
 namespace {
 

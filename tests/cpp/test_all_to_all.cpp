@@ -1,18 +1,20 @@
 // The communication side of profiling: NeuroShard's comm sampler, the all-to-all link model, and
 // `embshard profile comm` run under mpirun (skipped where mpirun or MPI is missing).
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <algorithm>
-#include <array>
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <set>
 
+#include "embshard/core/file_io.h"
 #include "embshard/cost/link_model.h"
+#include "embshard/data/data_io.h"
 #include "embshard/data/topology.h"
+#include "embshard/plan/plan.h"
+#include "embshard/plan/plan_io.h"
 #include "embshard/profile/all_to_all.h"
 #include "embshard/profile/comm_sampler.h"
 #include "embshard/profile/cost_sample.h"
@@ -340,6 +342,32 @@ TEST_F(ProfileComm, OneProcessWithoutMpirunIsAWorldOfOne) {
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("one rank"), std::string::npos) << r.out;
   expect_well_formed(read_cost_samples(out, Context{}), 1, 1);
+}
+
+
+TEST_F(ProfileComm, EvalMeasuresThePlansAllToAllsWithOneRankPerDevice) {
+  const std::string gen = std::string(EMBSHARD_CLI_PATH) +
+                          " task gen --quiet --protocol neuroshard --devices 2 --max-dim 16 "
+                          "--count 1 --seed 0 --out " + path("t");
+  ASSERT_EQ(run_command(gen).status, 0);
+  const Task task = read_task_file(path("t/000.json"));
+  write_plan_file(path("p.json"), memory_balanced_plan(task));
+  const std::string eval = std::string(EMBSHARD_CLI_PATH) + " eval --quiet --task " +
+                           path("t/000.json") + " --plan " + path("p.json") +
+                           " --comm mpi --repeats 2 --warmup 1 --out " + path("r.json");
+  const auto mpirun = [&](int ranks) {
+    return run_command("OMPI_MCA_btl_vader_single_copy_mechanism=none timeout 300 mpirun "
+                       "--oversubscribe --allow-run-as-root -n " + std::to_string(ranks) + " " + eval);
+  };
+  CommandResult r = mpirun(2);
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto report = nlohmann::json::parse(read_file(path("r.json")));
+  EXPECT_EQ(report["comm"]["source"], "measured");
+  ASSERT_EQ(report["devices"].size(), 2u);
+  EXPECT_GT(report["devices"][0]["fw_comm_ms"].get<double>(), 0.0);
+  r = mpirun(3);  // one rank per device, or a clear error
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.out.find("the task has 2 devices but the job has 3 MPI ranks"), std::string::npos) << r.out;
 }
 
 }  // namespace

@@ -8,8 +8,10 @@
  *                      (profile/shard_bench.h), measured; `reference` the same on the scalar
  *                      reference kernel (slow; for checking)
  *             `cuda` — the same on a GPU, where embshard was built with CUDA and a GPU is visible
- *   comm      the link model of the task's topology (cost/link_model.h), modelled; measured
- *             all-to-alls come from `embshard profile comm` under MPI
+ *   comm      the link model of the task's topology (cost/link_model.h), modelled; or measured
+ *             all-to-alls handed in by the caller (`measured_comm`, e.g. from
+ *             `measure_plan_all_to_all` with one MPI rank per device: `mpirun -n D embshard
+ *             eval --comm mpi`)
  *   memory    from the plan (plan_memory)
  *
  * Measured backends draw each table's lookups from its generative model: the pool table it came
@@ -22,12 +24,14 @@
  */
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "embshard/core/context.h"
 #include "embshard/cost/breakdown.h"
 #include "embshard/cost/compute_model.h"
 #include "embshard/plan/plan.h"
+#include "embshard/profile/all_to_all.h"
 #include "embshard/profile/measure.h"
 
 namespace embshard {
@@ -56,9 +60,17 @@ struct EvalResult {
 [[nodiscard]] std::unique_ptr<ComputeModel> make_compute_model(const Task& task,
                                                                const EvalOptions& options);
 
-/** Evaluates `plan` on `task` (file comment). */
+/** The batch the costs are for: the measured backends' `batch_size` if set, else the task's. */
+[[nodiscard]] std::int64_t eval_batch_size(const Task& task, const EvalOptions& options);
+
+/**
+ * Evaluates `plan` on `task` (file comment). `measured_comm`, if not empty, holds every device's
+ * measured forward and backward all-to-all (one entry per device, at `eval_batch_size`) and
+ * replaces the link model.
+ */
 [[nodiscard]] EvalResult evaluate_plan(const Task& task, const Plan& plan,
-                                       const EvalOptions& options, const Context& ctx);
+                                       const EvalOptions& options, const Context& ctx,
+                                       std::span<const DeviceTiming> measured_comm = {});
 
 /** The result as a JSON document (see docs/architecture.md, "eval report"). */
 [[nodiscard]] std::string eval_result_json(const EvalResult& result, const Task& task,

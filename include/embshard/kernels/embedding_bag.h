@@ -38,8 +38,9 @@
  * The reported position is the smallest bad position (deterministic in every implementation).
  *
  * Tables must not alias each other (one table per feature; no feature_table_map sharing).
- * Threads: the fast CPU implementation uses OpenMP's default team (OMP_NUM_THREADS) when built
- * with OpenMP, one thread otherwise. Results of every implementation are deterministic.
+ * Threads: the fast CPU implementation uses OpenMP's default team (OMP_NUM_THREADS, or what
+ * `set_cpu_kernel_threads` set) when built with OpenMP, one thread otherwise. Results of every
+ * implementation are deterministic and do not depend on the thread count.
  */
 #include <bit>
 #include <cstdint>
@@ -118,6 +119,12 @@ enum class EmbeddingBagImpl : std::uint8_t {
                ///< Listed by embedding_bag_impls() only when built with CUDA; calling it without
                ///< CUDA or without a visible GPU throws embshard::Error (not a KernelStatus).
 };
+
+/**
+ * Sets the team size of the `cpu` implementation (OpenMP's process-wide default; the CLI's
+ * `--threads`). Returns the team size now in effect (1 without OpenMP).
+ */
+int set_cpu_kernel_threads(int threads);
 
 /** Every implementation built into this library, reference first (kCuda only when built with CUDA). */
 std::span<const EmbeddingBagImpl> embedding_bag_impls();
