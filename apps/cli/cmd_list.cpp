@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "commands.h"
+#include "embshard/shard/sharder.h"
 #include "embshard/data/topology.h"
 #include "embshard/eval/task_gen.h"
 
@@ -39,6 +40,7 @@ int run_list(Args& args, const Context&) {
   args.finish();
   print_registry(topology_registry());
   print_registry(task_protocol_registry());
+  print_registry(sharder_registry());
   return 0;
 }
 

@@ -22,6 +22,8 @@ constexpr const char* kUsage =
     "           | --write-pt FILE[.gz] [--tables N] [--batch B]   raw batches in the dataset format\n"
     "  task gen --protocol neuroshard|dreamshard|autoshard[:k=v,..] --devices D --max-dim M\n"
     "           --count N --seed S --out DIR [--tables stats.json]\n"
+    "  plan     --task T.json --sharder SPEC [--cost sim] [--objective O] [--seed S] --out P.json\n"
+    "           plan a task (sharders: embshard list)\n"
     "  check    --task T.json --plan P.json                validate a plan against its task\n"
     "  profile compute --out S.jsonl [--samples N] [--batch B] [--seed S] ...\n"
     "           measure random fused shards on this machine's kernels (cost samples)\n"
@@ -47,7 +49,7 @@ int main(int argc, char** argv) {
       {"stats", embshard::cli::run_stats}, {"pool", embshard::cli::run_pool},
       {"task", embshard::cli::run_task},   {"check", embshard::cli::run_check},
       {"list", embshard::cli::run_list},   {"profile", embshard::cli::run_profile},
-      {"eval", embshard::cli::run_eval}};
+      {"eval", embshard::cli::run_eval},   {"plan", embshard::cli::run_plan}};
   std::string verb;
   Runner runner = embshard::cli::run_default;
   if (!words.empty() && words[0].rfind("--", 0) != 0) {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "embshard/core/error.h"
 
@@ -133,6 +134,49 @@ double sim_pass_ms(const SimCoefficients& c, const SimFeatures& f) {
   double ms = 0.0;
   for (int i = 0; i < kNumSimFeatures; ++i) ms += c[i] * f[i];
   return ms;
+}
+
+namespace {
+
+/** The cheapest any split of `spec` can cost in total, forward and backward (see the header). */
+DeviceCompute table_floor_ms(const SimHardware& hw, const TableSpec& spec, std::int64_t batch) {
+  SimTable t;
+  t.stats = spec.stats;
+  t.cols = spec.dim;
+  t.bytes_per_element = bytes_per_element(spec.dtype);
+  const std::array<SimTable, 1> one{t};
+  SimFeatures cached = sim_features(one, batch, std::numeric_limits<std::int64_t>::max());
+  SimFeatures evicted = sim_features(one, batch, 0);
+  cached[kCalls] = evicted[kCalls] = 0.0;
+  return {std::min(sim_pass_ms(hw.fw, cached), sim_pass_ms(hw.fw, evicted)),
+          std::min(sim_pass_ms(hw.bw, cached), sim_pass_ms(hw.bw, evicted))};
+}
+
+/** No device's all-to-all can be shorter than this (see the header). */
+double comm_floor_ms(const Task& task) {
+  const Topology& topo = task.topology;
+  const int n = topo.num_devices();
+  if (n <= 1) return 0.0;
+  const double bytes = static_cast<double>(n - 1) * static_cast<double>(task.workload.batch_size) *
+                       4.0 * static_cast<double>(task.workload.total_dim()) / (n * static_cast<double>(n));
+  const double gbps = topo.num_hosts() > 1 ? topo.intra_host_gbps + topo.inter_host_gbps
+                                           : topo.intra_host_gbps;
+  return topo.a2a_latency_us / 1000.0 + (gbps > 0 ? bytes / (gbps * 1e6) : 0.0);
+}
+
+}  // namespace
+
+double sim_lower_bound(const Task& task, const SimHardware& hw, Objective objective) {
+  if (objective == Objective::kBalance) return 1.0;
+  double fw = hw.fw[kCalls];
+  double bw = hw.bw[kCalls];
+  for (const TableSpec& t : task.workload.tables) {
+    const DeviceCompute floor = table_floor_ms(hw, t, task.workload.batch_size);
+    fw += floor.fw_ms;
+    bw += floor.bw_ms;
+  }
+  const double n = task.topology.num_devices();
+  return (fw + bw) / n + 2.0 * comm_floor_ms(task);
 }
 
 SimHardware sim_hardware_for(const Topology& topology) {

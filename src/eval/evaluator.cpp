@@ -6,7 +6,7 @@
 
 #include "embshard/core/error.h"
 #include "embshard/cost/analytic.h"
-#include "embshard/cost/link_model.h"
+#include "embshard/cost/cost_model.h"
 #include "embshard/kernels/cuda_embedding_bag.h"
 #include "eval/measured_model.h"
 
@@ -19,18 +19,6 @@ std::string backend_list() {
   std::string list;
   for (const std::string& name : eval_backends()) list += (list.empty() ? "" : ", ") + name;
   return list;
-}
-
-void fill_comm(const Task& task, const std::vector<std::int64_t>& dim_sums,
-               std::int64_t batch_size, CostBreakdown& breakdown) {
-  const std::vector<double> a2a_ms = all_to_all_ms(task.topology, dim_sums, batch_size);
-  for (std::size_t d = 0; d < a2a_ms.size(); ++d) {
-    breakdown.devices[d].fw_comm_ms = a2a_ms[d];
-    breakdown.devices[d].bw_comm_ms = a2a_ms[d];  // the symmetric link model (link_model.h)
-  }
-  breakdown.comm_source = CostSource::kModelled;
-  breakdown.comm_detail = detail::concat("link model of ", task.topology.name, " at batch ",
-                                         batch_size);
 }
 
 void fill_measured_comm(std::span<const DeviceTiming> measured, CostBreakdown& breakdown) {
@@ -88,26 +76,9 @@ EvalResult evaluate_plan(const Task& task, const Plan& plan, const EvalOptions& 
   EvalResult result;
   result.backend = model->spec();
   result.batch_size = eval_batch_size(task, options);
-  const auto by_device = shards_by_device(task, plan);
-  const auto memory = plan_memory(task, plan);
-  CostBreakdown& b = result.breakdown;
-  b.devices.resize(by_device.size());
-  for (std::size_t d = 0; d < by_device.size(); ++d) {
-    const DeviceCompute compute = model->device_compute(task, by_device[d], ctx);
-    b.devices[d].fw_comp_ms = compute.fw_ms;
-    b.devices[d].bw_comp_ms = compute.bw_ms;
-    b.devices[d].hbm_bytes = memory[d].hbm_bytes;
-    b.devices[d].uvm_bytes = memory[d].uvm_bytes;
-    ctx.debug(detail::concat("eval: device ", d, ": fw ", compute.fw_ms, " ms, bw ", compute.bw_ms, " ms"));
-  }
-  b.compute_source = model->source();
-  b.compute_detail = model->detail();
-  if (measured_comm.empty()) {
-    fill_comm(task, device_dim_sums(by_device), result.batch_size, b);
-  } else {
-    fill_measured_comm(measured_comm, b);
-  }
-  fill_straggler_wait(b);
+  result.breakdown = assemble_breakdown(task, plan, *model, result.batch_size, ctx);
+  if (!measured_comm.empty()) fill_measured_comm(measured_comm, result.breakdown);
+  const CostBreakdown& b = result.breakdown;
   result.step_ms = objective_value(b, Objective::kStep);
   result.max_sum_ms = objective_value(b, Objective::kMaxSum);
   result.balance = objective_value(b, Objective::kBalance);

@@ -41,6 +41,7 @@
 #include <string>
 #include <vector>
 
+#include "embshard/cost/breakdown.h"
 #include "embshard/cost/compute_model.h"
 #include "embshard/data/table.h"
 
@@ -80,6 +81,18 @@ struct SimTable {
 
 /** The `sim` compute model: spec "sim". Uses the task's batch size and its tables' statistics. */
 [[nodiscard]] std::unique_ptr<ComputeModel> make_sim_model(const Topology& topology);
+
+/**
+ * A value of `objective` no valid plan of `task` can beat under this hardware model and the link
+ * model (for `balance`, an upper bound: 1). Per table, the cost of the whole table with the cache
+ * term at whichever extreme is cheaper and no call overhead is at most the summed cost of any
+ * split of it (splits add lookups and tables and keep bytes; all coefficients are ≥ 0); so
+ * max_d fw_comp_d ≥ (Σ_t fw_t + one call) / N, likewise bw. Every column is output at least once,
+ * so some device sends at least (N−1)/N² · B · 4 · Σ dims bytes, over at most the sum of its
+ * link bandwidths, plus latency. step ≥ fw + 2 · comm + bw; max_sum ≥ its device average.
+ */
+[[nodiscard]] double sim_lower_bound(const Task& task, const SimHardware& hardware,
+                                     Objective objective);
 
 /** Fits non-negative coefficients minimising Σ ((pred − y) / y)² (y > 0 rows only). */
 [[nodiscard]] SimCoefficients fit_sim_coefficients(std::span<const SimFeatures> features,

@@ -1,0 +1,73 @@
+#pragma once
+/**
+ * @file sharder.h
+ * @brief `Sharder`: an algorithm that turns a task into a plan, built from a spec string.
+ *
+ * `make_sharder("greedy:balance=lookup")` finds the algorithm in the registry (an unknown name or
+ * key fails and lists what exists); `plan_task` runs it and stamps the plan's provenance with the
+ * canonical spec (which round-trips: `make_sharder(result.plan.provenance.sharder)` builds the
+ * same sharder), the cost model's spec, the task id, the library version, the seed of the
+ * context, the planning wall time and the UTC time.
+ *
+ * Outcomes that are expected are statuses, not exceptions:
+ *   kOk          the plan is valid for the task (checked)
+ *   kInfeasible  no plan this sharder can build fits; `reason` names the table and the devices
+ *   kTimeLimit   the context's deadline passed; `plan` is the best found so far (may be empty)
+ *
+ * Members (one folder each under src/shard/): `random`, `greedy` (the papers' baselines),
+ * `exhaustive` (every table-wise plan of a tiny task, under a cost model: the exact reference).
+ */
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "embshard/core/context.h"
+#include "embshard/core/registry.h"
+#include "embshard/cost/cost_model.h"
+#include "embshard/plan/plan.h"
+
+namespace embshard {
+
+enum class ShardStatus { kOk, kInfeasible, kTimeLimit };
+[[nodiscard]] const char* to_string(ShardStatus status);
+
+struct ShardStats {
+  std::int64_t plans_evaluated = 0;  ///< complete plans the cost model was asked about
+  std::int64_t nodes_visited = 0;    ///< search nodes (partial plans) expanded
+};
+
+struct ShardResult {
+  Plan plan;
+  ShardStatus status = ShardStatus::kOk;
+  std::string reason;                ///< why, when not ok
+  ShardStats stats;
+};
+
+class Sharder {
+ public:
+  virtual ~Sharder() = default;
+  /** Whether `shard` needs a cost model (others ignore it and accept nullptr). */
+  [[nodiscard]] virtual bool uses_cost_model() const { return false; }
+  /** The plan for `task`; provenance is filled by `plan_task`. */
+  [[nodiscard]] virtual ShardResult shard(const Task& task, CostModel* cost,
+                                          const Context& ctx) const = 0;
+};
+
+/** Every built-in sharder with its parameters. */
+[[nodiscard]] const Registry<Sharder>& sharder_registry();
+
+/** The canonical form of a sharder spec (all parameters); throws Error for unknown ones. */
+[[nodiscard]] std::string canonical_sharder_spec(const std::string& spec);
+
+/** Builds a sharder from its spec; throws Error listing names or keys. */
+[[nodiscard]] std::unique_ptr<Sharder> make_sharder(const std::string& spec);
+
+/**
+ * Checks the task, runs the sharder named by `spec` (with `cost` when it uses one; Error if it
+ * needs one and none is given), checks an ok plan against the task (a failure is a bug) and fills
+ * the provenance (file comment).
+ */
+[[nodiscard]] ShardResult plan_task(const std::string& spec, const Task& task, CostModel* cost,
+                                    const Context& ctx);
+
+}  // namespace embshard

@@ -1,0 +1,10 @@
+#pragma once
+// Registration of the built-in sharders, one function per folder of src/shard/.
+#include "embshard/shard/sharder.h"
+
+namespace embshard::detail {
+
+void register_baselines(Registry<Sharder>& registry);   ///< src/shard/baselines: random, greedy
+void register_exhaustive(Registry<Sharder>& registry);  ///< src/shard/exhaustive
+
+}  // namespace embshard::detail

@@ -1,0 +1,62 @@
+#include "embshard/shard/sharder.h"
+
+#include "embshard/core/clock.h"
+#include "embshard/core/error.h"
+#include "embshard/profile/measure.h"
+#include "shard/builtin_sharders.h"
+
+namespace embshard {
+
+const char* to_string(ShardStatus status) {
+  switch (status) {
+    case ShardStatus::kOk: return "ok";
+    case ShardStatus::kInfeasible: return "infeasible";
+    case ShardStatus::kTimeLimit: return "time_limit";
+  }
+  return "?";
+}
+
+const Registry<Sharder>& sharder_registry() {
+  static const Registry<Sharder> registry = [] {
+    Registry<Sharder> r("sharder");
+    detail::register_baselines(r);
+    detail::register_exhaustive(r);
+    return r;
+  }();
+  return registry;
+}
+
+std::string canonical_sharder_spec(const std::string& spec) {
+  return sharder_registry().canonical(spec);
+}
+
+std::unique_ptr<Sharder> make_sharder(const std::string& spec) {
+  return sharder_registry().create(spec, Context{});
+}
+
+ShardResult plan_task(const std::string& spec, const Task& task, CostModel* cost,
+                      const Context& ctx) {
+  check_task(task, "plan: task");
+  const std::unique_ptr<Sharder> sharder = sharder_registry().create(spec, ctx);
+  EMBSHARD_CHECK(!sharder->uses_cost_model() || cost != nullptr, "sharder '", spec,
+                 "' needs a cost model (--cost sim)");
+  const double start_ms = now_ms();
+  ShardResult result = sharder->shard(task, cost, ctx);
+  Provenance& p = result.plan.provenance;
+  p.sharder = canonical_sharder_spec(spec);
+  p.cost_model = sharder->uses_cost_model() ? cost->spec() : "";
+  p.task_id = task.id;
+  p.embshard_version = embshard_version();
+  p.seed = ctx.seed;
+  p.wall_ms = now_ms() - start_ms;
+  p.created_utc = utc_timestamp();
+  if (result.status == ShardStatus::kOk) {
+    const std::string problem = find_error_in_plan(task, result.plan);
+    if (!problem.empty()) {
+      throw InternalError(detail::concat("sharder '", p.sharder, "' returned an invalid plan: ", problem));
+    }
+  }
+  return result;
+}
+
+}  // namespace embshard
