@@ -1,4 +1,6 @@
 // embshard plan --task T --sharder SPEC [--cost sim] [--objective O] [--seed S] --out P
+//               [--format embshard|torchrec [--torchrec-device cuda|cpu]]
+// embshard plan (no options): the main job on the built-in default task
 #include <cstdio>
 #include <iostream>
 
@@ -7,19 +9,27 @@
 #include "embshard/data/data_io.h"
 #include "embshard/eval/evaluator.h"
 #include "embshard/plan/plan_io.h"
+#include "embshard/plan/torchrec_export.h"
 #include "embshard/shard/sharder.h"
 
 namespace embshard::cli {
 
 int run_plan(Args& args, const Context& base_ctx) {
-  const std::string task_path = args.require("task");
+  const auto task_given = args.get("task");
+  if (!task_given) return run_default(args, base_ctx);  // the main job: the built-in task
+  const std::string task_path = *task_given;
   const std::string sharder = args.get_or("sharder", "greedy");
   const std::string cost_spec = args.get_or("cost", "sim");
   const Objective objective = parse_objective(args.get_or("objective", "step"));
   const auto out = args.get("out");
+  const std::string format = args.get_or("format", "embshard");
+  const std::string device = args.get_or("torchrec-device", "cuda");
   Context ctx = base_ctx;
   ctx.seed = static_cast<std::uint64_t>(args.get_int("seed", 0));
   args.finish();
+  EMBSHARD_CHECK(format == "embshard" || format == "torchrec", "--format must be 'embshard' or "
+                 "'torchrec', got '", format, "'");
+  EMBSHARD_CHECK(device == "cuda" || device == "cpu", "--torchrec-device must be 'cuda' or 'cpu'");
   const Task task = read_task_file(task_path);
   const auto cost = make_cost_model(cost_spec, task);
   const ShardResult result = plan_task(sharder, task, cost.get(), ctx);
@@ -28,7 +38,12 @@ int run_plan(Args& args, const Context& base_ctx) {
               << ": " << result.reason << "\n";
     return 1;
   }
-  if (out) write_plan_file(*out, result.plan);
+  if (out && format == "embshard") write_plan_file(*out, result.plan);
+  if (out && format == "torchrec") {
+    TorchrecExportOptions options;
+    options.compute_device = device == "cpu" ? TorchrecDevice::kCpu : TorchrecDevice::kCuda;
+    write_torchrec_plan_file(*out, task, result.plan, options);
+  }
   const double value = objective_value(cost->estimate(task, result.plan, ctx), objective);
   const auto bound = cost->lower_bound(task, objective);
   std::cout << result.plan.provenance.sharder << " planned " << task.workload.tables.size()

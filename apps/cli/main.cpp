@@ -23,7 +23,8 @@ constexpr const char* kUsage =
     "  task gen --protocol neuroshard|dreamshard|autoshard[:k=v,..] --devices D --max-dim M\n"
     "           --count N --seed S --out DIR [--tables stats.json]\n"
     "  plan     --task T.json --sharder SPEC [--cost sim] [--objective O] [--seed S] --out P.json\n"
-    "           plan a task (sharders: embshard list)\n"
+    "           [--format embshard|torchrec]   plan a task (sharders: embshard list); torchrec:\n"
+    "           the ShardingPlan JSON python/embshard_torchrec.py loads\n"
     "  check    --task T.json --plan P.json                validate a plan against its task\n"
     "  profile compute --out S.jsonl [--samples N] [--batch B] [--seed S] ...\n"
     "           measure random fused shards on this machine's kernels (cost samples)\n"
@@ -33,6 +34,8 @@ constexpr const char* kUsage =
     "           fit the sim model to compute samples; error on held-out samples\n"
     "  eval     --task T.json --plan P.json [--backend sim|cpu|cuda] [--objective step|max_sum|balance]\n"
     "           [--out R.json] [--comm model|mpi]         per-device cost of a plan\n"
+    "  compare  --tasks DIR --sharders 'S1;S2;...' [--cost sim] [--backend B] --out R.csv\n"
+    "           [--summary R.md] [--chart R.svg [--chart-task ID]]   every sharder on every task\n"
     "  list                                               registered plug-ins and parameters\n";
 
 using Runner = int (*)(embshard::cli::Args&, const embshard::Context&);
@@ -49,7 +52,8 @@ int main(int argc, char** argv) {
       {"stats", embshard::cli::run_stats}, {"pool", embshard::cli::run_pool},
       {"task", embshard::cli::run_task},   {"check", embshard::cli::run_check},
       {"list", embshard::cli::run_list},   {"profile", embshard::cli::run_profile},
-      {"eval", embshard::cli::run_eval},   {"plan", embshard::cli::run_plan}};
+      {"eval", embshard::cli::run_eval},   {"plan", embshard::cli::run_plan},
+      {"compare", embshard::cli::run_compare}};
   std::string verb;
   Runner runner = embshard::cli::run_default;
   if (!words.empty() && words[0].rfind("--", 0) != 0) {

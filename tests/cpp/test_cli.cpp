@@ -58,6 +58,11 @@ TEST_F(Cli, MainJobShowsTheBuiltInWorkload) {
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("built-in pool"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("default task neuroshard-d4-m128-000"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("best plan: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("step_ms"), std::string::npos) << r.out;
+  const CliResult plan = run_cli("plan --quiet");  // no options: the same main job
+  ASSERT_EQ(plan.status, 0) << plan.out;
+  EXPECT_NE(plan.out.find("best plan: "), std::string::npos) << plan.out;
 }
 
 TEST_F(Cli, StatsReproducesTheFixtures) {
@@ -199,6 +204,24 @@ TEST_F(Cli, EvalJudgesAPlanAndRejectsWhatDoesNotFit) {
   r = run_cli("eval" + files + " --backend tpu");
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.out.find("available: sim, reference, cpu"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, PlanWritesEmbshardAndTorchrecPlans) {
+  ASSERT_EQ(run_cli("task gen --quiet --protocol neuroshard --devices 4 --max-dim 16 --count 1 --seed 0 --out " + path("t")).status, 0);
+  CliResult r = run_cli("plan --task " + path("t/000.json") + " --sharder greedy:balance=dim --out " + path("p.json"));
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("lower bound"), std::string::npos) << r.out;
+  const Plan plan = read_plan_file(path("p.json"));
+  EXPECT_EQ(plan.provenance.sharder, "greedy:balance=dim,on_full=infeasible");
+  EXPECT_EQ(run_cli("check --quiet --task " + path("t/000.json") + " --plan " + path("p.json")).status, 0);
+  r = run_cli("plan --quiet --task " + path("t/000.json") + " --format torchrec --out " + path("tr.json"));
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto tr = nlohmann::json::parse(read_file(path("tr.json")));
+  EXPECT_EQ(tr["world_size"], 4);
+  EXPECT_EQ(tr["plan"].begin().value().size(), plan.tables.size());
+  r = run_cli("plan --task " + path("t/000.json") + " --sharder sideways");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("known: random, greedy, exhaustive"), std::string::npos) << r.out;
 }
 
 TEST_F(Cli, ProfileComputeWritesAResumableSampleFile) {

@@ -1,0 +1,74 @@
+#pragma once
+/**
+ * @file compare.h
+ * @brief The comparison harness: every task planned by every sharder, every plan judged by one
+ *        backend, and the results as CSV, a Markdown summary and an SVG breakdown chart.
+ *
+ * Planning runs in parallel across tasks (the context's threads); each (task, sharder) gets the
+ * context seed. Evaluation of ok plans runs in parallel on `sim` and serially on a measured
+ * backend, so timings do not disturb each other. Each row also carries the cost model's lower
+ * bound of the objective, so every result has its optimality gap.
+ *
+ * Settings (the columns of the summary, like NeuroShard's Table 1) group tasks by their protocol's
+ * `devices` and `max_dim` parameters ("d4 m128"), or by the whole protocol spec when it has none.
+ * A cell is the mean step_ms of a sharder over the setting's tasks, "-" when any task was not ok.
+ */
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "embshard/core/context.h"
+#include "embshard/cost/breakdown.h"
+#include "embshard/eval/evaluator.h"
+
+namespace embshard {
+
+struct CompareOptions {
+  std::vector<std::string> sharders;  ///< sharder specs
+  std::string cost = "sim";           ///< handed to every sharder that uses a cost model
+  EvalOptions eval;                   ///< the judge (backend, batch, repeats)
+};
+
+struct CompareRow {
+  std::string task_id;
+  std::string setting;            ///< see the file comment
+  std::string sharder;            ///< canonical spec
+  std::string status;             ///< ok | infeasible | time_limit
+  std::string reason;
+  double step_ms = 0.0;           ///< 0 unless ok
+  double max_sum_ms = 0.0;
+  double balance = 0.0;
+  double plan_ms = 0.0;
+  double lower_bound_ms = 0.0;    ///< of the step objective, under `cost`
+  CostBreakdown breakdown;        ///< the judge's, when ok
+};
+
+/**
+ * The sharders the main job and `compare`'s default consider: every registered sharder with its
+ * defaults, greedy with each of its balances, except those that only take tiny tasks (exhaustive).
+ */
+[[nodiscard]] std::vector<std::string> default_sharders();
+
+/** Whether a sharder spec is one of the papers' baselines (random, greedy). */
+[[nodiscard]] bool is_baseline(const std::string& sharder_spec);
+
+/** Plans and evaluates every task with every sharder (file comment); rows task-major. */
+[[nodiscard]] std::vector<CompareRow> run_compare(const std::vector<Task>& tasks,
+                                                  const CompareOptions& options, const Context& ctx);
+
+/** Reads every `*.json` task of a directory, in name order; Error naming the bad file. */
+[[nodiscard]] std::vector<Task> read_task_dir(const std::string& dir);
+
+/** `task_id,setting,sharder,status,step_ms,max_sum_ms,balance,plan_ms,lower_bound_ms,reason`. */
+[[nodiscard]] std::string compare_csv(const std::vector<CompareRow>& rows);
+
+/** The Markdown summary: mean step per setting, valid count, mean planning time, mean gap. */
+[[nodiscard]] std::string compare_markdown(const std::vector<CompareRow>& rows);
+
+/**
+ * An SVG chart of one task's per-device breakdown for every sharder that planned it: stacked
+ * fw_comp / fw_comm / bw_comm / bw_comp bars per device, one panel per sharder (DreamShard Fig. 1).
+ */
+[[nodiscard]] std::string breakdown_svg(const std::vector<CompareRow>& rows, const std::string& task_id);
+
+}  // namespace embshard

@@ -1,0 +1,99 @@
+// Tests of the comparison harness: rows, CSV, the Markdown summary and the SVG chart, and the CLI.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "embshard/core/file_io.h"
+#include "embshard/data/data_io.h"
+#include "embshard/eval/compare.h"
+#include "embshard/eval/task_gen.h"
+#include "test_util.h"
+
+namespace embshard {
+namespace {
+
+using test_util::error_of;
+
+std::vector<Task> neuroshard_tasks(int count, int max_dim) {
+  const auto gen = make_task_generator("neuroshard:devices=4,max_dim=" + std::to_string(max_dim));
+  const TableSource source = TableSource::from_pool(0, gen->batch_size());
+  std::vector<Task> tasks;
+  for (int i = 0; i < count; ++i) tasks.push_back(gen->generate(source, 0, i));
+  return tasks;
+}
+
+TEST(Compare, PlansAndJudgesEveryTaskWithEverySharder) {
+  std::vector<Task> tasks = neuroshard_tasks(3, 16);
+  const std::vector<Task> big = neuroshard_tasks(1, 128);
+  tasks.push_back(big.front());
+  tasks.back().topology.devices.resize(1);  // one device of 4 GiB cannot hold it: infeasible
+  tasks.back().id = "too-small";
+  CompareOptions options;
+  options.sharders = {"greedy:balance=lookup", "random:attempts=20"};
+  Context ctx;
+  ctx.verbosity = LogLevel::kQuiet;
+  const std::vector<CompareRow> rows = run_compare(tasks, options, ctx);
+  ASSERT_EQ(rows.size(), 8u);
+  for (std::size_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(rows[i].status, "ok") << rows[i].reason;
+    EXPECT_GE(rows[i].step_ms + 1e-9, rows[i].lower_bound_ms);
+    EXPECT_GE(rows[i].step_ms, rows[i].max_sum_ms);
+    EXPECT_EQ(rows[i].breakdown.devices.size(), 4u);
+  }
+  EXPECT_EQ(rows[0].sharder, "greedy:balance=lookup,on_full=infeasible");
+  EXPECT_EQ(rows[6].status, "infeasible");
+  EXPECT_NE(rows[6].reason.find("fits on no device"), std::string::npos) << rows[6].reason;
+
+  const std::string csv = compare_csv(rows);
+  EXPECT_EQ(csv.substr(0, csv.find('\n')),
+            "task_id,setting,sharder,status,step_ms,max_sum_ms,balance,plan_ms,lower_bound_ms,reason");
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 9);
+  const std::string md = compare_markdown(rows);
+  EXPECT_NE(md.find("neuroshard d4 m16"), std::string::npos) << md;
+  EXPECT_NE(md.find("| - |"), std::string::npos) << md;  // the infeasible setting
+  EXPECT_NE(md.find("3/4"), std::string::npos) << md;
+  const std::string svg = breakdown_svg(rows, tasks[0].id);
+  std::size_t rects = 0;
+  for (std::size_t p = svg.find("<rect"); p != std::string::npos; p = svg.find("<rect", p + 1)) ++rects;
+  EXPECT_EQ(rects, 2u * 4u * 4u + 4u);  // 2 sharders × 4 devices × 4 parts, and the legend
+  EXPECT_NE(error_of([&] { (void)breakdown_svg(rows, "too-small"); }).find("no sharder produced a plan"),
+            std::string::npos);
+  options.sharders = {"greedy:balance=sideways"};
+  EXPECT_NE(error_of([&] { (void)run_compare(tasks, options, ctx); }).find("balance"), std::string::npos);
+}
+
+TEST(Compare, DefaultShardersCoverEveryBaseline) {
+  const auto specs = default_sharders();
+  EXPECT_NE(std::find(specs.begin(), specs.end(), "greedy:balance=size_and_lookup"), specs.end());
+  EXPECT_NE(std::find(specs.begin(), specs.end(), "random"), specs.end());
+  EXPECT_EQ(std::find(specs.begin(), specs.end(), "exhaustive"), specs.end());
+  EXPECT_TRUE(is_baseline("greedy:balance=dim"));
+  EXPECT_FALSE(is_baseline("exhaustive"));
+}
+
+TEST(Compare, CliWritesCsvSummaryAndChart) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "embshard_compare_cli";
+  fs::remove_all(dir);
+  const std::string cli = EMBSHARD_CLI_PATH;
+  ASSERT_EQ(test_util::run_command(cli + " task gen --quiet --protocol neuroshard --devices 4 --max-dim 16 "
+                                         "--count 2 --seed 0 --out " + (dir / "tasks").string()).status, 0);
+  const auto r = test_util::run_command(
+      cli + " compare --quiet --tasks " + (dir / "tasks").string() +
+      " --sharders 'greedy;greedy:balance=dim' --out " + (dir / "r.csv").string() + " --summary " +
+      (dir / "r.md").string() + " --chart " + (dir / "r.svg").string());
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(read_file((dir / "r.md").string()).find("greedy:balance=dim"), std::string::npos);
+  EXPECT_NE(read_file((dir / "r.svg").string()).find("<svg"), std::string::npos);
+  const std::string csv = read_file((dir / "r.csv").string());
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 5);
+  const auto bad = test_util::run_command(cli + " compare --tasks " + (dir / "nowhere").string() +
+                                          " --sharders greedy --out " + (dir / "x.csv").string());
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_NE(bad.out.find("not a directory"), std::string::npos) << bad.out;
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace embshard
