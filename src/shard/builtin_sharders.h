@@ -6,5 +6,6 @@ namespace embshard::detail {
 
 void register_baselines(Registry<Sharder>& registry);   ///< src/shard/baselines: random, greedy
 void register_exhaustive(Registry<Sharder>& registry);  ///< src/shard/exhaustive
+void register_torchrec(Registry<Sharder>& registry);    ///< src/shard/torchrec: TorchRec's planner
 
 }  // namespace embshard::detail

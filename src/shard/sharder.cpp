@@ -21,6 +21,7 @@ const Registry<Sharder>& sharder_registry() {
     Registry<Sharder> r("sharder");
     detail::register_baselines(r);
     detail::register_exhaustive(r);
+    detail::register_torchrec(r);
     return r;
   }();
   return registry;

@@ -8,6 +8,7 @@
 #include "embshard/data/pool.h"
 #include "embshard/data/random.h"
 #include "embshard/shard/sharder.h"
+#include "shard_test_util.h"
 #include "test_util.h"
 
 namespace embshard {
@@ -22,36 +23,16 @@ Context quiet(std::uint64_t seed = 0) {
   return ctx;
 }
 
-/** `n` pool tables with lookups, random dims, on `topology`, at batch 4096. */
+/** `n` pool tables with lookups, dims in {4..64}, on `topology`, at batch 4096. */
 Task tiny_task(int n, const std::string& topology, std::uint64_t seed) {
-  static const Pool pool = Pool::generate(0);
-  Rng rng(seed);
-  Task task;
+  static constexpr int kDims[] = {4, 8, 16, 32, 64};
+  Task task = test_util::pool_task(n, topology, seed, kDims);
   task.id = "tiny-" + std::to_string(seed);
-  task.workload.batch_size = 4096;
-  task.topology = make_topology(topology);
-  constexpr int kDims[] = {4, 8, 16, 32, 64};
-  while (static_cast<int>(task.workload.tables.size()) < n) {
-    const auto id = static_cast<std::int64_t>(rng.below(pool.tables().size()));
-    if (pool.table(id).pooling_factor <= 0) continue;
-    TableSpec t;
-    t.name = "t" + std::to_string(task.workload.tables.size());
-    t.dim = kDims[rng.below(5)];
-    t.source_id = id;
-    t.stats = pool.expected_stats(id, task.workload.batch_size);
-    task.workload.tables.push_back(t);
-  }
   return task;
 }
 
-/** A hand-made table: only dim, rows and pooling matter to the greedy baselines. */
 TableSpec table(const std::string& name, int dim, std::int64_t rows, double pooling) {
-  TableSpec t;
-  t.name = name;
-  t.dim = dim;
-  t.stats.num_rows = rows;
-  t.stats.pooling_factor = pooling;
-  return t;
+  return test_util::hand_table(name, dim, rows, pooling);
 }
 
 Task hand_task(std::vector<TableSpec> tables, int devices, double hbm_gib) {

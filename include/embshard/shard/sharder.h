@@ -15,7 +15,9 @@
  *   kTimeLimit   the context's deadline passed; `plan` is the best found so far (may be empty)
  *
  * Members (one folder each under src/shard/): `random`, `greedy` (the papers' baselines),
- * `exhaustive` (every table-wise plan of a tiny task, under a cost model: the exact reference).
+ * `exhaustive` (every table-wise plan of a tiny task, under a cost model: the exact reference),
+ * `torchrec` (TorchRec's planner: its enumerator, perf / storage estimators, proposers and
+ * partitioners, with its own cost formulas).
  */
 #include <cstdint>
 #include <memory>

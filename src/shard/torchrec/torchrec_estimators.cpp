@@ -1,0 +1,295 @@
+// TorchRec planner, part 1: topology mapping and storage reservation (§1.1, §1.7), enumerator and
+// shard sizing (§1.3, §1.4), perf estimator (§1.5) and storage estimator (§1.6).
+// Formulas follow TorchRec commit a48cef79 (1.4.0a0), digest /work/shared/docs/references/torchrec-planner.md.
+#include <algorithm>
+#include <cmath>
+
+#include "shard/torchrec/torchrec_planner.h"
+
+namespace embshard::detail::torchrec {
+namespace {
+
+/** GB/s (10^9 bytes/s) → bytes per ms. */
+double gbps_to_bytes_per_ms(double gbps) { return gbps * 1e6; }
+
+std::int64_t ceil_bytes(double bytes) { return static_cast<std::int64_t>(std::ceil(bytes)); }
+
+/**
+ * BasicCommsBandwidths.get_bw for every collective but ALL_REDUCE (§1.1): intra-host bandwidth
+ * when the collective's world fits in one host (world ≤ local), else inter-host.
+ */
+double comms_bw_bytes_per_ms(double world, double local, const TorchrecTopology& topo) {
+  return world <= local ? topo.intra_host_bw_bytes_per_ms : topo.inter_host_bw_bytes_per_ms;
+}
+
+/** Block-usage penalty of a TW/CW shard of width D (§1.5): 1 (≥128), 1.15 (64..127), 1.75 (<64). */
+double block_usage_penalty(int num_cols) {
+  if (num_cols >= kFullBlockEmbDim) return 1.0;
+  return num_cols >= 64 ? kHalfBlockPenalty : kQuarterBlockPenalty;
+}
+
+/** The per-table quantities of §1.5: I = pf·B (batch inputs), O = B (pooled outputs). */
+struct BatchShape {
+  double inputs = 0.0;   ///< I, ids per rank
+  double outputs = 0.0;  ///< O, pooled rows per rank
+};
+
+BatchShape batch_shape(const TableSpec& table, const TorchrecTopology& topo) {
+  return {table.stats.pooling_factor * topo.batch_size_per_rank, topo.batch_size_per_rank};
+}
+
+/** TW / CW shard (§1.5): the shard serves the whole global batch (× W). */
+Perf table_wise_perf(const BatchShape& b, int num_cols, double elem_bytes, double bw_dev,
+                     const TorchrecTopology& topo) {
+  const double w = topo.world_size;
+  const double input_bytes = std::ceil(b.inputs * w * kBigintBytes);
+  const double lookup_bytes = b.inputs * w * std::max(num_cols, 32) * elem_bytes;
+  const double output_bytes = b.outputs * w * num_cols * elem_bytes;
+  const double a2a_bw = comms_bw_bytes_per_ms(w, topo.local_world_size, topo);
+  Perf p;
+  p.fwd_compute_ms =
+      (input_bytes + lookup_bytes + output_bytes) * block_usage_penalty(num_cols) / bw_dev;
+  p.fwd_comms_ms = output_bytes / a2a_bw;
+  p.bwd_compute_ms = kBwdComputeMultiplier * p.fwd_compute_ms;
+  p.bwd_comms_ms = output_bytes / a2a_bw;
+  return p;
+}
+
+/** RW shard (§1.5): I' = I/W, reduce-scatter forward, all-gather + batched copy backward. */
+Perf row_wise_perf(const BatchShape& b, int num_cols, double elem_bytes, double bw_dev,
+                   const TorchrecTopology& topo) {
+  const double w = topo.world_size;
+  const double shard_inputs = b.inputs / w;
+  const double input_bytes = std::ceil(shard_inputs * w * kBigintBytes);
+  const double lookup_bytes = shard_inputs * w * num_cols * elem_bytes;
+  const double output_bytes = b.outputs * w * num_cols * elem_bytes;
+  const double rs_bw = comms_bw_bytes_per_ms(w, topo.local_world_size, topo);
+  Perf p;
+  p.fwd_compute_ms = (input_bytes + lookup_bytes + output_bytes) / bw_dev;
+  p.fwd_comms_ms = output_bytes / rs_bw;
+  p.bwd_compute_ms = kBwdComputeMultiplier * p.fwd_compute_ms;
+  p.bwd_comms_ms = output_bytes / rs_bw + output_bytes * kBatchedCopyPerfFactor / bw_dev;
+  return p;
+}
+
+/** TWRW shard (§1.5, torchrec#2782): I' = I/L, intra reduce-scatter plus inter all-to-all if W > L. */
+Perf table_row_wise_perf(const BatchShape& b, int num_cols, double elem_bytes, double bw_dev,
+                         const TorchrecTopology& topo) {
+  const double w = topo.world_size;
+  const double l = topo.local_world_size;
+  const double shard_inputs = b.inputs / l;
+  const double input_bytes = std::ceil(shard_inputs * w * kBigintBytes);
+  const double lookup_bytes = shard_inputs * w * num_cols * elem_bytes;
+  const double output_bytes = b.outputs * w * num_cols * elem_bytes;
+  const double intra_ms = output_bytes / comms_bw_bytes_per_ms(l, l, topo);
+  const double inter_ms =
+      w > l ? b.outputs * (w / l) * num_cols * elem_bytes / comms_bw_bytes_per_ms(w / l, 1, topo)
+            : 0.0;
+  Perf p;
+  p.fwd_compute_ms = (input_bytes + lookup_bytes + output_bytes) / bw_dev;
+  p.fwd_comms_ms = intra_ms + inter_ms;
+  p.bwd_compute_ms = kBwdComputeMultiplier * p.fwd_compute_ms;
+  p.bwd_comms_ms = intra_ms + inter_ms + output_bytes * kBatchedCopyPerfFactor / bw_dev;
+  return p;
+}
+
+/** Rows per block and shards of a row split over `ways` ranks (§1.4: ceil blocks, 0-row tails). */
+std::vector<OptionShard> row_blocks(std::int64_t rows, int cols, int ways) {
+  const std::int64_t block = (rows + ways - 1) / ways;
+  std::vector<OptionShard> shards;
+  for (int i = 0; i < ways; ++i) {
+    const std::int64_t begin = std::min(rows, block * i);
+    shards.push_back({begin, std::min(rows, begin + block) - begin, 0, cols, {}, {}});
+  }
+  return shards;
+}
+
+/** IO buffers of a shard in HBM (§1.6, training, pipeline NONE): input + output bytes. */
+std::int64_t io_buffer_bytes(const TableSpec& table, ShardingType type, const OptionShard& shard,
+                             const TorchrecTopology& topo) {
+  const BatchShape b = batch_shape(table, topo);
+  const double w = topo.world_size;
+  const double e = bytes_per_element(table.dtype);
+  const std::int64_t output = ceil_bytes(b.outputs * w * shard.num_cols * e);
+  switch (type) {
+    case ShardingType::kTableWise:
+    case ShardingType::kColumnWise: return ceil_bytes(b.inputs * w * kBigintBytes) + output;
+    case ShardingType::kRowWise:
+      return shard.num_rows == 0 ? 0 : ceil_bytes(b.inputs * kBigintBytes) + output;
+    case ShardingType::kTableRowWise:
+      return ceil_bytes(b.inputs / topo.local_world_size * w * kBigintBytes) + output;
+  }
+  return 0;
+}
+
+}  // namespace
+
+const char* to_string(ComputeKernel kernel) {
+  switch (kernel) {
+    case ComputeKernel::kFused: return "fused";
+    case ComputeKernel::kFusedUvm: return "fused_uvm";
+    case ComputeKernel::kFusedUvmCaching: return "fused_uvm_caching";
+  }
+  return "?";
+}
+
+double ShardingOption::perf_sum_ms() const {
+  double sum = 0.0;
+  for (const auto& s : shards) sum += s.perf.total_ms();
+  return sum;
+}
+
+double ShardingOption::perf_max_ms() const {
+  double best = 0.0;
+  for (const auto& s : shards) best = std::max(best, s.perf.total_ms());
+  return best;
+}
+
+std::int64_t ShardingOption::hbm_sum_bytes() const {
+  std::int64_t sum = 0;
+  for (const auto& s : shards) sum += s.storage.hbm_bytes;
+  return sum;
+}
+
+std::int64_t ShardingOption::ddr_sum_bytes() const {
+  std::int64_t sum = 0;
+  for (const auto& s : shards) sum += s.storage.ddr_bytes;
+  return sum;
+}
+
+std::int64_t kjt_reservation_bytes(const Task& task, double batch_size_per_rank) {
+  double ids = 0.0;
+  for (const auto& t : task.workload.tables) ids += t.stats.pooling_factor * batch_size_per_rank;
+  return ceil_bytes(ids * kBigintBytes) * static_cast<std::int64_t>(kKjtReservationCopies);
+}
+
+TorchrecTopology make_torchrec_topology(const Task& task, const PlannerOptions& options) {
+  const Topology& t = task.topology;
+  TorchrecTopology topo;
+  topo.world_size = t.num_devices();
+  topo.local_world_size = std::clamp(t.devices_per_host, 1, topo.world_size);
+  topo.batch_size_per_rank = static_cast<double>(task.workload.batch_size) / topo.world_size;
+  if (options.bandwidths == BandwidthSource::kTask) {
+    topo.hbm_mem_bw_bytes_per_ms = gbps_to_bytes_per_ms(t.devices.front().hbm_gbps);
+    topo.hbm_to_ddr_mem_bw_bytes_per_ms = gbps_to_bytes_per_ms(t.devices.front().uvm_gbps);
+    topo.intra_host_bw_bytes_per_ms = gbps_to_bytes_per_ms(t.intra_host_gbps);
+    topo.inter_host_bw_bytes_per_ms = gbps_to_bytes_per_ms(t.inter_host_gbps);
+  }
+  const std::int64_t kjt_bytes =
+      options.reserve_kjt ? kjt_reservation_bytes(task, topo.batch_size_per_rank) : 0;
+  for (const Device& d : t.devices) {
+    const auto kept = static_cast<std::int64_t>(
+        std::floor((1.0 - options.storage_reservation) * static_cast<double>(d.hbm_bytes)));
+    topo.hbm_cap_bytes.push_back(kept - kjt_bytes);
+    topo.ddr_cap_bytes.push_back(d.uvm_bytes);
+  }
+  return topo;
+}
+
+int column_block_width(int cols, int min_partition) {
+  for (int b = std::max(min_partition, 1); b < cols; ++b) {
+    if (cols % b == 0 && b % 4 == 0) return b;
+  }
+  return cols;
+}
+
+std::vector<ShardingType> allowed_sharding_types(const Constraints& constraints) {
+  std::vector<ShardingType> types{ShardingType::kTableWise};
+  if (constraints.allow_column_split) types.push_back(ShardingType::kColumnWise);
+  if (constraints.allow_row_split) {
+    types.push_back(ShardingType::kRowWise);
+    types.push_back(ShardingType::kTableRowWise);
+  }
+  return types;
+}
+
+std::vector<ComputeKernel> allowed_kernels(const Constraints& constraints) {
+  if (!constraints.allow_uvm) return {ComputeKernel::kFused};
+  return {ComputeKernel::kFused, ComputeKernel::kFusedUvm, ComputeKernel::kFusedUvmCaching};
+}
+
+std::vector<OptionShard> shard_shapes(ShardingType type, std::int64_t rows, int cols,
+                                      const TorchrecTopology& topo, int min_partition) {
+  switch (type) {
+    case ShardingType::kTableWise: return {{0, rows, 0, cols, {}, {}}};
+    case ShardingType::kColumnWise: {
+      const int block = column_block_width(cols, min_partition);
+      std::vector<OptionShard> shards;
+      for (int c = 0; c < cols; c += block) shards.push_back({0, rows, c, block, {}, {}});
+      return shards;
+    }
+    case ShardingType::kRowWise: return row_blocks(rows, cols, topo.world_size);
+    case ShardingType::kTableRowWise: return row_blocks(rows, cols, topo.local_world_size);
+  }
+  return {};
+}
+
+double kernel_bw_bytes_per_ms(ComputeKernel kernel, const TorchrecTopology& topo) {
+  switch (kernel) {
+    case ComputeKernel::kFused: return topo.hbm_mem_bw_bytes_per_ms;
+    case ComputeKernel::kFusedUvm: return topo.hbm_to_ddr_mem_bw_bytes_per_ms / kUvmKernelBwDivisor;
+    case ComputeKernel::kFusedUvmCaching:
+      return (kUvmCachingRatio * topo.hbm_mem_bw_bytes_per_ms +
+              (1.0 - kUvmCachingRatio) * topo.hbm_to_ddr_mem_bw_bytes_per_ms) /
+             kUvmKernelBwDivisor;
+  }
+  return topo.hbm_mem_bw_bytes_per_ms;
+}
+
+Perf shard_perf(const TableSpec& table, ShardingType type, ComputeKernel kernel, int num_cols,
+                const TorchrecTopology& topo) {
+  const BatchShape b = batch_shape(table, topo);
+  const double e = bytes_per_element(table.dtype);
+  const double bw_dev = kernel_bw_bytes_per_ms(kernel, topo);
+  switch (type) {
+    case ShardingType::kTableWise:
+    case ShardingType::kColumnWise: return table_wise_perf(b, num_cols, e, bw_dev, topo);
+    case ShardingType::kRowWise: return row_wise_perf(b, num_cols, e, bw_dev, topo);
+    case ShardingType::kTableRowWise: return table_row_wise_perf(b, num_cols, e, bw_dev, topo);
+  }
+  return {};
+}
+
+Storage shard_storage(const TableSpec& table, ShardingType type, ComputeKernel kernel,
+                      const OptionShard& shard, const TorchrecTopology& topo) {
+  const double e = bytes_per_element(table.dtype);
+  const std::int64_t tensor_bytes = shard.num_rows * shard.num_cols * static_cast<std::int64_t>(e);
+  const std::int64_t io_bytes = io_buffer_bytes(table, type, shard, topo);
+  switch (kernel) {
+    case ComputeKernel::kFused: return {tensor_bytes + io_bytes, 0};
+    case ComputeKernel::kFusedUvm: return {io_bytes, tensor_bytes};
+    case ComputeKernel::kFusedUvmCaching: {
+      // HBM base = round(T·clf) spread over the shard's share, plus cache aux state (§1.6).
+      const auto cache_bytes = ceil_bytes(std::round(static_cast<double>(tensor_bytes) * kUvmCachingRatio));
+      const auto aux_bytes =
+          ceil_bytes(static_cast<double>(shard.num_rows) * (4.0 + 16.0 * kUvmCachingRatio));
+      return {cache_bytes + aux_bytes + io_bytes, tensor_bytes};
+    }
+  }
+  return {};
+}
+
+std::vector<std::vector<ShardingOption>> enumerate_options(const Task& task,
+                                                           const TorchrecTopology& topo,
+                                                           const PlannerOptions& options) {
+  const auto types = allowed_sharding_types(task.constraints);
+  const auto kernels = allowed_kernels(task.constraints);
+  std::vector<std::vector<ShardingOption>> by_table(task.workload.tables.size());
+  for (std::size_t t = 0; t < task.workload.tables.size(); ++t) {
+    const TableSpec& table = task.workload.tables[t];
+    for (ShardingType type : types) {
+      for (ComputeKernel kernel : kernels) {
+        ShardingOption option{t, type, kernel,
+                              shard_shapes(type, table.num_rows(), table.dim, topo, options.min_partition)};
+        for (OptionShard& s : option.shards) {
+          s.perf = shard_perf(table, type, kernel, s.num_cols, topo);
+          s.storage = shard_storage(table, type, kernel, s, topo);
+        }
+        by_table[t].push_back(std::move(option));
+      }
+    }
+  }
+  return by_table;
+}
+
+}  // namespace embshard::detail::torchrec

@@ -1,0 +1,310 @@
+// The `torchrec` sharder: TorchRec's EmbeddingShardingPlanner (§1 of the digest
+// /work/shared/docs/references/torchrec-planner.md) in C++. Formulas and constants follow
+// pytorch/torchrec commit a48cef79 (2025-10-04, version 1.4.0a0). This file holds the proposers
+// (§1.9), the best-plan choice (§1.10) and the registration; the estimators and partitioners live
+// in torchrec_estimators.cpp and torchrec_partitioners.cpp (semantics in torchrec_planner.h).
+#include <algorithm>
+#include <numeric>
+#include <optional>
+#include <set>
+#include <tuple>
+
+#include "embshard/core/error.h"
+#include "shard/builtin_sharders.h"
+#include "shard/torchrec/torchrec_planner.h"
+
+namespace embshard::detail {
+namespace torchrec {
+namespace {
+
+/** Option indices per table (into the enumerated list); the proposal cache key. */
+using Choice = std::vector<int>;
+using OptionsByTable = std::vector<std::vector<ShardingOption>>;
+
+/** Per table, option indices sorted by score: max shard perf (use_depth) or summed perf (§1.9). */
+std::vector<std::vector<int>> options_by_score(const OptionsByTable& options, bool use_depth) {
+  std::vector<std::vector<int>> sorted(options.size());
+  for (std::size_t t = 0; t < options.size(); ++t) {
+    sorted[t].resize(options[t].size());
+    std::iota(sorted[t].begin(), sorted[t].end(), 0);
+    const auto score = [&](int i) {
+      return use_depth ? options[t][i].perf_max_ms() : options[t][i].perf_sum_ms();
+    };
+    std::stable_sort(sorted[t].begin(), sorted[t].end(),
+                     [&](int a, int b) { return score(a) < score(b); });
+  }
+  return sorted;
+}
+
+/** GreedyProposer's storage tuple of an option: (max HBM, sum HBM, max DDR, sum DDR) (§1.9). */
+using StorageKey = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t>;
+
+StorageKey storage_key(const ShardingOption& o) {
+  std::int64_t max_hbm = 0;
+  std::int64_t max_ddr = 0;
+  for (const auto& s : o.shards) {
+    max_hbm = std::max(max_hbm, s.storage.hbm_bytes);
+    max_ddr = std::max(max_ddr, s.storage.ddr_bytes);
+  }
+  return {max_hbm, o.hbm_sum_bytes(), max_ddr, o.ddr_sum_bytes()};
+}
+
+/** Runs proposals through the partitioner and keeps the lowest rating (§1.10). */
+class PlanSearch {
+ public:
+  PlanSearch(const Task& task, const TorchrecTopology& topo, const OptionsByTable& options,
+             const PlannerOptions& planner, const Context& ctx)
+      : task_(task), topo_(topo), options_(options), planner_(planner), ctx_(ctx) {}
+
+  /** Partitions and rates `choice` unless seen before; returns the rating (or none). */
+  std::optional<double> try_proposal(const Choice& choice) {
+    if (!seen_.insert(choice).second) return std::nullopt;
+    ++proposals_;
+    std::vector<const ShardingOption*> proposal;
+    for (std::size_t t = 0; t < choice.size(); ++t) proposal.push_back(&options_[t][choice[t]]);
+    PartitionOutcome outcome = planner_.partitioner == PartitionerKind::kGreedy
+                                   ? greedy_partition(proposal, task_, topo_, false)
+                                   : memory_balanced_partition(proposal, task_, topo_);
+    if (!outcome.ok) {
+      if (first_failure_.empty()) first_failure_ = outcome.failure;
+      return std::nullopt;
+    }
+    ++plans_rated_;
+    const double rating = rate_partition(outcome.partition);
+    if (!best_rating_ || rating < *best_rating_) {
+      best_rating_ = rating;
+      best_plan_ = to_plan(task_, proposal, outcome.partition);
+    }
+    return rating;
+  }
+
+  [[nodiscard]] bool out_of_time() const { return ctx_.past_deadline(); }
+  [[nodiscard]] bool found() const { return best_rating_.has_value(); }
+  [[nodiscard]] ShardResult result() const;
+  /** Whether even each table's smallest-HBM option sums above all ranks' HBM (§1.10). */
+  [[nodiscard]] bool storage_shortfall() const;
+
+ private:
+  const Task& task_;
+  const TorchrecTopology& topo_;
+  const OptionsByTable& options_;
+  const PlannerOptions& planner_;
+  const Context& ctx_;
+  std::set<Choice> seen_;
+  std::optional<double> best_rating_;
+  Plan best_plan_;
+  std::string first_failure_;
+  std::int64_t proposals_ = 0;
+  std::int64_t plans_rated_ = 0;
+};
+
+bool PlanSearch::storage_shortfall() const {
+  std::int64_t smallest_total = 0;
+  for (const auto& table_options : options_) {
+    std::int64_t smallest = -1;
+    for (const ShardingOption& o : table_options) {
+      if (smallest < 0 || o.hbm_sum_bytes() < smallest) smallest = o.hbm_sum_bytes();
+    }
+    smallest_total += std::max<std::int64_t>(smallest, 0);
+  }
+  std::int64_t capacity = 0;
+  for (std::int64_t cap : topo_.hbm_cap_bytes) capacity += cap;
+  return smallest_total > capacity;
+}
+
+ShardResult PlanSearch::result() const {
+  ShardResult r;
+  r.stats.plans_evaluated = plans_rated_;
+  r.stats.nodes_visited = proposals_;
+  if (best_rating_) {
+    r.plan = best_plan_;
+    r.status = out_of_time() ? ShardStatus::kTimeLimit : ShardStatus::kOk;
+    if (out_of_time()) r.reason = "deadline passed; best plan so far";
+    return r;
+  }
+  r.status = out_of_time() ? ShardStatus::kTimeLimit : ShardStatus::kInfeasible;
+  r.reason = concat("PlannerError (", storage_shortfall() ? "INSUFFICIENT_STORAGE" : "STRICT_CONSTRAINTS",
+                    "): none of ", proposals_, " proposals partitions; the first failed at ",
+                    first_failure_);
+  return r;
+}
+
+/** GridSearchProposer (§1.9): every combination when there are at most 10,000. */
+void run_grid_search(const OptionsByTable& options, PlanSearch& search) {
+  double combinations = 1.0;
+  for (const auto& o : options) combinations *= static_cast<double>(o.size());
+  if (combinations > static_cast<double>(kMaxGridProposals)) return;
+  const auto sorted = options_by_score(options, true);
+  Choice position(options.size(), 0);
+  while (!search.out_of_time()) {
+    Choice choice(options.size());
+    for (std::size_t t = 0; t < options.size(); ++t) choice[t] = sorted[t][position[t]];
+    (void)search.try_proposal(choice);
+    std::size_t t = 0;
+    for (; t < options.size() && ++position[t] == static_cast<int>(options[t].size()); ++t) {
+      position[t] = 0;
+    }
+    if (t == options.size()) return;
+  }
+}
+
+/**
+ * GreedyProposer (§1.9): start from each table's best option; after every proposal advance the
+ * table whose current option has the largest storage tuple (first table on ties) to its next
+ * option; stop when none can advance or, with a threshold, after more than that many ratings in a
+ * row that do not improve.
+ */
+void run_greedy_proposer(const OptionsByTable& options, bool use_depth, int threshold,
+                         PlanSearch& search) {
+  const auto sorted = options_by_score(options, use_depth);
+  std::vector<std::vector<StorageKey>> keys(options.size());
+  for (std::size_t t = 0; t < options.size(); ++t) {
+    for (const ShardingOption& o : options[t]) keys[t].push_back(storage_key(o));
+  }
+  std::vector<int> position(options.size(), 0);
+  std::optional<double> best;
+  int inferior = 0;
+  while (!search.out_of_time()) {
+    Choice choice(options.size());
+    for (std::size_t t = 0; t < options.size(); ++t) choice[t] = sorted[t][position[t]];
+    if (const auto rating = search.try_proposal(choice); threshold > 0 && rating) {
+      ++inferior;
+      if (!best || *rating < *best) best = rating, inferior = 0;
+      if (inferior > threshold) return;
+    }
+    std::optional<std::size_t> largest;
+    StorageKey largest_key{};
+    for (std::size_t t = 0; t < options.size(); ++t) {
+      if (position[t] + 1 >= static_cast<int>(options[t].size())) continue;
+      const StorageKey& key = keys[t][choice[t]];
+      if (!largest || key > largest_key) largest = t, largest_key = key;
+    }
+    if (!largest) return;
+    ++position[*largest];
+  }
+}
+
+/** UniformProposer (§1.9): per sharding type every table has, each table's best option of it. */
+void run_uniform_proposer(const OptionsByTable& options, PlanSearch& search) {
+  for (ShardingType type : {ShardingType::kTableWise, ShardingType::kColumnWise,
+                            ShardingType::kRowWise, ShardingType::kTableRowWise}) {
+    Choice choice(options.size(), -1);
+    for (std::size_t t = 0; t < options.size(); ++t) {
+      for (int i = 0; i < static_cast<int>(options[t].size()); ++i) {
+        if (options[t][i].type != type) continue;
+        if (choice[t] < 0 || options[t][i].perf_sum_ms() < options[t][choice[t]].perf_sum_ms()) {
+          choice[t] = i;
+        }
+      }
+    }
+    if (std::find(choice.begin(), choice.end(), -1) != choice.end() || search.out_of_time()) continue;
+    (void)search.try_proposal(choice);
+  }
+}
+
+/** "" or why TorchRec's reservation leaves a device no HBM (INSUFFICIENT_STORAGE, §1.7). */
+std::string find_reservation_error(const TorchrecTopology& topo) {
+  for (std::size_t r = 0; r < topo.hbm_cap_bytes.size(); ++r) {
+    if (topo.hbm_cap_bytes[r] < 0) {
+      return concat("PlannerError: the storage reservation (percentage and KJT estimate) exceeds ",
+                    "the HBM of device ", r);
+    }
+  }
+  return "";
+}
+
+/** Whether some option of a table has every shard within the largest rank's free HBM and DDR. */
+bool has_placeable_option(const std::vector<ShardingOption>& table_options, std::int64_t hbm_bytes,
+                          std::int64_t ddr_bytes) {
+  return std::any_of(table_options.begin(), table_options.end(), [&](const ShardingOption& o) {
+    const StorageKey key = storage_key(o);
+    return std::get<0>(key) <= hbm_bytes && std::get<2>(key) <= ddr_bytes;
+  });
+}
+
+/** "" or the first table none of whose options fits even an empty rank (names the table). */
+std::string find_unplaceable_table(const Task& task, const OptionsByTable& options,
+                                   const TorchrecTopology& topo) {
+  const std::int64_t hbm = *std::max_element(topo.hbm_cap_bytes.begin(), topo.hbm_cap_bytes.end());
+  const std::int64_t ddr = *std::max_element(topo.ddr_cap_bytes.begin(), topo.ddr_cap_bytes.end());
+  for (std::size_t t = 0; t < options.size(); ++t) {
+    if (has_placeable_option(options[t], hbm, ddr)) continue;
+    std::int64_t smallest_hbm = -1;
+    for (const ShardingOption& o : options[t]) {
+      const std::int64_t need = std::get<0>(storage_key(o));
+      if (smallest_hbm < 0 || need < smallest_hbm) smallest_hbm = need;
+    }
+    return concat("PlannerError: table '", task.workload.tables[t].name,
+                  "' fits no rank in any allowed option: its smallest option needs ", smallest_hbm,
+                  " HBM bytes on one rank, a rank has at most ", hbm, " after the reservation");
+  }
+  return "";
+}
+
+class TorchrecSharder final : public Sharder {
+ public:
+  explicit TorchrecSharder(PlannerOptions options) : options_(options) {}
+
+  [[nodiscard]] ShardResult shard(const Task& task, CostModel*, const Context& ctx) const override {
+    const TorchrecTopology topo = make_torchrec_topology(task, options_);
+    ShardResult infeasible;
+    infeasible.status = ShardStatus::kInfeasible;
+    if (infeasible.reason = find_reservation_error(topo); !infeasible.reason.empty()) return infeasible;
+    const OptionsByTable options = enumerate_options(task, topo, options_);
+    if (infeasible.reason = find_unplaceable_table(task, options, topo); !infeasible.reason.empty()) {
+      return infeasible;
+    }
+    PlanSearch search(task, topo, options, options_, ctx);
+    if (options_.proposers == ProposerSet::kDefault) run_grid_search(options, search);
+    run_greedy_proposer(options, /*use_depth=*/true, options_.greedy_threshold, search);
+    run_greedy_proposer(options, /*use_depth=*/false, options_.greedy_threshold, search);
+    if (options_.proposers == ProposerSet::kDefault) run_uniform_proposer(options, search);
+    return search.result();
+  }
+
+ private:
+  PlannerOptions options_;
+};
+
+PlannerOptions options_from(const Params& p) {
+  PlannerOptions o;
+  o.bandwidths = p.get_string("bandwidths") == "torchrec" ? BandwidthSource::kTorchrec
+                                                          : BandwidthSource::kTask;
+  o.partitioner = p.get_string("partitioner") == "memory_balanced" ? PartitionerKind::kMemoryBalanced
+                                                                   : PartitionerKind::kGreedy;
+  o.proposers = p.get_string("proposers") == "greedy" ? ProposerSet::kGreedy : ProposerSet::kDefault;
+  o.storage_reservation = p.get_float("storage_reservation");
+  o.reserve_kjt = p.get_string("reservation") == "heuristical";
+  o.min_partition = static_cast<int>(p.get_int("min_partition"));
+  o.greedy_threshold = static_cast<int>(p.get_int("threshold"));
+  return o;
+}
+
+}  // namespace
+}  // namespace torchrec
+
+void register_torchrec(Registry<Sharder>& registry) {
+  registry.add(
+      {"torchrec",
+       "TorchRec's planner (1.4.0a0 formulas): enumerate TW/CW/RW/TWRW options, perf-model "
+       "proposals, greedy perf partitioner, lowest max-rank perf wins",
+       {{"partitioner", ParamType::kString, "greedy", {}, {}, {"greedy", "memory_balanced"},
+         "GreedyPerfPartitioner (sort by storage) | MemoryBalancedPartitioner (HBM cap search)"},
+        {"proposers", ParamType::kString, "default", {}, {}, {"default", "greedy"},
+         "default: grid search (≤10,000 combos), 2 greedy proposers, uniform | greedy: the 2 greedy only"},
+        {"bandwidths", ParamType::kString, "task", {}, {}, {"task", "torchrec"},
+         "task: hbm_gbps/uvm_gbps/intra/inter of the topology | torchrec: its constants (897/32/600/12.5 GiB/s)"},
+        {"storage_reservation", ParamType::kFloat, "0.15", 0.0, 0.99, {},
+         "share of each device's HBM held back (HeuristicalStorageReservation's percentage)"},
+        {"reservation", ParamType::kString, "heuristical", {}, {}, {"heuristical", "fixed_percentage"},
+         "heuristical also holds back the KJT estimate 20 × 8 bytes × ids per rank; fixed_percentage does not"},
+        {"min_partition", ParamType::kInt, "128", 4, 65536, {},
+         "column-wise block lower bound (MIN_CW_DIM), columns"},
+        {"threshold", ParamType::kInt, "0", 0, 1e9, {},
+         "greedy proposers stop after more than this many non-improving plans; 0 = never"}}},
+      [](const Params& p, const Context&) {
+        return std::make_unique<torchrec::TorchrecSharder>(torchrec::options_from(p));
+      });
+}
+
+}  // namespace embshard::detail
