@@ -59,6 +59,16 @@ TEST(Compare, PlansAndJudgesEveryTaskWithEverySharder) {
   EXPECT_EQ(rects, 2u * 4u * 4u + 4u);  // 2 sharders × 4 devices × 4 parts, and the legend
   EXPECT_NE(error_of([&] { (void)breakdown_svg(rows, "too-small"); }).find("no sharder produced a plan"),
             std::string::npos);
+  options.eval.backend = "cpu";  // another judge: no bound, no gap
+  options.eval.batch_size = 256;
+  options.eval.measure = {0, 1, false, 0.0};
+  options.sharders = {"greedy:balance=lookup"};
+  const std::vector<Task> one(tasks.begin(), tasks.begin() + 1);
+  const std::vector<CompareRow> measured = run_compare(one, options, ctx);
+  ASSERT_EQ(measured.size(), 1u);
+  EXPECT_EQ(measured[0].lower_bound_ms, 0.0);
+  EXPECT_EQ(measured[0].breakdown.compute_source, CostSource::kMeasured);
+  EXPECT_NE(compare_markdown(measured).find("| - |\n"), std::string::npos) << compare_markdown(measured);
   options.sharders = {"greedy:balance=sideways"};
   EXPECT_NE(error_of([&] { (void)run_compare(tasks, options, ctx); }).find("balance"), std::string::npos);
 }

@@ -7,7 +7,9 @@
  * Planning runs in parallel across tasks (the context's threads); each (task, sharder) gets the
  * context seed. Evaluation of ok plans runs in parallel on `sim` and serially on a measured
  * backend, so timings do not disturb each other. Each row also carries the cost model's lower
- * bound of the objective, so every result has its optimality gap.
+ * bound of the objective, so every result has its optimality gap — when the judge is that same
+ * model (backend `sim`, cost `sim`); with another judge the bound is 0 (unknown) and the summary
+ * shows no gap.
  *
  * Settings (the columns of the summary, like NeuroShard's Table 1) group tasks by their protocol's
  * `devices` and `max_dim` parameters ("d4 m128"), or by the whole protocol spec when it has none.
@@ -39,7 +41,7 @@ struct CompareRow {
   double max_sum_ms = 0.0;
   double balance = 0.0;
   double plan_ms = 0.0;
-  double lower_bound_ms = 0.0;    ///< of the step objective, under `cost`
+  double lower_bound_ms = 0.0;    ///< of the step objective under `cost`; 0 if the judge differs
   CostBreakdown breakdown;        ///< the judge's, when ok
 };
 
