@@ -7,8 +7,8 @@
 //   embshard_observations dim [batch=8192]
 //       kind=dim: a few pool tables alone at dims 4..128
 //   embshard_observations tasks [count=3] [batch=8192] [repeats=3]
-//       kind=task: NeuroShard-protocol tasks (4 devices, max dim 128), a memory-balanced
-//       table-wise plan, evaluated on the cpu backend (wall time of the evaluation) and on sim
+//       kind=task: NeuroShard-protocol tasks (4 devices, max dim 128), the greedy:balance=size
+//       plan, evaluated on the cpu backend (wall time of the evaluation) and on sim
 //
 // Each measurement: ShardBench, 1 warm-up + 5 repeats, caches flushed, medians.
 #include <algorithm>
@@ -23,6 +23,7 @@
 #include "embshard/eval/evaluator.h"
 #include "embshard/eval/task_gen.h"
 #include "embshard/profile/shard_bench.h"
+#include "embshard/shard/sharder.h"
 
 namespace {
 
@@ -107,7 +108,7 @@ void evaluate_tasks(int count, std::int64_t batch, int repeats) {
               "cpu_compute_ms,sim_cpu_compute_ms\n");
   for (int i = 0; i < count; ++i) {
     const embshard::Task task = gen->generate(source, 0, i);
-    const embshard::Plan plan = embshard::memory_balanced_plan(task);
+    const embshard::Plan plan = embshard::plan_task("greedy:balance=size", task, nullptr, ctx).plan;
     embshard::EvalOptions cpu;
     cpu.backend = "cpu";
     cpu.batch_size = batch;

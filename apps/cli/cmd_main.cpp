@@ -65,20 +65,14 @@ void print_task(const Task& task) {
 const CompareRow* best_row(const std::vector<CompareRow>& rows, bool (*pick)(const std::string&)) {
   const CompareRow* best = nullptr;
   for (const CompareRow& r : rows) {
-    if (r.status == "ok" && pick(r.sharder) && (best == nullptr || r.step_ms < best->step_ms)) best = &r;
+    if (r.status == "ok" && pick(r.sharder) && (best == nullptr || r.eval.step_ms < best->eval.step_ms)) best = &r;
   }
   return best;
 }
 
-void print_breakdown(const char* title, const CompareRow& row, std::int64_t batch_size) {
-  EvalResult result;
-  result.batch_size = batch_size;
-  result.breakdown = row.breakdown;
-  result.step_ms = row.step_ms;
-  result.max_sum_ms = row.max_sum_ms;
-  result.balance = row.balance;
+void print_breakdown(const char* title, const CompareRow& row) {
   std::printf("\n%s: %s (planned in %.2f ms)\n%s", title, row.sharder.c_str(), row.plan_ms,
-              eval_result_table(result).c_str());
+              eval_result_table(row.eval).c_str());
 }
 
 /** Plans `task` with every default sharder, judged by sim; prints the best against the best baseline. */
@@ -90,7 +84,8 @@ void print_planning(const Task& task, const Context& ctx) {
               rows.front().lower_bound_ms);
   for (const CompareRow& r : rows) {
     if (r.status == "ok") {
-      std::printf("  %-52s step %9.3f ms  (plan %.2f ms)\n", r.sharder.c_str(), r.step_ms, r.plan_ms);
+      std::printf("  %-52s step %9.3f ms  (plan %.2f ms)\n", r.sharder.c_str(), r.eval.step_ms,
+                  r.plan_ms);
     } else {
       std::printf("  %-52s %s\n", r.sharder.c_str(), r.status.c_str());
     }
@@ -101,9 +96,9 @@ void print_planning(const Task& task, const Context& ctx) {
     std::printf("no sharder found a plan that fits\n");
     return;
   }
-  print_breakdown("best plan", *best, task.workload.batch_size);
+  print_breakdown("best plan", *best);
   if (baseline != nullptr && baseline != best) {
-    print_breakdown("strongest baseline", *baseline, task.workload.batch_size);
+    print_breakdown("strongest baseline", *baseline);
   } else {
     std::printf("\nthe best plan is itself one of the papers' baselines\n");
   }

@@ -44,11 +44,12 @@ int run_plan(Args& args, const Context& base_ctx) {
     options.compute_device = device == "cpu" ? TorchrecDevice::kCpu : TorchrecDevice::kCuda;
     write_torchrec_plan_file(*out, task, result.plan, options);
   }
-  const double value = objective_value(cost->estimate(task, result.plan, ctx), objective);
+  const CostBreakdown breakdown = cost->estimate(task, result.plan, ctx);
+  const double value = objective_value(breakdown, objective);
   const auto bound = cost->lower_bound(task, objective);
   std::cout << result.plan.provenance.sharder << " planned " << task.workload.tables.size()
             << " tables in " << result.plan.provenance.wall_ms << " ms\n"
-            << eval_result_table(evaluate_plan(task, result.plan, {}, ctx));
+            << eval_result_table(eval_result_of(breakdown, task.workload.batch_size, cost->spec()));
   std::printf("%s %.3f under %s; lower bound %.3f (gap %.1f%%)\n", to_string(objective), value,
               cost->spec().c_str(), bound.value_or(0.0),
               bound && *bound > 0 ? 100.0 * (value - *bound) / *bound : 0.0);

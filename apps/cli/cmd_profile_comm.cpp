@@ -162,11 +162,9 @@ int collect_comm_samples(const MpiSession& session, const CommProfileRun& run,
     const double now = now_ms();
     if (now - last_log_ms < kProgressEveryMs && i + 1 < run.num_samples) continue;
     last_log_ms = now;
-    const double per_sample_s = (now - start_ms) / 1000.0 / static_cast<double>(i + 1 - first);
     ctx.info(detail::concat("profile comm: ", i + 1, "/", run.num_samples, " samples on ",
-                            session.size(), " ranks, elapsed ",
-                            format_duration((now - start_ms) / 1000.0), ", ETA ",
-                            format_duration(per_sample_s * static_cast<double>(run.num_samples - i - 1))));
+                            session.size(), " ranks, ",
+                            format_progress(i + 1, run.num_samples, first, (now - start_ms) / 1000.0)));
   }
   if (root) {
     ctx.info(comparison.summary());

@@ -126,11 +126,7 @@ std::vector<CompareRow> run_compare(const std::vector<Task>& tasks, const Compar
   const auto evaluate = [&](std::size_t i) {
     CompareRow& row = rows[i];
     if (row.status != "ok") return;
-    const EvalResult e = evaluate_plan(tasks[i / per_task], plans[i], options.eval, ctx);
-    row.step_ms = e.step_ms;
-    row.max_sum_ms = e.max_sum_ms;
-    row.balance = e.balance;
-    row.breakdown = e.breakdown;
+    row.eval = evaluate_plan(tasks[i / per_task], plans[i], options.eval, ctx);
   };
   parallel_for(rows.size(), measured ? 1 : ctx.num_threads, evaluate);
   return rows;
@@ -141,8 +137,8 @@ std::string compare_csv(const std::vector<CompareRow>& rows) {
   out << "task_id,setting,sharder,status,step_ms,max_sum_ms,balance,plan_ms,lower_bound_ms,reason\n";
   for (const CompareRow& r : rows) {
     out << csv_field(r.task_id) << ',' << csv_field(r.setting) << ',' << csv_field(r.sharder) << ','
-        << r.status << ',' << number(r.step_ms) << ',' << number(r.max_sum_ms) << ','
-        << number(r.balance) << ',' << number(r.plan_ms) << ',' << number(r.lower_bound_ms) << ','
+        << r.status << ',' << number(r.eval.step_ms) << ',' << number(r.eval.max_sum_ms)
+        << ',' << number(r.eval.balance) << ',' << number(r.plan_ms) << ',' << number(r.lower_bound_ms) << ','
         << csv_field(r.reason) << '\n';
   }
   return out.str();
@@ -176,9 +172,9 @@ std::string compare_markdown(const std::vector<CompareRow>& rows) {
         }
         ++valid;
         ++n;
-        sum += r.step_ms;
+        sum += r.eval.step_ms;
         if (r.lower_bound_ms > 0) {
-          gap += (r.step_ms - r.lower_bound_ms) / r.lower_bound_ms;
+          gap += (r.eval.step_ms - r.lower_bound_ms) / r.lower_bound_ms;
           ++bounded;
         }
       }
@@ -198,7 +194,7 @@ std::string breakdown_svg(const std::vector<CompareRow>& rows, const std::string
   EMBSHARD_CHECK(!panels.empty(), "compare: no sharder produced a plan for task '", task_id, "'");
   double most = 1e-9;
   for (const CompareRow* p : panels) {
-    for (const DeviceCost& d : p->breakdown.devices) most = std::max(most, d.sum_ms());
+    for (const DeviceCost& d : p->eval.breakdown.devices) most = std::max(most, d.sum_ms());
   }
   constexpr double kPanelW = 260, kPanelH = 220, kPlotH = 160, kTop = 30;
   constexpr const char* kColours[] = {"#4c78a8", "#f58518", "#e45756", "#72b7b2"};
@@ -207,11 +203,11 @@ std::string breakdown_svg(const std::vector<CompareRow>& rows, const std::string
   svg << "<svg xmlns='http://www.w3.org/2000/svg' width='" << kPanelW * panels.size()
       << "' height='" << kPanelH + 30 << "' font-family='sans-serif' font-size='10'>\n";
   for (std::size_t p = 0; p < panels.size(); ++p) {
-    const auto& devices = panels[p]->breakdown.devices;
+    const auto& devices = panels[p]->eval.breakdown.devices;
     const double x0 = kPanelW * p + 30;
     const double bar_w = std::min(30.0, (kPanelW - 50) / std::max<std::size_t>(devices.size(), 1) * 0.8);
     svg << "<text x='" << x0 << "' y='15'>" << panels[p]->sharder << " — step "
-        << number(panels[p]->step_ms, 2) << " ms</text>\n";
+        << number(panels[p]->eval.step_ms, 2) << " ms</text>\n";
     for (std::size_t d = 0; d < devices.size(); ++d) {
       const double parts[] = {devices[d].fw_comp_ms, devices[d].fw_comm_ms, devices[d].bw_comm_ms,
                               devices[d].bw_comp_ms};

@@ -73,16 +73,22 @@ EvalResult evaluate_plan(const Task& task, const Plan& plan, const EvalOptions& 
   const std::string plan_error = find_error_in_plan(task, plan);
   EMBSHARD_CHECK(plan_error.empty(), "eval: the plan does not fit the task: ", plan_error);
   auto model = make_compute_model(task, options);
-  EvalResult result;
-  result.backend = model->spec();
-  result.batch_size = eval_batch_size(task, options);
-  result.breakdown = assemble_breakdown(task, plan, *model, result.batch_size, ctx);
-  if (!measured_comm.empty()) fill_measured_comm(measured_comm, result.breakdown);
-  const CostBreakdown& b = result.breakdown;
-  result.step_ms = objective_value(b, Objective::kStep);
-  result.max_sum_ms = objective_value(b, Objective::kMaxSum);
-  result.balance = objective_value(b, Objective::kBalance);
+  const std::int64_t batch_size = eval_batch_size(task, options);
+  CostBreakdown breakdown = assemble_breakdown(task, plan, *model, batch_size, ctx);
+  if (!measured_comm.empty()) fill_measured_comm(measured_comm, breakdown);
+  EvalResult result = eval_result_of(std::move(breakdown), batch_size, model->spec());
   result.wall_ms = now_ms() - start_ms;
+  return result;
+}
+
+EvalResult eval_result_of(CostBreakdown breakdown, std::int64_t batch_size, std::string backend) {
+  EvalResult result;
+  result.breakdown = std::move(breakdown);
+  result.batch_size = batch_size;
+  result.backend = std::move(backend);
+  result.step_ms = objective_value(result.breakdown, Objective::kStep);
+  result.max_sum_ms = objective_value(result.breakdown, Objective::kMaxSum);
+  result.balance = objective_value(result.breakdown, Objective::kBalance);
   return result;
 }
 

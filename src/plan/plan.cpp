@@ -292,25 +292,6 @@ std::string find_error_in_plan(const Task& task, const Plan& plan) {
   return find_memory_error(task, plan);
 }
 
-Plan memory_balanced_plan(const Task& task) {
-  const auto& tables = task.workload.tables;
-  std::vector<std::size_t> order(tables.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return tables[a].size_bytes() > tables[b].size_bytes();
-  });
-  std::vector<std::int64_t> used(static_cast<std::size_t>(task.topology.num_devices()), 0);
-  std::vector<int> devices(tables.size(), 0);
-  for (std::size_t t : order) {
-    const auto least = std::min_element(used.begin(), used.end()) - used.begin();
-    devices[t] = static_cast<int>(least);
-    used[static_cast<std::size_t>(least)] += tables[t].size_bytes();
-  }
-  Plan plan = table_wise_plan(task, devices);
-  plan.provenance.sharder = "memory_balanced";
-  return plan;
-}
-
 Plan table_wise_plan(const Task& task, const std::vector<int>& devices) {
   const auto& tables = task.workload.tables;
   EMBSHARD_CHECK(devices.size() == tables.size(), "table_wise_plan: ", devices.size(),

@@ -88,11 +88,9 @@ std::int64_t collect_compute_samples(const Pool& pool, const ComputeProfileRun& 
       break;
     }
     writer.append(measure_sample(pool, run, i));
-    const double elapsed_s = (now_ms() - start_ms) / 1000.0;
-    const double per_sample_s = elapsed_s / static_cast<double>(i + 1 - first);
-    ctx.info(detail::concat("profile compute: ", i + 1, "/", run.num_samples, " samples, elapsed ",
-                            format_duration(elapsed_s), ", ETA ",
-                            format_duration(per_sample_s * static_cast<double>(run.num_samples - i - 1))));
+    ctx.info(detail::concat("profile compute: ", i + 1, "/", run.num_samples, " samples, ",
+                            format_progress(i + 1, run.num_samples, first,
+                                            (now_ms() - start_ms) / 1000.0)));
   }
   return writer.next_index();
 }

@@ -18,6 +18,7 @@
 #include "embshard/profile/all_to_all.h"
 #include "embshard/profile/comm_sampler.h"
 #include "embshard/profile/cost_sample.h"
+#include "embshard/shard/sharder.h"
 #include "test_util.h"
 
 namespace embshard {
@@ -351,7 +352,7 @@ TEST_F(ProfileComm, EvalMeasuresThePlansAllToAllsWithOneRankPerDevice) {
                           "--count 1 --seed 0 --out " + path("t");
   ASSERT_EQ(run_command(gen).status, 0);
   const Task task = read_task_file(path("t/000.json"));
-  write_plan_file(path("p.json"), memory_balanced_plan(task));
+  write_plan_file(path("p.json"), plan_task("greedy:balance=size", task, nullptr, Context{}).plan);
   const std::string eval = std::string(EMBSHARD_CLI_PATH) + " eval --quiet --task " +
                            path("t/000.json") + " --plan " + path("p.json") +
                            " --comm mpi --repeats 2 --warmup 1 --out " + path("r.json");

@@ -14,6 +14,7 @@
 #include "embshard/data/data_io.h"
 #include "embshard/plan/plan.h"
 #include "embshard/plan/plan_io.h"
+#include "embshard/shard/sharder.h"
 #include "test_util.h"
 
 namespace embshard {
@@ -175,7 +176,7 @@ TEST_F(Cli, CheckAcceptsAValidPlanAndNamesTheProblemOfABadOne) {
 TEST_F(Cli, EvalJudgesAPlanAndRejectsWhatDoesNotFit) {
   ASSERT_EQ(run_cli("task gen --quiet --protocol neuroshard --devices 4 --max-dim 16 --count 1 --seed 0 --out " + path("t")).status, 0);
   const Task task = read_task_file(path("t/000.json"));
-  Plan plan = memory_balanced_plan(task);
+  Plan plan = plan_task("greedy:balance=size", task, nullptr, Context{}).plan;
   write_plan_file(path("p.json"), plan);
   const std::string files = " --task " + path("t/000.json") + " --plan " + path("p.json");
   CliResult r = run_cli("eval" + files + " --objective max_sum --out " + path("r.json"));

@@ -37,9 +37,9 @@ TEST(Compare, PlansAndJudgesEveryTaskWithEverySharder) {
   ASSERT_EQ(rows.size(), 8u);
   for (std::size_t i = 0; i < 6; ++i) {
     EXPECT_EQ(rows[i].status, "ok") << rows[i].reason;
-    EXPECT_GE(rows[i].step_ms + 1e-9, rows[i].lower_bound_ms);
-    EXPECT_GE(rows[i].step_ms, rows[i].max_sum_ms);
-    EXPECT_EQ(rows[i].breakdown.devices.size(), 4u);
+    EXPECT_GE(rows[i].eval.step_ms + 1e-9, rows[i].lower_bound_ms);
+    EXPECT_GE(rows[i].eval.step_ms, rows[i].eval.max_sum_ms);
+    EXPECT_EQ(rows[i].eval.breakdown.devices.size(), 4u);
   }
   EXPECT_EQ(rows[0].sharder, "greedy:balance=lookup,on_full=infeasible");
   EXPECT_EQ(rows[6].status, "infeasible");
@@ -67,7 +67,7 @@ TEST(Compare, PlansAndJudgesEveryTaskWithEverySharder) {
   const std::vector<CompareRow> measured = run_compare(one, options, ctx);
   ASSERT_EQ(measured.size(), 1u);
   EXPECT_EQ(measured[0].lower_bound_ms, 0.0);
-  EXPECT_EQ(measured[0].breakdown.compute_source, CostSource::kMeasured);
+  EXPECT_EQ(measured[0].eval.breakdown.compute_source, CostSource::kMeasured);
   EXPECT_NE(compare_markdown(measured).find("| - |\n"), std::string::npos) << compare_markdown(measured);
   options.sharders = {"greedy:balance=sideways"};
   EXPECT_NE(error_of([&] { (void)run_compare(tasks, options, ctx); }).find("balance"), std::string::npos);

@@ -4,6 +4,7 @@
  * @brief Wall-clock stamps for provenance (plans, cost-sample files). Timing uses steady_clock
  *        (`profile/measure.h`), never this.
  */
+#include <cstdint>
 #include <string>
 
 namespace embshard {
@@ -13,5 +14,12 @@ namespace embshard {
 
 /** A duration as "H:MM:SS" (for progress and ETA lines). */
 [[nodiscard]] std::string format_duration(double seconds);
+
+/**
+ * "elapsed H:MM:SS, ETA H:MM:SS" for a run that has `done` of `total` items, `done_at_start` of
+ * them before this process began (a resumed run), after `elapsed_s` seconds of this process.
+ */
+[[nodiscard]] std::string format_progress(std::int64_t done, std::int64_t total,
+                                          std::int64_t done_at_start, double elapsed_s);
 
 }  // namespace embshard

@@ -37,12 +37,9 @@ struct CompareRow {
   std::string sharder;            ///< canonical spec
   std::string status;             ///< ok | infeasible | time_limit
   std::string reason;
-  double step_ms = 0.0;           ///< 0 unless ok
-  double max_sum_ms = 0.0;
-  double balance = 0.0;
   double plan_ms = 0.0;
   double lower_bound_ms = 0.0;    ///< of the step objective under `cost`; 0 if the judge differs
-  CostBreakdown breakdown;        ///< the judge's, when ok
+  EvalResult eval;                ///< the judge's verdict, when ok (all zero otherwise)
 };
 
 /**

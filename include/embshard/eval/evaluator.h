@@ -53,6 +53,10 @@ struct EvalResult {
   double wall_ms = 0.0;            ///< time the evaluation took
 };
 
+/** A result from a breakdown: the objectives folded from it (`wall_ms` left 0). */
+[[nodiscard]] EvalResult eval_result_of(CostBreakdown breakdown, std::int64_t batch_size,
+                                        std::string backend);
+
 /** Names of the compute backends this build offers (sim, cpu, reference, and cuda if built). */
 [[nodiscard]] std::vector<std::string> eval_backends();
 

@@ -86,12 +86,6 @@ struct DeviceMemory {
 /** A table-wise plan from one device per table (index i of `devices` is task table i). */
 [[nodiscard]] Plan table_wise_plan(const Task& task, const std::vector<int>& devices);
 
-/**
- * Table-wise, largest table first onto the device with the least memory used so far (ties: the
- * lowest device). Balances memory only; a baseline and a stand-in until the sharders land.
- */
-[[nodiscard]] Plan memory_balanced_plan(const Task& task);
-
 /** The library's version string, "0.1.0+<git hash>". */
 [[nodiscard]] std::string embshard_version();
 
