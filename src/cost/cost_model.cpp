@@ -12,14 +12,13 @@ namespace {
 class SimCostModel final : public CostModel {
  public:
   explicit SimCostModel(const Task& task)
-      : hardware_(sim_hardware_for(task.topology)), compute_(make_sim_model(task.topology)) {}
+      : hardware_(sim_hardware_for(task.topology)),
+        compute_(make_sim_model(task.topology)),
+        comm_(make_link_comm_model(task.topology, task.workload.batch_size)) {}
 
   [[nodiscard]] std::string spec() const override { return "sim"; }
-
-  [[nodiscard]] CostBreakdown estimate(const Task& task, const Plan& plan,
-                                       const Context& ctx) override {
-    return assemble_breakdown(task, plan, *compute_, task.workload.batch_size, ctx);
-  }
+  [[nodiscard]] ComputeModel& compute() override { return *compute_; }
+  [[nodiscard]] CommModel& comm() override { return *comm_; }
 
   [[nodiscard]] std::optional<double> lower_bound(const Task& task,
                                                   Objective objective) const override {
@@ -29,32 +28,35 @@ class SimCostModel final : public CostModel {
  private:
   SimHardware hardware_;
   std::unique_ptr<ComputeModel> compute_;
+  std::unique_ptr<CommModel> comm_;
 };
 
 }  // namespace
 
 CostBreakdown assemble_breakdown(const Task& task, const Plan& plan, ComputeModel& compute,
-                                 std::int64_t batch_size, const Context& ctx) {
+                                 CommModel& comm, const Context& ctx) {
   const auto by_device = shards_by_device(task, plan);
   const auto memory = plan_memory(task, plan);
   CostBreakdown b;
   b.devices.resize(by_device.size());
+  std::vector<double> fw_comp_ms(by_device.size());
   for (std::size_t d = 0; d < by_device.size(); ++d) {
     const DeviceCompute c = compute.device_compute(task, by_device[d], ctx);
-    b.devices[d].fw_comp_ms = c.fw_ms;
+    b.devices[d].fw_comp_ms = fw_comp_ms[d] = c.fw_ms;
     b.devices[d].bw_comp_ms = c.bw_ms;
     b.devices[d].hbm_bytes = memory[d].hbm_bytes;
     b.devices[d].uvm_bytes = memory[d].uvm_bytes;
   }
   b.compute_source = compute.source();
   b.compute_detail = compute.detail();
-  const std::vector<double> a2a_ms = all_to_all_ms(task.topology, device_dim_sums(by_device), batch_size);
-  for (std::size_t d = 0; d < a2a_ms.size(); ++d) {
-    b.devices[d].fw_comm_ms = a2a_ms[d];
-    b.devices[d].bw_comm_ms = a2a_ms[d];  // the symmetric link model (link_model.h)
+  const std::vector<DeviceComm> a2a = comm.device_comm(task, device_dim_sums(by_device), fw_comp_ms);
+  EMBSHARD_ASSERT(a2a.size() == b.devices.size());
+  for (std::size_t d = 0; d < a2a.size(); ++d) {
+    b.devices[d].fw_comm_ms = a2a[d].fw_ms;
+    b.devices[d].bw_comm_ms = a2a[d].bw_ms;
   }
   b.comm_source = CostSource::kModelled;
-  b.comm_detail = detail::concat("link model of ", task.topology.name, " at batch ", batch_size);
+  b.comm_detail = comm.detail();
   fill_straggler_wait(b);
   return b;
 }

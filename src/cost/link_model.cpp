@@ -46,3 +46,38 @@ std::vector<double> all_to_all_ms(const Topology& topology,
 }
 
 }  // namespace embshard
+
+namespace embshard {
+namespace {
+
+class LinkCommModel final : public CommModel {
+ public:
+  LinkCommModel(const Topology& topology, std::int64_t batch_size)
+      : topology_(topology), batch_size_(batch_size) {}
+  [[nodiscard]] std::string spec() const override { return "link"; }
+  [[nodiscard]] std::string detail() const override {
+    return detail::concat("link model of ", topology_.name, " at batch ", batch_size_);
+  }
+  [[nodiscard]] std::vector<DeviceComm> device_comm(const Task&,
+                                                    std::span<const std::int64_t> dim_sums,
+                                                    std::span<const double>) override {
+    const std::vector<double> ms =
+        all_to_all_ms(topology_, {dim_sums.begin(), dim_sums.end()}, batch_size_);
+    std::vector<DeviceComm> comm(ms.size());
+    // The backward all-to-all moves the same volumes the other way: the same time (file comment).
+    for (std::size_t d = 0; d < ms.size(); ++d) comm[d] = {ms[d], ms[d]};
+    return comm;
+  }
+
+ private:
+  Topology topology_;
+  std::int64_t batch_size_;
+};
+
+}  // namespace
+
+std::unique_ptr<CommModel> make_link_comm_model(const Topology& topology, std::int64_t batch_size) {
+  return std::make_unique<LinkCommModel>(topology, batch_size);
+}
+
+}  // namespace embshard

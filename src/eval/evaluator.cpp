@@ -7,6 +7,7 @@
 #include "embshard/core/error.h"
 #include "embshard/cost/analytic.h"
 #include "embshard/cost/cost_model.h"
+#include "embshard/cost/link_model.h"
 #include "embshard/kernels/cuda_embedding_bag.h"
 #include "eval/measured_model.h"
 
@@ -74,7 +75,8 @@ EvalResult evaluate_plan(const Task& task, const Plan& plan, const EvalOptions& 
   EMBSHARD_CHECK(plan_error.empty(), "eval: the plan does not fit the task: ", plan_error);
   auto model = make_compute_model(task, options);
   const std::int64_t batch_size = eval_batch_size(task, options);
-  CostBreakdown breakdown = assemble_breakdown(task, plan, *model, batch_size, ctx);
+  const auto link = make_link_comm_model(task.topology, batch_size);
+  CostBreakdown breakdown = assemble_breakdown(task, plan, *model, *link, ctx);
   if (!measured_comm.empty()) fill_measured_comm(measured_comm, breakdown);
   EvalResult result = eval_result_of(std::move(breakdown), batch_size, model->spec());
   result.wall_ms = now_ms() - start_ms;

@@ -4,12 +4,18 @@
  * @brief `CostModel`: what a whole plan costs — the per-device breakdown of cost/breakdown.h —
  *        as sharders and the evaluator see it, and a valid lower bound over all plans.
  *
- * Every cost model assembles a breakdown the same way (`assemble_breakdown`): each device's
- * shards go to a `ComputeModel` for fw_comp / bw_comp; the all-to-alls come from the link model
- * of the task's topology (cost/link_model.h) on the devices' summed output columns; the straggler
- * wait and memory complete it. Members (spec strings, `make_cost_model`):
+ * A cost model is a `ComputeModel` (fw_comp / bw_comp of a device's shards, cost/compute_model.h)
+ * and a `CommModel` (each device's all-to-alls, cost/comm_model.h); every breakdown is put
+ * together the same way (`assemble_breakdown`), with the straggler wait and memory. Search code
+ * may query the two parts directly (one device's shards, one set of dim sums) and assemble with
+ * its own caching wrapper around `compute()`. Members (spec strings, `make_cost_model`):
  *
- *   sim      the analytic compute model of the task's topology preset (cost/analytic.h)
+ *   sim                the analytic compute model of the task's topology preset (cost/analytic.h)
+ *                      and the link model at the task's batch
+ *   neural:weights=F   neural compute (and, where trained for the task's device count, comm)
+ *                      models from a weights file (cost/neural_cost.h)
+ *   default            the committed neural weights where they were trained on the task's kind
+ *                      of device, else `sim` (cost/neural_cost.h)
  *
  * `lower_bound` is a value no valid plan of the task can beat under this model (for `balance`,
  * which is maximised, it is an upper bound: 1). Sharders report it beside their plans so every
@@ -21,17 +27,19 @@
 
 #include "embshard/core/context.h"
 #include "embshard/cost/breakdown.h"
+#include "embshard/cost/comm_model.h"
 #include "embshard/cost/compute_model.h"
+#include "embshard/data/task.h"
 #include "embshard/plan/plan.h"
 
 namespace embshard {
 
 /**
- * The breakdown of `plan` on `task`: compute from `compute` per device, comm from the link model
- * at `batch_size`, straggler wait, memory. The plan must be valid for the task.
+ * The breakdown of `plan` on `task`: compute from `compute` per device, the all-to-alls from
+ * `comm`, straggler wait, memory. The plan must be valid for the task.
  */
 [[nodiscard]] CostBreakdown assemble_breakdown(const Task& task, const Plan& plan,
-                                               ComputeModel& compute, std::int64_t batch_size,
+                                               ComputeModel& compute, CommModel& comm,
                                                const Context& ctx);
 
 class CostModel {
@@ -39,15 +47,18 @@ class CostModel {
   virtual ~CostModel() = default;
   /** Canonical spec, stored in plan provenance. */
   [[nodiscard]] virtual std::string spec() const = 0;
-  /** The breakdown of a valid plan. */
-  [[nodiscard]] virtual CostBreakdown estimate(const Task& task, const Plan& plan,
-                                               const Context& ctx) = 0;
+  [[nodiscard]] virtual ComputeModel& compute() = 0;
+  [[nodiscard]] virtual CommModel& comm() = 0;
   /** A valid bound on `objective` over every plan of `task` (file comment); none if unknown. */
   [[nodiscard]] virtual std::optional<double> lower_bound(const Task& task,
                                                           Objective objective) const = 0;
+  /** The breakdown of a valid plan: `assemble_breakdown` with this model's two parts. */
+  [[nodiscard]] CostBreakdown estimate(const Task& task, const Plan& plan, const Context& ctx) {
+    return assemble_breakdown(task, plan, compute(), comm(), ctx);
+  }
 };
 
-/** Builds a cost model from its spec for `task`'s topology; throws Error listing the names. */
+/** Builds a cost model from its spec for `task`; throws Error listing the names. */
 [[nodiscard]] std::unique_ptr<CostModel> make_cost_model(const std::string& spec, const Task& task);
 
 }  // namespace embshard

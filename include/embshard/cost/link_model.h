@@ -24,8 +24,10 @@
  * (straggler) is a separate term (`DeviceCost::fw_wait_ms`).
  */
 #include <cstdint>
+#include <memory>
 #include <vector>
 
+#include "embshard/cost/comm_model.h"
 #include "embshard/data/topology.h"
 
 namespace embshard {
@@ -47,5 +49,9 @@ struct LinkVolume {
 [[nodiscard]] std::vector<double> all_to_all_ms(const Topology& topology,
                                                 const std::vector<std::int64_t>& dim_sums,
                                                 std::int64_t batch_size, int element_bytes = 4);
+
+/** The link model as a `CommModel` of `topology` at `batch_size` (spec "link"). */
+[[nodiscard]] std::unique_ptr<CommModel> make_link_comm_model(const Topology& topology,
+                                                              std::int64_t batch_size);
 
 }  // namespace embshard

@@ -1,0 +1,42 @@
+#pragma once
+/**
+ * @file comm_model.h
+ * @brief Where a device's all-to-all cost comes from: the interface beside `ComputeModel`
+ *        (the link model of a topology, neural models trained on measured all-to-alls).
+ *
+ * A step has two all-to-alls (cost/breakdown.h). Device d produces pooled vectors whose columns
+ * sum to `dim_sums[d]`; it joins the forward all-to-all when its forward compute ends, after
+ * `fw_comp_ms[d]`. A comm model returns, per device, the time it spends in each all-to-all *not
+ * counting* the straggler wait max_e fw_comp_e − fw_comp_d, which the breakdown carries
+ * separately (`fw_wait_ms`). Models that only see volumes (the link model) ignore `fw_comp_ms`;
+ * models trained on measurements with late arrivals (NeuroShard's forward model) use it to
+ * predict, then take the wait back out.
+ */
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace embshard {
+
+struct Task;
+
+struct DeviceComm {
+  double fw_ms = 0.0;   ///< forward all-to-all, straggler wait excluded
+  double bw_ms = 0.0;   ///< backward all-to-all
+};
+
+class CommModel {
+ public:
+  virtual ~CommModel() = default;
+  /** Canonical spec, e.g. "link" or "neural". */
+  [[nodiscard]] virtual std::string spec() const = 0;
+  /** Human-readable detail for reports: topology, batch, training data. */
+  [[nodiscard]] virtual std::string detail() const = 0;
+  /** Per device (file comment); `dim_sums` and `fw_comp_ms` have one entry per device. */
+  [[nodiscard]] virtual std::vector<DeviceComm> device_comm(const Task& task,
+                                                            std::span<const std::int64_t> dim_sums,
+                                                            std::span<const double> fw_comp_ms) = 0;
+};
+
+}  // namespace embshard
