@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(cmake ninja-build g++ nlohmann-json3-dev zlib1g-dev libgtest-dev libgmock-dev
-          clang libclang-rt-14-dev libopenmpi-dev openmpi-bin)
+          clang libclang-rt-14-dev libopenmpi-dev openmpi-bin
+          libtorch-dev libopenblas0)   # libtorch: the learn module only; openblas: see deps-probe.md
 
 missing=()
 for p in "${PACKAGES[@]}"; do

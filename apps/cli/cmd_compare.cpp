@@ -26,7 +26,7 @@ int run_compare(Args& args, const Context& ctx) {
   const std::string dir = args.require("tasks");
   CompareOptions options;
   options.sharders = split_sharders(args.require("sharders"));
-  options.cost = args.get_or("cost", "sim");
+  options.cost = args.get_or("cost", "default");
   options.eval.backend = args.get_or("backend", "sim");
   options.eval.batch_size = args.get_int("batch", 0);
   options.eval.measure = measure_options(args, options.eval.measure);

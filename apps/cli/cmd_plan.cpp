@@ -19,7 +19,7 @@ int run_plan(Args& args, const Context& base_ctx) {
   if (!task_given) return run_default(args, base_ctx);  // the main job: the built-in task
   const std::string task_path = *task_given;
   const std::string sharder = args.get_or("sharder", "greedy");
-  const std::string cost_spec = args.get_or("cost", "sim");
+  const std::string cost_spec = args.get_or("cost", "default");
   const Objective objective = parse_objective(args.get_or("objective", "step"));
   const auto out = args.get("out");
   const std::string format = args.get_or("format", "embshard");
@@ -50,6 +50,10 @@ int run_plan(Args& args, const Context& base_ctx) {
   std::cout << result.plan.provenance.sharder << " planned " << task.workload.tables.size()
             << " tables in " << result.plan.provenance.wall_ms << " ms\n"
             << eval_result_table(eval_result_of(breakdown, task.workload.batch_size, cost->spec()));
+  const ShardStats& st = result.stats;
+  std::printf("search: %lld plans evaluated, %lld nodes visited, cost cache %lld queries, %lld hits\n",
+              static_cast<long long>(st.plans_evaluated), static_cast<long long>(st.nodes_visited),
+              static_cast<long long>(st.cache_queries), static_cast<long long>(st.cache_hits));
   std::printf("%s %.3f under %s; lower bound %.3f (gap %.1f%%)\n", to_string(objective), value,
               cost->spec().c_str(), bound.value_or(0.0),
               bound && *bound > 0 ? 100.0 * (value - *bound) / *bound : 0.0);

@@ -1,5 +1,8 @@
 #pragma once
 // One function per CLI verb; each is a thin wrapper around one library call.
+#include <string>
+#include <vector>
+
 #include "args.h"
 #include "embshard/core/context.h"
 #include "embshard/profile/measure.h"
@@ -19,6 +22,8 @@ int run_plan(Args& args, const Context& ctx);     ///< embshard plan --task T --
 int run_eval(Args& args, const Context& ctx);
 int run_compare(Args& args, const Context& ctx);  ///< embshard compare --tasks DIR --sharders ...     ///< embshard eval --task T --plan P ...
 int run_default(Args& args, const Context& ctx);  ///< embshard (no verb): the main job
+/** embshard train ...: replaces this process with embshard-train (the learn module). */
+[[noreturn]] int exec_train(const std::vector<std::string>& words);
 
 /** --warmup, --repeats and --no-flush folded into `defaults`. */
 MeasureOptions measure_options(Args& args, const MeasureOptions& defaults);

@@ -22,7 +22,7 @@ constexpr const char* kUsage =
     "           | --write-pt FILE[.gz] [--tables N] [--batch B]   raw batches in the dataset format\n"
     "  task gen --protocol neuroshard|dreamshard|autoshard[:k=v,..] --devices D --max-dim M\n"
     "           --count N --seed S --out DIR [--tables stats.json]\n"
-    "  plan     --task T.json --sharder SPEC [--cost sim] [--objective O] [--seed S] --out P.json\n"
+    "  plan     --task T.json --sharder SPEC [--cost default|sim|neural:..] [--objective O] [--seed S] --out P.json\n"
     "           [--format embshard|torchrec]   plan a task (sharders: embshard list); torchrec:\n"
     "           the ShardingPlan JSON python/embshard_torchrec.py loads\n"
     "  check    --task T.json --plan P.json                validate a plan against its task\n"
@@ -34,8 +34,10 @@ constexpr const char* kUsage =
     "           fit the sim model to compute samples; error on held-out samples\n"
     "  eval     --task T.json --plan P.json [--backend sim|cpu|cuda] [--objective step|max_sum|balance]\n"
     "           [--out R.json] [--comm model|mpi]         per-device cost of a plan\n"
-    "  compare  --tasks DIR --sharders 'S1;S2;...' [--cost sim] [--backend B] --out R.csv\n"
+    "  compare  --tasks DIR --sharders 'S1;S2;...' [--cost default] [--backend B] --out R.csv\n"
     "           [--summary R.md] [--chart R.svg [--chart-task ID]]   every sharder on every task\n"
+    "  train cost --samples S.jsonl[,C.jsonl] --out MODEL.json [--epochs N] [--scatter P.svg]\n"
+    "           train the neural cost models (embshard-train, libtorch); held-out accuracy\n"
     "  list                                               registered plug-ins and parameters\n";
 
 using Runner = int (*)(embshard::cli::Args&, const embshard::Context&);
@@ -54,6 +56,14 @@ int main(int argc, char** argv) {
       {"list", embshard::cli::run_list},   {"profile", embshard::cli::run_profile},
       {"eval", embshard::cli::run_eval},   {"plan", embshard::cli::run_plan},
       {"compare", embshard::cli::run_compare}};
+  if (!words.empty() && words[0] == "train") {
+    try {
+      embshard::cli::exec_train({words.begin() + 1, words.end()});
+    } catch (const embshard::Error& e) {
+      std::cerr << "error: " << e.what() << "\n";
+      return 1;
+    }
+  }
   std::string verb;
   Runner runner = embshard::cli::run_default;
   if (!words.empty() && words[0].rfind("--", 0) != 0) {

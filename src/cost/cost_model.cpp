@@ -5,6 +5,7 @@
 #include "embshard/core/error.h"
 #include "embshard/cost/analytic.h"
 #include "embshard/cost/link_model.h"
+#include "embshard/cost/neural_cost.h"
 
 namespace embshard {
 namespace {
@@ -62,8 +63,12 @@ CostBreakdown assemble_breakdown(const Task& task, const Plan& plan, ComputeMode
 }
 
 std::unique_ptr<CostModel> make_cost_model(const std::string& spec, const Task& task) {
-  EMBSHARD_CHECK(spec == "sim", "unknown cost model '", spec, "'; known: sim");
-  return std::make_unique<SimCostModel>(task);
+  if (spec == "sim") return std::make_unique<SimCostModel>(task);
+  if (spec == "default") return make_default_cost_model(task);
+  if (spec.rfind("neural", 0) == 0 && (spec.size() == 6 || spec[6] == ':')) {
+    return make_neural_cost_model(spec, task);
+  }
+  EMBSHARD_THROW("unknown cost model '", spec, "'; known: sim, neural:weights=FILE|builtin[,comm=auto|neural|link][,hardware=match|any], default");
 }
 
 }  // namespace embshard

@@ -44,7 +44,10 @@ CompareRow plan_row(const Task& task, const std::string& sharder, const CompareO
   row.status = to_string(r.status);
   row.reason = r.reason;
   row.plan_ms = plan.provenance.wall_ms;
-  row.lower_bound_ms = cost->lower_bound(task, Objective::kStep).value_or(0.0);
+  // A bound of one model says nothing of another's costs: only the sim judge of the sim model.
+  if (options.eval.backend == "sim" && cost->spec() == "sim") {
+    row.lower_bound_ms = cost->lower_bound(task, Objective::kStep).value_or(0.0);
+  }
   return row;
 }
 
@@ -120,9 +123,6 @@ std::vector<CompareRow> run_compare(const std::vector<Task>& tasks, const Compar
     }
   });
   const bool measured = options.eval.backend != "sim";
-  if (options.eval.backend != options.cost) {  // a bound of one model says nothing of another's costs
-    for (CompareRow& row : rows) row.lower_bound_ms = 0.0;
-  }
   const auto evaluate = [&](std::size_t i) {
     CompareRow& row = rows[i];
     if (row.status != "ok") return;

@@ -1,6 +1,8 @@
 // The append-only cost-sample file (format in cost_sample.h).
 #include "embshard/profile/cost_sample.h"
 
+#include "profile/fingerprint_json.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -22,6 +24,8 @@ namespace {
 
 using Json = nlohmann::json;
 using detail::JsonNode;
+using detail::fingerprint_json;
+using detail::read_fingerprint;
 
 constexpr const char* kFormatName = "embshard-cost-samples";
 
@@ -51,12 +55,6 @@ std::int64_t physical_memory_bytes() {
 
 // ---- JSON of the header and samples ----------------------------------------------------------
 
-Json fingerprint_json(const HardwareFingerprint& f) {
-  return {{"device_kind", f.device_kind}, {"cpu_model", f.cpu_model},
-          {"logical_cpus", f.logical_cpus}, {"threads", f.threads},
-          {"llc_bytes", f.llc_bytes},       {"memory_bytes", f.memory_bytes}};
-}
-
 Json header_json(const CostSampleHeader& h) {
   Json measure = {{"warmup", h.measure.warmup}, {"repeats", h.measure.repeats},
                   {"flush_cache", h.measure.flush_cache}, {"trim", h.measure.trim}};
@@ -75,18 +73,6 @@ Json header_json(const CostSampleHeader& h) {
   j["embshard_version"] = h.embshard_version;
   j["created_utc"] = h.created_utc;
   return j;
-}
-
-HardwareFingerprint read_fingerprint(const JsonNode& n) {
-  n.only_keys({"device_kind", "cpu_model", "logical_cpus", "threads", "llc_bytes", "memory_bytes"});
-  HardwareFingerprint f;
-  f.device_kind = n.at("device_kind").as_string();
-  f.cpu_model = n.at("cpu_model").as_string();
-  f.logical_cpus = static_cast<int>(n.at("logical_cpus").as_int(0, 1 << 20));
-  f.threads = static_cast<int>(n.at("threads").as_int(0, 1 << 20));
-  f.llc_bytes = n.at("llc_bytes").as_int(0);
-  f.memory_bytes = n.at("memory_bytes").as_int(0);
-  return f;
 }
 
 CostSampleHeader read_header(const JsonNode& n) {
@@ -313,3 +299,25 @@ void CostSampleWriter::append_line(const std::string& line, std::int64_t index) 
 }
 
 }  // namespace embshard
+
+namespace embshard::detail {
+
+nlohmann::json fingerprint_json(const HardwareFingerprint& f) {
+  return {{"device_kind", f.device_kind}, {"cpu_model", f.cpu_model},
+          {"logical_cpus", f.logical_cpus}, {"threads", f.threads},
+          {"llc_bytes", f.llc_bytes},       {"memory_bytes", f.memory_bytes}};
+}
+
+HardwareFingerprint read_fingerprint(const JsonNode& n) {
+  n.only_keys({"device_kind", "cpu_model", "logical_cpus", "threads", "llc_bytes", "memory_bytes"});
+  HardwareFingerprint f;
+  f.device_kind = n.at("device_kind").as_string();
+  f.cpu_model = n.at("cpu_model").as_string();
+  f.logical_cpus = static_cast<int>(n.at("logical_cpus").as_int(0, 1 << 20));
+  f.threads = static_cast<int>(n.at("threads").as_int(0, 1 << 20));
+  f.llc_bytes = n.at("llc_bytes").as_int(0);
+  f.memory_bytes = n.at("memory_bytes").as_int(0);
+  return f;
+}
+
+}  // namespace embshard::detail

@@ -22,6 +22,7 @@ const Registry<Sharder>& sharder_registry() {
     detail::register_baselines(r);
     detail::register_exhaustive(r);
     detail::register_torchrec(r);
+    detail::register_neuroshard(r);
     return r;
   }();
   return registry;

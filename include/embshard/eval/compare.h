@@ -27,7 +27,7 @@ namespace embshard {
 
 struct CompareOptions {
   std::vector<std::string> sharders;  ///< sharder specs
-  std::string cost = "sim";           ///< handed to every sharder that uses a cost model
+  std::string cost = "default";       ///< handed to every sharder that uses a cost model
   EvalOptions eval;                   ///< the judge (backend, batch, repeats)
 };
 

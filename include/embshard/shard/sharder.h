@@ -17,7 +17,8 @@
  * Members (one folder each under src/shard/): `random`, `greedy` (the papers' baselines),
  * `exhaustive` (every table-wise plan of a tiny task, under a cost model: the exact reference),
  * `torchrec` (TorchRec's planner: its enumerator, perf / storage estimators, proposers and
- * partitioners, with its own cost formulas).
+ * partitioners, with its own cost formulas), `neuroshard` (NeuroShard's column-split beam search
+ * around a greedy grid search, under the cost model it is given).
  */
 #include <cstdint>
 #include <memory>
@@ -36,6 +37,8 @@ enum class ShardStatus { kOk, kInfeasible, kTimeLimit };
 struct ShardStats {
   std::int64_t plans_evaluated = 0;  ///< complete plans the cost model was asked about
   std::int64_t nodes_visited = 0;    ///< search nodes (partial plans) expanded
+  std::int64_t cache_queries = 0;    ///< cost-cache look-ups (sharders with a cache; else 0)
+  std::int64_t cache_hits = 0;       ///< of those, answered without the cost model
 };
 
 struct ShardResult {

@@ -1,0 +1,104 @@
+// embshard-train: the learn module's command (`embshard train ...` hands over to it), so that only
+// training pays libtorch's start-up. Usage: embshard train cost --samples F[,F2] --out MODEL.json
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+#include "cli/args.h"
+#include "embshard/core/error.h"
+#include "embshard/core/file_io.h"
+#include "embshard/learn/cost_training.h"
+
+namespace {
+
+using namespace embshard;
+
+constexpr const char* kUsage =
+    "usage: embshard train cost --samples S.jsonl[,C.jsonl] --out MODEL.json [--epochs N] [--seed S]\n"
+    "           [--outputs 1|2] [--batch 512] [--lr 0.001] [--scatter PLOT.svg] [--quiet]\n"
+    "  trains NeuroShard's compute model on a compute sample file and its fw/bw comm models on a\n"
+    "  comm sample file (each file's header says which it is), reports held-out MSE, MAPE and R²\n"
+    "  beside the baselines and writes the weights (for --cost neural:weights=MODEL.json) and a\n"
+    "  predicted-vs-measured scatter plot (default MODEL.svg).\n";
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    if (!item.empty()) items.push_back(item);
+  }
+  return items;
+}
+
+void print_accuracy(const std::string& model, const TrainingProvenance& t) {
+  std::printf("%-9s %-15s %12s %9s %8s %6s\n", model.c_str(), "estimator", "MSE ms²", "MAPE", "R²", "n");
+  for (const auto& [name, a] : t.accuracy) {
+    std::printf("%-9s %-15s %12.4g %8.1f%% %8.3f %6lld\n", "", name.c_str(), a.mse, 100 * a.mape, a.r2,
+                static_cast<long long>(a.count));
+  }
+}
+
+int train_cost(cli::Args& args, const Context& ctx) {
+  const std::vector<std::string> files = split_list(args.require("samples"));
+  const std::string out = args.require("out");
+  CostTrainOptions options;
+  options.epochs = static_cast<int>(args.get_int("epochs", options.epochs));
+  options.seed = static_cast<std::uint64_t>(args.get_int("seed", 0));
+  options.compute_outputs = static_cast<int>(args.get_int("outputs", options.compute_outputs));
+  options.batch_size = static_cast<int>(args.get_int("batch", options.batch_size));
+  options.learning_rate = std::stod(args.get_or("lr", "0.001"));
+  const std::string scatter = args.get_or("scatter", out.size() > 5 && out.ends_with(".json") ? out.substr(0, out.size() - 5) + ".svg" : out + ".svg");
+  args.finish(1);
+  EMBSHARD_CHECK(!files.empty() && files.size() <= 2, "--samples: one compute file and/or one comm file");
+  NeuralWeights weights;
+  std::vector<ScatterPanel> panels;
+  for (const std::string& file : files) {
+    const CostSampleHeader header = read_cost_samples(file, ctx).header;
+    if (header.kind == SampleKind::kCompute) {
+      EMBSHARD_CHECK(!weights.compute, "--samples: two compute sample files");
+      TrainedCompute trained = train_compute_model(file, options, ctx);
+      panels.push_back({"compute fw+bw (test)", trained.test_points, trained.net.training.accuracy.at("model")});
+      weights.compute = std::move(trained.net);
+    } else {
+      EMBSHARD_CHECK(!weights.fw_comm, "--samples: two comm sample files");
+      TrainedComm trained = train_comm_models(file, options, ctx);
+      panels.push_back({"fw all-to-all (test)", trained.forward_points, trained.forward.training.accuracy.at("model")});
+      panels.push_back({"bw all-to-all (test)", trained.backward_points, trained.backward.training.accuracy.at("model")});
+      weights.fw_comm = std::move(trained.forward);
+      weights.bw_comm = std::move(trained.backward);
+    }
+  }
+  write_neural_weights(out, weights);
+  write_file_atomic(scatter, scatter_svg(panels));
+  std::printf("held-out accuracy (test split):\n");
+  if (weights.compute) print_accuracy("compute", weights.compute->training);
+  if (weights.fw_comm) print_accuracy("fw_comm", weights.fw_comm->training);
+  if (weights.bw_comm) print_accuracy("bw_comm", weights.bw_comm->training);
+  std::printf("weights: %s\nscatter: %s\n", out.c_str(), scatter.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> words(argv + 1, argv + argc);
+  if (words.empty() || words[0] == "-h" || words[0] == "--help") {
+    std::cout << kUsage;
+    return words.empty() ? 1 : 0;
+  }
+  try {
+    EMBSHARD_CHECK(words[0] == "cost", "embshard train: expected the sub-verb 'cost'\n", kUsage);
+    cli::Args args("train", words, {"quiet"});
+    Context ctx;
+    if (args.flag("quiet")) ctx.verbosity = LogLevel::kWarning;
+    return train_cost(args, ctx);
+  } catch (const Error& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+}
