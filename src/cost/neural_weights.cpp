@@ -306,7 +306,7 @@ std::string neural_weights_json(const NeuralWeights& w) {
   if (w.compute) doc["compute"] = compute_json(*w.compute);
   if (w.fw_comm) doc["fw_comm"] = comm_json(*w.fw_comm);
   if (w.bw_comm) doc["bw_comm"] = comm_json(*w.bw_comm);
-  return doc.dump(1) + "\n";
+  return doc.dump() + "\n";  // compact: tens of thousands of numbers
 }
 
 void write_neural_weights(const std::string& path, const NeuralWeights& w) {

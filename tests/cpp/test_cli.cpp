@@ -243,6 +243,34 @@ TEST_F(Cli, ProfileComputeWritesAResumableSampleFile) {
   EXPECT_NE(r.out.find("unknown or unbuilt kernel backend 'tpu'"), std::string::npos) << r.out;
 }
 
+TEST_F(Cli, TrainCostWritesWeightsThePlannerUsesOrSaysItIsNotBuilt) {
+  ASSERT_EQ(run_cli("profile compute --quiet --samples 12 --batch 64 --repeats 1 --warmup 0 --max-tables 3 "
+                    "--max-bytes 100000000 --out " + path("s.jsonl")).status, 0);
+  const bool built = fs::exists(fs::path(EMBSHARD_CLI_PATH).parent_path() / "embshard-train");
+  CliResult r = run_cli("train cost --quiet --samples " + path("s.jsonl") + " --epochs 3 --out " + path("m.json"));
+  if (!built) {
+    EXPECT_EQ(r.status, 1);
+    EXPECT_NE(r.out.find("built without the learn module"), std::string::npos) << r.out;
+    return;
+  }
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("sum_of_singles"), std::string::npos) << r.out;
+  EXPECT_NE(read_file(path("m.svg")).find("<svg"), std::string::npos);
+  ASSERT_EQ(run_cli("task gen --quiet --protocol neuroshard:preset=cpu --devices 4 --max-dim 16 --count 1 --seed 0 --out " + path("t")).status, 0);
+  r = run_cli("plan --task " + path("t/000.json") + " --sharder neuroshard --cost neural:weights=" + path("m.json") +
+              " --out " + path("p.json"));
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(read_plan_file(path("p.json")).provenance.cost_model, "neural:weights=" + path("m.json") + ",comm=auto,hardware=match");
+  ASSERT_EQ(run_cli("task gen --quiet --protocol neuroshard --devices 4 --max-dim 16 --count 1 --seed 0 --out " + path("g")).status, 0);
+  r = run_cli("plan --task " + path("g/000.json") + " --sharder neuroshard --cost neural:weights=" + path("m.json"));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("measured on 'cpu' devices"), std::string::npos) << r.out;
+  r = run_cli("train cost --samples " + path("missing.jsonl") + " --out " + path("m2.json"));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("missing.jsonl"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(path("m2.json")));
+}
+
 TEST_F(Cli, BadTaskFilesFailWithOneLine) {
   write_file_atomic(path("t.json"), R"({"schema_version": 1, "batch_size": 64, "topology": {"preset": "v100"},
     "tables": [{"name": "a", "dim": 6, "pool_id": 1}]})");

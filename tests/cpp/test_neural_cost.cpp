@@ -130,10 +130,10 @@ TEST(NeuralWeights, CorruptFilesAreRejectedNamingTheField) {
   };
   EXPECT_NE(error_for("{").find("w.json: malformed JSON"), std::string::npos);
   EXPECT_NE(error_for(replaced("\"embshard-neural-cost\"", "\"x\"")).find("not a neural weights file"), std::string::npos);
-  EXPECT_NE(error_for(replaced("\"version\": 1", "\"version\": 9")).find("the file is version 9"), std::string::npos);
-  EXPECT_NE(error_for(replaced("\"shape\": [\n     128,\n     20\n    ]", "\"shape\": [\n     128,\n     21\n    ]")).find("table_mlp.0.weight.shape: expected [128, 20]"),
+  EXPECT_NE(error_for(replaced("\"version\":1", "\"version\":9")).find("the file is version 9"), std::string::npos);
+  EXPECT_NE(error_for(replaced("\"shape\":[128,20]", "\"shape\":[128,21]")).find("table_mlp.0.weight.shape: expected [128, 20]"),
             std::string::npos);
-  EXPECT_NE(error_for(replaced("\"devices\": 4", "\"devices\": 5")).find("expected the inputs"), std::string::npos);
+  EXPECT_NE(error_for(replaced("\"devices\":4", "\"devices\":5")).find("expected the inputs"), std::string::npos);
   EXPECT_NE(error_for(replaced("\"comp_ms\"", "\"ms\"")).find("outputs"), std::string::npos);
   // A truncated file (crash while copying) is malformed, not a smaller model.
   EXPECT_NE(error_for(good.substr(0, good.size() / 2)).find("malformed JSON"), std::string::npos);
