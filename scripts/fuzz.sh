@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 [ "$seconds" -gt 0 ] || exit 0
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DEMBSHARD_BUILD_TESTS=OFF -DEMBSHARD_BUILD_FUZZ=ON -DEMBSHARD_MPI=OFF \
+  -DEMBSHARD_BUILD_TESTS=OFF -DEMBSHARD_BUILD_FUZZ=ON -DEMBSHARD_MPI=OFF -DEMBSHARD_TORCH=OFF \
   -DEMBSHARD_CUDA=OFF >/dev/null
 cmake --build build-fuzz -j2
 mkdir -p build-fuzz/crashes

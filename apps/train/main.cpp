@@ -17,7 +17,7 @@ using namespace embshard;
 
 constexpr const char* kUsage =
     "usage: embshard train cost --samples S.jsonl[,C.jsonl] --out MODEL.json [--epochs N] [--seed S]\n"
-    "           [--outputs 1|2] [--batch 512] [--lr 0.001] [--scatter PLOT.svg] [--quiet]\n"
+    "           [--outputs 2|1] [--batch 512] [--lr 0.001] [--scatter PLOT.svg] [--quiet]\n"
     "  trains NeuroShard's compute model on a compute sample file and its fw/bw comm models on a\n"
     "  comm sample file (each file's header says which it is), reports held-out MSE, MAPE and R²\n"
     "  beside the baselines and writes the weights (for --cost neural:weights=MODEL.json) and a\n"

@@ -63,12 +63,12 @@ CostBreakdown assemble_breakdown(const Task& task, const Plan& plan, ComputeMode
 }
 
 std::unique_ptr<CostModel> make_cost_model(const std::string& spec, const Task& task) {
-  if (spec == "sim") return std::make_unique<SimCostModel>(task);
+  if (spec == "sim" || spec == "analytic") return std::make_unique<SimCostModel>(task);  // analytic: the name
   if (spec == "default") return make_default_cost_model(task);
   if (spec.rfind("neural", 0) == 0 && (spec.size() == 6 || spec[6] == ':')) {
     return make_neural_cost_model(spec, task);
   }
-  EMBSHARD_THROW("unknown cost model '", spec, "'; known: sim, neural:weights=FILE|builtin[,comm=auto|neural|link][,hardware=match|any], default");
+  EMBSHARD_THROW("unknown cost model '", spec, "'; known: sim (alias analytic), neural:weights=FILE|builtin[,comm=auto|neural|link][,hardware=match|any], default");
 }
 
 }  // namespace embshard

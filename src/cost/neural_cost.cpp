@@ -26,8 +26,10 @@ std::shared_ptr<const NeuralWeights> load_weights(const std::string& where) {
   EMBSHARD_CHECK(!builtin_weights_text().empty(),
                  "neural: this embshard was built without default weights (models/cpu-default.json); "
                  "train some with `embshard train cost` and pass weights=FILE");
-  return std::make_shared<const NeuralWeights>(
+  // Parsed once per process (thread-safe static): compare builds a cost model per task.
+  static const std::shared_ptr<const NeuralWeights> builtin = std::make_shared<const NeuralWeights>(
       parse_neural_weights(std::string(builtin_weights_text()), "built-in models/cpu-default.json"));
+  return builtin;
 }
 
 /** "" if the models may be used for `task` under `hardware=match`, else why not. */

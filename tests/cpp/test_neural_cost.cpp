@@ -211,7 +211,7 @@ TEST(NeuralCostModel, RefusesModelsForAnotherDeviceCountOrHardware) {
             std::string::npos);
   std::filesystem::remove(path);
   EXPECT_NE(error_of([&] { (void)make_cost_model("neural:weights=" + path, gpu); }).find(path), std::string::npos);
-  EXPECT_NE(error_of([&] { (void)make_cost_model("nonsense", gpu); }).find("known: sim, neural"), std::string::npos);
+  EXPECT_NE(error_of([&] { (void)make_cost_model("nonsense", gpu); }).find("known: sim (alias analytic), neural"), std::string::npos);
 }
 
 TEST(NeuralCostModel, NonFiniteTableStatisticsAreAnErrorNamingTheTable) {

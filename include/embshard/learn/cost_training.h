@@ -39,7 +39,7 @@ struct CostTrainOptions {
   double learning_rate = 1e-3;
   double validation_share = 0.1;
   double test_share = 0.1;
-  int compute_outputs = 2;       ///< 1: fw+bw (NeuroShard), 2: fw and bw
+  int compute_outputs = 2;       ///< 2: fw and bw (the default: the step objective needs both), 1: fw+bw (NeuroShard)
   std::uint64_t seed = 0;
 };
 
