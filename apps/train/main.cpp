@@ -55,15 +55,15 @@ int train_cost(cli::Args& args, const Context& ctx) {
   NeuralWeights weights;
   std::vector<ScatterPanel> panels;
   for (const std::string& file : files) {
-    const CostSampleHeader header = read_cost_samples(file, ctx).header;
-    if (header.kind == SampleKind::kCompute) {
+    const CostSampleFile samples = read_cost_samples(file, ctx);
+    if (samples.header.kind == SampleKind::kCompute) {
       EMBSHARD_CHECK(!weights.compute, "--samples: two compute sample files");
-      TrainedCompute trained = train_compute_model(file, options, ctx);
+      TrainedCompute trained = train_compute_model(file, samples, options, ctx);
       panels.push_back({"compute fw+bw (test)", trained.test_points, trained.net.training.accuracy.at("model")});
       weights.compute = std::move(trained.net);
     } else {
       EMBSHARD_CHECK(!weights.fw_comm, "--samples: two comm sample files");
-      TrainedComm trained = train_comm_models(file, options, ctx);
+      TrainedComm trained = train_comm_models(file, samples, options, ctx);
       panels.push_back({"fw all-to-all (test)", trained.forward_points, trained.forward.training.accuracy.at("model")});
       panels.push_back({"bw all-to-all (test)", trained.backward_points, trained.backward.training.accuracy.at("model")});
       weights.fw_comm = std::move(trained.forward);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "embshard/core/context.h"
 #include "embshard/core/error.h"
 #include "embshard/core/spec.h"
 #include "embshard/cost/link_model.h"
@@ -89,8 +90,8 @@ class NeuralComputeModel final : public ComputeModel {
   };
   struct KeyHash {
     std::size_t operator()(const Key& k) const {
-      return std::hash<std::int64_t>()((static_cast<std::int64_t>(k.table) << 40) ^
-                                       (static_cast<std::int64_t>(k.cols) << 28) ^ k.rows);
+      return static_cast<std::size_t>(derive_seed(static_cast<std::uint64_t>(k.rows),
+                                                  (static_cast<std::uint64_t>(k.table) << 32) | static_cast<std::uint32_t>(k.cols)));
     }
   };
 

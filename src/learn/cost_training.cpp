@@ -145,7 +145,8 @@ int fit(Trainer& t, const Split& split, const CostTrainOptions& o, const std::st
   const double start = now_ms();
   for (int epoch = 1; epoch <= o.epochs; ++epoch) {
     const torch::Tensor perm = torch::randperm(static_cast<std::int64_t>(order.size()), torch::kLong);
-    for (std::size_t i = 0; i < order.size(); ++i) order[i] = split.train[static_cast<std::size_t>(perm[static_cast<std::int64_t>(i)].item<std::int64_t>())];
+    const auto* p = perm.data_ptr<std::int64_t>();
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = split.train[static_cast<std::size_t>(p[i])];
     for (std::size_t begin = 0; begin < order.size(); begin += static_cast<std::size_t>(o.batch_size)) {
       const std::size_t end = std::min(order.size(), begin + static_cast<std::size_t>(o.batch_size));
       adam.zero_grad();
@@ -357,11 +358,9 @@ CommNet train_comm(const std::string& path, const CostSampleFile& file, const Sp
   return net;
 }
 
-CostSampleFile read_samples(const std::string& path, SampleKind kind, const Context& ctx) {
-  CostSampleFile file = read_cost_samples(path, ctx);
+void check_kind(const std::string& path, const CostSampleFile& file, SampleKind kind) {
   EMBSHARD_CHECK(file.header.kind == kind, "train: ", path, " holds ", to_string(file.header.kind),
                  " samples, expected ", to_string(kind));
-  return file;
 }
 
 }  // namespace
@@ -377,11 +376,12 @@ std::string find_error_in_train_options(const CostTrainOptions& o) {
   return "";
 }
 
-TrainedCompute train_compute_model(const std::string& path, const CostTrainOptions& o, const Context& ctx) {
+TrainedCompute train_compute_model(const std::string& path, const CostSampleFile& file,
+                                   const CostTrainOptions& o, const Context& ctx) {
   const std::string problem = find_error_in_train_options(o);
   EMBSHARD_CHECK(problem.empty(), "train: ", problem);
+  check_kind(path, file, SampleKind::kCompute);
   torch::set_num_threads(1);
-  const CostSampleFile file = read_samples(path, SampleKind::kCompute, ctx);
   const Pool pool = Pool::generate(file.header.pool_seed);
   const Split split = split_samples(static_cast<std::int64_t>(file.compute.size()), o);
   TrainedCompute out;
@@ -409,11 +409,12 @@ TrainedCompute train_compute_model(const std::string& path, const CostTrainOptio
   return out;
 }
 
-TrainedComm train_comm_models(const std::string& path, const CostTrainOptions& o, const Context& ctx) {
+TrainedComm train_comm_models(const std::string& path, const CostSampleFile& file,
+                               const CostTrainOptions& o, const Context& ctx) {
   const std::string problem = find_error_in_train_options(o);
   EMBSHARD_CHECK(problem.empty(), "train: ", problem);
+  check_kind(path, file, SampleKind::kComm);
   torch::set_num_threads(1);
-  const CostSampleFile file = read_samples(path, SampleKind::kComm, ctx);
   EMBSHARD_CHECK(!file.comm.empty(), "train: ", path, " holds no samples");
   const Split split = split_samples(static_cast<std::int64_t>(file.comm.size()), o);
   TrainedComm out;

@@ -21,11 +21,7 @@ namespace {
 using test_util::error_of;
 using test_util::random_weights;
 
-Context quiet() {
-  Context ctx;
-  ctx.verbosity = LogLevel::kWarning;
-  return ctx;
-}
+Context quiet() { return test_util::quiet_context(); }
 
 /** The MLP in double precision, written out plainly: y = W x + b, ReLU between layers. */
 std::vector<double> reference_forward(const Mlp& mlp, std::vector<double> x) {
@@ -43,8 +39,15 @@ std::vector<double> reference_forward(const Mlp& mlp, std::vector<double> x) {
   return x;
 }
 
-std::string temp_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("embshard-neural-" + std::to_string(getpid()) + "-" + name)).string();
+std::string temp_path(const std::string& name) { return test_util::temp_file("embshard-neural", name); }
+
+/** The neural cost model of `weights` for `task`, through a weights file `name` removed after loading. */
+std::unique_ptr<CostModel> neural_model(const NeuralWeights& weights, const std::string& name, const Task& task) {
+  const std::string path = temp_path(name);
+  write_neural_weights(path, weights);
+  auto cost = make_cost_model("neural:weights=" + path, task);
+  std::filesystem::remove(path);
+  return cost;
 }
 
 Task cpu_task(int devices, std::uint64_t seed = 1) {
@@ -142,12 +145,9 @@ TEST(NeuralWeights, CorruptFilesAreRejectedNamingTheField) {
 
 TEST(NeuralCostModel, ComputeIsTheHeadOnTheSumOfTableEncodings) {
   const Task task = cpu_task(4);
-  const std::string path = temp_path("compute.json");
   const NeuralWeights w = random_weights(11, 2, 4);
-  write_neural_weights(path, w);
-  const auto cost = make_cost_model("neural:weights=" + path, task);
-  std::filesystem::remove(path);
-  EXPECT_EQ(cost->spec(), "neural:weights=" + path + ",comm=auto,hardware=match");
+  const auto cost = neural_model(w, "compute.json", task);
+  EXPECT_EQ(cost->spec(), "neural:weights=" + temp_path("compute.json") + ",comm=auto,hardware=match");
   const ShardResult r = plan_task("greedy:balance=lookup", task, nullptr, quiet());
   ASSERT_EQ(r.status, ShardStatus::kOk);
   const CostBreakdown b = cost->estimate(task, r.plan, quiet());
@@ -180,11 +180,7 @@ TEST(NeuralCostModel, ComputeIsTheHeadOnTheSumOfTableEncodings) {
 
 TEST(NeuralCostModel, EmptyDevicesCostNothingAndOneOutputSplitsByTheFwShare) {
   const Task task = cpu_task(4);
-  const std::string path = temp_path("one.json");
-  const NeuralWeights w = random_weights(5, 1, 0);
-  write_neural_weights(path, w);
-  const auto cost = make_cost_model("neural:weights=" + path, task);
-  std::filesystem::remove(path);
+  const auto cost = neural_model(random_weights(5, 1, 0), "one.json", task);
   const PlacedShard one{0, test_util::shard(0, 0, task.workload.tables[0].num_rows(), 0, task.workload.tables[0].dim)};
   const DeviceCompute c = cost->compute().device_compute(task, std::span<const PlacedShard>(&one, 1), quiet());
   EXPECT_NEAR(c.fw_ms, 0.3 / 0.7 * c.bw_ms, 1e-9 * std::max(1.0, c.bw_ms));
@@ -217,10 +213,7 @@ TEST(NeuralCostModel, RefusesModelsForAnotherDeviceCountOrHardware) {
 TEST(NeuralCostModel, NonFiniteTableStatisticsAreAnErrorNamingTheTable) {
   Task task = cpu_task(4);
   task.workload.tables[2].stats.pooling_factor = NAN;
-  const std::string path = temp_path("nan.json");
-  write_neural_weights(path, random_weights(2, 2, 4));
-  const auto cost = make_cost_model("neural:weights=" + path, task);
-  std::filesystem::remove(path);
+  const auto cost = neural_model(random_weights(2, 2, 4), "nan.json", task);
   const PlacedShard p{2, test_util::shard(0, 0, task.workload.tables[2].num_rows(), 0, task.workload.tables[2].dim)};
   const std::string error = error_of([&] { (void)cost->compute().device_compute(task, std::span<const PlacedShard>(&p, 1), quiet()); });
   EXPECT_NE(error.find("table '" + task.workload.tables[2].name + "'"), std::string::npos) << error;

@@ -23,11 +23,7 @@ using test_util::error_of;
 constexpr char kCanonical[] =
     "neuroshard:beam_width=3,candidates=10,max_depth=10,scales=11,max_scale=1.5,objective=step";
 
-Context quiet() {
-  Context ctx;
-  ctx.verbosity = LogLevel::kQuiet;
-  return ctx;
-}
+Context quiet() { return test_util::quiet_context(); }
 
 Task protocol_task(int index, int devices = 4, int max_dim = 128) {
   const auto gen = make_task_generator("neuroshard:devices=" + std::to_string(devices) +

@@ -3,17 +3,32 @@
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <optional>
 #include <string>
 
+#include "embshard/core/context.h"
 #include "embshard/core/error.h"
 #include "embshard/data/table.h"
 
 namespace embshard::test_util {
+
+/** A context that logs warnings only. */
+inline Context quiet_context() {
+  Context ctx;
+  ctx.verbosity = LogLevel::kWarning;
+  return ctx;
+}
+
+/** `name` in the temp directory, prefixed with `prefix` and this process id (not created). */
+inline std::string temp_file(const std::string& prefix, const std::string& name) {
+  return (std::filesystem::temp_directory_path() / (prefix + "-" + std::to_string(::getpid()) + "-" + name)).string();
+}
 
 /** Runs `f`; returns the message of the embshard::Error it throws, if it throws one. */
 inline std::optional<std::string> caught_error(const std::function<void()>& f) {

@@ -24,15 +24,9 @@ namespace {
 
 using test_util::error_of;
 
-Context quiet() {
-  Context ctx;
-  ctx.verbosity = LogLevel::kWarning;
-  return ctx;
-}
+Context quiet() { return test_util::quiet_context(); }
 
-std::string temp_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("embshard-learn-" + std::to_string(getpid()) + "-" + name)).string();
-}
+std::string temp_path(const std::string& name) { return test_util::temp_file("embshard-learn", name); }
 
 /** Our layers loaded into a libtorch Sequential of Linear / ReLU. */
 torch::nn::Sequential to_torch(const Mlp& mlp) {
@@ -152,7 +146,7 @@ CostTrainOptions quick(std::uint64_t seed = 0) {
 
 TEST(Learn, ComputeModelRecoversAKnownCostLawAndItsFileRunsInThePlanner) {
   const std::string samples = sim_compute_samples(400);
-  const TrainedCompute a = train_compute_model(samples, quick(), quiet());
+  const TrainedCompute a = train_compute_model(samples, read_cost_samples(samples, quiet()), quick(), quiet());
   const TrainingProvenance& t = a.net.training;
   EXPECT_EQ(t.samples_sha256, sha256_file_hex(samples));
   EXPECT_EQ(t.num_samples, 400);
@@ -163,7 +157,7 @@ TEST(Learn, ComputeModelRecoversAKnownCostLawAndItsFileRunsInThePlanner) {
   EXPECT_LT(t.accuracy.at("sim").mape, 1e-9);           // the law itself
   EXPECT_EQ(a.test_points.size(), 40u);
   // Same seed, same weights; the weights file loads into the planner's cost model.
-  const TrainedCompute b = train_compute_model(samples, quick(), quiet());
+  const TrainedCompute b = train_compute_model(samples, read_cost_samples(samples, quiet()), quick(), quiet());
   EXPECT_EQ(a.net.table_mlp.layers()[0].weight, b.net.table_mlp.layers()[0].weight);
   EXPECT_EQ(a.net.head.layers()[1].bias, b.net.head.layers()[1].bias);
   NeuralWeights w;
@@ -179,7 +173,7 @@ TEST(Learn, CommModelsFitTheLinkLawWithTheWaitIncluded) {
   const std::string samples = link_comm_samples(400);
   CostTrainOptions o = quick();
   o.epochs = 300;
-  const TrainedComm c = train_comm_models(samples, o, quiet());
+  const TrainedComm c = train_comm_models(samples, read_cost_samples(samples, quiet()), o, quiet());
   EXPECT_EQ(c.forward.devices, 4);
   EXPECT_TRUE(c.forward.forward);
   EXPECT_FALSE(c.backward.forward);
@@ -192,17 +186,17 @@ TEST(Learn, CommModelsFitTheLinkLawWithTheWaitIncluded) {
 
 TEST(Learn, BadInputIsAClearError) {
   const std::string comm = link_comm_samples(20);
-  EXPECT_NE(error_of([&] { (void)train_compute_model(comm, quick(), quiet()); }).find("holds comm samples, expected compute"),
+  EXPECT_NE(error_of([&] { (void)train_compute_model(comm, read_cost_samples(comm, quiet()), quick(), quiet()); }).find("holds comm samples, expected compute"),
             std::string::npos);
   std::filesystem::remove(comm);
   const std::string few = sim_compute_samples(5);
-  EXPECT_NE(error_of([&] { (void)train_compute_model(few, quick(), quiet()); }).find("too few"), std::string::npos);
+  EXPECT_NE(error_of([&] { (void)train_compute_model(few, read_cost_samples(few, quiet()), quick(), quiet()); }).find("too few"), std::string::npos);
   std::filesystem::remove(few);
-  EXPECT_NE(error_of([] { (void)train_compute_model("/nonexistent/s.jsonl", quick(), quiet()); }).find("/nonexistent/s.jsonl"),
+  EXPECT_NE(error_of([] { (void)read_cost_samples("/nonexistent/s.jsonl", quiet()); }).find("/nonexistent/s.jsonl"),
             std::string::npos);
   CostTrainOptions bad = quick();
   bad.compute_outputs = 3;
-  EXPECT_NE(error_of([&] { (void)train_compute_model("x", bad, quiet()); }).find("outputs must be 1"), std::string::npos);
+  EXPECT_NE(error_of([&] { (void)train_compute_model("x", CostSampleFile{}, bad, quiet()); }).find("outputs must be 1"), std::string::npos);
 }
 
 }  // namespace

@@ -64,13 +64,16 @@ struct TrainedComm {
   std::vector<ScatterPoint> backward_points;
 };
 
-/** Trains the compute model on a compute sample file read from `path` (file comment). */
-[[nodiscard]] TrainedCompute train_compute_model(const std::string& path, const CostTrainOptions& options,
-                                                 const Context& ctx);
+/**
+ * Trains the compute model on `samples`, read from `path` (`read_cost_samples`; the path and the
+ * file's SHA-256 go into the provenance). Error if they are not compute samples.
+ */
+[[nodiscard]] TrainedCompute train_compute_model(const std::string& path, const CostSampleFile& samples,
+                                                 const CostTrainOptions& options, const Context& ctx);
 
-/** Trains the fw / bw comm models on a comm sample file read from `path` (file comment). */
-[[nodiscard]] TrainedComm train_comm_models(const std::string& path, const CostTrainOptions& options,
-                                            const Context& ctx);
+/** Trains the fw / bw comm models on comm `samples` read from `path` (as above). */
+[[nodiscard]] TrainedComm train_comm_models(const std::string& path, const CostSampleFile& samples,
+                                            const CostTrainOptions& options, const Context& ctx);
 
 /** A titled panel of held-out points for `scatter_svg`. */
 struct ScatterPanel {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "embshard/core/context.h"
 #include "embshard/core/error.h"
 #include "shard/neuroshard/neuroshard.h"
 
@@ -47,22 +48,9 @@ void split_piece(std::vector<Piece>& pieces, int index) {
 
 // ---- cost cache --------------------------------------------------------------------------------
 
-namespace {
-
-std::uint64_t mix(std::uint64_t x) {  // SplitMix64's finaliser
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
-
 std::size_t ShardCostCache::EdgeHash::operator()(const Edge& e) const {
   const auto u = [](int v) { return static_cast<std::uint64_t>(static_cast<std::uint32_t>(v)); };
-  return static_cast<std::size_t>(mix((u(e.parent) << 32) ^ u(e.table)) ^
-                                  mix((u(e.col_begin) << 32) ^ u(e.col_end) ^ 0x5bd1e995ULL));
+  return static_cast<std::size_t>(derive_seed((u(e.parent) << 32) | u(e.table), (u(e.col_begin) << 32) | u(e.col_end)));
 }
 
 ShardCostCache::ShardCostCache(ComputeModel& model) : model_(model), nodes_(1) {}
