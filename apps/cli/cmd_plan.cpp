@@ -54,6 +54,7 @@ int run_plan(Args& args, const Context& base_ctx) {
   std::printf("search: %lld plans evaluated, %lld nodes visited, cost cache %lld queries, %lld hits\n",
               static_cast<long long>(st.plans_evaluated), static_cast<long long>(st.nodes_visited),
               static_cast<long long>(st.cache_queries), static_cast<long long>(st.cache_hits));
+  if (!st.solver.empty()) std::printf("solver: %s\n", st.solver.c_str());
   if (bound) {
     std::printf("%s %.3f under %s; lower bound %.3f (gap %.1f%%)\n", to_string(objective), value,
                 cost->spec().c_str(), *bound, *bound > 0 ? 100.0 * (value - *bound) / *bound : 0.0);

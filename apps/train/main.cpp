@@ -1,5 +1,6 @@
 // embshard-train: the learn module's command (`embshard train ...` hands over to it), so that only
-// training pays libtorch's start-up. Usage: embshard train cost --samples F[,F2] --out MODEL.json
+// training pays libtorch's start-up. Verbs: cost (NeuroShard's cost models), dreamshard and
+// autoshard (the RL placement policies).
 #include <unistd.h>
 
 #include <cstdio>
@@ -10,13 +11,24 @@
 #include "embshard/core/error.h"
 #include "embshard/core/file_io.h"
 #include "embshard/learn/cost_training.h"
+#include "embshard/learn/policy_training.h"
+#include "embshard/data/data_io.h"
 
 namespace {
 
 using namespace embshard;
 
 constexpr const char* kUsage =
-    "usage: embshard train cost --samples S.jsonl[,C.jsonl] --out MODEL.json [--epochs N] [--seed S]\n"
+    "usage: embshard train dreamshard|autoshard --tasks DIR|T.json[,..] --out POLICY.json\n"
+    "           [--backend sim|cpu|reference|cuda] [--batch N] [--seed S] [--resume] [--quiet]\n"
+    "           dreamshard: [--iterations 10] [--collect 10] [--cost-steps 300] [--rl-batches 10]\n"
+    "                       [--episodes 10] [--lr 0.0005]\n"
+    "           autoshard:  [--env-steps 100000] [--actors 8] [--unroll 100] [--learner-batch 8]\n"
+    "                       [--lr 0.001] [--entropy 0.001] [--cost-updates 20] [--checkpoint-every 10]\n"
+    "  trains an RL placement policy on the training tasks, evaluating real plans on the backend\n"
+    "  (at --batch for measured backends), with a checkpoint in POLICY.json.ckpt after every\n"
+    "  iteration (--resume continues from it); plan with --sharder dreamshard:policy=POLICY.json.\n"
+    "       embshard train cost --samples S.jsonl[,C.jsonl] --out MODEL.json [--epochs N] [--seed S]\n"
     "           [--outputs 2|1] [--batch 512] [--lr 0.001] [--scatter PLOT.svg] [--quiet]\n"
     "  trains NeuroShard's compute model on a compute sample file and its fw/bw comm models on a\n"
     "  comm sample file (each file's header says which it is), reports held-out MSE, MAPE and R²\n"
@@ -80,6 +92,51 @@ int train_cost(cli::Args& args, const Context& ctx) {
   return 0;
 }
 
+PolicyTrainSetup policy_setup(cli::Args& args) {
+  PolicyTrainSetup setup;
+  setup.tasks_spec = args.require("tasks");
+  setup.out = args.require("out");
+  setup.task_paths = find_task_files(setup.tasks_spec);
+  for (const std::string& path : setup.task_paths) setup.tasks.push_back(read_task_file(path));
+  setup.eval.backend = args.get_or("backend", "sim");
+  setup.eval.batch_size = args.get_int("batch", setup.eval.backend == "sim" ? 0 : 8192);
+  setup.resume = args.flag("resume");
+  setup.seed = static_cast<std::uint64_t>(args.get_int("seed", 0));
+  return setup;
+}
+
+int train_dreamshard_verb(cli::Args& args, Context& ctx) {
+  PolicyTrainSetup setup = policy_setup(args);
+  DreamShardTrainOptions o;
+  o.iterations = static_cast<int>(args.get_int("iterations", o.iterations));
+  o.collect_episodes = static_cast<int>(args.get_int("collect", o.collect_episodes));
+  o.cost_steps = static_cast<int>(args.get_int("cost-steps", o.cost_steps));
+  o.rl_batches = static_cast<int>(args.get_int("rl-batches", o.rl_batches));
+  o.rl_episodes = static_cast<int>(args.get_int("episodes", o.rl_episodes));
+  o.learning_rate = std::stod(args.get_or("lr", "0.0005"));
+  args.finish(1);
+  ctx.seed = setup.seed;
+  std::printf("policy: %s\n", train_dreamshard(setup, o, ctx).c_str());
+  return 0;
+}
+
+int train_autoshard_verb(cli::Args& args, Context& ctx) {
+  PolicyTrainSetup setup = policy_setup(args);
+  AutoShardTrainOptions o;
+  o.env_steps = args.get_int("env-steps", o.env_steps);
+  o.actors = static_cast<int>(args.get_int("actors", o.actors));
+  o.unroll = static_cast<int>(args.get_int("unroll", o.unroll));
+  o.learner_batch = static_cast<int>(args.get_int("learner-batch", o.learner_batch));
+  o.learning_rate = std::stod(args.get_or("lr", "0.001"));
+  o.entropy_weight = std::stod(args.get_or("entropy", "0.001"));
+  o.cost_updates = static_cast<int>(args.get_int("cost-updates", o.cost_updates));
+  o.checkpoint_every = static_cast<int>(args.get_int("checkpoint-every", o.checkpoint_every));
+  args.finish(1);
+  ctx.seed = setup.seed;
+  std::printf("policy: %s\n", train_autoshard(setup, o, ctx).c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -89,10 +146,14 @@ int main(int argc, char** argv) {
     return words.empty() ? 1 : 0;
   }
   try {
-    EMBSHARD_CHECK(words[0] == "cost", "embshard train: expected the sub-verb 'cost'\n", kUsage);
-    cli::Args args("train", words, {"quiet"});
+    const std::string& verb = words[0];
+    EMBSHARD_CHECK(verb == "cost" || verb == "dreamshard" || verb == "autoshard",
+                   "embshard train: expected the sub-verb cost, dreamshard or autoshard\n", kUsage);
+    cli::Args args("train " + verb, words, {"quiet", "resume"});
     Context ctx;
     if (args.flag("quiet")) ctx.verbosity = LogLevel::kWarning;
+    if (verb == "dreamshard") return train_dreamshard_verb(args, ctx);
+    if (verb == "autoshard") return train_autoshard_verb(args, ctx);
     return train_cost(args, ctx);
   } catch (const Error& e) {
     std::cerr << "error: " << e.what() << "\n";

@@ -14,10 +14,13 @@ enum Feature { kCalls, kTables, kLookups, kMissBytes, kHitBytes, kOutputBytes, k
 
 /** Share of a table's lookups served by its `hot_rows` hottest rows (ICDF, linear in between). */
 double hot_share(const TableStats& stats, std::int64_t hot_rows) {
-  if (hot_rows < 0 || hot_rows >= stats.num_distinct) return 1.0;
+  if (hot_rows < 0) return 1.0;
   if (stats.icdf.size() != static_cast<std::size_t>(kNumIcdfSteps)) {
+    if (hot_rows >= stats.num_distinct) return 1.0;
     return static_cast<double>(hot_rows) / static_cast<double>(std::max<std::int64_t>(stats.num_rows, 1));
   }
+  // Every row the ICDF has seen (a profile's ICDF can count more rows than one batch's distinct).
+  if (static_cast<double>(hot_rows) >= stats.icdf.back()) return 1.0;
   double previous_rows = 0.0;
   for (int k = 0; k < kNumIcdfSteps; ++k) {
     const double rows = stats.icdf[static_cast<std::size_t>(k)];
@@ -118,16 +121,21 @@ SimFeatures sim_features(std::span<const SimTable> tables, std::int64_t batch_si
     const double evict =
         working_set > 0 ? std::clamp(1.0 - static_cast<double>(cache_bytes) / working_set, 0.0, 1.0)
                         : 0.0;
+    const double hot = hot_share(t.stats, t.hbm_rows);  // the HBM tier's share of the lookups
     f[kTables] += 1.0;
     f[kLookups] += lookups;
-    f[kMissBytes] += row_bytes * (distinct + reuse * evict);
-    f[kHitBytes] += row_bytes * reuse * (1.0 - evict);
+    f[kMissBytes] += hot * row_bytes * (distinct + reuse * evict);
+    f[kHitBytes] += hot * row_bytes * reuse * (1.0 - evict);
     f[kOutputBytes] += static_cast<double>(batch_size) * t.cols * 4.0;
     f[kUpdateBytes] += 2.0 * row_bytes * distinct;
-    f[kUvmBytes] += row_bytes * lookups * (1.0 - hot_share(t.stats, t.hbm_rows));
+    f[kUvmBytes] += row_bytes * lookups * (1.0 - hot);
   }
   f[kCalls] = tables.empty() ? 0.0 : 1.0;
   return f;
+}
+
+double sim_hbm_access_share(const TableStats& stats, std::int64_t hbm_rows) {
+  return hot_share(stats, hbm_rows);
 }
 
 double sim_pass_ms(const SimCoefficients& c, const SimFeatures& f) {

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/json_reader.h"
+#include "cost/nn_json.h"
 #include "embshard/core/error.h"
 #include "embshard/core/file_io.h"
 #include "profile/fingerprint_json.h"
@@ -15,6 +16,10 @@ namespace {
 
 using Json = nlohmann::json;
 using detail::JsonNode;
+using detail::add_mlp;
+using detail::read_mlp;
+using detail::read_numbers;
+using detail::reject_unused;
 
 constexpr const char* kFormatName = "embshard-neural-cost";
 constexpr double kMinSpread = 1e-6;   // below this a column is treated as constant (std 1)
@@ -23,14 +28,6 @@ constexpr double kMinSpread = 1e-6;   // below this a column is treated as const
 
 Json normaliser_json(const Normaliser& n) {
   return {{"names", n.names}, {"mean", n.mean}, {"std", n.std}};
-}
-
-void add_mlp(Json& parameters, const Mlp& mlp) {
-  for (std::size_t i = 0; i < mlp.layers().size(); ++i) {
-    const Linear& l = mlp.layers()[i];
-    parameters[mlp.parameter_name(i, "weight")] = {{"shape", {l.out, l.in}}, {"data", l.weight}};
-    parameters[mlp.parameter_name(i, "bias")] = {{"shape", {l.out}}, {"data", l.bias}};
-  }
 }
 
 Json accuracy_json(const ModelAccuracy& a) {
@@ -67,15 +64,6 @@ Json comm_json(const CommNet& net) {
 
 // ---- reading --------------------------------------------------------------------------------
 
-std::vector<double> read_numbers(const JsonNode& n, std::size_t size, double min = -INFINITY) {
-  n.expect_array();
-  if (n.size() != size) n.fail(detail::concat("expected ", size, " numbers, got ", n.size()));
-  std::vector<double> values;
-  values.reserve(size);
-  for (std::size_t i = 0; i < size; ++i) values.push_back(n.at(i).as_double(min));
-  return values;
-}
-
 Normaliser read_normaliser(const JsonNode& n, const std::vector<std::string>& expected_names) {
   n.only_keys({"names", "mean", "std"});
   Normaliser norm;
@@ -92,42 +80,6 @@ Normaliser read_normaliser(const JsonNode& n, const std::vector<std::string>& ex
     if (!(norm.std[i] > 0)) n.at("std").at(i).fail("a standard deviation must be positive");
   }
   return norm;
-}
-
-/** Reads layers `prefix`.0, .2, … with the given widths (inputs first, outputs last). */
-Mlp read_mlp(const JsonNode& parameters, const std::string& prefix, const std::vector<int>& widths,
-             bool relu_last, std::vector<std::string>& used) {
-  std::vector<Linear> layers;
-  for (std::size_t i = 0; i + 1 < widths.size(); ++i) {
-    Linear l;
-    l.in = widths[i];
-    l.out = widths[i + 1];
-    const std::string base = prefix + "." + std::to_string(2 * i) + ".";
-    const JsonNode w = parameters.at(base + "weight");
-    const JsonNode b = parameters.at(base + "bias");
-    w.only_keys({"shape", "data"});
-    b.only_keys({"shape", "data"});
-    const std::vector<double> w_shape = read_numbers(w.at("shape"), 2, 0);
-    if (w_shape[0] != l.out || w_shape[1] != l.in) {
-      w.at("shape").fail(detail::concat("expected [", l.out, ", ", l.in, "], got [", w_shape[0], ", ", w_shape[1], "]"));
-    }
-    const std::vector<double> b_shape = read_numbers(b.at("shape"), 1, 0);
-    if (b_shape[0] != l.out) b.at("shape").fail(detail::concat("expected [", l.out, "], got [", b_shape[0], "]"));
-    for (double v : read_numbers(w.at("data"), static_cast<std::size_t>(l.in) * l.out)) l.weight.push_back(static_cast<float>(v));
-    for (double v : read_numbers(b.at("data"), static_cast<std::size_t>(l.out))) l.bias.push_back(static_cast<float>(v));
-    used.push_back(base + "weight");
-    used.push_back(base + "bias");
-    layers.push_back(std::move(l));
-  }
-  return Mlp(prefix, std::move(layers), relu_last);
-}
-
-void reject_unused(const JsonNode& parameters, const std::vector<std::string>& used) {
-  for (const auto& [name, value] : parameters.value().items()) {
-    if (std::find(used.begin(), used.end(), name) == used.end()) {
-      parameters.fail(detail::concat("unexpected parameter '", name, "' for this architecture"));
-    }
-  }
 }
 
 ModelAccuracy read_accuracy(const JsonNode& n) {
@@ -179,7 +131,7 @@ ComputeNet read_compute(const JsonNode& n) {
   parameters.expect_object();
   std::vector<std::string> used;
   const int encoding = compute_table_widths().back();
-  net.table_mlp = read_mlp(parameters, "table_mlp", layer_widths(kNumTableFeatures, {compute_table_widths().begin(), compute_table_widths().end() - 1}, encoding), true, used);
+  net.table_mlp = read_mlp(parameters, "table_mlp", layer_widths(kNumCostFeatures, {compute_table_widths().begin(), compute_table_widths().end() - 1}, encoding), true, used);
   net.head = read_mlp(parameters, "head", layer_widths(encoding, compute_head_widths(), static_cast<int>(net.outputs.size())), false, used);
   reject_unused(parameters, used);
   net.training = read_training(n.at("training"));
@@ -203,9 +155,9 @@ CommNet read_comm(const JsonNode& n, bool forward) {
 
 }  // namespace
 
-const std::array<std::string, kNumTableFeatures>& table_feature_names() {
-  static const std::array<std::string, kNumTableFeatures> names = [] {
-    std::array<std::string, kNumTableFeatures> n;
+const std::array<std::string, kNumCostFeatures>& table_feature_names() {
+  static const std::array<std::string, kNumCostFeatures> names = [] {
+    std::array<std::string, kNumCostFeatures> n;
     for (int i = 0; i < kNumReuseBins; ++i) n[static_cast<std::size_t>(i)] = "bin_" + std::to_string(i);
     n[17] = "dim";
     n[18] = "pooling_factor";
@@ -216,7 +168,7 @@ const std::array<std::string, kNumTableFeatures>& table_feature_names() {
 }
 
 TableFeatures table_features(const TableStats& stats, int cols, double row_share) {
-  static_assert(kNumReuseBins == 17 && kNumTableFeatures == kNumReuseBins + 3);
+  static_assert(kNumReuseBins == 17 && kNumCostFeatures == kNumReuseBins + 3);
   TableFeatures f{};
   for (int i = 0; i < kNumReuseBins; ++i) f[static_cast<std::size_t>(i)] = static_cast<float>(stats.bins[static_cast<std::size_t>(i)]);
   f[17] = static_cast<float>(cols);

@@ -80,13 +80,9 @@ FeatureScaler FeatureScaler::fit(const std::vector<FeatureVector>& rows, Feature
       s.scale[c] = sd + kAllColumnsEpsilon;
     } else if (sd > 0) {
       s.scale[c] = sd;
-    } else {
-      // AutoShard only subtracts the mean of a constant column; DreamShard's code would divide by
-      // zero, which embshard refuses instead of producing NaN.
-      EMBSHARD_CHECK(mode == FeatureScaling::kTrainingSet, "feature '", feature_names()[c],
-                     "' is constant over the ", rows.size(), " tables; '", to_string(mode),
-                     "' scaling would divide by zero");
     }
+    // A constant column only loses its mean (AutoShard's rule). DreamShard's code would divide
+    // by zero there (a one-table task, or tables of equal size); embshard gives 0 instead of NaN.
   }
   return s;
 }

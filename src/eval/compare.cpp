@@ -78,7 +78,12 @@ std::vector<T> unique_in_order(const std::vector<CompareRow>& rows, T CompareRow
 std::vector<std::string> default_sharders() {
   std::vector<std::string> specs;
   for (const RegistryEntryInfo& info : sharder_registry().list()) {
-    if (info.name == "exhaustive") continue;
+    // exhaustive is for tiny tasks; the RL sharders need a trained policy file; recshard's MILP
+    // may use its whole time limit (60 s) per task: name it to run it.
+    if (info.name == "exhaustive" || info.name == "dreamshard" || info.name == "autoshard" ||
+        info.name == "recshard") {
+      continue;
+    }
     if (info.name != "greedy") {
       specs.push_back(info.name);
       continue;

@@ -1,5 +1,7 @@
 #include "embshard/eval/evaluator.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -35,6 +37,58 @@ void fill_measured_comm(std::span<const DeviceTiming> measured, CostBreakdown& b
 }
 
 }  // namespace
+
+Spread spread_of(const std::vector<double>& values) {
+  Spread s;
+  if (values.empty()) return s;
+  s.min = *std::min_element(values.begin(), values.end());
+  s.max = *std::max_element(values.begin(), values.end());
+  for (double v : values) s.mean += v;
+  s.mean /= static_cast<double>(values.size());
+  double var = 0.0;
+  for (double v : values) var += (v - s.mean) * (v - s.mean);
+  s.stddev = std::sqrt(var / static_cast<double>(values.size()));
+  return s;
+}
+
+std::vector<DeviceLookups> tier_lookups(const Task& task, const Plan& plan, std::int64_t batch_size) {
+  std::vector<DeviceLookups> out(static_cast<std::size_t>(task.topology.num_devices()));
+  const double batch_ratio = task.workload.batch_size > 0
+                                 ? static_cast<double>(batch_size) / static_cast<double>(task.workload.batch_size)
+                                 : 1.0;
+  for (const TablePlacement& tp : plan.tables) {
+    const auto it = std::find_if(task.workload.tables.begin(), task.workload.tables.end(),
+                                 [&](const TableSpec& t) { return t.name == tp.table; });
+    EMBSHARD_CHECK(it != task.workload.tables.end(), "eval: the plan's table '", tp.table,
+                   "' is not in the task");
+    const TableStats& stats = it->stats;
+    for (const Shard& shard : tp.shards) {
+      if (shard.device < 0 || shard.device >= task.topology.num_devices()) continue;
+      const double lookups = batch_ratio * static_cast<double>(stats.num_indices) *
+                             static_cast<double>(shard.num_rows()) /
+                             static_cast<double>(std::max<std::int64_t>(stats.num_rows, 1));
+      const double hot = sim_hbm_access_share(stats, shard.hbm_rows);
+      out[static_cast<std::size_t>(shard.device)].hbm += lookups * hot;
+      out[static_cast<std::size_t>(shard.device)].uvm += lookups * (1.0 - hot);
+    }
+  }
+  return out;
+}
+
+Spread compute_spread(const EvalResult& result) {
+  std::vector<double> comp;
+  for (const DeviceCost& c : result.breakdown.devices) comp.push_back(c.fw_comp_ms + c.bw_comp_ms);
+  return spread_of(comp);
+}
+
+double uvm_lookup_share(const EvalResult& result) {
+  double hbm = 0.0, uvm = 0.0;
+  for (const DeviceLookups& l : result.lookups) {
+    hbm += l.hbm;
+    uvm += l.uvm;
+  }
+  return hbm + uvm > 0 ? uvm / (hbm + uvm) : 0.0;
+}
 
 std::int64_t eval_batch_size(const Task& task, const EvalOptions& options) {
   return options.backend != "sim" && options.batch_size > 0 ? options.batch_size
@@ -79,6 +133,7 @@ EvalResult evaluate_plan(const Task& task, const Plan& plan, const EvalOptions& 
   CostBreakdown breakdown = assemble_breakdown(task, plan, *model, *link, ctx);
   if (!measured_comm.empty()) fill_measured_comm(measured_comm, breakdown);
   EvalResult result = eval_result_of(std::move(breakdown), batch_size, model->spec());
+  result.lookups = tier_lookups(task, plan, batch_size);
   result.wall_ms = now_ms() - start_ms;
   return result;
 }
@@ -98,16 +153,26 @@ std::string eval_result_json(const EvalResult& r, const Task& task, const Plan& 
   Json devices = Json::array();
   for (std::size_t d = 0; d < r.breakdown.devices.size(); ++d) {
     const DeviceCost& c = r.breakdown.devices[d];
-    devices.push_back({{"device", d},
-                       {"fw_comp_ms", c.fw_comp_ms},
-                       {"fw_comm_ms", c.fw_comm_ms},
-                       {"fw_wait_ms", c.fw_wait_ms},
-                       {"bw_comm_ms", c.bw_comm_ms},
-                       {"bw_comp_ms", c.bw_comp_ms},
-                       {"sum_ms", c.sum_ms()},
-                       {"hbm_bytes", c.hbm_bytes},
-                       {"uvm_bytes", c.uvm_bytes}});
+    Json device = {{"device", d},
+                   {"fw_comp_ms", c.fw_comp_ms},
+                   {"fw_comm_ms", c.fw_comm_ms},
+                   {"fw_wait_ms", c.fw_wait_ms},
+                   {"bw_comm_ms", c.bw_comm_ms},
+                   {"bw_comp_ms", c.bw_comp_ms},
+                   {"sum_ms", c.sum_ms()},
+                   {"hbm_bytes", c.hbm_bytes},
+                   {"uvm_bytes", c.uvm_bytes}};
+    if (d < r.lookups.size()) {
+      device["hbm_lookups"] = r.lookups[d].hbm;
+      device["uvm_lookups"] = r.lookups[d].uvm;
+    }
+    devices.push_back(std::move(device));
   }
+  auto spread_json = [](const Spread& s) {
+    return Json{{"min", s.min}, {"max", s.max}, {"mean", s.mean}, {"std", s.stddev}};
+  };
+  std::vector<double> sums;
+  for (const DeviceCost& c : r.breakdown.devices) sums.push_back(c.sum_ms());
   Json doc;
   doc["task_id"] = task.id;
   doc["plan_sharder"] = plan.provenance.sharder;
@@ -118,6 +183,16 @@ std::string eval_result_json(const EvalResult& r, const Task& task, const Plan& 
   doc["comm"] = {{"source", to_string(r.breakdown.comm_source)}, {"detail", r.breakdown.comm_detail}};
   doc["objectives"] = {{"step_ms", r.step_ms}, {"max_sum_ms", r.max_sum_ms}, {"balance", r.balance}};
   doc["devices"] = devices;
+  doc["device_spread"] = {{"comp_ms", spread_json(compute_spread(r))},
+                          {"sum_ms", spread_json(spread_of(sums))}};
+  if (!r.lookups.empty()) {
+    double hbm = 0.0, uvm = 0.0;
+    for (const DeviceLookups& l : r.lookups) {
+      hbm += l.hbm;
+      uvm += l.uvm;
+    }
+    doc["lookups"] = {{"hbm_per_step", hbm}, {"uvm_per_step", uvm}, {"uvm_share", uvm_lookup_share(r)}};
+  }
   doc["wall_ms"] = r.wall_ms;
   return doc.dump(2) + "\n";
 }
@@ -135,6 +210,23 @@ std::string eval_result_table(const EvalResult& r) {
                   static_cast<double>(c.hbm_bytes + c.uvm_bytes) / (1 << 30));
     out << line;
   }
+  if (!r.lookups.empty()) {
+    out << "lookups per step (expected from the task's statistics):\n";
+    std::snprintf(line, sizeof line, "%6s %14s %14s %9s\n", "device", "hbm", "uvm", "uvm_%");
+    out << line;
+    for (std::size_t d = 0; d < r.lookups.size(); ++d) {
+      const DeviceLookups& l = r.lookups[d];
+      std::snprintf(line, sizeof line, "%6zu %14.0f %14.0f %9.3f\n", d, l.hbm, l.uvm,
+                    l.hbm + l.uvm > 0 ? 100.0 * l.uvm / (l.hbm + l.uvm) : 0.0);
+      out << line;
+    }
+    std::snprintf(line, sizeof line, "uvm_share %.4f%% of all lookups\n", 100.0 * uvm_lookup_share(r));
+    out << line;
+  }
+  const Spread comp = compute_spread(r);
+  std::snprintf(line, sizeof line, "per-device fw_comp+bw_comp ms: min %.3f max %.3f mean %.3f std %.3f\n",
+                comp.min, comp.max, comp.mean, comp.stddev);
+  out << line;
   out << "compute: " << to_string(r.breakdown.compute_source) << " (" << r.breakdown.compute_detail
       << ")\ncomm:    " << to_string(r.breakdown.comm_source) << " (" << r.breakdown.comm_detail
       << ")\n";

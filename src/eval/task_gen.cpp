@@ -173,6 +173,129 @@ class AutoShardProtocol : public ProtocolBase {
   }
 };
 
+/** Paper 004 Table 2: total hash sizes of RM1, RM2, RM3 (397 tables, dim 64 each). */
+constexpr std::int64_t kRecShardTotalRows[] = {1331656544, 2661369917, 5320796628};
+constexpr int kRecShardTables = 397;
+
+/**
+ * RecShard's RM1/RM2/RM3 (task_gen.h documents the draws). Per-table draws depend only on (seed,
+ * index), not on the model, so RM2 and RM3 are RM1 with every hash size about doubled and
+ * quadrupled: the same features (values, skew, pooling, coverage) hashed into larger tables.
+ */
+class RecShardProtocol final : public TaskGenerator {
+ public:
+  RecShardProtocol(std::string name, Params params) : name_(std::move(name)), params_(std::move(params)) {}
+  [[nodiscard]] std::string spec() const override { return canonical_spec(name_, params_); }
+  [[nodiscard]] std::int64_t batch_size() const override { return params_.get_int("batch_size"); }
+
+  [[nodiscard]] Task generate(const TableSource&, std::uint64_t seed, int index) const override {
+    const std::string model = params_.get_string("model");
+    const int which = model == "rm1" ? 0 : model == "rm2" ? 1 : 2;
+    const double scale = params_.get_float("scale");
+    const auto n = static_cast<std::size_t>(params_.get_int("tables"));
+    const int devices = static_cast<int>(params_.get_int("devices"));
+    const std::int64_t batch = batch_size();
+    const auto total = static_cast<std::int64_t>(
+        std::llround(static_cast<double>(kRecShardTotalRows[which]) * scale *
+                     static_cast<double>(n) / kRecShardTables));
+    EMBSHARD_CHECK(total >= 2 * static_cast<std::int64_t>(n) * kMinTableRows, name_, ": scale ",
+                   scale, " leaves ", total, " rows for ", n, " tables; at least ",
+                   2 * static_cast<std::int64_t>(n) * kMinTableRows, " are needed");
+    const double rm1_total = static_cast<double>(kRecShardTotalRows[0]) * scale *
+                             static_cast<double>(n) / kRecShardTables;
+
+    const std::uint64_t task_seed = derive_seed(seed, static_cast<std::uint64_t>(index));
+    Rng size_rng(derive_seed(task_seed, 1)), values_rng(derive_seed(task_seed, 2)),
+        skew_rng(derive_seed(task_seed, 3)), pooling_rng(derive_seed(task_seed, 4)),
+        coverage_rng(derive_seed(task_seed, 5));
+    std::vector<double> weight(n), value_ratio(n), alpha(n), pooling(n), coverage(n);
+    std::vector<std::int64_t> offset(n);
+    double weight_sum = 0;
+    for (std::size_t j = 0; j < n; ++j) {
+      weight[j] = std::pow(10.0, 4.0 + 4.0 * size_rng.uniform());
+      weight_sum += weight[j];
+      value_ratio[j] = std::pow(10.0, std::log10(0.25) + std::log10(6.0) * values_rng.uniform());
+      const bool flat = skew_rng.uniform() < 0.08;
+      alpha[j] = flat ? 0.5 * skew_rng.uniform() : 0.8 + 0.5 * skew_rng.uniform();
+      offset[j] = std::llround(std::pow(10.0, 2.0 * skew_rng.uniform())) - 1;
+      const bool one_hot = pooling_rng.uniform() < 0.25;
+      const double normal = pooling_rng.normal();
+      pooling[j] = one_hot ? 1.0 : std::clamp(12.0 * std::exp(normal), 1.0, 200.0);
+      coverage[j] = coverage_rng.uniform() < 0.4
+                        ? 0.9 + 0.1 * coverage_rng.uniform()
+                        : std::pow(10.0, -2.3 + 2.3 * coverage_rng.uniform());
+    }
+    // Hash sizes: proportional to the weights, at least kMinTableRows, summing exactly to total.
+    std::vector<std::int64_t> rows(n);
+    std::int64_t sum = 0;
+    std::size_t largest = 0;
+    for (std::size_t j = 0; j < n; ++j) {
+      rows[j] = std::max<std::int64_t>(
+          kMinTableRows, static_cast<std::int64_t>(static_cast<double>(total) * weight[j] / weight_sum));
+      sum += rows[j];
+      if (rows[j] > rows[largest]) largest = j;
+    }
+    rows[largest] += total - sum;
+    EMBSHARD_CHECK(rows[largest] >= kMinTableRows, name_, ": scale ", scale, " is too small");
+
+    Task task;
+    char id[128];
+    std::snprintf(id, sizeof id, "recshard-%s-s%g-%03d", model.c_str(), scale, index);
+    task.id = id;
+    task.protocol = spec();
+    task.seed = seed;
+    task.workload.batch_size = batch;
+    task.constraints.allow_uvm = true;
+    task.topology = topology(scale, devices);
+    const std::int64_t profile = batch * params_.get_int("profile_batches");
+    for (std::size_t j = 0; j < n; ++j) {
+      // The feature's distinct values (in RM1 hash units) land on H·(1 − e^(−values/H)) of the
+      // H rows (birthday paradox, paper 004 §3.4): larger hash sizes leave more rows unused.
+      const double values = value_ratio[j] * rm1_total * weight[j] / weight_sum;
+      const auto hash = static_cast<double>(rows[j]);
+      PoolTable model_table;
+      model_table.id = static_cast<std::int64_t>(j);
+      model_table.num_rows = rows[j];
+      model_table.pooling_factor = pooling[j] * coverage[j];
+      model_table.coverage = coverage[j];
+      model_table.active_rows = std::clamp<std::int64_t>(
+          std::llround(hash * -std::expm1(-values / hash)), 1, rows[j]);
+      model_table.zipf_alpha = alpha[j];
+      model_table.zipf_offset = offset[j];
+      model_table.length_shape = 2.0;
+      model_table.seed = derive_seed(task_seed, 1000 + j);
+      TableSpec t;
+      t.name = "emb" + std::to_string(j);
+      t.dim = static_cast<int>(params_.get_int("dim"));
+      t.dtype = WeightType::kF32;
+      t.stats = expected_table_stats(model_table, batch);
+      // RecShard profiles the skew on a sample of the training data (§4.1), not on one batch.
+      t.stats.icdf = expected_table_stats(model_table, profile).icdf;
+      task.workload.tables.push_back(std::move(t));
+    }
+    check_task(task, task.id);
+    return task;
+  }
+
+ private:
+  [[nodiscard]] Topology topology(double scale, int devices) const {
+    const int per_node = std::min(devices, 16);
+    EMBSHARD_CHECK(devices % per_node == 0, name_, ": ", devices, " devices do not fill whole nodes of 16");
+    Topology t = make_topology("a100:nodes=" + std::to_string(devices / per_node) +
+                               ",gpus_per_node=" + std::to_string(per_node));
+    for (Device& d : t.devices) {
+      d.hbm_bytes = std::llround(params_.get_float("hbm_gib") * scale * kGiB);
+      d.uvm_bytes = std::llround(params_.get_float("host_gib") * scale * kGiB);
+      d.uvm_gbps = params_.get_float("uvm_gbps");
+    }
+    t.name = "custom";
+    return t;
+  }
+
+  std::string name_;
+  Params params_;
+};
+
 template <typename Protocol>
 Registry<TaskGenerator>::Factory factory_of(const char* name) {
   return [name](const Params& p, const Context&) { return std::make_unique<Protocol>(name, p); };
@@ -203,6 +326,25 @@ Registry<TaskGenerator> build_registry() {
   r.add({"autoshard", "AutoShard: 10 tables per device (80 on 8 .. 800 on 80), dims max_dim/2 or max_dim",
          autos},
         factory_of<AutoShardProtocol>("autoshard"));
+  r.add({"recshard",
+         "RecShard RM1/RM2/RM3 (paper 004 §5): 397 tables of dim 64, 1.33/2.66/5.32 B rows x scale, "
+         "16 A100s with 24 GiB HBM and 128 GiB host memory each x scale, batch 16384",
+         {{"model", ParamType::kString, "rm1", {}, {}, {"rm1", "rm2", "rm3"},
+           "which model: total hash size 1,331,656,544 / 2,661,369,917 / 5,320,796,628 rows"},
+          {"scale", ParamType::kFloat, "1", 1e-6, 1.0, {},
+           "multiplies every hash size and both memory capacities (the HBM-vs-total pressure stays)"},
+          {"tables", ParamType::kInt, "397", 1, 100000, {},
+           "sparse features; the total hash size scales with tables / 397"},
+          {"dim", ParamType::kInt, "64", 4, 2048, {}, "embedding dim of every table"},
+          {"devices", ParamType::kInt, "16", 1, 4096, {}, "GPUs (16 per node)"},
+          {"hbm_gib", ParamType::kFloat, "24", 0.0, 1e6, {}, "HBM per GPU reserved for embeddings at scale 1, GiB"},
+          {"host_gib", ParamType::kFloat, "128", 0.0, 1e7, {}, "host DRAM per GPU for UVM at scale 1, GiB"},
+          {"uvm_gbps", ParamType::kFloat, "15.75", 0.001, 1e6, {},
+           "UVM bandwidth per GPU, GB/s (PCIe 3.0 x16, the paper's system)"},
+          {"batch_size", ParamType::kInt, "16384", 1, 1 << 24, {}, "global batch size"},
+          {"profile_batches", ParamType::kInt, "1024", 1, 1 << 20, {},
+           "the ICDF is profiled over this many batches of samples (paper 004 §4.1)"}}},
+        factory_of<RecShardProtocol>("recshard"));
   return r;
 }
 

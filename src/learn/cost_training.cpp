@@ -23,49 +23,15 @@
 #include "embshard/data/topology.h"
 #include "embshard/plan/plan.h"
 #include "embshard/profile/measure.h"
+#include "learn/torch_nets.h"
 
 namespace embshard {
 namespace {
 
-// ---- nets: torch twins of cost/mlp.h, with the same parameter names ------------------------
-
-torch::nn::Sequential make_sequential(const std::vector<int>& widths, bool relu_last) {
-  torch::nn::Sequential seq;
-  for (std::size_t i = 0; i + 1 < widths.size(); ++i) {
-    seq->push_back(torch::nn::Linear(widths[i], widths[i + 1]));
-    if (relu_last || i + 2 < widths.size()) seq->push_back(torch::nn::ReLU());
-  }
-  return seq;
-}
-
-
-Mlp export_mlp(const std::string& prefix, const torch::nn::Sequential& seq, bool relu_last) {
-  std::vector<Linear> layers;
-  for (const auto& module : seq->children()) {
-    const auto* linear = module->as<torch::nn::LinearImpl>();
-    if (linear == nullptr) continue;
-    Linear l;
-    l.out = static_cast<int>(linear->weight.size(0));
-    l.in = static_cast<int>(linear->weight.size(1));
-    const torch::Tensor w = linear->weight.detach().contiguous();
-    const torch::Tensor b = linear->bias.detach().contiguous();
-    l.weight.assign(w.data_ptr<float>(), w.data_ptr<float>() + w.numel());
-    l.bias.assign(b.data_ptr<float>(), b.data_ptr<float>() + b.numel());
-    layers.push_back(std::move(l));
-  }
-  return Mlp(prefix, std::move(layers), relu_last);
-}
-
-std::vector<torch::Tensor> snapshot(const std::vector<torch::Tensor>& parameters) {
-  std::vector<torch::Tensor> copy;
-  for (const torch::Tensor& p : parameters) copy.push_back(p.detach().clone());
-  return copy;
-}
-
-void restore(std::vector<torch::Tensor>& parameters, const std::vector<torch::Tensor>& saved) {
-  torch::NoGradGuard no_grad;
-  for (std::size_t i = 0; i < parameters.size(); ++i) parameters[i].copy_(saved[i]);
-}
+using learn::export_mlp;
+using learn::make_sequential;
+using learn::restore;
+using learn::snapshot;
 
 // ---- data split and accuracy --------------------------------------------------------------
 
@@ -221,13 +187,13 @@ ComputeData compute_data(const Pool& pool, const CostSampleFile& file, const Nor
       targets.push_back(static_cast<float>(s.fw_ms + s.bw_ms));
     }
   }
-  data.features = torch::from_blob(flat.data(), {static_cast<std::int64_t>(row_of.size()), kNumTableFeatures}, torch::kFloat).clone();
+  data.features = torch::from_blob(flat.data(), {static_cast<std::int64_t>(row_of.size()), kNumCostFeatures}, torch::kFloat).clone();
   data.targets = torch::from_blob(targets.data(), {static_cast<std::int64_t>(file.compute.size()), outputs}, torch::kFloat).clone();
   return data;
 }
 
 struct ComputeTorchNet {
-  torch::nn::Sequential table_mlp = make_sequential(layer_widths(kNumTableFeatures, {compute_table_widths().front()}, compute_table_widths().back()), true);
+  torch::nn::Sequential table_mlp = make_sequential(layer_widths(kNumCostFeatures, {compute_table_widths().front()}, compute_table_widths().back()), true);
   torch::nn::Sequential head;
 
   explicit ComputeTorchNet(int outputs) : head(make_sequential(layer_widths(compute_table_widths().back(), compute_head_widths(), outputs), false)) {}

@@ -46,7 +46,13 @@ ShardBench::ShardBench(std::vector<ShardTableSpec> tables, std::int64_t batch_si
 }
 
 void ShardBench::append_lookups(const ShardTableSpec& spec, std::uint64_t batch_number) {
-  const TableBatch batch = materialise_table(spec.model, batch_size_, batch_number);
+  TableBatch batch = materialise_table(spec.model, batch_size_, batch_number);
+  if (spec.remap) {
+    EMBSHARD_CHECK(spec.remap->num_rows() == spec.model.num_rows, "shard bench: remap of table '",
+                   spec.remap->table, "' has ", spec.remap->num_rows(), " rows, the table ",
+                   spec.model.num_rows);
+    apply_remap(*spec.remap, batch);
+  }
   for (std::int64_t b = 0; b < batch_size_; ++b) {
     for (std::int64_t p = batch.offsets[b]; p < batch.offsets[b + 1]; ++p) {
       const std::int64_t row = batch.indices[static_cast<std::size_t>(p)];

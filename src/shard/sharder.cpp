@@ -23,6 +23,9 @@ const Registry<Sharder>& sharder_registry() {
     detail::register_exhaustive(r);
     detail::register_torchrec(r);
     detail::register_neuroshard(r);
+    detail::register_dreamshard(r);
+    detail::register_autoshard(r);
+    detail::register_recshard(r);
     return r;
   }();
   return registry;

@@ -58,7 +58,7 @@ inline NeuralWeights random_weights(std::uint64_t seed, int outputs, int devices
   c.inputs.std[17] = 64;            // dim
   c.inputs.std[18] = 10;            // pooling
   c.inputs.std[19] = 1e6;           // rows
-  c.table_mlp = random_mlp("table_mlp", {kNumTableFeatures, 128, 32}, true, rng);
+  c.table_mlp = random_mlp("table_mlp", {kNumCostFeatures, 128, 32}, true, rng);
   c.head = random_mlp("head", {32, 64, outputs}, false, rng);
   c.outputs = outputs == 2 ? std::vector<std::string>{"fw_ms", "bw_ms"} : std::vector<std::string>{"comp_ms"};
   c.fw_share = 0.3;

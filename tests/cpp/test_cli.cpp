@@ -271,6 +271,30 @@ TEST_F(Cli, TrainCostWritesWeightsThePlannerUsesOrSaysItIsNotBuilt) {
   EXPECT_FALSE(fs::exists(path("m2.json")));
 }
 
+TEST_F(Cli, TrainDreamShardWritesAPolicyThePlannerRuns) {
+  const bool built = fs::exists(fs::path(EMBSHARD_CLI_PATH).parent_path() / "embshard-train");
+  ASSERT_EQ(run_cli("task gen --quiet --protocol dreamshard:tables=6,devices=2,preset=cpu --count 2 --seed 0 --out " + path("t")).status, 0);
+  CliResult r = run_cli("train dreamshard --quiet --tasks " + path("t") + " --backend sim --iterations 1 --collect 2 "
+                        "--cost-steps 3 --rl-batches 1 --episodes 2 --seed 4 --out " + path("ds.json"));
+  if (!built) {
+    EXPECT_EQ(r.status, 1);
+    EXPECT_NE(r.out.find("built without the learn module"), std::string::npos) << r.out;
+    return;
+  }
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_TRUE(fs::exists(path("ds.json.ckpt/state.json")));
+  r = run_cli("plan --task " + path("t/001.json") + " --sharder dreamshard:policy=" + path("ds.json") + " --out " + path("p.json"));
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(read_plan_file(path("p.json")).provenance.sharder, "dreamshard:policy=" + path("ds.json") + ",hardware=match");
+  r = run_cli("train dreamshard --tasks " + path("nowhere") + " --out " + path("x.json"));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("nowhere"), std::string::npos) << r.out;
+  r = run_cli("train dreamshard --tasks " + path("t") + " --backend tpu --out " + path("x.json"));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("tpu"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(path("x.json")));
+}
+
 TEST_F(Cli, BadTaskFilesFailWithOneLine) {
   write_file_atomic(path("t.json"), R"({"schema_version": 1, "batch_size": 64, "topology": {"preset": "v100"},
     "tables": [{"name": "a", "dim": 6, "pool_id": 1}]})");

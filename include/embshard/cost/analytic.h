@@ -11,11 +11,17 @@
  *   calls          1 if the shard has a table, else 0          (launch, thread team)
  *   tables         number of fused tables                      (per-table set-up)
  *   lookups        Σ L_t                                       (index reads, loop, sorting)
- *   miss_bytes     Σ r_t · (U_t + (L_t − U_t) · evict_t)         (rows fetched from memory)
- *   hit_bytes      Σ r_t · (L_t − U_t) · (1 − evict_t)         (re-reads served by the cache)
+ *   miss_bytes     Σ h_t · r_t · (U_t + (L_t − U_t) · evict_t)   (rows fetched from HBM)
+ *   hit_bytes      Σ h_t · r_t · (L_t − U_t) · (1 − evict_t)   (re-reads served by the cache)
  *   output_bytes   B · Σ cols · 4                              (pooled output / its gradient)
  *   update_bytes   Σ 2 · r_t · U_t                             (backward: read + write each row once)
- *   uvm_bytes      Σ r_t · L_t · (share of lookups to rows beyond hbm_rows, from the ICDF)
+ *   uvm_bytes      Σ (1 − h_t) · r_t · L_t                     (every cold lookup crosses the host link)
+ *
+ * Two memory tiers: h_t = `sim_hbm_access_share(stats, hbm_rows)`, the share of the table's
+ * lookups that its first hbm_rows rows serve (they are the hottest, RecShard's remapping): from
+ * the ICDF, linear between its steps, 1 when hbm_rows is -1 or covers every row the ICDF counts
+ * (without an ICDF: hbm_rows / num_rows). The HBM byte terms carry the share h_t, the UVM bytes
+ * the rest, costed at the topology's uvm_gbps (1 / uvm_gbps per byte, forward and backward).
  *
  * with evict_t = clamp(1 − cache_bytes / (r_t · U_t), 0, 1), the share of re-reads that miss
  * because the table's working set outgrows the last-level cache (the fused kernels walk the
@@ -75,6 +81,8 @@ struct SimTable {
 [[nodiscard]] SimFeatures sim_features(std::span<const SimTable> tables, std::int64_t batch_size,
                                        std::int64_t cache_bytes);
 [[nodiscard]] double sim_pass_ms(const SimCoefficients& coefficients, const SimFeatures& features);
+/** h_t of the file comment: share of a table's lookups served by its `hbm_rows` hottest rows. */
+[[nodiscard]] double sim_hbm_access_share(const TableStats& stats, std::int64_t hbm_rows);
 
 /** The model's hardware for a topology: calibrated for `cpu`, roofline for GPU kinds. */
 [[nodiscard]] SimHardware sim_hardware_for(const Topology& topology);

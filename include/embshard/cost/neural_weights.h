@@ -50,11 +50,11 @@
 namespace embshard {
 
 inline constexpr int kNeuralWeightsVersion = 1;
-inline constexpr int kNumTableFeatures = 20;
-using TableFeatures = std::array<float, kNumTableFeatures>;
+inline constexpr int kNumCostFeatures = 20;
+using TableFeatures = std::array<float, kNumCostFeatures>;
 
 /** bin_0 … bin_16, dim, pooling_factor, rows. */
-[[nodiscard]] const std::array<std::string, kNumTableFeatures>& table_feature_names();
+[[nodiscard]] const std::array<std::string, kNumCostFeatures>& table_feature_names();
 
 /** Raw (not normalised) features of `cols` columns and `row_share` of the rows of a table. */
 [[nodiscard]] TableFeatures table_features(const TableStats& stats, int cols, double row_share = 1.0);

@@ -24,7 +24,8 @@
  *   kAllColumns     NeuroShard: every column z-scored over the pre-training set with the sample
  *                   std (ddof 1) plus 1e-6
  *
- * A column whose fitted scale is zero where the mode needs division is an error, not a NaN.
+ * A constant column (zero spread) in kPerTask or kTrainingSet only loses its mean (scale 1):
+ * DreamShard's code would divide by zero there; embshard gives 0, never NaN.
  */
 #include <array>
 #include <string>

@@ -21,6 +21,15 @@
  * link model uses the same batch so compute and comm stay comparable.
  *
  * The plan is checked against the task first (`find_error_in_plan`); a bad plan is an Error.
+ *
+ * Memory tiers (paper 004 Table 5): every result of `evaluate_plan` also carries, per device, the
+ * lookups per step served from HBM and from UVM, expected from the task's statistics whatever the
+ * backend: a shard of rows [b, e) does num_indices · (e − b) / num_rows lookups (each column shard
+ * repeats them), at the evaluated batch (× batch / task batch); the share h of the first hbm_rows
+ * rows (the hottest) is `sim_hbm_access_share` (cost/analytic.h), the rest go to UVM. The report
+ * adds their totals and the UVM share, and the spread of the per-device embedding time
+ * (fw_comp + bw_comp, and the per-device sum): min / max / mean / population std (paper 004
+ * Table 3).
  */
 #include <cstdint>
 #include <memory>
@@ -43,6 +52,25 @@ struct EvalOptions {
   std::uint64_t batch_number = 0;  ///< which draw of the lookups
 };
 
+/** Expected lookups per step of one device, by the memory tier that serves them. */
+struct DeviceLookups {
+  double hbm = 0.0;
+  double uvm = 0.0;
+};
+
+/** min / max / mean / population standard deviation of per-device values. */
+struct Spread {
+  double min = 0.0;
+  double max = 0.0;
+  double mean = 0.0;
+  double stddev = 0.0;
+};
+[[nodiscard]] Spread spread_of(const std::vector<double>& values);
+
+/** Per device, the lookups per step served by HBM and UVM at `batch_size` (file comment). */
+[[nodiscard]] std::vector<DeviceLookups> tier_lookups(const Task& task, const Plan& plan,
+                                                      std::int64_t batch_size);
+
 struct EvalResult {
   CostBreakdown breakdown;
   std::int64_t batch_size = 0;     ///< batch the costs are for
@@ -51,7 +79,13 @@ struct EvalResult {
   double max_sum_ms = 0.0;
   double balance = 0.0;
   double wall_ms = 0.0;            ///< time the evaluation took
+  /** Per device, lookups per step by tier (evaluate_plan fills it; empty from eval_result_of). */
+  std::vector<DeviceLookups> lookups;
 };
+/** Spread over devices of fw_comp + bw_comp (the embedding kernels' time per step). */
+[[nodiscard]] Spread compute_spread(const EvalResult& result);
+/** Share of all lookups served from UVM (0 without lookups). */
+[[nodiscard]] double uvm_lookup_share(const EvalResult& result);
 
 /** A result from a breakdown: the objectives folded from it (`wall_ms` left 0). */
 [[nodiscard]] EvalResult eval_result_of(CostBreakdown breakdown, std::int64_t batch_size,

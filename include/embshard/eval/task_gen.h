@@ -16,6 +16,28 @@
  *
  * Tables come from a source list of statistics: the built-in pool by default, or a stats file
  * (`embshard stats` on the real dataset). Every task is checked with find_error_in_task.
+ *
+ * `recshard:model=rm1|rm2|rm3,scale=S` (paper 004 §3, §5; Table 2) makes its own tables instead
+ * (the source is not used; tasks carry no pool ids): 397 tables of dim 64 (fp32) whose hash sizes
+ * sum to exactly round(1,331,656,544 / 2,661,369,917 / 5,320,796,628 × S) rows; 16 A100s (one
+ * node) with 24 GiB HBM and 128 GiB host memory each × S, UVM at 15.75 GB/s (PCIe 3.0 x16, §5.2;
+ * the topology is written out as "custom"); batch 16,384; UVM allowed. Per table, from embshard's
+ * RNG in streams that depend on (seed, index) only, so a table is the same feature in RM1, RM2
+ * and RM3 and only its hash size doubles:
+ *   hash size    ∝ 10^U(4, 8) (log-uniform, about 4 decades), scaled to the total, ≥ 100
+ *   values       distinct feature values = 10^U(log 0.25, log 1.5) × its RM1 hash size; hashing
+ *                them into H rows uses H·(1 − e^(−values/H)) rows (birthday paradox, §3.4:
+ *                unused rows grow with the hash size), the pool model's active rows
+ *   skew         Zipf–Mandelbrot over the used rows (§3.1, Fig. 5: most power laws, a few
+ *                flat): alpha U(0.8, 1.3), or U(0, 0.5) for 8% of tables; offset 10^U(0, 2) − 1
+ *   pooling      mean lookups of a sample that has the feature (§3.2, Fig. 6a: long tail, a few
+ *                tens to ~200): 1 for 25% (one-hot), else 12·e^N(0,1) clipped to [1, 200]
+ *   coverage     (§3.3, Fig. 6b: < 1% to 100%): U(0.9, 1) for 40%, else 10^U(−2.3, 0)
+ * Statistics are the pool model's expected ones (data/pool.h, expected_table_stats) at the task's
+ * batch, except the ICDF: RecShard profiles the skew on a sample of the training data (§4.1), so
+ * it is the model's ICDF over `profile_batches` (1024) batches — icdf[99] then counts the rows
+ * seen in the profile, which can exceed one batch's num_distinct; rows never seen are the cold
+ * tail RecShard leaves in host memory.
  */
 #include <cstdint>
 #include <memory>
@@ -66,7 +88,7 @@ class TaskGenerator {
                                       int index) const = 0;
 };
 
-/** neuroshard, dreamshard, autoshard. */
+/** neuroshard, dreamshard, autoshard, recshard. */
 [[nodiscard]] const Registry<TaskGenerator>& task_protocol_registry();
 
 /** Builds the generator of `spec` (e.g. "neuroshard:devices=8,max_dim=64"). */

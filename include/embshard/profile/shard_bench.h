@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "embshard/data/pool.h"
+#include "embshard/data/remap.h"
 #include "embshard/kernels/embedding_bag.h"
 #include "embshard/profile/lazy_table.h"
 #include "embshard/profile/measure.h"
@@ -39,6 +40,9 @@ struct ShardTableSpec {
   WeightType dtype = WeightType::kF32;
   std::int64_t row_begin = 0;   ///< rows of the table this shard holds: [row_begin, row_end)
   std::int64_t row_end = -1;    ///< -1: to the last row
+  /// RecShard's remapping (data/remap.h), applied to each lookup before the row range: the
+  /// shard's first hbm_rows rows are then the hottest. nullptr: rows as the model draws them.
+  std::shared_ptr<const RowRemap> remap = nullptr;
 };
 
 struct ShardTiming {

@@ -18,7 +18,10 @@
  * `exhaustive` (every table-wise plan of a tiny task, under a cost model: the exact reference),
  * `torchrec` (TorchRec's planner: its enumerator, perf / storage estimators, proposers and
  * partitioners, with its own cost formulas), `neuroshard` (NeuroShard's column-split beam search
- * around a greedy grid search, under the cost model it is given).
+ * around a greedy grid search, under the cost model it is given), `dreamshard` and `autoshard`
+ * (trained RL policies run greedily: policy/dreamshard_policy.h, policy/autoshard_policy.h), `recshard` (RecShard's MILP with
+ * CBC: every table whole on one device, its hottest rows in HBM and the rest in UVM; `greedy`
+ * with on_full=uvm gives its baselines).
  */
 #include <cstdint>
 #include <memory>
@@ -39,6 +42,9 @@ struct ShardStats {
   std::int64_t nodes_visited = 0;    ///< search nodes (partial plans) expanded
   std::int64_t cache_queries = 0;    ///< cost-cache look-ups (sharders with a cache; else 0)
   std::int64_t cache_hits = 0;       ///< of those, answered without the cost model
+  /// Sharders that call a solver (recshard): its status, objective, bound, gap and time; else "".
+  std::string solver;
+  double solver_gap = -1.0;          ///< the solver's relative gap (+inf without a solution); -1: none
 };
 
 struct ShardResult {

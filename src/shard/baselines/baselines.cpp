@@ -43,43 +43,60 @@ class RandomSharder final : public Sharder {
 
 // ---- greedy --------------------------------------------------------------------------------------
 
-enum class Balance { kSize, kDim, kLookup, kSizeLookup, kSizeAndLookup };
+enum class Balance { kSize, kDim, kLookup, kSizeLookup, kSizeAndLookup, kLookupPresent,
+                     kSizeAndLookupPresent };
 
 Balance parse_balance(const std::string& name) {
   if (name == "size") return Balance::kSize;
   if (name == "dim") return Balance::kDim;
   if (name == "lookup") return Balance::kLookup;
   if (name == "size_lookup") return Balance::kSizeLookup;
+  if (name == "lookup_present") return Balance::kLookupPresent;
+  if (name == "size_and_lookup_present") return Balance::kSizeAndLookupPresent;
   return Balance::kSizeAndLookup;
 }
 
 /**
  * A table's greedy cost: size (GB), dim, lookup = dim × pooling, size_lookup = dim × pooling ×
  * size (the papers' text), size_and_lookup = dim × pooling × log10(rows) (RecShard's definition,
- * and what the authors' code computes for "size-lookup").
+ * and what the authors' code computes for "size-lookup"). pooling is the statistics' mean over
+ * the batch; lookup_present and size_and_lookup_present use instead the mean over the samples
+ * that have the feature (pooling_factor / coverage): paper 004's "average pooling factor", which
+ * its Lookup and Size-and-Lookup baselines use without the coverage (§4.1, §5).
  */
 double table_cost(const TableSpec& t, Balance balance) {
   const double size_gb = static_cast<double>(t.size_bytes()) / 1e9;
   const double lookup = t.dim * t.stats.pooling_factor;
+  const double present = t.stats.coverage > 0 ? lookup / t.stats.coverage : lookup;
   switch (balance) {
     case Balance::kSize: return size_gb;
     case Balance::kDim: return t.dim;
     case Balance::kLookup: return lookup;
     case Balance::kSizeLookup: return lookup * size_gb;
     case Balance::kSizeAndLookup: return lookup * std::log10(static_cast<double>(t.num_rows()));
+    case Balance::kLookupPresent: return present;
+    case Balance::kSizeAndLookupPresent: return present * std::log10(static_cast<double>(t.num_rows()));
   }
   return 0.0;
 }
 
+/** What the greedy does with a table that no device's HBM still holds. */
+enum class OnFull { kInfeasible, kLastDevice, kUvm };
+
 /**
  * Largest cost first (ties: larger size, then larger index); each table onto the device, among
- * those whose memory still fits it, with the smallest cost sum (ties: smaller size sum, then the
- * lower device). A table no device fits makes the plan infeasible — or, with on_full=last_device
- * (the reference code's behaviour, for parity), goes to the last device regardless.
+ * those whose HBM still fits it, with the smallest cost sum (ties: smaller size sum, then the
+ * lower device). A table no device's HBM fits makes the plan infeasible — or, with
+ * on_full=last_device (the reference code's behaviour, for parity), goes to the last device
+ * regardless — or, with on_full=uvm (RecShard's baselines, paper 004 §5: "when GPU HBM has been
+ * saturated, the heuristic then allocates the remaining EMBs in UVM"), goes wholly to host memory
+ * (hbm_rows = 0) on the device chosen by the same rule among those whose UVM budget still holds
+ * it (ties: smaller HBM + UVM sum); its cost counts in that device's sum like any other. Later,
+ * smaller tables still go to HBM where it holds them. on_full=uvm needs a task that allows UVM.
  */
 class GreedySharder final : public Sharder {
  public:
-  GreedySharder(Balance balance, bool dump_on_last) : balance_(balance), dump_on_last_(dump_on_last) {}
+  GreedySharder(Balance balance, OnFull on_full) : balance_(balance), on_full_(on_full) {}
 
   [[nodiscard]] ShardResult shard(const Task& task, CostModel*, const Context&) const override {
     const auto& tables = task.workload.tables;
@@ -91,8 +108,15 @@ class GreedySharder final : public Sharder {
     std::sort(order.begin(), order.end());
     std::vector<double> cost_sum(static_cast<std::size_t>(n), 0.0);
     std::vector<std::int64_t> size_sum(static_cast<std::size_t>(n), 0);
+    std::vector<std::int64_t> uvm_sum(static_cast<std::size_t>(n), 0);
     std::vector<int> devices(tables.size(), -1);
+    std::vector<bool> in_uvm(tables.size(), false);
     ShardResult result;
+    if (on_full_ == OnFull::kUvm && !task.constraints.allow_uvm) {
+      result.status = ShardStatus::kInfeasible;
+      result.reason = "greedy on_full=uvm: the task does not allow UVM (constraints.allow_uvm)";
+      return result;
+    }
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
       const auto& [cost, size, t] = *it;
       int best = -1;
@@ -103,9 +127,27 @@ class GreedySharder final : public Sharder {
           best = d;
         }
       }
-      if (best < 0 && !dump_on_last_) {
+      if (best < 0 && on_full_ == OnFull::kUvm) {
+        for (int d = 0; d < n; ++d) {
+          if (uvm_sum[d] + size > task.topology.devices[d].uvm_bytes) continue;
+          if (best < 0 || cost_sum[d] < cost_sum[best] ||
+              (cost_sum[d] == cost_sum[best] &&
+               size_sum[d] + uvm_sum[d] < size_sum[best] + uvm_sum[best])) {
+            best = d;
+          }
+        }
+        if (best >= 0) {
+          devices[t] = best;
+          in_uvm[t] = true;
+          cost_sum[best] += cost;
+          uvm_sum[best] += size;
+          continue;
+        }
+      }
+      if (best < 0 && on_full_ != OnFull::kLastDevice) {
         result.status = ShardStatus::kInfeasible;
-        result.reason = concat("table '", tables[t].name, "' (", size, " bytes) fits on no device");
+        result.reason = concat("table '", tables[t].name, "' (", size, " bytes) fits on no device",
+                               on_full_ == OnFull::kUvm ? "'s HBM or UVM" : "");
         return result;
       }
       if (best < 0) best = n - 1;
@@ -114,6 +156,9 @@ class GreedySharder final : public Sharder {
       size_sum[best] += size;
     }
     result.plan = table_wise_plan(task, devices);
+    for (std::size_t t = 0; t < tables.size(); ++t) {
+      if (in_uvm[t]) result.plan.tables[t].shards.at(0).hbm_rows = 0;
+    }
     result.stats.plans_evaluated = 1;
     if (const std::string problem = find_error_in_plan(task, result.plan); !problem.empty()) {
       result.status = ShardStatus::kInfeasible;  // on_full=last_device overfilled it
@@ -124,7 +169,7 @@ class GreedySharder final : public Sharder {
 
  private:
   Balance balance_;
-  bool dump_on_last_;
+  OnFull on_full_;
 };
 
 }  // namespace
@@ -138,13 +183,19 @@ void register_baselines(Registry<Sharder>& registry) {
                });
   registry.add({"greedy", "the papers' greedy baselines: largest cost first onto the least-loaded device that fits",
                 {{"balance", ParamType::kString, "lookup", {}, {},
-                  {"size", "dim", "lookup", "size_lookup", "size_and_lookup"},
-                  "table cost: size GB | dim | dim×pooling | dim×pooling×size | dim×pooling×log10(rows)"},
-                 {"on_full", ParamType::kString, "infeasible", {}, {}, {"infeasible", "last_device"},
-                  "a table no device fits: report infeasible, or put it on the last device (reference-code parity)"}}},
+                  {"size", "dim", "lookup", "size_lookup", "size_and_lookup", "lookup_present",
+                   "size_and_lookup_present"},
+                  "table cost: size GB | dim | dim×pooling | dim×pooling×size | dim×pooling×log10(rows) | "
+                  "the last two with pooling per sample that has the feature (paper 004's baselines)"},
+                 {"on_full", ParamType::kString, "infeasible", {}, {}, {"infeasible", "last_device", "uvm"},
+                  "a table no device's HBM fits: report infeasible, put it on the last device (reference-code "
+                  "parity), or put it wholly in UVM by the same rule (RecShard's baselines)"}}},
                [](const Params& p, const Context&) {
-                 return std::make_unique<GreedySharder>(parse_balance(p.get_string("balance")),
-                                                        p.get_string("on_full") == "last_device");
+                 const std::string on_full = p.get_string("on_full");
+                 return std::make_unique<GreedySharder>(
+                     parse_balance(p.get_string("balance")),
+                     on_full == "last_device" ? OnFull::kLastDevice
+                                              : on_full == "uvm" ? OnFull::kUvm : OnFull::kInfeasible);
                });
 }
 

@@ -1,0 +1,460 @@
+// DreamShard's Algorithm 1 with libtorch (policy_training.h; paper 002 §3.3, refs-zha.md §4.2,
+// §5.3): collect real plans, fit the cost network, improve the policy on the estimated MDP.
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/optim/adam.h>
+#include <torch/serialize.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "embshard/core/clock.h"
+#include "embshard/core/error.h"
+#include "embshard/core/file_io.h"
+#include "embshard/data/random.h"
+#include "embshard/learn/policy_training.h"
+#include "embshard/policy/dreamshard_policy.h"
+#include "learn/policy_common.h"
+#include "learn/torch_nets.h"
+
+namespace embshard {
+namespace {
+
+using Json = nlohmann::json;
+using detail::concat;
+
+// ---- the networks in torch, named as in dreamshard_policy.h --------------------------------
+
+enum Net { kCostTable, kCostFw, kCostBw, kCostComm, kCostOverall, kPolicyTable, kPolicyCost, kPolicyHead, kNumNets };
+
+struct TorchNets {
+  std::vector<torch::nn::Sequential> nets;
+  /** Initial weights drawn from `seed` (libtorch's default initialisation). */
+  explicit TorchNets(std::uint64_t seed) {
+    torch::manual_seed(seed);
+    for (const std::string& name : dreamshard_net_names()) {
+      nets.push_back(learn::make_sequential(dreamshard_widths(name), dreamshard_relu_last(name)));
+    }
+  }
+  torch::nn::Sequential& operator[](Net n) { return nets[static_cast<std::size_t>(n)]; }
+  [[nodiscard]] std::vector<torch::Tensor> parameters() const {
+    std::vector<torch::Tensor> all;
+    for (const auto& net : nets) {
+      for (const torch::Tensor& p : net->parameters()) all.push_back(p);
+    }
+    return all;
+  }
+  [[nodiscard]] DreamShardNet export_net() const {
+    std::vector<Mlp> m;
+    for (std::size_t i = 0; i < nets.size(); ++i) {
+      const std::string& name = dreamshard_net_names()[i];
+      m.push_back(learn::export_mlp(name, nets[i], dreamshard_relu_last(name)));
+    }
+    return {m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7]};
+  }
+};
+
+// ---- tasks and replay buffers -------------------------------------------------------------
+
+/** Every training task's per-task-normalised features in one matrix, a zero row at the end. */
+struct FeatureBank {
+  torch::Tensor rows;                    ///< [Σ tables + 1, 21]
+  std::vector<std::int64_t> offset;      ///< first row of each task
+  std::int64_t zero_row = 0;
+
+  explicit FeatureBank(const std::vector<Task>& tasks) {
+    std::vector<float> flat;
+    for (const Task& task : tasks) {
+      offset.push_back(static_cast<std::int64_t>(flat.size() / kNumTableFeatures));
+      for (const FeatureVector& f : dreamshard_features(task)) flat.insert(flat.end(), f.begin(), f.end());
+    }
+    zero_row = static_cast<std::int64_t>(flat.size() / kNumTableFeatures);
+    flat.resize(flat.size() + kNumTableFeatures, 0.0f);
+    rows = torch::from_blob(flat.data(), {zero_row + 1, kNumTableFeatures}, torch::kFloat).clone();
+  }
+  /** Bank rows of one device's tables (the zero row if none). */
+  void device_rows(int task, const std::vector<int>& tables, std::int64_t segment,
+                   std::vector<std::int64_t>& rows_out, std::vector<std::int64_t>& segment_out) const {
+    if (tables.empty()) {
+      rows_out.push_back(zero_row);
+      segment_out.push_back(segment);
+    }
+    for (int t : tables) {
+      rows_out.push_back(offset[static_cast<std::size_t>(task)] + t);
+      segment_out.push_back(segment);
+    }
+  }
+};
+
+struct DeviceSample {
+  int task = 0;
+  std::vector<int> tables;
+  float fw = 0, bw = 0, comm = 0;   // measured fw compute, bw compute, bw all-to-all (ms)
+};
+
+struct PlanSample {
+  int task = 0;
+  std::vector<std::vector<int>> devices;
+  float step = 0;                   // the plan's step objective (cost/breakdown.h), as judged
+};
+
+Json buffers_json(const std::vector<DeviceSample>& d, const std::vector<PlanSample>& p) {
+  Json devices = Json::array(), plans = Json::array();
+  for (const DeviceSample& s : d) devices.push_back({{"task", s.task}, {"tables", s.tables}, {"fw", s.fw}, {"bw", s.bw}, {"comm", s.comm}});
+  for (const PlanSample& s : p) plans.push_back({{"task", s.task}, {"devices", s.devices}, {"step", s.step}});
+  return {{"devices", devices}, {"plans", plans}};
+}
+
+void read_buffers(const Json& j, std::vector<DeviceSample>& d, std::vector<PlanSample>& p) {
+  for (const Json& s : j.at("devices")) {
+    d.push_back({s.at("task").get<int>(), s.at("tables").get<std::vector<int>>(), s.at("fw").get<float>(),
+                 s.at("bw").get<float>(), s.at("comm").get<float>()});
+  }
+  for (const Json& s : j.at("plans")) {
+    p.push_back({s.at("task").get<int>(), s.at("devices").get<std::vector<std::vector<int>>>(), s.at("step").get<float>()});
+  }
+}
+
+/** Sum of `enc` rows per segment: [segments, 32]. */
+torch::Tensor segment_sums(const torch::Tensor& enc, const std::vector<std::int64_t>& rows,
+                           const std::vector<std::int64_t>& segment, std::int64_t segments) {
+  const torch::Tensor r = torch::tensor(rows, torch::kLong);
+  const torch::Tensor s = torch::tensor(segment, torch::kLong);
+  return torch::zeros({segments, enc.size(1)}).index_add(0, s, enc.index_select(0, r));
+}
+
+// ---- the trainer ------------------------------------------------------------------------------
+
+class DreamShardTrainer {
+ public:
+  DreamShardTrainer(const PolicyTrainSetup& setup, const DreamShardTrainOptions& o, const Context& ctx)
+      : setup_(setup), o_(o), ctx_(ctx), bank_(setup.tasks), nets_(setup.seed),
+        parameters_(nets_.parameters()), optimizer_(parameters_, torch::optim::AdamOptions(o.learning_rate)) {
+    provenance_ = learn::start_provenance(setup);
+  }
+
+  std::string run() {
+    if (setup_.resume) resume();
+    const double start = now_ms();
+    const double wall_before = provenance_.wall_s;
+    for (int it = iteration_; it < o_.iterations; ++it) {
+      set_learning_rate(o_.learning_rate * (1.0 - static_cast<double>(it) / o_.iterations));
+      net_ = nets_.export_net();
+      const double real_step = collect(it);
+      const double cost_loss = train_cost(it);
+      const double predicted = train_rl(it);
+      iteration_ = it + 1;
+      provenance_.iterations = iteration_;
+      provenance_.wall_s = wall_before + (now_ms() - start) / 1000.0;
+      provenance_.metrics = {{"mean_real_step_ms", real_step}, {"cost_loss", cost_loss},
+                             {"rl_predicted_step_ms", predicted}};
+      ctx_.info(concat("dreamshard: iteration ", iteration_, "/", o_.iterations, ": mean real step ",
+                       real_step, " ms over ", o_.collect_episodes, " plans, cost loss ", cost_loss,
+                       ", RL predicted step ", predicted, " ms, ", provenance_.real_evaluations,
+                       " real evaluations, ", provenance_.wall_s, " s"));
+      save();
+    }
+    if (iteration_ == 0 || o_.iterations == 0) save();
+    return setup_.out;
+  }
+
+ private:
+  void set_learning_rate(double lr) {
+    for (auto& group : optimizer_.param_groups()) static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
+  }
+
+  [[nodiscard]] int random_task(Rng& rng) const {
+    return static_cast<int>(rng.below(setup_.tasks.size()));
+  }
+
+  /** One episode sampled from the current policy over legal devices, with what it saw. */
+  struct SampledEpisode {
+    int task = 0;
+    DreamShardEpisode episode;
+    std::vector<int> actions;                                    // device per step
+    std::vector<std::vector<std::array<float, 3>>> costs;        // per step, per device: the policy's cost inputs
+    bool complete = false;                                       // false: a table found no legal device
+  };
+
+  SampledEpisode sample_episode(int task_index, Rng& rng) {
+    const Task& task = setup_.tasks[static_cast<std::size_t>(task_index)];
+    SampledEpisode s{task_index, DreamShardEpisode(net_, task), {}, {}, false};
+    provenance_.env_steps += static_cast<std::int64_t>(task.workload.tables.size());
+    while (!s.episode.state().done()) {
+      const std::vector<int> legal = s.episode.state().legal_devices();
+      if (legal.empty()) return s;
+      std::vector<std::array<float, 3>> step_costs;
+      for (int d = 0; d < s.episode.state().num_devices(); ++d) step_costs.push_back(s.episode.kernel_costs(d));
+      const int device = sample_softmax(s.episode.logits(), legal, rng);
+      s.actions.push_back(device);
+      s.costs.push_back(std::move(step_costs));
+      s.episode.place(device);
+    }
+    s.complete = true;
+    return s;
+  }
+
+  /** N_collect sampled plans evaluated on the backend into the buffers; their mean step. */
+  double collect(int it) {
+    Rng rng(derive_seed(setup_.seed, 0xc011ec7000ULL + static_cast<std::uint64_t>(it)));
+    double total = 0.0;
+    int evaluated = 0;
+    for (int e = 0; e < o_.collect_episodes; ++e) {
+      const SampledEpisode s = sample_episode(random_task(rng), rng);
+      const Task& task = setup_.tasks[static_cast<std::size_t>(s.task)];
+      if (!s.complete) {
+        ctx_.warn(concat("dreamshard: a sampled plan of task '", task.id, "' ran out of memory; dropped"));
+        continue;
+      }
+      EvalOptions eval = setup_.eval;
+      eval.batch_number = static_cast<std::uint64_t>(provenance_.real_evaluations);
+      const EvalResult r = evaluate_plan(task, s.episode.state().plan(), eval, ctx_);
+      ++provenance_.real_evaluations;
+      PlanSample plan{s.task, {}, static_cast<float>(r.step_ms)};
+      for (int d = 0; d < s.episode.state().num_devices(); ++d) {
+        const DeviceCost& c = r.breakdown.devices[static_cast<std::size_t>(d)];
+        const std::vector<int>& tables = s.episode.state().tables_on(d);
+        devices_.push_back({s.task, tables, static_cast<float>(c.fw_comp_ms), static_cast<float>(c.bw_comp_ms),
+                            static_cast<float>(c.bw_comm_ms)});
+        plan.devices.push_back(tables);
+      }
+      total += plan.step;
+      ++evaluated;
+      plans_.push_back(std::move(plan));
+    }
+    return evaluated > 0 ? total / evaluated : 0.0;
+  }
+
+  /** The kernel heads' loss on `batch` device samples drawn with replacement. */
+  torch::Tensor kernel_loss(const torch::Tensor& enc, Rng& rng) {
+    std::vector<std::int64_t> rows, segment;
+    std::vector<float> fw, bw, comm;
+    for (int b = 0; b < o_.batch; ++b) {
+      const DeviceSample& s = devices_[rng.below(devices_.size())];
+      bank_.device_rows(s.task, s.tables, b, rows, segment);
+      fw.push_back(s.fw);
+      bw.push_back(s.bw);
+      comm.push_back(s.comm);
+    }
+    const torch::Tensor sums = segment_sums(enc, rows, segment, o_.batch);
+    return torch::mse_loss(nets_[kCostFw]->forward(sums).squeeze(1), torch::tensor(fw)) +
+           torch::mse_loss(nets_[kCostBw]->forward(sums).squeeze(1), torch::tensor(bw)) +
+           torch::mse_loss(nets_[kCostComm]->forward(sums).squeeze(1), torch::tensor(comm));
+  }
+
+  /** The overall head's loss on `batch` plan samples: element-wise max over devices, then the head. */
+  torch::Tensor overall_loss(const torch::Tensor& enc, Rng& rng) {
+    std::vector<std::int64_t> rows, segment, first;
+    std::vector<float> step_ms;
+    std::int64_t segments = 0;
+    for (int b = 0; b < o_.batch; ++b) {
+      const PlanSample& p = plans_[rng.below(plans_.size())];
+      first.push_back(segments);
+      for (const std::vector<int>& tables : p.devices) bank_.device_rows(p.task, tables, segments++, rows, segment);
+      step_ms.push_back(p.step);
+    }
+    first.push_back(segments);
+    const torch::Tensor device_sums = segment_sums(enc, rows, segment, segments);
+    std::vector<torch::Tensor> maxima;
+    for (int b = 0; b < o_.batch; ++b) {
+      maxima.push_back(std::get<0>(device_sums.narrow(0, first[b], first[b + 1] - first[b]).max(0)));
+    }
+    return torch::mse_loss(nets_[kCostOverall]->forward(torch::stack(maxima)).squeeze(1), torch::tensor(step_ms));
+  }
+
+  void update(const torch::Tensor& loss) {
+    learn::clear_gradients(parameters_);
+    loss.backward();
+    optimizer_.step();
+  }
+
+  /** N_cost updates of the cost network (the sum of the four MSEs); the last loss. */
+  double train_cost(int it) {
+    if (devices_.empty()) return 0.0;
+    Rng rng(derive_seed(setup_.seed, 0xc057000ULL + static_cast<std::uint64_t>(it)));
+    double last = 0.0;
+    for (int step = 0; step < o_.cost_steps; ++step) {
+      const torch::Tensor enc = nets_[kCostTable]->forward(bank_.rows);
+      const torch::Tensor loss = kernel_loss(enc, rng) + overall_loss(enc, rng);
+      update(loss);
+      last = loss.item<double>();
+    }
+    net_ = nets_.export_net();
+    return last;
+  }
+
+  /**
+   * REINFORCE on one batch of complete episodes of one task: every step's log-probability (over
+   * all devices, as the authors' loss) weighted by its episode's whitened reward, plus the
+   * entropy bonus. The logits are recomputed in torch from what each step saw.
+   */
+  void policy_update(const std::vector<SampledEpisode>& batch, const std::vector<float>& episode_reward) {
+    const Task& task = setup_.tasks[static_cast<std::size_t>(batch.front().task)];
+    const auto tables = static_cast<std::int64_t>(task.workload.tables.size());
+    const auto devices = static_cast<std::int64_t>(task.topology.num_devices());
+    std::vector<float> membership, empty, costs, rewards;   // [S, D, T], [S, D], [S, D, 3], [S]
+    std::vector<std::int64_t> actions;
+    for (std::size_t e = 0; e < batch.size(); ++e) {
+      const SampledEpisode& s = batch[e];
+      std::vector<int> device_of(static_cast<std::size_t>(tables), -1);
+      for (std::size_t step = 0; step < s.actions.size(); ++step) {
+        for (std::int64_t d = 0; d < devices; ++d) {
+          bool any = false;
+          for (std::int64_t t = 0; t < tables; ++t) {
+            const bool on = device_of[static_cast<std::size_t>(t)] == d;
+            membership.push_back(on ? 1.0f : 0.0f);
+            any = any || on;
+          }
+          empty.push_back(any ? 0.0f : 1.0f);
+          const auto& c = s.costs[step][static_cast<std::size_t>(d)];
+          costs.insert(costs.end(), c.begin(), c.end());
+        }
+        actions.push_back(s.actions[step]);
+        rewards.push_back(episode_reward[e]);
+        device_of[static_cast<std::size_t>(s.episode.state().order()[step])] = s.actions[step];
+      }
+    }
+    const auto steps = static_cast<std::int64_t>(actions.size());
+    const torch::Tensor x = bank_.rows.narrow(0, bank_.offset[static_cast<std::size_t>(batch.front().task)], tables);
+    const torch::Tensor enc = nets_[kPolicyTable]->forward(x);                                    // [T, 32]
+    const torch::Tensor zero = nets_[kPolicyTable]->forward(torch::zeros({1, kNumTableFeatures})); // [1, 32]
+    const torch::Tensor m = torch::from_blob(membership.data(), {steps, devices, tables}, torch::kFloat);
+    const torch::Tensor em = torch::from_blob(empty.data(), {steps, devices, 1}, torch::kFloat);
+    const torch::Tensor e = torch::matmul(m, enc) + em * zero;                                    // [S, D, 32]
+    const torch::Tensor c = nets_[kPolicyCost]->forward(torch::from_blob(costs.data(), {steps, devices, 3}, torch::kFloat));
+    const torch::Tensor logits = nets_[kPolicyHead]->forward(torch::cat({e, c}, 2)).squeeze(2);  // [S, D]
+    const torch::Tensor logp = torch::log_softmax(logits, 1);
+    torch::Tensor r = torch::tensor(rewards);
+    r = (r - r.mean()) / (r.std(/*unbiased=*/false) + 1e-8);
+    const torch::Tensor chosen = logp.gather(1, torch::tensor(actions, torch::kLong).unsqueeze(1)).squeeze(1);
+    update(-(chosen * r).mean() + o_.entropy_weight * (logp.exp() * logp).sum(1).mean());
+    net_ = nets_.export_net();
+  }
+
+  /** N_RL policy updates, each on N_episode estimated-MDP episodes of one task; mean predicted step. */
+  double train_rl(int it) {
+    Rng rng(derive_seed(setup_.seed, 0x4e1f000ULL + static_cast<std::uint64_t>(it)));
+    double predicted_total = 0.0;
+    int predicted_count = 0;
+    for (int b = 0; b < o_.rl_batches; ++b) {
+      const int task_index = random_task(rng);
+      std::vector<SampledEpisode> batch;
+      std::vector<float> reward;   // minus the overall head's step, per episode
+      for (int e = 0; e < o_.rl_episodes; ++e) {
+        SampledEpisode s = sample_episode(task_index, rng);
+        if (!s.complete) continue;
+        reward.push_back(-s.episode.predicted_step_ms());
+        predicted_total -= reward.back();
+        ++predicted_count;
+        batch.push_back(std::move(s));
+      }
+      if (batch.empty()) {
+        ctx_.warn(concat("dreamshard: every episode of task '", setup_.tasks[static_cast<std::size_t>(task_index)].id,
+                         "' ran out of memory; no update"));
+        continue;
+      }
+      policy_update(batch, reward);
+    }
+    return predicted_count > 0 ? predicted_total / predicted_count : 0.0;
+  }
+
+  // ---- checkpoints ---------------------------------------------------------------------------
+
+  void save() {
+    DreamShardPolicy policy{nets_.export_net(), provenance_};
+    const std::string dir = learn::checkpoint_dir(setup_.out);
+    std::filesystem::create_directories(dir);
+    torch::save(parameters_, dir + "/nets.pt.tmp");
+    torch::save(optimizer_, dir + "/optimizer.pt.tmp");
+    Json state = {{"kind", "dreamshard"}, {"tasks_sha256", provenance_.tasks_sha256}, {"iteration", iteration_},
+                  {"real_evaluations", provenance_.real_evaluations}, {"env_steps", provenance_.env_steps},
+                  {"wall_s", provenance_.wall_s}, {"buffers", buffers_json(devices_, plans_)}};
+    std::filesystem::rename(dir + "/nets.pt.tmp", dir + "/nets.pt");
+    std::filesystem::rename(dir + "/optimizer.pt.tmp", dir + "/optimizer.pt");
+    write_file_atomic(dir + "/state.json", state.dump() + "\n");
+    write_dreamshard_policy(setup_.out, policy);
+  }
+
+  void resume() {
+    const std::string dir = learn::checkpoint_dir(setup_.out);
+    EMBSHARD_CHECK(std::filesystem::exists(dir + "/state.json"), "--resume: no checkpoint at ", dir);
+    Json state;
+    try {
+      state = Json::parse(read_file(dir + "/state.json"));
+      EMBSHARD_CHECK(state.at("kind") == "dreamshard", dir, ": not a dreamshard checkpoint");
+      EMBSHARD_CHECK(state.at("tasks_sha256") == provenance_.tasks_sha256, dir,
+                     ": the checkpoint was made for other training tasks");
+      iteration_ = state.at("iteration").get<int>();
+      provenance_.real_evaluations = state.at("real_evaluations").get<std::int64_t>();
+      provenance_.env_steps = state.at("env_steps").get<std::int64_t>();
+      provenance_.wall_s = state.at("wall_s").get<double>();
+      read_buffers(state.at("buffers"), devices_, plans_);
+    } catch (const Json::exception& e) {
+      throw Error(concat(dir, "/state.json: corrupt checkpoint: ", e.what()));
+    }
+    std::vector<torch::Tensor> saved;
+    torch::load(saved, dir + "/nets.pt");
+    EMBSHARD_CHECK(saved.size() == parameters_.size(), dir, "/nets.pt: ", saved.size(), " tensors, expected ",
+                   parameters_.size());
+    learn::restore(parameters_, saved);
+    torch::load(optimizer_, dir + "/optimizer.pt");
+    provenance_.iterations = iteration_;
+    ctx_.info(concat("dreamshard: resuming after iteration ", iteration_, " (", provenance_.real_evaluations,
+                     " real evaluations so far)"));
+  }
+
+  const PolicyTrainSetup& setup_;
+  DreamShardTrainOptions o_;
+  const Context& ctx_;
+  FeatureBank bank_;
+  TorchNets nets_;
+  std::vector<torch::Tensor> parameters_;   // of nets_, in one order (optimiser, checkpoints)
+  torch::optim::Adam optimizer_;
+  PolicyTraining provenance_;
+  DreamShardNet net_;                       // plain C++ copy of nets_, refreshed after each update
+  std::vector<DeviceSample> devices_;
+  std::vector<PlanSample> plans_;
+  int iteration_ = 0;
+};
+
+/** Every table must fit an empty device, and the task's weights the devices together. */
+void check_training_task(const Task& task, const std::string& path) {
+  std::int64_t capacity = 0, largest = 0;
+  for (const Device& d : task.topology.devices) {
+    capacity += d.hbm_bytes;
+    largest = std::max(largest, d.hbm_bytes);
+  }
+  for (const TableSpec& t : task.workload.tables) {
+    EMBSHARD_CHECK(t.size_bytes() <= largest, path, ": table '", t.name, "' (", t.size_bytes(),
+                   " bytes) is larger than every device's memory (", largest, " bytes): no plan exists");
+  }
+  EMBSHARD_CHECK(task.workload.total_bytes() <= capacity, path, ": the tables (", task.workload.total_bytes(),
+                 " bytes) exceed the devices' memory (", capacity, " bytes): no plan exists");
+  EMBSHARD_CHECK(!task.workload.tables.empty(), path, ": the task has no tables");
+}
+
+}  // namespace
+
+std::string find_error_in_options(const DreamShardTrainOptions& o) {
+  if (o.iterations < 0) return "iterations must be ≥ 0";
+  if (o.collect_episodes < 1) return "collect episodes must be ≥ 1 (the cost network needs real plans)";
+  if (o.cost_steps < 0 || o.rl_batches < 0) return "cost steps and RL batches must be ≥ 0";
+  if (o.batch < 1 || o.rl_episodes < 1) return "batch and episodes must be ≥ 1";
+  if (!(o.learning_rate > 0) || !(o.entropy_weight >= 0)) return "learning rate must be > 0 and entropy weight ≥ 0";
+  return "";
+}
+
+std::string train_dreamshard(const PolicyTrainSetup& setup, const DreamShardTrainOptions& options, const Context& ctx) {
+  if (const std::string problem = find_error_in_options(options); !problem.empty()) {
+    throw Error("train dreamshard: " + problem);
+  }
+  EMBSHARD_CHECK(!setup.tasks.empty() && setup.tasks.size() == setup.task_paths.size(), "train dreamshard: no training task");
+  for (std::size_t i = 0; i < setup.tasks.size(); ++i) check_training_task(setup.tasks[i], setup.task_paths[i]);
+  (void)make_compute_model(setup.tasks.front(), setup.eval);  // an unknown or unavailable backend fails now
+  torch::set_num_threads(1);
+  DreamShardTrainer trainer(setup, options, ctx);
+  return trainer.run();
+}
+
+}  // namespace embshard

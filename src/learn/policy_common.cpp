@@ -1,0 +1,70 @@
+// What the policy trainers share (policy_common.h), and find_task_files (policy_training.h).
+#include "learn/policy_common.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+
+#include "embshard/core/clock.h"
+#include "embshard/core/error.h"
+#include "embshard/core/file_io.h"
+#include "embshard/core/sha256.h"
+#include "embshard/plan/plan.h"
+
+namespace embshard {
+
+std::vector<std::string> find_task_files(const std::string& spec) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> paths;
+  std::stringstream in(spec);
+  for (std::string item; std::getline(in, item, ',');) {
+    if (item.empty()) continue;
+    std::error_code ec;
+    if (fs::is_directory(item, ec)) {
+      std::vector<std::string> found;
+      for (const auto& entry : fs::directory_iterator(item)) {
+        if (entry.is_regular_file() && entry.path().extension() == ".json") found.push_back(entry.path().string());
+      }
+      std::sort(found.begin(), found.end());
+      EMBSHARD_CHECK(!found.empty(), "--tasks: directory '", item, "' holds no task file (*.json)");
+      paths.insert(paths.end(), found.begin(), found.end());
+    } else {
+      EMBSHARD_CHECK(fs::is_regular_file(item, ec), "--tasks: '", item, "' is neither a task file nor a directory");
+      paths.push_back(item);
+    }
+  }
+  EMBSHARD_CHECK(!paths.empty(), "--tasks: no training task given ('", spec, "')");
+  return paths;
+}
+
+namespace learn {
+
+PolicyTraining start_provenance(const PolicyTrainSetup& setup) {
+  EMBSHARD_CHECK(!setup.tasks.empty(), "train: no training task");
+  PolicyTraining t;
+  t.tasks = setup.tasks_spec;
+  std::string hashes;
+  for (const std::string& path : setup.task_paths) hashes += sha256_file_hex(path);
+  t.tasks_sha256 = sha256_hex(hashes);
+  t.num_tasks = static_cast<int>(setup.tasks.size());
+  t.protocol = setup.tasks.front().protocol;
+  t.device_kind = setup.tasks.front().topology.device_kind;
+  for (const Task& task : setup.tasks) {
+    EMBSHARD_CHECK(task.topology.device_kind == t.device_kind, "train: task '", task.id, "' has '",
+                   task.topology.device_kind, "' devices but task '", setup.tasks.front().id, "' has '",
+                   t.device_kind, "': train one policy per kind of device");
+    t.devices = std::max(t.devices, task.topology.num_devices());
+  }
+  t.backend = setup.eval.backend;
+  t.batch_size = eval_batch_size(setup.tasks.front(), setup.eval);
+  t.seed = setup.seed;
+  t.created_utc = utc_timestamp();
+  t.embshard_version = embshard_version();
+  return t;
+}
+
+std::string checkpoint_dir(const std::string& out) { return out + ".ckpt"; }
+
+}  // namespace learn
+}  // namespace embshard

@@ -1,0 +1,69 @@
+// The `dreamshard` sharder: DreamShard's trained policy, greedy (paper 002 §3.3; refs-zha.md §5.3).
+#include <memory>
+
+#include "embshard/core/error.h"
+#include "embshard/policy/dreamshard_policy.h"
+#include "shard/builtin_sharders.h"
+
+namespace embshard::detail {
+namespace {
+
+/**
+ * Tables in the cost network's order, each onto the legal device of the highest logit. No
+ * hardware is needed: every cost is the policy file's networks' prediction. A table no device
+ * holds any more makes the task infeasible (reason names it), never a loop.
+ */
+class DreamShardSharder final : public Sharder {
+ public:
+  DreamShardSharder(std::shared_ptr<const DreamShardPolicy> policy, std::string path, bool any_hardware)
+      : policy_(std::move(policy)), path_(std::move(path)), any_hardware_(any_hardware) {}
+
+  [[nodiscard]] ShardResult shard(const Task& task, CostModel*, const Context&) const override {
+    ShardResult result;
+    const PolicyTraining& t = policy_->training;
+    if (!any_hardware_ && t.device_kind != task.topology.device_kind) {
+      throw Error(concat("dreamshard: policy '", path_, "' was trained on '", t.device_kind,
+                         "' devices (backend ", t.backend, ") but task '", task.id, "' has '",
+                         task.topology.device_kind, "' devices (hardware=any uses it anyway)"));
+    }
+    DreamShardEpisode episode(policy_->net, task);
+    while (!episode.state().done()) {
+      const std::vector<int> legal = episode.state().legal_devices();
+      if (legal.empty()) {
+        result.status = ShardStatus::kInfeasible;
+        result.reason = episode.state().no_room_reason();
+        return result;
+      }
+      episode.place(argmax_of(episode.logits(), legal));
+      ++result.stats.nodes_visited;
+    }
+    result.plan = episode.state().plan();
+    result.stats.plans_evaluated = 1;
+    return result;
+  }
+
+ private:
+  std::shared_ptr<const DreamShardPolicy> policy_;
+  std::string path_;
+  bool any_hardware_;
+};
+
+}  // namespace
+
+void register_dreamshard(Registry<Sharder>& registry) {
+  registry.add({"dreamshard",
+                "DreamShard's trained placement policy (embshard train dreamshard), greedy over legal devices",
+                {{"policy", ParamType::kString, "", {}, {}, {},
+                  "the policy file written by `embshard train dreamshard`"},
+                 {"hardware", ParamType::kString, "match", {}, {}, {"match", "any"},
+                  "require a policy trained on the task's kind of device (match) or not (any)"}}},
+               [](const Params& p, const Context&) {
+                 const std::string path = p.get_string("policy");
+                 EMBSHARD_CHECK(!path.empty(), "dreamshard: needs policy=FILE (train one with `embshard train dreamshard`)");
+                 return std::make_unique<DreamShardSharder>(
+                     std::make_shared<const DreamShardPolicy>(read_dreamshard_policy(path)), path,
+                     p.get_string("hardware") == "any");
+               });
+}
+
+}  // namespace embshard::detail

@@ -1,0 +1,35 @@
+#pragma once
+// Random DreamShard policies for tests: every network of policy/dreamshard_policy.h with weights
+// drawn from a seed, trained (so the provenance says) on `cpu` devices.
+#include <string>
+
+#include "embshard/policy/dreamshard_policy.h"
+#include "neural_test_util.h"
+
+namespace embshard::test_util {
+
+inline PolicyTraining test_policy_training(const std::string& device_kind = "cpu") {
+  PolicyTraining t;
+  t.tasks = "synthetic";
+  t.tasks_sha256 = std::string(64, '0');
+  t.num_tasks = 1;
+  t.protocol = "test";
+  t.device_kind = device_kind;
+  t.devices = 4;
+  t.backend = "sim";
+  t.created_utc = "2026-11-21T00:00:00Z";
+  t.embshard_version = embshard_version();
+  t.metrics["mean_real_step_ms"] = 1.5;
+  return t;
+}
+
+inline DreamShardPolicy random_dreamshard_policy(std::uint64_t seed) {
+  Rng rng(seed);
+  std::vector<Mlp> m;
+  for (const std::string& name : dreamshard_net_names()) {
+    m.push_back(random_mlp(name, dreamshard_widths(name), dreamshard_relu_last(name), rng));
+  }
+  return {{m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7]}, test_policy_training()};
+}
+
+}  // namespace embshard::test_util

@@ -1,0 +1,114 @@
+// DreamShard's Algorithm 1 end to end on the sim backend: a tiny run writes a policy the sharder
+// plans with, a resumed run equals an uninterrupted one, and bad input is a clear error.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "embshard/core/file_io.h"
+#include "embshard/data/data_io.h"
+#include "embshard/eval/task_gen.h"
+#include "embshard/learn/policy_training.h"
+#include "embshard/policy/dreamshard_policy.h"
+#include "embshard/shard/sharder.h"
+#include "test_util.h"
+
+namespace embshard {
+namespace {
+
+/** `count` DreamShard-protocol tasks of `tables` tables on 2 cpu devices, in a fresh directory. */
+std::string write_training_tasks(const std::string& name, int count, int tables) {
+  const std::string dir = test_util::temp_file("embshard-dreamshard", name);
+  std::filesystem::remove_all(dir);
+  const auto gen = make_task_generator("dreamshard:tables=" + std::to_string(tables) + ",devices=2,preset=cpu,mem_gib=1");
+  (void)write_tasks(*gen, TableSource::from_pool(0, gen->batch_size()), 5, count, dir);
+  return dir;
+}
+
+PolicyTrainSetup setup_for(const std::string& dir, const std::string& out) {
+  PolicyTrainSetup s;
+  s.tasks_spec = dir;
+  s.task_paths = find_task_files(dir);
+  for (const std::string& p : s.task_paths) s.tasks.push_back(read_task_file(p));
+  s.eval.backend = "sim";
+  s.out = out;
+  s.seed = 3;
+  return s;
+}
+
+DreamShardTrainOptions tiny(int iterations) {
+  DreamShardTrainOptions o;
+  o.iterations = iterations;
+  o.collect_episodes = 3;
+  o.cost_steps = 15;
+  o.batch = 8;
+  o.rl_batches = 2;
+  o.rl_episodes = 4;
+  return o;
+}
+
+/** The policy's networks only (its provenance records times). */
+std::string parameters_of(const std::string& path) {
+  DreamShardPolicy p = read_dreamshard_policy(path);
+  p.training = {};
+  return dreamshard_policy_json(p);
+}
+
+TEST(DreamShardTraining, WritesAPolicyTheSharderPlansWithAndResumesExactly) {
+  const std::string dir = write_training_tasks("train", 3, 8);
+  const Context ctx = test_util::quiet_context();
+  const std::string straight = test_util::temp_file("embshard-dreamshard", "straight.json");
+  std::filesystem::remove_all(straight + ".ckpt");
+  (void)train_dreamshard(setup_for(dir, straight), tiny(2), ctx);
+  const DreamShardPolicy p = read_dreamshard_policy(straight);
+  EXPECT_EQ(p.training.iterations, 2);
+  EXPECT_EQ(p.training.real_evaluations, 6);
+  EXPECT_EQ(p.training.backend, "sim");
+  EXPECT_EQ(p.training.device_kind, "cpu");
+  EXPECT_GT(p.training.metrics.at("mean_real_step_ms"), 0.0);
+
+  // one iteration, then a resumed second one: the same networks as the straight run
+  const std::string split = test_util::temp_file("embshard-dreamshard", "split.json");
+  std::filesystem::remove_all(split + ".ckpt");
+  (void)train_dreamshard(setup_for(dir, split), tiny(1), ctx);
+  EXPECT_TRUE(parameters_of(split) != parameters_of(straight));
+  PolicyTrainSetup again = setup_for(dir, split);
+  again.resume = true;
+  (void)train_dreamshard(again, tiny(2), ctx);
+  EXPECT_TRUE(parameters_of(split) == parameters_of(straight)) << "the resumed run differs";
+  EXPECT_EQ(read_dreamshard_policy(split).training.real_evaluations, 6);
+
+  // the policy plans tasks with other numbers of tables and devices
+  const auto gen = make_task_generator("dreamshard:tables=30,devices=4,preset=cpu,mem_gib=2,split=test");
+  const Task test_task = gen->generate(TableSource::from_pool(0, gen->batch_size()), 9, 0);
+  const ShardResult r = plan_task("dreamshard:policy=" + straight, test_task, nullptr, ctx);
+  EXPECT_EQ(r.status, ShardStatus::kOk) << r.reason;
+}
+
+TEST(DreamShardTraining, BadInputIsAClearError) {
+  const Context ctx = test_util::quiet_context();
+  const std::string empty = test_util::temp_file("embshard-dreamshard", "empty");
+  std::filesystem::remove_all(empty);
+  std::filesystem::create_directories(empty);
+  EXPECT_NE(test_util::error_of([&] { (void)find_task_files(empty); }).find("holds no task file"), std::string::npos);
+  EXPECT_NE(test_util::error_of([&] { (void)find_task_files(""); }).find("no training task"), std::string::npos);
+
+  const std::string dir = write_training_tasks("huge", 1, 4);
+  PolicyTrainSetup s = setup_for(dir, test_util::temp_file("embshard-dreamshard", "huge.json"));
+  s.tasks[0].workload.tables[2].stats.num_rows = std::int64_t{1} << 40;   // larger than any device
+  EXPECT_NE(test_util::error_of([&] { (void)train_dreamshard(s, tiny(1), ctx); }).find("larger than every device"),
+            std::string::npos);
+
+  DreamShardTrainOptions bad = tiny(1);
+  bad.collect_episodes = 0;
+  EXPECT_NE(test_util::error_of([&] { (void)train_dreamshard(setup_for(dir, "/tmp/x.json"), bad, ctx); })
+                .find("collect episodes"),
+            std::string::npos);
+  PolicyTrainSetup resume = setup_for(dir, test_util::temp_file("embshard-dreamshard", "never.json"));
+  std::filesystem::remove_all(resume.out + ".ckpt");
+  resume.resume = true;
+  EXPECT_NE(test_util::error_of([&] { (void)train_dreamshard(resume, tiny(1), ctx); }).find("no checkpoint"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace embshard
