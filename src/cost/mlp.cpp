@@ -6,6 +6,26 @@
 #include "embshard/core/error.h"
 
 namespace embshard {
+namespace {
+
+/**
+ * Σ w[k]·x[k] in eight interleaved partial sums (k mod 8), added pairwise at the end: independent
+ * chains the compiler turns into vector multiply-adds, where one running sum would be a serial
+ * dependency chain (≈ 5× slower per layer on this VM).
+ */
+float dot(const float* w, const float* x, int n) {
+  constexpr int kLanes = 8;
+  float lane[kLanes] = {};
+  int k = 0;
+  for (; k + kLanes <= n; k += kLanes) {
+    for (int j = 0; j < kLanes; ++j) lane[j] += w[k + j] * x[k + j];
+  }
+  float sum = ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+  for (; k < n; ++k) sum += w[k] * x[k];
+  return sum;
+}
+
+}  // namespace
 
 Mlp::Mlp(std::string prefix, std::vector<Linear> layers, bool relu_last)
     : prefix_(std::move(prefix)), layers_(std::move(layers)), relu_last_(relu_last) {
@@ -46,10 +66,8 @@ void Mlp::forward(std::span<const float> x, std::span<float> y) const {
     const Linear& l = layers_[i];
     const bool relu = relu_last_ || i + 1 < layers_.size();
     for (int o = 0; o < l.out; ++o) {
-      const float* w = l.weight.data() + static_cast<std::size_t>(o) * static_cast<std::size_t>(l.in);
-      float sum = 0.0f;
-      for (int k = 0; k < l.in; ++k) sum += w[k] * a[k];
-      sum += l.bias[static_cast<std::size_t>(o)];
+      const float sum = dot(l.weight.data() + static_cast<std::size_t>(o) * static_cast<std::size_t>(l.in), a, l.in) +
+                        l.bias[static_cast<std::size_t>(o)];
       b[o] = relu ? std::max(sum, 0.0f) : sum;
     }
     std::swap(a, b);

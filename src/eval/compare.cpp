@@ -152,17 +152,23 @@ std::string compare_csv(const std::vector<CompareRow>& rows) {
 std::string compare_markdown(const std::vector<CompareRow>& rows) {
   const auto settings = unique_in_order(rows, &CompareRow::setting);
   const auto sharders = unique_in_order(rows, &CompareRow::sharder);
+  // The UVM column appears only when some evaluated plan serves lookups from UVM.
+  const bool any_uvm = std::any_of(rows.begin(), rows.end(), [](const CompareRow& r) {
+    return r.status == "ok" && uvm_lookup_share(r.eval) > 0.0;
+  });
   std::ostringstream out;
   out << "Mean step_ms per setting (\"-\": a task was not planned), valid plans, mean planning ms, "
-         "mean gap to the lower bound.\n\n| sharder |";
+         "mean gap to the lower bound"
+      << (any_uvm ? ", mean share of lookups served from UVM over valid plans" : "")
+      << ".\n\n| sharder |";
   for (const auto& s : settings) out << ' ' << s << " |";
-  out << " valid | plan ms | gap |\n|---|";
-  for (std::size_t i = 0; i < settings.size() + 3; ++i) out << "---|";
+  out << " valid | plan ms | gap |" << (any_uvm ? " UVM lookups |" : "") << "\n|---|";
+  for (std::size_t i = 0; i < settings.size() + 3 + (any_uvm ? 1 : 0); ++i) out << "---|";
   out << '\n';
   for (const std::string& sharder : sharders) {
     out << "| " << sharder << " |";
     int valid = 0, count = 0, bounded = 0;
-    double plan_ms = 0.0, gap = 0.0;
+    double plan_ms = 0.0, gap = 0.0, uvm_share = 0.0;
     for (const std::string& setting : settings) {
       double sum = 0.0;
       int n = 0;
@@ -178,6 +184,7 @@ std::string compare_markdown(const std::vector<CompareRow>& rows) {
         ++valid;
         ++n;
         sum += r.eval.step_ms;
+        uvm_share += uvm_lookup_share(r.eval);
         if (r.lower_bound_ms > 0) {
           gap += (r.eval.step_ms - r.lower_bound_ms) / r.lower_bound_ms;
           ++bounded;
@@ -186,7 +193,9 @@ std::string compare_markdown(const std::vector<CompareRow>& rows) {
       out << ' ' << (all_ok && n > 0 ? number(sum / n, 2) : std::string("-")) << " |";
     }
     out << ' ' << valid << '/' << count << " | " << number(count ? plan_ms / count : 0.0, 2)
-        << " | " << (bounded ? number(100.0 * gap / bounded, 1) + "%" : std::string("-")) << " |\n";
+        << " | " << (bounded ? number(100.0 * gap / bounded, 1) + "%" : std::string("-")) << " |";
+    if (any_uvm) out << ' ' << (valid ? number(100.0 * uvm_share / valid, 2) + "%" : std::string("-")) << " |";
+    out << '\n';
   }
   return out.str();
 }

@@ -138,6 +138,32 @@ EvalResult evaluate_plan(const Task& task, const Plan& plan, const EvalOptions& 
   return result;
 }
 
+std::vector<DeviceLookups> measured_tier_lookups(const Task& task, const Plan& plan,
+                                                 const EvalOptions& options) {
+  check_task(task, "eval: task");
+  const std::string plan_error = find_error_in_plan(task, plan);
+  EMBSHARD_CHECK(plan_error.empty(), "eval: the plan does not fit the task: ", plan_error);
+  const std::int64_t batch_size = options.batch_size > 0 ? options.batch_size : task.workload.batch_size;
+  detail::MeasuredShards measured(task);
+  const auto by_device = shards_by_device(task, plan);
+  std::vector<DeviceLookups> out(by_device.size());
+  for (std::size_t d = 0; d < by_device.size(); ++d) {
+    if (by_device[d].empty()) continue;
+    std::vector<ShardTableSpec> specs =
+        measured.specs(task, by_device[d], batch_size, options.batch_number, options.remap_held_out);
+    std::vector<std::int64_t> hbm_rows;
+    for (const ShardTableSpec& spec : specs) hbm_rows.push_back(spec.hbm_rows);
+    const ShardBench bench(std::move(specs), batch_size, options.batch_number,
+                           kernels::EmbeddingBagImpl::kReference);
+    for (std::size_t t = 0; t < hbm_rows.size(); ++t) {
+      for (const std::int32_t row : bench.table_lookups(t)) {
+        (hbm_rows[t] < 0 || row < hbm_rows[t] ? out[d].hbm : out[d].uvm) += 1.0;
+      }
+    }
+  }
+  return out;
+}
+
 EvalResult eval_result_of(CostBreakdown breakdown, std::int64_t batch_size, std::string backend) {
   EvalResult result;
   result.breakdown = std::move(breakdown);
@@ -226,6 +252,12 @@ std::string eval_result_table(const EvalResult& r) {
   const Spread comp = compute_spread(r);
   std::snprintf(line, sizeof line, "per-device fw_comp+bw_comp ms: min %.3f max %.3f mean %.3f std %.3f\n",
                 comp.min, comp.max, comp.mean, comp.stddev);
+  out << line;
+  std::vector<double> sums;
+  for (const DeviceCost& c : r.breakdown.devices) sums.push_back(c.sum_ms());
+  const Spread step = spread_of(sums);
+  std::snprintf(line, sizeof line, "per-device step (sum_ms):      min %.3f max %.3f mean %.3f std %.3f\n",
+                step.min, step.max, step.mean, step.stddev);
   out << line;
   out << "compute: " << to_string(r.breakdown.compute_source) << " (" << r.breakdown.compute_detail
       << ")\ncomm:    " << to_string(r.breakdown.comm_source) << " (" << r.breakdown.comm_detail

@@ -1,22 +1,117 @@
 #include "eval/measured_model.h"
 
+#include <algorithm>
+#include <limits>
 #include <optional>
 
+#include "embshard/core/context.h"
 #include "embshard/core/error.h"
-#include "embshard/data/pool.h"
-#include "embshard/profile/shard_bench.h"
+#include "embshard/data/remap.h"
 
 namespace embshard::detail {
+
+MeasuredShards::MeasuredShards(const Task& task) {
+  for (std::size_t t = 0; t < task.workload.tables.size(); ++t) {
+    models_.push_back(lookup_model(task, t));
+  }
+}
+
+/** The pool table a task table came from, else a model fitted to its statistics. */
+PoolTable MeasuredShards::lookup_model(const Task& task, std::size_t t) {
+  const TableSpec& table = task.workload.tables[t];
+  if (table.source_id < 0) return model_from_stats(table.stats, derive_seed(task.seed, t));
+  if (!pool_) pool_ = Pool::generate(task.pool_seed);
+  EMBSHARD_CHECK(table.source_id < static_cast<std::int64_t>(pool_->tables().size()),
+                 "task table '", table.name, "': pool_id ", table.source_id, " is not in pool ",
+                 task.pool_seed);
+  const PoolTable& model = pool_->table(table.source_id);
+  EMBSHARD_CHECK(model.num_rows == table.num_rows(), "task table '", table.name, "': pool_id ",
+                 table.source_id, " of pool ", task.pool_seed, " has ", model.num_rows,
+                 " rows but the task says ", table.num_rows(),
+                 " (was the task made from another pool?)");
+  return model;
+}
+
+const std::vector<std::int64_t>& MeasuredShards::access_counts(const Task& task, std::size_t t,
+                                                               std::int64_t batch_size,
+                                                               std::uint64_t batch_number,
+                                                               bool held_out) {
+  const auto key = std::make_tuple(t, batch_size, batch_number, held_out);
+  auto it = counts_.find(key);
+  if (it != counts_.end()) return it->second;
+  const PoolTable& model = models_[t];
+  std::vector<TableBatch> profile;
+  if (!held_out) {
+    profile.push_back(materialise_table(model, batch_size, batch_number));  // ShardBench's draw
+  } else {
+    // The task's batch; draw numbers derived from (never equal to) the measured draw's.
+    for (int i = 0; i < kRemapProfileBatches; ++i) {
+      std::uint64_t number =
+          derive_seed(batch_number, 0x7265636d6170ULL + static_cast<std::uint64_t>(i));
+      if (number == batch_number) ++number;
+      profile.push_back(materialise_table(model, task.workload.batch_size, number));
+    }
+  }
+  return counts_.emplace(key, count_row_accesses(profile, model.num_rows)).first->second;
+}
+
+std::vector<ShardTableSpec> MeasuredShards::specs(const Task& task,
+                                                  std::span<const PlacedShard> shards,
+                                                  std::int64_t batch_size,
+                                                  std::uint64_t batch_number, bool held_out) {
+  std::vector<ShardTableSpec> specs;
+  for (const PlacedShard& p : shards) {
+    const auto t = static_cast<std::size_t>(p.table);
+    const TableSpec& table = task.workload.tables[t];
+    ShardTableSpec spec{models_[t], p.shard.num_cols(), table.dtype, p.shard.row_begin,
+                        p.shard.row_end};
+    if (p.shard.hbm_rows >= 0 && p.shard.hbm_rows < p.shard.num_rows()) {
+      spec.hbm_rows = p.shard.hbm_rows;
+      spec.remap = shard_remap(table.name, access_counts(task, t, batch_size, batch_number, held_out),
+                               p.shard.row_begin, p.shard.row_end, p.shard.hbm_rows);
+    }
+    specs.push_back(std::move(spec));
+  }
+  return specs;
+}
+
+std::shared_ptr<const RowRemap> shard_remap(const std::string& name,
+                                            std::span<const std::int64_t> counts,
+                                            std::int64_t row_begin, std::int64_t row_end,
+                                            std::int64_t hbm_rows) {
+  const auto n = static_cast<std::int64_t>(counts.size());
+  EMBSHARD_ASSERT(0 <= row_begin && row_begin <= row_end && row_end <= n);
+  if (row_begin == 0 && row_end == n) {
+    return std::make_shared<const RowRemap>(build_remap(name, counts, hbm_rows));
+  }
+  // The shard's rows ranked among themselves; every other row keeps its number.
+  const RowRemap inner =
+      build_remap(name, counts.subspan(static_cast<std::size_t>(row_begin),
+                                       static_cast<std::size_t>(row_end - row_begin)),
+                  hbm_rows);
+  EMBSHARD_CHECK(n <= std::numeric_limits<std::int32_t>::max(), "remap: table '", name, "' has ",
+                 n, " rows; 4-byte remap entries hold at most 2^31 - 1");
+  auto remap = std::make_shared<RowRemap>();
+  remap->table = name;
+  remap->hbm_rows = row_begin + inner.hbm_rows;
+  remap->entries.resize(static_cast<std::size_t>(n));
+  for (std::int64_t row = 0; row < n; ++row) {
+    const std::int64_t new_row = row >= row_begin && row < row_end
+                                     ? row_begin + inner.new_row(row - row_begin)
+                                     : row;
+    remap->entries[static_cast<std::size_t>(row)] = static_cast<std::int32_t>(
+        new_row < remap->hbm_rows ? new_row : -(new_row - remap->hbm_rows) - 1);
+  }
+  return remap;
+}
+
 namespace {
 
 class MeasuredModel final : public ComputeModel {
  public:
   MeasuredModel(const Task& task, kernels::EmbeddingBagImpl impl, const EvalOptions& options)
-      : impl_(impl), options_(options) {
+      : impl_(impl), options_(options), shards_(task) {
     if (options_.batch_size <= 0) options_.batch_size = task.workload.batch_size;
-    for (std::size_t t = 0; t < task.workload.tables.size(); ++t) {
-      models_.push_back(lookup_model(task, t));
-    }
   }
 
   [[nodiscard]] std::string spec() const override {
@@ -32,38 +127,17 @@ class MeasuredModel final : public ComputeModel {
 
   [[nodiscard]] DeviceCompute device_compute(const Task& task, std::span<const PlacedShard> shards,
                                              const Context&) override {
-    std::vector<ShardTableSpec> specs;
-    for (const PlacedShard& p : shards) {
-      const TableSpec& table = task.workload.tables[static_cast<std::size_t>(p.table)];
-      specs.push_back({models_[static_cast<std::size_t>(p.table)], p.shard.num_cols(), table.dtype,
-                       p.shard.row_begin, p.shard.row_end});
-    }
-    ShardBench bench(std::move(specs), options_.batch_size, options_.batch_number, impl_);
+    ShardBench bench(shards_.specs(task, shards, options_.batch_size, options_.batch_number,
+                                   options_.remap_held_out),
+                     options_.batch_size, options_.batch_number, impl_);
     const ShardTiming timing = bench.measure(options_.measure);
     return {timing.fw.median_ms, timing.bw.median_ms};
   }
 
  private:
-  /** The pool table a task table came from, else a model fitted to its statistics. */
-  PoolTable lookup_model(const Task& task, std::size_t t) {
-    const TableSpec& table = task.workload.tables[t];
-    if (table.source_id < 0) return model_from_stats(table.stats, derive_seed(task.seed, t));
-    if (!pool_) pool_ = Pool::generate(task.pool_seed);
-    EMBSHARD_CHECK(table.source_id < static_cast<std::int64_t>(pool_->tables().size()),
-                   "task table '", table.name, "': pool_id ", table.source_id, " is not in pool ",
-                   task.pool_seed);
-    const PoolTable& model = pool_->table(table.source_id);
-    EMBSHARD_CHECK(model.num_rows == table.num_rows(), "task table '", table.name,
-                   "': pool_id ", table.source_id, " of pool ", task.pool_seed, " has ",
-                   model.num_rows, " rows but the task says ", table.num_rows(),
-                   " (was the task made from another pool?)");
-    return model;
-  }
-
   kernels::EmbeddingBagImpl impl_;
   EvalOptions options_;
-  std::optional<Pool> pool_;
-  std::vector<PoolTable> models_;
+  MeasuredShards shards_;
 };
 
 }  // namespace

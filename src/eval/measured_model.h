@@ -1,13 +1,72 @@
 #pragma once
 // The measured compute backends (`cpu`, `reference`, `cuda`): each device's shards fused into one
 // kernel call and timed with ShardBench. Private to src/eval; evaluator.h documents the behaviour.
+//
+// Memory tiers: a shard with 0 ≤ hbm_rows < its rows gets RecShard's remap (data/remap.h), built
+// from the access counts of the table's generative model so that the first hbm_rows rows of the
+// shard are its hottest: by default the counts of the measured draw itself (in-sample, like the
+// one-batch ICDF of the task's statistics that the sharders and `tier_lookups` rank rows by), with
+// EvalOptions::remap_held_out those of `kRemapProfileBatches` other draws at the task's batch
+// (held out: rows a fresh batch needs but the profile never saw rank last, so fewer lookups hit
+// the HBM part than the ICDF predicts). The remap permutes only the shard's own rows [row_begin, row_end) (other rows
+// keep their numbers; its RowRemap::hbm_rows is row_begin + hbm_rows), so the lookups that fall in
+// the shard are those of the plan. ShardBench then sees the plan's tiers: lookups of re-based row
+// < hbm_rows are the HBM tier's. `cuda` places the other rows in host-mapped memory
+// (kernels/cuda_embedding_bag.h); `cpu` and `reference` have no UVM tier on this machine, so
+// there the remap only re-orders rows.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
 #include <memory>
+#include <span>
+#include <vector>
 
 #include "embshard/cost/compute_model.h"
+#include "embshard/data/pool.h"
 #include "embshard/eval/evaluator.h"
 #include "embshard/kernels/embedding_bag.h"
+#include "embshard/profile/shard_bench.h"
 
 namespace embshard::detail {
+
+/** Profile draws behind a tiered shard's remap (header comment). */
+inline constexpr int kRemapProfileBatches = 4;
+
+/** The lookup models of a task's tables and the access counts behind remaps (cached). */
+class MeasuredShards {
+ public:
+  explicit MeasuredShards(const Task& task);
+
+  /**
+   * ShardBench's specs of one device's shards (in order): model, columns, dtype, row range,
+   * `hbm_rows` (−1 = all) and, for a tiered shard, its remap (header comment).
+   */
+  [[nodiscard]] std::vector<ShardTableSpec> specs(const Task& task,
+                                                  std::span<const PlacedShard> shards,
+                                                  std::int64_t batch_size,
+                                                  std::uint64_t batch_number, bool held_out);
+
+ private:
+  PoolTable lookup_model(const Task& task, std::size_t t);
+  const std::vector<std::int64_t>& access_counts(const Task& task, std::size_t t,
+                                                 std::int64_t batch_size,
+                                                 std::uint64_t batch_number, bool held_out);
+
+  std::optional<Pool> pool_;
+  std::vector<PoolTable> models_;
+  std::map<std::tuple<std::size_t, std::int64_t, std::uint64_t, bool>, std::vector<std::int64_t>>
+      counts_;
+};
+
+/** RecShard's remap of table `name` restricted to rows [row_begin, row_end) (header comment). */
+[[nodiscard]] std::shared_ptr<const RowRemap> shard_remap(const std::string& name,
+                                                          std::span<const std::int64_t> counts,
+                                                          std::int64_t row_begin,
+                                                          std::int64_t row_end,
+                                                          std::int64_t hbm_rows);
 
 /** A measured compute model running `impl` at `options.batch_size` (0 = the task's batch). */
 [[nodiscard]] std::unique_ptr<ComputeModel> make_measured_model(const Task& task,

@@ -19,7 +19,10 @@ CudaBandwidth cuda_bandwidth() { throw_no_cuda(); }
 
 struct CudaEmbeddingBag::State {};
 
-CudaEmbeddingBag::CudaEmbeddingBag(std::span<const TableView>, const BagBatch&) { throw_no_cuda(); }
+CudaEmbeddingBag::CudaEmbeddingBag(std::span<const TableView>, const BagBatch&,
+                                   std::span<const std::int64_t>) {
+  throw_no_cuda();
+}
 CudaEmbeddingBag::~CudaEmbeddingBag() = default;
 CudaEmbeddingBag::CudaEmbeddingBag(CudaEmbeddingBag&&) noexcept = default;
 CudaEmbeddingBag& CudaEmbeddingBag::operator=(CudaEmbeddingBag&&) noexcept = default;

@@ -642,7 +642,7 @@ void Trainer::learn(const std::vector<Unroll>& unrolls, std::int64_t update) {
   const torch::Tensor entropy_loss = o_.entropy_weight * (torch::softmax(logits, -1) * log_p).sum();
   const torch::Tensor loss = pg_loss + baseline_loss + entropy_loss;
   set_learning_rate(update);
-  optimizer_->zero_grad();
+  learn::clear_gradients(net_->parameters());
   loss.backward();
   torch::nn::utils::clip_grad_norm_(net_->parameters(), o_.grad_clip);
   optimizer_->step();
@@ -679,7 +679,7 @@ void Trainer::cost_updates(std::int64_t update) {
     const torch::Tensor enc = net_->t_fc->forward(task_inputs_).index_select(0, tasks);  // [b, N, 32]
     const torch::Tensor pred = net_->cost_fc->forward(torch::bmm(member, enc).squeeze(1)).squeeze(-1);
     const torch::Tensor loss = torch::mse_loss(pred, target);
-    optimizer_->zero_grad();
+    learn::clear_gradients(net_->parameters());
     loss.backward();
     torch::nn::utils::clip_grad_norm_(net_->parameters(), o_.grad_clip);
     optimizer_->step();

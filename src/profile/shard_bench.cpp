@@ -37,6 +37,10 @@ ShardBench::ShardBench(std::vector<ShardTableSpec> tables, std::int64_t batch_si
     touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
     table.materialise(touched);
     touched_rows_.push_back(std::move(touched));
+    const std::int64_t rows = spec.row_end - spec.row_begin;
+    EMBSHARD_CHECK(spec.hbm_rows <= rows, "shard bench: table ", t, ": hbm_rows ", spec.hbm_rows,
+                   " above its ", rows, " rows");
+    hbm_rows_.push_back(spec.hbm_rows < 0 ? -1 : spec.hbm_rows);
     views_.push_back(table.view());
     total_dim += spec.dim;
   }
@@ -62,6 +66,13 @@ void ShardBench::append_lookups(const ShardTableSpec& spec, std::uint64_t batch_
     }
     offsets_.push_back(static_cast<std::int64_t>(indices_.size()));
   }
+}
+
+std::span<const std::int32_t> ShardBench::table_lookups(std::size_t t) const {
+  EMBSHARD_CHECK(t < tables_.size(), "shard bench: table ", t, " of ", tables_.size());
+  const auto begin = static_cast<std::size_t>(offsets_[t * static_cast<std::size_t>(batch_size_)]);
+  const auto end = static_cast<std::size_t>(offsets_[(t + 1) * static_cast<std::size_t>(batch_size_)]);
+  return std::span<const std::int32_t>(indices_).subspan(begin, end - begin);
 }
 
 void ShardBench::check(const kernels::KernelStatus& status, const char* what) const {
@@ -117,7 +128,8 @@ ShardTiming ShardBench::measure(const MeasureOptions& options) {
 
 ShardTiming ShardBench::measure_on_gpu(const kernels::BagBatch& batch, const MeasureOptions& options,
                                        ShardTiming timing) {
-  kernels::CudaEmbeddingBag gpu(views_, batch);  // uploads tables and lookups once
+  // Uploads tables and lookups once; a tiered table's rows from hbm_rows on go to mapped host memory.
+  kernels::CudaEmbeddingBag gpu(views_, batch, hbm_rows_);
   gpu.set_grad_output(grad_out_);
   timing.fw = measure_self_timed(
       [&] { return gpu.elapsed_ms([&] { check(gpu.forward(), "forward"); }); }, options);

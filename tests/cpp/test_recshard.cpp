@@ -2,6 +2,7 @@
 // task protocol, tier accounting in the evaluator and the remapping layer.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <filesystem>
@@ -12,11 +13,14 @@
 #include "embshard/cost/analytic.h"
 #include "embshard/data/pool.h"
 #include "embshard/data/remap.h"
+#include "embshard/eval/compare.h"
 #include "embshard/eval/evaluator.h"
 #include "embshard/eval/task_gen.h"
+#include "embshard/kernels/cuda_embedding_bag.h"
 #include "embshard/milp/recshard_milp.h"
 #include "embshard/profile/shard_bench.h"
 #include "embshard/shard/sharder.h"
+#include "eval/measured_model.h"
 #include "shard/recshard/recshard.h"
 #include "shard_test_util.h"
 #include "test_util.h"
@@ -387,6 +391,151 @@ TEST(Remap, ShardBenchAppliesIt) {
   const ShardBench a({raw}, 1024, 1, kernels::EmbeddingBagImpl::kReference);
   const ShardBench b({mapped}, 1024, 1, kernels::EmbeddingBagImpl::kReference);
   EXPECT_GT(b.num_lookups(), 2 * a.num_lookups());
+}
+
+
+// ---- the measured backends run a plan's tiers ------------------------------------------------------
+
+double hbm_share(const std::vector<DeviceLookups>& lookups) {
+  double hbm = 0.0, all = 0.0;
+  for (const DeviceLookups& l : lookups) {
+    hbm += l.hbm;
+    all += l.hbm + l.uvm;
+  }
+  return all > 0 ? hbm / all : 1.0;
+}
+
+TEST(RecShardMeasured, ShardBenchSeesTheHottestRowsFirst) {
+  // One table, half its lookups (by the ICDF) in HBM: the measured backends' lookups below
+  // hbm_rows are the HBM share tier_lookups predicts, far above what the raw row order gives.
+  Task task = short_hbm_task(1, 1, 1.0, 12);
+  const TableStats& s0 = task.workload.tables[0].stats;
+  Plan plan = table_wise_plan(task, {0});
+  const std::int64_t hbm_rows = static_cast<std::int64_t>(s0.icdf[49]);
+  ASSERT_GT(hbm_rows, 0);
+  ASSERT_LT(hbm_rows, s0.num_rows);
+  plan.tables[0].shards[0].hbm_rows = hbm_rows;
+  EvalOptions options;
+  options.backend = "reference";  // at the task's batch, whose one-batch ICDF the stats hold
+  const std::vector<DeviceLookups> measured = measured_tier_lookups(task, plan, options);
+  const std::vector<DeviceLookups> expected = tier_lookups(task, plan, task.workload.batch_size);
+  ASSERT_EQ(measured.size(), 1u);
+  EXPECT_NEAR(hbm_share(expected), 0.5, 0.011);
+  EXPECT_NEAR(hbm_share(measured), hbm_share(expected), 0.03);
+  EXPECT_GT(measured[0].uvm, 0.0);
+  // A remap ranked on held-out draws: rows the profile never saw rank last, so a little less.
+  EvalOptions held_out = options;
+  held_out.remap_held_out = true;
+  const double held_out_share = hbm_share(measured_tier_lookups(task, plan, held_out));
+  EXPECT_LT(held_out_share, hbm_share(measured));
+  EXPECT_GT(held_out_share, hbm_share(measured) - 0.15);
+  // Without the remap the first hbm_rows rows serve far less.
+  const Pool pool = Pool::generate(task.pool_seed);
+  const ShardBench raw({{pool.table(task.workload.tables[0].source_id), 8, WeightType::kF32}},
+                       task.workload.batch_size, 0, kernels::EmbeddingBagImpl::kReference);
+  const auto lookups = raw.table_lookups(0);
+  const auto below = std::count_if(lookups.begin(), lookups.end(),
+                                   [&](std::int32_t r) { return r < hbm_rows; });
+  EXPECT_LT(static_cast<double>(below) / static_cast<double>(lookups.size()),
+            hbm_share(measured) - 0.2);
+}
+
+TEST(RecShardMeasured, RecShardPlanRunsOnTheMeasuredBackendsWithItsTiers) {
+  Task task = short_hbm_task(6, 2, 0.1, 2);
+  double hot_bytes = 0.0;  // HBM for half the rows one batch looks up: some lookups must go to UVM
+  for (const TableSpec& t : task.workload.tables) hot_bytes += 4.0 * t.dim * t.stats.num_distinct;
+  for (Device& d : task.topology.devices) d.hbm_bytes = static_cast<std::int64_t>(0.5 * hot_bytes / 2);
+  const ShardResult r = plan_task("recshard:time_limit_s=30", task, nullptr, quiet_context());
+  ASSERT_EQ(r.status, ShardStatus::kOk) << r.reason;
+  bool tiered = false;
+  for (const TablePlacement& tp : r.plan.tables) {
+    for (const Shard& shard : tp.shards) tiered |= shard.hbm_rows >= 0 && shard.hbm_rows < shard.num_rows();
+  }
+  ASSERT_TRUE(tiered) << "the task should force some rows into UVM";
+  EvalOptions options;  // the task's batch: the lookups ShardBench gets by tier
+  const std::vector<DeviceLookups> measured = measured_tier_lookups(task, r.plan, options);
+  const std::vector<DeviceLookups> expected = tier_lookups(task, r.plan, task.workload.batch_size);
+  ASSERT_EQ(measured.size(), expected.size());
+  EXPECT_LT(hbm_share(expected), 0.99);
+  EXPECT_NEAR(hbm_share(measured), hbm_share(expected), 0.03);
+  for (std::size_t d = 0; d < measured.size(); ++d) {
+    const double m = measured[d].hbm + measured[d].uvm, e = expected[d].hbm + expected[d].uvm;
+    if (e <= 0) continue;
+    EXPECT_NEAR(m, e, 0.1 * e) << "device " << d;
+    EXPECT_NEAR(measured[d].hbm / m, expected[d].hbm / e, 0.05) << "device " << d;
+  }
+  options.batch_size = 512;  // timing: small and quick
+  options.measure = {0, 1, false, 0.0};
+  for (const char* backend : {"reference", "cpu"}) {
+    options.backend = backend;
+    const EvalResult result = evaluate_plan(task, r.plan, options, quiet_context());
+    for (std::size_t d = 0; d < result.breakdown.devices.size(); ++d) {
+      const DeviceCost& c = result.breakdown.devices[d];
+      if (measured[d].hbm + measured[d].uvm > 0) {
+        EXPECT_GT(c.fw_comp_ms + c.bw_comp_ms, 0.0) << backend;
+      }
+    }
+    EXPECT_GT(uvm_lookup_share(result), 0.0);
+    EXPECT_NE(eval_result_table(result).find("per-device step"), std::string::npos);
+  }
+}
+
+TEST(RecShardMeasured, RemapOfARowRangePermutesOnlyThatRange) {
+  std::vector<std::int64_t> counts{9, 0, 5, 7, 1, 8, 3, 2};
+  const auto remap = detail::shard_remap("t", counts, 2, 6, 2);
+  EXPECT_EQ(find_error_in_remap(*remap), "");
+  // Rows 2..5 have counts 5, 7, 1, 8: ranked 5, 3, 2, 4 → new rows 2, 3, 4, 5.
+  EXPECT_EQ(remap->new_row(0), 0);
+  EXPECT_EQ(remap->new_row(1), 1);
+  EXPECT_EQ(remap->new_row(5), 2);
+  EXPECT_EQ(remap->new_row(3), 3);
+  EXPECT_EQ(remap->new_row(2), 4);
+  EXPECT_EQ(remap->new_row(4), 5);
+  EXPECT_EQ(remap->new_row(6), 6);
+  EXPECT_EQ(remap->new_row(7), 7);
+  EXPECT_TRUE(remap->in_hbm(5));
+  EXPECT_TRUE(remap->in_hbm(3));
+  EXPECT_FALSE(remap->in_hbm(2));
+}
+
+TEST(RecShardMeasured, CudaBackendWithoutAGpuIsAClearError) {
+  if (kernels::cuda_device_available()) GTEST_SKIP() << "a CUDA device is visible";
+  Task task = short_hbm_task(1, 1, 1.0, 12);
+  Plan plan = table_wise_plan(task, {0});
+  plan.tables[0].shards[0].hbm_rows = task.workload.tables[0].num_rows() / 2;
+  EvalOptions options;
+  options.backend = "cuda";
+  options.batch_size = 64;
+  const auto message = caught_error([&] { (void)evaluate_plan(task, plan, options, quiet_context()); });
+  ASSERT_TRUE(message.has_value());
+  EXPECT_TRUE(message->find("built without CUDA") != std::string::npos ||
+              message->find("no GPU is visible") != std::string::npos)
+      << *message;
+  // The device-resident API with row thresholds, too.
+  std::vector<float> weights(4 * 8, 0.5f);
+  const std::vector<kernels::TableView> views{{weights.data(), 4, 8, kernels::WeightDtype::kF32, nullptr}};
+  const std::vector<std::int64_t> offsets{0, 1};
+  const std::vector<std::int32_t> indices{3};
+  const std::vector<std::int64_t> hbm{2};
+  EXPECT_THROW(kernels::CudaEmbeddingBag(views, kernels::BagBatch::of(1, offsets, indices), hbm),
+               Error);
+}
+
+TEST(RecShardMeasured, CompareSummaryShowsTheUvmShareOnlyWhenUsed) {
+  std::vector<CompareRow> rows(2);
+  rows[0].task_id = rows[1].task_id = "t";
+  rows[0].setting = rows[1].setting = "s";
+  rows[0].sharder = "recshard";
+  rows[1].sharder = "greedy";
+  rows[0].status = rows[1].status = "ok";
+  rows[0].eval.lookups = {{75.0, 25.0}, {100.0, 0.0}};  // 12.5% from UVM
+  rows[1].eval.lookups = {{100.0, 0.0}};
+  const std::string with = compare_markdown(rows);
+  EXPECT_NE(with.find("UVM lookups |"), std::string::npos) << with;
+  EXPECT_NE(with.find("| 12.50% |"), std::string::npos) << with;
+  EXPECT_NE(with.find("| 0.00% |"), std::string::npos) << with;
+  rows[0].eval.lookups = {{100.0, 0.0}};
+  EXPECT_EQ(compare_markdown(rows).find("UVM"), std::string::npos);
 }
 
 }  // namespace

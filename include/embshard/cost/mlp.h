@@ -9,9 +9,9 @@
  * ReLU, …, Linear: its parameters are `prefix.0.weight`, `prefix.0.bias`, `prefix.2.weight`, …
  * (ReLUs take the odd indices), ReLU after every layer but the last unless `relu_last`.
  *
- * Arithmetic is float32, each output accumulated in input order as one dot product plus the
- * bias — what libtorch's CPU Linear computes up to summation order (tests compare with it to
- * 1e-5 relative).
+ * Arithmetic is float32: each output is a dot product (eight interleaved partial sums, so that it
+ * vectorises) plus the bias — what libtorch's CPU Linear computes up to summation order (tests
+ * compare with it to 1e-5 relative).
  */
 #include <cstddef>
 #include <span>

@@ -61,7 +61,11 @@ struct CompareRow {
 /** `task_id,setting,sharder,status,step_ms,max_sum_ms,balance,plan_ms,lower_bound_ms,reason`. */
 [[nodiscard]] std::string compare_csv(const std::vector<CompareRow>& rows);
 
-/** The Markdown summary: mean step per setting, valid count, mean planning time, mean gap. */
+/**
+ * The Markdown summary: mean step per setting, valid count, mean planning time, mean gap; and,
+ * when some valid plan serves lookups from UVM, the mean share of lookups served from UVM
+ * (`uvm_lookup_share`, expected from the tasks' statistics) over each sharder's valid plans.
+ */
 [[nodiscard]] std::string compare_markdown(const std::vector<CompareRow>& rows);
 
 /**

@@ -16,7 +16,11 @@
  *
  * Measured backends draw each table's lookups from its generative model: the pool table it came
  * from (`source_id` ≥ 0, pool `task.pool_seed`), else a model fitted to its statistics
- * (`model_from_stats`). They run at `batch_size` (default: the task's) — a smaller batch keeps a
+ * (`model_from_stats`). They honour a plan's memory tiers: a shard with hbm_rows < its rows gets
+ * RecShard's remap (data/remap.h), built from the access counts of the measured draw (or of
+ * other draws: `remap_held_out`), so its first hbm_rows rows are its hottest (`measured_tier_lookups` counts what the kernels
+ * then see); `cuda` keeps the other rows in mapped host memory (kernels/cuda_embedding_bag.h),
+ * while `cpu` and `reference` have no UVM tier on this machine and the remap only re-orders rows. They run at `batch_size` (default: the task's) — a smaller batch keeps a
  * 60-table task to minutes on a small machine; the result records the batch it used, and the
  * link model uses the same batch so compute and comm stay comparable.
  *
@@ -50,6 +54,10 @@ struct EvalOptions {
   std::int64_t batch_size = 0;     ///< measured backends: batch to run; 0 = the task's
   MeasureOptions measure;          ///< measured backends
   std::uint64_t batch_number = 0;  ///< which draw of the lookups
+  /// Measured backends, tiered shards: rank rows for RecShard's remap by the measured draw itself
+  /// (false: in-sample, as the task's ICDF that plans and `tier_lookups` use is) or by other
+  /// draws of the same model (true: held out, what a deployment profiling past data sees).
+  bool remap_held_out = false;
 };
 
 /** Expected lookups per step of one device, by the memory tier that serves them. */
@@ -70,6 +78,15 @@ struct Spread {
 /** Per device, the lookups per step served by HBM and UVM at `batch_size` (file comment). */
 [[nodiscard]] std::vector<DeviceLookups> tier_lookups(const Task& task, const Plan& plan,
                                                       std::int64_t batch_size);
+
+/**
+ * Per device, the lookups the measured backends hand to the kernels (ShardBench's batch at
+ * `options.batch_size`, draw `options.batch_number`, after the remap), counted by tier: those
+ * below their shard's hbm_rows are HBM's. Nothing is timed; the backend is not used. A check that
+ * the measured backends run the plan's tiers: it follows `tier_lookups` up to sampling.
+ */
+[[nodiscard]] std::vector<DeviceLookups> measured_tier_lookups(const Task& task, const Plan& plan,
+                                                               const EvalOptions& options);
 
 struct EvalResult {
   CostBreakdown breakdown;

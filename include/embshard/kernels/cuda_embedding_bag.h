@@ -14,6 +14,16 @@
  * Index validity is checked once on upload (device-side minimum over bad positions); forward and
  * backward then return that status and launch nothing when it is bad.
  *
+ * Memory tiers (RecShard's HBM / UVM split): the constructor may be given, per table, a row
+ * threshold `hbm_rows`. Rows [0, hbm_rows) are uploaded to device memory as usual; rows
+ * [hbm_rows, rows) are copied into pinned host memory allocated with cudaHostAlloc(…,
+ * cudaHostAllocMapped) and the kernels read and update them in place over the host link through
+ * the pointer of cudaHostGetDevicePointer (each table carries a second base pointer and the
+ * threshold; a row below it is read from device memory). Momentum stays in device memory. An
+ * entry < 0 or ≥ rows, or no thresholds at all, keeps the whole table in device memory. Tiering
+ * changes only where rows live: results are those of embedding_bag.h, bit for bit, and
+ * `copy_tables_to` returns both parts.
+ *
  * Limits: at most 2^31 − 1 lookups per table. Errors of the CUDA runtime (no device, out of
  * memory) and bad tables/shapes given to the constructor throw embshard::Error; so does every
  * member when embshard was built without CUDA ("embshard was built without CUDA").
@@ -45,10 +55,13 @@ class CudaEmbeddingBag {
  public:
   /**
    * Uploads the tables' weights (and momentum where non-null), the offsets and indices, and
-   * checks the index values once. Throws Error when the tables or the batch are invalid
-   * (shape checks of embedding_bag.h) or on CUDA errors.
+   * checks the index values once. `hbm_rows`: empty, or one row threshold per table (file
+   * comment: rows from it on live in mapped host memory). Throws Error when the tables, the batch
+   * or the thresholds' count are invalid (shape checks of embedding_bag.h), on CUDA errors, and
+   * without CUDA.
    */
-  CudaEmbeddingBag(std::span<const TableView> tables, const BagBatch& batch);
+  CudaEmbeddingBag(std::span<const TableView> tables, const BagBatch& batch,
+                   std::span<const std::int64_t> hbm_rows = {});
   ~CudaEmbeddingBag();
   CudaEmbeddingBag(CudaEmbeddingBag&&) noexcept;
   CudaEmbeddingBag& operator=(CudaEmbeddingBag&&) noexcept;

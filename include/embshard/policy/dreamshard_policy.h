@@ -15,7 +15,9 @@
  *     cost.bw       the same                   its backward compute, ms
  *     cost.comm     the same                   its backward all-to-all, ms
  *     cost.overall  the same, on the element-wise MAX over devices of their sums: the plan's
- *                   step (max over devices of fw_comp + fw_comm incl. wait + bw_comm + bw_comp)
+ *                   step objective as the judge computes it (cost/breakdown.h). The authors'
+ *                   target was the max over devices of fw_comp + fw_comm (with its wait) +
+ *                   bw_comm + bw_comp; embshard learns the objective its plans are judged by
  *   policy network
  *     policy.table  Linear 21→128, ReLU, 128→32, ReLU            per table; e_d = sum over d
  *     policy.cost   Linear 3→64, ReLU, 64→32, ReLU  on d's (fw, bw, comm) cost-network predictions

@@ -20,9 +20,15 @@
  * L2 (≤ 50 MB) is not flushed between repeats — a documented gap. Column shards duplicate their
  * table's lookups (the papers do): a table split in two column halves is two shard tables with
  * the same model and half the dim each.
+ *
+ * Memory tiers: a table's `remap` (RecShard's, data/remap.h) is applied to its drawn lookups
+ * before the row range, so a tiered shard's hottest rows are its first `hbm_rows`. With `cuda`
+ * the rows from `hbm_rows` on are placed in pinned host memory mapped into the GPU (UVM-like
+ * reads over the host link); on the CPU implementations every row is host memory either way.
  */
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "embshard/data/pool.h"
@@ -43,6 +49,10 @@ struct ShardTableSpec {
   /// RecShard's remapping (data/remap.h), applied to each lookup before the row range: the
   /// shard's first hbm_rows rows are then the hottest. nullptr: rows as the model draws them.
   std::shared_ptr<const RowRemap> remap = nullptr;
+  /// Rows of the shard (re-based, after the remap) in HBM: the first hbm_rows; −1 = all. The
+  /// `cuda` implementation keeps rows [hbm_rows, rows) in host-mapped memory read over the bus
+  /// (kernels/cuda_embedding_bag.h); `cpu` and `reference` have one tier and ignore it.
+  std::int64_t hbm_rows = -1;
 };
 
 struct ShardTiming {
@@ -67,6 +77,8 @@ class ShardBench {
   [[nodiscard]] ShardTiming measure(const MeasureOptions& options);
 
   [[nodiscard]] std::int64_t num_lookups() const { return static_cast<std::int64_t>(indices_.size()); }
+  /** Table t's lookups as the kernels see them: re-based to the shard's rows, after the remap. */
+  [[nodiscard]] std::span<const std::int32_t> table_lookups(std::size_t t) const;
 
  private:
   void append_lookups(const ShardTableSpec& table, std::uint64_t batch_number);
@@ -82,6 +94,7 @@ class ShardBench {
   kernels::OptimizerConfig optimizer_;
   std::vector<LazyTable> tables_;
   std::vector<std::vector<std::int32_t>> touched_rows_;  ///< per table, sorted, distinct
+  std::vector<std::int64_t> hbm_rows_;                   ///< per table, −1 = all rows in HBM
   std::vector<kernels::TableView> views_;
   std::vector<std::int64_t> offsets_{0};
   std::vector<std::int32_t> indices_;

@@ -1,6 +1,6 @@
 #pragma once
 // Private helpers of the CUDA implementation: CUDA errors → embshard::Error, and an owning
-// device buffer. Only included by .cu files.
+// device buffer and an owning mapped (pinned) host buffer. Only included by .cu files.
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -49,6 +49,56 @@ class DeviceBuffer {
  private:
   T* data_ = nullptr;
   std::size_t size_ = 0;
+};
+
+/**
+ * `bytes` of pinned host memory mapped into the device's address space (cudaHostAlloc with
+ * cudaHostAllocMapped); `device()` is the pointer kernels read it through
+ * (cudaHostGetDevicePointer). Null when empty. Move-only.
+ */
+class MappedHostBuffer {
+ public:
+  MappedHostBuffer() = default;
+  explicit MappedHostBuffer(std::size_t bytes) {
+    if (bytes == 0) return;
+    void* p = nullptr;
+    check_cuda(cudaHostAlloc(&p, bytes, cudaHostAllocMapped), "cudaHostAlloc (mapped)");
+    host_ = p;
+    bytes_ = bytes;
+    void* d = nullptr;
+    const cudaError_t status = cudaHostGetDevicePointer(&d, p, 0);
+    if (status != cudaSuccess) {
+      cudaFreeHost(p);
+      host_ = nullptr;
+      bytes_ = 0;
+      check_cuda(status, "cudaHostGetDevicePointer");
+    }
+    device_ = d;
+  }
+  ~MappedHostBuffer() {
+    if (host_ != nullptr) cudaFreeHost(host_);
+  }
+  MappedHostBuffer(MappedHostBuffer&& other) noexcept
+      : host_(std::exchange(other.host_, nullptr)),
+        device_(std::exchange(other.device_, nullptr)),
+        bytes_(std::exchange(other.bytes_, 0)) {}
+  MappedHostBuffer& operator=(MappedHostBuffer&& other) noexcept {
+    std::swap(host_, other.host_);
+    std::swap(device_, other.device_);
+    std::swap(bytes_, other.bytes_);
+    return *this;
+  }
+  MappedHostBuffer(const MappedHostBuffer&) = delete;
+  MappedHostBuffer& operator=(const MappedHostBuffer&) = delete;
+
+  [[nodiscard]] void* host() const { return host_; }
+  [[nodiscard]] void* device() const { return device_; }
+  [[nodiscard]] std::size_t bytes() const { return bytes_; }
+
+ private:
+  void* host_ = nullptr;
+  void* device_ = nullptr;
+  std::size_t bytes_ = 0;
 };
 
 }  // namespace embshard::kernels::cuda

@@ -24,6 +24,7 @@ namespace {
 
 using cuda::check_cuda;
 using cuda::DeviceBuffer;
+using cuda::MappedHostBuffer;
 
 constexpr int kWarpSize = 32;
 constexpr int kThreadsPerBlock = 256;
@@ -33,9 +34,11 @@ constexpr unsigned kFullMask = 0xffffffffu;
 
 /** One table as the kernels see it. */
 struct DeviceTable {
-  void* weights;        // float or __half, rows × dim
-  float* momentum;      // rows floats or null
+  void* weights;        // float or __half, rows [0, hbm_rows) × dim, device memory
+  void* cold_weights;   // rows [hbm_rows, rows) × dim, mapped host memory (device pointer) or null
+  float* momentum;      // rows floats or null (always device memory)
   long long rows;
+  long long hbm_rows;   // rows below it are read from `weights`, the others from `cold_weights`
   long long d_offset;   // first output column
   int dim;
   bool is_f16;
@@ -127,25 +130,35 @@ __device__ inline void store_quad(__half* row, int col0, int lane, int dim, bool
   }
 }
 
+/** The tier holding `row` and the row's first element within it (device or mapped host memory). */
+__device__ inline void* weight_base(const DeviceTable& table, long long row, long long* first) {
+  if (row < table.hbm_rows) {
+    *first = row * table.dim;
+    return table.weights;
+  }
+  *first = (row - table.hbm_rows) * table.dim;
+  return table.cold_weights;
+}
+
 __device__ inline Quad load_weight_quad(const DeviceTable& table, long long row, int col0, int lane) {
-  const long long first = row * table.dim;
+  long long first = 0;
+  const void* base = weight_base(table, row, &first);
   if (table.is_f16) {
-    return load_quad(static_cast<const __half*>(table.weights) + first, col0, lane, table.dim,
+    return load_quad(static_cast<const __half*>(base) + first, col0, lane, table.dim,
                      table.vector_access);
   }
-  return load_quad(static_cast<const float*>(table.weights) + first, col0, lane, table.dim,
+  return load_quad(static_cast<const float*>(base) + first, col0, lane, table.dim,
                    table.vector_access);
 }
 
 __device__ inline void store_weight_quad(const DeviceTable& table, long long row, int col0,
                                          int lane, const Quad& q) {
-  const long long first = row * table.dim;
+  long long first = 0;
+  void* base = weight_base(table, row, &first);
   if (table.is_f16) {
-    store_quad(static_cast<__half*>(table.weights) + first, col0, lane, table.dim,
-               table.vector_access, q);
+    store_quad(static_cast<__half*>(base) + first, col0, lane, table.dim, table.vector_access, q);
   } else {
-    store_quad(static_cast<float*>(table.weights) + first, col0, lane, table.dim,
-               table.vector_access, q);
+    store_quad(static_cast<float*>(base) + first, col0, lane, table.dim, table.vector_access, q);
   }
 }
 
@@ -348,7 +361,8 @@ namespace cuda {
 /** Everything one CudaEmbeddingBag keeps on the device; the sort scratch fits the largest table. */
 struct DeviceState {
   std::vector<TableView> shapes;  // rows/dim/dtype/momentum presence of the uploaded tables
-  std::vector<DeviceBuffer<unsigned char>> weights;
+  std::vector<DeviceBuffer<unsigned char>> weights;  // rows [0, hbm_rows) of each table
+  std::vector<MappedHostBuffer> cold_weights;         // rows [hbm_rows, rows), mapped host memory
   std::vector<DeviceBuffer<float>> momentum;
   std::vector<DeviceTable> host_tables;
   DeviceBuffer<DeviceTable> tables;
@@ -396,21 +410,34 @@ namespace {
 
 using cuda::DeviceState;
 
-void upload_tables(DeviceState& s, std::span<const TableView> tables) {
+/** Rows of table t in device memory: hbm_rows[t] when in [0, rows), else all (header). */
+std::int64_t device_rows(const TableView& view, std::span<const std::int64_t> hbm_rows, std::size_t t) {
+  if (hbm_rows.empty() || hbm_rows[t] < 0 || hbm_rows[t] >= view.rows) return view.rows;
+  return hbm_rows[t];
+}
+
+void upload_tables(DeviceState& s, std::span<const TableView> tables,
+                   std::span<const std::int64_t> hbm_rows) {
   const std::vector<std::int64_t> d_offsets = detail::dim_offsets(tables);
   s.total_dim = d_offsets.back();
   for (std::size_t t = 0; t < tables.size(); ++t) {
     const TableView& view = tables[t];
     const auto bytes = static_cast<std::size_t>(table_bytes(view));
-    s.weights.push_back(upload(static_cast<const unsigned char*>(view.weights),
-                               view.rows > 0 ? bytes : 0, s.stream));
+    const std::int64_t hot = view.rows > 0 ? device_rows(view, hbm_rows, t) : 0;
+    const auto hot_bytes = static_cast<std::size_t>(hot * view.dim * weight_bytes(view.dtype));
+    s.weights.push_back(upload(static_cast<const unsigned char*>(view.weights), hot_bytes, s.stream));
+    s.cold_weights.emplace_back(view.rows > 0 ? bytes - hot_bytes : 0);
+    if (s.cold_weights.back().bytes() > 0) {  // pinned host memory: filled by the CPU directly
+      std::memcpy(s.cold_weights.back().host(),
+                  static_cast<const unsigned char*>(view.weights) + hot_bytes, bytes - hot_bytes);
+    }
     const bool has_momentum = view.momentum != nullptr && view.rows > 0;
     s.momentum.push_back(has_momentum ? upload(view.momentum, static_cast<std::size_t>(view.rows), s.stream)
                                       : DeviceBuffer<float>());
     const bool vector_access = s.total_dim % 4 == 0 && d_offsets[t] % 4 == 0 && view.dim % 4 == 0;
-    s.host_tables.push_back({s.weights.back().data(), s.momentum.back().data(), view.rows,
-                             d_offsets[t], view.dim, view.dtype == WeightDtype::kF16,
-                             vector_access});
+    s.host_tables.push_back({s.weights.back().data(), s.cold_weights.back().device(),
+                             s.momentum.back().data(), view.rows, hot, d_offsets[t], view.dim,
+                             view.dtype == WeightDtype::kF16, vector_access});
     TableView shape = view;
     shape.weights = nullptr;
     s.shapes.push_back(shape);
@@ -561,7 +588,10 @@ CudaBandwidth cuda_bandwidth() {
   return result;
 }
 
-CudaEmbeddingBag::CudaEmbeddingBag(std::span<const TableView> tables, const BagBatch& batch) {
+CudaEmbeddingBag::CudaEmbeddingBag(std::span<const TableView> tables, const BagBatch& batch,
+                                   std::span<const std::int64_t> hbm_rows) {
+  EMBSHARD_CHECK(hbm_rows.empty() || hbm_rows.size() == tables.size(), "CudaEmbeddingBag: ",
+                 hbm_rows.size(), " hbm_rows entries for ", tables.size(), " tables");
   require_device();
   const auto total_dim = static_cast<std::size_t>(detail::dim_offsets(tables).back());
   const std::size_t out_floats = static_cast<std::size_t>(std::max<std::int64_t>(0, batch.batch_size)) * total_dim;
@@ -570,7 +600,7 @@ CudaEmbeddingBag::CudaEmbeddingBag(std::span<const TableView> tables, const BagB
                  shapes.position, ")");
   state_ = std::make_unique<State>();
   State& s = *state_;
-  upload_tables(s, tables);
+  upload_tables(s, tables, hbm_rows);
   upload_batch(s, batch);
   s.out = DeviceBuffer<float>(out_floats);
   s.index_status = s.index_type == IndexType::kI32 ? check_indices<std::int32_t>(s)
@@ -668,7 +698,13 @@ void CudaEmbeddingBag::copy_tables_to(std::span<const TableView> tables) {
                                  cudaMemcpyDeviceToHost, s.stream), "cudaMemcpyAsync (momentum)");
     }
   }
-  synchronize();
+  synchronize();  // the kernels are done with the mapped host rows: read them on the CPU
+  for (std::size_t t = 0; t < tables.size(); ++t) {
+    const MappedHostBuffer& cold = s.cold_weights[t];
+    if (cold.bytes() == 0) continue;
+    std::memcpy(static_cast<unsigned char*>(tables[t].weights) + s.weights[t].bytes(), cold.host(),
+                cold.bytes());
+  }
 }
 
 double CudaEmbeddingBag::elapsed_ms(const std::function<void()>& work) {
