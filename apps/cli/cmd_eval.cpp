@@ -58,8 +58,11 @@ int run_eval(Args& args, const Context& ctx) {
   const Objective objective = parse_objective(args.get_or("objective", "step"));
   const auto out = args.get("out");
   const std::string comm = args.get_or("comm", "model");
+  const std::string remap = args.get_or("remap", "in_sample");
   args.finish();
   EMBSHARD_CHECK(comm == "model" || comm == "mpi", "--comm must be 'model' or 'mpi', got '", comm, "'");
+  EMBSHARD_CHECK(remap == "in_sample" || remap == "held_out", "--remap must be 'in_sample' or 'held_out', got '", remap, "'");
+  options.remap_held_out = remap == "held_out";
   EMBSHARD_CHECK(options.batch_size >= 0 && options.batch_size <= (std::int64_t{1} << 24),
                  "--batch must lie in [1, 2^24] (0 or absent: the task's batch)");
   const Task task = read_task_file(task_path);
