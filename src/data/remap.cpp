@@ -62,24 +62,30 @@ std::vector<std::int64_t> count_row_accesses(std::span<const TableBatch> batches
 }
 
 RowRemap build_remap(const std::string& table, std::span<const std::int64_t> counts,
-                     std::int64_t hbm_rows) {
+                     std::int64_t hbm_rows, std::int64_t row_begin, std::int64_t row_end) {
   const auto n = static_cast<std::int64_t>(counts.size());
+  if (row_end < 0) row_end = n;
+  EMBSHARD_ASSERT(0 <= row_begin && row_begin <= row_end && row_end <= n);
   EMBSHARD_CHECK(n <= std::numeric_limits<std::int32_t>::max(), "remap: table '", table, "' has ", n,
                  " rows; 4-byte remap entries hold at most 2^31 - 1");
   RowRemap remap;
   remap.table = table;
-  remap.hbm_rows = std::clamp<std::int64_t>(hbm_rows, 0, n);
-  std::vector<std::int32_t> order(static_cast<std::size_t>(n));
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](std::int32_t a, std::int32_t b) {
+  remap.hbm_rows = row_begin + std::clamp<std::int64_t>(hbm_rows, 0, row_end - row_begin);
+  // new row of every old row: the range's rows by rank, every other row its own number
+  std::vector<std::int64_t> new_row(static_cast<std::size_t>(n));
+  std::iota(new_row.begin(), new_row.end(), 0);
+  std::vector<std::int64_t> order(new_row.begin() + row_begin, new_row.begin() + row_end);
+  std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) {
     return counts[static_cast<std::size_t>(a)] > counts[static_cast<std::size_t>(b)];
   });
+  for (std::size_t rank = 0; rank < order.size(); ++rank) {
+    new_row[static_cast<std::size_t>(order[rank])] = row_begin + static_cast<std::int64_t>(rank);
+  }
   remap.entries.resize(static_cast<std::size_t>(n));
-  for (std::int64_t rank = 0; rank < n; ++rank) {
-    const std::int32_t old = order[static_cast<std::size_t>(rank)];
+  for (std::int64_t old = 0; old < n; ++old) {
+    const std::int64_t r = new_row[static_cast<std::size_t>(old)];
     remap.entries[static_cast<std::size_t>(old)] =
-        rank < remap.hbm_rows ? static_cast<std::int32_t>(rank)
-                              : static_cast<std::int32_t>(-(rank - remap.hbm_rows) - 1);
+        static_cast<std::int32_t>(r < remap.hbm_rows ? r : -(r - remap.hbm_rows) - 1);
   }
   return remap;
 }

@@ -52,24 +52,20 @@ Spread spread_of(const std::vector<double>& values) {
 }
 
 std::vector<DeviceLookups> tier_lookups(const Task& task, const Plan& plan, std::int64_t batch_size) {
-  std::vector<DeviceLookups> out(static_cast<std::size_t>(task.topology.num_devices()));
   const double batch_ratio = task.workload.batch_size > 0
                                  ? static_cast<double>(batch_size) / static_cast<double>(task.workload.batch_size)
                                  : 1.0;
-  for (const TablePlacement& tp : plan.tables) {
-    const auto it = std::find_if(task.workload.tables.begin(), task.workload.tables.end(),
-                                 [&](const TableSpec& t) { return t.name == tp.table; });
-    EMBSHARD_CHECK(it != task.workload.tables.end(), "eval: the plan's table '", tp.table,
-                   "' is not in the task");
-    const TableStats& stats = it->stats;
-    for (const Shard& shard : tp.shards) {
-      if (shard.device < 0 || shard.device >= task.topology.num_devices()) continue;
+  const auto by_device = shards_by_device(task, plan);
+  std::vector<DeviceLookups> out(by_device.size());
+  for (std::size_t d = 0; d < by_device.size(); ++d) {
+    for (const PlacedShard& p : by_device[d]) {
+      const TableStats& stats = task.workload.tables[static_cast<std::size_t>(p.table)].stats;
       const double lookups = batch_ratio * static_cast<double>(stats.num_indices) *
-                             static_cast<double>(shard.num_rows()) /
+                             static_cast<double>(p.shard.num_rows()) /
                              static_cast<double>(std::max<std::int64_t>(stats.num_rows, 1));
-      const double hot = sim_hbm_access_share(stats, shard.hbm_rows);
-      out[static_cast<std::size_t>(shard.device)].hbm += lookups * hot;
-      out[static_cast<std::size_t>(shard.device)].uvm += lookups * (1.0 - hot);
+      const double hot = sim_hbm_access_share(stats, p.shard.hbm_rows);
+      out[d].hbm += lookups * hot;
+      out[d].uvm += lookups * (1.0 - hot);
     }
   }
   return out;
@@ -81,13 +77,29 @@ Spread compute_spread(const EvalResult& result) {
   return spread_of(comp);
 }
 
-double uvm_lookup_share(const EvalResult& result) {
-  double hbm = 0.0, uvm = 0.0;
+namespace {
+
+DeviceLookups total_lookups(const EvalResult& result) {
+  DeviceLookups total;
   for (const DeviceLookups& l : result.lookups) {
-    hbm += l.hbm;
-    uvm += l.uvm;
+    total.hbm += l.hbm;
+    total.uvm += l.uvm;
   }
-  return hbm + uvm > 0 ? uvm / (hbm + uvm) : 0.0;
+  return total;
+}
+
+/** Spread over devices of the per-device step (sum_ms). */
+Spread step_spread(const EvalResult& result) {
+  std::vector<double> sums;
+  for (const DeviceCost& c : result.breakdown.devices) sums.push_back(c.sum_ms());
+  return spread_of(sums);
+}
+
+}  // namespace
+
+double uvm_lookup_share(const EvalResult& result) {
+  const DeviceLookups total = total_lookups(result);
+  return total.hbm + total.uvm > 0 ? total.uvm / (total.hbm + total.uvm) : 0.0;
 }
 
 std::int64_t eval_batch_size(const Task& task, const EvalOptions& options) {
@@ -197,8 +209,6 @@ std::string eval_result_json(const EvalResult& r, const Task& task, const Plan& 
   auto spread_json = [](const Spread& s) {
     return Json{{"min", s.min}, {"max", s.max}, {"mean", s.mean}, {"std", s.stddev}};
   };
-  std::vector<double> sums;
-  for (const DeviceCost& c : r.breakdown.devices) sums.push_back(c.sum_ms());
   Json doc;
   doc["task_id"] = task.id;
   doc["plan_sharder"] = plan.provenance.sharder;
@@ -210,14 +220,10 @@ std::string eval_result_json(const EvalResult& r, const Task& task, const Plan& 
   doc["objectives"] = {{"step_ms", r.step_ms}, {"max_sum_ms", r.max_sum_ms}, {"balance", r.balance}};
   doc["devices"] = devices;
   doc["device_spread"] = {{"comp_ms", spread_json(compute_spread(r))},
-                          {"sum_ms", spread_json(spread_of(sums))}};
+                          {"sum_ms", spread_json(step_spread(r))}};
   if (!r.lookups.empty()) {
-    double hbm = 0.0, uvm = 0.0;
-    for (const DeviceLookups& l : r.lookups) {
-      hbm += l.hbm;
-      uvm += l.uvm;
-    }
-    doc["lookups"] = {{"hbm_per_step", hbm}, {"uvm_per_step", uvm}, {"uvm_share", uvm_lookup_share(r)}};
+    const DeviceLookups total = total_lookups(r);
+    doc["lookups"] = {{"hbm_per_step", total.hbm}, {"uvm_per_step", total.uvm}, {"uvm_share", uvm_lookup_share(r)}};
   }
   doc["wall_ms"] = r.wall_ms;
   return doc.dump(2) + "\n";
@@ -253,9 +259,7 @@ std::string eval_result_table(const EvalResult& r) {
   std::snprintf(line, sizeof line, "per-device fw_comp+bw_comp ms: min %.3f max %.3f mean %.3f std %.3f\n",
                 comp.min, comp.max, comp.mean, comp.stddev);
   out << line;
-  std::vector<double> sums;
-  for (const DeviceCost& c : r.breakdown.devices) sums.push_back(c.sum_ms());
-  const Spread step = spread_of(sums);
+  const Spread step = step_spread(r);
   std::snprintf(line, sizeof line, "per-device step (sum_ms):      min %.3f max %.3f mean %.3f std %.3f\n",
                 step.min, step.max, step.mean, step.stddev);
   out << line;

@@ -67,42 +67,13 @@ std::vector<ShardTableSpec> MeasuredShards::specs(const Task& task,
                         p.shard.row_end};
     if (p.shard.hbm_rows >= 0 && p.shard.hbm_rows < p.shard.num_rows()) {
       spec.hbm_rows = p.shard.hbm_rows;
-      spec.remap = shard_remap(table.name, access_counts(task, t, batch_size, batch_number, held_out),
-                               p.shard.row_begin, p.shard.row_end, p.shard.hbm_rows);
+      spec.remap = std::make_shared<const RowRemap>(
+          build_remap(table.name, access_counts(task, t, batch_size, batch_number, held_out), p.shard.hbm_rows,
+                      p.shard.row_begin, p.shard.row_end));
     }
     specs.push_back(std::move(spec));
   }
   return specs;
-}
-
-std::shared_ptr<const RowRemap> shard_remap(const std::string& name,
-                                            std::span<const std::int64_t> counts,
-                                            std::int64_t row_begin, std::int64_t row_end,
-                                            std::int64_t hbm_rows) {
-  const auto n = static_cast<std::int64_t>(counts.size());
-  EMBSHARD_ASSERT(0 <= row_begin && row_begin <= row_end && row_end <= n);
-  if (row_begin == 0 && row_end == n) {
-    return std::make_shared<const RowRemap>(build_remap(name, counts, hbm_rows));
-  }
-  // The shard's rows ranked among themselves; every other row keeps its number.
-  const RowRemap inner =
-      build_remap(name, counts.subspan(static_cast<std::size_t>(row_begin),
-                                       static_cast<std::size_t>(row_end - row_begin)),
-                  hbm_rows);
-  EMBSHARD_CHECK(n <= std::numeric_limits<std::int32_t>::max(), "remap: table '", name, "' has ",
-                 n, " rows; 4-byte remap entries hold at most 2^31 - 1");
-  auto remap = std::make_shared<RowRemap>();
-  remap->table = name;
-  remap->hbm_rows = row_begin + inner.hbm_rows;
-  remap->entries.resize(static_cast<std::size_t>(n));
-  for (std::int64_t row = 0; row < n; ++row) {
-    const std::int64_t new_row = row >= row_begin && row < row_end
-                                     ? row_begin + inner.new_row(row - row_begin)
-                                     : row;
-    remap->entries[static_cast<std::size_t>(row)] = static_cast<std::int32_t>(
-        new_row < remap->hbm_rows ? new_row : -(new_row - remap->hbm_rows) - 1);
-  }
-  return remap;
 }
 
 namespace {

@@ -8,8 +8,8 @@
 // one-batch ICDF of the task's statistics that the sharders and `tier_lookups` rank rows by), with
 // EvalOptions::remap_held_out those of `kRemapProfileBatches` other draws at the task's batch
 // (held out: rows a fresh batch needs but the profile never saw rank last, so fewer lookups hit
-// the HBM part than the ICDF predicts). The remap permutes only the shard's own rows [row_begin, row_end) (other rows
-// keep their numbers; its RowRemap::hbm_rows is row_begin + hbm_rows), so the lookups that fall in
+// the HBM part than the ICDF predicts). The remap permutes only the shard's own rows [row_begin, row_end) (build_remap's row range:
+// other rows keep their numbers), so the lookups that fall in
 // the shard are those of the plan. ShardBench then sees the plan's tiers: lookups of re-based row
 // < hbm_rows are the HBM tier's. `cuda` places the other rows in host-mapped memory
 // (kernels/cuda_embedding_bag.h); `cpu` and `reference` have no UVM tier on this machine, so
@@ -60,13 +60,6 @@ class MeasuredShards {
   std::map<std::tuple<std::size_t, std::int64_t, std::uint64_t, bool>, std::vector<std::int64_t>>
       counts_;
 };
-
-/** RecShard's remap of table `name` restricted to rows [row_begin, row_end) (header comment). */
-[[nodiscard]] std::shared_ptr<const RowRemap> shard_remap(const std::string& name,
-                                                          std::span<const std::int64_t> counts,
-                                                          std::int64_t row_begin,
-                                                          std::int64_t row_end,
-                                                          std::int64_t hbm_rows);
 
 /** A measured compute model running `impl` at `options.batch_size` (0 = the task's batch). */
 [[nodiscard]] std::unique_ptr<ComputeModel> make_measured_model(const Task& task,

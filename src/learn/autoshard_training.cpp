@@ -268,27 +268,6 @@ StreamState stream_from_json(const Json& j) {
   return s;
 }
 
-/** Why a training task can never give a plan that fits, or "". */
-std::string unplaceable(const Task& task) {
-  std::int64_t largest_device = 0;
-  std::int64_t total_hbm = 0;
-  for (const Device& d : task.topology.devices) {
-    largest_device = std::max(largest_device, d.hbm_bytes);
-    total_hbm += d.hbm_bytes;
-  }
-  for (const TableSpec& t : task.workload.tables) {
-    if (t.size_bytes() > largest_device) {
-      return detail::concat("table '", t.name, "' (", t.size_bytes(), " bytes) fits on no device (the largest holds ",
-                            largest_device, " bytes): every action would be illegal");
-    }
-  }
-  if (task.workload.total_bytes() > total_hbm) {
-    return detail::concat("its tables (", task.workload.total_bytes(), " bytes) exceed the devices' HBM (", total_hbm,
-                          " bytes): every plan would overflow");
-  }
-  return "";
-}
-
 class Trainer {
  public:
   Trainer(const PolicyTrainSetup& setup, const AutoShardTrainOptions& options, const Context& ctx)
@@ -302,12 +281,11 @@ class Trainer {
     for (std::size_t i = 0; i < setup.tasks.size(); ++i) {
       const Task& task = setup.tasks[i];
       const std::string where = i < setup.task_paths.size() ? setup.task_paths[i] : task.id;
-      EMBSHARD_CHECK(!task.workload.tables.empty(), "train autoshard: task ", where, " has no tables");
       EMBSHARD_CHECK(task.topology.num_devices() == devices_, "train autoshard: task ", where, " has ",
                      task.topology.num_devices(), " devices but task ", setup.task_paths.empty() ? setup.tasks.front().id : setup.task_paths.front(),
                      " has ", devices_, "; AutoShard's trainer needs one device count (train one policy per count)");
       EMBSHARD_CHECK(task.workload.tables.size() < 32768, "train autoshard: task ", where, " has too many tables");
-      const std::string bad = unplaceable(task);
+      const std::string bad = why_no_plan_fits(task);
       EMBSHARD_CHECK(bad.empty(), "train autoshard: task ", where, ": ", bad);
       max_tables_ = std::max(max_tables_, static_cast<int>(task.workload.tables.size()));
       for (const TableSpec& t : task.workload.tables) rows.push_back(table_features(t));

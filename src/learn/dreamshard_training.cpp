@@ -418,22 +418,6 @@ class DreamShardTrainer {
   int iteration_ = 0;
 };
 
-/** Every table must fit an empty device, and the task's weights the devices together. */
-void check_training_task(const Task& task, const std::string& path) {
-  std::int64_t capacity = 0, largest = 0;
-  for (const Device& d : task.topology.devices) {
-    capacity += d.hbm_bytes;
-    largest = std::max(largest, d.hbm_bytes);
-  }
-  for (const TableSpec& t : task.workload.tables) {
-    EMBSHARD_CHECK(t.size_bytes() <= largest, path, ": table '", t.name, "' (", t.size_bytes(),
-                   " bytes) is larger than every device's memory (", largest, " bytes): no plan exists");
-  }
-  EMBSHARD_CHECK(task.workload.total_bytes() <= capacity, path, ": the tables (", task.workload.total_bytes(),
-                 " bytes) exceed the devices' memory (", capacity, " bytes): no plan exists");
-  EMBSHARD_CHECK(!task.workload.tables.empty(), path, ": the task has no tables");
-}
-
 }  // namespace
 
 std::string find_error_in_options(const DreamShardTrainOptions& o) {
@@ -450,7 +434,10 @@ std::string train_dreamshard(const PolicyTrainSetup& setup, const DreamShardTrai
     throw Error("train dreamshard: " + problem);
   }
   EMBSHARD_CHECK(!setup.tasks.empty() && setup.tasks.size() == setup.task_paths.size(), "train dreamshard: no training task");
-  for (std::size_t i = 0; i < setup.tasks.size(); ++i) check_training_task(setup.tasks[i], setup.task_paths[i]);
+  for (std::size_t i = 0; i < setup.tasks.size(); ++i) {
+    const std::string problem = learn::why_no_plan_fits(setup.tasks[i]);
+    EMBSHARD_CHECK(problem.empty(), "train dreamshard: ", setup.task_paths[i], ": ", problem);
+  }
   (void)make_compute_model(setup.tasks.front(), setup.eval);  // an unknown or unavailable backend fails now
   torch::set_num_threads(1);
   DreamShardTrainer trainer(setup, options, ctx);

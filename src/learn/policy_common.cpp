@@ -64,6 +64,26 @@ PolicyTraining start_provenance(const PolicyTrainSetup& setup) {
   return t;
 }
 
+std::string why_no_plan_fits(const Task& task) {
+  if (task.workload.tables.empty()) return "the task has no tables";
+  std::int64_t largest = 0, total = 0;
+  for (const Device& d : task.topology.devices) {
+    largest = std::max(largest, d.hbm_bytes);
+    total += d.hbm_bytes;
+  }
+  for (const TableSpec& t : task.workload.tables) {
+    if (t.size_bytes() > largest) {
+      return detail::concat("table '", t.name, "' (", t.size_bytes(), " bytes) is larger than every device's HBM (the "
+                            "largest holds ", largest, " bytes): every action would be illegal");
+    }
+  }
+  if (task.workload.total_bytes() > total) {
+    return detail::concat("the tables (", task.workload.total_bytes(), " bytes) exceed the devices' HBM (", total,
+                          " bytes): every plan would overflow");
+  }
+  return "";
+}
+
 std::string checkpoint_dir(const std::string& out) { return out + ".ckpt"; }
 
 }  // namespace learn

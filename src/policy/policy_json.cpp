@@ -122,3 +122,14 @@ PolicyDocument parse_policy_document(const std::string& text, const std::string&
 }
 
 }  // namespace embshard::detail
+
+namespace embshard {
+
+void check_policy_hardware(const std::string& kind, const std::string& path, const PolicyTraining& training,
+                           const Task& task) {
+  EMBSHARD_CHECK(training.device_kind == task.topology.device_kind, kind, ": policy '", path, "' was trained on '",
+                 training.device_kind, "' devices (backend ", training.backend, ") but task '", task.id, "' has '",
+                 task.topology.device_kind, "' devices (hardware=any uses it anyway)");
+}
+
+}  // namespace embshard

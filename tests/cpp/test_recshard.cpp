@@ -482,7 +482,7 @@ TEST(RecShardMeasured, RecShardPlanRunsOnTheMeasuredBackendsWithItsTiers) {
 
 TEST(RecShardMeasured, RemapOfARowRangePermutesOnlyThatRange) {
   std::vector<std::int64_t> counts{9, 0, 5, 7, 1, 8, 3, 2};
-  const auto remap = detail::shard_remap("t", counts, 2, 6, 2);
+  const auto remap = std::make_shared<const RowRemap>(build_remap("t", counts, 2, 2, 6));
   EXPECT_EQ(find_error_in_remap(*remap), "");
   // Rows 2..5 have counts 5, 7, 1, 8: ranked 5, 3, 2, 4 → new rows 2, 3, 4, 5.
   EXPECT_EQ(remap->new_row(0), 0);

@@ -56,9 +56,15 @@ struct RowRemap {
 [[nodiscard]] std::vector<std::int64_t> count_row_accesses(std::span<const TableBatch> batches,
                                                            std::int64_t num_rows);
 
-/** The remap of the file comment (hbm_rows clamped to [0, rows]); Error above 2^31 − 1 rows. */
+/**
+ * The remap of the file comment (hbm_rows clamped to [0, rows]); Error above 2^31 − 1 rows. With a
+ * row range [row_begin, row_end) (a row-wise shard; row_end −1 = all rows), only the range's rows
+ * are ranked, onto new rows row_begin.., and every other row keeps its number; the remap's
+ * hbm_rows is then row_begin + the range's HBM rows (clamped to the range).
+ */
 [[nodiscard]] RowRemap build_remap(const std::string& table, std::span<const std::int64_t> counts,
-                                   std::int64_t hbm_rows);
+                                   std::int64_t hbm_rows, std::int64_t row_begin = 0,
+                                   std::int64_t row_end = -1);
 
 /** "" if `remap` is a valid remap (bijection onto both parts), else the first problem. */
 [[nodiscard]] std::string find_error_in_remap(const RowRemap& remap);

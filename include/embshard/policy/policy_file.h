@@ -24,6 +24,7 @@
 #include <string>
 
 #include "embshard/data/features.h"
+#include "embshard/data/task.h"
 
 namespace embshard {
 
@@ -48,5 +49,12 @@ struct PolicyTraining {
   std::string embshard_version;
   std::map<std::string, double> metrics;   ///< last values of the training curves (e.g. "mean_latency_ms")
 };
+
+/**
+ * The sharders' `hardware=match` rule: throws Error (naming the `kind` of sharder, the policy
+ * file and both kinds of device) unless `task`'s devices are of the kind the policy was trained on.
+ */
+void check_policy_hardware(const std::string& kind, const std::string& path, const PolicyTraining& training,
+                           const Task& task);
 
 }  // namespace embshard

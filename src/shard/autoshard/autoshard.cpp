@@ -22,11 +22,7 @@ class AutoShardSharder final : public Sharder {
 
   [[nodiscard]] ShardResult shard(const Task& task, CostModel* /*cost*/, const Context& /*ctx*/) const override {
     const AutoShardPolicy& policy = *policy_;
-    if (match_hardware_) {
-      EMBSHARD_CHECK(task.topology.device_kind == policy.training.device_kind, "autoshard: the policy ", where_,
-                     " was trained on '", policy.training.device_kind, "' devices but the task's topology has '",
-                     task.topology.device_kind, "' devices (hardware=any uses it anyway)");
-    }
+    if (match_hardware_) check_policy_hardware("autoshard", where_, policy.training, task);
     const AutoShardScorer scorer(policy.net, autoshard_inputs(policy.features, task));
     PlacementState state(task, scorer.order());
     LstmState lstm = policy.net.lstm.zero_state();

@@ -119,23 +119,22 @@ class GreedySharder final : public Sharder {
     }
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
       const auto& [cost, size, t] = *it;
-      int best = -1;
-      for (int d = 0; d < n; ++d) {
-        if (size_sum[d] + size > task.topology.devices[d].hbm_bytes) continue;
-        if (best < 0 || cost_sum[d] < cost_sum[best] ||
-            (cost_sum[d] == cost_sum[best] && size_sum[d] < size_sum[best])) {
-          best = d;
-        }
-      }
-      if (best < 0 && on_full_ == OnFull::kUvm) {
+      // The device `fits` accepts with the smallest cost sum (ties: smaller `load`, then lower id).
+      const auto pick = [&](const auto& fits, const auto& load) {
+        int best = -1;
         for (int d = 0; d < n; ++d) {
-          if (uvm_sum[d] + size > task.topology.devices[d].uvm_bytes) continue;
-          if (best < 0 || cost_sum[d] < cost_sum[best] ||
-              (cost_sum[d] == cost_sum[best] &&
-               size_sum[d] + uvm_sum[d] < size_sum[best] + uvm_sum[best])) {
+          if (!fits(d)) continue;
+          if (best < 0 || cost_sum[d] < cost_sum[best] || (cost_sum[d] == cost_sum[best] && load(d) < load(best))) {
             best = d;
           }
         }
+        return best;
+      };
+      int best = pick([&](int d) { return size_sum[d] + size <= task.topology.devices[d].hbm_bytes; },
+                      [&](int d) { return size_sum[d]; });
+      if (best < 0 && on_full_ == OnFull::kUvm) {
+        best = pick([&](int d) { return uvm_sum[d] + size <= task.topology.devices[d].uvm_bytes; },
+                    [&](int d) { return size_sum[d] + uvm_sum[d]; });
         if (best >= 0) {
           devices[t] = best;
           in_uvm[t] = true;

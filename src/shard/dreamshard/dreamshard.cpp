@@ -20,12 +20,7 @@ class DreamShardSharder final : public Sharder {
 
   [[nodiscard]] ShardResult shard(const Task& task, CostModel*, const Context&) const override {
     ShardResult result;
-    const PolicyTraining& t = policy_->training;
-    if (!any_hardware_ && t.device_kind != task.topology.device_kind) {
-      throw Error(concat("dreamshard: policy '", path_, "' was trained on '", t.device_kind,
-                         "' devices (backend ", t.backend, ") but task '", task.id, "' has '",
-                         task.topology.device_kind, "' devices (hardware=any uses it anyway)"));
-    }
+    if (!any_hardware_) check_policy_hardware("dreamshard", path_, policy_->training, task);
     DreamShardEpisode episode(policy_->net, task);
     while (!episode.state().done()) {
       const std::vector<int> legal = episode.state().legal_devices();
