@@ -119,6 +119,7 @@ class GreedySharder final : public Sharder {
     }
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
       const auto& [cost, size, t] = *it;
+      const std::int64_t bytes = size;   // lambdas cannot capture a structured binding (C++20, clang 14)
       // The device `fits` accepts with the smallest cost sum (ties: smaller `load`, then lower id).
       const auto pick = [&](const auto& fits, const auto& load) {
         int best = -1;
@@ -130,10 +131,10 @@ class GreedySharder final : public Sharder {
         }
         return best;
       };
-      int best = pick([&](int d) { return size_sum[d] + size <= task.topology.devices[d].hbm_bytes; },
+      int best = pick([&](int d) { return size_sum[d] + bytes <= task.topology.devices[d].hbm_bytes; },
                       [&](int d) { return size_sum[d]; });
       if (best < 0 && on_full_ == OnFull::kUvm) {
-        best = pick([&](int d) { return uvm_sum[d] + size <= task.topology.devices[d].uvm_bytes; },
+        best = pick([&](int d) { return uvm_sum[d] + bytes <= task.topology.devices[d].uvm_bytes; },
                     [&](int d) { return size_sum[d] + uvm_sum[d]; });
         if (best >= 0) {
           devices[t] = best;
