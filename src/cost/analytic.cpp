@@ -13,14 +13,13 @@ namespace {
 enum Feature { kCalls, kTables, kLookups, kMissBytes, kHitBytes, kOutputBytes, kUpdateBytes, kUvmBytes };
 
 /** Share of a table's lookups served by its `hot_rows` hottest rows (ICDF, linear in between). */
-double hot_share(const TableStats& stats, std::int64_t hot_rows) {
-  if (hot_rows < 0) return 1.0;
+double table_hot_share(const TableStats& stats, double hot_rows) {
   if (stats.icdf.size() != static_cast<std::size_t>(kNumIcdfSteps)) {
-    if (hot_rows >= stats.num_distinct) return 1.0;
-    return static_cast<double>(hot_rows) / static_cast<double>(std::max<std::int64_t>(stats.num_rows, 1));
+    if (hot_rows >= static_cast<double>(stats.num_distinct)) return 1.0;
+    return hot_rows / static_cast<double>(std::max<std::int64_t>(stats.num_rows, 1));
   }
   // Every row the ICDF has seen (a profile's ICDF can count more rows than one batch's distinct).
-  if (static_cast<double>(hot_rows) >= stats.icdf.back()) return 1.0;
+  if (hot_rows >= stats.icdf.back()) return 1.0;
   double previous_rows = 0.0;
   for (int k = 0; k < kNumIcdfSteps; ++k) {
     const double rows = stats.icdf[static_cast<std::size_t>(k)];
@@ -31,6 +30,18 @@ double hot_share(const TableStats& stats, std::int64_t hot_rows) {
     previous_rows = rows;
   }
   return 1.0;
+}
+
+/**
+ * Share of a shard's lookups served by its `hbm_rows` hottest rows, the shard holding `row_share`
+ * of the table's rows (analytic.h: a row range is a uniform sample of the table's rows, so its
+ * hottest k rows serve what the table's hottest k / row_share rows serve).
+ */
+double hot_share(const TableStats& stats, double row_share, std::int64_t hbm_rows) {
+  if (hbm_rows < 0 || row_share <= 0.0) return 1.0;
+  const double shard_rows = row_share * static_cast<double>(stats.num_rows);
+  if (static_cast<double>(hbm_rows) >= shard_rows - 0.5) return 1.0;  // every row of the shard
+  return table_hot_share(stats, static_cast<double>(hbm_rows) / row_share);
 }
 
 // This project's 2-core VM (Intel Xeon, 480 MiB L3), fitted by `embshard profile calibrate` on 200
@@ -121,7 +132,7 @@ SimFeatures sim_features(std::span<const SimTable> tables, std::int64_t batch_si
     const double evict =
         working_set > 0 ? std::clamp(1.0 - static_cast<double>(cache_bytes) / working_set, 0.0, 1.0)
                         : 0.0;
-    const double hot = hot_share(t.stats, t.hbm_rows);  // the HBM tier's share of the lookups
+    const double hot = hot_share(t.stats, t.row_share, t.hbm_rows);  // the HBM tier's share
     f[kTables] += 1.0;
     f[kLookups] += lookups;
     f[kMissBytes] += hot * row_bytes * (distinct + reuse * evict);
@@ -134,8 +145,10 @@ SimFeatures sim_features(std::span<const SimTable> tables, std::int64_t batch_si
   return f;
 }
 
-double sim_hbm_access_share(const TableStats& stats, std::int64_t hbm_rows) {
-  return hot_share(stats, hbm_rows);
+double sim_hbm_access_share(const TableStats& stats, std::int64_t shard_rows, std::int64_t hbm_rows) {
+  const double row_share = static_cast<double>(shard_rows) /
+                           static_cast<double>(std::max<std::int64_t>(stats.num_rows, 1));
+  return hot_share(stats, row_share, hbm_rows);
 }
 
 double sim_pass_ms(const SimCoefficients& c, const SimFeatures& f) {

@@ -63,7 +63,7 @@ std::vector<DeviceLookups> tier_lookups(const Task& task, const Plan& plan, std:
       const double lookups = batch_ratio * static_cast<double>(stats.num_indices) *
                              static_cast<double>(p.shard.num_rows()) /
                              static_cast<double>(std::max<std::int64_t>(stats.num_rows, 1));
-      const double hot = sim_hbm_access_share(stats, p.shard.hbm_rows);
+      const double hot = sim_hbm_access_share(stats, p.shard.num_rows(), p.shard.hbm_rows);
       out[d].hbm += lookups * hot;
       out[d].uvm += lookups * (1.0 - hot);
     }

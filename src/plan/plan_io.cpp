@@ -98,6 +98,7 @@ Shard read_shard(const JsonNode& n) {
   s.col_begin = static_cast<int>(cols.first);
   s.col_end = static_cast<int>(cols.second);
   if (n.has("hbm_rows")) s.hbm_rows = read_count(n.at("hbm_rows"), kMaxRows);
+  if (s.hbm_rows == s.num_rows()) s.hbm_rows = -1;  // every row of the shard: the canonical form
   return s;
 }
 

@@ -1,4 +1,5 @@
 #pragma once
+#include <cmath>
 // Random neural cost models for tests: every shape of cost/neural_weights.h, weights drawn from a
 // seed, training provenance of this machine (so `hardware=match` accepts them for cpu tasks).
 #include <string>

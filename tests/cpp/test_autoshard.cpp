@@ -10,6 +10,7 @@
 #include "embshard/eval/task_gen.h"
 #include "embshard/policy/autoshard_policy.h"
 #include "embshard/shard/sharder.h"
+#include "rl_test_util.h"
 #include "test_util.h"
 
 namespace embshard {
@@ -102,23 +103,7 @@ Task autoshard_task(int devices, int tables_per_device, std::uint64_t seed) {
 }
 
 AutoShardPolicy test_policy(const Task& task, std::uint64_t seed) {
-  std::vector<FeatureVector> rows;
-  for (const TableSpec& t : task.workload.tables) rows.push_back(table_features(t));
-  AutoShardPolicy p;
-  p.features = FeatureScaler::fit(rows, FeatureScaling::kTrainingSet);
-  p.net = random_autoshard_net(seed);
-  p.training.tasks = "synthetic";
-  p.training.tasks_sha256 = std::string(64, '0');
-  p.training.num_tasks = 1;
-  p.training.protocol = task.protocol;
-  p.training.device_kind = task.topology.device_kind;
-  p.training.devices = task.topology.num_devices();
-  p.training.backend = "sim";
-  p.training.iterations = 7;
-  p.training.created_utc = "2026-11-21T00:00:00Z";
-  p.training.embshard_version = "test";
-  p.training.metrics["mean_reward"] = 0.5;
-  return p;
+  return test_util::random_autoshard_policy(task, seed);
 }
 
 /** Logits of the first `steps` greedy steps of `policy` on `task`. */

@@ -278,7 +278,7 @@ TEST(SimTiers, ColdRowsCostUvmBandwidthByTheirAccessShare) {
   const EvalResult a = evaluate_plan(task, all_hbm, EvalOptions{}, quiet_context());
   const EvalResult b = evaluate_plan(task, cold, EvalOptions{}, quiet_context());
   EXPECT_DOUBLE_EQ(a.lookups[0].uvm, 0.0);
-  const double cold_share = 1.0 - sim_hbm_access_share(s0, cold.tables[0].shards[0].hbm_rows);
+  const double cold_share = 1.0 - sim_hbm_access_share(s0, s0.num_rows, cold.tables[0].shards[0].hbm_rows);
   EXPECT_NEAR(cold_share, 0.5, 0.011);
   EXPECT_NEAR(b.lookups[0].uvm, cold_share * s0.num_indices, 1e-6 * s0.num_indices);
   EXPECT_NEAR(b.lookups[0].hbm + b.lookups[0].uvm, a.lookups[0].hbm, 1e-6 * a.lookups[0].hbm);
@@ -326,7 +326,7 @@ TEST(Remap, HotRowsFirstServeTheShareTheIcdfPredicts) {
     std::int64_t hot = 0;
     for (std::int64_t row : fresh.indices) hot += row < k ? 1 : 0;
     const double share = static_cast<double>(hot) / static_cast<double>(fresh.indices.size());
-    EXPECT_NEAR(share, sim_hbm_access_share(expected, k), 0.03) << "step " << step;
+    EXPECT_NEAR(share, sim_hbm_access_share(expected, expected.num_rows, k), 0.03) << "step " << step;
     EXPECT_NEAR(share, (step + 1) / 100.0, 0.04) << "step " << step;
     // Without the remap the first k rows are not the hot ones.
     TableBatch raw = materialise_table(table, batch, 100);

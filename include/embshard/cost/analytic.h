@@ -17,11 +17,15 @@
  *   update_bytes   Σ 2 · r_t · U_t                             (backward: read + write each row once)
  *   uvm_bytes      Σ (1 − h_t) · r_t · L_t                     (every cold lookup crosses the host link)
  *
- * Two memory tiers: h_t = `sim_hbm_access_share(stats, hbm_rows)`, the share of the table's
- * lookups that its first hbm_rows rows serve (they are the hottest, RecShard's remapping): from
- * the ICDF, linear between its steps, 1 when hbm_rows is -1 or covers every row the ICDF counts
- * (without an ICDF: hbm_rows / num_rows). The HBM byte terms carry the share h_t, the UVM bytes
- * the rest, costed at the topology's uvm_gbps (1 / uvm_gbps per byte, forward and backward).
+ * Two memory tiers: h_t = `sim_hbm_access_share(stats, shard_rows, hbm_rows)`, the share of the
+ * shard's lookups that its first hbm_rows rows serve (`Shard::hbm_rows` counts rows of the shard,
+ * which RecShard's remapping makes its hottest). A row range is modelled as a uniform sample of
+ * the table's rows (hashed ids: a row's number says nothing of its heat), so the hottest k of a
+ * shard holding the share s of the rows serve what the table's hottest k / s rows serve: from the
+ * ICDF, linear between its steps, 1 when hbm_rows is -1, covers the whole shard or every row the
+ * ICDF counts (without an ICDF: (k / s) / num_rows). The HBM byte terms carry the share h_t, the
+ * UVM bytes the rest, costed at the topology's uvm_gbps (1 / uvm_gbps per byte, forward and
+ * backward).
  *
  * with evict_t = clamp(1 − cache_bytes / (r_t · U_t), 0, 1), the share of re-reads that miss
  * because the table's working set outgrows the last-level cache (the fused kernels walk the
@@ -75,14 +79,18 @@ struct SimTable {
   int cols = 0;
   int bytes_per_element = 4;
   double row_share = 1.0;      ///< rows of the shard / rows of the table
-  std::int64_t hbm_rows = -1;  ///< -1: all rows in HBM
+  std::int64_t hbm_rows = -1;  ///< rows of the shard in HBM (its hottest); -1: all
 };
 
 [[nodiscard]] SimFeatures sim_features(std::span<const SimTable> tables, std::int64_t batch_size,
                                        std::int64_t cache_bytes);
 [[nodiscard]] double sim_pass_ms(const SimCoefficients& coefficients, const SimFeatures& features);
-/** h_t of the file comment: share of a table's lookups served by its `hbm_rows` hottest rows. */
-[[nodiscard]] double sim_hbm_access_share(const TableStats& stats, std::int64_t hbm_rows);
+/**
+ * h_t of the file comment: the share of a shard's lookups served by its `hbm_rows` hottest rows,
+ * for a shard of `shard_rows` rows of the table `stats` describes (-1 or ≥ shard_rows: 1).
+ */
+[[nodiscard]] double sim_hbm_access_share(const TableStats& stats, std::int64_t shard_rows,
+                                          std::int64_t hbm_rows);
 
 /** The model's hardware for a topology: calibrated for `cpu`, roofline for GPU kinds. */
 [[nodiscard]] SimHardware sim_hardware_for(const Topology& topology);

@@ -29,8 +29,8 @@
  * Memory tiers (paper 004 Table 5): every result of `evaluate_plan` also carries, per device, the
  * lookups per step served from HBM and from UVM, expected from the task's statistics whatever the
  * backend: a shard of rows [b, e) does num_indices · (e − b) / num_rows lookups (each column shard
- * repeats them), at the evaluated batch (× batch / task batch); the share h of the first hbm_rows
- * rows (the hottest) is `sim_hbm_access_share` (cost/analytic.h), the rest go to UVM. The report
+ * repeats them), at the evaluated batch (× batch / task batch); the share h of the shard's first
+ * hbm_rows rows (its hottest) is `sim_hbm_access_share` (cost/analytic.h), the rest go to UVM. The report
  * adds their totals and the UVM share, and the spread of the per-device embedding time
  * (fw_comp + bw_comp, and the per-device sum): min / max / mean / population std (paper 004
  * Table 3).

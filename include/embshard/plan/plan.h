@@ -4,9 +4,12 @@
  * @brief `Plan`: where every piece of every table lives, and how the plan was made.
  *
  * A table is cut into shards. Each shard is a rectangle of the table — rows [row_begin, row_end)
- * × columns [col_begin, col_end) — placed on one device. Of its rows, the first `hbm_rows` (after
- * RecShard's remapping, the hottest) live in the device's HBM and the rest in host memory reached
- * through UVM. Sharding types name the usual shapes:
+ * × columns [col_begin, col_end) — placed on one device. Of the shard's own rows, `hbm_rows` live
+ * in the device's HBM and the rest in host memory reached through UVM. `hbm_rows` always counts
+ * rows of the shard, never of the whole table: they are the shard's hottest rows, ranked within
+ * its row range (RecShard's remapping of that range puts them first), and every part of embshard
+ * reads it so — the plan file, `check`, the sim model (cost/analytic.h), the measured backends
+ * (eval/evaluator.h) and the TorchRec export. Sharding types name the usual shapes:
  *
  *   table-wise     one shard, all rows and columns
  *   column-wise    shards span all rows, each a column range (a multiple of 4 wide)
@@ -42,7 +45,7 @@ struct Shard {
   std::int64_t row_end = 0;      ///< exclusive
   int col_begin = 0;
   int col_end = 0;               ///< exclusive
-  std::int64_t hbm_rows = -1;    ///< rows in HBM; -1 means all of them
+  std::int64_t hbm_rows = -1;    ///< the shard's rows in HBM (its hottest); -1 means all of them
 
   [[nodiscard]] std::int64_t num_rows() const { return row_end - row_begin; }
   [[nodiscard]] int num_cols() const { return col_end - col_begin; }

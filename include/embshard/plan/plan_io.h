@@ -13,9 +13,12 @@
  *                "shards": [{"device": 0, "rows": [0, 1000], "cols": [0, 64],
  *                            "hbm_rows": 1000}]}]}
  *
- * `rows` and `cols` are [begin, end) ranges. `hbm_rows` is written always, as the number of rows
- * in HBM (`Shard::rows_in_hbm()`); when read, an absent `hbm_rows` means all rows (-1) and a
- * present one is kept as written.
+ * `rows` and `cols` are [begin, end) ranges. `hbm_rows` is the number of the *shard's* rows in
+ * HBM — its hottest ones, ranked within the shard's own row range (plan.h) — never a count of the
+ * whole table's rows. It is written always (`Shard::rows_in_hbm()`); when read, an absent
+ * `hbm_rows` or one equal to the shard's row count means all rows (-1), any other value is kept
+ * as written (`find_error_in_plan` rejects one above the shard's rows, or below them on a task
+ * that forbids UVM). So a plan read back from its file evaluates exactly as it did in memory.
  *
  * Reading is strict: every field of a table and a shard except `hbm_rows` is required, numbers
  * must be integers ≥ 0 (`wall_ms` a finite number ≥ 0, `seed` an unsigned 64-bit integer), and
