@@ -11,16 +11,27 @@ std::vector<LinkVolume> all_to_all_volumes(const Topology& topology,
                                            std::int64_t batch_size, int element_bytes) {
   const int n = topology.num_devices();
   EMBSHARD_ASSERT(static_cast<int>(dim_sums.size()) == n);
-  std::vector<LinkVolume> volumes(static_cast<std::size_t>(n));
+  const int per_host = std::max(topology.devices_per_host, 1);
+  // Device d sends `bytes[d]` to every other device, so each device's volumes follow from its own
+  // bytes, its host's total and the grand total: O(devices), not O(devices²).
   const double share = static_cast<double>(batch_size) / n * element_bytes;
+  std::vector<std::int64_t> bytes(static_cast<std::size_t>(n));
+  std::vector<std::int64_t> host_bytes(static_cast<std::size_t>(topology.num_hosts()), 0);
+  std::int64_t total = 0;
   for (int d = 0; d < n; ++d) {
-    const auto bytes = static_cast<std::int64_t>(share * static_cast<double>(dim_sums[d]));
-    for (int e = 0; e < n; ++e) {
-      if (e == d) continue;
-      const bool intra = topology.same_host(d, e);
-      (intra ? volumes[d].send_intra_bytes : volumes[d].send_inter_bytes) += bytes;
-      (intra ? volumes[e].recv_intra_bytes : volumes[e].recv_inter_bytes) += bytes;
-    }
+    bytes[d] = static_cast<std::int64_t>(share * static_cast<double>(dim_sums[d]));
+    host_bytes[d / per_host] += bytes[d];
+    total += bytes[d];
+  }
+  std::vector<LinkVolume> volumes(static_cast<std::size_t>(n));
+  for (int d = 0; d < n; ++d) {
+    const int host = d / per_host;
+    const std::int64_t host_size = std::min(n, (host + 1) * per_host) - host * per_host;
+    LinkVolume& v = volumes[d];
+    v.send_intra_bytes = bytes[d] * (host_size - 1);
+    v.send_inter_bytes = bytes[d] * (n - host_size);
+    v.recv_intra_bytes = host_bytes[host] - bytes[d];
+    v.recv_inter_bytes = total - host_bytes[host];
   }
   return volumes;
 }

@@ -8,9 +8,11 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <set>
+#include <tuple>
 
 #include "embshard/core/file_io.h"
 #include "embshard/cost/link_model.h"
+#include "embshard/data/random.h"
 #include "embshard/data/data_io.h"
 #include "embshard/data/topology.h"
 #include "embshard/plan/plan.h"
@@ -152,6 +154,47 @@ TEST(AllToAll, SessionWithoutMpiSaysSo) {
 }
 
 // ---- the link model -----------------------------------------------------------------------------
+
+/** The link model's volumes by summing every ordered pair of devices: the slow reference. */
+std::vector<LinkVolume> pairwise_volumes(const Topology& t, const std::vector<std::int64_t>& dim_sums,
+                                         std::int64_t batch) {
+  const int n = t.num_devices();
+  std::vector<LinkVolume> v(static_cast<std::size_t>(n));
+  for (int d = 0; d < n; ++d) {
+    const auto bytes = static_cast<std::int64_t>(static_cast<double>(batch) / n * 4 *
+                                                 static_cast<double>(dim_sums[d]));
+    for (int e = 0; e < n; ++e) {
+      if (e == d) continue;
+      const bool intra = t.same_host(d, e);
+      (intra ? v[d].send_intra_bytes : v[d].send_inter_bytes) += bytes;
+      (intra ? v[e].recv_intra_bytes : v[e].recv_inter_bytes) += bytes;
+    }
+  }
+  return v;
+}
+
+TEST(LinkModel, VolumesEqualThePairwiseReferenceOnRandomTopologies) {
+  Rng rng(17);
+  for (int trial = 0; trial < 200; ++trial) {
+    Topology t = make_topology("a100:nodes=1,gpus_per_node=1");
+    const int n = 1 + static_cast<int>(rng.below(40));
+    t.devices.assign(static_cast<std::size_t>(n), t.devices.front());
+    t.devices_per_host = 1 + static_cast<int>(rng.below(9));  // the last host may be partial
+    std::vector<std::int64_t> dims;
+    for (int d = 0; d < n; ++d) dims.push_back(static_cast<std::int64_t>(rng.below(5000)));
+    const std::int64_t batch = 1 + static_cast<std::int64_t>(rng.below(100000));
+    const auto fast = all_to_all_volumes(t, dims, batch);
+    const auto slow = pairwise_volumes(t, dims, batch);
+    for (int d = 0; d < n; ++d) {
+      EXPECT_EQ(std::tie(fast[d].send_intra_bytes, fast[d].send_inter_bytes, fast[d].recv_intra_bytes,
+                         fast[d].recv_inter_bytes),
+                std::tie(slow[d].send_intra_bytes, slow[d].send_inter_bytes, slow[d].recv_intra_bytes,
+                         slow[d].recv_inter_bytes))
+          << "trial " << trial << " device " << d << " of " << n << ", " << t.devices_per_host
+          << " per host";
+    }
+  }
+}
 
 TEST(LinkModel, TwoDevicesOnOneHost) {
   const Topology t = make_topology("cpu:devices=2");

@@ -721,7 +721,8 @@ TEST(PlanJson, ReadsGoodPlan) {
   EXPECT_EQ(find_error_in_plan(two_table_task(), plan), "");
   ASSERT_EQ(plan.tables.size(), 2u);
   EXPECT_EQ(plan.tables[0].type, ShardingType::kRowWise);
-  EXPECT_EQ(plan.tables[0].shards[0].hbm_rows, 300);
+  EXPECT_EQ(plan.tables[0].shards[0].hbm_rows, -1);  // 300 of its 300 rows: all, canonically -1
+  EXPECT_EQ(plan.tables[0].shards[0].rows_in_hbm(), 300);
   EXPECT_EQ(plan.tables[0].shards[1].hbm_rows, -1);  // absent: all rows
   EXPECT_EQ(plan.tables[0].shards[1].row_begin, 300);
   EXPECT_EQ(plan.tables[1].shards[0].device, 2);
