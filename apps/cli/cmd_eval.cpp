@@ -18,7 +18,7 @@ namespace {
 void report(const EvalResult& result, const Task& task, const Plan& plan, Objective objective,
             const std::optional<std::string>& out) {
   if (out) write_file_atomic(*out, eval_result_json(result, task, plan));
-  std::cout << eval_result_table(result) << to_string(objective) << " = "
+  std::cout << eval_result_table(result, task.topology) << to_string(objective) << " = "
             << objective_value(result.breakdown, objective) << "\n";
 }
 

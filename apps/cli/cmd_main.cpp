@@ -6,11 +6,13 @@
 #include <cstdio>
 
 #include "commands.h"
+#include "embshard/core/clock.h"
 #include "embshard/data/pool.h"
 #include "embshard/eval/compare.h"
 #include "embshard/eval/evaluator.h"
 #include "embshard/eval/task_gen.h"
 #include "embshard/plan/plan.h"
+#include "embshard/shard/sharder.h"
 
 namespace embshard::cli {
 
@@ -70,9 +72,9 @@ const CompareRow* best_row(const std::vector<CompareRow>& rows, bool (*pick)(con
   return best;
 }
 
-void print_breakdown(const char* title, const CompareRow& row) {
-  std::printf("\n%s: %s (planned in %.2f ms)\n%s", title, row.sharder.c_str(), row.plan_ms,
-              eval_result_table(row.eval).c_str());
+void print_breakdown(const char* title, const CompareRow& row, const Task& task) {
+  std::printf("\n%s: %s (planned in %s)\n%s", title, short_sharder_spec(row.sharder).c_str(),
+              readable_ms(row.plan_ms).c_str(), eval_result_table(row.eval, task.topology).c_str());
 }
 
 /** Plans `task` with every default sharder, judged by sim; prints the best against the best baseline. */
@@ -84,10 +86,10 @@ void print_planning(const Task& task, const Context& ctx) {
               rows.front().lower_bound_ms);
   for (const CompareRow& r : rows) {
     if (r.status == "ok") {
-      std::printf("  %-52s step %9.3f ms  (plan %.2f ms)\n", r.sharder.c_str(), r.eval.step_ms,
-                  r.plan_ms);
+      std::printf("  %-32s step %9.3f ms  (planned in %s)\n", short_sharder_spec(r.sharder).c_str(),
+                  r.eval.step_ms, readable_ms(r.plan_ms).c_str());
     } else {
-      std::printf("  %-52s %s\n", r.sharder.c_str(), r.status.c_str());
+      std::printf("  %-32s %s\n", short_sharder_spec(r.sharder).c_str(), r.status.c_str());
     }
   }
   const CompareRow* best = best_row(rows, [](const std::string&) { return true; });
@@ -96,9 +98,9 @@ void print_planning(const Task& task, const Context& ctx) {
     std::printf("no sharder found a plan that fits\n");
     return;
   }
-  print_breakdown("best plan", *best);
+  print_breakdown("best plan", *best, task);
   if (baseline != nullptr && baseline != best) {
-    print_breakdown("strongest baseline", *baseline);
+    print_breakdown("strongest baseline", *baseline, task);
   } else {
     std::printf("\nthe best plan is itself one of the papers' baselines\n");
   }

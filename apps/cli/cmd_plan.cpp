@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "commands.h"
+#include "embshard/core/clock.h"
 #include "embshard/cost/cost_model.h"
 #include "embshard/data/data_io.h"
 #include "embshard/eval/evaluator.h"
@@ -48,8 +49,8 @@ int run_plan(Args& args, const Context& base_ctx) {
   const double value = objective_value(breakdown, objective);
   const auto bound = cost->lower_bound(task, objective);
   std::cout << result.plan.provenance.sharder << " planned " << task.workload.tables.size()
-            << " tables in " << result.plan.provenance.wall_ms << " ms\n"
-            << eval_result_table(eval_result_of(breakdown, task.workload.batch_size, cost->spec()));
+            << " tables in " << readable_ms(result.plan.provenance.wall_ms) << "\n"
+            << eval_result_table(eval_result_of(breakdown, task.workload.batch_size, cost->spec()), task.topology);
   const ShardStats& st = result.stats;
   std::printf("search: %lld plans evaluated, %lld nodes visited, cost cache %lld queries, %lld hits\n",
               static_cast<long long>(st.plans_evaluated), static_cast<long long>(st.nodes_visited),

@@ -14,6 +14,18 @@ std::string utc_timestamp() {
   return text;
 }
 
+std::string readable_ms(double ms) {
+  char text[32];
+  if (ms < 1.0) {
+    std::snprintf(text, sizeof text, "%.3g ms", ms);
+  } else if (ms < 1000.0) {
+    std::snprintf(text, sizeof text, "%.1f ms", ms);
+  } else {
+    std::snprintf(text, sizeof text, "%.2f s", ms / 1000.0);
+  }
+  return text;
+}
+
 std::string format_duration(double seconds) {
   char text[32];
   const auto s = static_cast<long>(seconds < 0 ? 0 : seconds);

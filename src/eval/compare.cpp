@@ -2,8 +2,10 @@
 #include "embshard/eval/compare.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -149,54 +151,144 @@ std::string compare_csv(const std::vector<CompareRow>& rows) {
   return out.str();
 }
 
+namespace {
+
+/** Relative difference within which two step times tie in the win/tie/loss count. */
+constexpr double kTieTolerance = 1e-3;
+
+/** One task's rows (one per sharder) and whether every sharder planned it. */
+struct TaskRows {
+  std::string setting;
+  std::vector<const CompareRow*> rows;
+  [[nodiscard]] bool all_ok() const {
+    return std::all_of(rows.begin(), rows.end(), [](const CompareRow* r) { return r->status == "ok"; });
+  }
+  [[nodiscard]] const CompareRow* of(const std::string& sharder) const {
+    for (const CompareRow* r : rows) {
+      if (r->sharder == sharder) return r;
+    }
+    return nullptr;
+  }
+};
+
+std::vector<TaskRows> rows_by_task(const std::vector<CompareRow>& rows) {
+  std::vector<TaskRows> tasks;
+  std::map<std::string, std::size_t> index;
+  for (const CompareRow& r : rows) {
+    const auto [it, added] = index.emplace(r.task_id, tasks.size());
+    if (added) tasks.push_back({r.setting, {}});
+    tasks[it->second].rows.push_back(&r);
+  }
+  return tasks;
+}
+
+/** A sharder's figures over all settings: the columns right of the per-setting means. */
+struct SharderSummary {
+  int valid = 0, count = 0, bounded = 0, wins = 0, ties = 0, losses = 0;
+  double step = 0.0, plan_ms = 0.0, gap = 0.0, uvm_share = 0.0;
+};
+
+SharderSummary summarise(const std::string& sharder, const std::vector<TaskRows>& tasks) {
+  SharderSummary s;
+  for (const TaskRows& task : tasks) {
+    const CompareRow* mine = task.of(sharder);
+    if (mine == nullptr) continue;
+    ++s.count;
+    s.plan_ms += mine->plan_ms;
+    if (mine->status != "ok") continue;
+    ++s.valid;
+    s.step += mine->eval.step_ms;
+    s.uvm_share += uvm_lookup_share(mine->eval);
+    if (mine->lower_bound_ms > 0) {
+      s.gap += (mine->eval.step_ms - mine->lower_bound_ms) / mine->lower_bound_ms;
+      ++s.bounded;
+    }
+    double best_other = std::numeric_limits<double>::infinity();
+    for (const CompareRow* r : task.rows) {
+      if (r != mine && r->status == "ok") best_other = std::min(best_other, r->eval.step_ms);
+    }
+    if (!std::isfinite(best_other)) continue;  // nobody else planned it: no contest
+    if (mine->eval.step_ms < best_other * (1.0 - kTieTolerance)) {
+      ++s.wins;
+    } else if (mine->eval.step_ms > best_other * (1.0 + kTieTolerance)) {
+      ++s.losses;
+    } else {
+      ++s.ties;
+    }
+  }
+  return s;
+}
+
+/** A setting's cell: the mean over the tasks every sharder planned, else over its own plans (*). */
+std::string setting_cell(const std::string& sharder, const std::string& setting,
+                         const std::vector<TaskRows>& tasks) {
+  double common = 0.0, own = 0.0;
+  int n_common = 0, n_own = 0;
+  for (const TaskRows& task : tasks) {
+    const CompareRow* mine = task.of(sharder);
+    if (task.setting != setting || mine == nullptr || mine->status != "ok") continue;
+    own += mine->eval.step_ms;
+    ++n_own;
+    if (task.all_ok()) {
+      common += mine->eval.step_ms;
+      ++n_common;
+    }
+  }
+  if (n_common > 0) return number(common / n_common, 2);
+  if (n_own > 0) return number(own / n_own, 2) + "*";
+  return "-";
+}
+
+std::string fraction_or_dash(double numerator, int denominator, double scale, int decimals,
+                             const std::string& unit) {
+  return denominator > 0 ? number(scale * numerator / denominator, decimals) + unit : "-";
+}
+
+}  // namespace
+
 std::string compare_markdown(const std::vector<CompareRow>& rows) {
   const auto settings = unique_in_order(rows, &CompareRow::setting);
   const auto sharders = unique_in_order(rows, &CompareRow::sharder);
+  const std::vector<TaskRows> tasks = rows_by_task(rows);
   // The UVM column appears only when some evaluated plan serves lookups from UVM.
   const bool any_uvm = std::any_of(rows.begin(), rows.end(), [](const CompareRow& r) {
     return r.status == "ok" && uvm_lookup_share(r.eval) > 0.0;
   });
   std::ostringstream out;
-  out << "Mean step_ms per setting (\"-\": a task was not planned), valid plans, mean planning ms, "
-         "mean gap to the lower bound"
-      << (any_uvm ? ", mean share of lookups served from UVM over valid plans" : "")
-      << ".\n\n| sharder |";
-  for (const auto& s : settings) out << ' ' << s << " |";
-  out << " valid | plan ms | gap |" << (any_uvm ? " UVM lookups |" : "") << "\n|---|";
-  for (std::size_t i = 0; i < settings.size() + 3 + (any_uvm ? 1 : 0); ++i) out << "---|";
+  out << "Step time in ms (docs/metrics.md). Per setting: the mean over the setting's tasks that "
+         "every sharder planned (n of them in the header), so a column compares like with like; "
+         "`*`: no task of the setting was planned by every sharder, the mean of the sharder's own "
+         "valid plans; `-`: it planned none. *own mean*: over all its valid plans. *W/T/L*: tasks "
+      << "where it beat / tied (within " << number(100.0 * kTieTolerance, 1)
+      << "%) / lost to the best other sharder. *gap*: mean gap to the lower bound."
+      << (any_uvm ? " *UVM lookups*: the mean share of lookups served from UVM over its valid plans." : "")
+      << "\n\n| sharder |";
+  for (const auto& setting : settings) {
+    int n = 0, all = 0;
+    for (const TaskRows& task : tasks) {
+      if (task.setting != setting) continue;
+      ++all;
+      n += task.all_ok();
+    }
+    out << ' ' << setting << " (n=" << n << " of " << all << ") |";
+  }
+  out << " own mean | valid | W/T/L | plan ms | gap |" << (any_uvm ? " UVM lookups |" : "") << "\n|---|";
+  for (std::size_t i = 0; i < settings.size() + 5 + (any_uvm ? 1 : 0); ++i) out << "---|";
   out << '\n';
   for (const std::string& sharder : sharders) {
-    out << "| " << sharder << " |";
-    int valid = 0, count = 0, bounded = 0;
-    double plan_ms = 0.0, gap = 0.0, uvm_share = 0.0;
-    for (const std::string& setting : settings) {
-      double sum = 0.0;
-      int n = 0;
-      bool all_ok = true;
-      for (const CompareRow& r : rows) {
-        if (r.sharder != sharder || r.setting != setting) continue;
-        ++count;
-        plan_ms += r.plan_ms;
-        if (r.status != "ok") {
-          all_ok = false;
-          continue;
-        }
-        ++valid;
-        ++n;
-        sum += r.eval.step_ms;
-        uvm_share += uvm_lookup_share(r.eval);
-        if (r.lower_bound_ms > 0) {
-          gap += (r.eval.step_ms - r.lower_bound_ms) / r.lower_bound_ms;
-          ++bounded;
-        }
-      }
-      out << ' ' << (all_ok && n > 0 ? number(sum / n, 2) : std::string("-")) << " |";
-    }
-    out << ' ' << valid << '/' << count << " | " << number(count ? plan_ms / count : 0.0, 2)
-        << " | " << (bounded ? number(100.0 * gap / bounded, 1) + "%" : std::string("-")) << " |";
-    if (any_uvm) out << ' ' << (valid ? number(100.0 * uvm_share / valid, 2) + "%" : std::string("-")) << " |";
+    out << "| " << short_sharder_spec(sharder) << " |";
+    for (const std::string& setting : settings) out << ' ' << setting_cell(sharder, setting, tasks) << " |";
+    const SharderSummary s = summarise(sharder, tasks);
+    out << ' ' << fraction_or_dash(s.step, s.valid, 1.0, 2, "") << " | " << s.valid << '/' << s.count
+        << " | " << s.wins << '/' << s.ties << '/' << s.losses << " | "
+        << fraction_or_dash(s.plan_ms, s.count, 1.0, 2, "") << " | "
+        << fraction_or_dash(s.gap, s.bounded, 100.0, 1, "%") << " |";
+    if (any_uvm) out << ' ' << fraction_or_dash(s.uvm_share, s.valid, 100.0, 2, "%") << " |";
     out << '\n';
   }
+  out << "\nSharders in full: ";
+  for (std::size_t i = 0; i < sharders.size(); ++i) out << (i ? "; " : "") << '`' << sharders[i] << '`';
+  out << ".\n";
   return out.str();
 }
 

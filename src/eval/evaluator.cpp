@@ -229,18 +229,29 @@ std::string eval_result_json(const EvalResult& r, const Task& task, const Plan& 
   return doc.dump(2) + "\n";
 }
 
-std::string eval_result_table(const EvalResult& r) {
+std::string eval_result_table(const EvalResult& r, const Topology& topology) {
   std::ostringstream out;
-  char line[160];
-  std::snprintf(line, sizeof line, "%6s %10s %10s %10s %10s %10s %10s %9s\n", "device", "fw_comp",
-                "fw_comm", "fw_wait", "bw_comm", "bw_comp", "sum_ms", "mem_GiB");
+  char line[200];
+  const bool any_uvm = std::any_of(r.breakdown.devices.begin(), r.breakdown.devices.end(),
+                                   [](const DeviceCost& c) { return c.uvm_bytes > 0; });
+  std::snprintf(line, sizeof line, "%6s %10s %10s %10s %10s %10s %10s  %s\n", "device", "fw_comp",
+                "fw_comm", "fw_wait", "bw_comm", "bw_comp", "sum_ms",
+                any_uvm ? "HBM GiB used / budget   UVM GiB used / budget" : "HBM GiB used / budget");
   out << line;
+  const auto gib = [](std::int64_t bytes) { return static_cast<double>(bytes) / (1 << 30); };
   for (std::size_t d = 0; d < r.breakdown.devices.size(); ++d) {
     const DeviceCost& c = r.breakdown.devices[d];
-    std::snprintf(line, sizeof line, "%6zu %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %9.3f\n", d,
-                  c.fw_comp_ms, c.fw_comm_ms, c.fw_wait_ms, c.bw_comm_ms, c.bw_comp_ms, c.sum_ms(),
-                  static_cast<double>(c.hbm_bytes + c.uvm_bytes) / (1 << 30));
-    out << line;
+    const Device* device = d < topology.devices.size() ? &topology.devices[d] : nullptr;
+    const double hbm_budget = device ? gib(device->hbm_bytes) : 0.0;
+    const double uvm_budget = device ? gib(device->uvm_bytes) : 0.0;
+    const int n = std::snprintf(line, sizeof line, "%6zu %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f  %8.2f / %6.2f",
+                                d, c.fw_comp_ms, c.fw_comm_ms, c.fw_wait_ms, c.bw_comm_ms, c.bw_comp_ms,
+                                c.sum_ms(), gib(c.hbm_bytes), hbm_budget);
+    if (any_uvm && n > 0 && static_cast<std::size_t>(n) < sizeof line) {
+      std::snprintf(line + n, sizeof line - static_cast<std::size_t>(n), "     %8.2f / %.2f",
+                    gib(c.uvm_bytes), uvm_budget);
+    }
+    out << line << '\n';
   }
   if (!r.lookups.empty()) {
     out << "lookups per step (expected from the task's statistics):\n";
@@ -268,7 +279,7 @@ std::string eval_result_table(const EvalResult& r) {
       << ")\n";
   std::snprintf(line, sizeof line, "step_ms %.3f  max_sum_ms %.3f  balance %.3f  (batch %lld)\n",
                 r.step_ms, r.max_sum_ms, r.balance, static_cast<long long>(r.batch_size));
-  out << line;
+  out << line << "(every figure is defined in docs/metrics.md)\n";
   return out.str();
 }
 

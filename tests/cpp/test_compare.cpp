@@ -73,6 +73,35 @@ TEST(Compare, PlansAndJudgesEveryTaskWithEverySharder) {
   EXPECT_NE(error_of([&] { (void)run_compare(tasks, options, ctx); }).find("balance"), std::string::npos);
 }
 
+CompareRow summary_row(const std::string& task, const std::string& setting, const std::string& sharder,
+                       double step_ms) {
+  CompareRow r;
+  r.task_id = task;
+  r.setting = setting;
+  r.sharder = sharder;
+  r.status = step_ms > 0 ? "ok" : "infeasible";
+  r.eval.step_ms = step_ms;
+  r.plan_ms = 1.0;
+  return r;
+}
+
+TEST(Compare, SummarySaysSomethingWhenSomeTasksFail) {
+  // Setting s1: greedy fails t2; torchrec plans all. Setting s2: nobody plans both tasks alike.
+  const std::vector<CompareRow> rows{
+      summary_row("t0", "s1", "greedy:balance=lookup", 10), summary_row("t0", "s1", "torchrec", 8),
+      summary_row("t1", "s1", "greedy:balance=lookup", 6), summary_row("t1", "s1", "torchrec", 6.001),
+      summary_row("t2", "s1", "greedy:balance=lookup", 0), summary_row("t2", "s1", "torchrec", 100),
+      summary_row("t3", "s2", "greedy:balance=lookup", 4), summary_row("t3", "s2", "torchrec", 0),
+      summary_row("t4", "s2", "greedy:balance=lookup", 0), summary_row("t4", "s2", "torchrec", 0)};
+  const std::string md = compare_markdown(rows);
+  EXPECT_NE(md.find("| s1 (n=2 of 3) | s2 (n=0 of 2) |"), std::string::npos) << md;
+  // greedy: s1 over t0, t1 = 8; s2 only its own plan (*); own mean (10+6+4)/3; 2 ties-or-losses.
+  EXPECT_NE(md.find("| greedy | 8.00 | 4.00* | 6.67 | 3/5 | 0/1/1 |"), std::string::npos) << md;
+  // torchrec: s1 over t0, t1 = 7.0005 → 7.00; nothing in s2; it beat greedy on t0, tied on t1.
+  EXPECT_NE(md.find("| torchrec | 7.00 | - | 38.00 | 3/5 | 1/1/0 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("`greedy:balance=lookup`"), std::string::npos) << md;  // the full spec too
+}
+
 TEST(Compare, DefaultShardersCoverEveryBaseline) {
   const auto specs = default_sharders();
   EXPECT_NE(std::find(specs.begin(), specs.end(), "greedy:balance=size_and_lookup"), specs.end());

@@ -297,7 +297,7 @@ TEST(SimTiers, ColdRowsCostUvmBandwidthByTheirAccessShare) {
   const std::string json = eval_result_json(b, task, cold);
   EXPECT_NE(json.find("\"uvm_lookups\""), std::string::npos);
   EXPECT_NE(json.find("\"uvm_share\""), std::string::npos);
-  EXPECT_NE(eval_result_table(b).find("uvm_share"), std::string::npos);
+  EXPECT_NE(eval_result_table(b, task.topology).find("uvm_share"), std::string::npos);
 }
 
 TEST(Remap, HotRowsFirstServeTheShareTheIcdfPredicts) {
@@ -476,7 +476,7 @@ TEST(RecShardMeasured, RecShardPlanRunsOnTheMeasuredBackendsWithItsTiers) {
       }
     }
     EXPECT_GT(uvm_lookup_share(result), 0.0);
-    EXPECT_NE(eval_result_table(result).find("per-device step"), std::string::npos);
+    EXPECT_NE(eval_result_table(result, task.topology).find("per-device step"), std::string::npos);
   }
 }
 

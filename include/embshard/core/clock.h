@@ -12,6 +12,13 @@ namespace embshard {
 /** The current UTC time as ISO 8601, e.g. "2026-11-21T09:30:00Z". */
 [[nodiscard]] std::string utc_timestamp();
 
+/**
+ * A duration in milliseconds as a person reads it: three significant digits below 1 ms
+ * ("0.0280 ms"), one decimal up to a second ("38.1 ms"), seconds with two decimals above
+ * ("2.35 s").
+ */
+[[nodiscard]] std::string readable_ms(double ms);
+
 /** A duration as "H:MM:SS" (for progress and ETA lines). */
 [[nodiscard]] std::string format_duration(double seconds);
 

@@ -59,6 +59,26 @@ class Registry {
     return canonical_spec(spec.name, bind(spec));
   }
 
+  /**
+   * The shortest spec of the same configuration, for people to read: the name and only the
+   * parameters whose canonical value differs from the default ("greedy:balance=lookup").
+   */
+  [[nodiscard]] std::string short_spec(const std::string& spec_text) const {
+    const Spec spec = parse_spec(canonical(spec_text));
+    std::string out = spec.name;
+    char separator = ':';
+    for (const auto& [key, value] : spec.pairs) {
+      const ParamSpec* declared = nullptr;
+      for (const ParamSpec& p : entry(spec.name).info.params) {
+        if (p.name == key) declared = &p;
+      }
+      if (declared != nullptr && declared->default_value == value) continue;
+      out += separator + key + "=" + value;
+      separator = ',';
+    }
+    return out;
+  }
+
   [[nodiscard]] std::vector<RegistryEntryInfo> list() const {
     std::vector<RegistryEntryInfo> out;
     for (const auto& e : entries_) out.push_back(e.info);

@@ -13,7 +13,9 @@
  *
  * Settings (the columns of the summary, like NeuroShard's Table 1) group tasks by their protocol's
  * `devices` and `max_dim` parameters ("d4 m128"), or by the whole protocol spec when it has none.
- * A cell is the mean step_ms of a sharder over the setting's tasks, "-" when any task was not ok.
+ * A cell is the mean step_ms of a sharder over the setting's tasks that every compared sharder
+ * planned (like with like; the header gives their count), else over its own valid plans marked
+ * `*`, and "-" only when it planned none of them.
  */
 #include <cstdint>
 #include <string>
@@ -62,9 +64,12 @@ struct CompareRow {
 [[nodiscard]] std::string compare_csv(const std::vector<CompareRow>& rows);
 
 /**
- * The Markdown summary: mean step per setting, valid count, mean planning time, mean gap; and,
- * when some valid plan serves lookups from UVM, the mean share of lookups served from UVM
- * (`uvm_lookup_share`, expected from the tasks' statistics) over each sharder's valid plans.
+ * The Markdown summary, one row per sharder (its short spec; the full specs follow the table):
+ * the per-setting cells of the file comment, the mean over its own valid plans, valid / total,
+ * wins / ties / losses against the best other sharder on each task both planned (ties within
+ * 0.1%), mean planning time, mean gap to the lower bound; and, when some valid plan serves
+ * lookups from UVM, the mean share of lookups served from UVM (`uvm_lookup_share`, expected from
+ * the tasks' statistics) over its valid plans.
  */
 [[nodiscard]] std::string compare_markdown(const std::vector<CompareRow>& rows);
 

@@ -131,7 +131,10 @@ struct EvalResult {
 [[nodiscard]] std::string eval_result_json(const EvalResult& result, const Task& task,
                                            const Plan& plan);
 
-/** A fixed-width text table of the per-device breakdown and the objectives. */
-[[nodiscard]] std::string eval_result_table(const EvalResult& result);
+/**
+ * A fixed-width text table of the per-device breakdown (memory against each device's budget in
+ * `topology`), the lookups by tier, the spreads and the objectives (docs/metrics.md defines each).
+ */
+[[nodiscard]] std::string eval_result_table(const EvalResult& result, const Topology& topology);
 
 }  // namespace embshard

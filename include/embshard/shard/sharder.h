@@ -70,6 +70,9 @@ class Sharder {
 /** The canonical form of a sharder spec (all parameters); throws Error for unknown ones. */
 [[nodiscard]] std::string canonical_sharder_spec(const std::string& spec);
 
+/** The spec with only its non-default parameters, for people to read (`Registry::short_spec`). */
+[[nodiscard]] std::string short_sharder_spec(const std::string& spec);
+
 /** Builds a sharder from its spec; throws Error listing names or keys. */
 [[nodiscard]] std::unique_ptr<Sharder> make_sharder(const std::string& spec);
 
