@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <limits>
 #include <map>
@@ -11,6 +12,8 @@
 #include <sstream>
 
 #include "embshard/core/error.h"
+#include "embshard/core/file_io.h"
+#include "embshard/core/markup.h"
 #include "embshard/core/parallel.h"
 #include "embshard/core/spec.h"
 #include "embshard/cost/cost_model.h"
@@ -19,6 +22,9 @@
 
 namespace embshard {
 namespace {
+
+constexpr const char* kCsvHeader =
+    "task_id,setting,sharder,status,step_ms,max_sum_ms,balance,plan_ms,lower_bound_ms,reason";
 
 std::string setting_of(const Task& task) {
   if (task.protocol.empty()) return "hand-written";
@@ -141,7 +147,7 @@ std::vector<CompareRow> run_compare(const std::vector<Task>& tasks, const Compar
 
 std::string compare_csv(const std::vector<CompareRow>& rows) {
   std::ostringstream out;
-  out << "task_id,setting,sharder,status,step_ms,max_sum_ms,balance,plan_ms,lower_bound_ms,reason\n";
+  out << kCsvHeader << '\n';
   for (const CompareRow& r : rows) {
     out << csv_field(r.task_id) << ',' << csv_field(r.setting) << ',' << csv_field(r.sharder) << ','
         << r.status << ',' << number(r.eval.step_ms) << ',' << number(r.eval.max_sum_ms)
@@ -246,6 +252,81 @@ std::string fraction_or_dash(double numerator, int denominator, double scale, in
 
 }  // namespace
 
+namespace {
+
+/** The fields of one CSV line (RFC 4180 quoting, as csv_field writes it); Error on a bad quote. */
+std::vector<std::string> csv_fields(const std::string& line, const std::string& where) {
+  std::vector<std::string> fields(1);
+  bool quoted = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        fields.back() += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        fields.back() += c;
+      }
+    } else if (c == '"' && fields.back().empty()) {
+      quoted = true;
+    } else if (c == ',') {
+      fields.emplace_back();
+    } else {
+      fields.back() += c;
+    }
+  }
+  EMBSHARD_CHECK(!quoted, where, ": a quoted field is not closed");
+  return fields;
+}
+
+double csv_number(const std::string& text, const std::string& where, const char* column) {
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  EMBSHARD_CHECK(!text.empty() && end == text.c_str() + text.size() && std::isfinite(value) && value >= 0,
+                 where, ": column ", column, ": expected a finite number ≥ 0, got '", text, "'");
+  return value;
+}
+
+CompareRow csv_row(const std::vector<std::string>& f, const std::string& where) {
+  CompareRow r;
+  r.task_id = f[0];
+  r.setting = f[1];
+  r.sharder = f[2];
+  r.status = f[3];
+  EMBSHARD_CHECK(r.status == "ok" || r.status == "infeasible" || r.status == "time_limit", where,
+                 ": column status: expected ok, infeasible or time_limit, got '", r.status, "'");
+  r.eval.step_ms = csv_number(f[4], where, "step_ms");
+  r.eval.max_sum_ms = csv_number(f[5], where, "max_sum_ms");
+  r.eval.balance = csv_number(f[6], where, "balance");
+  r.plan_ms = csv_number(f[7], where, "plan_ms");
+  r.lower_bound_ms = csv_number(f[8], where, "lower_bound_ms");
+  r.reason = f[9];
+  return r;
+}
+
+}  // namespace
+
+std::vector<CompareRow> read_compare_csv(const std::string& path) {
+  std::istringstream lines(read_file(path));
+  std::string line;
+  EMBSHARD_CHECK(std::getline(lines, line), path, ": empty file (expected a CSV that embshard compare wrote)");
+  EMBSHARD_CHECK(line == kCsvHeader, path, ": line 1: not a comparison CSV of this version: expected the header '",
+                 kCsvHeader, "'");
+  const std::size_t columns = csv_fields(kCsvHeader, path).size();
+  std::vector<CompareRow> rows;
+  for (int number = 2; std::getline(lines, line); ++number) {
+    if (line.empty()) continue;
+    const std::string where = path + ": line " + std::to_string(number);
+    const std::vector<std::string> f = csv_fields(line, where);
+    EMBSHARD_CHECK(f.size() == columns, where, ": ", f.size(), " columns, expected ", columns);
+    rows.push_back(csv_row(f, where));
+  }
+  EMBSHARD_CHECK(!rows.empty(), path, ": no rows (an empty comparison)");
+  return rows;
+}
+
 std::string compare_markdown(const std::vector<CompareRow>& rows) {
   const auto settings = unique_in_order(rows, &CompareRow::setting);
   const auto sharders = unique_in_order(rows, &CompareRow::sharder);
@@ -312,7 +393,7 @@ std::string breakdown_svg(const std::vector<CompareRow>& rows, const std::string
     const auto& devices = panels[p]->eval.breakdown.devices;
     const double x0 = kPanelW * p + 30;
     const double bar_w = std::min(30.0, (kPanelW - 50) / std::max<std::size_t>(devices.size(), 1) * 0.8);
-    svg << "<text x='" << x0 << "' y='15'>" << panels[p]->sharder << " — step "
+    svg << "<text x='" << x0 << "' y='15'>" << xml_escape(short_sharder_spec(panels[p]->sharder)) << " — step "
         << number(panels[p]->eval.step_ms, 2) << " ms</text>\n";
     for (std::size_t d = 0; d < devices.size(); ++d) {
       const double parts[] = {devices[d].fw_comp_ms, devices[d].fw_comm_ms, devices[d].bw_comm_ms,

@@ -64,6 +64,14 @@ struct CompareRow {
 [[nodiscard]] std::string compare_csv(const std::vector<CompareRow>& rows);
 
 /**
+ * The rows of a CSV that `compare_csv` wrote, back (the fields the CSV holds: the breakdown and
+ * lookups are not in it). Error with one line naming the file, the line and the problem for a
+ * file from another version (another header), a missing or extra column, a bad number or status,
+ * or a file without rows.
+ */
+[[nodiscard]] std::vector<CompareRow> read_compare_csv(const std::string& path);
+
+/**
  * The Markdown summary, one row per sharder (its short spec; the full specs follow the table):
  * the per-setting cells of the file comment, the mean over its own valid plans, valid / total,
  * wins / ties / losses against the best other sharder on each task both planned (ties within
