@@ -361,6 +361,8 @@ TEST_F(CliOutputs, OutputNamingAnInputIsRefusedUnderAnyNameAndTheInputIsUntouche
       {"eval --task " + path("task_hard.json") + " --plan " + plan + " --out " + task, task},
       {"plan --task " + task + " --sharder greedy --out " + task, task},
       {"plan --task " + task + " --sharder greedy --out " + path("task_hard.json"), task},
+      {"plan --task " + task + " --cost neural:weights=" + path("samples.jsonl") + " --out " + path("samples.jsonl"),
+       path("samples.jsonl")},  // a file named inside a spec is an input too
       {"stats --data " + plan + " --out " + path("plan_sym.json"), plan},
       {"profile calibrate --samples " + path("samples.jsonl") + " --out " + path("samples.jsonl"), path("samples.jsonl")},
       {"compare --tasks " + path("t") + " --sharders greedy --out " + task, task},
@@ -458,6 +460,8 @@ TEST_F(Cli, SpecialInputsGetTheirOwnMessageAtOnce) {
                         "--data: " + path("none.pt") + ": no such file");
   expect_one_line_error(run("check --task " + dir_.string() + " --plan " + path("pipe")),
                         "--task: " + dir_.string() + ": is a directory");
+  expect_one_line_error(run("profile compute --samples 1 --out " + path("pipe")),
+                        path("pipe") + ": is a FIFO, not a regular file");  // the resumable sample file
   expect_one_line_error(run("compare --tasks " + path("pipe") + " --sharders greedy --out " + path("r.csv")),
                         path("pipe") + ": is not a directory");
   EXPECT_FALSE(fs::exists(path("o.json")));
