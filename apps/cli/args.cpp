@@ -19,7 +19,10 @@ Args::Args(std::string verb, const std::vector<std::string>& words, std::set<std
     } else if (flags.count(key)) {
       flags_given_.insert(key);
     } else {
-      EMBSHARD_CHECK(i + 1 < words.size(), "embshard ", verb_, ": option --", key, " needs a value");
+      // A following option is never taken as the value (`--out --quiet`); `-` (stdout) and
+      // negative numbers (`--x -1`) are values. `--key=--v` passes such a value on purpose.
+      EMBSHARD_CHECK(i + 1 < words.size() && words[i + 1].rfind("--", 0) != 0, "embshard ", verb_,
+                     ": option --", key, " needs a value");
       values_[key] = words[++i];
     }
   }
@@ -50,6 +53,17 @@ std::int64_t Args::get_int(const std::string& key, std::int64_t fallback) {
   EMBSHARD_CHECK(ec == std::errc() && ptr == v->data() + v->size(), "embshard ", verb_, ": --",
                  key, " expects an integer, got '", *v, "'");
   return out;
+}
+
+bool Args::given(const std::string& key) const {
+  return values_.count(key) > 0 || flags_given_.count(key) > 0;
+}
+
+std::vector<std::string> Args::given_options() const {
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : values_) keys.push_back(key);
+  keys.insert(keys.end(), flags_given_.begin(), flags_given_.end());
+  return keys;
 }
 
 bool Args::flag(const std::string& key) {

@@ -22,6 +22,10 @@ class Args {
   [[nodiscard]] std::string get_or(const std::string& key, const std::string& fallback);
   [[nodiscard]] std::int64_t get_int(const std::string& key, std::int64_t fallback);
   [[nodiscard]] bool flag(const std::string& key);
+  /** Whether `--key` was given (a value or a flag); does not count as asking for it. */
+  [[nodiscard]] bool given(const std::string& key) const;
+  /** Every option given (values and flags), without the dashes. */
+  [[nodiscard]] std::vector<std::string> given_options() const;
   [[nodiscard]] const std::vector<std::string>& positional() const { return positional_; }
   /** Throws if an option was given that the verb never asked for. */
   void finish(std::size_t consumed_positionals = 0) const;

@@ -35,13 +35,21 @@ int run_compare(Args& args, const Context& ctx) {
   const auto chart = args.get("chart");
   const auto chart_task = args.get("chart-task");
   args.finish();
+  std::vector<NamedPath> inputs = spec_inputs("--cost", options.cost);
+  for (const std::string& s : options.sharders) {
+    for (const NamedPath& p : spec_inputs("--sharders", s)) inputs.push_back(p);
+  }
+  check_paths(inputs, {{"--tasks", dir}},
+              {{"--out", out}, {"--summary", summary.value_or("")}, {"--chart", chart.value_or("")}});
   const std::vector<Task> tasks = read_task_dir(dir);
   const std::vector<CompareRow> rows = run_compare(tasks, options, ctx);
-  write_file_atomic(out, compare_csv(rows));
   const std::string markdown = compare_markdown(rows);
-  if (summary) write_file_atomic(*summary, markdown);
-  if (chart) write_file_atomic(*chart, breakdown_svg(rows, chart_task.value_or(tasks.front().id)));
+  OutputSet outputs;  // the CSV, summary and chart are replaced together or not at all
+  outputs.add(out, compare_csv(rows));
+  if (summary) outputs.add(*summary, markdown);
+  if (chart) outputs.add(*chart, breakdown_svg(rows, chart_task.value_or(tasks.front().id)));
   std::cout << markdown;
+  outputs.commit();
   return 0;
 }
 

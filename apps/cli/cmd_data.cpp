@@ -15,6 +15,7 @@ int run_stats(Args& args, const Context& ctx) {
   const std::string data = args.require("data");
   const std::string out = args.require("out");
   args.finish();
+  check_paths({{"--data", data}}, {}, {{"--out", out}});
   const auto stats = compute_file_stats(data, ctx);
   write_stats_file(out, stats);
   ctx.info("wrote statistics of " + std::to_string(stats.size()) + " tables to " + out);
@@ -28,6 +29,16 @@ void write_pool_dataset(const Pool& pool, const std::string& path, std::int64_t 
                         std::int64_t batch, const Context& ctx) {
   EMBSHARD_CHECK(count >= 1 && count <= static_cast<std::int64_t>(pool.tables().size()),
                  "embshard pool: --tables must lie in [1, ", pool.tables().size(), "]");
+  // Every batch is held in memory (int64 offsets and indices) and then written out.
+  double bytes = 0;
+  for (std::int64_t id = 0; id < count; ++id) {
+    const double per_sample = 1.0 + pool.tables()[static_cast<std::size_t>(id)].pooling_factor;
+    bytes += 8.0 * per_sample * static_cast<double>(batch);
+  }
+  const std::string what = detail::concat("embshard pool --write-pt with --batch ", batch,
+                                          " and --tables ", count);
+  check_fits_in_memory(static_cast<std::uint64_t>(bytes), what);
+  if (path != "-") check_fits_on_disk(path, static_cast<std::uint64_t>(bytes / (path.ends_with(".gz") ? 4 : 1)), what);
   std::vector<TableBatch> tables;
   for (std::int64_t id = 0; id < count; ++id) tables.push_back(pool.materialise(id, batch));
   DlrmWriteOptions options;
@@ -71,6 +82,7 @@ int run_pool(Args& args, const Context& ctx) {
                 p.alpha_max, p.active_log10_min, p.active_log10_max, p.offset_log10_max);
     return 0;
   }
+  check_paths({}, {}, {{"--out", out.value_or("")}, {"--write-pt", write_pt.value_or("")}});
   const Pool pool = Pool::generate(seed);
   if (check) return print_check(pool, measured, batch, ctx);
   if (write_pt) {

@@ -29,8 +29,6 @@ void report(const EvalResult& result, const Task& task, const Plan& plan, Object
 int eval_with_measured_comm(const Task& task, const Plan& plan, const EvalOptions& options,
                             Objective objective, const std::optional<std::string>& out,
                             const Context& ctx) {
-  const std::string problem = find_error_in_plan(task, plan);
-  EMBSHARD_CHECK(problem.empty(), "eval: the plan does not fit the task: ", problem);
   MpiSession session;
   EMBSHARD_CHECK(session.size() == task.topology.num_devices(), "eval --comm mpi: the task has ",
                  task.topology.num_devices(), " devices but the job has ", session.size(),
@@ -65,8 +63,11 @@ int run_eval(Args& args, const Context& ctx) {
   options.remap_held_out = remap == "held_out";
   EMBSHARD_CHECK(options.batch_size >= 0 && options.batch_size <= (std::int64_t{1} << 24),
                  "--batch must lie in [1, 2^24] (0 or absent: the task's batch)");
+  check_paths({{"--task", task_path}, {"--plan", plan_path}}, {}, {{"--out", out.value_or("")}});
   const Task task = read_task_file(task_path);
   const Plan plan = read_plan_file(plan_path);
+  const std::string problem = find_error_in_plan(task, plan);
+  EMBSHARD_CHECK(problem.empty(), plan_path, ": the plan does not fit the task ", task_path, ": ", problem);
   if (comm == "mpi") return eval_with_measured_comm(task, plan, options, objective, out, ctx);
   const EvalResult result = evaluate_plan(task, plan, options, ctx);
   report(result, task, plan, objective, out);

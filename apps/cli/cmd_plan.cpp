@@ -17,7 +17,13 @@ namespace embshard::cli {
 
 int run_plan(Args& args, const Context& base_ctx) {
   const auto task_given = args.get("task");
-  if (!task_given) return run_default(args, base_ctx);  // the main job: the built-in task
+  if (!task_given) {
+    for (const std::string& key : args.given_options()) {
+      EMBSHARD_CHECK(key == "threads" || key == "quiet", "embshard plan: missing --task (--", key,
+                     " plans a task file; plain `embshard plan` runs the main job)");
+    }
+    return run_default(args, base_ctx);  // the main job: the built-in task
+  }
   const std::string task_path = *task_given;
   const std::string sharder = args.get_or("sharder", "greedy");
   const std::string cost_spec = args.get_or("cost", "default");
@@ -31,6 +37,10 @@ int run_plan(Args& args, const Context& base_ctx) {
   EMBSHARD_CHECK(format == "embshard" || format == "torchrec", "--format must be 'embshard' or "
                  "'torchrec', got '", format, "'");
   EMBSHARD_CHECK(device == "cuda" || device == "cpu", "--torchrec-device must be 'cuda' or 'cpu'");
+  std::vector<NamedPath> inputs = spec_inputs("--sharder", sharder);
+  for (const NamedPath& p : spec_inputs("--cost", cost_spec)) inputs.push_back(p);
+  inputs.push_back({"--task", task_path});
+  check_paths(inputs, {}, {{"--out", out.value_or("")}});
   const Task task = read_task_file(task_path);
   const auto cost = make_cost_model(cost_spec, task);
   const ShardResult result = plan_task(sharder, task, cost.get(), ctx);

@@ -47,6 +47,7 @@ int run_profile_calibrate(Args& args, const Context& ctx) {
   const auto test_every = static_cast<int>(args.get_int("test-every", 3));
   const auto out = args.get("out");
   args.finish(1);
+  check_paths({{"--samples", samples}}, {}, {{"--out", out.value_or("")}});
   const SimCalibration calibration = calibrate_sim(read_cost_samples(samples, ctx), test_every, ctx);
   const std::string json = sim_calibration_json(calibration);
   if (out) write_file_atomic(*out, json);
@@ -66,6 +67,7 @@ int run_profile_compute(Args& args, const Context& ctx) {
   run.impl = parse_impl(args.get_or("backend", "cpu"));
   run.measure = measure_options(args, run.measure);
   args.finish(1);
+  check_paths({}, {}, {{"--out", out}});  // a directory is refused here; the file is appended to
   EMBSHARD_CHECK(run.num_samples >= 1, "--samples must be at least 1");
   EMBSHARD_CHECK(run.batch_size >= 1 && run.batch_size <= (std::int64_t{1} << 24),
                  "--batch must lie in [1, 2^24], got ", run.batch_size);

@@ -179,6 +179,7 @@ int run_profile_comm(Args& args, const Context& ctx) {
   const std::string out = args.require("out");
   const CommProfileRun run = parse_run(args);
   args.finish(1);
+  check_paths({}, {}, {{"--out", out}});  // a directory is refused here; the file is appended to
   // Every rank parsed the same options and failed alike above; from here on a failure may be
   // one rank's own, so it must end the whole job rather than leave the others waiting.
   MpiSession session;

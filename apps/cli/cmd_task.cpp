@@ -11,6 +11,9 @@ namespace embshard::cli {
 
 namespace {
 
+/** More task files than any protocol uses (NeuroShard: 100 per setting); a typo beyond it. */
+constexpr std::int64_t kMaxTaskCount = 100000;
+
 /** The protocol spec with --devices / --max-dim folded in as parameters. */
 std::string protocol_spec(Args& args) {
   Spec spec = parse_spec(args.require("protocol"));
@@ -30,10 +33,17 @@ int run_task(Args& args, const Context& ctx) {
   const std::string out = args.require("out");
   const auto tables = args.get("tables");
   const auto pool_seed = static_cast<std::uint64_t>(args.get_int("pool-seed", 0));
-  EMBSHARD_CHECK(count >= 1, "embshard task gen: --count must be at least 1");
+  EMBSHARD_CHECK(count >= 1 && count <= kMaxTaskCount, "embshard task gen: --count must lie in [1, ",
+                 kMaxTaskCount, "], got ", count);
   args.finish(1);
+  std::vector<NamedPath> outputs;
+  for (std::int64_t i = 0; i < count; ++i) outputs.push_back({"--out", task_file_path(out, static_cast<int>(i))});
+  check_paths({{"--tables", tables.value_or("")}}, {}, outputs);
   const TableSource source = tables ? TableSource::from_stats(read_stats_file(*tables))
                                     : TableSource::from_pool(pool_seed, gen->batch_size());
+  const auto first_size = task_to_json(gen->generate(source, seed, 0)).size();
+  check_fits_on_disk(out, static_cast<std::uint64_t>(first_size) * static_cast<std::uint64_t>(count),
+                     detail::concat("embshard task gen --count ", count));
   const auto paths = write_tasks(*gen, source, seed, static_cast<int>(count), out);
   ctx.info("wrote " + std::to_string(paths.size()) + " tasks (" + gen->spec() + ") to " + out);
   return 0;
@@ -43,6 +53,7 @@ int run_check(Args& args, const Context& ctx) {
   const std::string task_path = args.require("task");
   const std::string plan_path = args.require("plan");
   args.finish();
+  check_paths({{"--task", task_path}, {"--plan", plan_path}}, {}, {});
   const Task task = read_task_file(task_path);
   const Plan plan = read_plan_file(plan_path);
   const std::string err = find_error_in_plan(task, plan);

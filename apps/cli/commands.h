@@ -5,6 +5,7 @@
 
 #include "args.h"
 #include "embshard/core/context.h"
+#include "embshard/core/file_io.h"
 #include "embshard/profile/measure.h"
 
 namespace embshard::cli {
@@ -24,6 +25,17 @@ int run_compare(Args& args, const Context& ctx);  ///< embshard compare --tasks 
 int run_default(Args& args, const Context& ctx);  ///< embshard (no verb): the main job
 /** embshard train ...: replaces this process with embshard-train (the learn module). */
 [[noreturn]] int exec_train(const std::vector<std::string>& words);
+
+/** Files named by the values of `spec` (`policy=FILE`, `weights=FILE`) that exist, as inputs. */
+std::vector<NamedPath> spec_inputs(const std::string& option, const std::string& spec);
+
+/**
+ * Before any work: every one of `files` is a regular file (else "--opt: PATH: is a directory" ...),
+ * and no output is an input or another output (`refuse_if_same_file`; `dirs` are input
+ * directories, standing for their files). Empty paths (options not given) are skipped.
+ */
+void check_paths(const std::vector<NamedPath>& files, const std::vector<NamedPath>& dirs,
+                 const std::vector<NamedPath>& outputs);
 
 /** --warmup, --repeats and --no-flush folded into `defaults`. */
 MeasureOptions measure_options(Args& args, const MeasureOptions& defaults);

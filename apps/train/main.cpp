@@ -64,6 +64,12 @@ int train_cost(cli::Args& args, const Context& ctx) {
   const std::string scatter = args.get_or("scatter", out.size() > 5 && out.ends_with(".json") ? out.substr(0, out.size() - 5) + ".svg" : out + ".svg");
   args.finish(1);
   EMBSHARD_CHECK(!files.empty() && files.size() <= 2, "--samples: one compute file and/or one comm file");
+  std::vector<NamedPath> inputs;
+  for (const std::string& file : files) {
+    check_input_file(file, "--samples");
+    inputs.push_back({"--samples", file});
+  }
+  refuse_if_same_file(inputs, {{"--out", out}, {"--scatter", scatter}});
   NeuralWeights weights;
   std::vector<ScatterPanel> panels;
   for (const std::string& file : files) {
@@ -97,6 +103,9 @@ PolicyTrainSetup policy_setup(cli::Args& args) {
   setup.tasks_spec = args.require("tasks");
   setup.out = args.require("out");
   setup.task_paths = find_task_files(setup.tasks_spec);
+  std::vector<NamedPath> inputs;
+  for (const std::string& path : setup.task_paths) inputs.push_back({"--tasks", path});
+  refuse_if_same_file(inputs, {{"--out", setup.out}});
   for (const std::string& path : setup.task_paths) setup.tasks.push_back(read_task_file(path));
   setup.eval.backend = args.get_or("backend", "sim");
   setup.eval.batch_size = args.get_int("batch", setup.eval.backend == "sim" ? 0 : 8192);

@@ -11,6 +11,7 @@
 #include "data/torch_format/torch_file.h"
 #include "embshard/core/context.h"
 #include "embshard/core/error.h"
+#include "embshard/core/file_io.h"
 #include "embshard/core/parallel.h"
 
 namespace embshard {
@@ -526,24 +527,13 @@ void encode_to(detail::Sink& out, const std::vector<TableBatch>& tables, std::in
 
 void write_dlrm_file(const std::string& path, const std::vector<TableBatch>& tables,
                      const DlrmWriteOptions& options) {
-  namespace fs = std::filesystem;
   const std::int64_t B = check_for_writing(tables, options, path);
-  std::error_code ec;
-  if (fs::path(path).has_parent_path()) fs::create_directories(fs::path(path).parent_path(), ec);
-  const std::string tmp = path + ".tmp";
-  try {
-    detail::FileSink file(tmp);
-    encode_to(file, tables, B, options, path);
-    file.finish();
-  } catch (...) {
-    std::remove(tmp.c_str());
-    throw;
-  }
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    std::remove(tmp.c_str());
-    EMBSHARD_THROW(path, ": cannot replace (", ec.message(), ")");
-  }
+  OutputFile out(path);  // a unique temporary beside the target, or a device / FIFO / stdout
+  if (out.written_through()) std::fflush(stdout);  // what was printed comes first
+  detail::FileSink file(out.write_path(), path);
+  encode_to(file, tables, B, options, path);
+  file.finish();
+  out.commit();
 }
 
 std::string encode_dlrm_file(const std::vector<TableBatch>& tables,

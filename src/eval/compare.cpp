@@ -110,7 +110,9 @@ bool is_baseline(const std::string& sharder_spec) {
 
 std::vector<Task> read_task_dir(const std::string& dir) {
   namespace fs = std::filesystem;
-  EMBSHARD_CHECK(fs::is_directory(dir), dir, ": not a directory of task files");
+  std::error_code ec;
+  EMBSHARD_CHECK(fs::exists(dir, ec), dir, ": no such directory");
+  EMBSHARD_CHECK(fs::is_directory(dir, ec), dir, ": is not a directory (give a directory of task files)");
   std::vector<std::string> paths;
   for (const auto& entry : fs::directory_iterator(dir)) {
     if (entry.is_regular_file() && entry.path().extension() == ".json") paths.push_back(entry.path().string());

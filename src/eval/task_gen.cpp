@@ -399,13 +399,17 @@ std::unique_ptr<TaskGenerator> make_task_generator(const std::string& spec) {
   return task_protocol_registry().create(spec, Context{});
 }
 
+std::string task_file_path(const std::string& dir, int index) {
+  char name[32];
+  std::snprintf(name, sizeof name, "/%03d.json", index);
+  return dir + name;
+}
+
 std::vector<std::string> write_tasks(const TaskGenerator& gen, const TableSource& source,
                                      std::uint64_t seed, int count, const std::string& dir) {
   std::vector<std::string> paths;
   for (int i = 0; i < count; ++i) {
-    char name[32];
-    std::snprintf(name, sizeof name, "/%03d.json", i);
-    paths.push_back(dir + name);
+    paths.push_back(task_file_path(dir, i));
     write_task_file(paths.back(), gen.generate(source, seed, i));
   }
   return paths;

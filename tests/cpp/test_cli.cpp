@@ -1,5 +1,6 @@
 // The `embshard` command end to end: each verb through the real binary, exit codes and messages.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "embshard/core/file_io.h"
 #include "embshard/data/data_io.h"
@@ -200,7 +202,9 @@ TEST_F(Cli, EvalJudgesAPlanAndRejectsWhatDoesNotFit) {
   write_plan_file(path("short.json"), plan);
   r = run_cli("eval --task " + path("t/000.json") + " --plan " + path("short.json"));
   EXPECT_EQ(r.status, 1) << r.out;
-  EXPECT_NE(r.out.find("does not fit the task"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(path("short.json") + ": the plan does not fit the task " + path("t/000.json")),
+            std::string::npos) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
   EXPECT_EQ(run_cli("eval" + files + " --objective fastest").status, 1);
   r = run_cli("eval" + files + " --backend tpu");
   EXPECT_EQ(r.status, 1);
@@ -317,6 +321,160 @@ TEST_F(Cli, UnknownVerbsAndOptionsAreErrors) {
   r = run_cli("task gen --protocol neuroshard --devices 4 --max-dim 10 --count 1 --out " + path("x"));
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.out.find("multiple of 4"), std::string::npos) << r.out;
+}
+
+// ---- outputs never destroy inputs or special files (docs/reliability.md) ----------------------
+
+/** One error line, exit 1, containing `text`. */
+void expect_one_line_error(const CliResult& r, const std::string& text) {
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(r.out.find(text), std::string::npos) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+}
+
+class CliOutputs : public Cli {
+ protected:
+  void SetUp() override {
+    Cli::SetUp();
+    ASSERT_EQ(run_cli("task gen --quiet --protocol neuroshard --devices 4 --max-dim 16 --count 2 --seed 0 --out " + path("t")).status, 0);
+    ASSERT_EQ(run_cli("plan --quiet --task " + path("t/000.json") + " --sharder greedy --out " + path("p.json")).status, 0);
+    write_file_atomic(path("samples.jsonl"), "not read: refused before any work\n");
+  }
+};
+
+TEST_F(CliOutputs, OutputNamingAnInputIsRefusedUnderAnyNameAndTheInputIsUntouched) {
+  const std::string task = path("t/000.json");
+  const std::string plan = path("p.json");
+  fs::create_hard_link(plan, path("plan_hard.json"));
+  fs::create_symlink(plan, path("plan_sym.json"));
+  fs::create_hard_link(task, path("task_hard.json"));
+  struct Case {
+    std::string command;
+    std::string input;  // the file that must not change
+  };
+  const std::string tp = " --task " + task + " --plan " + plan;
+  const std::vector<Case> cases = {
+      {"eval" + tp + " --out " + plan, plan},
+      {"eval" + tp + " --out " + dir_.string() + "/./p.json", plan},
+      {"eval" + tp + " --out " + path("plan_hard.json"), plan},
+      {"eval" + tp + " --out " + path("plan_sym.json"), plan},
+      {"eval --task " + path("task_hard.json") + " --plan " + plan + " --out " + task, task},
+      {"plan --task " + task + " --sharder greedy --out " + task, task},
+      {"plan --task " + task + " --sharder greedy --out " + path("task_hard.json"), task},
+      {"plan --task " + task + " --cost neural:weights=" + path("samples.jsonl") + " --out " + path("samples.jsonl"),
+       path("samples.jsonl")},  // a file named inside a spec is an input too
+      {"stats --data " + plan + " --out " + path("plan_sym.json"), plan},
+      {"profile calibrate --samples " + path("samples.jsonl") + " --out " + path("samples.jsonl"), path("samples.jsonl")},
+      {"compare --tasks " + path("t") + " --sharders greedy --out " + task, task},
+      {"compare --tasks " + path("t") + " --sharders greedy --out " + path("r.csv") + " --chart " + path("t/001.json"),
+       path("t/001.json")},
+      {"task gen --protocol neuroshard --devices 4 --max-dim 16 --count 1 --tables " + task + " --out " + path("t"), task},
+  };
+  for (const Case& c : cases) {
+    const std::string before = read_file(c.input);
+    const CliResult r = run_cli(c.command);
+    expect_one_line_error(r, "refusing to overwrite an input");
+    EXPECT_EQ(read_file(c.input), before) << c.command;
+  }
+  EXPECT_TRUE(fs::is_symlink(path("plan_sym.json")));
+  EXPECT_FALSE(fs::exists(path("r.csv")));  // refused before any work: nothing written
+}
+
+TEST_F(CliOutputs, TwoOutputsOfOneCommandMustDiffer) {
+  const CliResult r = run_cli("compare --tasks " + path("t") + " --sharders greedy --out " + path("r.csv") +
+                              " --summary " + dir_.string() + "/./r.csv");
+  expect_one_line_error(r, "give each output its own path");
+  EXPECT_FALSE(fs::exists(path("r.csv")));
+}
+
+TEST_F(CliOutputs, DevNullAndStdoutOutputsWorkAndDevFullFailsNamingIt) {
+  const std::string tp = " --task " + path("t/000.json") + " --plan " + path("p.json");
+  CliResult r = run_cli("eval --quiet" + tp + " --out /dev/null");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_TRUE(fs::is_character_file("/dev/null"));
+  r = run_cli("plan --quiet --task " + path("t/000.json") + " --sharder greedy --out -");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.out.rfind("{", 0), 0u) << r.out;  // the plan JSON first, then the report
+  EXPECT_NE(r.out.find("\"schema_version\""), std::string::npos) << r.out;
+  if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
+  r = run_cli("eval" + tp + " --out /dev/full");
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(r.out.find("error: /dev/full: write failed (No space left on device)"), std::string::npos) << r.out;
+  EXPECT_TRUE(fs::is_character_file("/dev/full"));
+}
+
+TEST_F(CliOutputs, FifoOutputIsWrittenThrough) {
+  test_util::FifoReader reader(path("pipe"));
+  const CliResult r = run_cli("plan --quiet --task " + path("t/000.json") + " --sharder greedy --out " + path("pipe"));
+  const std::string received = reader.join();
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_TRUE(fs::is_fifo(path("pipe")));
+  EXPECT_EQ(nlohmann::json::parse(received)["schema_version"], 1) << received;
+}
+
+TEST_F(CliOutputs, SymlinkOutputReplacesItsTargetAndKeepsTheLink) {
+  write_file_atomic(path("real.json"), "old");
+  fs::create_symlink("real.json", path("link.json"));
+  const CliResult r = run_cli("eval --quiet --task " + path("t/000.json") + " --plan " + path("p.json") +
+                              " --out " + path("link.json"));
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_TRUE(fs::is_symlink(path("link.json")));
+  EXPECT_TRUE(nlohmann::json::parse(read_file(path("real.json"))).contains("objectives"));
+}
+
+TEST_F(CliOutputs, AnOptionIsNeverTakenAsAValue) {
+  const fs::path cwd = fs::current_path();
+  fs::current_path(dir_);  // a file named --quiet would appear here
+  const CliResult r = run_cli("plan --task " + path("t/000.json") + " --out --quiet");
+  fs::current_path(cwd);
+  expect_one_line_error(r, "embshard plan: option --out needs a value");
+  EXPECT_FALSE(fs::exists(dir_ / "--quiet"));
+  // `-` alone and negative numbers are values
+  EXPECT_EQ(run_cli("plan --quiet --task " + path("t/000.json") + " --seed -1 --out " + path("q.json")).status, 0);
+  EXPECT_TRUE(fs::exists(path("q.json")));
+}
+
+TEST_F(CliOutputs, PlanWithoutTaskSaysSo) {
+  const CliResult r = run_cli("plan --sharder greedy --out " + path("x.json"));
+  expect_one_line_error(r, "embshard plan: missing --task");
+  EXPECT_FALSE(fs::exists(path("x.json")));
+}
+
+TEST_F(CliOutputs, OutputThatIsADirectoryFailsBeforeAnyWork) {
+  const CliResult r = run_cli("compare --tasks " + path("t") + " --sharders greedy --out " + path("r.csv") +
+                              " --chart " + path("t"));
+  expect_one_line_error(r, "--chart: " + path("t") + ": is a directory");
+  EXPECT_FALSE(fs::exists(path("r.csv")));
+}
+
+TEST_F(Cli, SpecialInputsGetTheirOwnMessageAtOnce) {
+  ASSERT_EQ(::mkfifo(path("pipe").c_str(), 0600), 0);
+  // `timeout` turns a hang into a failure instead of a stuck test
+  const std::string cli = "timeout 20 " + std::string(EMBSHARD_CLI_PATH);
+  auto run = [&](const std::string& args) { return test_util::run_command(cli + " " + args); };
+  expect_one_line_error(run("stats --data " + path("pipe") + " --out " + path("o.json")),
+                        "--data: " + path("pipe") + ": is a FIFO, not a regular file");
+  expect_one_line_error(run("stats --data " + dir_.string() + " --out " + path("o.json")),
+                        "--data: " + dir_.string() + ": is a directory");
+  expect_one_line_error(run("stats --data " + path("none.pt") + " --out " + path("o.json")),
+                        "--data: " + path("none.pt") + ": no such file");
+  expect_one_line_error(run("check --task " + dir_.string() + " --plan " + path("pipe")),
+                        "--task: " + dir_.string() + ": is a directory");
+  expect_one_line_error(run("profile compute --samples 1 --out " + path("pipe")),
+                        path("pipe") + ": is a FIFO, not a regular file");  // the resumable sample file
+  expect_one_line_error(run("compare --tasks " + path("pipe") + " --sharders greedy --out " + path("r.csv")),
+                        path("pipe") + ": is not a directory");
+  EXPECT_FALSE(fs::exists(path("o.json")));
+}
+
+TEST_F(Cli, RequestsThatWouldTakeHoursAreRefusedAtOnce) {
+  CliResult r = run_cli("pool --write-pt " + path("x.pt") + " --batch 1073741824");
+  expect_one_line_error(r, "embshard pool --write-pt with --batch 1073741824 and --tables 856 needs about");
+  EXPECT_NE(r.out.find("GiB of memory but"), std::string::npos) << r.out;
+  r = run_cli("task gen --protocol neuroshard --devices 4 --max-dim 16 --count 1000000000 --out " + path("t"));
+  expect_one_line_error(r, "--count must lie in [1, 100000], got 1000000000");
+  EXPECT_FALSE(fs::exists(path("x.pt")));
+  EXPECT_FALSE(fs::exists(path("t")));
 }
 
 }  // namespace

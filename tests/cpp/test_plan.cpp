@@ -17,6 +17,7 @@
 #include "embshard/plan/plan.h"
 #include "embshard/plan/plan_io.h"
 #include "plan_test_util.h"
+#include "test_util.h"
 
 namespace embshard {
 namespace {
@@ -898,9 +899,13 @@ TEST_F(PlanFile, ReplacesExistingFileAndLeavesNoTemporary) {
 TEST_F(PlanFile, FailedWriteLeavesOldFileUntouched) {
   const std::string path = (dir_ / "plan.json").string();
   write_file_atomic(path, "old content");
-  std::filesystem::create_directory(path + ".tmp");  // the temporary cannot be created
-  EXPECT_THROW(write_plan_file(path, table_wise_plan(two_table_task(), {0, 0})), Error);
+  {
+    const test_util::FileSizeLimit full_disk(16);  // the temporary cannot be written
+    EXPECT_THROW(write_plan_file(path, table_wise_plan(two_table_task(), {0, 0})), Error);
+  }
   EXPECT_EQ(read_file(path), "old content");
+  for (const auto& entry : std::filesystem::directory_iterator(dir_))  // temporary removed
+    EXPECT_EQ(entry.path().filename().string(), "plan.json");
 }
 
 TEST_F(PlanFile, ReadErrorsNameTheFile) {

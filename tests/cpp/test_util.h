@@ -2,13 +2,21 @@
 // Helpers shared by the test files.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
+#include <thread>
 #include <optional>
 #include <string>
 
@@ -17,6 +25,70 @@
 #include "embshard/data/table.h"
 
 namespace embshard::test_util {
+
+/**
+ * While alive, writes that would grow a file beyond `bytes` fail with EFBIG (RLIMIT_FSIZE,
+ * SIGXFSZ ignored): a full disk, also for root.
+ */
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(rlim_t bytes) {
+    getrlimit(RLIMIT_FSIZE, &old_);
+    old_handler_ = std::signal(SIGXFSZ, SIG_IGN);
+    rlimit small{bytes, old_.rlim_max};
+    setrlimit(RLIMIT_FSIZE, &small);
+  }
+  ~FileSizeLimit() {
+    setrlimit(RLIMIT_FSIZE, &old_);
+    std::signal(SIGXFSZ, old_handler_);
+  }
+  FileSizeLimit(const FileSizeLimit&) = delete;
+  FileSizeLimit& operator=(const FileSizeLimit&) = delete;
+
+ private:
+  rlimit old_{};
+  void (*old_handler_)(int) = nullptr;
+};
+
+/**
+ * Makes a FIFO at `path` and reads it to its end on a thread; `join` returns what was read. Call
+ * `join` after the writer is done: a writer that never came is stood in for (an empty open and
+ * close), so the test never hangs.
+ */
+class FifoReader {
+ public:
+  explicit FifoReader(std::string path) : path_(std::move(path)) {
+    EXPECT_EQ(::mkfifo(path_.c_str(), 0600), 0) << path_;
+    thread_ = std::thread([this] {
+      std::ifstream in(path_, std::ios::binary);
+      received_.assign(std::istreambuf_iterator<char>(in), {});
+      done_ = true;
+    });
+  }
+  ~FifoReader() {
+    if (thread_.joinable()) (void)join();
+  }
+  FifoReader(const FifoReader&) = delete;
+  FifoReader& operator=(const FifoReader&) = delete;
+  std::string join() {
+    while (!done_) {  // the reader may still wait in open(): give it a writer that writes nothing
+      const int fd = ::open(path_.c_str(), O_WRONLY | O_NONBLOCK);
+      if (fd >= 0) {
+        ::close(fd);
+        break;
+      }
+      ::usleep(1000);
+    }
+    thread_.join();
+    return received_;
+  }
+
+ private:
+  std::string path_;
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+  std::string received_;
+};
 
 /** A context that logs warnings only. */
 inline Context quiet_context() {

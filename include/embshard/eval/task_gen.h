@@ -94,7 +94,10 @@ class TaskGenerator {
 /** Builds the generator of `spec` (e.g. "neuroshard:devices=8,max_dim=64"). */
 [[nodiscard]] std::unique_ptr<TaskGenerator> make_task_generator(const std::string& spec);
 
-/** Writes tasks 0..count-1 as DIR/000.json, DIR/001.json, ...; returns the paths. */
+/** The path of task `index` in `dir`: DIR/000.json, DIR/001.json, ... */
+[[nodiscard]] std::string task_file_path(const std::string& dir, int index);
+
+/** Writes tasks 0..count-1 as `task_file_path(dir, i)`; returns the paths. */
 std::vector<std::string> write_tasks(const TaskGenerator& gen, const TableSource& source,
                                      std::uint64_t seed, int count, const std::string& dir);
 

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "embshard/core/error.h"
+#include "embshard/core/file_io.h"
 
 namespace embshard::detail {
 namespace {
@@ -81,13 +82,14 @@ void Buffer::resize(std::size_t bytes) {
 // ---- MappedFile -------------------------------------------------------------------------------
 
 MappedFile::MappedFile(const std::string& path) : path_(path) {
-  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  check_input_file(path, "");  // missing, a directory, a FIFO: said at once, never opened
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // O_NONBLOCK: a FIFO swapped in
   EMBSHARD_CHECK(fd_ >= 0, path, ": cannot open (", std::strerror(errno), ")");
   struct stat st {};
   if (fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd_);
     fd_ = -1;
-    EMBSHARD_THROW(path, ": not a regular file");
+    EMBSHARD_THROW(path, ": is not a regular file");
   }
   size_ = static_cast<std::uint64_t>(st.st_size);
 }
@@ -299,9 +301,10 @@ std::size_t GzipSource::read_direct(std::uint8_t* dst, std::size_t n) {
 
 // ---- sinks ------------------------------------------------------------------------------------
 
-FileSink::FileSink(const std::string& path) : path_(path) {
+FileSink::FileSink(const std::string& path, const std::string& name)
+    : path_(name.empty() ? path : name) {
   file_ = std::fopen(path.c_str(), "wb");
-  EMBSHARD_CHECK(file_ != nullptr, path, ": cannot write (", std::strerror(errno), ")");
+  EMBSHARD_CHECK(file_ != nullptr, path_, ": cannot write (", std::strerror(errno), ")");
   std::setvbuf(file_, nullptr, _IOFBF, kInputChunk);
 }
 
@@ -315,7 +318,8 @@ void FileSink::do_write(const void* data, std::size_t n) {
 }
 
 void FileSink::finish() {
-  const bool ok = std::fflush(file_) == 0 && fsync(fileno(file_)) == 0;
+  // A device, FIFO or pipe cannot be synced (EINVAL); its bytes were written by the flush.
+  const bool ok = std::fflush(file_) == 0 && (fsync(fileno(file_)) == 0 || errno == EINVAL);
   const int err = errno;
   const bool closed = std::fclose(file_) == 0;
   file_ = nullptr;

@@ -245,10 +245,13 @@ class StringSink : public Sink {
   std::string& out_;
 };
 
-/** Writes to a new file; `finish` flushes, syncs and closes it. Errors name `path`. */
+/**
+ * Writes to a new file (or through a device / FIFO); `finish` flushes, syncs (where the file can
+ * be synced) and closes it. Errors name `name` (default: `path`).
+ */
 class FileSink : public Sink {
  public:
-  explicit FileSink(const std::string& path);
+  explicit FileSink(const std::string& path, const std::string& name = "");
   ~FileSink() override;
   void finish() override;
 
