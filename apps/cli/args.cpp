@@ -1,5 +1,6 @@
 #include "args.h"
 
+#include <algorithm>
 #include <charconv>
 
 namespace embshard::cli {
@@ -84,6 +85,17 @@ void Args::finish(std::size_t consumed_positionals) const {
                  ": unexpected argument '",
                  positional_.size() > consumed_positionals ? positional_[consumed_positionals] : "",
                  "'");
+}
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  std::size_t begin = 0;
+  while (begin <= text.size()) {
+    const std::size_t end = std::min(text.find(';', begin), text.size());
+    if (end > begin) items.push_back(text.substr(begin, end - begin));
+    begin = end + 1;
+  }
+  return items;
 }
 
 }  // namespace embshard::cli

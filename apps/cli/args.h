@@ -12,6 +12,9 @@
 
 namespace embshard::cli {
 
+/** The non-empty items of a ';'-separated list ("a;b;;c" -> a, b, c): sharders, plan files. */
+[[nodiscard]] std::vector<std::string> split_list(const std::string& text);
+
 class Args {
  public:
   /** `words` are the arguments after the verb; `flags` are the options that take no value. */

@@ -1,31 +1,18 @@
 // embshard compare --tasks DIR --sharders 'S1;S2;...' [--cost SPEC] [--backend B] --out R.csv
-//                  [--summary R.md] [--chart R.svg [--chart-task ID]]
+//                  [--summary R.md] [--chart R.svg [--chart-task ID]] [--report R.html [--reference S]]
 #include <iostream>
 
 #include "commands.h"
 #include "embshard/core/file_io.h"
 #include "embshard/eval/compare.h"
+#include "embshard/report/html_report.h"
 
 namespace embshard::cli {
-namespace {
-
-std::vector<std::string> split_sharders(const std::string& text) {
-  std::vector<std::string> specs;
-  std::size_t begin = 0;
-  while (begin <= text.size()) {
-    const std::size_t end = std::min(text.find(';', begin), text.size());
-    if (end > begin) specs.push_back(text.substr(begin, end - begin));
-    begin = end + 1;
-  }
-  return specs;
-}
-
-}  // namespace
 
 int run_compare(Args& args, const Context& ctx) {
   const std::string dir = args.require("tasks");
   CompareOptions options;
-  options.sharders = split_sharders(args.require("sharders"));
+  options.sharders = split_list(args.require("sharders"));
   options.cost = args.get_or("cost", "default");
   options.eval.backend = args.get_or("backend", "sim");
   options.eval.batch_size = args.get_int("batch", 0);
@@ -34,13 +21,16 @@ int run_compare(Args& args, const Context& ctx) {
   const auto summary = args.get("summary");
   const auto chart = args.get("chart");
   const auto chart_task = args.get("chart-task");
+  const auto report = args.get("report");
+  const std::string reference = args.get_or("reference", "");
   args.finish();
   std::vector<NamedPath> inputs = spec_inputs("--cost", options.cost);
   for (const std::string& s : options.sharders) {
     for (const NamedPath& p : spec_inputs("--sharders", s)) inputs.push_back(p);
   }
   check_paths(inputs, {{"--tasks", dir}},
-              {{"--out", out}, {"--summary", summary.value_or("")}, {"--chart", chart.value_or("")}});
+              {{"--out", out}, {"--summary", summary.value_or("")}, {"--chart", chart.value_or("")},
+               {"--report", report.value_or("")}});
   const std::vector<Task> tasks = read_task_dir(dir);
   const std::vector<CompareRow> rows = run_compare(tasks, options, ctx);
   const std::string markdown = compare_markdown(rows);
@@ -48,6 +38,7 @@ int run_compare(Args& args, const Context& ctx) {
   outputs.add(out, compare_csv(rows));
   if (summary) outputs.add(*summary, markdown);
   if (chart) outputs.add(*chart, breakdown_svg(rows, chart_task.value_or(tasks.front().id)));
+  if (report) outputs.add(*report, compare_report_html(rows, reference, dir));
   std::cout << markdown;
   outputs.commit();
   return 0;

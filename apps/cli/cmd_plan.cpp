@@ -1,16 +1,18 @@
 // embshard plan --task T --sharder SPEC [--cost sim] [--objective O] [--seed S] --out P
-//               [--format embshard|torchrec [--torchrec-device cuda|cpu]]
+//               [--format embshard|torchrec [--torchrec-device cuda|cpu]] [--report R.html]
 // embshard plan (no options): the main job on the built-in default task
 #include <cstdio>
 #include <iostream>
 
 #include "commands.h"
 #include "embshard/core/clock.h"
+#include "embshard/core/file_io.h"
 #include "embshard/cost/cost_model.h"
 #include "embshard/data/data_io.h"
 #include "embshard/eval/evaluator.h"
 #include "embshard/plan/plan_io.h"
 #include "embshard/plan/torchrec_export.h"
+#include "embshard/report/html_report.h"
 #include "embshard/shard/sharder.h"
 
 namespace embshard::cli {
@@ -29,6 +31,7 @@ int run_plan(Args& args, const Context& base_ctx) {
   const std::string cost_spec = args.get_or("cost", "default");
   const Objective objective = parse_objective(args.get_or("objective", "step"));
   const auto out = args.get("out");
+  const auto report = args.get("report");
   const std::string format = args.get_or("format", "embshard");
   const std::string device = args.get_or("torchrec-device", "cuda");
   Context ctx = base_ctx;
@@ -40,7 +43,7 @@ int run_plan(Args& args, const Context& base_ctx) {
   std::vector<NamedPath> inputs = spec_inputs("--sharder", sharder);
   for (const NamedPath& p : spec_inputs("--cost", cost_spec)) inputs.push_back(p);
   inputs.push_back({"--task", task_path});
-  check_paths(inputs, {}, {{"--out", out.value_or("")}});
+  check_paths(inputs, {}, {{"--out", out.value_or("")}, {"--report", report.value_or("")}});
   const Task task = read_task_file(task_path);
   const auto cost = make_cost_model(cost_spec, task);
   const ShardResult result = plan_task(sharder, task, cost.get(), ctx);
@@ -54,6 +57,10 @@ int run_plan(Args& args, const Context& base_ctx) {
     TorchrecExportOptions options;
     options.compute_device = device == "cpu" ? TorchrecDevice::kCpu : TorchrecDevice::kCuda;
     write_torchrec_plan_file(*out, task, result.plan, options);
+  }
+  if (report) {  // judged by the sim backend, as `embshard report --task T --plan P` would
+    const EvalResult judged = evaluate_plan(task, result.plan, EvalOptions{}, ctx);
+    write_file_atomic(*report, plan_report_html(task, {{result.plan, judged, out.value_or("(not saved)")}}));
   }
   const CostBreakdown breakdown = cost->estimate(task, result.plan, ctx);
   const double value = objective_value(breakdown, objective);

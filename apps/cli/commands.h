@@ -22,6 +22,7 @@ int run_profile_calibrate(Args& args, const Context& ctx);  ///< embshard profil
 int run_plan(Args& args, const Context& ctx);     ///< embshard plan --task T --sharder S ...
 int run_eval(Args& args, const Context& ctx);
 int run_compare(Args& args, const Context& ctx);  ///< embshard compare --tasks DIR --sharders ...     ///< embshard eval --task T --plan P ...
+int run_report(Args& args, const Context& ctx);   ///< embshard report --task T --plan P | --compare R.csv --out R.html
 int run_default(Args& args, const Context& ctx);  ///< embshard (no verb): the main job
 /** embshard train ...: replaces this process with embshard-train (the learn module). */
 [[noreturn]] int exec_train(const std::vector<std::string>& words);

@@ -35,7 +35,10 @@ constexpr const char* kUsage =
     "  eval     --task T.json --plan P.json [--backend sim|cpu|cuda] [--objective step|max_sum|balance]\n"
     "           [--out R.json] [--comm model|mpi]         per-device cost of a plan\n"
     "  compare  --tasks DIR --sharders 'S1;S2;...' [--cost default] [--backend B] --out R.csv\n"
-    "           [--summary R.md] [--chart R.svg [--chart-task ID]]   every sharder on every task\n"
+    "           [--summary R.md] [--chart R.svg [--chart-task ID]] [--report R.html [--reference S]]\n"
+    "           every sharder on every task\n"
+    "  report   --task T.json --plan 'P1.json[;P2.json]' [--backend B] --out R.html\n"
+    "           | --compare R.csv [--reference SPEC] --out R.html   an HTML report to look at\n"
     "  train cost --samples S.jsonl[,C.jsonl] --out MODEL.json [--epochs N] [--scatter P.svg]\n"
     "           train the neural cost models (embshard-train, libtorch); held-out accuracy\n"
     "  list                                               registered plug-ins and parameters\n";
@@ -55,7 +58,7 @@ int main(int argc, char** argv) {
       {"task", embshard::cli::run_task},   {"check", embshard::cli::run_check},
       {"list", embshard::cli::run_list},   {"profile", embshard::cli::run_profile},
       {"eval", embshard::cli::run_eval},   {"plan", embshard::cli::run_plan},
-      {"compare", embshard::cli::run_compare}};
+      {"compare", embshard::cli::run_compare}, {"report", embshard::cli::run_report}};
   if (!words.empty() && words[0] == "train") {
     try {
       embshard::cli::exec_train({words.begin() + 1, words.end()});

@@ -41,6 +41,9 @@ std::string short_sharder_spec_or(const std::string& spec) {
   }
 }
 
+/** Width an SVG needs for its bold 13 px title at x = 60 (about 7.5 px a character). */
+double title_width(const std::string& title) { return 80.0 + 7.5 * static_cast<double>(title.size()); }
+
 double gib(std::int64_t bytes) { return static_cast<double>(bytes) / (1 << 30); }
 
 /** The page around `body`: styles, the sorting script and the self-check hook. */
@@ -114,12 +117,12 @@ std::size_t straggler(const std::vector<DeviceCost>& devices) {
 std::string step_bars_svg(const EvalResult& r, const std::string& title) {
   const auto& devices = r.breakdown.devices;
   const double n = static_cast<double>(std::max<std::size_t>(devices.size(), 1));
-  const double slot = std::clamp(640.0 / n, 3.0, 48.0);
-  const double left = 60, top = 34, bottom = 254, width = left + slot * n + 30;
+  const double slot = std::clamp(640.0 / n, 3.0, 110.0);
+  const double left = 60, top = 34, bottom = 254, width = left + slot * n + 90;  // room for the step label
   double most = r.step_ms;
   for (const DeviceCost& c : devices) most = std::max(most, c.sum_ms() + c.fw_wait_ms);
   const Axis axis = report::nice_axis(0.0, most);
-  Svg svg(std::max(width, 520.0), 300, title);
+  Svg svg(std::max({width, 520.0, title_width(title)}), 300, title);
   svg.text(left, 16, title, "start", 13, " font-weight='bold'");
   svg.y_axis(axis, left, top, bottom, left + slot * n, "ms per step");
   const std::size_t slow = straggler(devices);
@@ -161,7 +164,7 @@ std::string memory_svg(const EvalResult& r, const Topology& topology, const std:
   const auto& devices = r.breakdown.devices;
   const bool uvm = std::any_of(devices.begin(), devices.end(), [](const DeviceCost& c) { return c.uvm_bytes > 0; });
   const double n = static_cast<double>(std::max<std::size_t>(devices.size(), 1));
-  const double slot = std::clamp(640.0 / n, 3.0, 48.0);
+  const double slot = std::clamp(640.0 / n, 3.0, 110.0);
   const double left = 60, top = 34, bottom = 204;
   double most = 0.0;
   for (std::size_t d = 0; d < devices.size() && d < topology.devices.size(); ++d) {
@@ -169,7 +172,7 @@ std::string memory_svg(const EvalResult& r, const Topology& topology, const std:
     if (uvm) most = std::max({most, gib(devices[d].uvm_bytes), gib(topology.devices[d].uvm_bytes)});
   }
   const Axis axis = report::nice_axis(0.0, most);
-  Svg svg(std::max(left + slot * n + 30, 520.0), 250, title);
+  Svg svg(std::max({left + slot * n + 30, 520.0, title_width(title)}), 250, title);
   svg.text(left, 16, title, "start", 13, " font-weight='bold'");
   svg.y_axis(axis, left, top, bottom, left + slot * n, "GiB");
   for (std::size_t d = 0; d < devices.size() && d < topology.devices.size(); ++d) {
@@ -241,9 +244,10 @@ std::string placement_map_svg(const Task& task, const Plan& plan, const std::str
   std::vector<std::size_t> row_of(task.workload.tables.size(), kMaxTables);
   for (std::size_t i = 0; i < shown; ++i) row_of[order[i]] = i;
   const int devices = task.topology.num_devices();
-  const double cell_w = std::clamp(640.0 / devices, 3.0, 36.0), cell_h = 14;
+  const double cell_w = std::clamp(640.0 / devices, 3.0, 90.0), cell_h = 14;
   const double left = 130, top = 40;
-  Svg svg(std::max(left + cell_w * devices + 20, 520.0), top + cell_h * static_cast<double>(shown) + 40, title);
+  Svg svg(std::max({left + cell_w * devices + 20, 520.0, title_width(title)}),
+          top + cell_h * static_cast<double>(shown) + 40, title);
   svg.text(10, 16, title, "start", 13, " font-weight='bold'");
   for (int d = 0; d < devices; ++d) {
     if (devices <= 32 || d % (devices / 32 + 1) == 0) {
@@ -378,11 +382,13 @@ std::string strip_plot_svg(const std::vector<CompareRow>& rows, const std::vecto
     }
   }
   const Axis axis = report::nice_axis(lo, hi);
+  const bool empty = std::all_of(points.begin(), points.end(), [](const auto& p) { return p.empty(); });
   const double left = 60, top = 34, bottom = 214, slot = 110;
   const double width = left + slot * static_cast<double>(sharders.size()) + 20;
-  Svg svg(std::max(width, 420.0), 270, title);
+  Svg svg(std::max({width, 420.0, title_width(title)}), 270, title);
   svg.text(left, 16, title, "start", 13, " font-weight='bold'");
   svg.y_axis(axis, left, top, bottom, width - 20, unit);
+  if (empty) svg.text(left + 10, (top + bottom) / 2, "nothing to show: no task has a valid plan here", "start", 12);
   if (ratio) {
     const double y = report::y_of(axis, reference_line, top, bottom);
     svg.line(left, y, width - 20, y, "#000", " stroke-dasharray='5,3'");
@@ -415,6 +421,27 @@ std::string strip_plot_svg(const std::vector<CompareRow>& rows, const std::vecto
   return svg.str();
 }
 
+/** Inline Markdown of the summary's notes: `code` and *emphasis*, the rest escaped. */
+std::string inline_markdown(const std::string& text) {
+  std::string out;
+  bool code = false, emphasis = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '`') {
+      out += code ? "</code>" : "<code>";
+      code = !code;
+    } else if (c == '*' && !code && (emphasis || (i + 1 < text.size() && text[i + 1] != ' '))) {
+      out += emphasis ? "</em>" : "<em>";
+      emphasis = !emphasis;
+    } else {
+      out += xml_escape(std::string(1, c));
+    }
+  }
+  if (code) out += "</code>";
+  if (emphasis) out += "</em>";
+  return out;
+}
+
 /** The Markdown summary table of `compare_markdown` as an HTML table (and its notes as text). */
 std::string markdown_table_html(const std::string& markdown) {
   std::ostringstream out;
@@ -425,7 +452,7 @@ std::string markdown_table_html(const std::string& markdown) {
     if (line.rfind("|", 0) != 0) {
       if (in_table) out << "</tbody></table>\n";
       in_table = false;
-      if (!line.empty()) out << "<p class='note'>" << xml_escape(line) << "</p>\n";
+      if (!line.empty()) out << "<p class='note'>" << inline_markdown(line) << "</p>\n";
       continue;
     }
     if (line.rfind("|---", 0) == 0) continue;
@@ -454,21 +481,31 @@ std::string markdown_table_html(const std::string& markdown) {
   return out.str();
 }
 
-/** The reference sharder's canonical spec: `wanted` (canonical or short), else torchrec, else the first. */
-std::string pick_reference(const std::vector<std::string>& sharders, const std::string& wanted) {
+/**
+ * The reference sharder's canonical spec: `wanted` (canonical or short spec) when given, else
+ * torchrec when it planned something, else the sharder with the most valid plans.
+ */
+std::string pick_reference(const std::vector<CompareRow>& rows, const std::vector<std::string>& sharders,
+                           const std::string& wanted) {
   for (const std::string& s : sharders) {
     if (!wanted.empty() && (s == wanted || short_sharder_spec_or(s) == wanted)) return s;
   }
-  EMBSHARD_CHECK(wanted.empty(), "report: the reference sharder '", wanted, "' was not compared (compared: ",
-                 [&] {
-                   std::string names;
-                   for (const std::string& s : sharders) names += (names.empty() ? "" : ", ") + short_sharder_spec_or(s);
-                   return names;
-                 }(), ")");
-  for (const std::string& s : sharders) {
-    if (s.rfind("torchrec", 0) == 0) return s;
+  if (!wanted.empty()) {
+    std::string names;
+    for (const std::string& s : sharders) names += (names.empty() ? "" : ", ") + short_sharder_spec_or(s);
+    EMBSHARD_THROW("report: the reference sharder '", wanted, "' was not compared (compared: ", names, ")");
   }
-  return sharders.front();
+  std::string best = sharders.front();
+  std::size_t most = 0;
+  for (const std::string& s : sharders) {
+    const std::size_t valid = ok_rows(rows, s, "").size();
+    if (s.rfind("torchrec", 0) == 0 && valid > 0) return s;
+    if (valid > most) {
+      best = s;
+      most = valid;
+    }
+  }
+  return best;
 }
 
 }  // namespace
@@ -478,7 +515,7 @@ std::string compare_report_html(const std::vector<CompareRow>& rows, const std::
   EMBSHARD_CHECK(!rows.empty(), source, ": an empty comparison (no rows): nothing to report");
   const std::vector<std::string> sharders = unique_values(rows, &CompareRow::sharder);
   const std::vector<std::string> settings = unique_values(rows, &CompareRow::setting);
-  const std::string ref = pick_reference(sharders, reference);
+  const std::string ref = pick_reference(rows, sharders, reference);
   std::map<std::string, double> ref_step;  // task -> the reference's step
   for (const CompareRow* r : ok_rows(rows, ref, "")) ref_step[r->task_id] = r->eval.step_ms;
   const std::size_t tasks = unique_values(rows, &CompareRow::task_id).size();

@@ -229,8 +229,7 @@ std::string line_starting(const std::string& out, const std::string& prefix) {
 TEST(SavedPlans, TheCliJudgesASavedPlanAsItPlannedIt) {
   const std::string cli = EMBSHARD_CLI_PATH;
   const std::string dir = test_util::temp_file("saved_plans", "cli");
-  const auto gen = test_util::run_command(cli + " task gen --protocol neuroshard --devices 4 --max-dim 64 "
-                                          "--count 4 --seed 31 --quiet --out " + dir + "/tasks");
+  const auto gen = test_util::generate_cli_tasks(dir, 4, 64, 4, 31);
   ASSERT_EQ(gen.status, 0) << gen.out;
   int compared = 0;
   for (const char* sharder : {"torchrec:reservation=fixed_percentage,storage_reservation=0",

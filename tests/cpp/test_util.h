@@ -154,4 +154,14 @@ inline CommandResult run_command(const std::string& command) {
   return r;
 }
 
+#ifdef EMBSHARD_CLI_PATH
+/** `embshard task gen --quiet --protocol neuroshard` of `count` tasks into DIR/tasks (the CLI). */
+inline CommandResult generate_cli_tasks(const std::string& dir, int devices, int max_dim, int count,
+                                        std::uint64_t seed) {
+  return run_command(std::string(EMBSHARD_CLI_PATH) + " task gen --quiet --protocol neuroshard --devices " +
+                     std::to_string(devices) + " --max-dim " + std::to_string(max_dim) + " --count " +
+                     std::to_string(count) + " --seed " + std::to_string(seed) + " --out " + dir + "/tasks");
+}
+#endif
+
 }  // namespace embshard::test_util

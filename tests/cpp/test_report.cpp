@@ -1,0 +1,168 @@
+// The HTML reports (report/html_report.h), the comparison CSV reader they start from, and the
+// plotting helpers. The browser test (tests/python/test_report_browser.py) renders them.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+
+#include "embshard/core/file_io.h"
+#include "embshard/core/markup.h"
+#include "embshard/eval/compare.h"
+#include "embshard/plan/plan_io.h"
+#include "embshard/report/html_report.h"
+#include "embshard/shard/sharder.h"
+#include "report/svg_plot.h"
+#include "shard_test_util.h"
+#include "test_util.h"
+
+namespace embshard {
+namespace {
+
+using test_util::error_of;
+using test_util::quiet_context;
+
+std::size_t count_of(const std::string& text, const std::string& needle) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+TEST(Markup, EscapesEveryCharacterThatBreaksMarkup) {
+  EXPECT_EQ(xml_escape("a<b>&\"c'd"), "a&lt;b&gt;&amp;&quot;c&#39;d");
+  EXPECT_EQ(xml_escape("plain /path/x.json"), "plain /path/x.json");
+}
+
+TEST(ReportPlot, AxesCoverTheirRangeWithRoundTicks) {
+  for (const auto& [lo, hi] : std::vector<std::pair<double, double>>{{0, 7.3}, {0, 0.042}, {0.8, 2.3}, {0, 1234}, {5, 5}}) {
+    const report::Axis a = report::nice_axis(lo, hi);
+    EXPECT_LE(a.min, lo);
+    EXPECT_GE(a.max, hi);
+    ASSERT_GE(a.ticks.size(), 2u) << lo << " " << hi;
+    EXPECT_LE(a.ticks.size(), 11u) << lo << " " << hi;
+    EXPECT_DOUBLE_EQ(a.ticks.front(), a.min);
+    EXPECT_NEAR(a.ticks.back(), a.max, 1e-9 * std::max(1.0, a.max));
+    EXPECT_EQ(report::y_of(a, a.min, 10, 110), 110);
+    EXPECT_EQ(report::y_of(a, a.max, 10, 110), 10);
+  }
+  const report::Quartiles q = report::quartiles({5, 1, 3, 2, 4});
+  EXPECT_DOUBLE_EQ(q.q1, 2);
+  EXPECT_DOUBLE_EQ(q.median, 3);
+  EXPECT_DOUBLE_EQ(q.q3, 4);
+}
+
+TEST(PlanReport, ShowsEveryPlanWithItsFiguresStragglerAndProvenance) {
+  static constexpr int kDims[] = {16, 32, 64};
+  Task task = test_util::pool_task(8, "v100:nodes=1,gpus_per_node=4", 5, kDims);
+  task.workload.tables[0].name = "t<0>&co";  // must be escaped everywhere
+  std::vector<JudgedPlan> plans;
+  for (const char* sharder : {"greedy:balance=lookup", "greedy:balance=dim"}) {
+    ShardResult r = plan_task(sharder, task, nullptr, quiet_context());
+    ASSERT_EQ(r.status, ShardStatus::kOk) << r.reason;
+    const EvalResult e = evaluate_plan(task, r.plan, EvalOptions{}, quiet_context());
+    plans.push_back({r.plan, e, std::string(sharder) + ".json"});
+  }
+  const std::string html = plan_report_html(task, plans);
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_EQ(count_of(html, "<svg"), 3u * plans.size());  // step bars, memory, placement map
+  EXPECT_EQ(count_of(html, "<h2 id='plan"), plans.size());
+  EXPECT_NE(html.find("The plans side by side"), std::string::npos);
+  EXPECT_EQ(html.find("t<0>"), std::string::npos);
+  EXPECT_NE(html.find("t&lt;0&gt;&amp;co"), std::string::npos);
+  EXPECT_NE(html.find("greedy:balance=lookup,on_full=infeasible"), std::string::npos);  // provenance
+  EXPECT_NE(html.find("greedy:balance=dim.json"), std::string::npos);                   // plan file
+  EXPECT_EQ(html.find(" src="), std::string::npos);  // nothing from the network
+  EXPECT_EQ(html.find("href='http"), std::string::npos);
+  // The straggler mark sits on the device with the largest fw_comp + bw_comp.
+  const auto& devices = plans[0].eval.breakdown.devices;
+  std::size_t slowest = 0;
+  for (std::size_t d = 0; d < devices.size(); ++d) {
+    if (devices[d].fw_comp_ms + devices[d].bw_comp_ms >
+        devices[slowest].fw_comp_ms + devices[slowest].bw_comp_ms) {
+      slowest = d;
+    }
+  }
+  const std::size_t mark = html.find("straggler: the largest");
+  ASSERT_NE(mark, std::string::npos);
+  const std::size_t last_bar = html.rfind("device ", mark);
+  EXPECT_EQ(html.substr(last_bar, 9), "device " + std::to_string(slowest) + ":");
+  // Every table appears in the map and the list; each list row has its cost share.
+  for (const TableSpec& t : task.workload.tables) EXPECT_GE(count_of(html, xml_escape(t.name)), 2u) << t.name;
+  EXPECT_NE(error_of([&] { (void)plan_report_html(task, {}); }).find("no plan"), std::string::npos);
+}
+
+std::vector<CompareRow> small_comparison() {
+  std::vector<Task> tasks;
+  static constexpr int kDims[] = {8, 16, 32};
+  for (std::uint64_t seed = 0; seed < 3; ++seed) tasks.push_back(test_util::pool_task(6, "v100:nodes=1,gpus_per_node=2", seed, kDims));
+  CompareOptions options;
+  options.sharders = {"greedy:balance=lookup", "greedy:balance=size", "random:attempts=5"};
+  return run_compare(tasks, options, quiet_context());
+}
+
+TEST(CompareReport, CsvReadsBackAndTheReportShowsEverySettingAndSharder) {
+  const std::vector<CompareRow> rows = small_comparison();
+  const std::string path = test_util::temp_file("report", "results.csv");
+  write_file_atomic(path, compare_csv(rows));
+  const std::vector<CompareRow> back = read_compare_csv(path);
+  ASSERT_EQ(back.size(), rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(back[i].task_id, rows[i].task_id);
+    EXPECT_EQ(back[i].sharder, rows[i].sharder);
+    EXPECT_EQ(back[i].status, rows[i].status);
+    EXPECT_NEAR(back[i].eval.step_ms, rows[i].eval.step_ms, 5e-4);
+    EXPECT_NEAR(back[i].lower_bound_ms, rows[i].lower_bound_ms, 5e-4);
+  }
+  const std::string html = compare_report_html(back, "greedy:balance=size", path);
+  EXPECT_EQ(count_of(html, "<svg"), 2u);  // one setting: steps and ratios
+  EXPECT_NE(html.find("Step relative to greedy:balance=size"), std::string::npos);
+  EXPECT_NE(html.find("<th>W/T/L</th>"), std::string::npos);
+  for (const char* s : {"greedy", "greedy:balance=size", "random:attempts=5"}) EXPECT_NE(html.find(s), std::string::npos) << s;
+  EXPECT_NE(error_of([&] { (void)compare_report_html(back, "torchrec", path); }).find("was not compared"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { (void)compare_report_html({}, "", path); }).find("empty comparison"), std::string::npos);
+}
+
+TEST(CompareReport, BadCsvIsOneLineNamingTheFileAndLine) {
+  const std::string path = test_util::temp_file("report", "bad.csv");
+  const std::string header = "task_id,setting,sharder,status,step_ms,max_sum_ms,balance,plan_ms,lower_bound_ms,reason\n";
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {"", "empty file"},
+      {"task_id,setting,sharder,status,step_ms\n", "not a comparison CSV of this version"},
+      {header, "no rows"},
+      {header + "t0,s,greedy,ok,1.0,1.0,1.0,0.1\n", "line 2: 8 columns, expected 10"},
+      {header + "t0,s,greedy,ok,fast,1.0,1.0,0.1,0,\n", "line 2: column step_ms"},
+      {header + "t0,s,greedy,ok,1,1,1,0.1,0,\nt1,s,greedy,maybe,1,1,1,0.1,0,\n", "line 3: column status"},
+      {header + "t0,s,\"greedy,ok,1,1,1,0.1,0,\n", "quoted field is not closed"}};
+  for (const auto& [text, want] : cases) {
+    std::ofstream(path, std::ios::trunc) << text;
+    const std::string error = error_of([&] { (void)read_compare_csv(path); });
+    EXPECT_NE(error.find(path), std::string::npos) << error;
+    EXPECT_NE(error.find(want), std::string::npos) << "want '" << want << "' in: " << error;
+    EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+  }
+}
+
+TEST(ReportCli, WritesReportsAndRefusesAPlanOfAnotherTaskWithoutWritingAnything) {
+  const std::string cli = EMBSHARD_CLI_PATH;
+  const std::string dir = test_util::temp_file("report", "cli");
+  const auto gen = test_util::generate_cli_tasks(dir, 4, 16, 2, 3);
+  ASSERT_EQ(gen.status, 0) << gen.out;
+  const std::string t0 = dir + "/tasks/000.json", t1 = dir + "/tasks/001.json", plan = dir + "/p.json";
+  const auto planned = test_util::run_command(cli + " plan --quiet --task " + t0 + " --sharder greedy --out " + plan +
+                                              " --report " + dir + "/plan.html");
+  ASSERT_EQ(planned.status, 0) << planned.out;
+  EXPECT_NE(read_file(dir + "/plan.html").find("<svg"), std::string::npos);
+  const auto other = test_util::run_command(cli + " report --task " + t1 + " --plan " + plan + " --out " + dir + "/x.html");
+  EXPECT_EQ(other.status, 1) << other.out;
+  EXPECT_NE(other.out.find(plan + ": the plan was made for task"), std::string::npos) << other.out;
+  EXPECT_FALSE(std::ifstream(dir + "/x.html").good());
+  const auto compared = test_util::run_command(cli + " compare --quiet --tasks " + dir + "/tasks --sharders 'greedy;random' --out " +
+                                               dir + "/r.csv --report " + dir + "/c.html");
+  ASSERT_EQ(compared.status, 0) << compared.out;
+  const auto again = test_util::run_command(cli + " report --compare " + dir + "/r.csv --reference random --out " + dir + "/c2.html");
+  ASSERT_EQ(again.status, 0) << again.out;
+  EXPECT_NE(read_file(dir + "/c2.html").find("Step relative to random"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace embshard
