@@ -149,8 +149,12 @@ TEST(SavedPlans, EverySharderPlanReadBackFromItsFileEvaluatesExactlyAsInMemory) 
       const EvalResult in_memory = evaluate_plan(task, r.plan, EvalOptions{}, quiet_context());
       const EvalResult from_file = evaluate_plan(task, read, EvalOptions{}, quiet_context());
       expect_same_result(from_file, in_memory);
-      if (!task.constraints.allow_uvm) EXPECT_EQ(uvm_lookup_share(from_file), 0.0);
-      if (all_in_hbm(r.plan)) EXPECT_EQ(uvm_lookup_share(in_memory), 0.0);
+      if (!task.constraints.allow_uvm) {
+        EXPECT_EQ(uvm_lookup_share(from_file), 0.0);
+      }
+      if (all_in_hbm(r.plan)) {
+        EXPECT_EQ(uvm_lookup_share(in_memory), 0.0);
+      }
 
       EvalOptions measured;  // what the measured backends hand to the kernels, by tier
       measured.batch_size = 256;
