@@ -142,7 +142,7 @@ std::string find_error_in_topology(const Topology& t, const std::string& where) 
     const std::string device = at + " device " + std::to_string(d);
     if (dev.hbm_bytes < 0 || dev.uvm_bytes < 0) return device + ": negative memory";
     if (dev.hbm_bytes > kMaxDeviceBytes || dev.uvm_bytes > kMaxDeviceBytes)
-      return device + ": hbm_bytes / uvm_bytes must be at most 2^50 (1 PiB)";
+      return device + ": hbm_bytes / uvm_bytes must be at most 2^44 (16 TiB)";
     if (!(dev.hbm_gbps > 0) || bad_gbps(dev.hbm_gbps))
       return device + ": hbm_gbps must be positive and at most 1e6";
     if (bad_gbps(dev.uvm_gbps)) return device + ": uvm_gbps must lie in [0, 1e6]";

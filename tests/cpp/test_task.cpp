@@ -254,8 +254,8 @@ TEST(TaskIo, OutOfRangeNumbersNameFileAndTable) {
       {stats("coverage", 1.5), "coverage"},
       {[](nlohmann::json& j) { j["tables"][0]["stats"]["icdf"][0] = -1.0; }, "icdf = -1"},
       {[](nlohmann::json& j) { j["tables"][0]["stats"]["icdf"][99] = 1e300; }, "icdf"},
-      {device("hbm_bytes", std::int64_t{1} << 62), "hbm_bytes / uvm_bytes must be at most 2^50"},
-      {device("uvm_bytes", std::numeric_limits<std::int64_t>::max()), "at most 2^50"},
+      {device("hbm_bytes", std::int64_t{1} << 62), "hbm_bytes / uvm_bytes must be at most 2^44"},
+      {device("uvm_bytes", std::numeric_limits<std::int64_t>::max()), "at most 2^44"},
       {device("hbm_gbps", 1e300), "hbm_gbps must be positive and at most 1e6"},
   };
   for (const auto& c : cases) {
@@ -263,7 +263,7 @@ TEST(TaskIo, OutOfRangeNumbersNameFileAndTable) {
     EXPECT_EQ(err.rfind("t.json", 0), 0u) << err;
     EXPECT_NE(err.find(c.expect), std::string::npos) << "expected '" << c.expect << "' in: " << err;
     const bool about_table = c.expect.find("bytes / uvm") == std::string::npos &&
-                             c.expect.find("2^50") == std::string::npos &&
+                             c.expect.find("2^44") == std::string::npos &&
                              c.expect.find("gbps") == std::string::npos;
     if (about_table) {
       EXPECT_NE(err.find("'big'"), std::string::npos) << err;

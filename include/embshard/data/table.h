@@ -37,7 +37,7 @@ inline constexpr std::int64_t kMinTableRows = 100;
 //   workload bytes = Σ table bytes ≤ kMaxTasksTables · 2^46 = 2^62 < 2^63;
 //   lookups/batch  = pooling × batch ≤ 10^6 · 2^30 < 2^50 (= kMaxNumIndices), and
 //                    lookups × dim × bytes/element < 2^50 · 2^18 is computed in double only;
-//   device memory  ≤ 2^50 each, Σ over ≤ 2^12 devices ≤ 2^62 (topology.h).
+//   device memory  ≤ 2^44 each, Σ over ≤ 2^18 devices ≤ 2^62 (topology.h).
 // The limits are far beyond real models (the largest published DLRM tables have ~10^10 rows,
 // dims ≤ 2048, pooling factors ≤ 10^3), so they only turn corrupt or hostile numbers into errors.
 

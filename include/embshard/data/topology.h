@@ -47,10 +47,13 @@ struct Topology {
   }
 };
 
-/** Most devices in a topology (2^12). */
-inline constexpr std::int64_t kMaxDevices = std::int64_t{1} << 12;
-/** Largest HBM or UVM capacity of one device: 2^50 bytes (1 PiB); Σ over kMaxDevices ≤ 2^62. */
-inline constexpr std::int64_t kMaxDeviceBytes = std::int64_t{1} << 50;
+/** Most devices in a topology: 2^18 (the presets' 4096 nodes × 64 devices). */
+inline constexpr std::int64_t kMaxDevices = std::int64_t{1} << 18;
+/**
+ * Largest HBM or UVM capacity of one device: 2^44 bytes (16 TiB, far above any GPU's HBM or
+ * host share), so HBM + UVM of a device and Σ over kMaxDevices (≤ 2^62) are exact in int64.
+ */
+inline constexpr std::int64_t kMaxDeviceBytes = std::int64_t{1} << 44;
 /** Largest bandwidth (GB/s) and latency (µs) a topology may name. */
 inline constexpr double kMaxGbps = 1e6;
 inline constexpr double kMaxLatencyUs = 1e9;
