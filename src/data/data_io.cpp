@@ -22,25 +22,27 @@ json stats_json(const TableStats& s) {
   return j;
 }
 
-TableStats stats_from(const JsonNode& n) {
+/** Reads and checks one table's statistics; errors start with `where` (file, path, table). */
+TableStats stats_from(const JsonNode& n, const std::string& where) {
+  // Any number here; the ranges are checked below by find_error_in_stats, naming the table.
   TableStats s;
-  s.num_rows = n.at("num_rows").as_int(1);
-  s.pooling_factor = n.at("pooling_factor").as_double(0);
-  s.coverage = n.at("coverage").as_double(0);
-  s.batch_size = n.has("batch_size") ? n.at("batch_size").as_int(0) : 0;
-  s.num_indices = n.has("num_indices") ? n.at("num_indices").as_int(0) : 0;
-  s.num_distinct = n.has("num_distinct") ? n.at("num_distinct").as_int(0) : 0;
+  s.num_rows = n.at("num_rows").as_int();
+  s.pooling_factor = n.at("pooling_factor").as_double();
+  s.coverage = n.at("coverage").as_double();
+  s.batch_size = n.has("batch_size") ? n.at("batch_size").as_int() : 0;
+  s.num_indices = n.has("num_indices") ? n.at("num_indices").as_int() : 0;
+  s.num_distinct = n.has("num_distinct") ? n.at("num_distinct").as_int() : 0;
   const JsonNode bins = n.at("bins");
   bins.expect_array();
   if (bins.size() != kNumReuseBins)
     bins.fail(detail::concat("expected ", kNumReuseBins, " values, got ", bins.size()));
-  for (std::size_t j = 0; j < bins.size(); ++j) s.bins[j] = bins.at(j).as_double(0);
+  for (std::size_t j = 0; j < bins.size(); ++j) s.bins[j] = bins.at(j).as_double();
   if (n.has("icdf")) {
     const JsonNode icdf = n.at("icdf");
     icdf.expect_array();
-    for (std::size_t k = 0; k < icdf.size(); ++k) s.icdf.push_back(icdf.at(k).as_double(0));
+    for (std::size_t k = 0; k < icdf.size(); ++k) s.icdf.push_back(icdf.at(k).as_double());
   }
-  const std::string err = find_error_in_stats(s, n.label());
+  const std::string err = find_error_in_stats(s, where);
   EMBSHARD_CHECK(err.empty(), err);
   return s;
 }
@@ -107,7 +109,7 @@ TableSpec table_from(const JsonNode& n, std::int64_t batch_size, const Pool* poo
   if (n.has("stats")) {
     const JsonNode s = n.at("stats");
     s.only_keys({EMBSHARD_STATS_KEYS});
-    t.stats = stats_from(s);
+    t.stats = stats_from(s, detail::concat(s.label(), " (table '", t.name, "')"));
   } else {
     if (!n.has("pool_id")) n.fail("a table needs 'stats' or 'pool_id'");
     EMBSHARD_ASSERT(pool != nullptr);
@@ -134,11 +136,15 @@ std::vector<TableStats> stats_from_json(const std::string& text, const std::stri
   root.expect_object();
   const JsonNode tables = root.at("tables");
   tables.expect_array();
+  if (tables.size() > static_cast<std::size_t>(kMaxTasksTables))
+    tables.fail(detail::concat(tables.size(), " tables, more than ", kMaxTasksTables));
   std::vector<TableStats> out;
   for (std::size_t i = 0; i < tables.size(); ++i) {
     const JsonNode t = tables.at(i);
     t.only_keys({EMBSHARD_STATS_KEYS, "id", "name", "generator"});
-    out.push_back(stats_from(t));
+    std::string at = t.label();
+    if (t.has("name")) at += " (table '" + t.at("name").as_string() + "')";
+    out.push_back(stats_from(t, at));
   }
   return out;
 }
@@ -235,6 +241,8 @@ Task task_from_json(const std::string& text, const std::string& where) {
   std::unique_ptr<Pool> pool;
   const JsonNode tables = root.at("tables");
   tables.expect_array();
+  if (tables.size() > static_cast<std::size_t>(kMaxTasksTables))
+    tables.fail(detail::concat(tables.size(), " tables, more than ", kMaxTasksTables));
   for (std::size_t i = 0; i < tables.size(); ++i) {
     const JsonNode t = tables.at(i);
     t.expect_object();

@@ -174,7 +174,11 @@ struct DlrmFileReader::Impl {
                                          progress_logger(ctx, mapped->size()));
       mapped.reset();  // everything now lives in owned buffers
     } else {
-      torch = detail::load_torch_file(mapped->map(), mapped->size(), path);
+      detail::LoadOptions options;
+      options.release = [m = mapped.get()](const std::uint8_t* p, std::size_t n) {
+        m->release(p, n);
+      };
+      torch = detail::load_torch_file(mapped->map(), mapped->size(), path, options);
     }
   }
 
@@ -328,13 +332,16 @@ DlrmFileReader::DlrmFileReader(const std::string& path, const Context& ctx)
   });
 }
 
-DlrmFileReader DlrmFileReader::from_bytes(std::string bytes, const std::string& name) {
+DlrmFileReader DlrmFileReader::from_bytes(std::string bytes, const std::string& name,
+                                          bool verify_crc) {
   auto impl = std::make_unique<Impl>();
   impl->info.path = name;
   impl->bytes = std::move(bytes);
   one_line_errors([&] {
+    detail::LoadOptions options;
+    options.verify_crc = verify_crc;
     impl->torch = detail::load_torch_file(reinterpret_cast<const std::uint8_t*>(impl->bytes.data()),
-                                          impl->bytes.size(), name);
+                                          impl->bytes.size(), name, options);
     impl->interpret();
   });
   return DlrmFileReader(std::move(impl));

@@ -23,13 +23,17 @@ std::string find_error_in_stats(const TableStats& s, const std::string& where) {
     err << where << ": " << field << " = " << value << " " << why;
     return err.str();
   };
-  if (s.num_rows < 1) return bad("num_rows", s.num_rows, "must be at least 1");
-  if (!std::isfinite(s.pooling_factor) || s.pooling_factor < 0)
-    return bad("pooling_factor", s.pooling_factor, "must be a finite number >= 0");
+  if (s.num_rows < 1 || s.num_rows > kMaxTableRows)
+    return bad("num_rows", s.num_rows, "must lie in [1, 2^40]");
+  if (!std::isfinite(s.pooling_factor) || s.pooling_factor < 0 ||
+      s.pooling_factor > kMaxPoolingFactor)
+    return bad("pooling_factor", s.pooling_factor, "must be a finite number in [0, 1e6]");
   if (!std::isfinite(s.coverage) || s.coverage < 0 || s.coverage > 1)
     return bad("coverage", s.coverage, "must lie in [0, 1]");
-  if (s.batch_size < 0) return bad("batch_size", s.batch_size, "must be >= 0");
-  if (s.num_indices < 0) return bad("num_indices", s.num_indices, "must be >= 0");
+  if (s.batch_size < 0 || s.batch_size > kMaxStatsBatchSize)
+    return bad("batch_size", s.batch_size, "must lie in [0, 2^30]");
+  if (s.num_indices < 0 || s.num_indices > kMaxNumIndices)
+    return bad("num_indices", s.num_indices, "must lie in [0, 2^50]");
   if (s.num_distinct < 0 || s.num_distinct > s.num_indices)
     return bad("num_distinct", s.num_distinct, "must lie in [0, num_indices]");
   if (s.num_distinct > s.num_rows)
@@ -47,7 +51,8 @@ std::string find_error_in_stats(const TableStats& s, const std::string& where) {
     return bad("icdf", s.icdf.size(), "entries; expected 100");
   double prev = 0;
   for (double v : s.icdf) {
-    if (!std::isfinite(v) || v < prev) return bad("icdf", v, "is not non-decreasing");
+    if (!std::isfinite(v) || v < 0) return bad("icdf", v, "must be a finite number >= 0");
+    if (v < prev) return bad("icdf", v, "is not non-decreasing");
     if (v > static_cast<double>(s.num_rows)) return bad("icdf", v, "exceeds num_rows");
     prev = v;
   }

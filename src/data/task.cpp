@@ -21,6 +21,9 @@ std::int64_t Workload::total_dim() const {
 std::string find_error_in_task(const Task& task, const std::string& where) {
   const auto& tables = task.workload.tables;
   if (tables.empty()) return where + ": the task has no tables";
+  if (static_cast<std::int64_t>(tables.size()) > kMaxTasksTables)
+    return where + ": the task has " + std::to_string(tables.size()) + " tables, more than " +
+           std::to_string(kMaxTasksTables);
   if (task.workload.batch_size <= 0 || task.workload.batch_size > kMaxBatchSize)
     return where + ": batch_size = " + std::to_string(task.workload.batch_size) +
            " must lie in [1, " + std::to_string(kMaxBatchSize) + "]";
@@ -34,6 +37,10 @@ std::string find_error_in_task(const Task& task, const std::string& where) {
       return at + ": dim = " + std::to_string(t.dim) + " must be a positive multiple of 4, at most " +
              std::to_string(kMaxTableDim);
     if (auto err = find_error_in_stats(t.stats, at); !err.empty()) return err;
+    if (t.size_bytes() > kMaxTableBytes)  // exact: rows ≤ 2^40, dim ≤ 2^16 (table.h)
+      return at + ": " + std::to_string(t.num_rows()) + " rows × dim " + std::to_string(t.dim) +
+             " = " + std::to_string(t.size_bytes()) +
+             " bytes, more than the 2^46 bytes (64 TiB) a table may hold";
   }
   return find_error_in_topology(task.topology, where);
 }

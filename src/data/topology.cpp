@@ -132,19 +132,30 @@ Topology make_topology(const std::string& spec) {
 std::string find_error_in_topology(const Topology& t, const std::string& where) {
   const std::string at = where + ": topology";
   if (t.devices.empty()) return at + " has no devices";
+  if (static_cast<std::int64_t>(t.devices.size()) > kMaxDevices)
+    return at + " has " + std::to_string(t.devices.size()) + " devices, more than " +
+           std::to_string(kMaxDevices);
   if (t.devices_per_host < 1) return at + ": devices_per_host must be at least 1";
+  const auto bad_gbps = [](double v) { return !(v >= 0 && v <= kMaxGbps); };  // NaN too
   for (std::size_t d = 0; d < t.devices.size(); ++d) {
     const Device& dev = t.devices[d];
     const std::string device = at + " device " + std::to_string(d);
     if (dev.hbm_bytes < 0 || dev.uvm_bytes < 0) return device + ": negative memory";
-    if (!(dev.hbm_gbps > 0)) return device + ": hbm_gbps must be positive";
+    if (dev.hbm_bytes > kMaxDeviceBytes || dev.uvm_bytes > kMaxDeviceBytes)
+      return device + ": hbm_bytes / uvm_bytes must be at most 2^44 (16 TiB)";
+    if (!(dev.hbm_gbps > 0) || bad_gbps(dev.hbm_gbps))
+      return device + ": hbm_gbps must be positive and at most 1e6";
+    if (bad_gbps(dev.uvm_gbps)) return device + ": uvm_gbps must lie in [0, 1e6]";
     if (dev.uvm_bytes > 0 && !(dev.uvm_gbps > 0))
       return device + ": uvm_gbps must be positive when uvm memory is given";
   }
-  if (!(t.intra_host_gbps > 0)) return at + ": intra_host_gbps must be positive";
+  if (!(t.intra_host_gbps > 0) || bad_gbps(t.intra_host_gbps))
+    return at + ": intra_host_gbps must be positive and at most 1e6";
+  if (bad_gbps(t.inter_host_gbps)) return at + ": inter_host_gbps must lie in [0, 1e6]";
   if (t.num_hosts() > 1 && !(t.inter_host_gbps > 0))
     return at + ": inter_host_gbps must be positive with several hosts";
-  if (!(t.a2a_latency_us >= 0)) return at + ": a2a_latency_us must be >= 0";
+  if (!(t.a2a_latency_us >= 0 && t.a2a_latency_us <= kMaxLatencyUs))
+    return at + ": a2a_latency_us must lie in [0, 1e9]";
   return "";
 }
 

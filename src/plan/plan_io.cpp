@@ -90,11 +90,13 @@ Provenance read_provenance(const JsonNode& n) {
 
 Shard read_shard(const JsonNode& n) {
   n.only_keys({"device", "rows", "cols", "hbm_rows"});
-  constexpr std::int64_t kMaxRows = std::numeric_limits<std::int64_t>::max();
+  // No task accepts more rows, dims or devices (table.h, topology.h), so larger numbers are
+  // rejected here, before any arithmetic on them.
+  constexpr std::int64_t kMaxRows = kMaxTableRows;
   Shard s;
-  s.device = static_cast<int>(read_count(n.at("device"), INT_MAX));
+  s.device = static_cast<int>(read_count(n.at("device"), kMaxDevices - 1));
   std::tie(s.row_begin, s.row_end) = read_range(n.at("rows"), kMaxRows);
-  const auto cols = read_range(n.at("cols"), INT_MAX);
+  const auto cols = read_range(n.at("cols"), kMaxTableDim);
   s.col_begin = static_cast<int>(cols.first);
   s.col_end = static_cast<int>(cols.second);
   if (n.has("hbm_rows")) s.hbm_rows = read_count(n.at("hbm_rows"), kMaxRows);

@@ -310,6 +310,33 @@ TEST_F(Cli, BadTaskFilesFailWithOneLine) {
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
 }
 
+TEST_F(Cli, OutOfRangeNumbersInATaskFileFailNamingFileAndTable) {
+  // num_rows = 2^63 − 1 used to overflow the table's bytes (and the plan was called valid);
+  // pooling 1e14 reached a float → int cast in the torchrec estimator; recshard did not name
+  // the file. Now the task reader stops them, naming the file and the table.
+  const auto task = [](const std::string& stats) {
+    return R"({"schema_version": 1, "batch_size": 64, "topology": {"preset": "v100"},
+      "tables": [{"name": "huge", "dim": 64, "stats": {)" + stats +
+           R"(, "coverage": 1, "bins": [1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]}}]})";
+  };
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"("num_rows": 9223372036854775807, "pooling_factor": 1)", "num_rows = 9223372036854775807"},
+      {R"("num_rows": 1000, "pooling_factor": 1e14)", "pooling_factor = 1e+14"},
+      {R"("num_rows": 1000, "pooling_factor": 1e308)", "pooling_factor = 1e+308"}};
+  for (const auto& [stats, expect] : cases) {
+    write_file_atomic(path("t.json"), task(stats));
+    for (const std::string sharder : {"recshard", "torchrec", "greedy"}) {
+      const CliResult r = run_cli("plan --quiet --task " + path("t.json") + " --sharder " + sharder +
+                                  " --out " + path("p.json"));
+      EXPECT_EQ(r.status, 1) << r.out;
+      EXPECT_NE(r.out.find(path("t.json") + ": tables[0].stats (table 'huge'): " + expect),
+                std::string::npos)
+          << r.out;
+      EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+    }
+  }
+}
+
 TEST_F(Cli, UnknownVerbsAndOptionsAreErrors) {
   CliResult r = run_cli("shard");
   EXPECT_EQ(r.status, 1);

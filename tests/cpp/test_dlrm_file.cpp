@@ -637,14 +637,18 @@ TEST(DlrmFileCorrupt, PickleErrors) {
   expect_error(make_zip({{"data.pkl", "\x80\x02X\xff\xff\xff\x7f"}}), "long.pt",
                "exceeds the pickle size limit");
   expect_error(make_zip({{"data.pkl", "\x80\x02(K\x01"}}), "nostop.pt", "truncated");
-  // The same problems in a legacy file and in a gzip stream (no CRC there to catch them first).
+  // The same problems in a legacy file (no CRC there to catch them first) and, with the CRC
+  // checks off (the fuzz target's second pass), in a gzip stream.
   std::string legacy = encode_raw(RawFile{}, true);
   legacy.replace(legacy.find("IntStorage"), 10, "XntStorage");
   expect_error(legacy, "legacy.pt", "unknown storage class 'torch.XntStorage'");
   std::string zip = encode_raw(RawFile{});
   zip[zip.find("ctorch\nIntStorage")] = '\xf0';
-  expect_error(gzip(zip), "stream.pt.gz", "unknown pickle opcode 0xf0 at byte");
-  expect_error(zip, "crc.pt", "CRC mismatch in record 'archive/data.pkl'");
+  EXPECT_NE(error_of([&] { (void)DlrmFileReader::from_bytes(gzip(zip), "stream.pt.gz", false); })
+                .find("unknown pickle opcode 0xf0 at byte"),
+            std::string::npos);
+  expect_error(gzip(zip), "stream.pt.gz", "CRC-32 mismatch in record 'archive/data.pkl'");
+  expect_error(zip, "crc.pt", "CRC-32 mismatch in record 'archive/data.pkl'");
 }
 
 TEST(DlrmFileCorrupt, ContainerErrors) {
@@ -685,6 +689,72 @@ TEST(DlrmFileCorrupt, ContainerErrors) {
   std::string legacy = encode_raw(RawFile{}, true);
   legacy[3] ^= 1;  // inside the magic number
   expect_error(legacy, "magic.pt", "bad magic number");
+}
+
+// ---- integrity: CRC-32 and trailing bytes -------------------------------------------------------
+
+/** The fixture's largest storage record (the indices) found through the central directory. */
+detail::ZipEntry largest_record(const std::string& zip) {
+  const auto entries = detail::read_zip_directory(
+      reinterpret_cast<const std::uint8_t*>(zip.data()), zip.size(), "fixture");
+  return *std::max_element(entries.begin(), entries.end(),
+                           [](const auto& a, const auto& b) { return a.size < b.size; });
+}
+
+TEST(DlrmFileIntegrity, FlippedBitInATensorFailsItsCrc) {
+  // A flipped bit in a tensor record used to change a table's statistics silently.
+  const std::string good = read_bytes(kFixtures + "dlrm_t4_bs64_offsets_i64.pt");
+  const detail::ZipEntry e = largest_record(good);
+  ASSERT_GT(e.size, 64u);
+  std::string bad = good;
+  bad[e.data_offset + e.size / 2] ^= 0x10;
+  const std::string want = "CRC-32 mismatch in record '" + e.name + "'";
+  expect_error_in(bad, "flip.pt", want);         // in memory, through the central directory
+  expect_error_in(gzip(bad), "flip.pt.gz", want);  // streamed (gzip's own CRC is intact)
+  // Only the CRC catches it: without the check the file reads as a valid (wrong) dataset.
+  EXPECT_NO_THROW({
+    DlrmFileReader unchecked = DlrmFileReader::from_bytes(bad, "flip.pt", /*verify_crc=*/false);
+    (void)read_all(unchecked);
+  });
+  // A real path (mapped, checked 64 MiB at a time) names the path.
+  const std::string path = test_util::temp_file("crc", "flip.pt");
+  {
+    std::ofstream(path, std::ios::binary) << bad;
+  }
+  const std::string msg = error_of([&] { DlrmFileReader reader(path); });
+  EXPECT_EQ(msg.rfind(path + ": " + want, 0), 0u) << msg;
+  std::filesystem::remove(path);
+}
+
+TEST(DlrmFileIntegrity, BytesAfterTheEndAreErrors) {
+  const std::string zip = read_bytes(kFixtures + "dlrm_t4_bs64_offsets_i64.pt");
+  const std::string gz = read_bytes(kFixtures + "dlrm_t4_bs64_offsets_i64.pt.gz");
+  const std::string legacy = read_bytes(kFixtures + "dlrm_t4_bs64_offsets_i64.legacy.pt");
+  expect_error_in(gz + "garbage", "junk.pt.gz", "trailing bytes after the compressed stream");
+  expect_error_in(gz + std::string(5, '\0'), "zeros.pt.gz", "trailing bytes");
+  // A second, valid gzip member: its content follows the zip's end record.
+  expect_error_in(gz + gzip("garbage"), "member.pt.gz",
+                  "7 bytes after the end of the zip (offset " + std::to_string(zip.size()) + ")");
+  expect_error_in(zip + "garbage", "junk.pt", "7 bytes after the end of the zip");
+  expect_error_in(gzip(legacy + "x"), "junk.legacy.pt.gz", "1 bytes after the last storage");
+  expect_error_in(legacy + "x", "junk.legacy.pt", "1 bytes after the last storage");
+  // Multi-member gzip (RFC 1952, `cat a.gz b.gz`) is one stream: split content reads as a whole.
+  const std::size_t half = zip.size() / 2;
+  DlrmFileReader split =
+      DlrmFileReader::from_bytes(gzip(zip.substr(0, half)) + gzip(zip.substr(half)), "two.pt.gz");
+  DlrmFileReader whole = DlrmFileReader::from_bytes(zip, "one.pt");
+  const auto a = read_all(split);
+  const auto b = read_all(whole);
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t t = 0; t < a.size(); ++t) EXPECT_EQ(a[t].indices, b[t].indices);
+  // A real gzip path names the path.
+  const std::string path = test_util::temp_file("trail", "junk.pt.gz");
+  {
+    std::ofstream(path, std::ios::binary) << gz << "garbage";
+  }
+  const std::string msg = error_of([&] { DlrmFileReader reader(path); });
+  EXPECT_EQ(msg.rfind(path + ": ", 0), 0u) << msg;
+  std::filesystem::remove(path);
 }
 
 TEST(DlrmFileCorrupt, HugeClaimsDoNotAllocate) {

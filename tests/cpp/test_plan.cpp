@@ -811,7 +811,7 @@ TEST(PlanJson, RejectsNegativeAndHugeNumbers) {
   expect_read_error(good_with("\"hbm_rows\": 300", "\"hbm_rows\": -1"),
                     {"tables[0].shards[0].hbm_rows", "got -1"});
   expect_read_error(good_with("\"device\": 1", "\"device\": 3000000000"),
-                    {"shards[1].device", "maximum 2147483647"});
+                    {"shards[1].device", "maximum 262143"});
   expect_read_error(good_with("\"cols\": [0, 64]", "\"cols\": [0, 99999999999]"),
                     {"shards[0].cols[1]", "maximum"});
   expect_read_error(good_with("\"rows\": [300, 1000]", "\"rows\": [300, 9223372036854775808]"),

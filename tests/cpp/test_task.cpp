@@ -1,6 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
+#include <functional>
+#include <limits>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "test_util.h"
@@ -200,6 +204,105 @@ TEST(TaskIo, BadTasksNameTheProblem) {
     EXPECT_NE(err.find("t.json"), std::string::npos) << err;
     EXPECT_NE(err.find(c.expect), std::string::npos) << "expected '" << c.expect << "' in: " << err;
   }
+}
+
+/** A task file with one inline-stats table named "big", edited by `edit`, read as "t.json". */
+std::string task_file_error(const std::function<void(nlohmann::json&)>& edit) {
+  Task task = make_task_generator("neuroshard:devices=2,max_dim=64")->generate(source(), 1, 0);
+  task.workload.tables.resize(1);
+  task.workload.tables[0].name = "big";
+  task.workload.tables[0].source_id = -1;
+  nlohmann::json j = nlohmann::json::parse(task_to_json(task));
+  edit(j);
+  return error_of([&] { (void)task_from_json(j.dump(), "t.json"); });
+}
+
+TEST(TaskIo, OutOfRangeNumbersNameFileAndTable) {
+  // Every number a derived int64 (bytes, lookups, budgets) is built from is bounded at the door
+  // (table.h, topology.h); before, num_rows = 2^63 − 1 overflowed the table's bytes.
+  struct Case {
+    std::function<void(nlohmann::json&)> edit;
+    std::string expect;
+  };
+  const auto stats = [](const char* field, nlohmann::json value) {
+    return [field, value](nlohmann::json& j) { j["tables"][0]["stats"][field] = value; };
+  };
+  const auto device = [](const char* field, nlohmann::json value) {
+    return [field, value](nlohmann::json& j) {
+      j["topology"] = {{"devices_per_host", 1}, {"intra_host_gbps", 100.0},
+                       {"inter_host_gbps", 10.0}, {"a2a_latency_us", 25.0},
+                       {"devices", {{{"hbm_bytes", 1 << 30}, {"uvm_bytes", 0},
+                                     {"hbm_gbps", 900.0}, {"uvm_gbps", 16.0}}}}};
+      j["topology"]["devices"][0][field] = value;
+    };
+  };
+  const std::vector<Case> cases = {
+      {stats("num_rows", std::numeric_limits<std::int64_t>::max()), "num_rows = 9223372036854775807 must lie in [1, 2^40]"},
+      {stats("num_rows", (std::int64_t{1} << 40) + 1), "num_rows = 1099511627777 must lie in [1, 2^40]"},
+      {[](nlohmann::json& j) {
+         j["tables"][0]["dim"] = 64;
+         j["tables"][0]["stats"]["num_rows"] = std::int64_t{1} << 40;
+       },
+       "1099511627776 rows × dim 64 = 281474976710656 bytes, more than the 2^46 bytes"},
+      {stats("num_rows", 0), "num_rows = 0"},
+      {stats("pooling_factor", 1e14), "pooling_factor = 1e+14 must be a finite number in [0, 1e6]"},
+      {stats("pooling_factor", 1e308), "pooling_factor"},
+      {stats("pooling_factor", -1.0), "pooling_factor"},
+      {stats("num_indices", std::int64_t{1} << 62), "num_indices"},
+      {stats("num_indices", -5), "num_indices"},
+      {stats("batch_size", std::int64_t{1} << 40), "batch_size"},
+      {stats("coverage", 1.5), "coverage"},
+      {[](nlohmann::json& j) { j["tables"][0]["stats"]["icdf"][0] = -1.0; }, "icdf = -1"},
+      {[](nlohmann::json& j) { j["tables"][0]["stats"]["icdf"][99] = 1e300; }, "icdf"},
+      {device("hbm_bytes", std::int64_t{1} << 62), "hbm_bytes / uvm_bytes must be at most 2^44"},
+      {device("uvm_bytes", std::numeric_limits<std::int64_t>::max()), "at most 2^44"},
+      {device("hbm_gbps", 1e300), "hbm_gbps must be positive and at most 1e6"},
+  };
+  for (const auto& c : cases) {
+    const std::string err = task_file_error(c.edit);
+    EXPECT_EQ(err.rfind("t.json", 0), 0u) << err;
+    EXPECT_NE(err.find(c.expect), std::string::npos) << "expected '" << c.expect << "' in: " << err;
+    const bool about_table = c.expect.find("bytes / uvm") == std::string::npos &&
+                             c.expect.find("2^44") == std::string::npos &&
+                             c.expect.find("gbps") == std::string::npos;
+    if (about_table) {
+      EXPECT_NE(err.find("'big'"), std::string::npos) << err;
+    }
+  }
+}
+
+TEST(Task, NonFiniteAndHugeValuesAreErrors) {
+  // NaN and inf cannot come through JSON, but tasks built in code pass the same check.
+  const Task good = make_task_generator("neuroshard:devices=2,max_dim=64")->generate(source(), 1, 0);
+  ASSERT_EQ(find_error_in_task(good, "mem"), "");
+  const std::string name = good.workload.tables[0].name;
+  for (double v : {std::nan(""), std::numeric_limits<double>::infinity(), 1e7, -0.5}) {
+    Task task = good;
+    task.workload.tables[0].stats.pooling_factor = v;
+    const std::string err = find_error_in_task(task, "mem");
+    EXPECT_NE(err.find("mem: table 0 ('" + name + "'): pooling_factor"), std::string::npos) << err;
+  }
+  for (double v : {std::nan(""), std::numeric_limits<double>::infinity()}) {
+    Task task = good;
+    task.topology.devices[1].hbm_gbps = v;
+    EXPECT_NE(find_error_in_task(task, "mem").find("device 1: hbm_gbps"), std::string::npos);
+    task = good;
+    task.topology.a2a_latency_us = v;
+    EXPECT_NE(find_error_in_task(task, "mem").find("a2a_latency_us"), std::string::npos);
+  }
+  Task many = good;
+  many.workload.tables.resize(static_cast<std::size_t>(kMaxTasksTables) + 1,
+                              good.workload.tables[0]);
+  EXPECT_NE(find_error_in_task(many, "mem").find("more than 65536"), std::string::npos);
+}
+
+TEST(StatsIo, OutOfRangeNumbersNameFileAndTable) {
+  std::vector<TableStats> stats = {source().stats(0)};
+  nlohmann::json j = nlohmann::json::parse(stats_to_json(stats));
+  j["tables"][0]["name"] = "hot";
+  j["tables"][0]["pooling_factor"] = 1e308;
+  const std::string err = error_of([&] { (void)stats_from_json(j.dump(), "s.json"); });
+  EXPECT_EQ(err.rfind("s.json: tables[0] (table 'hot'): pooling_factor = 1e+308", 0), 0u) << err;
 }
 
 TEST(TaskIo, WriteTasksNamesFilesInOrder) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "embshard/data/pool.h"
@@ -11,6 +12,7 @@
 #include "embshard/shard/sharder.h"
 #include "shard/torchrec/torchrec_planner.h"
 #include "shard_test_util.h"
+#include "test_util.h"
 
 namespace embshard {
 namespace {
@@ -175,6 +177,17 @@ TEST(TorchrecSharder, StorageReservationIsTorchrecs) {
   // (1 − 0.15)·1 GiB, then the KJT estimate ceil(pf·B·8)·20 = ceil(2·256·8)·20 = 81,920 bytes.
   EXPECT_EQ(tr::kjt_reservation_bytes(task, 256.0), 81920);
   EXPECT_EQ(topo.hbm_cap_bytes.at(0), static_cast<std::int64_t>(0.85 * 1073741824.0) - 81920);
+}
+
+TEST(TorchrecSharder, EstimatesOutOfRangeAreErrorsNotCasts) {
+  // Defence in depth behind find_error_in_task: a pooling factor no task file may carry (1e300,
+  // NaN) reaches the float → int conversions as an Error, never as undefined behaviour.
+  for (double pooling : {1e300, std::nan("")}) {
+    const Task task = hand_task({table("t", 128, 1000, pooling)}, "v100:gpus_per_node=4", 1024);
+    EXPECT_NE(test_util::error_of([&] { (void)tr::kjt_reservation_bytes(task, 256.0); })
+                  .find("out of range"),
+              std::string::npos);
+  }
 }
 
 TEST(TorchrecSharder, EveryPlanIsValidForItsTask) {

@@ -19,6 +19,12 @@
  * the raw tensor buffers (the bytes the file holds, in their on-disk dtype), and tables are then
  * visited one at a time. At most one table's `TableBatch` exists at any time.
  *
+ * Integrity: every zip record the reader uses (data.pkl, byteorder, each tensor's storage) must
+ * match its stored CRC-32 ("NAME: CRC-32 mismatch in record 'R' ..."); a mapped file is checked
+ * once at open, 64 MiB at a time with the pages dropped again, a gzip stream as records arrive.
+ * Bytes after the end of the zip, after a legacy file's last storage, or after the last gzip
+ * member are errors; concatenated gzip members are read as one stream (RFC 1952).
+ *
  * Every malformed input (truncated or corrupt container, unknown pickle opcode or storage class,
  * wrong tensor shapes, offsets that decrease or overrun, lengths that disagree with offsets,
  * negative indices) throws `embshard::Error` with one line naming the file and the problem.
@@ -65,8 +71,13 @@ class DlrmFileReader {
   explicit DlrmFileReader(const std::string& path);
   /** The same, logging the progress of a long gzip decompression with ctx.info (every 10%). */
   DlrmFileReader(const std::string& path, const Context& ctx);
-  /** Reads from an in-memory copy of a file (tests, fuzzing); `name` is used in messages. */
-  static DlrmFileReader from_bytes(std::string bytes, const std::string& name);
+  /**
+   * Reads from an in-memory copy of a file (tests, fuzzing); `name` is used in messages.
+   * `verify_crc` = false skips the zip CRC-32 checks (the fuzz target's second pass, so that
+   * mutated tensor bytes still reach the table validation behind the CRC); paths always check.
+   */
+  static DlrmFileReader from_bytes(std::string bytes, const std::string& name,
+                                   bool verify_crc = true);
 
   DlrmFileReader(DlrmFileReader&&) noexcept;
   DlrmFileReader& operator=(DlrmFileReader&&) noexcept;

@@ -28,10 +28,33 @@ namespace embshard {
 inline constexpr int kNumReuseBins = 17;
 /** Number of steps of RecShard's piece-wise inverse value-frequency CDF. */
 inline constexpr int kNumIcdfSteps = 100;
-/** Largest embedding dim a task may name (FBGEMM allows 2048; this leaves room for what-ifs). */
-inline constexpr int kMaxTableDim = 1 << 16;
 /** Floor on the row count used by every reference script. */
 inline constexpr std::int64_t kMinTableRows = 100;
+
+// ---- limits checked at the door (find_error_in_stats, find_error_in_task, the readers) ---------
+// Every quantity that comes from a file is bounded so that every derived int64 product is exact:
+//   table bytes    = rows × dim × bytes/element ≤ 2^40 · 2^16 · 4 = 2^58, then capped at 2^46;
+//   workload bytes = Σ table bytes ≤ kMaxTasksTables · 2^46 = 2^62 < 2^63;
+//   lookups/batch  = pooling × batch ≤ 10^6 · 2^30 < 2^50 (= kMaxNumIndices), and
+//                    lookups × dim × bytes/element < 2^50 · 2^18 is computed in double only;
+//   device memory  ≤ 2^44 each, Σ over ≤ 2^18 devices ≤ 2^62 (topology.h).
+// The limits are far beyond real models (the largest published DLRM tables have ~10^10 rows,
+// dims ≤ 2048, pooling factors ≤ 10^3), so they only turn corrupt or hostile numbers into errors.
+
+/** Largest embedding dim a task may name (FBGEMM allows 2048; this leaves room for what-ifs). */
+inline constexpr int kMaxTableDim = 1 << 16;
+/** Largest row count of a table: 2^40 ≈ 1.1e12. */
+inline constexpr std::int64_t kMaxTableRows = std::int64_t{1} << 40;
+/** Largest size of one table, rows × dim × bytes/element: 2^46 bytes = 64 TiB. */
+inline constexpr std::int64_t kMaxTableBytes = std::int64_t{1} << 46;
+/** Most tables in one task or statistics file (the dataset reader's limit too). */
+inline constexpr std::int64_t kMaxTasksTables = std::int64_t{1} << 16;
+/** Largest mean pooling factor (lookups per sample). */
+inline constexpr double kMaxPoolingFactor = 1e6;
+/** Largest batch (samples) statistics or a task may name: 2^30. */
+inline constexpr std::int64_t kMaxStatsBatchSize = std::int64_t{1} << 30;
+/** Largest lookup count of a batch: 2^50 > kMaxPoolingFactor × kMaxStatsBatchSize. */
+inline constexpr std::int64_t kMaxNumIndices = std::int64_t{1} << 50;
 
 /** Element type of the embedding weights. */
 enum class WeightType { kF32, kF16 };
@@ -62,6 +85,7 @@ struct TableSpec {
   TableStats stats;
 
   [[nodiscard]] std::int64_t num_rows() const { return stats.num_rows; }
+  /** rows × dim × bytes/element; exact for any table `find_error_in_task` accepts (≤ 2^46). */
   [[nodiscard]] std::int64_t size_bytes() const {
     return stats.num_rows * dim * bytes_per_element(dtype);
   }
@@ -69,8 +93,10 @@ struct TableSpec {
 
 /**
  * Returns "" if `stats` is internally consistent, else a message naming the first bad field
- * (prefixed by `where`, e.g. "tables.json: table 3"). Checks ranges, bins summing to 1 (or all 0
- * for an empty table), and a non-decreasing ICDF of kNumIcdfSteps values bounded by num_rows.
+ * (prefixed by `where`, e.g. "tables.json: table 3"). Checks ranges and the limits above
+ * (num_rows ≤ kMaxTableRows, pooling_factor ≤ kMaxPoolingFactor, batch_size ≤
+ * kMaxStatsBatchSize, num_indices ≤ kMaxNumIndices), bins summing to 1 (or all 0 for an empty
+ * table), and a non-decreasing ICDF of kNumIcdfSteps values in [0, num_rows].
  */
 [[nodiscard]] std::string find_error_in_stats(const TableStats& stats, const std::string& where);
 

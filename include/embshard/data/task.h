@@ -17,7 +17,7 @@
 namespace embshard {
 
 /** Largest global batch a task may name (the dataset's batches are 65,536 and 131,072). */
-inline constexpr std::int64_t kMaxBatchSize = std::int64_t{1} << 30;
+inline constexpr std::int64_t kMaxBatchSize = kMaxStatsBatchSize;
 
 struct Workload {
   std::vector<TableSpec> tables;
@@ -46,8 +46,10 @@ struct Task {
 
 /**
  * "" if `task` is valid, else one line naming the first problem, prefixed by `where` (a file
- * name): no tables, duplicate table names, a dim that is not a positive multiple of 4, bad
- * statistics, a non-positive batch, an unusable topology.
+ * name) and naming the table: no tables or more than kMaxTasksTables, duplicate table names, a
+ * dim that is not a positive multiple of 4, bad statistics, a table over kMaxTableBytes, a batch
+ * outside [1, kMaxBatchSize], an unusable topology (table.h and topology.h give the limits and
+ * why they keep every derived int64 exact).
  */
 [[nodiscard]] std::string find_error_in_task(const Task& task, const std::string& where);
 

@@ -47,7 +47,21 @@ struct Topology {
   }
 };
 
-/** "" if `topology` is usable (at least one device, positive figures), else the first problem. */
+/** Most devices in a topology: 2^18 (the presets' 4096 nodes × 64 devices). */
+inline constexpr std::int64_t kMaxDevices = std::int64_t{1} << 18;
+/**
+ * Largest HBM or UVM capacity of one device: 2^44 bytes (16 TiB, far above any GPU's HBM or
+ * host share), so HBM + UVM of a device and Σ over kMaxDevices (≤ 2^62) are exact in int64.
+ */
+inline constexpr std::int64_t kMaxDeviceBytes = std::int64_t{1} << 44;
+/** Largest bandwidth (GB/s) and latency (µs) a topology may name. */
+inline constexpr double kMaxGbps = 1e6;
+inline constexpr double kMaxLatencyUs = 1e9;
+
+/**
+ * "" if `topology` is usable (1 to kMaxDevices devices, memory in [0, kMaxDeviceBytes], finite
+ * positive bandwidths up to kMaxGbps, a latency in [0, kMaxLatencyUs]), else the first problem.
+ */
 [[nodiscard]] std::string find_error_in_topology(const Topology& topology, const std::string& where);
 
 /** The registry of named hardware presets. */

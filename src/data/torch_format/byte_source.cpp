@@ -190,6 +190,18 @@ const std::uint8_t* MemorySource::view(std::uint64_t n) {
   return p;
 }
 
+void check_no_trailing_bytes(ByteSource& src, const char* what) {
+  const std::uint64_t end = src.position();
+  std::uint64_t extra = 0;
+  while (extra < 64 && !src.at_end()) {
+    (void)src.get();
+    ++extra;
+  }
+  EMBSHARD_CHECK(extra == 0, src.name(), ": ", extra == 64 ? "64 or more" : std::to_string(extra),
+                 " bytes after ", what, " (offset ", end,
+                 "): trailing data is not part of a torch.save file");
+}
+
 // ---- GzipSource -------------------------------------------------------------------------------
 
 struct GzipSource::State {

@@ -157,6 +157,13 @@ class ByteSource {
   std::string name_;
 };
 
+/**
+ * Requires `src` to be at its end (for a gzip stream: every member decompressed and its CRC
+ * checked). Otherwise throws "NAME: N bytes after WHAT (offset X): trailing data is not part of a
+ * torch.save file" (N counted up to 64).
+ */
+void check_no_trailing_bytes(ByteSource& src, const char* what);
+
 /** Bytes in memory (a mapped file, a string). */
 class MemorySource : public ByteSource {
  public:

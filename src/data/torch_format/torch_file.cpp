@@ -22,6 +22,8 @@ constexpr std::uint64_t kMaxDeflateRatio = 1100;  // deflate cannot expand by mo
 constexpr std::uint64_t kMinGrowth = std::uint64_t{64} << 20;
 constexpr std::size_t kMaxSmallRecord = std::size_t{1} << 20;
 constexpr std::uint64_t kMaxElements = std::uint64_t{1} << 58;
+/** Bytes of a mapped record CRC-checked at a time before its pages are dropped again. */
+constexpr std::uint64_t kCrcChunk = std::uint64_t{64} << 20;
 constexpr std::int64_t kLegacyProtocol = 1001;
 /** 0x1950a86a20f9469cfc6c as little-endian bytes (LONG1). */
 const std::string kLegacyMagic("\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19", 10);
@@ -32,13 +34,37 @@ std::uint64_t storage_bytes(const StorageRecord& s, const std::string& name) {
   return static_cast<std::uint64_t>(s.numel) * static_cast<std::uint64_t>(element_size(s.type));
 }
 
+/** CRC-32 of [data, data + n), continuing `crc`, in chunks zlib's 32-bit length can take. */
+std::uint32_t crc_update(std::uint32_t crc, const std::uint8_t* data, std::uint64_t n) {
+  return static_cast<std::uint32_t>(crc32_z(crc, data, static_cast<z_size_t>(n)));
+}
+
 /** State while loading one file. */
 class Loader {
  public:
-  Loader(const std::string& name, std::uint64_t budget) : name_(name), budget_(budget) {}
+  Loader(const std::string& name, std::uint64_t budget, const LoadOptions& options)
+      : name_(name), budget_(budget), options_(options) {}
 
   TorchFile& file() { return file_; }
   [[nodiscard]] const std::string& name() const { return name_; }
+  [[nodiscard]] bool verify_crc() const { return options_.verify_crc; }
+
+  /**
+   * Checks the CRC-32 of a record that lies in the caller's memory (a mapped file), 64 MiB at a
+   * time, handing each chunk to `options.release` so its pages are dropped again: one
+   * sequential read of the record, never the whole file resident at once.
+   */
+  void check_memory_crc(const std::string& record, const std::uint8_t* data, std::uint64_t n,
+                        std::uint32_t expected) const {
+    if (!options_.verify_crc) return;
+    std::uint32_t crc = 0;
+    for (std::uint64_t done = 0; done < n; done += kCrcChunk) {
+      const std::uint64_t len = std::min(kCrcChunk, n - done);
+      crc = crc_update(crc, data + done, len);
+      if (options_.release) options_.release(data + done, static_cast<std::size_t>(len));
+    }
+    check_record_crc(name_, record, expected, crc);
+  }
 
   void set_byteorder(const std::string& text) {
     EMBSHARD_CHECK(text == "little" || text == "big", name_, ": byteorder record says '",
@@ -54,8 +80,11 @@ class Loader {
   }
   [[nodiscard]] bool loaded(std::size_t i) const { return loaded_[i]; }
 
-  /** Reads `bytes` bytes of storage `i` from `src`, in place when `src` is memory. */
-  void read_storage(ByteSource& src, std::size_t i, std::uint64_t bytes) {
+  /**
+   * Reads `bytes` bytes of storage `i` from `src`, in place when `src` is memory. For a stream,
+   * returns the CRC-32 of the bytes as they arrived (when CRCs are verified); else nullopt.
+   */
+  std::optional<std::uint32_t> read_storage(ByteSource& src, std::size_t i, std::uint64_t bytes) {
     const StorageRecord& s = file_.arena.storages[i];
     EMBSHARD_CHECK(!loaded_[i], name_, ": storage '", s.key, "' appears twice");
     loaded_[i] = true;
@@ -64,20 +93,23 @@ class Loader {
     if (const std::uint8_t* p = src.view(bytes)) {
       out.data = p;
       out.in_place = true;
-      return;
+      return std::nullopt;
     }
     EMBSHARD_CHECK(bytes <= budget_, name_, ": storage '", s.key, "' claims ", bytes,
                    " bytes, more than the compressed file can hold");
     budget_ -= bytes;
     std::uint64_t done = 0;
+    std::uint32_t crc = 0;
     while (done < bytes) {  // grow as data arrives, never trusting the claim up front
       const std::uint64_t target = std::min(bytes, std::max(2 * done, kMinGrowth));
       out.owned.reserve(target, name_);
       src.read(out.owned.data() + done, target - done);
+      if (options_.verify_crc) crc = crc_update(crc, out.owned.data() + done, target - done);
       done = target;
     }
     out.owned.resize(bytes);
     out.data = out.owned.data();
+    return options_.verify_crc ? std::optional(crc) : std::nullopt;
   }
 
   /** Checks that every storage has data; fixes alignment and byte order. */
@@ -103,6 +135,7 @@ class Loader {
  private:
   const std::string& name_;
   std::uint64_t budget_;
+  const LoadOptions& options_;
   TorchFile file_;
   std::vector<bool> loaded_;
   bool big_endian_ = false;
@@ -141,14 +174,15 @@ void load_zip_memory(Loader& ld, const std::uint8_t* data, std::uint64_t size) {
   EMBSHARD_CHECK(pkl != nullptr, name, ": no record '", prefix,
                  "data.pkl' (not a torch.save file)");
   const std::uint8_t* pkl_data = data + pkl->data_offset;
-  EMBSHARD_CHECK(crc32_z(0, pkl_data, pkl->size) == pkl->crc, name, ": CRC mismatch in record '",
-                 pkl->name, "'");
+  ld.check_memory_crc(pkl->name, pkl_data, pkl->size, pkl->crc);
   MemorySource pickle_src(pkl_data, pkl->size, name);
   TorchFile& file = ld.file();
   file.root = read_pickle(pickle_src, file.arena, "data.pkl");
-  if (const ZipEntry* order = find("byteorder"))
+  if (const ZipEntry* order = find("byteorder")) {
+    ld.check_memory_crc(order->name, data + order->data_offset, order->size, order->crc);
     ld.set_byteorder(std::string(reinterpret_cast<const char*>(data + order->data_offset),
                                  std::min<std::uint64_t>(order->size, 64)));
+  }
 
   ld.start_storages();
   for (std::size_t i = 0; i < file.arena.storages.size(); ++i) {
@@ -160,33 +194,30 @@ void load_zip_memory(Loader& ld, const std::uint8_t* data, std::uint64_t size) {
     EMBSHARD_CHECK(e->size == bytes, name, ": record '", e->name, "' holds ", e->size,
                    " bytes but storage '", s.key, "' (", s.class_name, ", ", s.numel,
                    " elements) needs ", bytes);
+    ld.check_memory_crc(e->name, data + e->data_offset, e->size, e->crc);
     MemorySource src(data + e->data_offset, e->size, name);
     ld.read_storage(src, i, bytes);
   }
 }
 
-void read_stream_pickle(Loader& ld, ByteSource& src, ZipStreamReader& zip,
-                        const ZipLocalRecord& rec) {
+void read_stream_pickle(Loader& ld, ZipStreamReader& zip, const ZipLocalRecord& rec) {
   check_stored(ld.name(), rec.name, rec.method);
-  const std::uint64_t start = src.position();
+  // The whole record first (at most kMaxPickleBytes), so that its CRC is checked before parsing.
+  const std::string bytes = zip.read_small(rec, kMaxPickleBytes, ld.verify_crc());
+  MemorySource pickle_src(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size(),
+                          ld.name());
   TorchFile& file = ld.file();
-  file.root = read_pickle(src, file.arena, "data.pkl");
-  std::uint64_t consumed = src.position() - start;
-  if (rec.size) {
-    EMBSHARD_CHECK(consumed <= *rec.size, ld.name(), ": data.pkl runs past its record");
-    src.skip(*rec.size - consumed);
-    consumed = *rec.size;
-  }
-  zip.finish(rec, consumed);
+  file.root = read_pickle(pickle_src, file.arena, "data.pkl");
   ld.start_storages();
 }
 
+/** Skips a record the reader does not use (its CRC is not checked: its bytes are not used). */
 void skip_stream_record(ByteSource& src, ZipStreamReader& zip, const ZipLocalRecord& rec) {
   if (rec.size) {
     src.skip(*rec.size);
     zip.finish(rec, *rec.size);
   } else {
-    zip.read_small(rec, kMaxSmallRecord);
+    (void)zip.read_small(rec, kMaxSmallRecord, false);
   }
 }
 
@@ -200,7 +231,7 @@ void load_zip_stream(Loader& ld, ByteSource& src) {
       prefix = zip_top_folder(rec.name, name) + "/";
       EMBSHARD_CHECK(rec.name == prefix + "data.pkl", name, ": first zip record is '", rec.name,
                      "', expected '", prefix, "data.pkl' (a gzipped file is read in order)");
-      read_stream_pickle(ld, src, zip, rec);
+      read_stream_pickle(ld, zip, rec);
       continue;
     }
     const std::string rel =
@@ -213,16 +244,17 @@ void load_zip_stream(Loader& ld, ByteSource& src) {
       const std::uint64_t bytes = storage_bytes(arena.storages[i], name);
       EMBSHARD_CHECK(!rec.size || *rec.size == bytes, name, ": record '", rec.name, "' holds ",
                      rec.size.value_or(0), " bytes but its storage needs ", bytes);
-      ld.read_storage(src, i, bytes);
-      zip.finish(rec, bytes);
+      const std::optional<std::uint32_t> crc = ld.read_storage(src, i, bytes);
+      zip.finish(rec, bytes, crc);
     } else if (rel == "byteorder") {
-      ld.set_byteorder(zip.read_small(rec, 64));
+      ld.set_byteorder(zip.read_small(rec, 64, ld.verify_crc()));
     } else {
       EMBSHARD_CHECK(rel != "data.pkl", name, ": record '", rec.name, "' appears twice");
       skip_stream_record(src, zip, rec);
     }
   }
   EMBSHARD_CHECK(!prefix.empty(), name, ": zip has no records");
+  zip.finish_archive();
 }
 
 // ---- legacy -----------------------------------------------------------------------------------
@@ -286,12 +318,13 @@ std::string leading_bytes(const std::uint8_t* p, std::size_t n) {
   return out;
 }
 
-TorchFile load_gzip(ByteSource& src, std::uint64_t compressed_size, const std::string& name) {
+TorchFile load_gzip(ByteSource& src, std::uint64_t compressed_size, const std::string& name,
+                    const LoadOptions& options) {
   const std::uint64_t budget =
       compressed_size > std::numeric_limits<std::uint64_t>::max() / kMaxDeflateRatio
           ? std::numeric_limits<std::uint64_t>::max()
           : compressed_size * kMaxDeflateRatio;
-  Loader ld(name, budget);
+  Loader ld(name, budget, options);
   const std::uint8_t* head = src.peek(2);
   EMBSHARD_CHECK(head != nullptr, name, ": gzip data is too short to be a torch.save file");
   const char* container = "zip";
@@ -300,11 +333,12 @@ TorchFile load_gzip(ByteSource& src, std::uint64_t compressed_size, const std::s
   } else if (head[0] == 0x80) {
     container = "legacy";
     load_legacy(ld, src);
+    check_no_trailing_bytes(src, "the last storage");
   } else {
     EMBSHARD_THROW(name, ": gzip content is not a torch.save file (starts with ",
                    leading_bytes(head, 2), ")");
   }
-  src.skip_rest();  // decompress to the end so that zlib checks the gzip CRC
+  src.skip_rest();  // at the end already: zlib has checked every member's gzip CRC
   return finish(ld, container, true);
 }
 
@@ -314,13 +348,14 @@ bool is_gzip_magic(const std::uint8_t* data, std::uint64_t size) {
   return size >= 2 && data[0] == 0x1f && data[1] == 0x8b;
 }
 
-TorchFile load_torch_file(const std::uint8_t* data, std::uint64_t size, const std::string& name) {
+TorchFile load_torch_file(const std::uint8_t* data, std::uint64_t size, const std::string& name,
+                          const LoadOptions& options) {
   EMBSHARD_CHECK(size > 0, name, ": empty file");
   if (is_gzip_magic(data, size)) {
     GzipSource src(data, size, name);
-    return load_gzip(src, size, name);
+    return load_gzip(src, size, name, options);
   }
-  Loader ld(name, std::numeric_limits<std::uint64_t>::max());
+  Loader ld(name, std::numeric_limits<std::uint64_t>::max(), options);
   if (size >= 2 && data[0] == 'P' && data[1] == 'K') {
     load_zip_memory(ld, data, size);
     return finish(ld, "zip", false);
@@ -329,14 +364,16 @@ TorchFile load_torch_file(const std::uint8_t* data, std::uint64_t size, const st
                  leading_bytes(data, std::min<std::uint64_t>(size, 4)), ")");
   MemorySource src(data, size, name);
   load_legacy(ld, src);
+  check_no_trailing_bytes(src, "the last storage");
   return finish(ld, "legacy", false);
 }
 
 TorchFile load_torch_gzip_fd(int fd, std::uint64_t compressed_size, const std::string& name,
-                             const std::function<void(std::uint64_t)>& on_input) {
+                             const std::function<void(std::uint64_t)>& on_input,
+                             const LoadOptions& options) {
   GzipSource src(fd, name);
   src.on_input(on_input);
-  return load_gzip(src, compressed_size, name);
+  return load_gzip(src, compressed_size, name, options);
 }
 
 // ---- saving -----------------------------------------------------------------------------------

@@ -38,15 +38,35 @@ struct TorchFile {
   std::vector<LoadedStorage> storages;  ///< parallel to arena.storages
 };
 
+/**
+ * How strictly a file is read. Zip CRC-32s: the records the reader uses (data.pkl, byteorder,
+ * every storage) are checked against their stored CRC; in memory each record once when the file
+ * is loaded, 64 MiB at a time (`release` then drops those mapped pages again, so a large mapped
+ * file is read sequentially once and never held resident); in a gzip stream as each record's
+ * bytes arrive. Legacy files carry no CRC (gzip's own CRC covers a gzipped one). Bytes after the
+ * end of the zip (end record and comment) or after a legacy file's last storage are an error.
+ * A gzip file may have several members (RFC 1952; `cat a.gz b.gz`): their concatenated content
+ * must be exactly one torch.save file; bytes after the last member that are not a gzip member
+ * are an error.
+ */
+struct LoadOptions {
+  /** false skips the CRC-32 checks (only the fuzz target does, to reach the code behind them). */
+  bool verify_crc = true;
+  /** Called with each CRC-checked chunk of the caller's memory; may be empty. */
+  std::function<void(const std::uint8_t*, std::size_t)> release;
+};
+
 /** Loads a torch.save file held in memory; gzip is detected and streamed. */
-TorchFile load_torch_file(const std::uint8_t* data, std::uint64_t size, const std::string& name);
+TorchFile load_torch_file(const std::uint8_t* data, std::uint64_t size, const std::string& name,
+                          const LoadOptions& options = {});
 
 /**
  * Loads a gzip-compressed torch.save file from a file descriptor of `compressed_size` bytes;
  * `on_input`, if set, is called with the compressed bytes read so far as decompression proceeds.
  */
 TorchFile load_torch_gzip_fd(int fd, std::uint64_t compressed_size, const std::string& name,
-                             const std::function<void(std::uint64_t)>& on_input = nullptr);
+                             const std::function<void(std::uint64_t)>& on_input = nullptr,
+                             const LoadOptions& options = {});
 
 [[nodiscard]] bool is_gzip_magic(const std::uint8_t* data, std::uint64_t size);
 

@@ -70,6 +70,9 @@ struct DirectoryRange {
 DirectoryRange find_directory(const std::uint8_t* data, std::uint64_t size,
                               const std::string& name) {
   const std::uint64_t end = find_end_record(data, size, name);
+  const std::uint64_t zip_end = end + 22 + load_le16(data + end + 20);
+  EMBSHARD_CHECK(zip_end == size, name, ": ", size - zip_end, " bytes after the end of the zip (offset ",
+                 zip_end, "): trailing data is not part of a torch.save file");
   DirectoryRange dir{load_le16(data + end + 10), load_le32(data + end + 16),
                      load_le32(data + end + 12)};
   if (end >= 20 && load_le32(data + end - 20) == kZip64Locator) {
@@ -148,6 +151,12 @@ std::string zip_top_folder(const std::string& entry_name, const std::string& fil
   return entry_name.substr(0, slash);
 }
 
+void check_record_crc(const std::string& file, const std::string& record, std::uint32_t expected,
+                      std::uint32_t actual) {
+  EMBSHARD_CHECK(expected == actual, file, ": CRC-32 mismatch in record '", record, "' (stored 0x",
+                 std::hex, expected, ", data gives 0x", actual, std::dec, "): the file is corrupt");
+}
+
 // ---- ZipStreamReader --------------------------------------------------------------------------
 
 bool ZipStreamReader::next(ZipLocalRecord& rec) {
@@ -169,6 +178,7 @@ bool ZipStreamReader::next(ZipLocalRecord& rec) {
   rec.offset = at;
   rec.flags = load_le16(h + 6);
   rec.method = load_le16(h + 8);
+  rec.header_crc = load_le32(h + 14);
   rec.name.resize(load_le16(h + 26));
   src_.read(rec.name.data(), rec.name.size());
   std::string extra(load_le16(h + 28), '\0');
@@ -188,10 +198,12 @@ bool ZipStreamReader::next(ZipLocalRecord& rec) {
   return true;
 }
 
-void ZipStreamReader::finish(const ZipLocalRecord& rec, std::uint64_t consumed) {
+void ZipStreamReader::finish(const ZipLocalRecord& rec, std::uint64_t consumed,
+                             std::optional<std::uint32_t> crc) {
   if (!rec.has_descriptor) {
     EMBSHARD_CHECK(rec.size && *rec.size == consumed, src_.name(), ": record '", rec.name,
                    "' holds ", rec.size.value_or(0), " bytes, expected ", consumed);
+    if (crc) check_record_crc(src_.name(), rec.name, rec.header_crc, *crc);
     return;
   }
   std::uint8_t d[24];
@@ -204,22 +216,32 @@ void ZipStreamReader::finish(const ZipLocalRecord& rec, std::uint64_t consumed) 
   EMBSHARD_CHECK(csize == consumed && usize == consumed, src_.name(),
                  ": data descriptor of record '", rec.name, "' gives ", usize,
                  " bytes, but the record holds ", consumed);
+  if (crc) check_record_crc(src_.name(), rec.name, load_le32(d), *crc);
 }
 
-std::string ZipStreamReader::read_small(const ZipLocalRecord& rec, std::size_t max_bytes) {
+namespace {
+std::uint32_t crc_of(const std::string& bytes) {
+  return static_cast<std::uint32_t>(crc32_z(0, reinterpret_cast<const Bytef*>(bytes.data()),
+                                            static_cast<z_size_t>(bytes.size())));
+}
+}  // namespace
+
+std::string ZipStreamReader::read_small(const ZipLocalRecord& rec, std::size_t max_bytes,
+                                        bool verify_crc) {
   std::string buf;
   if (rec.size) {
     EMBSHARD_CHECK(*rec.size <= max_bytes, src_.name(), ": record '", rec.name, "' has ", *rec.size,
                    " bytes, more than the ", max_bytes, " expected");
     buf.resize(*rec.size);
     src_.read(buf.data(), buf.size());
-    finish(rec, buf.size());
+    finish(rec, buf.size(), verify_crc ? std::optional(crc_of(buf)) : std::nullopt);
     return buf;
   }
   const std::size_t tail = rec.zip64 ? 24 : 16;
   for (;;) {
-    EMBSHARD_CHECK(buf.size() <= max_bytes + tail, src_.name(), ": cannot find the end of record '",
-                   rec.name, "' (no data descriptor within ", max_bytes, " bytes)");
+    EMBSHARD_CHECK(buf.size() <= max_bytes + tail && !src_.at_end(), src_.name(),
+                   ": cannot find the data descriptor of record '", rec.name,
+                   "' (none whose sizes match the bytes before it within ", max_bytes, " bytes)");
     buf.push_back(static_cast<char>(src_.get()));
     if (buf.size() < tail) continue;
     const std::size_t k = buf.size() - tail;
@@ -228,10 +250,38 @@ std::string ZipStreamReader::read_small(const ZipLocalRecord& rec, std::size_t m
     const std::uint64_t csize = rec.zip64 ? load_le64(d + 8) : load_le32(d + 8);
     const std::uint64_t usize = rec.zip64 ? load_le64(d + 16) : load_le32(d + 12);
     if (csize == k && usize == k) {
+      const std::uint32_t stored = load_le32(d + 4);
       buf.resize(k);
+      if (verify_crc) check_record_crc(src_.name(), rec.name, stored, crc_of(buf));
       return buf;
     }
   }
+}
+
+void ZipStreamReader::finish_archive() {
+  for (;;) {
+    const std::uint64_t at = src_.position();
+    std::uint8_t h[46];
+    src_.read(h, 4);
+    const std::uint32_t s = load_le32(h);
+    if (s == kZipCentralHeader) {
+      src_.read(h + 4, 42);
+      src_.skip(std::uint64_t{load_le16(h + 28)} + load_le16(h + 30) + load_le16(h + 32));
+    } else if (s == kZip64EndRecord) {
+      src_.read(h + 4, 8);
+      src_.skip(load_le64(h + 4));
+    } else if (s == kZip64Locator) {
+      src_.skip(16);
+    } else if (s == kZipEndRecord) {
+      src_.read(h + 4, 18);
+      src_.skip(load_le16(h + 20));
+      break;
+    } else {
+      EMBSHARD_THROW(src_.name(), ": bad zip signature 0x", std::hex, s, std::dec, " at offset ", at,
+                     " (expected the central directory or an end record)");
+    }
+  }
+  check_no_trailing_bytes(src_, "the end of the zip");
 }
 
 // ---- ZipWriter --------------------------------------------------------------------------------

@@ -53,8 +53,16 @@ struct ZipLocalRecord {
   bool has_descriptor = false;        ///< flag bit 3: sizes follow the data
   bool zip64 = false;                 ///< local zip64 extra: the descriptor has 8-byte sizes
   std::optional<std::uint64_t> size;  ///< known when there is no descriptor
+  std::uint32_t header_crc = 0;       ///< the local header's CRC-32 (used without a descriptor)
   std::uint64_t offset = 0;           ///< stream offset of the local header
 };
+
+/**
+ * The CRC-32 check of a record: "" if `actual` equals `expected`, else the one-line error
+ * "NAME: CRC-32 mismatch in record 'R' (stored 0x..., data gives 0x...): the file is corrupt".
+ */
+void check_record_crc(const std::string& file, const std::string& record, std::uint32_t expected,
+                      std::uint32_t actual);
 
 /** Reads local records in order from a stream (no seeking), as needed for a gzipped zip. */
 class ZipStreamReader {
@@ -62,13 +70,24 @@ class ZipStreamReader {
   explicit ZipStreamReader(ByteSource& src) : src_(src) {}
   /** Reads the next local header into `rec`; false once the central directory starts. */
   bool next(ZipLocalRecord& rec);
-  /** After the caller consumed `consumed` data bytes of `rec`, checks its data descriptor. */
-  void finish(const ZipLocalRecord& rec, std::uint64_t consumed);
   /**
-   * Reads a whole record the caller does not know the size of (bit 3 set): scans for a data
-   * descriptor whose size fields equal the bytes before it. At most `max_bytes`.
+   * After the caller consumed `consumed` data bytes of `rec`, checks its data descriptor and,
+   * when `crc` (the CRC-32 of those bytes) is given, the record's stored CRC-32.
    */
-  std::string read_small(const ZipLocalRecord& rec, std::size_t max_bytes);
+  void finish(const ZipLocalRecord& rec, std::uint64_t consumed,
+              std::optional<std::uint32_t> crc = std::nullopt);
+  /**
+   * Reads a whole record (at most `max_bytes`) and checks its CRC-32 unless `verify_crc` is
+   * false. Without a known size (bit 3 set) it scans for a data descriptor whose size fields
+   * equal the bytes before it.
+   */
+  std::string read_small(const ZipLocalRecord& rec, std::size_t max_bytes, bool verify_crc);
+  /**
+   * After `next` returned false: reads the central directory, the zip64 end records and the end
+   * record (with its comment), then requires the stream to end there. Bytes after the end of the
+   * zip are an error naming the file and the offset.
+   */
+  void finish_archive();
 
  private:
   ByteSource& src_;

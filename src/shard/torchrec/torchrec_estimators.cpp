@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "embshard/core/error.h"
 #include "shard/torchrec/torchrec_planner.h"
 
 namespace embshard::detail::torchrec {
@@ -12,7 +13,17 @@ namespace {
 /** GB/s (10^9 bytes/s) → bytes per ms. */
 double gbps_to_bytes_per_ms(double gbps) { return gbps * 1e6; }
 
-std::int64_t ceil_bytes(double bytes) { return static_cast<std::int64_t>(std::ceil(bytes)); }
+/**
+ * ⌈bytes⌉ as an integer, checked (defence in depth: task limits keep every estimate far below
+ * 2^62, but a NaN or an overflowing double must be an Error, never an undefined cast).
+ */
+std::int64_t ceil_bytes(double bytes) {
+  constexpr double kLimit = 0x1p62;  // leaves room for the sums and × 20 copies below
+  const double up = std::ceil(bytes);
+  EMBSHARD_CHECK(up >= 0 && up <= kLimit, "torchrec: a storage or input-size estimate of ", bytes,
+                 " bytes is out of range (limit 2^62); the task's tables are too large");
+  return static_cast<std::int64_t>(up);
+}
 
 /**
  * BasicCommsBandwidths.get_bw for every collective but ALL_REDUCE (§1.1): intra-host bandwidth
@@ -160,7 +171,7 @@ std::int64_t ShardingOption::ddr_sum_bytes() const {
 std::int64_t kjt_reservation_bytes(const Task& task, double batch_size_per_rank) {
   double ids = 0.0;
   for (const auto& t : task.workload.tables) ids += t.stats.pooling_factor * batch_size_per_rank;
-  return ceil_bytes(ids * kBigintBytes) * static_cast<std::int64_t>(kKjtReservationCopies);
+  return ceil_bytes(ceil_bytes(ids * kBigintBytes) * kKjtReservationCopies);
 }
 
 TorchrecTopology make_torchrec_topology(const Task& task, const PlannerOptions& options) {
@@ -178,8 +189,8 @@ TorchrecTopology make_torchrec_topology(const Task& task, const PlannerOptions& 
   const std::int64_t kjt_bytes =
       options.reserve_kjt ? kjt_reservation_bytes(task, topo.batch_size_per_rank) : 0;
   for (const Device& d : t.devices) {
-    const auto kept = static_cast<std::int64_t>(
-        std::floor((1.0 - options.storage_reservation) * static_cast<double>(d.hbm_bytes)));
+    const std::int64_t kept =
+        ceil_bytes(std::floor((1.0 - options.storage_reservation) * static_cast<double>(d.hbm_bytes)));
     topo.hbm_cap_bytes.push_back(kept - kjt_bytes);
     topo.ddr_cap_bytes.push_back(d.uvm_bytes);
   }
