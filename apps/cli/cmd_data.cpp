@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "commands.h"
+#include "embshard/core/progress.h"
 #include "embshard/core/file_io.h"
 #include "embshard/data/data_io.h"
 #include "embshard/data/dlrm_file.h"
@@ -39,13 +40,16 @@ void write_pool_dataset(const Pool& pool, const std::string& path, std::int64_t 
                                           " and --tables ", count);
   check_fits_in_memory(static_cast<std::uint64_t>(bytes), what);
   if (path != "-") check_fits_on_disk(path, static_cast<std::uint64_t>(bytes / (path.ends_with(".gz") ? 4 : 1)), what);
+  Progress progress(ctx, "pool --write-pt: tables drawn", count);
   std::vector<TableBatch> tables;
-  for (std::int64_t id = 0; id < count; ++id) tables.push_back(pool.materialise(id, batch));
+  for (std::int64_t id = 0; id < count; ++id) {
+    tables.push_back(pool.materialise(id, batch));
+    progress.advance();
+  }
   DlrmWriteOptions options;
   options.gzip = path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
   write_dlrm_file(path, tables, options);
-  ctx.info("wrote " + std::to_string(count) + " tables x " + std::to_string(batch) +
-           " samples to " + path);
+  progress.finish("wrote " + std::to_string(count) + " tables x " + std::to_string(batch) + " samples to " + path);
 }
 
 int print_check(const Pool& pool, int measured, std::int64_t batch, const Context& ctx) {

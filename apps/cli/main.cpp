@@ -7,6 +7,8 @@
 #include <thread>
 #include <vector>
 
+#include <unistd.h>
+
 #include "commands.h"
 #include "embshard/core/error.h"
 #include "embshard/kernels/embedding_bag.h"
@@ -87,6 +89,11 @@ int main(int argc, char** argv) {
     EMBSHARD_CHECK(ctx.num_threads >= 1, "--threads must be at least 1");
     embshard::kernels::set_cpu_kernel_threads(ctx.num_threads);
     if (args.flag("quiet")) ctx.verbosity = embshard::LogLevel::kWarning;
+    if (ctx.verbosity != embshard::LogLevel::kWarning && isatty(STDERR_FILENO) == 1) {
+      ctx.progress = [](const std::string& line) {  // one live line, redrawn in place
+        std::cerr << "\r\033[K" << line << std::flush;
+      };
+    }
     return runner(args, ctx);
   } catch (const embshard::Error& e) {
     std::cerr << "error: " << e.what() << "\n";

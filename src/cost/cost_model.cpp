@@ -1,8 +1,11 @@
 #include "embshard/cost/cost_model.h"
 
+#include <optional>
+
 #include <algorithm>
 
 #include "embshard/core/error.h"
+#include "embshard/core/progress.h"
 #include "embshard/cost/analytic.h"
 #include "embshard/cost/link_model.h"
 #include "embshard/cost/neural_cost.h"
@@ -41,8 +44,15 @@ CostBreakdown assemble_breakdown(const Task& task, const Plan& plan, ComputeMode
   CostBreakdown b;
   b.devices.resize(by_device.size());
   std::vector<double> fw_comp_ms(by_device.size());
+  // Measured devices take seconds each: a live line (no final line; the caller reports the result).
+  std::optional<Progress> progress;
+  if (compute.source() == CostSource::kMeasured) {
+    progress.emplace(ctx, "measuring " + compute.spec() + ": devices", static_cast<std::int64_t>(by_device.size()));
+  }
   for (std::size_t d = 0; d < by_device.size(); ++d) {
+    if (progress) progress->advance(0);
     const DeviceCompute c = compute.device_compute(task, by_device[d], ctx);
+    if (progress) progress->advance();
     b.devices[d].fw_comp_ms = fw_comp_ms[d] = c.fw_ms;
     b.devices[d].bw_comp_ms = c.bw_ms;
     b.devices[d].hbm_bytes = memory[d].hbm_bytes;

@@ -13,6 +13,7 @@
 #include "embshard/core/error.h"
 #include "embshard/core/file_io.h"
 #include "embshard/core/parallel.h"
+#include "embshard/core/progress.h"
 
 namespace embshard {
 
@@ -182,15 +183,15 @@ struct DlrmFileReader::Impl {
     }
   }
 
-  /** Logs every 10% of the compressed input of a large file; nothing without a context. */
+  /** The live line (core/progress.h) at every 1% of the compressed input of a large file. */
   std::function<void(std::uint64_t)> progress_logger(const Context* ctx,
                                                      std::uint64_t total) const {
-    if (ctx == nullptr || total < kLogReadBytes) return nullptr;
+    if (ctx == nullptr || !ctx->progress || total < kLogReadBytes) return nullptr;
     return [ctx, total, path = info.path, last = std::uint64_t{0}](std::uint64_t read) mutable {
-      const std::uint64_t step = read * 10 / total;
+      const std::uint64_t step = read * 100 / total;
       if (step == last) return;
       last = step;
-      ctx->info(detail::concat(path, ": decompressed ", step * 10, "% of the gzip input"));
+      ctx->progress(detail::concat(path, ": decompressed ", step, "% of the gzip input"));
     };
   }
 
@@ -376,21 +377,17 @@ std::vector<TableStats> DlrmFileReader::compute_stats(const Context& ctx) {
     ctx.info(detail::concat(im.info.path, ": statistics of ", T, " tables (", im.info.num_indices,
                             " lookups) on ", workers, " thread(s)"));
   }
-  std::int64_t done = 0;
-  std::mutex progress_mutex;
+  Progress progress(ctx, im.info.path + ": statistics of tables", T);
   one_line_errors([&] {
     parallel_for(static_cast<std::size_t>(T), workers, [&](std::size_t i) {
       const auto t = static_cast<std::int64_t>(i);
       im.check_table(t);
       results[i] = im.table_stats(t);
       im.release_table(t);
-      const std::lock_guard<std::mutex> lock(progress_mutex);
-      ++done;
-      if (big && done * 10 / T != (done - 1) * 10 / T)
-        ctx.info(detail::concat(im.info.path, ": statistics ", done * 100 / T, "% (", done, "/", T,
-                                " tables)"));
+      progress.advance();
     });
   });
+  if (big) progress.finish();
   return results;
 }
 

@@ -15,6 +15,7 @@
 #include "embshard/core/file_io.h"
 #include "embshard/core/markup.h"
 #include "embshard/core/parallel.h"
+#include "embshard/core/progress.h"
 #include "embshard/core/spec.h"
 #include "embshard/cost/cost_model.h"
 #include "embshard/data/data_io.h"
@@ -131,19 +132,25 @@ std::vector<CompareRow> run_compare(const std::vector<Task>& tasks, const Compar
   const std::size_t per_task = options.sharders.size();
   std::vector<CompareRow> rows(tasks.size() * per_task);
   std::vector<Plan> plans(rows.size());
+  // One live line over both passes (each row is planned, then judged); the inner work stays quiet.
+  Progress progress(ctx, "compare: plans planned and judged", static_cast<std::int64_t>(2 * rows.size()));
+  Context inner = ctx;
+  inner.progress = nullptr;
   parallel_for(tasks.size(), ctx.num_threads, [&](std::size_t t) {
     for (std::size_t s = 0; s < per_task; ++s) {
       const std::size_t i = t * per_task + s;
-      rows[i] = plan_row(tasks[t], options.sharders[s], options, ctx, plans[i]);
+      rows[i] = plan_row(tasks[t], options.sharders[s], options, inner, plans[i]);
+      progress.advance();
     }
   });
   const bool measured = options.eval.backend != "sim";
   const auto evaluate = [&](std::size_t i) {
     CompareRow& row = rows[i];
-    if (row.status != "ok") return;
-    row.eval = evaluate_plan(tasks[i / per_task], plans[i], options.eval, ctx);
+    if (row.status == "ok") row.eval = evaluate_plan(tasks[i / per_task], plans[i], options.eval, inner);
+    progress.advance();
   };
   parallel_for(rows.size(), measured ? 1 : ctx.num_threads, evaluate);
+  progress.finish(detail::concat(tasks.size(), " tasks × ", per_task, " sharders, judged by ", options.eval.backend));
   return rows;
 }
 

@@ -127,6 +127,12 @@ TEST(Compare, CliWritesCsvSummaryAndChart) {
   EXPECT_NE(read_file((dir / "r.svg").string()).find("<svg"), std::string::npos);
   const std::string csv = read_file((dir / "r.csv").string());
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 5);
+  // A log that is not a terminal gets the one final progress line and no live line.
+  const auto logged = test_util::run_command(cli + " compare --tasks " + (dir / "tasks").string() +
+                                             " --sharders greedy --out " + (dir / "r2.csv").string());
+  ASSERT_EQ(logged.status, 0) << logged.out;
+  EXPECT_EQ(logged.out.find('\r'), std::string::npos) << logged.out;
+  EXPECT_NE(logged.out.find("compare: plans planned and judged: 4 done in "), std::string::npos) << logged.out;
   const auto bad = test_util::run_command(cli + " compare --tasks " + (dir / "nowhere").string() +
                                           " --sharders greedy --out " + (dir / "x.csv").string());
   EXPECT_EQ(bad.status, 1);

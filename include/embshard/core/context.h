@@ -28,6 +28,9 @@ struct Context {
   std::string device = "cpu";       ///< "cpu" or "cuda:N"
   LogLevel verbosity = LogLevel::kInfo;  ///< lines below this level are dropped
   LogSink sink;                     ///< empty means stderr
+  /// The live status line of long work (core/progress.h): each call replaces the line shown, ""
+  /// clears it. Empty (the default, and for logs that are not a terminal): no live line at all.
+  std::function<void(const std::string&)> progress;
   /// Wall-clock deadline for long operations; empty means none.
   std::optional<std::chrono::steady_clock::time_point> deadline;
 
