@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the test suite and the CLI (which test_cli.cpp runs) with clang, AddressSanitizer and
-# UndefinedBehaviorSanitizer (-DEMBSHARD_SANITIZE=ON: -fsanitize=address,undefined
+# UndefinedBehaviorSanitizer (the folder is also configured for the fuzz targets, which
+# `scripts/fuzz.sh SECONDS build-san` then builds on the same instrumented library) (-DEMBSHARD_SANITIZE=ON: -fsanitize=address,undefined
 # -fno-sanitize-recover=all) into ./build-san, without CUDA, MPI or libtorch, and runs the suite
 # through ctest. Any sanitizer report aborts its test, so the script fails.
 #
@@ -17,7 +18,7 @@ jobs="${1:-2}"
 SLOW_UNDER_ASAN=""
 export CMAKE_CXX_COMPILER_LAUNCHER="${CMAKE_CXX_COMPILER_LAUNCHER:-$(command -v ccache || true)}"
 CC=clang CXX=clang++ cmake -S . -B build-san -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DEMBSHARD_SANITIZE=ON -DEMBSHARD_BUILD_TESTS=ON -DEMBSHARD_CUDA=OFF -DEMBSHARD_MPI=OFF \
+  -DEMBSHARD_SANITIZE=ON -DEMBSHARD_BUILD_TESTS=ON -DEMBSHARD_BUILD_FUZZ=ON -DEMBSHARD_CUDA=OFF -DEMBSHARD_MPI=OFF \
   -DEMBSHARD_TORCH=OFF >/dev/null
 cmake --build build-san -j"$jobs" --target embshard_tests embshard_cli
 # halt_on_error is the default for ASan; UBSan reports are fatal through -fno-sanitize-recover.

@@ -7,6 +7,7 @@
 #include "embshard/data/pool.h"
 #include "embshard/eval/calibrate.h"
 #include "embshard/profile/compute_sampler.h"
+#include "embshard/report/fit_report.h"
 
 namespace embshard::cli {
 
@@ -46,12 +47,15 @@ int run_profile_calibrate(Args& args, const Context& ctx) {
   const std::string samples = args.require("samples");
   const auto test_every = static_cast<int>(args.get_int("test-every", 3));
   const auto out = args.get("out");
+  const auto report = args.get("report");
   args.finish(1);
-  check_paths({{"--samples", samples}}, {}, {{"--out", out.value_or("")}});
-  const SimCalibration calibration = calibrate_sim(read_cost_samples(samples, ctx), test_every, ctx);
-  const std::string json = sim_calibration_json(calibration);
-  if (out) write_file_atomic(*out, json);
-  std::cout << json;
+  check_paths({{"--samples", samples}}, {}, {{"--out", out.value_or("")}, {"--report", report.value_or("")}});
+  const SimCalibration calibration = calibrate_sim(read_cost_samples(samples, ctx), test_every, ctx, samples);
+  OutputSet outputs;  // the JSON and the report are replaced together or not at all
+  if (out) outputs.add(*out, sim_calibration_json(calibration));
+  if (report) outputs.add(*report, fit_report_html(sim_calibration_report(calibration)));
+  outputs.commit();
+  std::cout << sim_calibration_text(calibration);
   return 0;
 }
 

@@ -32,7 +32,7 @@ constexpr const char* kUsage =
     "           measure random fused shards on this machine's kernels (cost samples)\n"
     "  profile comm --out S.jsonl [--samples N] [--batch B] ...   (under mpirun -n D)\n"
     "           measure all-to-alls of random placements over MPI ranks\n"
-    "  profile calibrate --samples S.jsonl [--test-every K] [--out C.json]\n"
+    "  profile calibrate --samples S.jsonl [--test-every K] [--out C.json] [--report R.html]\n"
     "           fit the sim model to compute samples; error on held-out samples\n"
     "  eval     --task T.json --plan P.json [--backend sim|cpu|cuda] [--objective step|max_sum|balance]\n"
     "           [--out R.json] [--comm model|mpi]         per-device cost of a plan\n"

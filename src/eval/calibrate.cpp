@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "embshard/core/error.h"
@@ -40,6 +42,13 @@ RelativeErrors relative_errors(const SimCoefficients& c, const std::vector<SimFe
   return r;
 }
 
+std::vector<HeldOutPoint> held_out_points(const SimCoefficients& c, const std::vector<SimFeatures>& features,
+                                          const std::vector<double>& measured) {
+  std::vector<HeldOutPoint> points;
+  for (std::size_t i = 0; i < features.size(); ++i) points.push_back({measured[i], sim_pass_ms(c, features[i])});
+  return points;
+}
+
 Json errors_json(const RelativeErrors& e) {
   return {{"median", e.median}, {"mean", e.mean}, {"p90", e.p90}, {"count", e.count}};
 }
@@ -52,7 +61,8 @@ Json coefficients_json(const SimCoefficients& c) {
 
 }  // namespace
 
-SimCalibration calibrate_sim(const CostSampleFile& file, int test_every, const Context& ctx) {
+SimCalibration calibrate_sim(const CostSampleFile& file, int test_every, const Context& ctx,
+                             const std::string& samples_path) {
   EMBSHARD_CHECK(file.header.kind == SampleKind::kCompute, "calibrate: needs a compute sample file");
   EMBSHARD_CHECK(test_every >= 2, "calibrate: test_every must be at least 2");
   const Pool pool = Pool::generate(file.header.pool_seed);
@@ -79,6 +89,10 @@ SimCalibration calibrate_sim(const CostSampleFile& file, int test_every, const C
   c.bw_train = relative_errors(c.hardware.bw, train.features, train.bw);
   c.fw_test = relative_errors(c.hardware.fw, test.features, test.fw);
   c.bw_test = relative_errors(c.hardware.bw, test.features, test.bw);
+  c.fw_test_points = held_out_points(c.hardware.fw, test.features, test.fw);
+  c.bw_test_points = held_out_points(c.hardware.bw, test.features, test.bw);
+  c.samples_path = samples_path;
+  c.batch_size = file.header.batch_size;
   ctx.info(detail::concat("calibrate: ", train.features.size(), " training and ",
                           test.features.size(), " held-out samples"));
   return c;
@@ -93,6 +107,33 @@ std::string sim_calibration_json(const SimCalibration& c) {
   doc["train_relative_error"] = {{"fw", errors_json(c.fw_train)}, {"bw", errors_json(c.bw_train)}};
   doc["test_relative_error"] = {{"fw", errors_json(c.fw_test)}, {"bw", errors_json(c.bw_test)}};
   return doc.dump(2) + "\n";
+}
+
+std::string sim_calibration_text(const SimCalibration& c) {
+  std::ostringstream out;
+  out << "sim model calibrated: " << c.hardware.name << ", cache " << c.hardware.cache_bytes / (1 << 20)
+      << " MiB, batch " << c.batch_size << "\n"
+      << "relative error |model - measured| / measured:\n"
+      << "  pass      set        n  median    mean     p90\n";
+  const auto row = [&out](const char* pass, const char* set, const RelativeErrors& e) {
+    char line[96];
+    std::snprintf(line, sizeof line, "  %-8s  %-8s %4lld  %5.1f%%  %5.1f%%  %5.1f%%\n", pass, set,
+                  static_cast<long long>(e.count), 100 * e.median, 100 * e.mean, 100 * e.p90);
+    out << line;
+  };
+  row("forward", "train", c.fw_train);
+  row("forward", "held out", c.fw_test);
+  row("backward", "train", c.bw_train);
+  row("backward", "held out", c.bw_test);
+  out << "coefficients (ms per unit; zero ones left out):\n";
+  for (int i = 0; i < kNumSimFeatures; ++i) {
+    if (c.hardware.fw[i] == 0.0 && c.hardware.bw[i] == 0.0) continue;
+    char line[128];
+    std::snprintf(line, sizeof line, "  %-28s fw %-10.4g bw %.4g\n", sim_feature_names()[i], c.hardware.fw[i],
+                  c.hardware.bw[i]);
+    out << line;
+  }
+  return out.str();
 }
 
 }  // namespace embshard

@@ -12,24 +12,21 @@
 #include "embshard/core/markup.h"
 #include "embshard/cost/analytic.h"
 #include "embshard/shard/sharder.h"
+#include "report/html_page.h"
 #include "report/svg_plot.h"
 
 namespace embshard {
 namespace {
 
 using report::Axis;
+using report::fixed;
+using report::page;
 using report::Svg;
 
 constexpr const char* kPartColours[] = {"#4c78a8", "#f58518", "#bab0ac", "#e45756", "#72b7b2"};
 constexpr const char* kPartNames[] = {"fw comp", "fw comm", "fw wait", "bw comm", "bw comp"};
 constexpr const char* kSeriesColours[] = {"#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2",
                                           "#eeca3b", "#b279a2", "#ff9da6", "#9d755d", "#bab0ac"};
-
-std::string fixed(double value, int decimals) {
-  char text[48];
-  std::snprintf(text, sizeof text, "%.*f", decimals, value);
-  return text;
-}
 
 /** The short spec of a sharder, or the text as written when it is not one this build knows. */
 std::string short_sharder_spec_or(const std::string& spec) {
@@ -46,61 +43,21 @@ double title_width(const std::string& title) { return 80.0 + 7.5 * static_cast<d
 
 double gib(std::int64_t bytes) { return static_cast<double>(bytes) / (1 << 30); }
 
-/** The page around `body`: styles, the sorting script and the self-check hook. */
-std::string page(const std::string& title, const std::string& body) {
-  std::ostringstream out;
-  out << "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>\n<title>" << xml_escape(title)
-      << "</title>\n<style>\n"
-         "body{font-family:sans-serif;margin:24px;color:#222;max-width:1200px}\n"
-         "h1{font-size:22px}h2{font-size:18px;margin-top:32px;border-bottom:1px solid #ccc}\n"
-         "h3{font-size:15px}table{border-collapse:collapse;font-size:13px;margin:8px 0}\n"
-         "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}\n"
-         "td:first-child,th:first-child{text-align:left}th{background:#f3f3f3}\n"
-         "th.sortable{cursor:pointer}th.sortable:after{content:' \\2195';color:#999}\n"
-         ".prov td{text-align:left}.note{color:#555;font-size:13px}figure{margin:12px 0}\n"
-         "figcaption{font-size:13px;color:#444}svg{display:block}\n"
-         "@media print{th.sortable:after{content:''}}\n"
-         "</style></head><body>\n"
-      << body
-      << "<script>\n"
-         "window.__errors=[];window.addEventListener('error',e=>window.__errors.push(String(e.message)));\n"
-         "for(const t of document.querySelectorAll('table.sortable')){\n"
-         " t.querySelectorAll('th').forEach((th,i)=>{th.classList.add('sortable');let asc=false;\n"
-         "  th.addEventListener('click',()=>{asc=!asc;const rows=[...t.tBodies[0].rows];\n"
-         "   rows.sort((a,b)=>{const x=a.cells[i].dataset.v??a.cells[i].textContent,"
-         "y=b.cells[i].dataset.v??b.cells[i].textContent;\n"
-         "    const nx=parseFloat(x),ny=parseFloat(y);const c=isNaN(nx)||isNaN(ny)?x.localeCompare(y):nx-ny;"
-         "return asc?c:-c;});\n"
-         "   rows.forEach(r=>t.tBodies[0].appendChild(r));});});}\n"
-         "if(location.search.includes('selfcheck')){const p=document.createElement('pre');p.id='selfcheck';\n"
-         " const s=[...document.querySelectorAll('svg')].map(e=>{const b=e.getBoundingClientRect();"
-         "return {w:b.width,h:b.height,n:e.querySelectorAll('rect,circle,line').length};});\n"
-         " p.textContent=JSON.stringify({svgs:s,errors:window.__errors});document.body.appendChild(p);}\n"
-         "</script>\n</body></html>\n";
-  return out.str();
-}
-
 std::string provenance_table(const JudgedPlan& j, const Task& task) {
   const Provenance& p = j.plan.provenance;
-  std::ostringstream out;
-  const auto row = [&out](const std::string& key, const std::string& value) {
-    out << "<tr><th>" << key << "</th><td>" << xml_escape(value.empty() ? "(not recorded)" : value)
-        << "</td></tr>\n";
-  };
-  out << "<table class='prov'>\n";
-  row("sharder", p.sharder);
-  row("cost model", p.cost_model.empty() ? "none (the sharder uses none)" : p.cost_model);
-  row("judge", j.eval.backend + " — compute: " + to_string(j.eval.breakdown.compute_source) + " (" +
-                   j.eval.breakdown.compute_detail + "); comm: " +
-                   to_string(j.eval.breakdown.comm_source) + " (" + j.eval.breakdown.comm_detail + ")");
-  row("task", task.id + (task.protocol.empty() ? "" : " (" + task.protocol + ")"));
-  row("topology", task.topology.name + ", " + std::to_string(task.topology.num_devices()) + " devices");
-  row("plan file", j.source);
-  row("embshard version", p.embshard_version);
-  row("seed", std::to_string(p.seed));
-  row("planned", (p.created_utc.empty() ? std::string() : p.created_utc + ", ") + "in " + readable_ms(p.wall_ms));
-  out << "</table>\n";
-  return out.str();
+  const CostBreakdown& b = j.eval.breakdown;
+  return report::key_value_table({
+      {"sharder", p.sharder},
+      {"cost model", p.cost_model.empty() ? "none (the sharder uses none)" : p.cost_model},
+      {"judge", j.eval.backend + " — compute: " + to_string(b.compute_source) + " (" + b.compute_detail +
+                    "); comm: " + to_string(b.comm_source) + " (" + b.comm_detail + ")"},
+      {"task", task.id + (task.protocol.empty() ? "" : " (" + task.protocol + ")")},
+      {"topology", task.topology.name + ", " + std::to_string(task.topology.num_devices()) + " devices"},
+      {"plan file", j.source},
+      {"embshard version", p.embshard_version},
+      {"seed", std::to_string(p.seed)},
+      {"planned", (p.created_utc.empty() ? std::string() : p.created_utc + ", ") + "in " + readable_ms(p.wall_ms)},
+  });
 }
 
 /** The device whose kernels take longest (fw_comp + bw_comp): the step's straggler. */

@@ -33,15 +33,51 @@ Axis nice_axis(double min, double max) {
   return axis;
 }
 
+Axis log_axis(double min, double max) {
+  constexpr double kSmallest = 1e-9;
+  Axis axis;
+  axis.log = true;
+  const double lo = std::floor(std::log10(std::max(min, kSmallest)));
+  const double hi = std::max(std::ceil(std::log10(std::max(max, kSmallest))), lo + 1.0);
+  axis.min = std::pow(10.0, lo);
+  axis.max = std::pow(10.0, hi);
+  const bool decades_only = hi - lo > 3.0;
+  for (double e = lo; e <= hi; e += 1.0) {
+    for (const double m : {1.0, 2.0, 5.0}) {
+      if ((decades_only && m > 1.0) || (e == hi && m > 1.0)) continue;
+      axis.ticks.push_back(m * std::pow(10.0, e));
+    }
+  }
+  return axis;
+}
+
 std::string tick_label(double value) {
   char text[32];
   std::snprintf(text, sizeof text, "%.6g", std::fabs(value) < 1e-12 ? 0.0 : value);
   return text;
 }
 
-double y_of(const Axis& axis, double value, double top, double bottom) {
+namespace {
+
+/** Where `value` lies on `axis`: 0 at its min, 1 at its max (log10 positions on a log axis). */
+double fraction_of(const Axis& axis, double value) {
+  if (axis.log) {
+    const double lo = std::log10(axis.min);
+    const double span = std::log10(axis.max) - lo;
+    return (std::log10(std::max(value, axis.min * 1e-3)) - lo) / (span > 0 ? span : 1.0);
+  }
   const double span = axis.max - axis.min;
-  return bottom - (value - axis.min) / (span > 0 ? span : 1.0) * (bottom - top);
+  return (value - axis.min) / (span > 0 ? span : 1.0);
+}
+
+}  // namespace
+
+double y_of(const Axis& axis, double value, double top, double bottom) {
+  return bottom - fraction_of(axis, value) * (bottom - top);
+}
+
+double x_of(const Axis& axis, double value, double left, double right) {
+  return left + fraction_of(axis, value) * (right - left);
 }
 
 Svg::Svg(double width, double height, const std::string& title) : width_(width), height_(height) {
@@ -87,6 +123,17 @@ void Svg::y_axis(const Axis& axis, double x, double top, double bottom, double r
   line(x, bottom, right, bottom, "#333");
   body_ << "<text transform='translate(" << px(x - 34) << "," << px((top + bottom) / 2)
         << ") rotate(-90)' text-anchor='middle' font-size='11'>" << xml_escape(label) << "</text>\n";
+}
+
+void Svg::x_axis(const Axis& axis, double y, double left, double right, double top,
+                 const std::string& label) {
+  for (const double tick : axis.ticks) {
+    const double x = x_of(axis, tick, left, right);
+    line(x, top, x, y, "#ddd");
+    text(x, y + 14, tick_label(tick), "middle", 10);
+  }
+  line(left, y, right, y, "#333");
+  text((left + right) / 2, y + 30, label, "middle", 11);
 }
 
 void Svg::legend(double x, double y, const std::vector<std::pair<std::string, std::string>>& items) {

@@ -186,6 +186,14 @@ TEST(Calibrate, RecoversTheModelThatMadeTheSamples) {
   EXPECT_LT(c.bw_test.p90, 1e-3);
   EXPECT_EQ(c.hardware.cache_bytes, 32 << 20);
   EXPECT_NE(sim_calibration_json(c).find("\"miss_bytes\""), std::string::npos);
+  // The held-out points are the held-out samples, predicted as the error figures say.
+  ASSERT_EQ(c.fw_test_points.size(), 20U);
+  ASSERT_EQ(c.bw_test_points.size(), 20U);
+  for (std::size_t i = 0; i < 20; ++i) {
+    EXPECT_EQ(c.fw_test_points[i].measured_ms, file.compute[3 * i].fw_ms);
+    EXPECT_NEAR(c.bw_test_points[i].predicted_ms, file.compute[3 * i].bw_ms, 1e-3 * file.compute[3 * i].bw_ms);
+  }
+  EXPECT_NE(sim_calibration_text(c).find("backward  held out"), std::string::npos) << sim_calibration_text(c);
   file.compute.resize(12);  // 8 training samples
   EXPECT_NE(error_of([&] { (void)calibrate_sim(file, 3, ctx); }).find("at least 10"), std::string::npos);
 }

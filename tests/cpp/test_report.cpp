@@ -3,12 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 
 #include "embshard/core/file_io.h"
 #include "embshard/core/markup.h"
 #include "embshard/eval/compare.h"
 #include "embshard/plan/plan_io.h"
+#include "embshard/report/fit_report.h"
 #include "embshard/report/html_report.h"
 #include "embshard/shard/sharder.h"
 #include "report/svg_plot.h"
@@ -48,6 +50,37 @@ TEST(ReportPlot, AxesCoverTheirRangeWithRoundTicks) {
   EXPECT_DOUBLE_EQ(q.q1, 2);
   EXPECT_DOUBLE_EQ(q.median, 3);
   EXPECT_DOUBLE_EQ(q.q3, 4);
+}
+
+TEST(ReportPlot, LogAxesCoverTheirRangeByDecades) {
+  const report::Axis a = report::log_axis(0.013, 4.2);
+  EXPECT_TRUE(a.log);
+  EXPECT_DOUBLE_EQ(a.min, 0.01);
+  EXPECT_DOUBLE_EQ(a.max, 10.0);
+  EXPECT_EQ(a.ticks.size(), 10u);  // 1, 2, 5 in each of three decades, then 10
+  EXPECT_DOUBLE_EQ(report::x_of(a, 0.01, 0, 300), 0);
+  EXPECT_DOUBLE_EQ(report::x_of(a, 10, 0, 300), 300);
+  EXPECT_NEAR(report::x_of(a, 0.1, 0, 300), 100, 1e-9);  // one decade of three
+  EXPECT_NEAR(report::y_of(a, 1.0, 0, 300), 100, 1e-9);
+  const report::Axis wide = report::log_axis(2e-4, 3e3);
+  EXPECT_EQ(wide.ticks.size(), 9u);  // more than three decades: 10^-4 … 10^4 only
+}
+
+TEST(FitReport, EveryPointIsDrawnWhereItWasMeasuredAndPredicted) {
+  const FitPanel panel{"forward pass", {{1.0, 1.0}, {0.1, 0.2}, {10.0, 5.0}}, {{"median error", "50%"}}};
+  const std::string svg = fit_panel_svg(panel);
+  EXPECT_EQ(count_of(svg, "<circle"), 3u);
+  // The axis runs 0.1 … 10 ms over 300 px from x = 64 (y from 334 up to 34): 1 ms is in the middle.
+  EXPECT_NE(svg.find("cx='214.0' cy='184.0'"), std::string::npos) << svg;
+  EXPECT_NE(svg.find("measured 0.1000 ms, predicted 0.2000 ms"), std::string::npos);
+  EXPECT_EQ(count_of(svg, "<line"), 2 * 7u + 3 + 3);  // 7 ticks (0.1 … 10) per axis, 3 axis lines, 3 diagonals
+  FitReport r{"fit <test>", {{"samples", "s.jsonl"}}, {panel}, "coefficients", {{"a", "b"}, {"1", "2"}}};
+  const std::string html = fit_report_html(r);
+  EXPECT_NE(html.find("<h1>fit &lt;test&gt;</h1>"), std::string::npos);
+  EXPECT_NE(html.find("<td>50%</td>"), std::string::npos);
+  EXPECT_NE(html.find("<th>held-out samples</th><td>3</td>"), std::string::npos);
+  r.panels.clear();
+  EXPECT_NE(error_of([&] { (void)fit_report_html(r); }).find("has no model to show"), std::string::npos);
 }
 
 TEST(PlanReport, ShowsEveryPlanWithItsFiguresStragglerAndProvenance) {
@@ -162,6 +195,29 @@ TEST(ReportCli, WritesReportsAndRefusesAPlanOfAnotherTaskWithoutWritingAnything)
   const auto again = test_util::run_command(cli + " report --compare " + dir + "/r.csv --reference random --out " + dir + "/c2.html");
   ASSERT_EQ(again.status, 0) << again.out;
   EXPECT_NE(read_file(dir + "/c2.html").find("Step relative to random"), std::string::npos);
+}
+
+TEST(ReportCli, CalibrateWritesItsFitAsAReportAndATableForPeople) {
+  const std::string cli = EMBSHARD_CLI_PATH;
+  const std::string dir = test_util::temp_file("report", "calibrate");
+  std::filesystem::create_directories(dir);
+  const std::string samples = dir + "/s.jsonl";
+  const auto profiled = test_util::run_command(cli + " profile compute --quiet --samples 12 --batch 64 --repeats 1 --warmup 0 "
+                                               "--max-tables 3 --max-bytes 100000000 --out " + samples);
+  ASSERT_EQ(profiled.status, 0) << profiled.out;
+  const auto r = test_util::run_command(cli + " profile calibrate --quiet --samples " + samples +
+                                        " --test-every 10 --out " + dir + "/c.json --report " + dir + "/fit.html");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("forward   held out    2"), std::string::npos) << r.out;  // samples 0 and 10
+  EXPECT_EQ(r.out.find('{'), std::string::npos) << r.out;                         // no raw JSON
+  const std::string html = read_file(dir + "/fit.html");
+  EXPECT_EQ(count_of(html, "<circle"), 4u);  // 2 held-out samples × fw, bw
+  EXPECT_NE(html.find(samples), std::string::npos);
+  EXPECT_NE(read_file(dir + "/c.json").find("test_relative_error"), std::string::npos);
+  const auto same = test_util::run_command(cli + " profile calibrate --samples " + samples + " --out " + dir +
+                                           "/same.html --report " + dir + "/same.html");
+  EXPECT_EQ(same.status, 1) << same.out;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/same.html"));
 }
 
 }  // namespace

@@ -104,6 +104,13 @@ def main():
         "greedy;torchrec:reservation=fixed_percentage,storage_reservation=0;neuroshard", "--out", str(out / "results.csv"), "--report", str(compare_page))
     check_report(browser, compare_page, 2, ["W/T/L", "Step relative to", "step ÷ reference step"],
                  out / "compare.png", profile)
+    samples = out / "compute.jsonl"
+    run(cli, "profile", "compute", "--quiet", "--samples", "15", "--batch", "64", "--repeats", "1",
+        "--warmup", "0", "--max-tables", "3", "--max-bytes", "100000000", "--out", str(samples))
+    fit_page = out / "fit.html"
+    run(cli, "profile", "calibrate", "--quiet", "--samples", str(samples), "--report", str(fit_page))
+    check_report(browser, fit_page, 2, ["predicted ms", "measured ms", "median error, held out"],
+                 out / "fit.png", profile)
 
 
 if __name__ == "__main__":

@@ -70,6 +70,12 @@ struct Normaliser {
   void apply(std::span<float> x) const;
 };
 
+/** One held-out sample: what was measured and what a model predicted for it. */
+struct HeldOutPoint {
+  double measured_ms = 0.0;
+  double predicted_ms = 0.0;
+};
+
 /** Held-out accuracy of a model (or a baseline estimator) against measurements. */
 struct ModelAccuracy {
   double mse = 0.0;     ///< ms²

@@ -12,9 +12,11 @@
  */
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "embshard/core/context.h"
 #include "embshard/cost/analytic.h"
+#include "embshard/cost/neural_weights.h"
 #include "embshard/profile/cost_sample.h"
 
 namespace embshard {
@@ -30,13 +32,22 @@ struct SimCalibration {
   SimHardware hardware;
   RelativeErrors fw_train, bw_train;
   RelativeErrors fw_test, bw_test;
+  std::vector<HeldOutPoint> fw_test_points, bw_test_points;  ///< per held-out sample
+  std::string samples_path;       ///< the file calibrated on, as named (provenance of the report)
+  std::int64_t batch_size = 0;    ///< the samples' batch
 };
 
-/** Fits and evaluates (file comment); needs at least 10 training samples. */
+/**
+ * Fits and evaluates (file comment); needs at least 10 training samples. `samples_path` names the
+ * file in the result's provenance.
+ */
 [[nodiscard]] SimCalibration calibrate_sim(const CostSampleFile& samples, int test_every,
-                                           const Context& ctx);
+                                           const Context& ctx, const std::string& samples_path = "");
 
 /** The calibration as JSON: coefficients by feature name, cache bytes and the error figures. */
 [[nodiscard]] std::string sim_calibration_json(const SimCalibration& calibration);
+
+/** The calibration for a person: the error figures as a table, then the non-zero coefficients. */
+[[nodiscard]] std::string sim_calibration_text(const SimCalibration& calibration);
 
 }  // namespace embshard
