@@ -1,17 +1,22 @@
 // embshard (no verb): the main job on the built-in default workload.
 // It shows the pool against the published dataset figures, the default task (NeuroShard protocol,
 // 4 devices, max dim 128), and that task planned by every sharder, judged by the sim backend: the
-// best plan's per-device breakdown against the strongest of the papers' baselines.
+// best plan's per-device breakdown against the strongest of the papers' baselines. `--report R.html`
+// also writes the plan report of every plan found (html_report.h).
 #include <algorithm>
 #include <cstdio>
+#include <optional>
+#include <string>
 
 #include "commands.h"
 #include "embshard/core/clock.h"
+#include "embshard/core/file_io.h"
 #include "embshard/data/pool.h"
 #include "embshard/eval/compare.h"
 #include "embshard/eval/evaluator.h"
 #include "embshard/eval/task_gen.h"
 #include "embshard/plan/plan.h"
+#include "embshard/report/html_report.h"
 #include "embshard/shard/sharder.h"
 
 namespace embshard::cli {
@@ -77,11 +82,27 @@ void print_breakdown(const char* title, const CompareRow& row, const Task& task)
               readable_ms(row.plan_ms).c_str(), eval_result_table(row.eval, task.topology).c_str());
 }
 
-/** Plans `task` with every default sharder, judged by sim; prints the best against the best baseline. */
-void print_planning(const Task& task, const Context& ctx) {
+/** The plan report of every plan that was found, best first (the report's side-by-side order). */
+std::string report_of(const Task& task, const std::vector<CompareRow>& rows, const std::vector<Plan>& plans) {
+  std::vector<JudgedPlan> judged;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i].status == "ok") judged.push_back({plans[i], rows[i].eval, "the main job (" + short_sharder_spec(rows[i].sharder) + ")"});
+  }
+  std::stable_sort(judged.begin(), judged.end(),
+                   [](const JudgedPlan& a, const JudgedPlan& b) { return a.eval.step_ms < b.eval.step_ms; });
+  return plan_report_html(task, judged);
+}
+
+/**
+ * Plans `task` with every default sharder, judged by sim; prints the best against the best
+ * baseline, and writes the plan report of them all to `report` when given.
+ */
+void print_planning(const Task& task, const Context& ctx, const std::optional<std::string>& report) {
   CompareOptions options;
   options.sharders = default_sharders();
-  const std::vector<CompareRow> rows = run_compare({task}, options, ctx);
+  std::vector<Plan> plans;
+  const std::vector<CompareRow> rows = run_compare({task}, options, ctx, &plans);
+  if (report) write_file_atomic(*report, report_of(task, rows, plans));
   std::printf("\nevery sharder on it, judged by the sim backend (lower bound %.3f ms):\n",
               rows.front().lower_bound_ms);
   for (const CompareRow& r : rows) {
@@ -110,11 +131,14 @@ void print_planning(const Task& task, const Context& ctx) {
 }  // namespace
 
 int run_default(Args& args, const Context& ctx) {
+  const auto report = args.get("report");
   args.finish();
+  check_paths({}, {}, {{"--report", report.value_or("")}});
   print_pool_summary(Pool::generate(0));
   const Task task = default_task();
   print_task(task);
-  print_planning(task, ctx);
+  print_planning(task, ctx, report);
+  if (report) std::printf("report of every plan: %s\n", report->c_str());
   return 0;
 }
 

@@ -18,7 +18,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: embshard [VERB] [--threads N] [--quiet] [options]\n"
     "verbs:\n"
-    "  (none)   the main job on the built-in default workload\n"
+    "  (none)   [--report R.html]   the main job on the built-in default workload (and the report of its plans)\n"
     "  stats    --data FILE.pt[.gz] --out tables.json     reference statistics of a dataset file\n"
     "  pool     [--seed N] --out pool.json [--batch B] | --check [--measure K]\n"
     "           | --write-pt FILE[.gz] [--tables N] [--batch B]   raw batches in the dataset format\n"

@@ -126,7 +126,7 @@ std::vector<Task> read_task_dir(const std::string& dir) {
 }
 
 std::vector<CompareRow> run_compare(const std::vector<Task>& tasks, const CompareOptions& options,
-                                    const Context& ctx) {
+                                    const Context& ctx, std::vector<Plan>* plans_out) {
   EMBSHARD_CHECK(!options.sharders.empty(), "compare: no sharders given");
   for (const std::string& s : options.sharders) (void)canonical_sharder_spec(s);  // fail early
   const std::size_t per_task = options.sharders.size();
@@ -151,6 +151,7 @@ std::vector<CompareRow> run_compare(const std::vector<Task>& tasks, const Compar
   };
   parallel_for(rows.size(), measured ? 1 : ctx.num_threads, evaluate);
   progress.finish(detail::concat(tasks.size(), " tasks × ", per_task, " sharders, judged by ", options.eval.backend));
+  if (plans_out != nullptr) *plans_out = std::move(plans);
   return rows;
 }
 

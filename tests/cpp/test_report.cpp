@@ -197,6 +197,20 @@ TEST(ReportCli, WritesReportsAndRefusesAPlanOfAnotherTaskWithoutWritingAnything)
   EXPECT_NE(read_file(dir + "/c2.html").find("Step relative to random"), std::string::npos);
 }
 
+TEST(ReportCli, TheMainJobReportsEveryPlanItFound) {
+  const std::string dir = test_util::temp_file("report", "main");
+  std::filesystem::create_directories(dir);
+  const auto r = test_util::run_command(std::string(EMBSHARD_CLI_PATH) + " --quiet --report " + dir + "/main.html");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const std::size_t planned = count_of(r.out, " ms  (planned in ");  // one line per plan found
+  ASSERT_GE(planned, 5u) << r.out;
+  const std::string html = read_file(dir + "/main.html");
+  EXPECT_EQ(count_of(html, "<title>Step time per device, "), planned);
+  for (const std::string& spec : default_sharders()) {
+    EXPECT_NE(html.find(xml_escape(short_sharder_spec(spec))), std::string::npos) << spec;
+  }
+}
+
 TEST(ReportCli, CalibrateWritesItsFitAsAReportAndATableForPeople) {
   const std::string cli = EMBSHARD_CLI_PATH;
   const std::string dir = test_util::temp_file("report", "calibrate");

@@ -53,9 +53,13 @@ struct CompareRow {
 /** Whether a sharder spec is one of the papers' baselines (random, greedy). */
 [[nodiscard]] bool is_baseline(const std::string& sharder_spec);
 
-/** Plans and evaluates every task with every sharder (file comment); rows task-major. */
+/**
+ * Plans and evaluates every task with every sharder (file comment); rows task-major. `plans`, when
+ * given, receives each row's plan in row order (an empty plan where the row is not "ok").
+ */
 [[nodiscard]] std::vector<CompareRow> run_compare(const std::vector<Task>& tasks,
-                                                  const CompareOptions& options, const Context& ctx);
+                                                  const CompareOptions& options, const Context& ctx,
+                                                  std::vector<Plan>* plans = nullptr);
 
 /** Reads every `*.json` task of a directory, in name order; Error naming the bad file. */
 [[nodiscard]] std::vector<Task> read_task_dir(const std::string& dir);

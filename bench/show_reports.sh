@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The reports docs/reports/ shows (issue 18): the main job's task planned by every sharder, and a
+# 100-task comparison (NeuroShard protocol, 4 and 8 devices, max dim 128, seed 2026: tasks nobody
+# tuned on), each with a headless-Chromium screenshot of its first screen.
+# Usage: bench/show_reports.sh [OUT_DIR]   (default docs/reports)
+set -euo pipefail
+E=$(realpath "${EMBSHARD:-build/bin/embshard}")
+out=$(realpath -m "${1:-docs/reports}")
+sharders="random;greedy;greedy:balance=size_and_lookup;torchrec;neuroshard"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$out"
+"$E" --quiet --report "$out/main-job.html" >/dev/null
+for devices in 4 8; do
+  "$E" task gen --quiet --protocol neuroshard --devices "$devices" --max-dim 128 --count 50 --seed 2026 \
+    --out "$work/d$devices"
+  for f in "$work/d$devices"/*.json; do cp "$f" "$work/tasks-d$devices-$(basename "$f")"; done
+done
+mkdir -p "$work/tasks" && mv "$work"/tasks-*.json "$work/tasks/"
+# run from the work folder so the report names its tasks "neuroshard-m128-seed2026", not a temporary path
+mv "$work/tasks" "$work/neuroshard-m128-seed2026"
+(cd "$work" && "$E" compare --quiet --tasks neuroshard-m128-seed2026 --sharders "$sharders" --out "$out/compare-100.csv" \
+  --summary "$out/compare-100.md" --report "$out/compare-100.html" --reference torchrec >/dev/null)
+browser=$(command -v chromium || command -v chromium-browser)
+for page in main-job compare-100; do
+  "$browser" --headless --no-sandbox --disable-gpu --hide-scrollbars --user-data-dir="$work/profile" \
+    --window-size=1280,1600 --screenshot="$out/$page.png" "file://$(realpath "$out/$page.html")" 2>/dev/null
+done
+echo "show_reports: $out/main-job.html, $out/compare-100.html and their .png screenshots"
