@@ -1,8 +1,10 @@
 // embshard: plan how a DLRM's embedding tables are split and placed across devices.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -47,6 +49,27 @@ constexpr const char* kUsage =
 
 using Runner = int (*)(embshard::cli::Args&, const embshard::Context&);
 
+/** The usage lines of `verb` (its line in kUsage and the indented lines after it), then where its figures are defined. */
+std::string verb_usage(const std::string& verb) {
+  std::istringstream all(kUsage);
+  std::string line, out = "usage: embshard " + verb + " [--threads N] [--quiet] [options]\n";
+  bool inside = false;
+  while (std::getline(all, line)) {
+    const bool starts_entry = line.size() > 2 && line[0] == ' ' && line[1] == ' ' && line[2] != ' ';
+    if (starts_entry) inside = line.rfind("  " + verb + " ", 0) == 0;
+    if (inside) out += line + "\n";
+  }
+  if (verb == "eval" || verb == "compare" || verb == "plan" || verb == "report") {
+    out += "The figures printed (step, max_sum, balance, fw_wait, gap, UVM share) are defined, with\n"
+           "formulas and a worked example, in docs/metrics.md.\n";
+  }
+  return out;
+}
+
+bool asks_for_help(const std::vector<std::string>& words) {
+  return std::any_of(words.begin(), words.end(), [](const std::string& w) { return w == "--help" || w == "-h"; });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -80,6 +103,10 @@ int main(int argc, char** argv) {
     }
     runner = it->second;
     words.erase(words.begin());
+    if (asks_for_help(words)) {
+      std::cout << verb_usage(verb);
+      return 0;
+    }
   }
   try {
     embshard::cli::Args args(verb.empty() ? "(main)" : verb, words, {"quiet", "check", "fit", "no-flush", "no-sleep"});

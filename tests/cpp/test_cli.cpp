@@ -56,6 +56,18 @@ TEST_F(Cli, ListPrintsEveryRegistryWithParameters) {
   }
 }
 
+TEST_F(Cli, HelpOfAVerbShowsItsUsageAndWhereItsFiguresAreDefined) {
+  CliResult r = run_cli("eval --help");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("--backend sim|cpu|cuda"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("docs/metrics.md"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("  stats "), std::string::npos) << r.out;  // only its own lines
+  r = run_cli("profile calibrate -h");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("profile calibrate --samples"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("profile compute --out"), std::string::npos) << r.out;
+}
+
 TEST_F(Cli, MainJobShowsTheBuiltInWorkload) {
   const CliResult r = run_cli("--quiet");
   ASSERT_EQ(r.status, 0) << r.out;
