@@ -18,6 +18,6 @@ for devices in 4 8; do
     for f in "$dir"/*.json; do cp "$f" "$out/tasks/d${devices}m$(printf %03d "$dim")-$(basename "$f")"; done
   done
 done
-"$E" compare --quiet --tasks "$out/tasks" --sharders "$sharders" --backend "$backend" \
+"$E" compare --tasks "$out/tasks" --sharders "$sharders" --backend "$backend" \
   --out "$out/results.csv" --summary "$out/summary.md" --chart "$out/chart.svg" \
   --chart-task neuroshard-d4-m128-000

@@ -13,7 +13,7 @@ rm -rf "$out" && mkdir -p "$out"
 "$E" task gen --quiet --protocol neuroshard:min_tables_per_device=9,max_tables_per_device=5 \
   --devices 1024 --max-dim 32 --count 1 --seed 0 --out "$out/t5000"
 for size in t1000 t5000; do
-  "$E" compare --quiet --threads 1 --tasks "$out/$size" --sharders "$sharders" --cost sim --backend sim \
+  "$E" compare --threads 1 --tasks "$out/$size" --sharders "$sharders" --cost sim --backend sim \
     --out "$out/$size.csv"
   cat "$out/$size.csv"
 done

@@ -34,7 +34,7 @@ train() {
 # judge TEST_DIR SHARDERS
 judge() {
   log "comparing on $1"
-  "$E" compare --quiet --tasks "$out/$1" --sharders "$2" --cost default --backend sim \
+  "$E" compare --tasks "$out/$1" --sharders "$2" --cost default --backend sim \
     --out "$out/$1.csv" --summary "$out/$1.md"
 }
 

@@ -19,7 +19,7 @@ done
 mkdir -p "$work/tasks" && mv "$work"/tasks-*.json "$work/tasks/"
 # run from the work folder so the report names its tasks "neuroshard-m128-seed2026", not a temporary path
 mv "$work/tasks" "$work/neuroshard-m128-seed2026"
-(cd "$work" && "$E" compare --quiet --tasks neuroshard-m128-seed2026 --sharders "$sharders" --out "$out/compare-100.csv" \
+(cd "$work" && "$E" compare --tasks neuroshard-m128-seed2026 --sharders "$sharders" --out "$out/compare-100.csv" \
   --summary "$out/compare-100.md" --report "$out/compare-100.html" --reference torchrec >/dev/null)
 browser=$(command -v chromium || command -v chromium-browser)
 for page in main-job compare-100; do
