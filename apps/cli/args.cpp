@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 
 namespace embshard::cli {
 
@@ -26,6 +27,9 @@ Args::Args(std::string verb, const std::vector<std::string>& words, std::set<std
                      ": option --", key, " needs a value");
       values_[key] = words[++i];
     }
+  }
+  for (const auto& [key, value] : values_) {
+    EMBSHARD_CHECK(!value.empty(), "embshard ", verb_, ": option --", key, " needs a value, got an empty one");
   }
 }
 
@@ -53,6 +57,16 @@ std::int64_t Args::get_int(const std::string& key, std::int64_t fallback) {
   auto [ptr, ec] = std::from_chars(v->data(), v->data() + v->size(), out);
   EMBSHARD_CHECK(ec == std::errc() && ptr == v->data() + v->size(), "embshard ", verb_, ": --",
                  key, " expects an integer, got '", *v, "'");
+  return out;
+}
+
+double Args::get_double(const std::string& key, double fallback) {
+  auto v = get(key);
+  if (!v) return fallback;
+  double out = 0.0;
+  auto [ptr, ec] = std::from_chars(v->data(), v->data() + v->size(), out);
+  EMBSHARD_CHECK(ec == std::errc() && ptr == v->data() + v->size() && std::isfinite(out), "embshard ", verb_,
+                 ": --", key, " expects a number, got '", *v, "'");
   return out;
 }
 

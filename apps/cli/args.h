@@ -1,6 +1,7 @@
 #pragma once
 // A small strict option parser for the CLI verbs: `--key value`, `--key=value` and `--flag`.
-// Unknown or unused options are errors that list what the verb accepts.
+// Unknown or unused options are errors that list what the verb accepts; an empty value
+// (`--out ''`) is an error naming the option, never taken as "not given".
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -24,6 +25,8 @@ class Args {
   [[nodiscard]] std::string require(const std::string& key);
   [[nodiscard]] std::string get_or(const std::string& key, const std::string& fallback);
   [[nodiscard]] std::int64_t get_int(const std::string& key, std::int64_t fallback);
+  /** A finite number (`1e-3`, `0.5`); Error naming the option and the value otherwise. */
+  [[nodiscard]] double get_double(const std::string& key, double fallback);
   [[nodiscard]] bool flag(const std::string& key);
   /** Whether `--key` was given (a value or a flag); does not count as asking for it. */
   [[nodiscard]] bool given(const std::string& key) const;

@@ -45,6 +45,15 @@ int eval_with_measured_comm(const Task& task, const Plan& plan, const EvalOption
 
 }  // namespace
 
+Objective objective_option(Args& args) {
+  const std::string name = args.get_or("objective", "step");
+  try {
+    return parse_objective(name);
+  } catch (const Error& e) {
+    EMBSHARD_THROW("--objective: ", e.what());
+  }
+}
+
 int run_eval(Args& args, const Context& ctx) {
   const std::string task_path = args.require("task");
   const std::string plan_path = args.require("plan");
@@ -53,7 +62,7 @@ int run_eval(Args& args, const Context& ctx) {
   options.batch_size = args.get_int("batch", 0);
   options.batch_number = static_cast<std::uint64_t>(args.get_int("draw", 0));
   options.measure = measure_options(args, options.measure);
-  const Objective objective = parse_objective(args.get_or("objective", "step"));
+  const Objective objective = objective_option(args);
   const auto out = args.get("out");
   const std::string comm = args.get_or("comm", "model");
   const std::string remap = args.get_or("remap", "in_sample");

@@ -20,16 +20,18 @@ namespace embshard::cli {
 int run_plan(Args& args, const Context& base_ctx) {
   const auto task_given = args.get("task");
   if (!task_given) {
+    std::string planning_options;  // what asks for a task file to plan
     for (const std::string& key : args.given_options()) {
-      EMBSHARD_CHECK(key == "threads" || key == "quiet", "embshard plan: missing --task (--", key,
-                     " plans a task file; plain `embshard plan` runs the main job)");
+      if (key != "threads" && key != "quiet") planning_options += (planning_options.empty() ? "--" : ", --") + key;
     }
+    EMBSHARD_CHECK(planning_options.empty(), "embshard plan: missing --task, the task file to plan (", planning_options,
+                   " given; plain `embshard plan` runs the main job)");
     return run_default(args, base_ctx);  // the main job: the built-in task
   }
   const std::string task_path = *task_given;
   const std::string sharder = args.get_or("sharder", "greedy");
   const std::string cost_spec = args.get_or("cost", "default");
-  const Objective objective = parse_objective(args.get_or("objective", "step"));
+  const Objective objective = objective_option(args);
   const auto out = args.get("out");
   const auto report = args.get("report");
   const std::string format = args.get_or("format", "embshard");
@@ -52,16 +54,18 @@ int run_plan(Args& args, const Context& base_ctx) {
               << ": " << result.reason << "\n";
     return 1;
   }
-  if (out && format == "embshard") write_plan_file(*out, result.plan);
+  OutputSet outputs;  // the plan and its report are replaced together or not at all
+  if (out && format == "embshard") outputs.add(*out, plan_to_json(result.plan));
   if (out && format == "torchrec") {
     TorchrecExportOptions options;
     options.compute_device = device == "cpu" ? TorchrecDevice::kCpu : TorchrecDevice::kCuda;
-    write_torchrec_plan_file(*out, task, result.plan, options);
+    outputs.add(*out, torchrec_plan_json(task, result.plan, options));
   }
   if (report) {  // judged by the sim backend, as `embshard report --task T --plan P` would
     const EvalResult judged = evaluate_plan(task, result.plan, EvalOptions{}, ctx);
-    write_file_atomic(*report, plan_report_html(task, {{result.plan, judged, out.value_or("(not saved)")}}));
+    outputs.add(*report, plan_report_html(task, {{result.plan, judged, out.value_or("(not saved)")}}));
   }
+  outputs.commit();
   const CostBreakdown breakdown = cost->estimate(task, result.plan, ctx);
   const double value = objective_value(breakdown, objective);
   const auto bound = cost->lower_bound(task, objective);

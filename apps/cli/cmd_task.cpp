@@ -1,4 +1,5 @@
 // embshard task gen | check
+#include <filesystem>
 #include <iostream>
 
 #include "commands.h"
@@ -22,6 +23,22 @@ std::string protocol_spec(Args& args) {
   return format_spec(spec);
 }
 
+/** A task set is never mixed with another: DIR must hold no task files (`*.json`) yet. */
+void refuse_a_directory_with_tasks(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return;
+  std::int64_t found = 0;
+  std::string example;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (entry.path().extension() != ".json") continue;
+    if (found++ == 0) example = entry.path().filename().string();
+  }
+  EMBSHARD_CHECK(found == 0, "embshard task gen: --out ", dir, " already holds ", found, " task file",
+                 found == 1 ? "" : "s", " (", example, "); compare --tasks would mix them with the new set: "
+                 "choose a new directory or remove them");
+}
+
 }  // namespace
 
 int run_task(Args& args, const Context& ctx) {
@@ -39,6 +56,7 @@ int run_task(Args& args, const Context& ctx) {
   std::vector<NamedPath> outputs;
   for (std::int64_t i = 0; i < count; ++i) outputs.push_back({"--out", task_file_path(out, static_cast<int>(i))});
   check_paths({{"--tables", tables.value_or("")}}, {}, outputs);
+  refuse_a_directory_with_tasks(out);
   const TableSource source = tables ? TableSource::from_stats(read_stats_file(*tables))
                                     : TableSource::from_pool(pool_seed, gen->batch_size());
   const auto first_size = task_to_json(gen->generate(source, seed, 0)).size();

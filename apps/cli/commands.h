@@ -6,6 +6,7 @@
 #include "args.h"
 #include "embshard/core/context.h"
 #include "embshard/core/file_io.h"
+#include "embshard/cost/breakdown.h"
 #include "embshard/profile/measure.h"
 
 namespace embshard::cli {
@@ -20,8 +21,8 @@ int run_profile_compute(Args& args, const Context& ctx);  ///< embshard profile 
 int run_profile_comm(Args& args, const Context& ctx);     ///< embshard profile comm ... (MPI)
 int run_profile_calibrate(Args& args, const Context& ctx);  ///< embshard profile calibrate ...
 int run_plan(Args& args, const Context& ctx);     ///< embshard plan --task T --sharder S ...
-int run_eval(Args& args, const Context& ctx);
-int run_compare(Args& args, const Context& ctx);  ///< embshard compare --tasks DIR --sharders ...     ///< embshard eval --task T --plan P ...
+int run_eval(Args& args, const Context& ctx);     ///< embshard eval --task T --plan P ...
+int run_compare(Args& args, const Context& ctx);  ///< embshard compare --tasks DIR --sharders ...
 int run_report(Args& args, const Context& ctx);   ///< embshard report --task T --plan P | --compare R.csv --out R.html
 int run_default(Args& args, const Context& ctx);  ///< embshard (no verb): the main job
 /** embshard train ...: replaces this process with embshard-train (the learn module). */
@@ -37,6 +38,9 @@ std::vector<NamedPath> spec_inputs(const std::string& option, const std::string&
  */
 void check_paths(const std::vector<NamedPath>& files, const std::vector<NamedPath>& dirs,
                  const std::vector<NamedPath>& outputs);
+
+/** --objective step|max_sum|balance (default step); an unknown name is an error naming --objective. */
+Objective objective_option(Args& args);
 
 /** --warmup, --repeats and --no-flush folded into `defaults`. */
 MeasureOptions measure_options(Args& args, const MeasureOptions& defaults);

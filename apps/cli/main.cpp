@@ -98,7 +98,9 @@ int main(int argc, char** argv) {
     verb = words[0];
     auto it = verbs.find(verb);
     if (it == verbs.end()) {
-      std::cerr << "error: unknown verb '" << verb << "'\n" << kUsage;
+      std::string known;
+      for (const auto& [name, run] : verbs) known += name + ", ";
+      std::cerr << "error: unknown verb '" << verb << "' (verbs: " << known << "train; embshard --help shows them all)\n";
       return 1;
     }
     runner = it->second;

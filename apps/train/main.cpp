@@ -60,7 +60,7 @@ int train_cost(cli::Args& args, const Context& ctx) {
   options.seed = static_cast<std::uint64_t>(args.get_int("seed", 0));
   options.compute_outputs = static_cast<int>(args.get_int("outputs", options.compute_outputs));
   options.batch_size = static_cast<int>(args.get_int("batch", options.batch_size));
-  options.learning_rate = std::stod(args.get_or("lr", "0.001"));
+  options.learning_rate = args.get_double("lr", 0.001);
   const std::string scatter = args.get_or("scatter", out.size() > 5 && out.ends_with(".json") ? out.substr(0, out.size() - 5) + ".svg" : out + ".svg");
   args.finish(1);
   EMBSHARD_CHECK(!files.empty() && files.size() <= 2, "--samples: one compute file and/or one comm file");
@@ -122,7 +122,7 @@ int train_dreamshard_verb(cli::Args& args, Context& ctx) {
   o.cost_steps = static_cast<int>(args.get_int("cost-steps", o.cost_steps));
   o.rl_batches = static_cast<int>(args.get_int("rl-batches", o.rl_batches));
   o.rl_episodes = static_cast<int>(args.get_int("episodes", o.rl_episodes));
-  o.learning_rate = std::stod(args.get_or("lr", "0.0005"));
+  o.learning_rate = args.get_double("lr", 0.0005);
   args.finish(1);
   ctx.seed = setup.seed;
   std::printf("policy: %s\n", train_dreamshard(setup, o, ctx).c_str());
@@ -136,8 +136,8 @@ int train_autoshard_verb(cli::Args& args, Context& ctx) {
   o.actors = static_cast<int>(args.get_int("actors", o.actors));
   o.unroll = static_cast<int>(args.get_int("unroll", o.unroll));
   o.learner_batch = static_cast<int>(args.get_int("learner-batch", o.learner_batch));
-  o.learning_rate = std::stod(args.get_or("lr", "0.001"));
-  o.entropy_weight = std::stod(args.get_or("entropy", "0.001"));
+  o.learning_rate = args.get_double("lr", 0.001);
+  o.entropy_weight = args.get_double("entropy", 0.001);
   o.cost_updates = static_cast<int>(args.get_int("cost-updates", o.cost_updates));
   o.checkpoint_every = static_cast<int>(args.get_int("checkpoint-every", o.checkpoint_every));
   args.finish(1);

@@ -77,8 +77,9 @@ SimCalibration calibrate_sim(const CostSampleFile& file, int test_every, const C
     split.fw.push_back(s.fw_ms);
     split.bw.push_back(s.bw_ms);
   }
-  EMBSHARD_CHECK(train.features.size() >= 10, "calibrate: needs at least 10 training samples, the file has ",
-                 train.features.size(), " (collect more with embshard profile compute)");
+  EMBSHARD_CHECK(train.features.size() >= 10, samples_path.empty() ? "calibrate" : samples_path,
+                 ": needs at least 10 training samples, the file has ", train.features.size(),
+                 " (collect more with embshard profile compute)");
   SimCalibration c;
   c.hardware.name = "cpu calibrated on " + file.header.fingerprint.cpu_model;
   c.hardware.calibrated = true;

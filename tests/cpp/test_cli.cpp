@@ -475,8 +475,31 @@ TEST_F(CliOutputs, AnOptionIsNeverTakenAsAValue) {
 
 TEST_F(CliOutputs, PlanWithoutTaskSaysSo) {
   const CliResult r = run_cli("plan --sharder greedy --out " + path("x.json"));
-  expect_one_line_error(r, "embshard plan: missing --task");
+  expect_one_line_error(r, "embshard plan: missing --task, the task file to plan (--out, --sharder given;");
   EXPECT_FALSE(fs::exists(path("x.json")));
+}
+
+TEST_F(CliOutputs, EmptyValuesBadNumbersAndUnknownNamesSayWhichOption) {
+  expect_one_line_error(run_cli("plan --task " + path("t/000.json") + " --out ''"),
+                        "embshard plan: option --out needs a value, got an empty one");
+  expect_one_line_error(run_cli("stats --data '' --out " + path("s.json")),
+                        "embshard stats: option --data needs a value, got an empty one");
+  expect_one_line_error(run_cli("plan --task " + path("t/000.json") + " --objective fastest --out " + path("x.json")),
+                        "--objective: unknown objective 'fastest'");
+  expect_one_line_error(run_cli("shard"), "unknown verb 'shard' (verbs: check, compare,");
+  if (fs::exists(fs::path(EMBSHARD_CLI_PATH).parent_path() / "embshard-train")) {
+    expect_one_line_error(run_cli("train dreamshard --tasks " + path("t") + " --lr abc --out " + path("policy.json")),
+                          "embshard train dreamshard: --lr expects a number, got 'abc'");
+  }
+  EXPECT_FALSE(fs::exists(path("x.json")));
+  EXPECT_FALSE(fs::exists(path("policy.json")));
+}
+
+TEST_F(CliOutputs, TaskGenNeverMixesANewSetWithTasksAlreadyThere) {
+  const std::string before = read_file(path("t/000.json"));
+  expect_one_line_error(run_cli("task gen --protocol dreamshard --devices 4 --max-dim 16 --count 1 --out " + path("t")),
+                        "--out " + path("t") + " already holds ");
+  EXPECT_EQ(read_file(path("t/000.json")), before);
 }
 
 TEST_F(CliOutputs, OutputThatIsADirectoryFailsBeforeAnyWork) {
