@@ -1,8 +1,27 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs every test: the GoogleTest suite (through ctest) and a short run of
-# each fuzz target (FUZZ_SECONDS each, default 20; 0 skips fuzzing).
+# Sets up, builds and runs every test:
+#   1. the GoogleTest suite and the Python / browser tests through ctest (build/);
+#   2. the GoogleTest suite again under two faked hardware fingerprints (no test may depend on the
+#      host's CPU, cache or core count: scripts/test_fake_fingerprint.sh);
+#   3. the suite under AddressSanitizer + UndefinedBehaviorSanitizer (scripts/sanitize.sh, build-san/);
+#   4. a short run of each fuzz target on the same sanitized library (FUZZ_SECONDS each, default
+#      20; 0 skips fuzzing).
+# SANITIZE=0 skips step 3 (and fuzzes in its own build-fuzz/ instead) for a quick local run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+started=$SECONDS
+step() { echo "test: $1 ($(( (SECONDS - started) / 60 )) min so far)"; }
 bash scripts/setup.sh
+step "the suite"
 ctest --test-dir build --output-on-failure -j2
-bash scripts/fuzz.sh "${FUZZ_SECONDS:-20}"
+step "the suite under faked hardware fingerprints"
+bash scripts/test_fake_fingerprint.sh
+if [ "${SANITIZE:-1}" = 1 ]; then
+  step "the suite under ASan + UBSan"
+  bash scripts/sanitize.sh 2
+  step "fuzzing under ASan + UBSan"
+  bash scripts/fuzz.sh "${FUZZ_SECONDS:-20}" build-san
+else
+  bash scripts/fuzz.sh "${FUZZ_SECONDS:-20}"
+fi
+step "done"

@@ -6,7 +6,6 @@
 #include <map>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <unistd.h>
@@ -14,6 +13,7 @@
 #include "commands.h"
 #include "embshard/core/error.h"
 #include "embshard/kernels/embedding_bag.h"
+#include "embshard/profile/cost_sample.h"
 
 namespace {
 
@@ -113,8 +113,9 @@ int main(int argc, char** argv) {
   try {
     embshard::cli::Args args(verb.empty() ? "(main)" : verb, words, {"quiet", "check", "fit", "no-flush", "no-sleep"});
     embshard::Context ctx;
+    // One worker per logical CPU of the fingerprint (EMBSHARD_FAKE_FINGERPRINT can set it).
     ctx.num_threads = static_cast<int>(
-        args.get_int("threads", std::max(1u, std::thread::hardware_concurrency())));
+        args.get_int("threads", std::max(1, embshard::this_machine("cpu", 1).logical_cpus)));
     EMBSHARD_CHECK(ctx.num_threads >= 1, "--threads must be at least 1");
     embshard::kernels::set_cpu_kernel_threads(ctx.num_threads);
     if (args.flag("quiet")) ctx.verbosity = embshard::LogLevel::kWarning;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -18,6 +19,7 @@
 #include "embshard/core/clock.h"
 #include "embshard/core/error.h"
 #include "embshard/core/file_io.h"
+#include "embshard/core/spec.h"
 
 namespace embshard {
 namespace {
@@ -51,6 +53,29 @@ std::int64_t physical_memory_bytes() {
     meminfo.ignore(256, '\n');
   }
   return 0;
+}
+
+/** Overrides `f` with the keys of `text` (see this_machine); the real values are the defaults. */
+void apply_fake_fingerprint(const std::string& text, HardwareFingerprint& f) {
+  const std::string owner = std::string("environment variable ") + kFakeFingerprintVariable;
+  Spec spec;
+  try {
+    spec = parse_spec(text);
+  } catch (const Error& e) {
+    EMBSHARD_THROW(owner, ": ", e.what());
+  }
+  EMBSHARD_CHECK(spec.name == "host", owner, ": expected 'host:key=value,...', got '", text, "'");
+  const std::vector<ParamSpec> declared = {
+      {"cpu_model", ParamType::kString, f.cpu_model, {}, {}, {}, "the CPU's model name"},
+      {"logical_cpus", ParamType::kInt, std::to_string(f.logical_cpus), 1, 1 << 20, {}, "logical CPUs"},
+      {"llc_bytes", ParamType::kInt, std::to_string(f.llc_bytes), 1, 1e15, {}, "last-level cache, bytes"},
+      {"memory_bytes", ParamType::kInt, std::to_string(f.memory_bytes), 0, 1e18, {}, "memory, bytes"},
+  };
+  const Params p = bind_params(owner, declared, spec.pairs);
+  f.cpu_model = p.get_string("cpu_model");
+  f.logical_cpus = static_cast<int>(p.get_int("logical_cpus"));
+  f.llc_bytes = p.get_int("llc_bytes");
+  f.memory_bytes = p.get_int("memory_bytes");
 }
 
 // ---- JSON of the header and samples ----------------------------------------------------------
@@ -227,6 +252,7 @@ HardwareFingerprint this_machine(const std::string& device_kind, int threads) {
   f.threads = threads;
   f.llc_bytes = static_cast<std::int64_t>(last_level_cache_bytes());
   f.memory_bytes = physical_memory_bytes();
+  if (const char* fake = std::getenv(kFakeFingerprintVariable)) apply_fake_fingerprint(fake, f);
   return f;
 }
 

@@ -4,9 +4,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "embshard/core/file_io.h"
@@ -65,6 +68,52 @@ TEST(Measure, RunsWarmupPlusRepeatsAndChecksOptions) {
   EXPECT_NE(error_of([&] { (void)measure([] {}, {0, 0, false, 0.0}); }).find("repeats"),
             std::string::npos);
   EXPECT_GT(last_level_cache_bytes(), 0u);
+}
+
+/** Sets an environment variable for one scope and restores what was there. */
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    ::setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      ::setenv(name_, old_->c_str(), 1);
+    } else {
+      ::unsetenv(name_);
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+TEST(Fingerprint, TheEnvironmentCanFakeItAndABadValueNamesTheVariable) {
+  const HardwareFingerprint real = [] {
+    ScopedEnv none(kFakeFingerprintVariable, "host");
+    return this_machine("cpu", 3);
+  }();
+  EXPECT_EQ(real.threads, 3);
+  EXPECT_GT(real.llc_bytes, 0);
+  {
+    ScopedEnv fake(kFakeFingerprintVariable, "host:cpu_model=Fake CPU 9000,llc_bytes=1048576,logical_cpus=5");
+    const HardwareFingerprint f = this_machine("cpu", 2);
+    EXPECT_EQ(f.cpu_model, "Fake CPU 9000");
+    EXPECT_EQ(f.llc_bytes, 1048576);
+    EXPECT_EQ(f.logical_cpus, 5);
+    EXPECT_EQ(f.memory_bytes, real.memory_bytes);  // not given: the real value
+    EXPECT_EQ(f.threads, 2);
+  }
+  for (const char* bad : {"host:llc_bytes=big", "host:cache=3", "machine:llc_bytes=3", "host:llc_bytes=0",
+                          "host:llc_bytes"}) {
+    ScopedEnv fake(kFakeFingerprintVariable, bad);
+    const std::string error = error_of([] { (void)this_machine("cpu", 1); });
+    EXPECT_NE(error.find(kFakeFingerprintVariable), std::string::npos) << bad << ": " << error;
+  }
 }
 
 // ---- cost-sample file ----------------------------------------------------------------------------

@@ -91,7 +91,10 @@ std::string sim_compute_samples(int count) {
   params.max_tables = 8;
   const std::int64_t batch = 8192;
   const SimHardware sim = sim_hardware_for(make_topology("cpu:devices=1"));
-  CostSampleWriter writer(path, header_for(SampleKind::kCompute, canonical_sampler_spec(params), batch), quiet());
+  // The samples follow the sim of a machine whose cache is the sim's, whatever this host has.
+  CostSampleHeader header = header_for(SampleKind::kCompute, canonical_sampler_spec(params), batch);
+  header.fingerprint.llc_bytes = sim.cache_bytes;
+  CostSampleWriter writer(path, header, quiet());
   for (int i = 0; i < count; ++i) {
     ComputeSample s;
     s.index = i;

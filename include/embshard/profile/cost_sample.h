@@ -49,8 +49,23 @@ struct HardwareFingerprint {
   bool operator==(const HardwareFingerprint&) const = default;
 };
 
-/** This machine's fingerprint for a measurement with `threads` threads on `device_kind`. */
+/**
+ * This machine's fingerprint for a measurement with `threads` threads on `device_kind`.
+ *
+ * The environment variable `EMBSHARD_FAKE_FINGERPRINT` replaces parts of it, so a test suite can
+ * prove it does not depend on the host (scripts/test_fake_fingerprint.sh) and a user can
+ * reproduce another machine's files:
+ *
+ *   EMBSHARD_FAKE_FINGERPRINT="host:cpu_model=Fake EPYC,logical_cpus=2,llc_bytes=33554432,memory_bytes=25769803776"
+ *
+ * Keys not given keep this machine's values; an unknown key, a bad number or a name other than
+ * `host` is an Error naming the variable. Only the recorded fingerprint changes: measurements
+ * (the cache flusher, thread counts) still use the real machine.
+ */
 [[nodiscard]] HardwareFingerprint this_machine(const std::string& device_kind, int threads);
+
+/** The environment variable read by `this_machine`. */
+inline constexpr const char* kFakeFingerprintVariable = "EMBSHARD_FAKE_FINGERPRINT";
 
 struct CostSampleHeader {
   SampleKind kind = SampleKind::kCompute;
