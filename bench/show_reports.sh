@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The reports docs/reports/ shows (issue 18): the main job's task planned by every sharder, and a
 # 100-task comparison (NeuroShard protocol, 4 and 8 devices, max dim 128, seed 2026: tasks nobody
-# tuned on), each with a headless-Chromium screenshot of its first screen.
+# tuned on), the fit of the sim model (`profile calibrate`) and of the neural cost models
+# (`train cost`, retrained on this machine with the default model's recipe and samples, when
+# embshard-train is built), each with a headless-Chromium screenshot of its first screen.
 # Usage: bench/show_reports.sh [OUT_DIR]   (default docs/reports)
 set -euo pipefail
 E=$(realpath "${EMBSHARD:-build/bin/embshard}")
@@ -21,9 +23,18 @@ mkdir -p "$work/tasks" && mv "$work"/tasks-*.json "$work/tasks/"
 mv "$work/tasks" "$work/neuroshard-m128-seed2026"
 (cd "$work" && "$E" compare --tasks neuroshard-m128-seed2026 --sharders "$sharders" --out "$out/compare-100.csv" \
   --summary "$out/compare-100.md" --report "$out/compare-100.html" --reference torchrec >/dev/null)
+pages="main-job compare-100 calibrate"
+"$E" profile calibrate --quiet --samples models/samples/cpu-compute.jsonl --out "$work/sim.json" \
+  --report "$out/calibrate.html" >/dev/null
+if [ -x "$(dirname "$E")/embshard-train" ]; then
+  ln -s "$(realpath models)" "$work/models"  # so the report names models/samples/…, not a temporary path
+  (cd "$work" && "$E" train cost --quiet --samples models/samples/cpu-compute.jsonl,models/samples/cpu-comm4.jsonl \
+    --out cpu-default-retrained.json --report "$out/train-cost.html" >/dev/null)
+  pages="$pages train-cost"
+fi
 browser=$(command -v chromium || command -v chromium-browser)
-for page in main-job compare-100; do
+for page in $pages; do
   "$browser" --headless --no-sandbox --disable-gpu --hide-scrollbars --user-data-dir="$work/profile" \
     --window-size=1280,1600 --screenshot="$out/$page.png" "file://$(realpath "$out/$page.html")" 2>/dev/null
 done
-echo "show_reports: $out/main-job.html, $out/compare-100.html and their .png screenshots"
+echo "show_reports: $(for p in $pages; do printf '%s ' "$out/$p.html"; done)and their .png screenshots"

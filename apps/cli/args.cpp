@@ -1,8 +1,11 @@
 #include "args.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <iostream>
 
 namespace embshard::cli {
 
@@ -110,6 +113,19 @@ std::vector<std::string> split_list(const std::string& text) {
     begin = end + 1;
   }
   return items;
+}
+
+void apply_log_options(Args& args, Context& ctx) {
+  const bool quiet = args.flag("quiet");
+  const bool verbose = args.flag("verbose");
+  EMBSHARD_CHECK(!(quiet && verbose), "--quiet and --verbose: give one of them");
+  if (quiet) ctx.verbosity = LogLevel::kWarning;
+  if (verbose) ctx.verbosity = LogLevel::kDebug;
+  if (!quiet && isatty(STDERR_FILENO) == 1) {
+    ctx.progress = [](const std::string& line) {  // one live line, redrawn in place
+      std::cerr << "\r\033[K" << line << std::flush;
+    };
+  }
 }
 
 }  // namespace embshard::cli

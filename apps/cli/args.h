@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "embshard/core/context.h"
 #include "embshard/core/error.h"
 
 namespace embshard::cli {
@@ -43,5 +44,12 @@ class Args {
   std::set<std::string> asked_;
   std::vector<std::string> positional_;
 };
+
+/**
+ * Applies the log options every verb takes to `ctx`: `--quiet` (warnings and errors only),
+ * `--verbose` (also the per-epoch / per-iteration detail of training), and, when stderr is a
+ * terminal and not `--quiet`, the live progress line of long work (core/progress.h).
+ */
+void apply_log_options(Args& args, Context& ctx);
 
 }  // namespace embshard::cli

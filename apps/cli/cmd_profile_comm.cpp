@@ -14,6 +14,7 @@
 #include "commands.h"
 #include "embshard/core/clock.h"
 #include "embshard/core/error.h"
+#include "embshard/core/progress.h"
 #include "embshard/cost/link_model.h"
 #include "embshard/data/topology.h"
 #include "embshard/plan/plan.h"
@@ -24,7 +25,6 @@
 namespace embshard::cli {
 namespace {
 
-constexpr double kProgressEveryMs = 5000.0;
 
 struct CommProfileRun {
   CommSamplerParams sampler;
@@ -148,8 +148,8 @@ int collect_comm_samples(const MpiSession& session, const CommProfileRun& run,
   const std::int64_t first = open_on_root(session, writer, path, comm_header(run, session.size()), ctx);
   if (first < 0) return 1;
   ModelComparison comparison(session.size(), run.batch_size);
-  const double start_ms = now_ms();
-  double last_log_ms = start_ms;
+  std::optional<Progress> progress;  // rank 0 shows it
+  if (root) progress.emplace(ctx, "profile comm: samples", run.num_samples, first);
   for (std::int64_t i = first; i < run.num_samples; ++i) {
     if (broadcast_from_root(session, root && ctx.past_deadline() ? 1 : 0) != 0) {
       if (root) ctx.warn(detail::concat(path, ": deadline reached after ", i, " samples"));
@@ -159,16 +159,11 @@ int collect_comm_samples(const MpiSession& session, const CommProfileRun& run,
     if (!root) continue;
     writer->append(sample);
     comparison.add(sample);
-    const double now = now_ms();
-    if (now - last_log_ms < kProgressEveryMs && i + 1 < run.num_samples) continue;
-    last_log_ms = now;
-    ctx.info(detail::concat("profile comm: ", i + 1, "/", run.num_samples, " samples on ",
-                            session.size(), " ranks, ",
-                            format_progress(i + 1, run.num_samples, first, (now - start_ms) / 1000.0)));
+    progress->advance();
   }
   if (root) {
+    progress->finish(detail::concat("on ", session.size(), " ranks; ", path, " holds ", writer->next_index(), " samples"));
     ctx.info(comparison.summary());
-    ctx.info(detail::concat(path, ": ", writer->next_index(), " samples"));
   }
   return 0;
 }

@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include <unistd.h>
 
 #include "commands.h"
 #include "embshard/core/error.h"
@@ -43,7 +42,7 @@ constexpr const char* kUsage =
     "           every sharder on every task\n"
     "  report   --task T.json --plan 'P1.json[;P2.json]' [--backend B] --out R.html\n"
     "           | --compare R.csv [--reference SPEC] --out R.html   an HTML report to look at\n"
-    "  train cost --samples S.jsonl[,C.jsonl] --out MODEL.json [--epochs N] [--scatter P.svg]\n"
+    "  train cost --samples S.jsonl[,C.jsonl] --out MODEL.json [--epochs N] [--report R.html] [--force]\n"
     "           train the neural cost models (embshard-train, libtorch); held-out accuracy\n"
     "  list                                               registered plug-ins and parameters\n";
 
@@ -111,19 +110,14 @@ int main(int argc, char** argv) {
     }
   }
   try {
-    embshard::cli::Args args(verb.empty() ? "(main)" : verb, words, {"quiet", "check", "fit", "no-flush", "no-sleep"});
+    embshard::cli::Args args(verb.empty() ? "(main)" : verb, words, {"quiet", "verbose", "check", "fit", "no-flush", "no-sleep"});
     embshard::Context ctx;
     // One worker per logical CPU of the fingerprint (EMBSHARD_FAKE_FINGERPRINT can set it).
     ctx.num_threads = static_cast<int>(
         args.get_int("threads", std::max(1, embshard::this_machine("cpu", 1).logical_cpus)));
     EMBSHARD_CHECK(ctx.num_threads >= 1, "--threads must be at least 1");
     embshard::kernels::set_cpu_kernel_threads(ctx.num_threads);
-    if (args.flag("quiet")) ctx.verbosity = embshard::LogLevel::kWarning;
-    if (ctx.verbosity != embshard::LogLevel::kWarning && isatty(STDERR_FILENO) == 1) {
-      ctx.progress = [](const std::string& line) {  // one live line, redrawn in place
-        std::cerr << "\r\033[K" << line << std::flush;
-      };
-    }
+    embshard::cli::apply_log_options(args, ctx);
     return runner(args, ctx);
   } catch (const embshard::Error& e) {
     std::cerr << "error: " << e.what() << "\n";

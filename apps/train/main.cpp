@@ -13,6 +13,7 @@
 #include "embshard/learn/cost_training.h"
 #include "embshard/learn/policy_training.h"
 #include "embshard/data/data_io.h"
+#include "embshard/report/fit_report.h"
 
 namespace {
 
@@ -29,11 +30,13 @@ constexpr const char* kUsage =
     "  (at --batch for measured backends), with a checkpoint in POLICY.json.ckpt after every\n"
     "  iteration (--resume continues from it); plan with --sharder dreamshard:policy=POLICY.json.\n"
     "       embshard train cost --samples S.jsonl[,C.jsonl] --out MODEL.json [--epochs N] [--seed S]\n"
-    "           [--outputs 2|1] [--batch 512] [--lr 0.001] [--scatter PLOT.svg] [--quiet]\n"
+    "           [--outputs 2|1] [--batch 512] [--lr 0.001] [--report R.html] [--force] [--quiet]\n"
     "  trains NeuroShard's compute model on a compute sample file and its fw/bw comm models on a\n"
-    "  comm sample file (each file's header says which it is), reports held-out MSE, MAPE and R²\n"
-    "  beside the baselines and writes the weights (for --cost neural:weights=MODEL.json) and a\n"
-    "  predicted-vs-measured scatter plot (default MODEL.svg).\n";
+    "  comm sample file (each file's header says which it is; both are checked before any\n"
+    "  training), prints held-out MSE, MAPE and R² beside the baselines and writes the weights\n"
+    "  (for --cost neural:weights=MODEL.json) with a report of predicted against measured times\n"
+    "  (default MODEL.html). A model worse than nothing (held-out R² < 0, or compute worse than\n"
+    "  the sum of singles) is not written unless --force.\n";
 
 std::vector<std::string> split_list(const std::string& text) {
   std::vector<std::string> items;
@@ -52,6 +55,50 @@ void print_accuracy(const std::string& model, const TrainingProvenance& t) {
   }
 }
 
+/** A sample file read and checked, before anything trains on it. */
+struct SampleInput {
+  std::string path;
+  CostSampleFile samples;
+};
+
+/** Reads every --samples file and checks each can train (kind, count, devices) before any training. */
+std::vector<SampleInput> read_training_inputs(const std::vector<std::string>& files, const CostTrainOptions& options,
+                                              const Context& ctx) {
+  EMBSHARD_CHECK(!files.empty() && files.size() <= 2, "--samples: one compute file and/or one comm file");
+  std::vector<SampleInput> inputs;
+  int compute = 0;
+  for (const std::string& file : files) {
+    inputs.push_back({file, read_cost_samples(file, ctx)});
+    check_training_samples(file, inputs.back().samples, options);
+    compute += inputs.back().samples.header.kind == SampleKind::kCompute ? 1 : 0;
+  }
+  EMBSHARD_CHECK(compute <= 1 && static_cast<int>(files.size()) - compute <= 1,
+                 "--samples: two ", compute > 1 ? "compute" : "comm", " sample files (give one of each kind)");
+  return inputs;
+}
+
+/** Trains every model of `inputs`; each comes with its held-out points for the report. */
+std::vector<TrainedModelFit> train_models(const std::vector<SampleInput>& inputs, const CostTrainOptions& options,
+                                          NeuralWeights& weights, const Context& ctx) {
+  std::vector<TrainedModelFit> fits;
+  for (const SampleInput& in : inputs) {
+    if (in.samples.header.kind == SampleKind::kCompute) {
+      TrainedCompute trained = train_compute_model(in.path, in.samples, options, ctx);
+      fits.push_back({"compute", "compute fw+bw, held out", trained.net.training, std::move(trained.test_points)});
+      weights.compute = std::move(trained.net);
+    } else {
+      TrainedComm trained = train_comm_models(in.path, in.samples, options, ctx);
+      fits.push_back({"fw_comm", "forward all-to-all per device, held out", trained.forward.training,
+                      std::move(trained.forward_points)});
+      fits.push_back({"bw_comm", "backward all-to-all per device, held out", trained.backward.training,
+                      std::move(trained.backward_points)});
+      weights.fw_comm = std::move(trained.forward);
+      weights.bw_comm = std::move(trained.backward);
+    }
+  }
+  return fits;
+}
+
 int train_cost(cli::Args& args, const Context& ctx) {
   const std::vector<std::string> files = split_list(args.require("samples"));
   const std::string out = args.require("out");
@@ -61,40 +108,36 @@ int train_cost(cli::Args& args, const Context& ctx) {
   options.compute_outputs = static_cast<int>(args.get_int("outputs", options.compute_outputs));
   options.batch_size = static_cast<int>(args.get_int("batch", options.batch_size));
   options.learning_rate = args.get_double("lr", 0.001);
-  const std::string scatter = args.get_or("scatter", out.size() > 5 && out.ends_with(".json") ? out.substr(0, out.size() - 5) + ".svg" : out + ".svg");
+  const std::string stem = out.size() > 5 && out.ends_with(".json") ? out.substr(0, out.size() - 5) : out;
+  const std::string report = args.get_or("report", stem + ".html");
+  const bool force = args.flag("force");
   args.finish(1);
-  EMBSHARD_CHECK(!files.empty() && files.size() <= 2, "--samples: one compute file and/or one comm file");
-  std::vector<NamedPath> inputs;
+  std::vector<NamedPath> named_inputs;
   for (const std::string& file : files) {
     check_input_file(file, "--samples");
-    inputs.push_back({"--samples", file});
+    named_inputs.push_back({"--samples", file});
   }
-  refuse_if_same_file(inputs, {{"--out", out}, {"--scatter", scatter}});
+  refuse_if_same_file(named_inputs, {{"--out", out}, {"--report", report}});
+  const std::vector<SampleInput> inputs = read_training_inputs(files, options, ctx);
   NeuralWeights weights;
-  std::vector<ScatterPanel> panels;
-  for (const std::string& file : files) {
-    const CostSampleFile samples = read_cost_samples(file, ctx);
-    if (samples.header.kind == SampleKind::kCompute) {
-      EMBSHARD_CHECK(!weights.compute, "--samples: two compute sample files");
-      TrainedCompute trained = train_compute_model(file, samples, options, ctx);
-      panels.push_back({"compute fw+bw (test)", trained.test_points, trained.net.training.accuracy.at("model")});
-      weights.compute = std::move(trained.net);
-    } else {
-      EMBSHARD_CHECK(!weights.fw_comm, "--samples: two comm sample files");
-      TrainedComm trained = train_comm_models(file, samples, options, ctx);
-      panels.push_back({"fw all-to-all (test)", trained.forward_points, trained.forward.training.accuracy.at("model")});
-      panels.push_back({"bw all-to-all (test)", trained.backward_points, trained.backward.training.accuracy.at("model")});
-      weights.fw_comm = std::move(trained.forward);
-      weights.bw_comm = std::move(trained.backward);
-    }
-  }
-  write_neural_weights(out, weights);
-  write_file_atomic(scatter, scatter_svg(panels));
+  const std::vector<TrainedModelFit> fits = train_models(inputs, options, weights, ctx);
   std::printf("held-out accuracy (test split):\n");
-  if (weights.compute) print_accuracy("compute", weights.compute->training);
-  if (weights.fw_comm) print_accuracy("fw_comm", weights.fw_comm->training);
-  if (weights.bw_comm) print_accuracy("bw_comm", weights.bw_comm->training);
-  std::printf("weights: %s\nscatter: %s\n", out.c_str(), scatter.c_str());
+  std::vector<std::string> refusals;
+  for (const TrainedModelFit& fit : fits) {
+    print_accuracy(fit.name, fit.training);
+    const std::string reason = find_worse_than_baseline(fit.name, fit.training);
+    if (!reason.empty()) refusals.push_back(reason);
+  }
+  std::string why;
+  for (const std::string& reason : refusals) why += "\n  " + reason;
+  EMBSHARD_CHECK(refusals.empty() || force, "train cost: not writing ", out, ", the model is worse than nothing:", why,
+                 "\ncollect more samples or train longer (--epochs), or pass --force to write it anyway");
+  if (!refusals.empty()) ctx.warn("train cost: writing " + out + " anyway (--force):" + why);
+  OutputSet outputs;  // the weights and their report are replaced together or not at all
+  outputs.add(out, neural_weights_json(weights));
+  outputs.add(report, fit_report_html(neural_training_report(fits, out)));
+  outputs.commit();
+  std::printf("weights: %s\nreport: %s\n", out.c_str(), report.c_str());
   return 0;
 }
 
@@ -158,9 +201,9 @@ int main(int argc, char** argv) {
     const std::string& verb = words[0];
     EMBSHARD_CHECK(verb == "cost" || verb == "dreamshard" || verb == "autoshard",
                    "embshard train: expected the sub-verb cost, dreamshard or autoshard\n", kUsage);
-    cli::Args args("train " + verb, words, {"quiet", "resume"});
+    cli::Args args("train " + verb, words, {"quiet", "verbose", "resume", "force"});
     Context ctx;
-    if (args.flag("quiet")) ctx.verbosity = LogLevel::kWarning;
+    cli::apply_log_options(args, ctx);
     if (verb == "dreamshard") return train_dreamshard_verb(args, ctx);
     if (verb == "autoshard") return train_autoshard_verb(args, ctx);
     return train_cost(args, ctx);

@@ -47,6 +47,7 @@
 #include <thread>
 
 #include "embshard/core/error.h"
+#include "embshard/core/progress.h"
 #include "embshard/core/file_io.h"
 #include "embshard/learn/policy_training.h"
 #include "embshard/policy/placement.h"
@@ -790,6 +791,7 @@ std::string Trainer::run() {
   } joiner{this};
   for (int s = 0; s < o_.actors && updates_ < total_updates_; ++s) threads_.emplace_back([this, s] { actor_loop(s); });
   const std::int64_t log_every = std::max<std::int64_t>(1, total_updates_ / 50);
+  Progress progress(ctx_, "autoshard: learner updates", total_updates_, updates_);
   for (std::int64_t u = updates_; u < total_updates_; ++u) {
     const std::vector<Unroll> unrolls = take_batch(u);
     learn(unrolls, u);
@@ -828,7 +830,7 @@ std::string Trainer::run() {
     if (updates_ % log_every == 0 || updates_ == total_updates_) {
       const double wall =
           wall_before_ + std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-      ctx_.info(detail::concat(
+      ctx_.debug(detail::concat(
           "autoshard: update ", updates_, "/", total_updates_, "  env steps ", env_steps_, "  real evaluations ",
           real_evaluations_, "  episodes ", episodes_, "  mean reward (last ", recent_rewards_.size(), ") ", mean,
           "  batch reward ", batch_episodes > 0 ? batch_reward / static_cast<double>(batch_episodes) : NAN,
@@ -839,8 +841,11 @@ std::string Trainer::run() {
       save_checkpoint();
       write_policy();
     }
+    progress.advance();
   }
   stop_actors();
+  progress.finish(detail::concat(env_steps_, " env steps, ", real_evaluations_, " real evaluations, mean reward ",
+                                 metrics_["mean_reward"]));
   if (updates_ == 0 || !std::filesystem::exists(setup_.out)) {
     save_checkpoint();
     write_policy();

@@ -16,6 +16,7 @@
 
 #include "embshard/core/clock.h"
 #include "embshard/core/error.h"
+#include "embshard/core/progress.h"
 #include "embshard/core/sha256.h"
 #include "embshard/cost/analytic.h"
 #include "embshard/cost/link_model.h"
@@ -39,31 +40,40 @@ struct Split {
   std::vector<std::int64_t> train, validation, test;
 };
 
-Split split_samples(std::int64_t count, const CostTrainOptions& o) {
-  EMBSHARD_CHECK(count >= 10, "train: ", count, " samples are too few to split 80/10/10 (at least 10; collect more)");
-  torch::manual_seed(o.seed);
-  const torch::Tensor order = torch::randperm(count, torch::kLong);
-  const auto* p = order.data_ptr<std::int64_t>();
-  const auto test = static_cast<std::int64_t>(std::llround(o.test_share * static_cast<double>(count)));
-  const auto validation = static_cast<std::int64_t>(std::llround(o.validation_share * static_cast<double>(count)));
-  Split s;
-  s.test.assign(p, p + test);
-  s.validation.assign(p + test, p + test + validation);
-  s.train.assign(p + test + validation, p + count);
-  EMBSHARD_CHECK(s.train.size() >= 2 && !s.validation.empty() && !s.test.empty(),
-                 "train: ", count, " samples are too few to split 80/10/10 (collect more)");
+/** The sizes of the train / validation / test splits of `count` samples. */
+struct SplitSizes {
+  std::int64_t train = 0, validation = 0, test = 0;
+};
+
+SplitSizes split_sizes(std::int64_t count, const CostTrainOptions& o) {
+  SplitSizes s;
+  s.test = static_cast<std::int64_t>(std::llround(o.test_share * static_cast<double>(count)));
+  s.validation = static_cast<std::int64_t>(std::llround(o.validation_share * static_cast<double>(count)));
+  s.train = count - s.test - s.validation;
   return s;
 }
 
-ModelAccuracy accuracy_of(const std::vector<ScatterPoint>& points) {
+Split split_samples(std::int64_t count, const CostTrainOptions& o) {
+  torch::manual_seed(o.seed);
+  const torch::Tensor order = torch::randperm(count, torch::kLong);
+  const auto* p = order.data_ptr<std::int64_t>();
+  const SplitSizes sizes = split_sizes(count, o);
+  Split s;
+  s.test.assign(p, p + sizes.test);
+  s.validation.assign(p + sizes.test, p + sizes.test + sizes.validation);
+  s.train.assign(p + sizes.test + sizes.validation, p + count);
+  return s;
+}
+
+ModelAccuracy accuracy_of(const std::vector<HeldOutPoint>& points) {
   ModelAccuracy a;
   a.count = static_cast<std::int64_t>(points.size());
   if (points.empty()) return a;
   double mean = 0.0;
-  for (const ScatterPoint& p : points) mean += p.measured_ms / static_cast<double>(points.size());
+  for (const HeldOutPoint& p : points) mean += p.measured_ms / static_cast<double>(points.size());
   double sse = 0.0, sst = 0.0, ape = 0.0;
   std::int64_t positive = 0;
-  for (const ScatterPoint& p : points) {
+  for (const HeldOutPoint& p : points) {
     const double e = p.predicted_ms - p.measured_ms;
     sse += e * e;
     sst += (p.measured_ms - mean) * (p.measured_ms - mean);
@@ -108,7 +118,7 @@ int fit(Trainer& t, const Split& split, const CostTrainOptions& o, const std::st
   int best_epoch = 0;
   std::vector<torch::Tensor> best_state = snapshot(t.parameters);
   std::vector<std::int64_t> order = split.train;
-  const double start = now_ms();
+  Progress progress(ctx, "train " + what + ": epochs", o.epochs);
   for (int epoch = 1; epoch <= o.epochs; ++epoch) {
     const torch::Tensor perm = torch::randperm(static_cast<std::int64_t>(order.size()), torch::kLong);
     const auto* p = perm.data_ptr<std::int64_t>();
@@ -129,11 +139,13 @@ int fit(Trainer& t, const Split& split, const CostTrainOptions& o, const std::st
       best_epoch = epoch;
       best_state = snapshot(t.parameters);
     }
-    if (epoch % 100 == 0 || epoch == o.epochs) {
-      ctx.info(detail::concat("train ", what, ": epoch ", epoch, "/", o.epochs, ", validation MSE ", validation,
-                              " (best ", best, " at epoch ", best_epoch, "), ", format_progress(epoch, o.epochs, 0, (now_ms() - start) / 1000.0)));
+    if (epoch % 100 == 0) {
+      ctx.debug(detail::concat("train ", what, ": epoch ", epoch, "/", o.epochs, ", validation MSE ", validation,
+                               " (best ", best, " at epoch ", best_epoch, ")"));
     }
+    progress.advance();
   }
+  progress.finish(detail::concat("best validation MSE ", best, " ms² at epoch ", best_epoch));
   restore(t.parameters, best_state);
   return best_epoch;
 }
@@ -228,7 +240,7 @@ void record_compute_accuracy(const Pool& pool, const CostSampleFile& file, const
                              TrainedCompute& out) {
   SimHardware sim = sim_hardware_for(make_topology("cpu:devices=1"));
   sim.cache_bytes = file.header.fingerprint.llc_bytes > 0 ? file.header.fingerprint.llc_bytes : sim.cache_bytes;
-  std::vector<ScatterPoint> singles, sim_points;
+  std::vector<HeldOutPoint> singles, sim_points;
   for (std::int64_t id : test) {
     const ComputeSample& s = file.compute[static_cast<std::size_t>(id)];
     std::vector<float> summed(static_cast<std::size_t>(out.net.table_mlp.out()), 0.0f);
@@ -284,7 +296,7 @@ CommData comm_data(const CostSampleFile& file, const Normaliser& norm, bool forw
 }
 
 CommNet train_comm(const std::string& path, const CostSampleFile& file, const Split& split, bool forward,
-                   const CostTrainOptions& o, const Context& ctx, std::vector<ScatterPoint>& points) {
+                   const CostTrainOptions& o, const Context& ctx, std::vector<HeldOutPoint>& points) {
   const int devices = static_cast<int>(file.comm.front().dim_sums.size());
   std::vector<std::vector<double>> train_rows;
   for (std::int64_t id : split.train) train_rows.push_back(comm_inputs(file.comm[static_cast<std::size_t>(id)], forward));
@@ -306,7 +318,7 @@ CommNet train_comm(const std::string& path, const CostSampleFile& file, const Sp
   net.mlp = export_mlp("mlp", mlp, false);
   // Test accuracy, beside the link model of a cpu topology plus the measured lateness.
   const Topology topology = make_topology(detail::concat("cpu:devices=", devices));
-  std::vector<ScatterPoint> link;
+  std::vector<HeldOutPoint> link;
   for (std::int64_t id : split.test) {
     const CommSample& s = file.comm[static_cast<std::size_t>(id)];
     const std::vector<double> predicted = predict_comm(net, comm_inputs(s, forward));
@@ -329,7 +341,57 @@ void check_kind(const std::string& path, const CostSampleFile& file, SampleKind 
                  " samples, expected ", to_string(kind));
 }
 
+void check_compute_tables(const std::string& path, const CostSampleFile& file) {
+  const auto pool_tables = static_cast<std::int64_t>(Pool::generate(file.header.pool_seed).tables().size());
+  for (const ComputeSample& s : file.compute) {
+    EMBSHARD_CHECK(!s.tables.empty(), "train: ", path, ": sample ", s.index, " has no table");
+    for (const SampleTable& t : s.tables) {
+      EMBSHARD_CHECK(t.pool_id < pool_tables, "train: ", path, ": sample ", s.index, " names pool table ",
+                     t.pool_id, ", but the pool of seed ", file.header.pool_seed, " has ", pool_tables, " tables");
+    }
+  }
+}
+
+void check_comm_devices(const std::string& path, const CostSampleFile& file) {
+  const std::size_t devices = file.comm.front().dim_sums.size();
+  for (const CommSample& s : file.comm) {
+    EMBSHARD_CHECK(s.dim_sums.size() == devices, "train: ", path, ": sample ", s.index, " has ",
+                   s.dim_sums.size(), " devices, sample 0 has ", devices, " (one model is for one device count)");
+  }
+}
+
 }  // namespace
+
+void check_training_samples(const std::string& path, const CostSampleFile& file, const CostTrainOptions& o) {
+  const std::string problem = find_error_in_train_options(o);
+  EMBSHARD_CHECK(problem.empty(), "train: ", problem);
+  const auto count = static_cast<std::int64_t>(file.header.kind == SampleKind::kCompute ? file.compute.size()
+                                                                                        : file.comm.size());
+  const SplitSizes sizes = split_sizes(count, o);
+  EMBSHARD_CHECK(count >= 10 && sizes.train >= 2 && sizes.validation >= 1 && sizes.test >= 1, "train: ", path,
+                 ": ", count, " ", to_string(file.header.kind),
+                 " samples are too few to split 80/10/10 (at least 10; collect more with `embshard profile`)");
+  if (file.header.kind == SampleKind::kCompute) {
+    check_compute_tables(path, file);
+  } else {
+    check_comm_devices(path, file);
+  }
+}
+
+std::string find_worse_than_baseline(const std::string& name, const TrainingProvenance& t) {
+  const auto model = t.accuracy.find("model");
+  if (model == t.accuracy.end()) return name + ": no held-out accuracy recorded";
+  const ModelAccuracy& m = model->second;
+  if (m.r2 < 0) {
+    return detail::concat(name, ": held-out R² ", m.r2, " is below 0 (worse than predicting the mean)");
+  }
+  const auto singles = t.accuracy.find("sum_of_singles");
+  if (singles != t.accuracy.end() && m.mse > singles->second.mse) {
+    return detail::concat(name, ": held-out MSE ", m.mse, " ms² is above the sum-of-singles baseline's ",
+                          singles->second.mse, " ms²");
+  }
+  return "";
+}
 
 std::string find_error_in_train_options(const CostTrainOptions& o) {
   if (o.epochs < 1) return "epochs must be at least 1";
@@ -344,9 +406,8 @@ std::string find_error_in_train_options(const CostTrainOptions& o) {
 
 TrainedCompute train_compute_model(const std::string& path, const CostSampleFile& file,
                                    const CostTrainOptions& o, const Context& ctx) {
-  const std::string problem = find_error_in_train_options(o);
-  EMBSHARD_CHECK(problem.empty(), "train: ", problem);
   check_kind(path, file, SampleKind::kCompute);
+  check_training_samples(path, file, o);
   torch::set_num_threads(1);
   const Pool pool = Pool::generate(file.header.pool_seed);
   const Split split = split_samples(static_cast<std::int64_t>(file.compute.size()), o);
@@ -377,11 +438,9 @@ TrainedCompute train_compute_model(const std::string& path, const CostSampleFile
 
 TrainedComm train_comm_models(const std::string& path, const CostSampleFile& file,
                                const CostTrainOptions& o, const Context& ctx) {
-  const std::string problem = find_error_in_train_options(o);
-  EMBSHARD_CHECK(problem.empty(), "train: ", problem);
   check_kind(path, file, SampleKind::kComm);
+  check_training_samples(path, file, o);
   torch::set_num_threads(1);
-  EMBSHARD_CHECK(!file.comm.empty(), "train: ", path, " holds no samples");
   const Split split = split_samples(static_cast<std::int64_t>(file.comm.size()), o);
   TrainedComm out;
   out.forward = train_comm(path, file, split, true, o, ctx, out.forward_points);

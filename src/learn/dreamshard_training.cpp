@@ -11,6 +11,7 @@
 
 #include "embshard/core/clock.h"
 #include "embshard/core/error.h"
+#include "embshard/core/progress.h"
 #include "embshard/core/file_io.h"
 #include "embshard/data/random.h"
 #include "embshard/learn/policy_training.h"
@@ -138,6 +139,7 @@ class DreamShardTrainer {
     if (setup_.resume) resume();
     const double start = now_ms();
     const double wall_before = provenance_.wall_s;
+    Progress progress(ctx_, "dreamshard: iterations", o_.iterations, iteration_);
     for (int it = iteration_; it < o_.iterations; ++it) {
       set_learning_rate(o_.learning_rate * (1.0 - static_cast<double>(it) / o_.iterations));
       net_ = nets_.export_net();
@@ -149,12 +151,15 @@ class DreamShardTrainer {
       provenance_.wall_s = wall_before + (now_ms() - start) / 1000.0;
       provenance_.metrics = {{"mean_real_step_ms", real_step}, {"cost_loss", cost_loss},
                              {"rl_predicted_step_ms", predicted}};
-      ctx_.info(concat("dreamshard: iteration ", iteration_, "/", o_.iterations, ": mean real step ",
+      ctx_.debug(concat("dreamshard: iteration ", iteration_, "/", o_.iterations, ": mean real step ",
                        real_step, " ms over ", o_.collect_episodes, " plans, cost loss ", cost_loss,
                        ", RL predicted step ", predicted, " ms, ", provenance_.real_evaluations,
                        " real evaluations, ", provenance_.wall_s, " s"));
       save();
+      progress.advance();
     }
+    progress.finish(concat(provenance_.real_evaluations, " real evaluations, mean real step ",
+                           provenance_.metrics["mean_real_step_ms"], " ms in the last iteration"));
     if (iteration_ == 0 || o_.iterations == 0) save();
     return setup_.out;
   }

@@ -4,6 +4,7 @@
 
 #include "embshard/core/clock.h"
 #include "embshard/core/error.h"
+#include "embshard/core/progress.h"
 #include "embshard/data/random.h"
 #include "embshard/plan/plan.h"
 #include "embshard/profile/shard_bench.h"
@@ -81,17 +82,16 @@ std::int64_t collect_compute_samples(const Pool& pool, const ComputeProfileRun& 
                                      const std::string& path, const Context& ctx) {
   CostSampleWriter writer(path, compute_header(pool, run, ctx.num_threads), ctx);
   const std::int64_t first = writer.next_index();
-  const double start_ms = now_ms();
+  Progress progress(ctx, "profile compute: samples", run.num_samples, first);
   for (std::int64_t i = first; i < run.num_samples; ++i) {
     if (ctx.past_deadline()) {
       ctx.warn(detail::concat(path, ": deadline reached after ", i, " samples"));
       break;
     }
     writer.append(measure_sample(pool, run, i));
-    ctx.info(detail::concat("profile compute: ", i + 1, "/", run.num_samples, " samples, ",
-                            format_progress(i + 1, run.num_samples, first,
-                                            (now_ms() - start_ms) / 1000.0)));
+    progress.advance();
   }
+  progress.finish(detail::concat(path, " holds ", writer.next_index(), " samples"));
   return writer.next_index();
 }
 

@@ -4,6 +4,7 @@
 #include "profile/fingerprint_json.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -208,6 +209,8 @@ ScannedFile scan(const std::string& path) {
   while (begin < text.size()) {
     const std::size_t end = text.find('\n', begin);
     if (end == std::string::npos) {  // the last line was cut short by a crash
+      EMBSHARD_CHECK(line_number >= 1, path, ": the header line is cut short (a run was stopped while "
+                     "creating the file, before any sample); delete ", path, " to start again");
       scanned.torn = true;
       break;
     }
@@ -234,8 +237,46 @@ ScannedFile scan(const std::string& path) {
     begin = end + 1;
     scanned.complete_bytes = static_cast<std::int64_t>(begin);
   }
-  EMBSHARD_CHECK(line_number >= 1, path, ": empty file, expected a cost-sample header line");
+  EMBSHARD_CHECK(line_number >= 1, path, ": empty file, no cost-sample header line (a run stopped "
+                 "before writing it; run the same profile command again to start the file)");
   return scanned;
+}
+
+// ---- one writer per file ---------------------------------------------------------------------------
+//
+// Two locks on two disjoint bytes past any real file's end. The exclusive one is an open-file-
+// description lock (F_OFD_SETLK): it belongs to the writer's descriptor, so a second writer in
+// the same process is refused too and reading the file does not drop it. OFD locks do not say
+// who holds them, so the writer also takes a classic POSIX lock (F_SETLK) whose F_GETLK gives
+// the holder's pid.
+
+constexpr off_t kExclusiveByte = off_t{1} << 62;
+constexpr off_t kHolderByte = kExclusiveByte + 1;
+
+struct flock lock_of_byte(off_t byte) {
+  struct flock lock {};
+  lock.l_type = F_WRLCK;
+  lock.l_whence = SEEK_SET;
+  lock.l_start = byte;
+  lock.l_len = 1;
+  return lock;
+}
+
+void lock_for_writing(int fd, const std::string& path) {
+  struct flock exclusive = lock_of_byte(kExclusiveByte);
+  if (::fcntl(fd, F_OFD_SETLK, &exclusive) == 0) return;
+  EMBSHARD_CHECK(errno == EAGAIN || errno == EACCES, path, ": cannot lock for writing: ",
+                 std::strerror(errno));
+  struct flock holder = lock_of_byte(kHolderByte);
+  const bool known = ::fcntl(fd, F_GETLK, &holder) == 0 && holder.l_type != F_UNLCK;
+  EMBSHARD_THROW(path, ": another writer is adding samples to this file (",
+                 known ? detail::concat("process ", holder.l_pid) : std::string("in this process"),
+                 "); wait for it to finish, or give this run another --out file");
+}
+
+void name_holder(int fd) {
+  struct flock holder = lock_of_byte(kHolderByte);
+  (void)::fcntl(fd, F_SETLK, &holder);  // best effort: only used to name us in another's error
 }
 
 }  // namespace
@@ -281,24 +322,40 @@ CostSampleFile read_cost_samples(const std::string& path, const Context& ctx) {
 CostSampleWriter::CostSampleWriter(std::string path, const CostSampleHeader& header,
                                    const Context& ctx)
     : path_(std::move(path)), kind_(header.kind) {
-  if (std::filesystem::exists(path_)) {
-    const ScannedFile scanned = scan(path_);
-    const std::string mismatch = find_header_mismatch(scanned.file.header, header);
-    EMBSHARD_CHECK(mismatch.empty(), path_, ": cannot resume: ", mismatch,
-                   " (use another --out file)");
-    if (scanned.torn) {
-      ctx.warn(path_ + ": dropping a torn last line (an interrupted write)");
-      std::filesystem::resize_file(path_, static_cast<std::uintmax_t>(scanned.complete_bytes));
-    }
-    next_index_ = static_cast<std::int64_t>(kind_ == SampleKind::kCompute
-                                                ? scanned.file.compute.size()
-                                                : scanned.file.comm.size());
-    if (next_index_ > 0) ctx.info(detail::concat(path_, ": resuming at sample ", next_index_));
-  } else {
-    write_file_atomic(path_, header_json(header).dump() + "\n");
+  if (std::filesystem::exists(path_)) {  // a directory or FIFO is named before it is opened
+    const std::string problem = find_input_file_problem(path_);
+    EMBSHARD_CHECK(problem.empty(), path_, ": ", problem);
   }
-  fd_ = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
-  EMBSHARD_CHECK(fd_ >= 0, path_, ": cannot open for appending: ", std::strerror(errno));
+  fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  EMBSHARD_CHECK(fd_ >= 0, path_, ": cannot open for writing: ", std::strerror(errno));
+  try {
+    lock_for_writing(fd_, path_);
+    struct stat st {};
+    EMBSHARD_CHECK(::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode), path_, ": not a regular file");
+    if (st.st_size == 0) {  // new, or created by a run that stopped before its header
+      append_line(header_json(header).dump() + "\n");
+    } else {
+      resume(header, ctx);
+    }
+    name_holder(fd_);  // after resume's reads: closing any descriptor drops this (POSIX) lock
+  } catch (...) {
+    ::close(fd_);
+    throw;
+  }
+}
+
+void CostSampleWriter::resume(const CostSampleHeader& header, const Context& ctx) {
+  const ScannedFile scanned = scan(path_);
+  const std::string mismatch = find_header_mismatch(scanned.file.header, header);
+  EMBSHARD_CHECK(mismatch.empty(), path_, ": cannot resume: ", mismatch, " (use another --out file)");
+  if (scanned.torn) {
+    ctx.warn(path_ + ": dropping a torn last line (an interrupted write)");
+    EMBSHARD_CHECK(::ftruncate(fd_, static_cast<off_t>(scanned.complete_bytes)) == 0, path_,
+                   ": cannot drop the torn last line: ", std::strerror(errno));
+  }
+  next_index_ = static_cast<std::int64_t>(kind_ == SampleKind::kCompute ? scanned.file.compute.size()
+                                                                          : scanned.file.comm.size());
+  if (next_index_ > 0) ctx.info(detail::concat(path_, ": resuming at sample ", next_index_));
 }
 
 CostSampleWriter::~CostSampleWriter() {
@@ -306,22 +363,22 @@ CostSampleWriter::~CostSampleWriter() {
 }
 
 void CostSampleWriter::append(const ComputeSample& sample) {
-  EMBSHARD_ASSERT(kind_ == SampleKind::kCompute);
-  append_line(compute_json(sample).dump() + "\n", sample.index);
+  EMBSHARD_ASSERT(kind_ == SampleKind::kCompute && sample.index == next_index_);
+  append_line(compute_json(sample).dump() + "\n");
+  ++next_index_;
 }
 
 void CostSampleWriter::append(const CommSample& sample) {
-  EMBSHARD_ASSERT(kind_ == SampleKind::kComm);
-  append_line(comm_json(sample).dump() + "\n", sample.index);
+  EMBSHARD_ASSERT(kind_ == SampleKind::kComm && sample.index == next_index_);
+  append_line(comm_json(sample).dump() + "\n");
+  ++next_index_;
 }
 
-void CostSampleWriter::append_line(const std::string& line, std::int64_t index) {
-  EMBSHARD_ASSERT(index == next_index_);
+void CostSampleWriter::append_line(const std::string& line) {
   const ssize_t written = ::write(fd_, line.data(), line.size());
   EMBSHARD_CHECK(written == static_cast<ssize_t>(line.size()), path_,
-                 ": cannot append a sample: ", std::strerror(errno));
+                 ": cannot append a line: ", std::strerror(errno));
   ::fdatasync(fd_);
-  ++next_index_;
 }
 
 }  // namespace embshard

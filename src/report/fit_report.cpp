@@ -53,6 +53,24 @@ FitPanel calibration_panel(const std::string& title, const std::vector<HeldOutPo
            {"fitted samples", std::to_string(train.count)}}};
 }
 
+/** The figures of one neural model's panel: its held-out error, R² and training run. */
+FitPanel neural_panel(const TrainedModelFit& m) {
+  FitPanel panel{m.title, m.points, {}};
+  const auto model = m.training.accuracy.find("model");
+  if (model != m.training.accuracy.end()) {
+    panel.figures = {{"mean error (MAPE), held out", percent(model->second.mape)},
+                     {"R², held out", report::fixed(model->second.r2, 3)}};
+  }
+  panel.figures.emplace_back("epochs (best kept)", std::to_string(m.training.epochs) + " (" +
+                                                       std::to_string(m.training.best_epoch) + ")");
+  return panel;
+}
+
+std::string sample_file_line(const TrainingProvenance& t) {
+  return t.samples_path + " (" + std::to_string(t.num_samples) + " samples, SHA-256 " +
+         t.samples_sha256.substr(0, 12) + "…)";
+}
+
 }  // namespace
 
 std::string fit_panel_svg(const FitPanel& panel) {
@@ -114,6 +132,30 @@ FitReport sim_calibration_report(const SimCalibration& c) {
   r.table = {{"feature", "forward", "backward"}};
   for (int i = 0; i < kNumSimFeatures; ++i) {
     r.table.push_back({sim_feature_names()[i], report::fixed(c.hardware.fw[i], 6), report::fixed(c.hardware.bw[i], 6)});
+  }
+  return r;
+}
+
+FitReport neural_training_report(const std::vector<TrainedModelFit>& models, const std::string& weights_path) {
+  EMBSHARD_CHECK(!models.empty(), "report: no trained model to show");
+  FitReport r;
+  r.title = "neural cost models: " + weights_path;
+  const TrainingProvenance& first = models.front().training;
+  r.provenance = {{"weights", weights_path},
+                  {"machine", first.fingerprint.device_kind + ", " + first.fingerprint.cpu_model},
+                  {"batch", std::to_string(first.batch_size)},
+                  {"seed", std::to_string(first.seed)}};
+  for (const TrainedModelFit& m : models) {
+    r.provenance.emplace_back(m.name + " samples", sample_file_line(m.training));
+    r.panels.push_back(neural_panel(m));
+  }
+  r.table_title = "Held-out accuracy: each model beside its baselines";
+  r.table = {{"model", "estimator", "MSE ms²", "MAPE", "R²", "n"}};
+  for (const TrainedModelFit& m : models) {
+    for (const auto& [estimator, a] : m.training.accuracy) {
+      r.table.push_back({m.name, estimator, report::fixed(a.mse, 5), percent(a.mape), report::fixed(a.r2, 3),
+                         std::to_string(a.count)});
+    }
   }
   return r;
 }

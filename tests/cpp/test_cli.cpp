@@ -16,6 +16,7 @@
 #include "embshard/data/data_io.h"
 #include "embshard/plan/plan.h"
 #include "embshard/plan/plan_io.h"
+#include "embshard/profile/cost_sample.h"
 #include "embshard/shard/sharder.h"
 #include "test_util.h"
 
@@ -259,19 +260,49 @@ TEST_F(Cli, ProfileComputeWritesAResumableSampleFile) {
   EXPECT_NE(r.out.find("unknown or unbuilt kernel backend 'tpu'"), std::string::npos) << r.out;
 }
 
+/** A comm sample file of `count` made-up samples of 4 devices (only its shape matters here). */
+void write_comm_samples(const std::string& path, int count) {
+  CostSampleHeader header;
+  header.kind = SampleKind::kComm;
+  header.backend = "mpi";
+  header.sampler = "test";
+  header.batch_size = 64;
+  CostSampleWriter writer(path, header, test_util::quiet_context());
+  for (int i = 0; i < count; ++i) writer.append(CommSample{i, {4, 8, 16, 32}, {0, 1, 0, 1}, {1, 2, 3, 4}, {1, 2, 3, 4}});
+}
+
 TEST_F(Cli, TrainCostWritesWeightsThePlannerUsesOrSaysItIsNotBuilt) {
-  ASSERT_EQ(run_cli("profile compute --quiet --samples 12 --batch 64 --repeats 1 --warmup 0 --max-tables 3 "
+  ASSERT_EQ(run_cli("profile compute --quiet --samples 30 --batch 64 --repeats 1 --warmup 0 --max-tables 3 "
                     "--max-bytes 100000000 --out " + path("s.jsonl")).status, 0);
   const bool built = fs::exists(fs::path(EMBSHARD_CLI_PATH).parent_path() / "embshard-train");
-  CliResult r = run_cli("train cost --quiet --samples " + path("s.jsonl") + " --epochs 3 --out " + path("m.json"));
+  // One epoch from random weights: worse than predicting the mean, so nothing is written.
+  CliResult r = run_cli("train cost --quiet --samples " + path("s.jsonl") + " --epochs 1 --out " + path("m.json"));
   if (!built) {
     EXPECT_EQ(r.status, 1);
     EXPECT_NE(r.out.find("built without the learn module"), std::string::npos) << r.out;
     return;
   }
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(r.out.find("not writing " + path("m.json")), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("compute: held-out"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--force"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("sum_of_singles"), std::string::npos) << r.out;  // the figures are printed
+  EXPECT_FALSE(fs::exists(path("m.json")));
+  EXPECT_FALSE(fs::exists(path("m.html")));
+  // Every sample file is checked before anything trains: 100,000 epochs would take minutes.
+  write_comm_samples(path("c.jsonl"), 5);
+  r = run_cli("train cost --samples " + path("s.jsonl") + "," + path("c.jsonl") + " --epochs 100000 --out " + path("m.json"));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find(path("c.jsonl") + ": 5 comm samples are too few"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("epoch"), std::string::npos) << r.out;
+  // --force writes it, with a warning, and its report.
+  r = run_cli("train cost --samples " + path("s.jsonl") + " --epochs 1 --force --out " + path("m.json"));
   ASSERT_EQ(r.status, 0) << r.out;
-  EXPECT_NE(r.out.find("sum_of_singles"), std::string::npos) << r.out;
-  EXPECT_NE(read_file(path("m.svg")).find("<svg"), std::string::npos);
+  EXPECT_NE(r.out.find("anyway (--force)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("train compute: epochs: 1 done in"), std::string::npos) << r.out;  // not a terminal: one line
+  const std::string report = read_file(path("m.html"));
+  EXPECT_NE(report.find("compute fw+bw, held out"), std::string::npos);
+  EXPECT_NE(report.find("sum_of_singles"), std::string::npos);
   ASSERT_EQ(run_cli("task gen --quiet --protocol neuroshard:preset=cpu --devices 4 --max-dim 16 --count 1 --seed 0 --out " + path("t")).status, 0);
   r = run_cli("plan --task " + path("t/000.json") + " --sharder neuroshard --cost neural:weights=" + path("m.json") +
               " --out " + path("p.json"));

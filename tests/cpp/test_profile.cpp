@@ -1,6 +1,7 @@
 // Tests of the profile layer: timing summaries, the cost-sample file (resume, torn lines,
 // mismatched headers), lazily backed tables, the shard bench and the compute sampler.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -169,6 +170,65 @@ TEST(CostSampleFile, DropsATornLastLineWhenResuming) {
   EXPECT_EQ(writer.next_index(), 1);
   writer.append(sample(1));
   EXPECT_EQ(read_cost_samples(path, ctx).compute.size(), 2u);
+}
+
+TEST(CostSampleFile, HasOneWriterAtATimeAndTheRefusalNamesTheHolder) {
+  const std::string path = temp_path("locked.jsonl");
+  std::filesystem::remove(path);
+  const Context ctx = quiet();
+  {
+    CostSampleWriter first(path, compute_header(), ctx);
+    first.append(sample(0));
+    const std::string again = error_of([&] { CostSampleWriter second(path, compute_header(), ctx); });
+    EXPECT_NE(again.find("another writer"), std::string::npos) << again;
+    EXPECT_NE(again.find("in this process"), std::string::npos) << again;
+    (void)read_cost_samples(path, ctx);  // reading the file does not drop the lock
+    EXPECT_NE(error_of([&] { CostSampleWriter second(path, compute_header(), ctx); }), "");
+    first.append(sample(1));
+  }
+  // Another process holds it: the error names that process.
+  int ready[2];
+  int done[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  ASSERT_EQ(::pipe(done), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    CostSampleWriter held(path, compute_header(), ctx);
+    char byte = 1;
+    (void)!::write(ready[1], &byte, 1);
+    (void)!::read(done[0], &byte, 1);
+    ::_exit(0);
+  }
+  char byte = 0;
+  ASSERT_EQ(::read(ready[0], &byte, 1), 1);
+  const std::string other = error_of([&] { CostSampleWriter second(path, compute_header(), ctx); });
+  EXPECT_NE(other.find("process " + std::to_string(child)), std::string::npos) << other;
+  ASSERT_EQ(::write(done[1], &byte, 1), 1);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  for (int fd : {ready[0], ready[1], done[0], done[1]}) ::close(fd);
+  // Once the holder is gone the file resumes where it was.
+  CostSampleWriter after(path, compute_header(), ctx);
+  EXPECT_EQ(after.next_index(), 2);
+}
+
+TEST(CostSampleFile, AHeaderCutShortSaysSoAndAnEmptyFileStartsAfresh) {
+  const std::string path = temp_path("cut.jsonl");
+  const Context ctx = quiet();
+  write_file_atomic(path, R"({"format": "embshard-cost-samples", "vers)");
+  for (const std::string& error : {error_of([&] { (void)read_cost_samples(path, ctx); }),
+                                   error_of([&] { CostSampleWriter w(path, compute_header(), ctx); })}) {
+    EXPECT_NE(error.find("header line is cut short"), std::string::npos) << error;
+    EXPECT_NE(error.find("delete " + path), std::string::npos) << error;
+  }
+  write_file_atomic(path, "");  // a run stopped between creating the file and writing its header
+  {
+    CostSampleWriter writer(path, compute_header(), ctx);
+    EXPECT_EQ(writer.next_index(), 0);
+    writer.append(sample(0));
+  }
+  EXPECT_EQ(read_cost_samples(path, ctx).compute.size(), 1u);
 }
 
 TEST(CostSampleFile, RefusesToResumeAnotherExperiment) {

@@ -83,6 +83,33 @@ TEST(FitReport, EveryPointIsDrawnWhereItWasMeasuredAndPredicted) {
   EXPECT_NE(error_of([&] { (void)fit_report_html(r); }).find("has no model to show"), std::string::npos);
 }
 
+TEST(FitReport, TrainedModelsShowTheirScattersAndEveryBaseline) {
+  TrainingProvenance t;
+  t.samples_path = "c.jsonl";
+  t.samples_sha256 = "0123456789abcdef";
+  t.num_samples = 400;
+  t.epochs = 50;
+  t.best_epoch = 41;
+  t.accuracy["model"] = {0.01, 0.061, 0.93, 40};
+  t.accuracy["sum_of_singles"] = {0.2, 0.35, 0.1, 40};
+  TrainingProvenance comm = t;
+  comm.samples_path = "m.jsonl";
+  comm.accuracy = {{"model", {0.5, 0.2, 0.8, 160}}, {"link", {0.7, 0.3, 0.6, 160}}};
+  const std::vector<TrainedModelFit> models = {{"compute", "compute fw+bw, held out", t, {{1.0, 1.1}, {2.0, 1.9}}},
+                                                {"fw_comm", "forward all-to-all", comm, {{0.5, 0.4}}}};
+  const FitReport r = neural_training_report(models, "w.json");
+  ASSERT_EQ(r.panels.size(), 2u);
+  EXPECT_EQ(r.panels[0].points.size(), 2u);
+  EXPECT_EQ(r.table.size(), 1u + 2 + 2);  // the header, then each model beside each baseline
+  const std::string html = fit_report_html(r);
+  EXPECT_EQ(count_of(html, "<circle"), 3u);
+  for (const char* text : {"<td>sum_of_singles</td>", "<td>link</td>", "<td>6.1%</td>", "<td>0.930</td>",
+                           "c.jsonl (400 samples, SHA-256 0123456789ab…)", "<td>50 (41)</td>"}) {
+    EXPECT_NE(html.find(text), std::string::npos) << text;
+  }
+  EXPECT_NE(error_of([] { (void)neural_training_report({}, "w.json"); }).find("no trained model"), std::string::npos);
+}
+
 TEST(PlanReport, ShowsEveryPlanWithItsFiguresStragglerAndProvenance) {
   static constexpr int kDims[] = {16, 32, 64};
   Task task = test_util::pool_task(8, "v100:nodes=1,gpus_per_node=4", 5, kDims);

@@ -187,6 +187,36 @@ TEST(Learn, CommModelsFitTheLinkLawWithTheWaitIncluded) {
   std::filesystem::remove(samples);
 }
 
+TEST(Learn, AModelWorseThanNothingIsNamedWithItsFigure) {
+  TrainingProvenance t;
+  EXPECT_NE(find_worse_than_baseline("compute", t), "");  // no held-out figures at all
+  t.accuracy["model"] = {0.5, 0.1, 0.7, 40};
+  t.accuracy["sum_of_singles"] = {0.9, 0.2, 0.4, 40};
+  EXPECT_EQ(find_worse_than_baseline("compute", t), "");
+  t.accuracy["sum_of_singles"].mse = 0.4;  // the additive baseline beats the model
+  EXPECT_NE(find_worse_than_baseline("compute", t).find("above the sum-of-singles baseline"), std::string::npos);
+  t.accuracy.erase("sum_of_singles");
+  EXPECT_EQ(find_worse_than_baseline("fw_comm", t), "");
+  t.accuracy["model"].r2 = -0.38;
+  const std::string why = find_worse_than_baseline("fw_comm", t);
+  EXPECT_NE(why.find("fw_comm: held-out R² -0.38 is below 0"), std::string::npos) << why;
+}
+
+TEST(Learn, SampleFilesAreCheckedBeforeAnyTraining) {
+  const std::string comm = link_comm_samples(9);
+  EXPECT_NE(error_of([&] { check_training_samples(comm, read_cost_samples(comm, quiet()), quick()); })
+                .find(comm + ": 9 comm samples are too few"),
+            std::string::npos);
+  std::filesystem::remove(comm);
+  const std::string compute = sim_compute_samples(20);
+  CostSampleFile file = read_cost_samples(compute, quiet());
+  EXPECT_NO_THROW(check_training_samples(compute, file, quick()));
+  file.compute[3].tables[0].pool_id = 1 << 30;
+  EXPECT_NE(error_of([&] { check_training_samples(compute, file, quick()); }).find("sample 3 names pool table"),
+            std::string::npos);
+  std::filesystem::remove(compute);
+}
+
 TEST(Learn, BadInputIsAClearError) {
   const std::string comm = link_comm_samples(20);
   EXPECT_NE(error_of([&] { (void)train_compute_model(comm, read_cost_samples(comm, quiet()), quick(), quiet()); }).find("holds comm samples, expected compute"),

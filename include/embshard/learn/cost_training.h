@@ -46,22 +46,16 @@ struct CostTrainOptions {
 /** "" if usable, else the problem (shares, epochs, outputs). */
 [[nodiscard]] std::string find_error_in_train_options(const CostTrainOptions& options);
 
-/** One held-out sample as the scatter plot shows it. */
-struct ScatterPoint {
-  double measured_ms = 0.0;
-  double predicted_ms = 0.0;
-};
-
 struct TrainedCompute {
   ComputeNet net;
-  std::vector<ScatterPoint> test_points;   ///< fw+bw per test sample
+  std::vector<HeldOutPoint> test_points;   ///< fw+bw per test sample
 };
 
 struct TrainedComm {
   CommNet forward;
   CommNet backward;
-  std::vector<ScatterPoint> forward_points;   ///< per device per test sample
-  std::vector<ScatterPoint> backward_points;
+  std::vector<HeldOutPoint> forward_points;   ///< per device per test sample
+  std::vector<HeldOutPoint> backward_points;
 };
 
 /**
@@ -75,14 +69,20 @@ struct TrainedComm {
 [[nodiscard]] TrainedComm train_comm_models(const std::string& path, const CostSampleFile& samples,
                                             const CostTrainOptions& options, const Context& ctx);
 
-/** A titled panel of held-out points for `scatter_svg`. */
-struct ScatterPanel {
-  std::string title;
-  std::vector<ScatterPoint> points;
-  ModelAccuracy accuracy;
-};
+/**
+ * Throws Error naming `path` when `samples` cannot train a model with `options`: options out of
+ * range, too few samples for the 80/10/10 split, comm samples of differing device counts,
+ * compute tables outside the pool. The training functions call it first; `train cost` calls it
+ * for every file before it trains any.
+ */
+void check_training_samples(const std::string& path, const CostSampleFile& samples,
+                            const CostTrainOptions& options);
 
-/** Predicted vs measured, one panel per model, with the y = x line (paper 003 Fig. 8). */
-[[nodiscard]] std::string scatter_svg(const std::vector<ScatterPanel>& panels);
+/**
+ * "" when the trained model `name` is worth writing, else why not: its held-out R² is below 0
+ * (worse than predicting the mean of the held-out samples) or, for the compute model, its
+ * held-out MSE is above the sum-of-singles baseline's.
+ */
+[[nodiscard]] std::string find_worse_than_baseline(const std::string& name, const TrainingProvenance& training);
 
 }  // namespace embshard

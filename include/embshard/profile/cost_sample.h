@@ -23,6 +23,7 @@
  * (everything but version string and creation time), drops a torn last line (a crash while
  * writing it), checks the indices run 0, 1, 2, … and continues at the next one. Each sample is
  * appended with one write(2) and flushed, so a crash loses at most the sample being measured.
+ * One writer at a time: `CostSampleWriter` locks the file (see the class).
  */
 #include <cstdint>
 #include <string>
@@ -122,10 +123,18 @@ struct CostSampleFile {
 /** Reads a cost-sample file; a torn last line is ignored (with a warning on `ctx`). */
 [[nodiscard]] CostSampleFile read_cost_samples(const std::string& path, const Context& ctx);
 
-/** Appends samples to a file, creating or resuming it (see the file comment). */
+/**
+ * Appends samples to a file, creating or resuming it (see the file comment). A file has one
+ * writer at a time: the writer holds an advisory lock (fcntl) while it lives, and a second
+ * writer, in this process or another, fails at once naming the holder's pid. An empty file (a
+ * run stopped before its header) is started afresh.
+ */
 class CostSampleWriter {
  public:
-  /** Opens `path`; throws Error if an existing file's header does not match `header`. */
+  /**
+   * Opens `path`; throws Error if another writer holds it, if an existing file's header does not
+   * match `header`, or if its header line was cut short (the message says to delete the file).
+   */
   CostSampleWriter(std::string path, const CostSampleHeader& header, const Context& ctx);
   ~CostSampleWriter();
   CostSampleWriter(const CostSampleWriter&) = delete;
@@ -137,7 +146,8 @@ class CostSampleWriter {
   void append(const CommSample& sample);
 
  private:
-  void append_line(const std::string& line, std::int64_t index);
+  void resume(const CostSampleHeader& header, const Context& ctx);
+  void append_line(const std::string& line);
 
   std::string path_;
   SampleKind kind_;

@@ -40,6 +40,21 @@ struct FitReport {
 /** The report of a sim calibration: fw and bw held-out scatters, error figures, coefficients. */
 [[nodiscard]] FitReport sim_calibration_report(const SimCalibration& calibration);
 
+/** One trained neural model as its report shows it. */
+struct TrainedModelFit {
+  std::string name;                   ///< "compute", "fw_comm", "bw_comm"
+  std::string title;                  ///< the panel's heading, e.g. "compute fw+bw, held out"
+  TrainingProvenance training;        ///< its sample file, machine and held-out accuracy
+  std::vector<HeldOutPoint> points;   ///< its held-out predictions
+};
+
+/**
+ * The report of `embshard train cost`: one scatter per model with its held-out MAPE and R², the
+ * sample files and machine, and a table of every model beside its baselines (MSE, MAPE, R², n).
+ */
+[[nodiscard]] FitReport neural_training_report(const std::vector<TrainedModelFit>& models,
+                                               const std::string& weights_path);
+
 /** The whole page; Error when `report` has no panel. */
 [[nodiscard]] std::string fit_report_html(const FitReport& report);
 
