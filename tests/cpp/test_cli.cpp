@@ -10,10 +10,13 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
 #include "embshard/core/file_io.h"
 #include "embshard/data/data_io.h"
+#include "embshard/data/topology.h"
+#include "embshard/eval/task_gen.h"
 #include "embshard/plan/plan.h"
 #include "embshard/plan/plan_io.h"
 #include "embshard/profile/cost_sample.h"
@@ -48,13 +51,41 @@ class Cli : public ::testing::Test {
   fs::path dir_;
 };
 
+/** The indented lines under the line "`family`:" of `list`'s output. */
+std::string list_section(const std::string& out, const std::string& family) {
+  std::istringstream in(out);
+  std::string text;
+  bool inside = false;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line[0] != ' ') {
+      inside = line == family + ":";
+    } else if (inside) {
+      text += "\n" + line;
+    }
+  }
+  return text;
+}
+
+/** Every entry of `registry`, with each of its parameters, in the family's own section of `out`. */
+template <typename T>
+void expect_listed(const std::string& out, const Registry<T>& registry) {
+  const std::string text = list_section(out, registry.family());
+  ASSERT_FALSE(registry.list().empty()) << registry.family();
+  for (const auto& entry : registry.list()) {
+    const std::size_t at = text.find("\n  " + entry.name + " ");
+    ASSERT_NE(at, std::string::npos) << registry.family() << " " << entry.name << " not in:\n" << out;
+    for (const auto& param : entry.params) {
+      EXPECT_NE(text.find("\n      " + param.name + " ", at), std::string::npos) << entry.name << "." << param.name;
+    }
+  }
+}
+
 TEST_F(Cli, ListPrintsEveryRegistryWithParameters) {
   const CliResult r = run_cli("list");
   ASSERT_EQ(r.status, 0) << r.out;
-  for (const char* word : {"topology preset", "a100", "hbm_gib", "task protocol", "neuroshard",
-                           "dreamshard", "autoshard", "max_dim"}) {
-    EXPECT_NE(r.out.find(word), std::string::npos) << word;
-  }
+  expect_listed(r.out, topology_registry());
+  expect_listed(r.out, task_protocol_registry());
+  expect_listed(r.out, sharder_registry());
 }
 
 TEST_F(Cli, HelpOfAVerbShowsItsUsageAndWhereItsFiguresAreDefined) {

@@ -17,6 +17,7 @@
 #include "embshard/eval/evaluator.h"
 #include "embshard/eval/task_gen.h"
 #include "embshard/kernels/cuda_embedding_bag.h"
+#include "embshard/kernels/embedding_bag.h"
 #include "embshard/milp/recshard_milp.h"
 #include "embshard/profile/shard_bench.h"
 #include "embshard/shard/sharder.h"
@@ -466,7 +467,9 @@ TEST(RecShardMeasured, RecShardPlanRunsOnTheMeasuredBackendsWithItsTiers) {
   }
   options.batch_size = 512;  // timing: small and quick
   options.measure = {0, 1, false, 0.0};
-  for (const char* backend : {"reference", "cpu"}) {
+  for (const kernels::EmbeddingBagImpl impl : kernels::embedding_bag_impls()) {  // cuda too where built
+    const std::string backend(kernels::to_string(impl));
+    if (impl == kernels::EmbeddingBagImpl::kCuda && !kernels::cuda_device_available()) continue;
     options.backend = backend;
     const EvalResult result = evaluate_plan(task, r.plan, options, quiet_context());
     for (std::size_t d = 0; d < result.breakdown.devices.size(); ++d) {
