@@ -4,14 +4,15 @@
 #include "commands.h"
 #include "embshard/shard/sharder.h"
 #include "embshard/data/topology.h"
+#include "embshard/eval/cost_models.h"
 #include "embshard/eval/task_gen.h"
 
 namespace embshard::cli {
 
 namespace {
 
-template <typename T>
-void print_registry(const Registry<T>& registry) {
+template <typename T, typename... FactoryArgs>
+void print_registry(const Registry<T, FactoryArgs...>& registry) {
   std::printf("%s:\n", registry.family().c_str());
   for (const auto& entry : registry.list()) {
     std::printf("  %-12s %s\n", entry.name.c_str(), entry.describe.c_str());
@@ -41,6 +42,7 @@ int run_list(Args& args, const Context&) {
   print_registry(topology_registry());
   print_registry(task_protocol_registry());
   print_registry(sharder_registry());
+  print_registry(cost_model_registry());
   return 0;
 }
 

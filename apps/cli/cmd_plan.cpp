@@ -9,6 +9,7 @@
 #include "embshard/core/file_io.h"
 #include "embshard/cost/cost_model.h"
 #include "embshard/data/data_io.h"
+#include "embshard/eval/cost_models.h"
 #include "embshard/eval/evaluator.h"
 #include "embshard/plan/plan_io.h"
 #include "embshard/plan/torchrec_export.h"

@@ -8,7 +8,6 @@
 #include "embshard/core/progress.h"
 #include "embshard/cost/analytic.h"
 #include "embshard/cost/link_model.h"
-#include "embshard/cost/neural_cost.h"
 
 namespace embshard {
 namespace {
@@ -72,13 +71,12 @@ CostBreakdown assemble_breakdown(const Task& task, const Plan& plan, ComputeMode
   return b;
 }
 
-std::unique_ptr<CostModel> make_cost_model(const std::string& spec, const Task& task) {
-  if (spec == "sim" || spec == "analytic") return std::make_unique<SimCostModel>(task);  // analytic: the name
-  if (spec == "default") return make_default_cost_model(task);
-  if (spec.rfind("neural", 0) == 0 && (spec.size() == 6 || spec[6] == ':')) {
-    return make_neural_cost_model(spec, task);
-  }
-  EMBSHARD_THROW("unknown cost model '", spec, "'; known: sim (alias analytic), neural:weights=FILE|builtin[,comm=auto|neural|link][,hardware=match|any], default");
+void register_sim_cost_model(CostModelRegistry& registry) {
+  const auto sim = [](const Params&, const Context&, const Task& task) -> std::unique_ptr<CostModel> {
+    return std::make_unique<SimCostModel>(task);
+  };
+  registry.add({"sim", "the analytic model of the task's topology preset (cost/analytic.h) and its link model", {}}, sim);
+  registry.add({"analytic", "another name of sim", {}}, sim);
 }
 
 }  // namespace embshard

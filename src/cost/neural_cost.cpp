@@ -196,19 +196,16 @@ std::unique_ptr<CostModel> build(std::shared_ptr<const NeuralWeights> weights, c
 
 }  // namespace
 
-std::unique_ptr<CostModel> make_neural_cost_model(const std::string& text, const Task& task) {
-  const Spec spec = parse_spec(text);
-  EMBSHARD_CHECK(spec.name == "neural", "not a neural cost model spec: '", text, "'");
-  const Params params = bind_params("cost model 'neural'", neural_params(), spec.pairs);
-  return build(load_weights(params.get_string("weights")), params, task);
+void register_neural_cost_model(CostModelRegistry& registry) {
+  registry.add({"neural", "NeuroShard's neural compute and comm models from a weights file (cost/neural_cost.h)",
+                neural_params()},
+               [](const Params& params, const Context&, const Task& task) {
+                 return build(load_weights(params.get_string("weights")), params, task);
+               });
 }
 
-std::unique_ptr<CostModel> make_default_cost_model(const Task& task) {
-  if (builtin_weights_text().empty()) return make_cost_model("sim", task);
-  const Params params = bind_params("cost model 'neural'", neural_params(), {});
-  auto weights = load_weights("builtin");
-  if (!hardware_mismatch(*weights, task, false).empty()) return make_cost_model("sim", task);
-  return build(std::move(weights), params, task);
+bool builtin_weights_fit(const Task& task) {
+  return !builtin_weights_text().empty() && hardware_mismatch(*load_weights("builtin"), task, false).empty();
 }
 
 }  // namespace embshard

@@ -10,6 +10,7 @@
 #include "embshard/cost/analytic.h"
 #include "embshard/cost/cost_model.h"
 #include "embshard/cost/link_model.h"
+#include "embshard/eval/cost_models.h"
 #include "embshard/kernels/cuda_embedding_bag.h"
 #include "eval/measured_model.h"
 
@@ -115,22 +116,31 @@ std::vector<std::string> eval_backends() {
   return names;
 }
 
-std::unique_ptr<ComputeModel> make_compute_model(const Task& task, const EvalOptions& options) {
-  if (options.backend == "sim") return make_sim_model(task.topology);
+std::string judge_spec(const EvalOptions& options) {
+  if (options.backend == "sim") return "sim";
+  const std::vector<std::string> built = eval_backends();
+  if (std::find(built.begin(), built.end(), options.backend) == built.end()) {
+    EMBSHARD_CHECK(options.backend != "cuda", "eval: backend 'cuda' is not available: embshard was built "
+                   "without CUDA; available: ", backend_list());
+    EMBSHARD_THROW("eval: unknown backend '", options.backend, "' (available: ", backend_list(), ")");
+  }
   const std::string problem = find_error_in_measure_options(options.measure);
   EMBSHARD_CHECK(problem.empty(), "eval: ", problem);
   EMBSHARD_CHECK(options.batch_size >= 0, "eval: batch size must be positive");
-  for (kernels::EmbeddingBagImpl impl : kernels::embedding_bag_impls()) {
-    if (options.backend != kernels::to_string(impl)) continue;
-    EMBSHARD_CHECK(impl != kernels::EmbeddingBagImpl::kCuda || kernels::cuda_device_available(),
-                   "eval: backend 'cuda' is built but no GPU is visible");
-    return detail::make_measured_model(task, impl, options);
+  return cost_model_registry().canonical(detail::concat(
+      "measured:impl=", options.backend, ",batch=", options.batch_size, ",warmup=", options.measure.warmup,
+      ",repeats=", options.measure.repeats, ",flush=", options.measure.flush_cache ? "true" : "false",
+      ",trim=", options.measure.trim, ",draw=", options.batch_number,
+      ",remap=", options.remap_held_out ? "held_out" : "in_sample"));
+}
+
+std::unique_ptr<CostModel> make_judge(const Task& task, const EvalOptions& options) {
+  const std::string spec = judge_spec(options);
+  try {
+    return make_cost_model(spec, task);
+  } catch (const Error& e) {
+    EMBSHARD_THROW("eval: ", e.what());
   }
-  if (options.backend == "cuda") {
-    EMBSHARD_THROW("eval: backend 'cuda' is not available: embshard was built without CUDA; "
-                   "available: ", backend_list());
-  }
-  EMBSHARD_THROW("eval: unknown backend '", options.backend, "' (available: ", backend_list(), ")");
 }
 
 EvalResult evaluate_plan(const Task& task, const Plan& plan, const EvalOptions& options,
@@ -139,12 +149,11 @@ EvalResult evaluate_plan(const Task& task, const Plan& plan, const EvalOptions& 
   check_task(task, "eval: task");
   const std::string plan_error = find_error_in_plan(task, plan);
   EMBSHARD_CHECK(plan_error.empty(), "eval: the plan does not fit the task: ", plan_error);
-  auto model = make_compute_model(task, options);
+  const auto judge = make_judge(task, options);
   const std::int64_t batch_size = eval_batch_size(task, options);
-  const auto link = make_link_comm_model(task.topology, batch_size);
-  CostBreakdown breakdown = assemble_breakdown(task, plan, *model, *link, ctx);
+  CostBreakdown breakdown = judge->estimate(task, plan, ctx);
   if (!measured_comm.empty()) fill_measured_comm(measured_comm, breakdown);
-  EvalResult result = eval_result_of(std::move(breakdown), batch_size, model->spec());
+  EvalResult result = eval_result_of(std::move(breakdown), batch_size, judge->spec());
   result.lookups = tier_lookups(task, plan, batch_size);
   result.wall_ms = now_ms() - start_ms;
   return result;

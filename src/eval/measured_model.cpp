@@ -6,7 +6,11 @@
 
 #include "embshard/core/context.h"
 #include "embshard/core/error.h"
+#include "embshard/core/spec.h"
+#include "embshard/cost/link_model.h"
 #include "embshard/data/remap.h"
+#include "embshard/kernels/cuda_embedding_bag.h"
+#include "embshard/profile/measure.h"
 
 namespace embshard::detail {
 
@@ -86,9 +90,9 @@ class MeasuredModel final : public ComputeModel {
   }
 
   [[nodiscard]] std::string spec() const override {
-    return concat(kernels::to_string(impl_), ":batch=", options_.batch_size,
-                  ",repeats=", options_.measure.repeats, ",warmup=", options_.measure.warmup);
+    return concat("measured:impl=", kernels::to_string(impl_), ",batch=", options_.batch_size);
   }
+  [[nodiscard]] std::int64_t batch_size() const { return options_.batch_size; }
   [[nodiscard]] CostSource source() const override { return CostSource::kMeasured; }
   [[nodiscard]] std::string detail() const override {
     return concat(kernels::to_string(impl_), " kernels, batch ", options_.batch_size, ", median of ",
@@ -111,11 +115,71 @@ class MeasuredModel final : public ComputeModel {
   MeasuredShards shards_;
 };
 
+
+const std::vector<ParamSpec>& measured_params() {
+  static const std::vector<ParamSpec> params{
+      {"impl", ParamType::kString, "cpu", {}, {}, {"reference", "cpu", "cuda"}, "kernels to time (cuda: where built, with a GPU)"},
+      {"batch", ParamType::kInt, "0", 0, 1 << 30, {}, "batch to run; 0: the task's"},
+      {"warmup", ParamType::kInt, "2", 0, 1000, {}, "unmeasured runs before the measured ones"},
+      {"repeats", ParamType::kInt, "5", 1, 100000, {}, "measured runs; the median is the cost"},
+      {"flush", ParamType::kBool, "true", {}, {}, {}, "flush the caches before every run"},
+      {"trim", ParamType::kFloat, "0.2", 0, 0.49, {}, "share dropped from each end for the trimmed mean"},
+      {"draw", ParamType::kInt, "0", 0, 1e15, {}, "which draw of each table's lookups"},
+      {"remap", ParamType::kString, "in_sample", {}, {}, {"in_sample", "held_out"},
+       "rank rows for RecShard's remap by the measured draw itself, or by other draws"}};
+  return params;
+}
+
+kernels::EmbeddingBagImpl built_impl(const std::string& name) {
+  for (const kernels::EmbeddingBagImpl impl : kernels::embedding_bag_impls()) {
+    if (name != kernels::to_string(impl)) continue;
+    EMBSHARD_CHECK(impl != kernels::EmbeddingBagImpl::kCuda || kernels::cuda_device_available(),
+                   "measured: impl 'cuda' is built but no GPU is visible");
+    return impl;
+  }
+  EMBSHARD_THROW("measured: impl '", name, "' is not available: embshard was built without it");
+}
+
+/** The kernels of `impl` timed here for compute, the link model at the same batch for comm. */
+class MeasuredCostModel final : public CostModel {
+ public:
+  MeasuredCostModel(const Task& task, kernels::EmbeddingBagImpl impl, const EvalOptions& options, Params params)
+      : compute_(task, impl, options),
+        comm_(make_link_comm_model(task.topology, compute_.batch_size())),
+        params_(std::move(params)) {}
+
+  [[nodiscard]] std::string spec() const override {
+    Spec spec = parse_spec(canonical_spec("measured", params_));
+    set_spec_value(spec, "batch", std::to_string(compute_.batch_size()));  // 0 resolved
+    return format_spec(spec);
+  }
+  [[nodiscard]] ComputeModel& compute() override { return compute_; }
+  [[nodiscard]] CommModel& comm() override { return *comm_; }
+  [[nodiscard]] std::optional<double> lower_bound(const Task&, Objective) const override { return std::nullopt; }
+
+ private:
+  MeasuredModel compute_;
+  std::unique_ptr<CommModel> comm_;
+  Params params_;
+};
+
 }  // namespace
 
-std::unique_ptr<ComputeModel> make_measured_model(const Task& task, kernels::EmbeddingBagImpl impl,
-                                                  const EvalOptions& options) {
-  return std::make_unique<MeasuredModel>(task, impl, options);
+void register_measured_cost_model(CostModelRegistry& registry) {
+  registry.add({"measured", "each device's shards timed on this machine's kernels, plus the link model (the judge of eval --backend cpu|reference|cuda)",
+                measured_params()},
+               [](const Params& p, const Context&, const Task& task) -> std::unique_ptr<CostModel> {
+                 EvalOptions options;
+                 options.backend = p.get_string("impl");
+                 options.batch_size = p.get_int("batch");
+                 options.measure = {static_cast<int>(p.get_int("warmup")), static_cast<int>(p.get_int("repeats")),
+                                    p.get_bool("flush"), p.get_float("trim")};
+                 const std::string problem = find_error_in_measure_options(options.measure);
+                 EMBSHARD_CHECK(problem.empty(), "measured: ", problem);
+                 options.batch_number = static_cast<std::uint64_t>(p.get_int("draw"));
+                 options.remap_held_out = p.get_string("remap") == "held_out";
+                 return std::make_unique<MeasuredCostModel>(task, built_impl(options.backend), options, p);
+               });
 }
 
 }  // namespace embshard::detail

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "embshard/cost/compute_model.h"
+#include "embshard/cost/cost_model.h"
 #include "embshard/data/pool.h"
 #include "embshard/eval/evaluator.h"
 #include "embshard/kernels/embedding_bag.h"
@@ -61,9 +62,7 @@ class MeasuredShards {
       counts_;
 };
 
-/** A measured compute model running `impl` at `options.batch_size` (0 = the task's batch). */
-[[nodiscard]] std::unique_ptr<ComputeModel> make_measured_model(const Task& task,
-                                                                kernels::EmbeddingBagImpl impl,
-                                                                const EvalOptions& options);
+/** Registers `measured` (eval/cost_models.h): the kernels timed here plus the link model. */
+void register_measured_cost_model(CostModelRegistry& registry);
 
 }  // namespace embshard::detail

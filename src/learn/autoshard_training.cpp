@@ -291,7 +291,7 @@ class Trainer {
       max_tables_ = std::max(max_tables_, static_cast<int>(task.workload.tables.size()));
       for (const TableSpec& t : task.workload.tables) rows.push_back(table_features(t));
     }
-    (void)make_compute_model(setup.tasks.front(), setup.eval);  // an unknown backend fails now
+    (void)make_judge(setup.tasks.front(), setup.eval);  // an unknown backend fails now
     scaler_ = FeatureScaler::fit(rows, FeatureScaling::kTrainingSet);
     for (const Task& task : setup.tasks) inputs_.push_back(autoshard_inputs(scaler_, task));
     const auto k = static_cast<std::int64_t>(setup.tasks.size());

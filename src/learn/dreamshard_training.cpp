@@ -443,7 +443,7 @@ std::string train_dreamshard(const PolicyTrainSetup& setup, const DreamShardTrai
     const std::string problem = learn::why_no_plan_fits(setup.tasks[i]);
     EMBSHARD_CHECK(problem.empty(), "train dreamshard: ", setup.task_paths[i], ": ", problem);
   }
-  (void)make_compute_model(setup.tasks.front(), setup.eval);  // an unknown or unavailable backend fails now
+  (void)make_judge(setup.tasks.front(), setup.eval);  // an unknown or unavailable backend fails now
   torch::set_num_threads(1);
   DreamShardTrainer trainer(setup, options, ctx);
   return trainer.run();

@@ -16,6 +16,7 @@
 #include "embshard/core/file_io.h"
 #include "embshard/data/data_io.h"
 #include "embshard/data/topology.h"
+#include "embshard/eval/cost_models.h"
 #include "embshard/eval/task_gen.h"
 #include "embshard/plan/plan.h"
 #include "embshard/plan/plan_io.h"
@@ -67,8 +68,8 @@ std::string list_section(const std::string& out, const std::string& family) {
 }
 
 /** Every entry of `registry`, with each of its parameters, in the family's own section of `out`. */
-template <typename T>
-void expect_listed(const std::string& out, const Registry<T>& registry) {
+template <typename T, typename... FactoryArgs>
+void expect_listed(const std::string& out, const Registry<T, FactoryArgs...>& registry) {
   const std::string text = list_section(out, registry.family());
   ASSERT_FALSE(registry.list().empty()) << registry.family();
   for (const auto& entry : registry.list()) {
@@ -86,6 +87,7 @@ TEST_F(Cli, ListPrintsEveryRegistryWithParameters) {
   expect_listed(r.out, topology_registry());
   expect_listed(r.out, task_protocol_registry());
   expect_listed(r.out, sharder_registry());
+  expect_listed(r.out, cost_model_registry());
 }
 
 TEST_F(Cli, HelpOfAVerbShowsItsUsageAndWhereItsFiguresAreDefined) {

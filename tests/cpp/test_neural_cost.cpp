@@ -9,6 +9,7 @@
 #include "embshard/core/sha256.h"
 #include "embshard/cost/link_model.h"
 #include "embshard/cost/neural_cost.h"
+#include "embshard/eval/cost_models.h"
 #include "embshard/shard/sharder.h"
 #include "neural_test_util.h"
 #include "plan_test_util.h"
@@ -207,7 +208,7 @@ TEST(NeuralCostModel, RefusesModelsForAnotherDeviceCountOrHardware) {
             std::string::npos);
   std::filesystem::remove(path);
   EXPECT_NE(error_of([&] { (void)make_cost_model("neural:weights=" + path, gpu); }).find(path), std::string::npos);
-  EXPECT_NE(error_of([&] { (void)make_cost_model("nonsense", gpu); }).find("known: sim (alias analytic), neural"), std::string::npos);
+  EXPECT_NE(error_of([&] { (void)make_cost_model("nonsense", gpu); }).find("known: sim, analytic, neural, default, measured"), std::string::npos);
 }
 
 TEST(NeuralCostModel, NonFiniteTableStatisticsAreAnErrorNamingTheTable) {

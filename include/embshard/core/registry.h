@@ -3,12 +3,13 @@
  * @file registry.h
  * @brief `Registry<T>`: named plug-ins that declare their parameters and build from spec strings.
  *
- * Each family of plug-ins (topology presets, task protocols, and later sharders and cost models)
- * has one registry. Registration is explicit (`register_builtin_*` functions called by whoever
- * builds the registry), never by static initialisation. `create("name:key=value")` finds the
+ * Each family of plug-ins (topology presets, task protocols, sharders, cost models and judges)
+ * has one registry. Registration is explicit (`register_*` functions called by whoever builds the
+ * registry), never by static initialisation. `create("name:key=value", ctx, args...)` finds the
  * entry (an unknown name fails and lists the registered ones), binds the parameters (an unknown
- * key fails and lists the accepted ones) and calls the factory with the bound `Params` and the
- * `Context`. The canonical spec of what was built is `canonical_spec(name, params)`.
+ * key fails and lists the accepted ones) and calls the factory with the bound `Params`, the
+ * `Context` and the family's own arguments (`FactoryArgs`: a cost model is built for a `Task`).
+ * The canonical spec of what was built is `canonical_spec(name, params)`.
  */
 #include <functional>
 #include <memory>
@@ -28,10 +29,10 @@ struct RegistryEntryInfo {
   std::vector<ParamSpec> params;   ///< in declaration order
 };
 
-template <typename T>
+template <typename T, typename... FactoryArgs>
 class Registry {
  public:
-  using Factory = std::function<std::unique_ptr<T>(const Params&, const Context&)>;
+  using Factory = std::function<std::unique_ptr<T>(const Params&, const Context&, FactoryArgs...)>;
 
   /** `family` names what the registry holds ("topology", "task protocol") in messages. */
   explicit Registry(std::string family) : family_(std::move(family)) {}
@@ -48,9 +49,10 @@ class Registry {
   }
 
   /** Builds the plug-in named by `spec_text`; see the file comment for the errors. */
-  [[nodiscard]] std::unique_ptr<T> create(const std::string& spec_text, const Context& ctx) const {
+  [[nodiscard]] std::unique_ptr<T> create(const std::string& spec_text, const Context& ctx,
+                                          FactoryArgs... args) const {
     const Spec spec = parse_spec(spec_text);
-    return entry(spec.name).factory(bind(spec), ctx);
+    return entry(spec.name).factory(bind(spec), ctx, args...);
   }
 
   /** The canonical form of `spec_text` (all parameters, defaults included). */

@@ -8,14 +8,22 @@
  * and a `CommModel` (each device's all-to-alls, cost/comm_model.h); every breakdown is put
  * together the same way (`assemble_breakdown`), with the straggler wait and memory. Search code
  * may query the two parts directly (one device's shards, one set of dim sums) and assemble with
- * its own caching wrapper around `compute()`. Members (spec strings, `make_cost_model`):
+ * its own caching wrapper around `compute()`.
  *
- *   sim                the analytic compute model of the task's topology preset (cost/analytic.h)
- *                      and the link model at the task's batch
- *   neural:weights=F   neural compute (and, where trained for the task's device count, comm)
- *                      models from a weights file (cost/neural_cost.h)
- *   default            the committed neural weights where they were trained on the task's kind
- *                      of device, else `sim` (cost/neural_cost.h)
+ * Cost models are plug-ins like sharders: one `CostModelRegistry` (eval/cost_models.h builds it
+ * and `make_cost_model` creates from it) holds every member, each registered by the layer that
+ * owns it:
+ *
+ *   sim (alias analytic)  the analytic compute model of the task's topology preset
+ *                         (cost/analytic.h) and the link model at the task's batch — here
+ *   neural:weights=F,…    neural compute (and, where trained for the task's device count, comm)
+ *                         models from a weights file (cost/neural_cost.h)
+ *   default               the committed neural weights where they were trained on the task's kind
+ *                         of device, else `sim` (resolved in eval/cost_models.cpp)
+ *   measured:impl=…,…     the kernels timed on this machine plus the link model: the judges of
+ *                         `eval --backend cpu|reference|cuda` (eval/evaluator.h)
+ *
+ * A built model's `spec()` is canonical and creates the same model again.
  *
  * `lower_bound` is a value no valid plan of the task can beat under this model (for `balance`,
  * which is maximised, it is an upper bound: 1). Sharders report it beside their plans so every
@@ -26,6 +34,7 @@
 #include <string>
 
 #include "embshard/core/context.h"
+#include "embshard/core/registry.h"
 #include "embshard/cost/breakdown.h"
 #include "embshard/cost/comm_model.h"
 #include "embshard/cost/compute_model.h"
@@ -58,7 +67,10 @@ class CostModel {
   }
 };
 
-/** Builds a cost model from its spec for `task`; throws Error listing the names. */
-[[nodiscard]] std::unique_ptr<CostModel> make_cost_model(const std::string& spec, const Task& task);
+/** The family of cost models and judges: each is built for a task (file comment). */
+using CostModelRegistry = Registry<CostModel, const Task&>;
+
+/** Registers `sim` and its alias `analytic`. */
+void register_sim_cost_model(CostModelRegistry& registry);
 
 }  // namespace embshard

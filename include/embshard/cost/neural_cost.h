@@ -21,9 +21,8 @@
  * Per-table encodings (table_mlp of a table's features) are cached per (table, columns, rows),
  * so a shard query costs one sum and the small head: microseconds.
  *
- * `default` (the planner's default cost model): `neural:weights=builtin` where the built-in
- * weights exist and were measured on the task's kind of device, else `sim`. The returned
- * model's spec says which.
+ * `default` (the planner's default cost model, resolved where the registry is built):
+ * `neural:weights=builtin` where `builtin_weights_fit(task)`, else `sim`.
  */
 #include <memory>
 #include <string>
@@ -37,11 +36,10 @@ namespace embshard {
 /** The text of models/cpu-default.json as compiled in; empty if the build had none. */
 [[nodiscard]] std::string_view builtin_weights_text();
 
-/** The neural cost model of `spec` ("neural:..." as in the file comment) for `task`. */
-[[nodiscard]] std::unique_ptr<CostModel> make_neural_cost_model(const std::string& spec,
-                                                                const Task& task);
+/** Registers `neural` (parameters in the file comment). */
+void register_neural_cost_model(CostModelRegistry& registry);
 
-/** `default` resolved for `task` (file comment): neural built-in weights or sim. */
-[[nodiscard]] std::unique_ptr<CostModel> make_default_cost_model(const Task& task);
+/** Whether the built-in weights exist and were measured on `task`'s kind of device. */
+[[nodiscard]] bool builtin_weights_fit(const Task& task);
 
 }  // namespace embshard

@@ -43,6 +43,7 @@
 #include "embshard/core/context.h"
 #include "embshard/cost/breakdown.h"
 #include "embshard/cost/compute_model.h"
+#include "embshard/cost/cost_model.h"
 #include "embshard/plan/plan.h"
 #include "embshard/profile/all_to_all.h"
 #include "embshard/profile/measure.h"
@@ -111,9 +112,15 @@ struct EvalResult {
 /** Names of the compute backends this build offers (sim, cpu, reference, and cuda if built). */
 [[nodiscard]] std::vector<std::string> eval_backends();
 
-/** The compute model of a backend; throws Error for an unknown or unavailable backend. */
-[[nodiscard]] std::unique_ptr<ComputeModel> make_compute_model(const Task& task,
-                                                               const EvalOptions& options);
+/**
+ * The judge `options` describe, as a cost-model spec (eval/cost_models.h): `sim`, or
+ * `measured:impl=BACKEND,batch=…,warmup=…,repeats=…,flush=…,trim=…,draw=…,remap=…`. Throws
+ * Error naming the backends of this build for an unknown or unbuilt backend.
+ */
+[[nodiscard]] std::string judge_spec(const EvalOptions& options);
+
+/** The judge of `options` built for `task` (an unavailable backend fails here, before any work). */
+[[nodiscard]] std::unique_ptr<CostModel> make_judge(const Task& task, const EvalOptions& options);
 
 /** The batch the costs are for: the measured backends' `batch_size` if set, else the task's. */
 [[nodiscard]] std::int64_t eval_batch_size(const Task& task, const EvalOptions& options);
