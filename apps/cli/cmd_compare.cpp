@@ -37,7 +37,7 @@ int run_compare(Args& args, const Context& ctx) {
   OutputSet outputs;  // the CSV, summary and chart are replaced together or not at all
   outputs.add(out, compare_csv(rows));
   if (summary) outputs.add(*summary, markdown);
-  if (chart) outputs.add(*chart, breakdown_svg(rows, chart_task.value_or(tasks.front().id)));
+  if (chart) outputs.add(*chart, compare_chart_svg(rows, chart_task.value_or(tasks.front().id)));
   if (report) outputs.add(*report, compare_report_html(rows, reference, dir));
   std::cout << markdown;
   outputs.commit();

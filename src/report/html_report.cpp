@@ -70,15 +70,23 @@ std::size_t straggler(const std::vector<DeviceCost>& devices) {
   return worst;
 }
 
-/** Stacked per-device bars of the step's phases on a ms axis, the step line, the straggler. */
-std::string step_bars_svg(const EvalResult& r, const std::string& title) {
+/** The largest bar of `r`'s step bars: the top of their ms axis. */
+double step_bars_top(const EvalResult& r) {
+  double most = r.step_ms;
+  for (const DeviceCost& c : r.breakdown.devices) most = std::max(most, c.sum_ms() + c.fw_wait_ms);
+  return most;
+}
+
+/**
+ * Stacked per-device bars of the step's phases on a ms axis (up to at least `axis_top`, so panels
+ * side by side share a scale), the step line, the straggler.
+ */
+Svg step_bars(const EvalResult& r, const std::string& title, double axis_top = 0.0) {
   const auto& devices = r.breakdown.devices;
   const double n = static_cast<double>(std::max<std::size_t>(devices.size(), 1));
   const double slot = std::clamp(640.0 / n, 3.0, 110.0);
   const double left = 60, top = 34, bottom = 254, width = left + slot * n + 90;  // room for the step label
-  double most = r.step_ms;
-  for (const DeviceCost& c : devices) most = std::max(most, c.sum_ms() + c.fw_wait_ms);
-  const Axis axis = report::nice_axis(0.0, most);
+  const Axis axis = report::nice_axis(0.0, std::max(axis_top, step_bars_top(r)));
   Svg svg(std::max({width, 520.0, title_width(title)}), 300, title);
   svg.text(left, 16, title, "start", 13, " font-weight='bold'");
   svg.y_axis(axis, left, top, bottom, left + slot * n, "ms per step");
@@ -113,7 +121,7 @@ std::string step_bars_svg(const EvalResult& r, const std::string& title) {
   std::vector<std::pair<std::string, std::string>> legend;
   for (int k = 0; k < 5; ++k) legend.emplace_back(kPartNames[k], kPartColours[k]);
   svg.legend(left, 292, legend);
-  return svg.str();
+  return svg;
 }
 
 /** Per device: memory used against its budget, HBM and (when any is used or allowed) UVM. */
@@ -513,12 +521,14 @@ std::string plan_report_html(const Task& task, const std::vector<JudgedPlan>& pl
        << xml_escape(task.topology.name) << "). Figures are defined in docs/metrics.md. Written "
        << utc_timestamp() << ".</p>\n";
   if (plans.size() > 1) body << "<h2>The plans side by side</h2>\n" << plans_summary_html(plans);
+  double top = 0.0;  // every plan's step bars on one ms scale
+  for (const JudgedPlan& j : plans) top = std::max(top, step_bars_top(j.eval));
   for (std::size_t i = 0; i < plans.size(); ++i) {
     const JudgedPlan& j = plans[i];
     const std::string name = short_sharder_spec_or(j.plan.provenance.sharder);
     body << "<h2 id='plan" << i << "'>" << xml_escape(name) << ": step " << fixed(j.eval.step_ms, 3)
          << " ms</h2>\n" << provenance_table(j, task);
-    body << "<figure>" << step_bars_svg(j.eval, "Step time per device, " + name + " (" + j.eval.backend + " judge)")
+    body << "<figure>" << step_bars(j.eval, "Step time per device, " + name + " (" + j.eval.backend + " judge)", top).str()
          << "<figcaption>Each bar is one device's step: forward kernel, its part of the forward all-to-all, "
             "the wait for the slowest forward kernel, the backward all-to-all and the backward kernel. The "
             "dashed line is the step time (each phase as long as its slowest device).</figcaption></figure>\n";
@@ -531,6 +541,29 @@ std::string plan_report_html(const Task& task, const std::vector<JudgedPlan>& pl
     body << "<h3>Tables</h3>\n" << table_list_html(task, j.plan);
   }
   return page("embshard report: " + task.id, body.str());
+}
+
+std::string compare_chart_svg(const std::vector<CompareRow>& rows, const std::string& task_id) {
+  std::vector<const CompareRow*> planned;
+  double top = 0.0;  // one ms scale for every panel
+  for (const CompareRow& r : rows) {
+    if (r.task_id != task_id || r.status != "ok") continue;
+    planned.push_back(&r);
+    top = std::max(top, step_bars_top(r.eval));
+  }
+  std::ostringstream panels;
+  double width = 0.0, height = 0.0;
+  for (const CompareRow* r : planned) {
+    const Svg panel = step_bars(r->eval, "task " + task_id + ", " + short_sharder_spec_or(r->sharder) + ": step " +
+                                             fixed(r->eval.step_ms, 2) + " ms", top);
+    panels << "<g transform='translate(0," << fixed(height, 1) << ")'>\n" << panel.str() << "</g>\n";
+    width = std::max(width, panel.width());
+    height += panel.height();
+  }
+  EMBSHARD_CHECK(height > 0, "compare: no sharder produced a plan for task '", task_id, "'");
+  Svg chart(width, height, "per-device step of task " + task_id + " for every sharder that planned it");
+  const std::string frame = chart.str();  // the outer <svg>: its title, then the panels
+  return frame.substr(0, frame.rfind("</svg>")) + panels.str() + "</svg>\n";
 }
 
 }  // namespace embshard

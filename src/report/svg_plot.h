@@ -46,6 +46,8 @@ class Svg {
   /** Colour swatches with names, in a row starting at (x, y). */
   void legend(double x, double y, const std::vector<std::pair<std::string, std::string>>& items);
   [[nodiscard]] std::string str() const;
+  [[nodiscard]] double width() const { return width_; }
+  [[nodiscard]] double height() const { return height_; }
 
  private:
   double width_, height_;

@@ -7,6 +7,7 @@
 #include "embshard/core/file_io.h"
 #include "embshard/data/data_io.h"
 #include "embshard/eval/compare.h"
+#include "embshard/report/html_report.h"
 #include "embshard/eval/task_gen.h"
 #include "test_util.h"
 
@@ -53,11 +54,15 @@ TEST(Compare, PlansAndJudgesEveryTaskWithEverySharder) {
   EXPECT_NE(md.find("neuroshard d4 m16"), std::string::npos) << md;
   EXPECT_NE(md.find("| - |"), std::string::npos) << md;  // the infeasible setting
   EXPECT_NE(md.find("3/4"), std::string::npos) << md;
-  const std::string svg = breakdown_svg(rows, tasks[0].id);
+  const std::string svg = compare_chart_svg(rows, tasks[0].id);
   std::size_t rects = 0;
   for (std::size_t p = svg.find("<rect"); p != std::string::npos; p = svg.find("<rect", p + 1)) ++rects;
-  EXPECT_EQ(rects, 2u * 4u * 4u + 4u);  // 2 sharders × 4 devices × 4 parts, and the legend
-  EXPECT_NE(error_of([&] { (void)breakdown_svg(rows, "too-small"); }).find("no sharder produced a plan"),
+  EXPECT_EQ(rects, 2u * (4u * 5u + 1u + 5u));  // 2 sharders × (4 devices × 5 parts, the straggler, the legend)
+  EXPECT_NE(svg.find("task " + tasks[0].id + ", greedy: step"), std::string::npos) << svg.substr(0, 400);
+  EXPECT_NE(svg.find("task " + tasks[0].id + ", random:attempts=20: step"), std::string::npos);
+  EXPECT_NE(svg.find("fw wait"), std::string::npos);
+  EXPECT_NE(svg.find("ms per step"), std::string::npos);  // the axis
+  EXPECT_NE(error_of([&] { (void)compare_chart_svg(rows, "too-small"); }).find("no sharder produced a plan"),
             std::string::npos);
   options.eval.backend = "cpu";  // another judge: no bound, no gap
   options.eval.batch_size = 256;

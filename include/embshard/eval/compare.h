@@ -2,7 +2,8 @@
 /**
  * @file compare.h
  * @brief The comparison harness: every task planned by every sharder, every plan judged by one
- *        backend, and the results as CSV, a Markdown summary and an SVG breakdown chart.
+ *        backend, and the results as CSV and a Markdown summary (the chart and the HTML report:
+ *        report/html_report.h).
  *
  * Planning runs in parallel across tasks (the context's threads); each (task, sharder) gets the
  * context seed. Evaluation of ok plans runs in parallel on `sim` and serially on a measured
@@ -85,10 +86,5 @@ struct CompareRow {
  */
 [[nodiscard]] std::string compare_markdown(const std::vector<CompareRow>& rows);
 
-/**
- * An SVG chart of one task's per-device breakdown for every sharder that planned it: stacked
- * fw_comp / fw_comm / bw_comm / bw_comp bars per device, one panel per sharder (DreamShard Fig. 1).
- */
-[[nodiscard]] std::string breakdown_svg(const std::vector<CompareRow>& rows, const std::string& task_id);
 
 }  // namespace embshard

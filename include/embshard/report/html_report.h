@@ -49,6 +49,14 @@ struct JudgedPlan {
 [[nodiscard]] std::string plan_report_html(const Task& task, const std::vector<JudgedPlan>& plans);
 
 /**
+ * `compare --chart`: one SVG of task `task_id` with, for every sharder that planned it, the same
+ * per-device step bars as the plan report (fw comp / fw comm / fw wait / bw comm / bw comp on a
+ * ms axis, the step line, the straggler), titled with the task and the sharder (DreamShard
+ * Fig. 1). Error naming the task when no sharder planned it.
+ */
+[[nodiscard]] std::string compare_chart_svg(const std::vector<CompareRow>& rows, const std::string& task_id);
+
+/**
  * The report of a comparison (file comment). `reference`: the sharder (canonical or short spec)
  * the ratios are taken to; "" picks `torchrec` when compared, else the first sharder. `source`
  * names the CSV or run. Error when `rows` is empty or `reference` was not compared.
