@@ -1,9 +1,14 @@
 #include "embshard/core/clock.h"
 
+#include <chrono>
 #include <cstdio>
 #include <ctime>
 
 namespace embshard {
+
+double now_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 std::string utc_timestamp() {
   const std::time_t now = std::time(nullptr);

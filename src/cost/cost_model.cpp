@@ -71,6 +71,11 @@ CostBreakdown assemble_breakdown(const Task& task, const Plan& plan, ComputeMode
   return b;
 }
 
+ParamSpec hardware_param(const std::string& what) {
+  return {"hardware", ParamType::kString, "match", {}, {}, {"match", "any"},
+          "require " + what + " trained on the task's kind of device (match) or not (any)"};
+}
+
 void register_sim_cost_model(CostModelRegistry& registry) {
   const auto sim = [](const Params&, const Context&, const Task& task) -> std::unique_ptr<CostModel> {
     return std::make_unique<SimCostModel>(task);

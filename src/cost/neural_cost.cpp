@@ -17,8 +17,7 @@ const std::vector<ParamSpec>& neural_params() {
       {"weights", ParamType::kString, "builtin", {}, {}, {}, "weights file from `embshard train cost`, or builtin"},
       {"comm", ParamType::kString, "auto", {}, {}, {"auto", "neural", "link"},
        "all-to-all costs: the file's comm models, the topology's link model, or neural where trained for the task's devices"},
-      {"hardware", ParamType::kString, "match", {}, {}, {"match", "any"},
-       "require models measured on the task's kind of device (match) or not (any)"}};
+      hardware_param("models")};
   return params;
 }
 

@@ -103,9 +103,12 @@ double uvm_lookup_share(const EvalResult& result) {
   return total.hbm + total.uvm > 0 ? total.uvm / (total.hbm + total.uvm) : 0.0;
 }
 
+std::int64_t measured_batch_size(const Task& task, std::int64_t batch) {
+  return batch > 0 ? batch : task.workload.batch_size;
+}
+
 std::int64_t eval_batch_size(const Task& task, const EvalOptions& options) {
-  return options.backend != "sim" && options.batch_size > 0 ? options.batch_size
-                                                              : task.workload.batch_size;
+  return options.backend == "sim" ? task.workload.batch_size : measured_batch_size(task, options.batch_size);
 }
 
 std::vector<std::string> eval_backends() {
@@ -164,7 +167,7 @@ std::vector<DeviceLookups> measured_tier_lookups(const Task& task, const Plan& p
   check_task(task, "eval: task");
   const std::string plan_error = find_error_in_plan(task, plan);
   EMBSHARD_CHECK(plan_error.empty(), "eval: the plan does not fit the task: ", plan_error);
-  const std::int64_t batch_size = options.batch_size > 0 ? options.batch_size : task.workload.batch_size;
+  const std::int64_t batch_size = measured_batch_size(task, options.batch_size);
   detail::MeasuredShards measured(task);
   const auto by_device = shards_by_device(task, plan);
   std::vector<DeviceLookups> out(by_device.size());

@@ -86,7 +86,7 @@ class MeasuredModel final : public ComputeModel {
  public:
   MeasuredModel(const Task& task, kernels::EmbeddingBagImpl impl, const EvalOptions& options)
       : impl_(impl), options_(options), shards_(task) {
-    if (options_.batch_size <= 0) options_.batch_size = task.workload.batch_size;
+    options_.batch_size = measured_batch_size(task, options_.batch_size);
   }
 
   [[nodiscard]] std::string spec() const override {

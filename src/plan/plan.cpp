@@ -310,9 +310,4 @@ Plan table_wise_plan(const Task& task, const std::vector<int>& devices) {
   return plan;
 }
 
-std::string embshard_version() {
-  const std::string hash = EMBSHARD_GIT_HASH;
-  return hash.empty() ? std::string(EMBSHARD_VERSION) : std::string(EMBSHARD_VERSION) + "+" + hash;
-}
-
 }  // namespace embshard

@@ -5,8 +5,8 @@
 #include "embshard/core/clock.h"
 #include "embshard/core/error.h"
 #include "embshard/core/progress.h"
+#include "embshard/core/version.h"
 #include "embshard/data/random.h"
-#include "embshard/plan/plan.h"
 #include "embshard/profile/shard_bench.h"
 
 namespace embshard {

@@ -98,12 +98,6 @@ bool evict_lines(const void* data, std::size_t bytes) {
 #endif
 }
 
-double now_ms() {
-  return std::chrono::duration<double, std::milli>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 Timing measure_self_timed(const std::function<double()>& timed_op, const MeasureOptions& options,
                           const std::function<void()>& flush) {
   const std::string problem = find_error_in_measure_options(options);

@@ -2,7 +2,6 @@
 
 #include "embshard/core/clock.h"
 #include "embshard/core/error.h"
-#include "embshard/profile/measure.h"
 #include "shard/builtin_sharders.h"
 
 namespace embshard {

@@ -1,13 +1,16 @@
 #pragma once
 /**
  * @file clock.h
- * @brief Wall-clock stamps for provenance (plans, cost-sample files). Timing uses steady_clock
- *        (`profile/measure.h`), never this.
+ * @brief Time: wall-clock stamps for provenance (plans, cost-sample files), `now_ms` (the steady
+ *        clock every timing and planning-time figure uses) and durations as people read them.
  */
 #include <cstdint>
 #include <string>
 
 namespace embshard {
+
+/** Milliseconds since an arbitrary epoch (steady clock): differences of two calls are durations. */
+[[nodiscard]] double now_ms();
 
 /** The current UTC time as ISO 8601, e.g. "2026-11-21T09:30:00Z". */
 [[nodiscard]] std::string utc_timestamp();

@@ -70,6 +70,13 @@ class CostModel {
 /** The family of cost models and judges: each is built for a task (file comment). */
 using CostModelRegistry = Registry<CostModel, const Task&>;
 
+/**
+ * The `hardware=match|any` parameter every plug-in built from a trained model declares (the
+ * neural cost model, the DreamShard and AutoShard policies): match (default) requires `what` to
+ * have been trained on the task's kind of device; any skips the check.
+ */
+[[nodiscard]] ParamSpec hardware_param(const std::string& what);
+
 /** Registers `sim` and its alias `analytic`. */
 void register_sim_cost_model(CostModelRegistry& registry);
 

@@ -122,6 +122,9 @@ struct EvalResult {
 /** The judge of `options` built for `task` (an unavailable backend fails here, before any work). */
 [[nodiscard]] std::unique_ptr<CostModel> make_judge(const Task& task, const EvalOptions& options);
 
+/** The batch a measured judge runs: `batch` when positive, else the task's (the one place of this rule). */
+[[nodiscard]] std::int64_t measured_batch_size(const Task& task, std::int64_t batch);
+
 /** The batch the costs are for: the measured backends' `batch_size` if set, else the task's. */
 [[nodiscard]] std::int64_t eval_batch_size(const Task& task, const EvalOptions& options);
 

@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "embshard/core/version.h"
 #include "embshard/data/task.h"
 
 namespace embshard {
@@ -89,7 +90,5 @@ struct DeviceMemory {
 /** A table-wise plan from one device per table (index i of `devices` is task table i). */
 [[nodiscard]] Plan table_wise_plan(const Task& task, const std::vector<int>& devices);
 
-/** The library's version string, "0.1.0+<git hash>". */
-[[nodiscard]] std::string embshard_version();
 
 }  // namespace embshard

@@ -26,6 +26,8 @@
 #include <string>
 #include <vector>
 
+#include "embshard/core/clock.h"  // now_ms
+
 namespace embshard {
 
 struct MeasureOptions {
@@ -70,8 +72,6 @@ class CacheFlusher {
  */
 bool evict_lines(const void* data, std::size_t bytes);
 
-/** Milliseconds since an arbitrary epoch (steady clock). */
-[[nodiscard]] double now_ms();
 
 /**
  * Times `op` as described in the file comment. `flush` (may be empty) runs before every repeat,

@@ -57,8 +57,7 @@ void register_autoshard(Registry<Sharder>& registry) {
        "AutoShard's LSTM policy (IMPALA-trained with `embshard train autoshard`), greedy: each table in "
        "the cost head's order goes to the highest-scoring device that holds it",
        {{"policy", ParamType::kString, "", {}, {}, {}, "policy file from `embshard train autoshard` (required)"},
-        {"hardware", ParamType::kString, "match", {}, {}, {"match", "any"},
-         "require a policy trained on the task's kind of device (match) or not (any)"}}},
+        hardware_param("a policy")}},
       [](const Params& p, const Context&) {
         const std::string path = p.get_string("policy");
         EMBSHARD_CHECK(!path.empty(), "autoshard: the parameter policy=FILE is required (a policy from "

@@ -50,8 +50,7 @@ void register_dreamshard(Registry<Sharder>& registry) {
                 "DreamShard's trained placement policy (embshard train dreamshard), greedy over legal devices",
                 {{"policy", ParamType::kString, "", {}, {}, {},
                   "the policy file written by `embshard train dreamshard`"},
-                 {"hardware", ParamType::kString, "match", {}, {}, {"match", "any"},
-                  "require a policy trained on the task's kind of device (match) or not (any)"}}},
+                 hardware_param("a policy")}},
                [](const Params& p, const Context&) {
                  const std::string path = p.get_string("policy");
                  EMBSHARD_CHECK(!path.empty(), "dreamshard: needs policy=FILE (train one with `embshard train dreamshard`)");
