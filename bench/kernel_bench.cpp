@@ -17,10 +17,10 @@
 // gather: memcpy of the forward's rows (same indices, same threads) into a small per-thread ring
 //   buffer; GB/s = w_bytes·B·D·L / t. stream: sum of a 1 GiB float array; GB/s = 2^30 / t.
 // Usage: embshard_kernel_bench [dim ...] (default: all five dims).
-// Timing: 2 warm-up runs, 7 timed repeats, median; a 64 MiB buffer is streamed between repeats
-// to flush the caches. Threads: OpenMP's default team (OMP_NUM_THREADS).
+// Timing: the profile layer's discipline (profile/measure.h): 2 warm-up runs, 7 timed repeats,
+// median; before each run `CacheFlusher` streams twice this machine's last-level cache (GPU rows:
+// cudaEvents, `measure_self_timed`). Threads: OpenMP's default team (OMP_NUM_THREADS).
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -30,6 +30,7 @@
 
 #include "embshard/kernels/cuda_embedding_bag.h"
 #include "embshard/kernels/embedding_bag.h"
+#include "embshard/profile/measure.h"
 
 namespace {
 
@@ -67,23 +68,12 @@ float sum_floats(const float* data, std::int64_t n) {
   return total;
 }
 
-void flush_caches() {
-  static std::vector<float> buffer(std::size_t{64} << 18, 1.0f);  // 64 MiB
-  g_sink = g_sink + sum_floats(buffer.data(), static_cast<std::int64_t>(buffer.size()));
-}
+const embshard::MeasureOptions kMeasure{kWarmups, kRepeats, true, 0.2};
 
-/** Median wall time in ms of `run`, after warm-ups, flushing caches before each run. */
+/** Median wall time in ms of `run` (profile/measure.h: warm-ups, a cache flush before each run). */
 double median_ms(const std::function<void()>& run) {
-  for (int i = 0; i < kWarmups; ++i) run();
-  std::vector<double> times;
-  for (int i = 0; i < kRepeats; ++i) {
-    flush_caches();
-    const auto start = std::chrono::steady_clock::now();
-    run();
-    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-  }
-  std::nth_element(times.begin(), times.begin() + kRepeats / 2, times.end());
-  return times[kRepeats / 2];
+  static embshard::CacheFlusher flusher;
+  return embshard::measure(run, kMeasure, [] { flusher.flush(); }).median_ms;
 }
 
 void print_row(const char* kind, int dim, std::int64_t batch, int pooling, std::int64_t rows,
@@ -115,12 +105,10 @@ void gather_rows(const float* table, int dim, const std::vector<std::int32_t>& i
 
 /** Median device time in ms of `enqueue` (cudaEvents around it), after warm-ups. */
 double median_cuda_ms(CudaEmbeddingBag& device, const std::function<void()>& enqueue) {
-  for (int i = 0; i < kWarmups; ++i) enqueue();
-  device.synchronize();
-  std::vector<double> times;
-  for (int i = 0; i < kRepeats; ++i) times.push_back(device.elapsed_ms(enqueue));
-  std::nth_element(times.begin(), times.begin() + kRepeats / 2, times.end());
-  return times[kRepeats / 2];
+  embshard::MeasureOptions options = kMeasure;
+  options.flush_cache = false;  // device-resident data: the host caches do not matter
+  const embshard::Timing t = embshard::measure_self_timed([&] { return device.elapsed_ms(enqueue); }, options);
+  return t.median_ms;
 }
 
 void bench_cuda(const TableView& table, const BagBatch& batch, const std::vector<float>& grad,

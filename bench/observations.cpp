@@ -10,7 +10,7 @@
 //       kind=task: NeuroShard-protocol tasks (4 devices, max dim 128), the greedy:balance=size
 //       plan, evaluated on the cpu backend (wall time of the evaluation) and on sim
 //
-// Each measurement: ShardBench, 1 warm-up + 5 repeats, caches flushed, medians.
+// Each measurement: ShardTimer, 1 warm-up + 5 repeats, caches flushed, medians.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -22,19 +22,19 @@
 #include "embshard/data/random.h"
 #include "embshard/eval/evaluator.h"
 #include "embshard/eval/task_gen.h"
-#include "embshard/profile/shard_bench.h"
+#include "embshard/profile/shard_timer.h"
 #include "embshard/shard/sharder.h"
 
 namespace {
 
-using embshard::ShardBench;
+using embshard::ShardTimer;
 using embshard::ShardTableSpec;
 
 constexpr embshard::MeasureOptions kMeasure{1, 5, true, 0.2};
 constexpr int kDims[] = {4, 8, 16, 32, 64, 128};
 
 embshard::ShardTiming time_shard(std::vector<ShardTableSpec> tables, std::int64_t batch) {
-  ShardBench bench(std::move(tables), batch, 0, embshard::kernels::EmbeddingBagImpl::kCpu);
+  ShardTimer bench(std::move(tables), batch, 0, embshard::kernels::EmbeddingBagImpl::kCpu);
   return bench.measure(kMeasure);
 }
 

@@ -177,7 +177,7 @@ std::vector<DeviceLookups> measured_tier_lookups(const Task& task, const Plan& p
         measured.specs(task, by_device[d], batch_size, options.batch_number, options.remap_held_out);
     std::vector<std::int64_t> hbm_rows;
     for (const ShardTableSpec& spec : specs) hbm_rows.push_back(spec.hbm_rows);
-    const ShardBench bench(std::move(specs), batch_size, options.batch_number,
+    const ShardTimer bench(std::move(specs), batch_size, options.batch_number,
                            kernels::EmbeddingBagImpl::kReference);
     for (std::size_t t = 0; t < hbm_rows.size(); ++t) {
       for (const std::int32_t row : bench.table_lookups(t)) {

@@ -46,7 +46,7 @@ const std::vector<std::int64_t>& MeasuredShards::access_counts(const Task& task,
   const PoolTable& model = models_[t];
   std::vector<TableBatch> profile;
   if (!held_out) {
-    profile.push_back(materialise_table(model, batch_size, batch_number));  // ShardBench's draw
+    profile.push_back(materialise_table(model, batch_size, batch_number));  // ShardTimer's draw
   } else {
     // The task's batch; draw numbers derived from (never equal to) the measured draw's.
     for (int i = 0; i < kRemapProfileBatches; ++i) {
@@ -102,7 +102,7 @@ class MeasuredModel final : public ComputeModel {
 
   [[nodiscard]] DeviceCompute device_compute(const Task& task, std::span<const PlacedShard> shards,
                                              const Context&) override {
-    ShardBench bench(shards_.specs(task, shards, options_.batch_size, options_.batch_number,
+    ShardTimer bench(shards_.specs(task, shards, options_.batch_size, options_.batch_number,
                                    options_.remap_held_out),
                      options_.batch_size, options_.batch_number, impl_);
     const ShardTiming timing = bench.measure(options_.measure);

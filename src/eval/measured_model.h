@@ -1,6 +1,6 @@
 #pragma once
 // The measured compute backends (`cpu`, `reference`, `cuda`): each device's shards fused into one
-// kernel call and timed with ShardBench. Private to src/eval; evaluator.h documents the behaviour.
+// kernel call and timed with ShardTimer. Private to src/eval; evaluator.h documents the behaviour.
 //
 // Memory tiers: a shard with 0 ≤ hbm_rows < its rows gets RecShard's remap (data/remap.h), built
 // from the access counts of the table's generative model so that the first hbm_rows rows of the
@@ -10,7 +10,7 @@
 // (held out: rows a fresh batch needs but the profile never saw rank last, so fewer lookups hit
 // the HBM part than the ICDF predicts). The remap permutes only the shard's own rows [row_begin, row_end) (build_remap's row range:
 // other rows keep their numbers), so the lookups that fall in
-// the shard are those of the plan. ShardBench then sees the plan's tiers: lookups of re-based row
+// the shard are those of the plan. ShardTimer then sees the plan's tiers: lookups of re-based row
 // < hbm_rows are the HBM tier's. `cuda` places the other rows in host-mapped memory
 // (kernels/cuda_embedding_bag.h); `cpu` and `reference` have no UVM tier on this machine, so
 // there the remap only re-orders rows.
@@ -29,7 +29,7 @@
 #include "embshard/data/pool.h"
 #include "embshard/eval/evaluator.h"
 #include "embshard/kernels/embedding_bag.h"
-#include "embshard/profile/shard_bench.h"
+#include "embshard/profile/shard_timer.h"
 
 namespace embshard::detail {
 
@@ -42,7 +42,7 @@ class MeasuredShards {
   explicit MeasuredShards(const Task& task);
 
   /**
-   * ShardBench's specs of one device's shards (in order): model, columns, dtype, row range,
+   * ShardTimer's specs of one device's shards (in order): model, columns, dtype, row range,
    * `hbm_rows` (−1 = all) and, for a tiered shard, its remap (header comment).
    */
   [[nodiscard]] std::vector<ShardTableSpec> specs(const Task& task,

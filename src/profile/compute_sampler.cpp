@@ -7,7 +7,7 @@
 #include "embshard/core/progress.h"
 #include "embshard/core/version.h"
 #include "embshard/data/random.h"
-#include "embshard/profile/shard_bench.h"
+#include "embshard/profile/shard_timer.h"
 
 namespace embshard {
 namespace {
@@ -40,7 +40,7 @@ ComputeSample measure_sample(const Pool& pool, const ComputeProfileRun& run, std
   sample.tables = draw_compute_sample(pool, run.sampler, run.seed, index);
   std::vector<ShardTableSpec> specs;
   for (const SampleTable& t : sample.tables) specs.push_back({pool.table(t.pool_id), t.dim});
-  ShardBench bench(std::move(specs), run.batch_size, static_cast<std::uint64_t>(index), run.impl);
+  ShardTimer bench(std::move(specs), run.batch_size, static_cast<std::uint64_t>(index), run.impl);
   const ShardTiming timing = bench.measure(run.measure);
   sample.fw_ms = timing.fw.median_ms;
   sample.bw_ms = timing.bw.median_ms;

@@ -19,7 +19,7 @@
 #include "embshard/profile/cost_sample.h"
 #include "embshard/profile/lazy_table.h"
 #include "embshard/profile/measure.h"
-#include "embshard/profile/shard_bench.h"
+#include "embshard/profile/shard_timer.h"
 #include "test_util.h"
 
 namespace embshard {
@@ -293,29 +293,29 @@ PoolTable small_model(std::int64_t rows, double pooling, std::uint64_t seed) {
   return t;
 }
 
-TEST(ShardBench, KeepsOnlyTheRowRangeAndDuplicatesColumnShards) {
+TEST(ShardTimer, KeepsOnlyTheRowRangeAndDuplicatesColumnShards) {
   const PoolTable model = small_model(1000, 4.0, 11);
   const std::int64_t batch = 256;
   const TableBatch full = materialise_table(model, batch, 0);
   const auto in_range = std::count_if(full.indices.begin(), full.indices.end(),
                                       [](std::int64_t r) { return r >= 100 && r < 600; });
-  ShardBench rows({{model, 8, WeightType::kF32, 100, 600}}, batch, 0, kernels::EmbeddingBagImpl::kCpu);
+  ShardTimer rows({{model, 8, WeightType::kF32, 100, 600}}, batch, 0, kernels::EmbeddingBagImpl::kCpu);
   EXPECT_EQ(rows.num_lookups(), in_range);
-  ShardBench halves({{model, 4}, {model, 4}}, batch, 0, kernels::EmbeddingBagImpl::kCpu);
+  ShardTimer halves({{model, 4}, {model, 4}}, batch, 0, kernels::EmbeddingBagImpl::kCpu);
   EXPECT_EQ(halves.num_lookups(), 2 * static_cast<std::int64_t>(full.indices.size()));
   const ShardTiming t = halves.measure({0, 2, true, 0.0});
   EXPECT_EQ(t.fw.samples_ms.size(), 2u);
   EXPECT_GE(t.fw.median_ms, 0.0);
   EXPECT_GE(t.bw.median_ms, 0.0);
-  EXPECT_NE(error_of([&] { ShardBench b({{model, 4, WeightType::kF32, 600, 100}}, batch, 0,
+  EXPECT_NE(error_of([&] { ShardTimer b({{model, 4, WeightType::kF32, 600, 100}}, batch, 0,
                                          kernels::EmbeddingBagImpl::kCpu); })
                 .find("bad row range"),
             std::string::npos);
 }
 
-TEST(ShardBench, MeasuresAFourGibibyteShardFrugally) {
+TEST(ShardTimer, MeasuresAFourGibibyteShardFrugally) {
   PoolTable model = small_model(std::int64_t{8} << 20, 8.0, 5);  // 4 GiB at dim 128
-  ShardBench bench({{model, 128}}, 2048, 0, kernels::EmbeddingBagImpl::kCpu);
+  ShardTimer bench({{model, 128}}, 2048, 0, kernels::EmbeddingBagImpl::kCpu);
   const ShardTiming t = bench.measure({1, 1, true, 0.0});
   EXPECT_EQ(t.reserved_bytes, std::int64_t{4} << 30);
   EXPECT_LT(t.resident_bytes, std::int64_t{256} << 20);

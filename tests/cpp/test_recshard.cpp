@@ -19,7 +19,7 @@
 #include "embshard/kernels/cuda_embedding_bag.h"
 #include "embshard/kernels/embedding_bag.h"
 #include "embshard/milp/recshard_milp.h"
-#include "embshard/profile/shard_bench.h"
+#include "embshard/profile/shard_timer.h"
 #include "embshard/shard/sharder.h"
 #include "eval/measured_model.h"
 #include "shard/recshard/recshard.h"
@@ -371,7 +371,7 @@ TEST(Remap, FileRoundTripsAndRejectsCorruption) {
   std::filesystem::remove(path);
 }
 
-TEST(Remap, ShardBenchAppliesIt) {
+TEST(Remap, ShardTimerAppliesIt) {
   // The remap's HBM part holds the most accessed rows, so a shard of the first k rows of the
   // remapped table sees more lookups than one of the first k raw rows.
   const Pool pool = Pool::generate(0);
@@ -389,8 +389,8 @@ TEST(Remap, ShardBenchAppliesIt) {
   auto remap = std::make_shared<const RowRemap>(build_remap("t", count_row_accesses(profile, table.num_rows), k));
   ShardTableSpec raw{table, 8, WeightType::kF32, 0, k, nullptr};
   ShardTableSpec mapped{table, 8, WeightType::kF32, 0, k, remap};
-  const ShardBench a({raw}, 1024, 1, kernels::EmbeddingBagImpl::kReference);
-  const ShardBench b({mapped}, 1024, 1, kernels::EmbeddingBagImpl::kReference);
+  const ShardTimer a({raw}, 1024, 1, kernels::EmbeddingBagImpl::kReference);
+  const ShardTimer b({mapped}, 1024, 1, kernels::EmbeddingBagImpl::kReference);
   EXPECT_GT(b.num_lookups(), 2 * a.num_lookups());
 }
 
@@ -406,7 +406,7 @@ double hbm_share(const std::vector<DeviceLookups>& lookups) {
   return all > 0 ? hbm / all : 1.0;
 }
 
-TEST(RecShardMeasured, ShardBenchSeesTheHottestRowsFirst) {
+TEST(RecShardMeasured, ShardTimerSeesTheHottestRowsFirst) {
   // One table, half its lookups (by the ICDF) in HBM: the measured backends' lookups below
   // hbm_rows are the HBM share tier_lookups predicts, far above what the raw row order gives.
   Task task = short_hbm_task(1, 1, 1.0, 12);
@@ -432,7 +432,7 @@ TEST(RecShardMeasured, ShardBenchSeesTheHottestRowsFirst) {
   EXPECT_GT(held_out_share, hbm_share(measured) - 0.15);
   // Without the remap the first hbm_rows rows serve far less.
   const Pool pool = Pool::generate(task.pool_seed);
-  const ShardBench raw({{pool.table(task.workload.tables[0].source_id), 8, WeightType::kF32}},
+  const ShardTimer raw({{pool.table(task.workload.tables[0].source_id), 8, WeightType::kF32}},
                        task.workload.batch_size, 0, kernels::EmbeddingBagImpl::kReference);
   const auto lookups = raw.table_lookups(0);
   const auto below = std::count_if(lookups.begin(), lookups.end(),
@@ -453,7 +453,7 @@ TEST(RecShardMeasured, RecShardPlanRunsOnTheMeasuredBackendsWithItsTiers) {
     for (const Shard& shard : tp.shards) tiered |= shard.hbm_rows >= 0 && shard.hbm_rows < shard.num_rows();
   }
   ASSERT_TRUE(tiered) << "the task should force some rows into UVM";
-  EvalOptions options;  // the task's batch: the lookups ShardBench gets by tier
+  EvalOptions options;  // the task's batch: the lookups ShardTimer gets by tier
   const std::vector<DeviceLookups> measured = measured_tier_lookups(task, r.plan, options);
   const std::vector<DeviceLookups> expected = tier_lookups(task, r.plan, task.workload.batch_size);
   ASSERT_EQ(measured.size(), expected.size());

@@ -17,8 +17,8 @@
  * `new_row(old) = entry ≥ 0 ? entry : hbm_rows + (−entry − 1)`. Tables of more than 2^31 − 1
  * rows do not fit 4-byte entries (Error).
  *
- * `apply_remap` rewrites a batch's indices in place before the kernels (ShardBench does it for a
- * table whose ShardTableSpec carries a remap, profile/shard_bench.h). Counts come from profiled
+ * `apply_remap` rewrites a batch's indices in place before the kernels (ShardTimer does it for a
+ * table whose ShardTableSpec carries a remap, profile/shard_timer.h). Counts come from profiled
  * batches (`count_row_accesses`, e.g. of the pool's `materialise_table`); the share of a later
  * batch's lookups that falls in the first k new rows then follows the ICDF of the profile.
  *

@@ -5,7 +5,7 @@
  *
  *   compute   `sim`  — the analytic model (cost/analytic.h), modelled
  *             `cpu`  — each device's shard run in turn on this machine's fused CPU kernel
- *                      (profile/shard_bench.h), measured; `reference` the same on the scalar
+ *                      (profile/shard_timer.h), measured; `reference` the same on the scalar
  *                      reference kernel (slow; for checking)
  *             `cuda` — the same on a GPU, where embshard was built with CUDA and a GPU is visible
  *   comm      the link model of the task's topology (cost/link_model.h), modelled; or measured
@@ -81,7 +81,7 @@ struct Spread {
                                                       std::int64_t batch_size);
 
 /**
- * Per device, the lookups the measured backends hand to the kernels (ShardBench's batch at
+ * Per device, the lookups the measured backends hand to the kernels (ShardTimer's batch at
  * `options.batch_size`, draw `options.batch_number`, after the remap), counted by tier: those
  * below their shard's hbm_rows are HBM's. Nothing is timed; the backend is not used. A check that
  * the measured backends run the plan's tiers: it follows `tier_lookups` up to sampling.

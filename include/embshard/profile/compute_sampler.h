@@ -9,7 +9,7 @@
  *   tables k draws with replacement over the augmented configurations: every pool table at
  *          every dim of `dims` (NeuroShard: 856 tables × {128, 64, 32, 16, 8, 4})
  *   redraw the k tables (same k) until their fp32 size is at most max_bytes (NeuroShard: 4 GB)
- * The tables are fused into one shard in draw order and timed with `ShardBench` (forward and
+ * The tables are fused into one shard in draw order and timed with `ShardTimer` (forward and
  * backward separately; the papers timed them together, their sum is fw_ms + bw_ms).
  */
 #include <cstdint>

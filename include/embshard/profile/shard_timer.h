@@ -1,6 +1,6 @@
 #pragma once
 /**
- * @file shard_bench.h
+ * @file shard_timer.h
  * @brief Times one device's shard — several tables fused into one embedding-bag call — on a
  *        real kernel, forward and backward separately.
  *
@@ -63,13 +63,13 @@ struct ShardTiming {
   std::int64_t resident_bytes = 0;  ///< what the lazy backing really occupied
 };
 
-class ShardBench {
+class ShardTimer {
  public:
   /**
    * Prepares the shard. `batch_number` picks an independent draw of the lookups. Throws Error
    * for a table with more than 2^31 − 1 rows (int32 indices) or an empty row range.
    */
-  ShardBench(std::vector<ShardTableSpec> tables, std::int64_t batch_size,
+  ShardTimer(std::vector<ShardTableSpec> tables, std::int64_t batch_size,
              std::uint64_t batch_number, kernels::EmbeddingBagImpl impl,
              kernels::OptimizerConfig optimizer = {});
 

@@ -1,4 +1,4 @@
-#include "embshard/profile/shard_bench.h"
+#include "embshard/profile/shard_timer.h"
 
 #include <algorithm>
 #include <limits>
@@ -10,7 +10,7 @@
 
 namespace embshard {
 
-ShardBench::ShardBench(std::vector<ShardTableSpec> tables, std::int64_t batch_size,
+ShardTimer::ShardTimer(std::vector<ShardTableSpec> tables, std::int64_t batch_size,
                        std::uint64_t batch_number, kernels::EmbeddingBagImpl impl,
                        kernels::OptimizerConfig optimizer)
     : batch_size_(batch_size), impl_(impl), optimizer_(optimizer) {
@@ -49,7 +49,7 @@ ShardBench::ShardBench(std::vector<ShardTableSpec> tables, std::int64_t batch_si
   grad_out_.assign(output_floats, 1e-3f);
 }
 
-void ShardBench::append_lookups(const ShardTableSpec& spec, std::uint64_t batch_number) {
+void ShardTimer::append_lookups(const ShardTableSpec& spec, std::uint64_t batch_number) {
   TableBatch batch = materialise_table(spec.model, batch_size_, batch_number);
   if (spec.remap) {
     EMBSHARD_CHECK(spec.remap->num_rows() == spec.model.num_rows, "shard bench: remap of table '",
@@ -68,21 +68,21 @@ void ShardBench::append_lookups(const ShardTableSpec& spec, std::uint64_t batch_
   }
 }
 
-std::span<const std::int32_t> ShardBench::table_lookups(std::size_t t) const {
+std::span<const std::int32_t> ShardTimer::table_lookups(std::size_t t) const {
   EMBSHARD_CHECK(t < tables_.size(), "shard bench: table ", t, " of ", tables_.size());
   const auto begin = static_cast<std::size_t>(offsets_[t * static_cast<std::size_t>(batch_size_)]);
   const auto end = static_cast<std::size_t>(offsets_[(t + 1) * static_cast<std::size_t>(batch_size_)]);
   return std::span<const std::int32_t>(indices_).subspan(begin, end - begin);
 }
 
-void ShardBench::check(const kernels::KernelStatus& status, const char* what) const {
+void ShardTimer::check(const kernels::KernelStatus& status, const char* what) const {
   if (!status.ok()) {  // the lookups were generated in range: a failure is a bug
     throw InternalError(detail::concat("shard bench: ", what, " failed: ",
                                        kernels::to_string(status.error), " at ", status.position));
   }
 }
 
-void ShardBench::flush_operands() const {
+void ShardTimer::flush_operands() const {
   const auto vector_bytes = [](const auto& v) { return v.size() * sizeof(v[0]); };
   evict_lines(indices_.data(), vector_bytes(indices_));
   evict_lines(offsets_.data(), vector_bytes(offsets_));
@@ -100,7 +100,7 @@ void ShardBench::flush_operands() const {
   }
 }
 
-ShardTiming ShardBench::measure(const MeasureOptions& options) {
+ShardTiming ShardTimer::measure(const MeasureOptions& options) {
   ShardTiming timing;
   timing.num_lookups = num_lookups();
   for (const LazyTable& t : tables_) {
@@ -126,7 +126,7 @@ ShardTiming ShardBench::measure(const MeasureOptions& options) {
   return timing;
 }
 
-ShardTiming ShardBench::measure_on_gpu(const kernels::BagBatch& batch, const MeasureOptions& options,
+ShardTiming ShardTimer::measure_on_gpu(const kernels::BagBatch& batch, const MeasureOptions& options,
                                        ShardTiming timing) {
   // Uploads tables and lookups once; a tiered table's rows from hbm_rows on go to mapped host memory.
   kernels::CudaEmbeddingBag gpu(views_, batch, hbm_rows_);
