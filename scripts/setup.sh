@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what embshard needs (Debian 12 packages) and builds it into ./build.
+# Installs what embshard needs (Debian 12 packages), builds it into ./build and installs the
+# Python package into a cached virtual environment (scripts/setup_python.sh prints its python).
 # Idempotent: packages already present are not reinstalled; the build is incremental.
 # CI=true turns warnings into errors.
 set -euo pipefail
@@ -27,3 +28,5 @@ werror=OFF
 [ "${CI:-false}" = "true" ] && werror=ON
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DEMBSHARD_WERROR=$werror >/dev/null
 cmake --build build -j2
+# The Python package (python/embshard) into its cached virtual environment (docs/python.md).
+bash scripts/setup_python.sh > /dev/null

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs every test:
-#   1. the GoogleTest suite and the Python / browser tests through ctest (build/);
+#   1. the GoogleTest suite and the Python / browser tests through ctest (build/), then the Python
+#      package's tests (tests/python/package) against real torch / fbgemm-gpu-cpu / torchrec 1.9.2
+#      in the cached environment of scripts/setup_python.sh --torchrec; none may skip;
 #   2. the GoogleTest suite again under two faked hardware fingerprints (no test may depend on the
 #      host's CPU, cache or core count: scripts/test_fake_fingerprint.sh);
 #   3. the suite under AddressSanitizer + UndefinedBehaviorSanitizer (scripts/sanitize.sh, build-san/);
@@ -14,6 +16,9 @@ step() { echo "test: $1 ($(( (SECONDS - started) / 60 )) min so far)"; }
 bash scripts/setup.sh
 step "the suite"
 ctest --test-dir build --output-on-failure -j2
+step "the Python package against TorchRec"
+python=$(bash scripts/setup_python.sh --torchrec | tail -n 1)
+EMBSHARD_REQUIRE_TORCHREC=1 "$python" -m pytest -q -p no:cacheprovider
 step "the suite under faked hardware fingerprints"
 bash scripts/test_fake_fingerprint.sh
 if [ "${SANITIZE:-1}" = 1 ]; then

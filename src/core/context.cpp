@@ -1,5 +1,6 @@
 #include "embshard/core/context.h"
 
+#include <cstdio>
 #include <iostream>
 
 #include "embshard/core/error.h"
@@ -7,6 +8,21 @@
 namespace embshard {
 
 namespace detail {
+std::string one_line(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte >= 0x20 && byte != 0x7f) {
+      out += c;
+    } else {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", byte);
+      out += hex;
+    }
+  }
+  return out;
+}
+
 void throw_internal(const char* condition, const char* file, int line) {
   throw InternalError(concat("internal error (a bug in embshard): ", condition, " failed at ",
                              file, ":", line));

@@ -6,6 +6,7 @@
 
 #include "core/json_reader.h"
 #include "embshard/core/file_io.h"
+#include "embshard/data/derived_stats.h"
 
 namespace embshard {
 namespace {
@@ -97,8 +98,57 @@ Topology topology_from(const JsonNode& n) {
   return t;
 }
 
-TableSpec table_from(const JsonNode& n, std::int64_t batch_size, const Pool* pool) {
-  n.only_keys({"name", "dim", "dtype", "pool_id", "source_id", "stats"});
+DerivedStatsModel derived_model_from(const JsonNode& n) {
+  n.only_keys({"zipf_alpha", "active_ratio", "zipf_offset"});
+  DerivedStatsModel m = pool_median_model();
+  if (n.has("zipf_alpha")) m.zipf_alpha = n.at("zipf_alpha").as_double();
+  if (n.has("active_ratio")) m.active_ratio = n.at("active_ratio").as_double();
+  if (n.has("zipf_offset")) m.zipf_offset = n.at("zipf_offset").as_int();
+  const std::string err = find_error_in_model(m, n.label());
+  EMBSHARD_CHECK(err.empty(), err);
+  return m;
+}
+
+/** A table's "stats" with only the shape (no "bins"): derived under `model` (derived_stats.h). */
+TableStats derived_stats_from(const JsonNode& s, std::int64_t batch_size,
+                              const DerivedStatsModel& model, const std::string& where) {
+  s.only_keys({"num_rows", "pooling_factor", "coverage"});
+  return derive_table_stats(s.at("num_rows").as_int(), s.at("pooling_factor").as_double(),
+                            s.has("coverage") ? s.at("coverage").as_double() : -1.0, batch_size,
+                            model, where);
+}
+
+TableConstraints table_constraints_from(const JsonNode& n) {
+  n.only_keys({"sharding_types", "allow_uvm", "min_partition"});
+  TableConstraints c;
+  if (n.has("sharding_types")) {
+    const JsonNode types = n.at("sharding_types");
+    types.expect_array();
+    if (types.size() == 0) types.fail("names no sharding type (leave it out to allow any)");
+    for (std::size_t i = 0; i < types.size(); ++i)
+      c.sharding_types.push_back(parse_sharding_type(types.at(i).as_string(), types.at(i).label()));
+  }
+  if (n.has("allow_uvm")) c.allow_uvm = n.at("allow_uvm").as_bool();
+  if (n.has("min_partition")) c.min_partition = static_cast<int>(n.at("min_partition").as_int(0, kMaxTableDim));
+  return c;
+}
+
+json table_constraints_json(const TableConstraints& c) {
+  json j = json::object();
+  if (!c.sharding_types.empty()) {
+    json types = json::array();
+    for (ShardingType t : c.sharding_types) types.push_back(to_string(t));
+    j["sharding_types"] = types;
+  }
+  if (!c.allow_uvm) j["allow_uvm"] = false;
+  if (c.min_partition != 0) j["min_partition"] = c.min_partition;
+  return j;
+}
+
+TableSpec table_from(const JsonNode& n, std::int64_t batch_size, const Pool* pool,
+                     const DerivedStatsModel& model) {
+  n.only_keys({"name", "dim", "dtype", "pool_id", "source_id", "stats", "stats_origin", "optimizer",
+               "constraints"});
   TableSpec t;
   t.name = n.at("name").as_string();
   t.dim = static_cast<int>(n.at("dim").as_int(1, kMaxTableDim));
@@ -106,10 +156,21 @@ TableSpec table_from(const JsonNode& n, std::int64_t batch_size, const Pool* poo
                            : WeightType::kF32;
   if (n.has("source_id")) t.source_id = n.at("source_id").as_int(0);
   if (n.has("pool_id")) t.source_id = n.at("pool_id").as_int(0);
+  if (n.has("stats_origin")) t.stats_origin = n.at("stats_origin").as_string();
+  if (n.has("optimizer"))
+    t.optimizer = parse_optimizer_state(n.at("optimizer").as_string(), n.at("optimizer").label());
+  if (n.has("constraints")) t.constraints = table_constraints_from(n.at("constraints"));
   if (n.has("stats")) {
     const JsonNode s = n.at("stats");
-    s.only_keys({EMBSHARD_STATS_KEYS});
-    t.stats = stats_from(s, detail::concat(s.label(), " (table '", t.name, "')"));
+    const std::string where = detail::concat(s.label(), " (table '", t.name, "')");
+    if (s.has("bins")) {
+      s.only_keys({EMBSHARD_STATS_KEYS});
+      t.stats = stats_from(s, where);
+    } else {
+      if (n.has("stats_origin")) n.at("stats_origin").fail("is set on a table whose statistics are derived");
+      t.stats = derived_stats_from(s, batch_size, model, where);
+      t.stats_origin = model.origin();
+    }
   } else {
     if (!n.has("pool_id")) n.fail("a table needs 'stats' or 'pool_id'");
     EMBSHARD_ASSERT(pool != nullptr);
@@ -196,6 +257,9 @@ std::string task_to_json(const Task& task) {
       from_pool = true;
     }
     j["stats"] = stats_json(t.stats);
+    if (!t.stats_origin.empty()) j["stats_origin"] = t.stats_origin;
+    if (t.optimizer != OptimizerState::kNone) j["optimizer"] = to_string(t.optimizer);
+    if (!t.constraints.is_default()) j["constraints"] = table_constraints_json(t.constraints);
     tables.push_back(std::move(j));
   }
   json doc = {{"schema_version", kTaskSchemaVersion},
@@ -217,7 +281,7 @@ Task task_from_json(const std::string& text, const std::string& where) {
   const json doc = detail::parse_json(text, where);
   const JsonNode root(doc, where);
   root.only_keys({"schema_version", "id", "protocol", "seed", "batch_size", "topology",
-                  "constraints", "pool_seed", "tables"});
+                  "constraints", "pool_seed", "derived_stats", "tables"});
   const JsonNode version_node = root.at("schema_version");
   const std::int64_t version = version_node.as_int();
   if (version != kTaskSchemaVersion)
@@ -238,6 +302,8 @@ Task task_from_json(const std::string& text, const std::string& where) {
     if (c.has("allow_uvm")) task.constraints.allow_uvm = c.at("allow_uvm").as_bool();
   }
   task.pool_seed = root.has("pool_seed") ? root.at("pool_seed").as_uint64() : 0;
+  const DerivedStatsModel model =
+      root.has("derived_stats") ? derived_model_from(root.at("derived_stats")) : pool_median_model();
   std::unique_ptr<Pool> pool;
   const JsonNode tables = root.at("tables");
   tables.expect_array();
@@ -247,7 +313,7 @@ Task task_from_json(const std::string& text, const std::string& where) {
     const JsonNode t = tables.at(i);
     t.expect_object();
     if (!t.has("stats") && !pool) pool = std::make_unique<Pool>(Pool::generate(task.pool_seed));
-    task.workload.tables.push_back(table_from(t, task.workload.batch_size, pool.get()));
+    task.workload.tables.push_back(table_from(t, task.workload.batch_size, pool.get(), model));
   }
   check_task(task, where);
   return task;

@@ -56,29 +56,14 @@ constexpr std::int64_t kMaxTables = std::int64_t{1} << 16;  // the dataset has 8
 constexpr std::int64_t kProgressMinLookups = 20'000'000;    // log progress above this size
 constexpr std::uint64_t kLogReadBytes = std::uint64_t{100} << 20;  // log reading above this
 
-/** `message` with control characters (from names inside a corrupt file) escaped as \xNN. */
-std::string one_line(const char* message) {
-  std::string out;
-  for (const char* p = message; *p != '\0'; ++p) {
-    const auto c = static_cast<unsigned char>(*p);
-    if (c >= 0x20 && c != 0x7f) {
-      out.push_back(static_cast<char>(c));
-    } else {
-      char hex[8];
-      std::snprintf(hex, sizeof hex, "\\x%02x", c);
-      out += hex;
-    }
-  }
-  return out;
-}
-
-/** Runs `f`, rethrowing any Error as a one-line Error. */
+/** Runs `f`, rethrowing any Error as a one-line Error (names inside a corrupt file may hold
+ *  control characters). */
 template <typename F>
 decltype(auto) one_line_errors(F&& f) {
   try {
     return f();
   } catch (const Error& e) {
-    throw Error(one_line(e.what()));
+    throw Error(detail::one_line(e.what()));
   }
 }
 

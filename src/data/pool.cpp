@@ -166,6 +166,10 @@ TableStats expected_table_stats(const PoolTable& t, std::int64_t batch_size) {
   const detail::Occupancy occ = detail::expected_occupancy(t.active_rows, t.zipf_alpha, t.zipf_offset, lookups);
   s.num_indices = std::llround(lookups);
   s.num_distinct = std::min<std::int64_t>(s.num_indices, std::llround(occ.num_distinct));
+  // Expected counts are rounded: under half a lookup is an empty table (no bins, no ICDF), and
+  // a looked-up table has at least one distinct row.
+  if (s.num_indices == 0) return s;
+  s.num_distinct = std::max<std::int64_t>(s.num_distinct, 1);
   if (occ.num_distinct > 0) {
     for (int j = 0; j < kNumReuseBins; ++j) s.bins[j] = occ.distinct_bins[j] / occ.num_distinct;
   }

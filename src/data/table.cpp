@@ -17,6 +17,43 @@ WeightType parse_weight_type(const std::string& text, const std::string& where) 
   EMBSHARD_THROW(where, ": unknown weight type '", text, "' (expected fp32 or fp16)");
 }
 
+const char* to_string(OptimizerState state) {
+  switch (state) {
+    case OptimizerState::kNone: return "none";
+    case OptimizerState::kRowWiseAdagrad: return "rowwise_adagrad";
+    case OptimizerState::kAdagrad: return "adagrad";
+    case OptimizerState::kAdam: return "adam";
+  }
+  return "?";
+}
+
+OptimizerState parse_optimizer_state(const std::string& text, const std::string& where) {
+  for (OptimizerState s : {OptimizerState::kNone, OptimizerState::kRowWiseAdagrad,
+                           OptimizerState::kAdagrad, OptimizerState::kAdam})
+    if (text == to_string(s)) return s;
+  EMBSHARD_THROW(where, ": unknown optimizer '", text,
+                 "' (expected none, rowwise_adagrad, adagrad or adam)");
+}
+
+bool TableConstraints::allows(ShardingType type) const {
+  if (sharding_types.empty()) return true;
+  for (ShardingType t : sharding_types)
+    if (t == type) return true;
+  return false;
+}
+
+std::int64_t TableSpec::shard_bytes(std::int64_t rows, std::int64_t cols) const {
+  const std::int64_t weights = rows * cols * bytes_per_element(dtype);
+  switch (optimizer) {
+    case OptimizerState::kNone: return weights;
+    case OptimizerState::kRowWiseAdagrad:  // weights / dim, rounded up as TorchRec's ceil does
+      return weights + (dim > 0 ? (weights + dim - 1) / dim : 0);
+    case OptimizerState::kAdagrad: return 2 * weights;
+    case OptimizerState::kAdam: return 3 * weights;
+  }
+  return weights;
+}
+
 std::string find_error_in_stats(const TableStats& s, const std::string& where) {
   std::ostringstream err;
   auto bad = [&](const char* field, const auto& value, const char* why) {

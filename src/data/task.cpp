@@ -18,6 +18,31 @@ std::int64_t Workload::total_dim() const {
   return sum;
 }
 
+std::string find_error_in_table_constraints(const TableSpec& t, const Constraints& task_wide,
+                                           const std::string& at) {
+  const TableConstraints& c = t.constraints;
+  if (c.min_partition < 0 || c.min_partition > kMaxTableDim)
+    return at + ": constraints.min_partition = " + std::to_string(c.min_partition) +
+           " must lie in [0, " + std::to_string(kMaxTableDim) + "]";
+  const auto task_allows = [&](ShardingType type) {
+    if (type == ShardingType::kColumnWise) return task_wide.allow_column_split;
+    if (type == ShardingType::kRowWise || type == ShardingType::kTableRowWise)
+      return task_wide.allow_row_split;
+    return true;
+  };
+  std::set<int> seen;
+  bool any = c.sharding_types.empty();
+  for (ShardingType type : c.sharding_types) {
+    if (!seen.insert(static_cast<int>(type)).second)
+      return at + ": constraints.sharding_types names " + to_string(type) + " twice";
+    any = any || task_allows(type);
+  }
+  if (!any)
+    return at + ": constraints.sharding_types allows only types the task's constraints forbid "
+                "(allow_column_split / allow_row_split)";
+  return "";
+}
+
 std::string find_error_in_task(const Task& task, const std::string& where) {
   const auto& tables = task.workload.tables;
   if (tables.empty()) return where + ": the task has no tables";
@@ -39,8 +64,9 @@ std::string find_error_in_task(const Task& task, const std::string& where) {
     if (auto err = find_error_in_stats(t.stats, at); !err.empty()) return err;
     if (t.size_bytes() > kMaxTableBytes)  // exact: rows ≤ 2^40, dim ≤ 2^16 (table.h)
       return at + ": " + std::to_string(t.num_rows()) + " rows × dim " + std::to_string(t.dim) +
-             " = " + std::to_string(t.size_bytes()) +
-             " bytes, more than the 2^46 bytes (64 TiB) a table may hold";
+             " = " + std::to_string(t.size_bytes()) + " bytes" +
+             (t.optimizer == OptimizerState::kNone ? "" : " with optimizer state") + ", more than the 2^46 bytes (64 TiB) a table may hold";
+    if (auto err = find_error_in_table_constraints(t, task.constraints, at); !err.empty()) return err;
   }
   return find_error_in_topology(task.topology, where);
 }

@@ -22,9 +22,13 @@ std::string table_label(const RecShardInput& input, std::size_t j) {
   return detail::concat("table ", j, " '", input.tables[j].name, "'");
 }
 
-std::int64_t row_bytes(const RecShardTable& t) {
+/** Bytes a lookup reads: the row's weights. */
+std::int64_t weight_row_bytes(const RecShardTable& t) {
   return static_cast<std::int64_t>(t.dim) * t.bytes_per_element;
 }
+
+/** Bytes a row occupies: its weights and its optimizer state. */
+std::int64_t row_bytes(const RecShardTable& t) { return weight_row_bytes(t) + t.state_bytes_per_row; }
 
 int steps_of(const RecShardTable& t) { return static_cast<int>(t.icdf.size()) - 1; }
 
@@ -79,7 +83,7 @@ double recshard_table_cost_ms(const RecShardInput& input, int table, int step) {
   EMBSHARD_CHECK(step >= 0 && step <= steps_of(t), "table '", t.name, "': step ", step,
                  " is outside 0..", steps_of(t));
   const double pct = static_cast<double>(step) / steps_of(t);
-  const double demand = t.pooling * static_cast<double>(row_bytes(t)) *
+  const double demand = t.pooling * static_cast<double>(weight_row_bytes(t)) *
                         static_cast<double>(input.batch_size);
   return 1e3 * demand * (pct / input.hbm_bytes_per_s + (1.0 - pct) / input.uvm_bytes_per_s);
 }
@@ -358,7 +362,7 @@ RecShardMilp build_recshard_milp(const RecShardInput& input, const RecShardOptio
     model.add_constraint(detail::concat("c6_t", j), terms, MilpSense::kEqual, 1.0);
 
     // (11): c_j − L_j (1/BW_HBM − 1/BW_UVM) pct_j = L_j / BW_UVM
-    const double demand = t.pooling * static_cast<double>(row_bytes(t)) *
+    const double demand = t.pooling * static_cast<double>(weight_row_bytes(t)) *
                           static_cast<double>(input.batch_size);
     model.add_constraint(detail::concat("c11_t", j),
                          {{r.table_cost[j], 1.0}, {r.pct[j], -demand * (inv_hbm - inv_uvm)}},

@@ -19,23 +19,8 @@
 namespace embshard {
 namespace {
 
-constexpr const char* kTypeNames[] = {"table_wise", "column_wise", "row_wise", "table_row_wise"};
-
-/// `name` in quotes, control characters written as \xNN so that messages stay on one line.
-std::string quoted(const std::string& name) {
-  std::string out = "'";
-  for (const char c : name) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (byte >= 0x20 && byte != 0x7f) {
-      out += c;
-    } else {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", byte);
-      out += buf;
-    }
-  }
-  return out + "'";
-}
+/// `name` in quotes, on one line (detail::one_line).
+std::string quoted(const std::string& name) { return "'" + detail::one_line(name) + "'"; }
 
 std::string table_prefix(const std::string& name) { return "plan: table " + quoted(name); }
 
@@ -236,15 +221,6 @@ std::unordered_map<std::string, std::size_t> table_index(const Task& task) {
 
 }  // namespace
 
-const char* to_string(ShardingType type) { return kTypeNames[static_cast<int>(type)]; }
-
-ShardingType parse_sharding_type(const std::string& text, const std::string& where) {
-  for (int i = 0; i < 4; ++i)
-    if (text == kTypeNames[i]) return static_cast<ShardingType>(i);
-  EMBSHARD_THROW(where, ": unknown sharding type ", quoted(text),
-                 " (expected table_wise, column_wise, row_wise or table_row_wise)");
-}
-
 std::vector<DeviceMemory> plan_memory(const Task& task, const Plan& plan) {
   std::vector<DeviceMemory> use(task.topology.devices.size());
   const auto index = table_index(task);
@@ -262,13 +238,38 @@ std::vector<DeviceMemory> plan_memory(const Task& task, const Plan& plan) {
       const std::int64_t cols =
           std::max(std::clamp(s.col_end, 0, dim) - std::clamp(s.col_begin, 0, dim), 0);
       const std::int64_t hbm = s.hbm_rows < 0 ? rows : std::min(s.hbm_rows, rows);
-      const std::int64_t row_bytes = cols * bytes_per_element(spec.dtype);
       DeviceMemory& m = use[static_cast<std::size_t>(s.device)];
-      m.hbm_bytes += hbm * row_bytes;
-      m.uvm_bytes += (rows - hbm) * row_bytes;
+      m.hbm_bytes += spec.shard_bytes(hbm, cols);
+      m.uvm_bytes += spec.shard_bytes(rows - hbm, cols);
     }
   }
   return use;
+}
+
+std::string find_table_constraint_violation(const Task& task, const Plan& plan) {
+  const auto index = table_index(task);
+  for (const TablePlacement& tp : plan.tables) {
+    const auto it = index.find(tp.table);
+    if (it == index.end()) continue;
+    const TableConstraints& c = task.workload.tables[it->second].constraints;
+    if (!c.allows(tp.type)) {
+      std::string allowed;
+      for (ShardingType t : c.sharding_types) allowed += (allowed.empty() ? "" : ", ") + std::string(to_string(t));
+      return table_prefix(tp.table) + " is " + to_string(tp.type) +
+             ", but its constraints allow only " + allowed;
+    }
+    for (const Shard& s : tp.shards) {
+      if (!c.allow_uvm && s.hbm_rows >= 0 && s.hbm_rows < s.num_rows())
+        return table_prefix(tp.table) + " keeps rows in UVM on device " + std::to_string(s.device) +
+               ", but its constraints allow HBM only";
+      if (tp.type == ShardingType::kColumnWise && s.num_cols() < c.min_partition &&
+          s.num_cols() < task.workload.tables[it->second].dim)
+        return table_prefix(tp.table) + " has a column shard " + std::to_string(s.num_cols()) +
+               " wide on device " + std::to_string(s.device) + ", below its min_partition " +
+               std::to_string(c.min_partition);
+    }
+  }
+  return "";
 }
 
 std::string find_error_in_plan(const Task& task, const Plan& plan) {
@@ -289,6 +290,7 @@ std::string find_error_in_plan(const Task& task, const Plan& plan) {
   for (std::size_t t = 0; t < entry_of.size(); ++t)
     if (entry_of[t] < 0)
       return table_prefix(task.workload.tables[t].name) + " of the task has no placement";
+  if (auto err = find_table_constraint_violation(task, plan); !err.empty()) return err;
   return find_memory_error(task, plan);
 }
 

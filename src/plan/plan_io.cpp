@@ -37,8 +37,14 @@ void write_provenance(std::ostringstream& out, const Provenance& p) {
       << "    \"embshard_version\": " << json_string(p.embshard_version) << ",\n"
       << "    \"seed\": " << p.seed << ",\n"
       << "    \"wall_ms\": " << Json(p.wall_ms).dump() << ",\n"
-      << "    \"created_utc\": " << json_string(p.created_utc) << "\n"
-      << "  },\n";
+      << "    \"created_utc\": " << json_string(p.created_utc);
+  if (!p.derived_stats_tables.empty()) {
+    out << ",\n    \"derived_stats_tables\": [";
+    for (std::size_t i = 0; i < p.derived_stats_tables.size(); ++i)
+      out << (i == 0 ? "" : ", ") << json_string(p.derived_stats_tables[i]);
+    out << "]";
+  }
+  out << "\n  },\n";
 }
 
 void write_shard(std::ostringstream& out, const Shard& s) {
@@ -85,6 +91,12 @@ Provenance read_provenance(const JsonNode& n) {
   text("created_utc", p.created_utc);
   if (n.has("seed")) p.seed = n.at("seed").as_uint64();
   if (n.has("wall_ms")) p.wall_ms = n.at("wall_ms").as_double(0.0);
+  if (n.has("derived_stats_tables")) {
+    const JsonNode names = n.at("derived_stats_tables");
+    names.expect_array();
+    for (std::size_t i = 0; i < names.size(); ++i)
+      p.derived_stats_tables.push_back(names.at(i).as_string());
+  }
   return p;
 }
 

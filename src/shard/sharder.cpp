@@ -58,7 +58,15 @@ ShardResult plan_task(const std::string& spec, const Task& task, CostModel* cost
   p.seed = ctx.seed;
   p.wall_ms = now_ms() - start_ms;
   p.created_utc = utc_timestamp();
+  for (const TableSpec& t : task.workload.tables)
+    if (t.stats_origin.rfind("derived", 0) == 0) p.derived_stats_tables.push_back(t.name);
   if (result.status == ShardStatus::kOk) {
+    // A sharder that cannot express a table's constraints says so as infeasible, naming the table.
+    if (std::string violation = find_table_constraint_violation(task, result.plan); !violation.empty()) {
+      result.status = ShardStatus::kInfeasible;
+      result.reason = "sharder '" + short_sharder_spec(spec) + "' cannot honour the table constraints: " + violation;
+      return result;
+    }
     const std::string problem = find_error_in_plan(task, result.plan);
     if (!problem.empty()) {
       throw InternalError(detail::concat("sharder '", p.sharder, "' returned an invalid plan: ", problem));

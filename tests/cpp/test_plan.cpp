@@ -622,6 +622,7 @@ void expect_same_plan(const Plan& a, const Plan& b) {
   EXPECT_EQ(a.provenance.seed, b.provenance.seed);
   EXPECT_EQ(a.provenance.wall_ms, b.provenance.wall_ms);
   EXPECT_EQ(a.provenance.created_utc, b.provenance.created_utc);
+  EXPECT_EQ(a.provenance.derived_stats_tables, b.provenance.derived_stats_tables);
   ASSERT_EQ(a.tables.size(), b.tables.size());
   for (std::size_t t = 0; t < a.tables.size(); ++t) {
     EXPECT_EQ(a.tables[t].table, b.tables[t].table);
@@ -650,7 +651,8 @@ TEST(PlanJson, RoundTripsRandomPlans) {
                          embshard_version(),
                          iter == 0 ? std::numeric_limits<std::uint64_t>::max() : rng(),
                          static_cast<double>(rng() % 100000) / 7.0,
-                         "2024-06-11T12:00:00Z"};
+                         "2024-06-11T12:00:00Z",
+                         iter % 2 == 0 ? std::vector<std::string>{} : std::vector<std::string>{"t0", "x\"y"}};
     const std::string text = plan_to_json(c.plan);
     const Plan back = plan_from_json(text, "mem.json");
     expect_same_plan(c.plan, back);

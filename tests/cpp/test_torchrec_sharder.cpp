@@ -9,6 +9,7 @@
 
 #include "embshard/data/pool.h"
 #include "embshard/data/random.h"
+#include "embshard/eval/cost_models.h"
 #include "embshard/shard/sharder.h"
 #include "shard/torchrec/torchrec_planner.h"
 #include "shard_test_util.h"
@@ -318,9 +319,75 @@ TEST(TorchrecSharder, RowWiseShardsUseCeilBlocksAndDropEmptyTails) {
   EXPECT_EQ(find_error_in_plan(task, plan), "");
 }
 
+TEST(TorchrecSharder, FormulaSetsDifferOnlyInPooledOutputsBelowOneLookup) {
+  // torchrec 1.9.2 counts pooled outputs as min(1, pf)·B, 1.4.0a0 as B (torchrec_planner.h).
+  // pf = 0.25, B = 256 per rank, W = 4, D = 128, fp32, TorchRec's bandwidths:
+  //   1.9.2 output bytes O·W·D·4 = 64·4·128·4 = 131,072; 1.4.0a0: 256·4·128·4 = 524,288.
+  const Task task = hand_task({table("t", 128, 1000, 0.25)}, "v100:gpus_per_node=4", 1024);
+  tr::PlannerOptions options;
+  options.bandwidths = tr::BandwidthSource::kTorchrec;
+  const auto perf_of = [&](tr::TorchrecFormulas formulas) {
+    options.formulas = formulas;
+    return tr::shard_perf(task.workload.tables[0], ShardingType::kTableWise, tr::ComputeKernel::kFused,
+                          128, tr::make_torchrec_topology(task, options));
+  };
+  const tr::Perf released = perf_of(tr::TorchrecFormulas::k1_9_2);
+  const tr::Perf snapshot = perf_of(tr::TorchrecFormulas::k1_4_0a0);
+  EXPECT_NEAR(released.fwd_comms_ms, 131072.0 / tr::kIntraHostBwBytesPerMs, 1e-15);
+  EXPECT_NEAR(snapshot.fwd_comms_ms, 524288.0 / tr::kIntraHostBwBytesPerMs, 1e-15);
+  // At pf ≥ 1 the two agree exactly.
+  const Task dense = hand_task({table("t", 128, 1000, 3.0)}, "v100:gpus_per_node=4", 1024);
+  const auto dense_total = [&](tr::TorchrecFormulas formulas) {
+    options.formulas = formulas;
+    return tr::shard_perf(dense.workload.tables[0], ShardingType::kTableWise, tr::ComputeKernel::kFused,
+                          128, tr::make_torchrec_topology(dense, options)).total_ms();
+  };
+  EXPECT_DOUBLE_EQ(dense_total(tr::TorchrecFormulas::k1_9_2), dense_total(tr::TorchrecFormulas::k1_4_0a0));
+  EXPECT_EQ(plan_task("torchrec:formulas=1.4.0a0", pool_task(8, "v100:gpus_per_node=4", 3), nullptr, quiet()).status,
+            ShardStatus::kOk);
+}
+
+TEST(TorchrecSharder, HonoursEachTablesOwnConstraints) {
+  Task task = pool_task(12, "v100:gpus_per_node=4", 11);
+  size_memory(task, 1.5);
+  task.workload.tables[0].constraints.sharding_types = {ShardingType::kRowWise};
+  task.workload.tables[1].constraints.sharding_types = {ShardingType::kColumnWise};
+  task.workload.tables[1].constraints.min_partition = 8;
+  task.workload.tables[2].constraints.sharding_types = {ShardingType::kTableRowWise};
+  const ShardResult r = plan_task("torchrec", task, nullptr, quiet());
+  ASSERT_EQ(r.status, ShardStatus::kOk) << r.reason;
+  EXPECT_EQ(r.plan.tables[0].type, ShardingType::kRowWise);
+  EXPECT_EQ(r.plan.tables[1].type, ShardingType::kColumnWise);
+  EXPECT_EQ(r.plan.tables[2].type, ShardingType::kTableRowWise);
+  EXPECT_EQ(find_table_constraint_violation(task, r.plan), "");
+  // A sharder that only places whole tables reports the table it cannot honour, as infeasible.
+  auto cost = make_cost_model("sim", task);
+  const ShardResult greedy = plan_task("greedy", task, cost.get(), quiet());
+  EXPECT_EQ(greedy.status, ShardStatus::kInfeasible);
+  EXPECT_NE(greedy.reason.find("table '" + task.workload.tables[0].name + "' is table_wise, but its "
+                               "constraints allow only row_wise"), std::string::npos) << greedy.reason;
+}
+
+TEST(TorchrecSharder, CountsOptimizerStateInStorage) {
+  Task task = hand_task({table("t", 128, 1000, 1.0)}, "v100:gpus_per_node=4", 1024);
+  tr::PlannerOptions options;
+  const auto topo = tr::make_torchrec_topology(task, options);
+  const tr::OptionShard whole{0, 1000, 0, 128, {}, {}};
+  const auto hbm = [&](OptimizerState state) {
+    task.workload.tables[0].optimizer = state;
+    return tr::shard_storage(task.workload.tables[0], ShardingType::kTableWise, tr::ComputeKernel::kFused,
+                             whole, topo).hbm_bytes;
+  };
+  const std::int64_t weights = 1000 * 128 * 4;
+  const std::int64_t none = hbm(OptimizerState::kNone);
+  EXPECT_EQ(hbm(OptimizerState::kAdam) - none, 2 * weights);             // m = 2
+  EXPECT_EQ(hbm(OptimizerState::kRowWiseAdagrad) - none, weights / 128);  // m = 1 / dim
+  EXPECT_EQ(hbm(OptimizerState::kAdagrad) - none, weights);              // m = 1
+}
+
 TEST(TorchrecSharder, SpecIsCanonicalAndRegistered) {
   EXPECT_EQ(canonical_sharder_spec("torchrec"),
-            "torchrec:partitioner=greedy,proposers=default,bandwidths=task,storage_reservation=0.15,"
+            "torchrec:formulas=1.9.2,partitioner=greedy,proposers=default,bandwidths=task,storage_reservation=0.15,"
             "reservation=heuristical,min_partition=128,threshold=0");
 }
 

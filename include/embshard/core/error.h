@@ -16,6 +16,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 
 namespace embshard {
@@ -41,6 +42,8 @@ std::string concat(Parts&&... parts) {
   return out.str();
 }
 [[noreturn]] void throw_internal(const char* condition, const char* file, int line);
+/** `text` with control characters and DEL written as \xNN, so a message naming it stays one line. */
+[[nodiscard]] std::string one_line(std::string_view text);
 }  // namespace detail
 
 }  // namespace embshard

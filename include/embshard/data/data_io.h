@@ -21,7 +21,14 @@
  *    "tables": [{"name": "t0", "dim": 64, "dtype": "fp32", "pool_id": 17, "stats": {...}}]}
  *
  * A table gives its "stats" inline, or only a "pool_id", resolved against the pool of
- * "pool_seed" at the task's batch size. Readers reject malformed JSON, unknown or repeated keys,
+ * "pool_seed" at the task's batch size. Stats that give only the shape — {"num_rows",
+ * "pooling_factor"} and optionally "coverage", no "bins" — are derived (derived_stats.h) under the
+ * task's optional "derived_stats": {"zipf_alpha", "active_ratio", "zipf_offset"} (each defaulting
+ * to pool_median_model()); the writer then writes the full statistics with the table's
+ * "stats_origin" ("derived:…"), so a written task reads back exactly. A table may also name its
+ * "optimizer" ("none" | "rowwise_adagrad" | "adagrad" | "adam": state counted in its memory,
+ * table.h) and its "constraints": {"sharding_types": ["row_wise", …], "allow_uvm": false,
+ * "min_partition": 32} (TableConstraints); both are written only when not the default. Readers reject malformed JSON, unknown or repeated keys,
  * missing, negative or too large fields and wrong types with one line naming the file and the JSON
  * path (`t.json: tables[0].dim: expected an integer ≥ 1, got -8`); tasks are then checked with
  * `find_error_in_task`.

@@ -15,12 +15,18 @@
  *   icdf[k]        = fewest rows (hottest first) that serve at least (k+1)% of the lookups,
  *                    k = 0..99, so icdf[99] == num_distinct; empty when the table has no lookups
  *
- * Table size in bytes = num_rows × dim × bytes_per_element(dtype).
+ * Table size in bytes = weights + optimizer state, where weights = num_rows × dim ×
+ * bytes_per_element(dtype) and the state is weights × m as TorchRec's storage estimator counts it
+ * (torchrec-planner.md §1.6): m = 0 without state (SGD, or no optimizer attached), 1/dim for
+ * row-wise Adagrad (one value per row), 1 for Adagrad, 2 for Adam (two moments). `shard_bytes`
+ * is the one definition; plans, the validator and every sharder's memory check use it.
  */
 #include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "embshard/data/sharding_type.h"
 
 namespace embshard {
 
@@ -64,6 +70,13 @@ enum class WeightType { kF32, kF16 };
 /** Parses "fp32" / "fp16" (also "float32" / "float16"); throws Error naming `where` otherwise. */
 [[nodiscard]] WeightType parse_weight_type(const std::string& text, const std::string& where);
 
+/** The optimizer state kept beside a table's weights (file comment). */
+enum class OptimizerState { kNone, kRowWiseAdagrad, kAdagrad, kAdam };
+
+[[nodiscard]] const char* to_string(OptimizerState state);
+/** Parses "none" / "rowwise_adagrad" / "adagrad" / "adam"; throws Error naming `where` otherwise. */
+[[nodiscard]] OptimizerState parse_optimizer_state(const std::string& text, const std::string& where);
+
 /** Access statistics of one table, measured from index data or modelled by the pool. */
 struct TableStats {
   std::int64_t num_rows = kMinTableRows;  ///< hash size, max(100, max index + 1)
@@ -76,6 +89,21 @@ struct TableStats {
   std::vector<double> icdf;               ///< kNumIcdfSteps row counts (see file comment) or empty
 };
 
+/**
+ * What one table may use, on top of the task's `Constraints` (TorchRec's `ParameterConstraints`):
+ * every sharder's plan is checked against them (`find_table_constraint_violation`, plan.h).
+ */
+struct TableConstraints {
+  std::vector<ShardingType> sharding_types;  ///< the types allowed; empty = any
+  bool allow_uvm = true;    ///< false: every row in HBM (TorchRec's "fused" kernel only)
+  int min_partition = 0;    ///< column_wise shards at least this wide (0 = no limit)
+
+  [[nodiscard]] bool allows(ShardingType type) const;
+  [[nodiscard]] bool is_default() const {
+    return sharding_types.empty() && allow_uvm && min_partition == 0;
+  }
+};
+
 /** One embedding table of a task: its shape, precision and access statistics. */
 struct TableSpec {
   std::string name;                 ///< unique within a task
@@ -83,12 +111,17 @@ struct TableSpec {
   WeightType dtype = WeightType::kF32;
   std::int64_t source_id = -1;      ///< index in the pool / stats file it came from, -1 if inline
   TableStats stats;
+  /** Where `stats` came from: "" when given in full (measured from indices, a stats file or the
+   *  pool); "derived:…" when derived from rows and pooling factor alone (derived_stats.h). */
+  std::string stats_origin;
+  OptimizerState optimizer = OptimizerState::kNone;
+  TableConstraints constraints;
 
   [[nodiscard]] std::int64_t num_rows() const { return stats.num_rows; }
-  /** rows × dim × bytes/element; exact for any table `find_error_in_task` accepts (≤ 2^46). */
-  [[nodiscard]] std::int64_t size_bytes() const {
-    return stats.num_rows * dim * bytes_per_element(dtype);
-  }
+  /** Bytes of `rows` × `cols` of this table: weights plus optimizer state (file comment). */
+  [[nodiscard]] std::int64_t shard_bytes(std::int64_t rows, std::int64_t cols) const;
+  /** shard_bytes of the whole table; exact for any table `find_error_in_task` accepts (≤ 2^46). */
+  [[nodiscard]] std::int64_t size_bytes() const { return shard_bytes(stats.num_rows, dim); }
 };
 
 /**

@@ -48,10 +48,16 @@ struct Task {
  * "" if `task` is valid, else one line naming the first problem, prefixed by `where` (a file
  * name) and naming the table: no tables or more than kMaxTasksTables, duplicate table names, a
  * dim that is not a positive multiple of 4, bad statistics, a table over kMaxTableBytes, a batch
- * outside [1, kMaxBatchSize], an unusable topology (table.h and topology.h give the limits and
- * why they keep every derived int64 exact).
+ * outside [1, kMaxBatchSize], table constraints that contradict themselves or the task's, an
+ * unusable topology (table.h and topology.h give the limits and why they keep every derived int64
+ * exact).
  */
 [[nodiscard]] std::string find_error_in_task(const Task& task, const std::string& where);
+
+/** "" if a table's own constraints are usable under the task-wide ones, else the problem after `at`. */
+[[nodiscard]] std::string find_error_in_table_constraints(const TableSpec& table,
+                                                          const Constraints& task_wide,
+                                                          const std::string& at);
 
 /** Throws Error with `find_error_in_task`'s message if the task is invalid. */
 void check_task(const Task& task, const std::string& where);

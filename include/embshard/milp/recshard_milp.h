@@ -91,6 +91,7 @@ struct RecShardTable {
   std::int64_t rows = 0;
   int dim = 0;
   int bytes_per_element = 4;
+  std::int64_t state_bytes_per_row = 0;  ///< optimizer state beside each row's weights (table.h)
   double pooling = 0.0;        ///< mean lookups per sample that accesses the table
   double coverage = 1.0;       ///< share of samples that access the table, [0, 1]
   std::vector<double> icdf;    ///< K+1 shares of rows for access shares 0, 1/K, ..., 1

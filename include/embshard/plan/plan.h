@@ -28,17 +28,13 @@
 #include <vector>
 
 #include "embshard/core/version.h"
+#include "embshard/data/sharding_type.h"
 #include "embshard/data/task.h"
 
 namespace embshard {
 
 /** Version of the plan JSON; bump when a field changes meaning. */
 inline constexpr int kPlanSchemaVersion = 1;
-
-enum class ShardingType { kTableWise, kColumnWise, kRowWise, kTableRowWise };
-[[nodiscard]] const char* to_string(ShardingType type);
-/** Parses "table_wise" etc.; throws Error naming `where`. */
-[[nodiscard]] ShardingType parse_sharding_type(const std::string& text, const std::string& where);
 
 struct Shard {
   int device = 0;
@@ -68,6 +64,9 @@ struct Provenance {
   std::uint64_t seed = 0;
   double wall_ms = 0.0;          ///< planning time
   std::string created_utc;       ///< ISO 8601
+  /** Tables planned on statistics derived from their shape, not measured (derived_stats.h);
+   *  empty when every table's statistics were given in full. */
+  std::vector<std::string> derived_stats_tables;
 };
 
 struct Plan {
@@ -84,7 +83,14 @@ struct DeviceMemory {
 /** Per-device memory use of `plan` on `task` (devices outside the topology are ignored). */
 [[nodiscard]] std::vector<DeviceMemory> plan_memory(const Task& task, const Plan& plan);
 
-/** "" if `plan` is a valid plan for `task`, else one line naming the first problem. */
+/**
+ * "" if every placement honours its table's `TableConstraints` (table.h: sharding types, HBM only,
+ * min_partition), else one line naming the table and the constraint. Placements of tables not in
+ * the task are skipped (find_error_in_plan reports them).
+ */
+[[nodiscard]] std::string find_table_constraint_violation(const Task& task, const Plan& plan);
+
+/** "" if `plan` is a valid plan for `task` (constraints and memory included), else one line naming the first problem. */
 [[nodiscard]] std::string find_error_in_plan(const Task& task, const Plan& plan);
 
 /** A table-wise plan from one device per table (index i of `devices` is task table i). */

@@ -8,7 +8,9 @@
  *   {"schema_version": 1,
  *    "provenance": {"sharder": "...", "cost_model": "...", "task_id": "...",
  *                   "embshard_version": "...", "seed": 42, "wall_ms": 12.5,
- *                   "created_utc": "2024-01-01T00:00:00Z"},
+ *                   "created_utc": "2024-01-01T00:00:00Z",
+ *                   "derived_stats_tables": ["t3"]},   (only when some table's statistics
+ *                                                       were derived, derived_stats.h)
  *    "tables": [{"table": "t0", "sharding_type": "table_wise",
  *                "shards": [{"device": 0, "rows": [0, 1000], "cols": [0, 64],
  *                            "hbm_rows": 1000}]}]}

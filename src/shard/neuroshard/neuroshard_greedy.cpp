@@ -23,7 +23,7 @@ std::vector<Piece> whole_tables(const Task& task) {
 
 std::int64_t piece_bytes(const Task& task, const Piece& piece) {
   const TableSpec& spec = task.workload.tables[static_cast<std::size_t>(piece.table)];
-  return spec.num_rows() * piece.cols() * bytes_per_element(spec.dtype);
+  return spec.shard_bytes(spec.num_rows(), piece.cols());
 }
 
 PlacedShard placed_shard(const Task& task, const Piece& piece, int device) {

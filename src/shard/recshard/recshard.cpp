@@ -22,6 +22,7 @@ RecShardInput recshard_input_of(const Task& task) {
     t.rows = s.num_rows;
     t.dim = spec.dim;
     t.bytes_per_element = bytes_per_element(spec.dtype);
+    t.state_bytes_per_row = spec.shard_bytes(1, spec.dim) - spec.dim * t.bytes_per_element;
     t.coverage = s.coverage;
     t.pooling = s.coverage > 0 ? s.pooling_factor / s.coverage : 0.0;
     const bool has_lookups = s.num_indices > 0 && s.pooling_factor > 0;

@@ -39,14 +39,18 @@ double block_usage_penalty(int num_cols) {
   return num_cols >= 64 ? kHalfBlockPenalty : kQuarterBlockPenalty;
 }
 
-/** The per-table quantities of §1.5: I = pf·B (batch inputs), O = B (pooled outputs). */
+/** The per-table quantities of §1.5: I = pf·B (batch inputs), O = B (pooled outputs; 1.9.2:
+ *  min(1, pf)·B, torchrec_planner.h). */
 struct BatchShape {
   double inputs = 0.0;   ///< I, ids per rank
   double outputs = 0.0;  ///< O, pooled rows per rank
 };
 
 BatchShape batch_shape(const TableSpec& table, const TorchrecTopology& topo) {
-  return {table.stats.pooling_factor * topo.batch_size_per_rank, topo.batch_size_per_rank};
+  const double pooled = topo.formulas == TorchrecFormulas::k1_9_2
+                            ? std::min(1.0, table.stats.pooling_factor) * topo.batch_size_per_rank
+                            : topo.batch_size_per_rank;
+  return {table.stats.pooling_factor * topo.batch_size_per_rank, pooled};
 }
 
 /** TW / CW shard (§1.5): the shard serves the whole global batch (× W). */
@@ -177,6 +181,7 @@ std::int64_t kjt_reservation_bytes(const Task& task, double batch_size_per_rank)
 TorchrecTopology make_torchrec_topology(const Task& task, const PlannerOptions& options) {
   const Topology& t = task.topology;
   TorchrecTopology topo;
+  topo.formulas = options.formulas;
   topo.world_size = t.num_devices();
   topo.local_world_size = std::clamp(t.devices_per_host, 1, topo.world_size);
   topo.batch_size_per_rank = static_cast<double>(task.workload.batch_size) / topo.world_size;
@@ -263,8 +268,8 @@ Perf shard_perf(const TableSpec& table, ShardingType type, ComputeKernel kernel,
 
 Storage shard_storage(const TableSpec& table, ShardingType type, ComputeKernel kernel,
                       const OptionShard& shard, const TorchrecTopology& topo) {
-  const double e = bytes_per_element(table.dtype);
-  const std::int64_t tensor_bytes = shard.num_rows * shard.num_cols * static_cast<std::int64_t>(e);
+  // Weights and optimizer state (tensor × (1 + m), §1.6; table.h defines m).
+  const std::int64_t tensor_bytes = table.shard_bytes(shard.num_rows, shard.num_cols);
   const std::int64_t io_bytes = io_buffer_bytes(table, type, shard, topo);
   switch (kernel) {
     case ComputeKernel::kFused: return {tensor_bytes + io_bytes, 0};
@@ -288,10 +293,15 @@ std::vector<std::vector<ShardingOption>> enumerate_options(const Task& task,
   std::vector<std::vector<ShardingOption>> by_table(task.workload.tables.size());
   for (std::size_t t = 0; t < task.workload.tables.size(); ++t) {
     const TableSpec& table = task.workload.tables[t];
+    // The table's own constraints narrow the task's (TorchRec's ParameterConstraints).
+    const int min_partition =
+        table.constraints.min_partition > 0 ? table.constraints.min_partition : options.min_partition;
     for (ShardingType type : types) {
+      if (!table.constraints.allows(type)) continue;
       for (ComputeKernel kernel : kernels) {
+        if (!table.constraints.allow_uvm && kernel != ComputeKernel::kFused) continue;
         ShardingOption option{t, type, kernel,
-                              shard_shapes(type, table.num_rows(), table.dim, topo, options.min_partition)};
+                              shard_shapes(type, table.num_rows(), table.dim, topo, min_partition)};
         for (OptionShard& s : option.shards) {
           s.perf = shard_perf(table, type, kernel, s.num_cols, topo);
           s.storage = shard_storage(table, type, kernel, s, topo);

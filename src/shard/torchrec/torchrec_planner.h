@@ -8,6 +8,12 @@
  * pytorch/torchrec commit a48cef79 (2025-10-04, version.txt 1.4.0a0), module
  * torchrec/distributed/planner. "§x.y" below cites that digest.
  *
+ * Formula sets (`formulas=`, `TorchrecFormulas`): by default the released torchrec 1.9.2, which
+ * differs from 1.4.0a0 in one formula the digest's §8 found by running it — pooled outputs per
+ * rank are min(1, pooling_factor) × B instead of B (`ShardPerfContext.batch_outputs`, and the
+ * I/O buffers of the storage estimate); `formulas=1.4.0a0` keeps the snapshot's B. Everything else
+ * below is common to both.
+ *
  * Mapping of an embshard Task onto TorchRec's inputs (documented choices, not TorchRec facts):
  *   world_size W        = topology devices;  local_world_size L = devices_per_host (≤ W)
  *   compute_device      = "cuda" for every task (the types are governed by the task's Constraints)
@@ -16,7 +22,8 @@
  *   batch B (per rank)  = task global batch / W (TorchRec's batch_size is per rank, §1.1)
  *   pooling factor pf   = TableStats::pooling_factor; one feature per table, num_poolings 1
  *   element bytes e_t   = the table dtype's bytes; comm element bytes e_a2a = e_rs = e_t
- *   optimizer state     = 0 bytes (a bare TorchRec model has no fused optimizer attached, §1.6)
+ *   optimizer state     = the table's `optimizer` (table.h: tensor × m, §1.6; none by default,
+ *                         as a bare TorchRec model has no optimizer attached)
  *   bandwidths          = `BandwidthSource::kTask`: hbm_mem_bw = device 0's hbm_gbps,
  *                         hbm_to_ddr_mem_bw = device 0's uvm_gbps, intra_host_bw = intra_host_gbps,
  *                         inter_host_bw = inter_host_gbps (GB/s = 10^6 bytes/ms; TorchRec assumes
@@ -66,7 +73,11 @@ enum class ComputeKernel { kFused, kFusedUvm, kFusedUvmCaching };
 [[nodiscard]] const char* to_string(ComputeKernel kernel);
 
 /** TorchRec's Topology (§1.1) as derived from a task (file comment), bandwidths in bytes/ms. */
+/** Which TorchRec release's formulas (file comment). */
+enum class TorchrecFormulas { k1_9_2, k1_4_0a0 };
+
 struct TorchrecTopology {
+  TorchrecFormulas formulas = TorchrecFormulas::k1_9_2;
   int world_size = 1;
   int local_world_size = 1;
   double batch_size_per_rank = 512.0;
@@ -79,6 +90,7 @@ struct TorchrecTopology {
 };
 
 struct PlannerOptions {
+  TorchrecFormulas formulas = TorchrecFormulas::k1_9_2;
   BandwidthSource bandwidths = BandwidthSource::kTask;
   PartitionerKind partitioner = PartitionerKind::kGreedy;
   ProposerSet proposers = ProposerSet::kDefault;

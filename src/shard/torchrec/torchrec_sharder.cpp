@@ -268,6 +268,7 @@ class TorchrecSharder final : public Sharder {
 
 PlannerOptions options_from(const Params& p) {
   PlannerOptions o;
+  o.formulas = p.get_string("formulas") == "1.4.0a0" ? TorchrecFormulas::k1_4_0a0 : TorchrecFormulas::k1_9_2;
   o.bandwidths = p.get_string("bandwidths") == "torchrec" ? BandwidthSource::kTorchrec
                                                           : BandwidthSource::kTask;
   o.partitioner = p.get_string("partitioner") == "memory_balanced" ? PartitionerKind::kMemoryBalanced
@@ -286,9 +287,11 @@ PlannerOptions options_from(const Params& p) {
 void register_torchrec(Registry<Sharder>& registry) {
   registry.add(
       {"torchrec",
-       "TorchRec's planner (1.4.0a0 formulas): enumerate TW/CW/RW/TWRW options, perf-model "
-       "proposals, greedy perf partitioner, lowest max-rank perf wins",
-       {{"partitioner", ParamType::kString, "greedy", {}, {}, {"greedy", "memory_balanced"},
+       "TorchRec's planner (torchrec 1.9.2's formulas; 1.4.0a0's as an option): enumerate "
+       "TW/CW/RW/TWRW options, perf-model proposals, greedy perf partitioner, lowest max-rank perf wins",
+       {{"formulas", ParamType::kString, "1.9.2", {}, {}, {"1.9.2", "1.4.0a0"},
+         "1.9.2: pooled outputs min(1, pooling factor) × batch, as released | 1.4.0a0: batch (commit a48cef79)"},
+        {"partitioner", ParamType::kString, "greedy", {}, {}, {"greedy", "memory_balanced"},
          "GreedyPerfPartitioner (sort by storage) | MemoryBalancedPartitioner (HBM cap search)"},
         {"proposers", ParamType::kString, "default", {}, {}, {"default", "greedy"},
          "default: grid search (≤10,000 combos), 2 greedy proposers, uniform | greedy: the 2 greedy only"},

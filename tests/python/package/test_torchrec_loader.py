@@ -1,16 +1,12 @@
-"""Loads the exporter's fixture with python/embshard_torchrec.py into a real TorchRec ShardingPlan.
-
-Usage: test_torchrec_loader.py PLAN_JSON   (python/ must be on PYTHONPATH; ctest sets it)
-Exit status: 0 passed, 1 failed, 77 skipped (TorchRec cannot be imported here).
-The fixture tests/data/torchrec/plan_tw_cw_rw.json is kept current by the gtest
+"""Loads the exporter's fixture with embshard.torchrec.load_sharding_plan into a real TorchRec
+ShardingPlan, and checks its shards are the ones TorchRec's own helpers lay out. The fixture
+tests/data/torchrec/plan_tw_cw_rw.json is kept current by the gtest
 TorchrecExport.FixtureForThePythonLoaderIsCurrent.
 """
 
-import sys
-import traceback
+from conftest import DATA
 
 MODULE = "sparse_arch.embedding_bag_collection"
-SKIP = 77
 
 
 def check(plan):
@@ -87,24 +83,9 @@ def check_matches_torchrec(plan):
         assert layout(got) == layout(want), (name, layout(got), layout(want))
 
 
-def main(argv):
-    try:
-        import torchrec.distributed.types  # noqa: F401
-    except Exception as error:  # ImportError, or a broken native library (OSError)
-        print(f"SKIP: torchrec cannot be imported: {error!r}")
-        return SKIP
-    from embshard_torchrec import load_sharding_plan
+def test_fixture_loads_as_torchrecs_own_layout(torchrec):
+    from embshard.torchrec import load_sharding_plan
 
-    try:
-        plan = load_sharding_plan(argv[1])
-        check(plan)
-        check_matches_torchrec(plan)
-    except Exception:
-        traceback.print_exc()
-        return 1
-    print("OK: TorchRec ShardingPlan built from", argv[1])
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    plan = load_sharding_plan(str(DATA / "torchrec" / "plan_tw_cw_rw.json"))
+    check(plan)
+    check_matches_torchrec(plan)

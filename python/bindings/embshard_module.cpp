@@ -1,0 +1,310 @@
+// embshard._embshard: the Python bindings — thin, one call per arrow of the data flow
+// (docs/architecture.md). Objects cross as the library's own types (Task, Plan) or as the JSON the
+// library already writes; every check and message stays in C++. embshard.Error carries the
+// library's one-line message; long calls release the GIL. No libtorch here (docs/python.md).
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "embshard/core/context.h"
+#include "embshard/core/error.h"
+#include "embshard/core/version.h"
+#include "embshard/data/data_io.h"
+#include "embshard/data/derived_stats.h"
+#include "embshard/data/dlrm_file.h"
+#include "embshard/data/index_batch.h"
+#include "embshard/data/topology.h"
+#include "embshard/eval/compare.h"
+#include "embshard/eval/cost_models.h"
+#include "embshard/eval/evaluator.h"
+#include "embshard/eval/task_gen.h"
+#include "embshard/plan/plan_io.h"
+#include "embshard/plan/torchrec_export.h"
+#include "embshard/shard/sharder.h"
+
+namespace py = pybind11;
+
+namespace embshard::python {
+namespace {
+
+/** The context of one call: its seed and threads, logs only at warning level and above. */
+Context call_context(std::uint64_t seed, int threads) {
+  Context ctx;
+  ctx.seed = seed;
+  ctx.num_threads = std::max(1, threads);
+  ctx.verbosity = LogLevel::kWarning;
+  return ctx;
+}
+
+/** A plan with the status the sharder reported (infeasible plans are empty). */
+struct PlanResult {
+  Plan plan;
+  std::string status = "ok";
+  std::string reason;
+};
+
+PlanResult plan_with(const Task& task, const std::string& sharder, const std::string& cost,
+                     std::uint64_t seed, int threads) {
+  const Context ctx = call_context(seed, threads);
+  std::unique_ptr<CostModel> model;
+  if (make_sharder(sharder)->uses_cost_model()) model = make_cost_model(cost, task, ctx);
+  ShardResult r = plan_task(sharder, task, model.get(), ctx);
+  return {std::move(r.plan), to_string(r.status), std::move(r.reason)};
+}
+
+py::list registry_entries(const std::vector<RegistryEntryInfo>& entries) {
+  py::list out;
+  for (const RegistryEntryInfo& e : entries) {
+    py::list params;
+    for (const ParamSpec& p : e.params) {
+      py::dict d;
+      d["name"] = p.name;
+      d["type"] = to_string(p.type);
+      d["default"] = p.default_value;
+      d["min"] = p.min_value ? py::cast(*p.min_value) : py::none();
+      d["max"] = p.max_value ? py::cast(*p.max_value) : py::none();
+      d["choices"] = p.choices;
+      d["doc"] = p.doc;
+      params.append(d);
+    }
+    py::dict entry;
+    entry["name"] = e.name;
+    entry["describe"] = e.describe;
+    entry["params"] = params;
+    out.append(entry);
+  }
+  return out;
+}
+
+py::list list_family(const std::string& family) {
+  if (family == "sharder") return registry_entries(sharder_registry().list());
+  if (family == "cost") return registry_entries(cost_model_registry().list());
+  if (family == "topology") return registry_entries(topology_registry().list());
+  if (family == "protocol") return registry_entries(task_protocol_registry().list());
+  if (family == "backend") {
+    py::list out;
+    for (const std::string& b : eval_backends()) {
+      py::dict d;
+      d["name"] = b;
+      out.append(d);
+    }
+    return out;
+  }
+  throw Error("embshard.list: unknown family '" + family +
+              "' (expected sharder, cost, topology, protocol or backend)");
+}
+
+/** Statistics of one table's CSR batch: offsets (B + 1 entries) and indices, int32 or int64. */
+template <typename IndexT, typename OffsetT>
+std::string csr_stats(py::array_t<IndexT, py::array::c_style> indices,
+                      py::array_t<OffsetT, py::array::c_style> offsets, std::int64_t num_rows,
+                      const std::string& where) {
+  EMBSHARD_CHECK(indices.ndim() == 1 && offsets.ndim() == 1, where,
+                 ": indices and offsets must be one-dimensional arrays");
+  EMBSHARD_CHECK(offsets.size() >= 2, where, ": offsets needs batch_size + 1 >= 2 entries, got ",
+                 offsets.size());
+  TableBatch batch;
+  batch.offsets.assign(offsets.data(), offsets.data() + offsets.size());
+  const std::int64_t base = batch.offsets.front();
+  for (auto& o : batch.offsets) o -= base;
+  EMBSHARD_CHECK(batch.offsets.back() == indices.size(), where, ": offsets end at ",
+                 batch.offsets.back(), " lookups but indices holds ", indices.size());
+  batch.indices.assign(indices.data(), indices.data() + indices.size());
+  std::string err;
+  {
+    py::gil_scoped_release release;
+    err = find_error_in_batch(batch, num_rows, where);
+  }
+  EMBSHARD_CHECK(err.empty(), err);
+  TableStats stats;
+  {
+    py::gil_scoped_release release;
+    stats = compute_table_stats(batch);
+  }
+  if (num_rows > 0) stats.num_rows = num_rows;  // the table's own size, not the 100-row floor
+  return stats_to_json({stats});
+}
+
+py::dict compare_row_dict(const CompareRow& r, const Task& task, const Plan& plan) {
+  py::dict d;
+  d["task_id"] = r.task_id;
+  d["sharder"] = r.sharder;
+  d["status"] = r.status;
+  d["reason"] = r.reason;
+  d["plan_ms"] = r.plan_ms;
+  d["lower_bound_ms"] = r.lower_bound_ms;
+  d["step_ms"] = r.eval.step_ms;
+  d["max_sum_ms"] = r.eval.max_sum_ms;
+  d["balance"] = r.eval.balance;
+  d["evaluation_json"] = r.status == "ok" ? eval_result_json(r.eval, task, plan) : std::string();
+  return d;
+}
+
+}  // namespace
+}  // namespace embshard::python
+
+PYBIND11_MODULE(_embshard, m) {
+  using namespace embshard;
+  using namespace embshard::python;
+  m.doc() = "embshard's C++ library (use the embshard package, not this module)";
+
+  static py::exception<Error> error(m, "Error", PyExc_ValueError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const Error& e) {
+      PyErr_SetString(error.ptr(), e.what());
+    } catch (const InternalError& e) {
+      PyErr_SetString(PyExc_RuntimeError, (std::string("embshard internal error: ") + e.what()).c_str());
+    }
+  });
+
+  m.def("version", &embshard_version);
+
+  py::class_<Task>(m, "Task")
+      .def_static("from_json", &task_from_json, py::arg("text"), py::arg("where"))
+      .def_static("from_file", &read_task_file, py::arg("path"))
+      .def_static(
+          "generate",
+          [](const std::string& protocol, std::uint64_t seed, int index, std::uint64_t pool_seed) {
+            const auto gen = make_task_generator(protocol);
+            return gen->generate(TableSource::from_pool(pool_seed, gen->batch_size()), seed, index);
+          },
+          py::arg("protocol"), py::arg("seed") = 0, py::arg("index") = 0, py::arg("pool_seed") = 0)
+      .def_static("default", &default_task)
+      .def("to_json", &task_to_json)
+      .def_property_readonly("id", [](const Task& t) { return t.id; })
+      .def_property_readonly("batch_size", [](const Task& t) { return t.workload.batch_size; })
+      .def_property_readonly("num_devices", [](const Task& t) { return t.topology.num_devices(); })
+      .def_property_readonly("topology", [](const Task& t) { return t.topology.name; })
+      .def_property_readonly("num_tables", [](const Task& t) { return t.workload.tables.size(); })
+      .def("topology_detail", [](const Task& t) {  // the explicit form, presets expanded
+        const Topology& topo = t.topology;
+        py::list devices;
+        for (const Device& d : topo.devices) {
+          py::dict dev;
+          dev["hbm_bytes"] = d.hbm_bytes;
+          dev["uvm_bytes"] = d.uvm_bytes;
+          dev["hbm_gbps"] = d.hbm_gbps;
+          dev["uvm_gbps"] = d.uvm_gbps;
+          devices.append(dev);
+        }
+        py::dict out;
+        out["name"] = topo.name;
+        out["device_kind"] = topo.device_kind;
+        out["devices_per_host"] = topo.devices_per_host;
+        out["intra_host_gbps"] = topo.intra_host_gbps;
+        out["inter_host_gbps"] = topo.inter_host_gbps;
+        out["a2a_latency_us"] = topo.a2a_latency_us;
+        out["devices"] = devices;
+        return out;
+      })
+      .def("__repr__", [](const Task& t) {
+        return "<embshard.Task '" + t.id + "': " + std::to_string(t.workload.tables.size()) +
+               " tables on " + std::to_string(t.topology.num_devices()) + " devices>";
+      });
+
+  py::class_<PlanResult>(m, "PlanResult")
+      .def_static(
+          "from_json",
+          [](const std::string& text, const std::string& where) {
+            return PlanResult{plan_from_json(text, where), "ok", ""};
+          },
+          py::arg("text"), py::arg("where"))
+      .def_static("failed", [](const std::string& reason) { return PlanResult{{}, "infeasible", reason}; })
+      .def("to_json", [](const PlanResult& p) { return plan_to_json(p.plan); })
+      .def_readonly("status", &PlanResult::status)
+      .def_readonly("reason", &PlanResult::reason);
+
+  m.def("plan", &plan_with, py::arg("task"), py::arg("sharder"), py::arg("cost"), py::arg("seed"),
+        py::arg("threads"), py::call_guard<py::gil_scoped_release>());
+
+  m.def(
+      "evaluate",
+      [](const Task& task, const PlanResult& plan, const std::string& backend, std::int64_t batch_size,
+         std::uint64_t seed, int threads) {
+        EMBSHARD_CHECK(plan.status == "ok", "embshard.evaluate: the plan is ", plan.status,
+                       " (", plan.reason, "); there is nothing to evaluate");
+        EvalOptions options;
+        options.backend = backend;
+        options.batch_size = batch_size;
+        const EvalResult r = evaluate_plan(task, plan.plan, options, call_context(seed, threads));
+        return std::make_pair(eval_result_json(r, task, plan.plan), eval_result_table(r, task.topology));
+      },
+      py::arg("task"), py::arg("plan"), py::arg("backend"), py::arg("batch_size"), py::arg("seed"),
+      py::arg("threads"), py::call_guard<py::gil_scoped_release>());
+
+  m.def(
+      "check",
+      [](const Task& task, const PlanResult& plan) { return find_error_in_plan(task, plan.plan); },
+      py::arg("task"), py::arg("plan"));
+
+  m.def(
+      "compare",
+      [](const std::vector<Task>& tasks, const std::vector<std::string>& sharders, const std::string& cost,
+         const std::string& backend, std::uint64_t seed, int threads) {
+        CompareOptions options;
+        options.sharders = sharders.empty() ? default_sharders() : sharders;
+        options.cost = cost;
+        options.eval.backend = backend;
+        std::vector<Plan> plans;
+        std::vector<CompareRow> rows;
+        {
+          py::gil_scoped_release release;
+          rows = run_compare(tasks, options, call_context(seed, threads), &plans);
+        }
+        py::list out;
+        const std::size_t per_task = options.sharders.size();
+        for (std::size_t i = 0; i < rows.size(); ++i) {
+          py::dict d = compare_row_dict(rows[i], tasks[i / per_task], plans[i]);
+          d["plan"] = PlanResult{plans[i], rows[i].status, rows[i].reason};
+          out.append(d);
+        }
+        return out;
+      },
+      py::arg("tasks"), py::arg("sharders"), py::arg("cost"), py::arg("backend"), py::arg("seed"),
+      py::arg("threads"));
+
+  m.def("default_sharders", &default_sharders);
+  m.def("canonical_sharder", &canonical_sharder_spec, py::arg("spec"));
+  m.def("list", &list_family, py::arg("family"));
+
+  m.def(
+      "torchrec_plan_json",
+      [](const Task& task, const PlanResult& plan, const std::string& module_path, const std::string& device) {
+        EMBSHARD_CHECK(device == "cuda" || device == "cpu", "embshard: compute device '", device,
+                       "' is not one TorchRec plans for here (cuda or cpu)");
+        TorchrecExportOptions o;
+        o.module_path = module_path;
+        o.compute_device = device == "cpu" ? TorchrecDevice::kCpu : TorchrecDevice::kCuda;
+        return torchrec_plan_json(task, plan.plan, o);
+      },
+      py::arg("task"), py::arg("plan"), py::arg("module_path"), py::arg("device"));
+
+  m.def("csr_stats", &csr_stats<std::int64_t, std::int64_t>, py::arg("indices"), py::arg("offsets"),
+        py::arg("num_rows"), py::arg("where"));
+  m.def("csr_stats", &csr_stats<std::int32_t, std::int64_t>, py::arg("indices"), py::arg("offsets"),
+        py::arg("num_rows"), py::arg("where"));
+  m.def("csr_stats", &csr_stats<std::int32_t, std::int32_t>, py::arg("indices"), py::arg("offsets"),
+        py::arg("num_rows"), py::arg("where"));
+  m.def(
+      "dlrm_file_stats",
+      [](const std::string& path, int threads) {
+        return stats_to_json(compute_file_stats(path, call_context(0, threads)));
+      },
+      py::arg("path"), py::arg("threads"), py::call_guard<py::gil_scoped_release>());
+  m.def("derived_model_defaults", [] {
+    const DerivedStatsModel d = pool_median_model();
+    py::dict out;
+    out["zipf_alpha"] = d.zipf_alpha;
+    out["active_ratio"] = d.active_ratio;
+    out["zipf_offset"] = d.zipf_offset;
+    return out;
+  });
+}

@@ -1,0 +1,333 @@
+"""embshard: shard the embedding tables of a DLRM across GPUs, from Python.
+
+Thin bindings over the C++ library (docs/python.md); every check and error message is the
+library's own. The arrows of the data flow, one call each::
+
+    task = embshard.Task.from_tables([embshard.Table("user", rows=10_000_000, dim=128,
+                                                     pooling_factor=1.0), ...],
+                                     topology="a100:gpus_per_node=4", batch_size=65536)
+    plan = embshard.plan(task)                      # the best registered sharder (sim judge)
+    print(embshard.evaluate(task, plan))            # the per-device breakdown
+    plan.save("plan.json"); embshard.Plan.load("plan.json")
+
+Tables given by shape alone get statistics derived from the synthetic pool's fit
+(include/embshard/data/derived_stats.h); statistics measured from real indices
+(`stats_from_csr`, `stats_from_dlrm_file`, `embshard.torchrec.stats_from_kjt`) replace them.
+Errors raise `embshard.Error` (a ValueError) with the library's one-line message. Planning,
+evaluation and comparison release the GIL. TorchRec: `embshard.torchrec.EmbshardPlanner`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+
+from . import _embshard
+
+__all__ = ["Error", "Table", "Task", "Plan", "Breakdown", "plan", "evaluate", "compare", "check",
+           "list", "default_sharders", "stats_from_csr", "stats_from_dlrm_file", "version",
+           "DERIVED_STATS_DEFAULTS"]
+
+Error = _embshard.Error
+"""Bad input, named: the library's one-line message (file or object, table, field)."""
+
+DERIVED_STATS_DEFAULTS: Dict[str, float] = dict(_embshard.derived_model_defaults())
+"""The access model that fills in statistics of tables known by shape only (derived_stats.h)."""
+
+_list = list  # `list` below is the registry listing, as on the command line
+
+
+def version() -> str:
+    """The library's version and git hash."""
+    return _embshard.version()
+
+
+@dataclasses.dataclass
+class Table:
+    """One embedding table, as a TorchRec user knows it.
+
+    ``pooling_factor`` (mean lookups per sample) with optional ``coverage`` (share of samples that
+    look the table up) is enough: the other statistics are derived. ``stats`` (a dict in the task
+    file's "stats" form, e.g. from `stats_from_csr`) gives measured statistics instead.
+    ``optimizer`` is the state kept beside the weights ("none", "rowwise_adagrad", "adagrad",
+    "adam"); ``sharding_types`` / ``allow_uvm`` / ``min_partition`` constrain this table alone.
+    """
+
+    name: str
+    rows: int
+    dim: int
+    pooling_factor: Optional[float] = None
+    coverage: Optional[float] = None
+    dtype: str = "fp32"
+    stats: Optional[Mapping[str, Any]] = None
+    optimizer: str = "none"
+    sharding_types: Optional[Sequence[str]] = None
+    allow_uvm: bool = True
+    min_partition: int = 0
+
+    def _json(self) -> Dict[str, Any]:
+        if self.stats is not None:
+            stats = dict(self.stats)
+            if stats.get("num_rows") != self.rows:
+                raise Error(f"embshard.Table '{self.name}': stats.num_rows = "
+                            f"{stats.get('num_rows')} but the table has {self.rows} rows")
+        else:
+            if self.pooling_factor is None:
+                raise Error(f"embshard.Table '{self.name}': give pooling_factor (mean lookups "
+                            f"per sample) or measured stats")
+            stats = {"num_rows": self.rows, "pooling_factor": self.pooling_factor}
+            if self.coverage is not None:
+                stats["coverage"] = self.coverage
+        out: Dict[str, Any] = {"name": self.name, "dim": self.dim, "dtype": self.dtype,
+                               "stats": stats}
+        if self.optimizer != "none":
+            out["optimizer"] = self.optimizer
+        constraints: Dict[str, Any] = {}
+        if self.sharding_types is not None:
+            constraints["sharding_types"] = _list(self.sharding_types)
+        if not self.allow_uvm:
+            constraints["allow_uvm"] = False
+        if self.min_partition:
+            constraints["min_partition"] = self.min_partition
+        if constraints:
+            out["constraints"] = constraints
+        return out
+
+
+class _File:
+    """What task and plan objects share: their file's JSON and saving it without losing a file."""
+
+    def __init__(self, native):
+        self._native = native
+
+    def to_json(self) -> str:
+        return self._native.to_json()
+
+    def save(self, path, *, overwrite: bool = False) -> None:
+        """Writes the file; an existing file is kept (FileExistsError) unless `overwrite`, and then
+        it is replaced atomically, only once the new one is complete."""
+        import os
+        import tempfile
+
+        path = os.fspath(path)
+        if not overwrite:
+            with open(path, "x", encoding="utf-8") as f:
+                f.write(self.to_json())
+            return
+        fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".tmp-",
+                                   dir=os.path.dirname(os.path.abspath(path)))
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(self.to_json())
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+
+
+class Task(_File):
+    """Tables, a batch and a topology: what a sharder plans (the task file of docs/architecture.md)."""
+
+    @classmethod
+    def from_tables(cls, tables: Iterable[Table], topology: Union[str, Mapping[str, Any]],
+                    batch_size: int, *, allow_column_split: bool = True,
+                    allow_row_split: bool = True, allow_uvm: bool = False,
+                    derived_stats: Optional[Mapping[str, float]] = None,
+                    task_id: str = "python") -> "Task":
+        """A task from tables and a topology: a preset spec ("a100:nodes=2") or the task file's
+        explicit topology object. ``derived_stats`` overrides DERIVED_STATS_DEFAULTS."""
+        doc: Dict[str, Any] = {
+            "schema_version": 1, "id": task_id, "batch_size": batch_size,
+            "topology": {"preset": topology} if isinstance(topology, str) else dict(topology),
+            "constraints": {"allow_column_split": allow_column_split,
+                            "allow_row_split": allow_row_split, "allow_uvm": allow_uvm},
+            "tables": [t._json() for t in tables]}
+        if derived_stats is not None:
+            doc["derived_stats"] = dict(derived_stats)
+        return cls.from_json(json.dumps(doc), where="embshard.Task")
+
+    @classmethod
+    def from_json(cls, text: str, where: str = "task") -> "Task":
+        return cls(_embshard.Task.from_json(text, where))
+
+    @classmethod
+    def load(cls, path: str) -> "Task":
+        """Reads a task file (`embshard task gen` writes them)."""
+        return cls(_embshard.Task.from_file(str(path)))
+
+    @classmethod
+    def generate(cls, protocol: str, seed: int = 0, index: int = 0, pool_seed: int = 0) -> "Task":
+        """Task `index` of a paper's protocol ("neuroshard:devices=4,max_dim=64"; `list("protocol")`)."""
+        return cls(_embshard.Task.generate(protocol, seed, index, pool_seed))
+
+    @classmethod
+    def default(cls) -> "Task":
+        """The built-in default task of the main job."""
+        return cls(_embshard.Task.default())
+
+    @property
+    def topology(self) -> Dict[str, Any]:
+        """The topology in the task file's explicit form (presets expanded): devices with their
+        memory and bandwidths, devices per host, link bandwidths and latency."""
+        return dict(self._native.topology_detail())
+
+    @property
+    def tables(self) -> List[Dict[str, Any]]:
+        """The tables with their full statistics, as the task file holds them."""
+        return json.loads(self.to_json())["tables"]
+
+    id = property(lambda self: self._native.id)
+    batch_size = property(lambda self: self._native.batch_size)
+    num_devices = property(lambda self: self._native.num_devices)
+    num_tables = property(lambda self: self._native.num_tables)
+
+    def __repr__(self) -> str:
+        return repr(self._native)
+
+
+class Plan(_File):
+    """Where every shard of every table lives (the plan file), with the sharder's status."""
+
+    @classmethod
+    def from_json(cls, text: str, where: str = "plan") -> "Plan":
+        return cls(_embshard.PlanResult.from_json(text, where))
+
+    @classmethod
+    def load(cls, path: str) -> "Plan":
+        with open(path, encoding="utf-8") as f:
+            return cls.from_json(f.read(), where=str(path))
+
+    @property
+    def ok(self) -> bool:
+        return self._native.status == "ok"
+
+    status = property(lambda self: self._native.status, doc="ok | infeasible | time_limit")
+    reason = property(lambda self: self._native.reason, doc="why, when not ok")
+
+    @property
+    def provenance(self) -> Dict[str, Any]:
+        return json.loads(self.to_json())["provenance"]
+
+    @property
+    def tables(self) -> List[Dict[str, Any]]:
+        return json.loads(self.to_json())["tables"]
+
+    def __repr__(self) -> str:
+        if not self.ok:
+            return f"<embshard.Plan {self.status}: {self.reason}>"
+        return f"<embshard.Plan by {self.provenance['sharder']}: {len(self.tables)} tables>"
+
+
+class Breakdown:
+    """The judge's verdict on a plan: per-device costs and memory, and the objectives."""
+
+    def __init__(self, document: str, table: str):
+        self.json = document
+        self._doc = json.loads(document)
+        self._table = table
+
+    step_ms = property(lambda self: self._doc["objectives"]["step_ms"],
+                       doc="the step time: the slowest device's, ms (docs/metrics.md)")
+    max_sum_ms = property(lambda self: self._doc["objectives"]["max_sum_ms"])
+    balance = property(lambda self: self._doc["objectives"]["balance"])
+    devices = property(lambda self: self._doc["devices"],
+                       doc="per device: fw/bw compute and comm, wait, sum (ms), memory, lookups")
+
+    def __getitem__(self, key: str) -> Any:
+        return self._doc[key]
+
+    def __str__(self) -> str:
+        return self._table
+
+    def __repr__(self) -> str:
+        return f"<embshard.Breakdown step {self.step_ms:.3f} ms on {len(self.devices)} devices>"
+
+
+def default_sharders() -> List[str]:
+    """The sharders `plan(sharder="best")` and `compare` consider by default."""
+    return _list(_embshard.default_sharders())
+
+
+def plan(task: Task, sharder: str = "best", cost: str = "default", *, seed: int = 0,
+         threads: int = 1, judge: str = "sim", candidates: Optional[Sequence[str]] = None) -> Plan:
+    """Plans `task` with a registered sharder spec (`list("sharder")`), or with "best": every
+    sharder of `candidates` (default: `default_sharders()`), the plan the `judge` backend rates
+    fastest. A sharder that finds no plan returns a Plan whose `status` says why (no exception)."""
+    if sharder != "best":
+        return Plan(_embshard.plan(task._native, sharder, cost, seed, threads))
+    rows = _embshard.compare([task._native], _list(candidates or []), cost, judge, seed, threads)
+    ok = [r for r in rows if r["status"] == "ok"]
+    if not ok:
+        reasons = "; ".join(f"{r['sharder']}: {r['reason']}" for r in rows)
+        return Plan(_embshard.PlanResult.failed(f"no default sharder found a plan ({reasons})"))
+    best = min(ok, key=lambda r: (r["step_ms"], r["sharder"]))
+    return Plan(best["plan"])
+
+
+def evaluate(task: Task, plan: Plan, backend: str = "sim", *, batch_size: int = 0, seed: int = 0,
+             threads: int = 1) -> Breakdown:
+    """Judges `plan` on `task` with a backend (`list("backend")`: sim, cpu, reference, ...)."""
+    document, table = _embshard.evaluate(task._native, plan._native, backend, batch_size, seed,
+                                         threads)
+    return Breakdown(document, table)
+
+
+@dataclasses.dataclass
+class CompareRow:
+    task_id: str
+    sharder: str
+    status: str
+    reason: str
+    step_ms: float
+    max_sum_ms: float
+    balance: float
+    plan_ms: float
+    lower_bound_ms: float
+    plan: Plan
+
+
+def compare(tasks: Union[Task, Sequence[Task]], sharders: Optional[Sequence[str]] = None,
+            cost: str = "default", backend: str = "sim", *, seed: int = 0,
+            threads: int = 1) -> List[CompareRow]:
+    """Plans every task with every sharder (default: `default_sharders()`) and judges each plan
+    on `backend`; rows task-major, as `embshard compare` writes them."""
+    if isinstance(tasks, Task):
+        tasks = [tasks]
+    rows = _embshard.compare([t._native for t in tasks], _list(sharders or []), cost, backend,
+                             seed, threads)
+    return [CompareRow(r["task_id"], r["sharder"], r["status"], r["reason"], r["step_ms"],
+                       r["max_sum_ms"], r["balance"], r["plan_ms"], r["lower_bound_ms"],
+                       Plan(r["plan"])) for r in rows]
+
+
+def check(task: Task, plan: Plan) -> None:
+    """Raises Error naming the first problem if `plan` is not a valid plan for `task`."""
+    problem = _embshard.check(task._native, plan._native)
+    if problem:
+        raise Error(problem)
+
+
+def list(family: str = "sharder") -> List[Dict[str, Any]]:  # noqa: A001 (the CLI's verb)
+    """The registered plug-ins of a family — sharder, cost, topology, protocol or backend — with
+    their parameters, as `embshard list` prints them."""
+    return _list(_embshard.list(family))
+
+
+def stats_from_csr(indices, offsets, num_rows: int, *, where: str = "stats_from_csr") -> Dict[str, Any]:
+    """Measured statistics of one table from a batch of lookups in CSR form (FBGEMM's layout):
+    `offsets` (batch + 1 entries) and `indices` (int32 or int64 arrays or sequences)."""
+    import numpy as np
+
+    idx = np.ascontiguousarray(indices)
+    off = np.ascontiguousarray(offsets)
+    if idx.dtype not in (np.int32, np.int64):
+        idx = idx.astype(np.int64)
+    if off.dtype not in (np.int32, np.int64) or (off.dtype == np.int32 and idx.dtype == np.int64):
+        off = off.astype(np.int64)
+    return json.loads(_embshard.csr_stats(idx, off, int(num_rows), where))["tables"][0]
+
+
+def stats_from_dlrm_file(path: str, *, threads: int = 1) -> List[Dict[str, Any]]:
+    """Measured statistics of every table of a DLRM dataset file (.pt, as `embshard stats`)."""
+    return json.loads(_embshard.dlrm_file_stats(str(path), threads))["tables"]
