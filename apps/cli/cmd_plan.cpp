@@ -78,6 +78,12 @@ int run_plan(Args& args, const Context& base_ctx) {
               static_cast<long long>(st.plans_evaluated), static_cast<long long>(st.nodes_visited),
               static_cast<long long>(st.cache_queries), static_cast<long long>(st.cache_hits));
   if (!st.solver.empty()) std::printf("solver: %s\n", st.solver.c_str());
+  if (const auto& derived = result.plan.provenance.derived_stats_tables; !derived.empty()) {
+    std::string names;
+    for (std::size_t i = 0; i < derived.size() && i < 8; ++i) names += (i ? ", " : "") + derived[i];
+    std::printf("statistics derived from shape (rows, pooling factor) for %zu of %zu tables: %s%s\n",
+                derived.size(), task.workload.tables.size(), names.c_str(), derived.size() > 8 ? ", ..." : "");
+  }
   if (bound) {
     std::printf("%s %.3f under %s; lower bound %.3f (gap %.1f%%)\n", to_string(objective), value,
                 cost->spec().c_str(), *bound, *bound > 0 ? 100.0 * (value - *bound) / *bound : 0.0);

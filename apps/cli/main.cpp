@@ -27,7 +27,7 @@ constexpr const char* kUsage =
     "           --count N --seed S --out DIR [--tables stats.json]\n"
     "  plan     --task T.json --sharder SPEC [--cost default|sim|neural:..] [--objective O] [--seed S] --out P.json\n"
     "           [--format embshard|torchrec]   plan a task (sharders: embshard list); torchrec:\n"
-    "           the ShardingPlan JSON python/embshard_torchrec.py loads\n"
+    "           the ShardingPlan JSON embshard.torchrec.load_sharding_plan loads\n"
     "  check    --task T.json --plan P.json                validate a plan against its task\n"
     "  profile compute --out S.jsonl [--samples N] [--batch B] [--seed S] ...\n"
     "           measure random fused shards on this machine's kernels (cost samples)\n"

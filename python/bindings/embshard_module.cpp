@@ -261,6 +261,7 @@ PYBIND11_MODULE(_embshard, m) {
         }
         py::list out;
         const std::size_t per_task = options.sharders.size();
+        EMBSHARD_ASSERT(rows.size() == tasks.size() * per_task && plans.size() == rows.size());
         for (std::size_t i = 0; i < rows.size(); ++i) {
           py::dict d = compare_row_dict(rows[i], tasks[i / per_task], plans[i]);
           d["plan"] = PlanResult{plans[i], rows[i].status, rows[i].reason};

@@ -251,9 +251,10 @@ class EmbshardPlanner:
                     min_partition=(constraint.min_partition or 0) if constraint else 0))
                 self.tables.append(PlannedTable(task_name, path, config.name, list(config.feature_names),
                                                 kernels, getattr(constraint, "cache_params", None)))
+        # TorchRec's dense estimate counts every other parameter and buffer (meta ones by size).
         dense_bytes = sum(p.numel() * p.element_size() for p in module.parameters()
-                          if id(p) not in embedding_params and not p.is_meta)
-        dense_bytes += sum(b.numel() * b.element_size() for b in module.buffers() if not b.is_meta)
+                          if id(p) not in embedding_params)
+        dense_bytes += sum(b.numel() * b.element_size() for b in module.buffers())
         task = embshard.Task.from_tables(
             tables, self._embshard_topology(topology, dense_bytes, total_pooling),
             batch_size=self._batch_size * topology.world_size, allow_uvm=allow_uvm_any,

@@ -275,6 +275,19 @@ TEST_F(Cli, PlanWritesEmbshardAndTorchrecPlans) {
   EXPECT_NE(r.out.find("known: random, greedy, exhaustive"), std::string::npos) << r.out;
 }
 
+TEST_F(Cli, PlansATaskWhoseTablesAreKnownByShapeAndSaysWhichTables) {
+  write_file_atomic(path("shape.json"), R"({"schema_version": 1, "batch_size": 4096,
+    "topology": {"preset": "v100:gpus_per_node=2"},
+    "tables": [{"name": "user", "dim": 64, "stats": {"num_rows": 500000, "pooling_factor": 1}},
+               {"name": "item", "dim": 32, "stats": {"num_rows": 20000, "pooling_factor": 6.5}}]})");
+  const CliResult r = run_cli("plan --task " + path("shape.json") + " --sharder torchrec --out " + path("p.json"));
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("statistics derived from shape (rows, pooling factor) for 2 of 2 tables: user, item"),
+            std::string::npos) << r.out;
+  EXPECT_EQ(read_plan_file(path("p.json")).provenance.derived_stats_tables,
+            (std::vector<std::string>{"user", "item"}));
+}
+
 TEST_F(Cli, ProfileComputeWritesAResumableSampleFile) {
   const std::string run = "profile compute --quiet --samples 2 --batch 64 --repeats 1 --warmup 0 "
                           "--max-tables 2 --max-bytes 100000000 --out " + path("s.jsonl");

@@ -4,7 +4,8 @@
  * @brief Exports a `Plan` as the JSON a TorchRec `ShardingPlan` is built from.
  *
  * Format (mirrors TorchRec's `ShardingPlan._serialize()`, plus the world it was planned for;
- * `python/embshard_torchrec.py` turns it into a `torchrec.distributed.types.ShardingPlan`):
+ * `embshard.torchrec.sharding_plan_from_dict` (python/embshard/torchrec.py) turns it into a
+ * `torchrec.distributed.types.ShardingPlan`):
  *
  *   {"world_size": W, "local_world_size": L, "compute_device": "cuda",
  *    "plan": {"<module_path>": {"<table>": {
@@ -17,7 +18,7 @@
  * W is the topology's device count, L its `devices_per_host`; rank r is embshard device r and its
  * placement is "rank:r/cuda:(r % L)" (cuda) or "rank:r/cpu" (cpu). Offsets and sizes are
  * [row, column]. Tables appear in plan order, each shard on its own line (readers such as
- * `python/embshard_torchrec.py` do not depend on the layout).
+ * `python/embshard/torchrec.py` do not depend on the layout).
  *
  * Sharding types map one to one: table_wise, column_wise, row_wise, table_row_wise. Column-wise
  * shards are listed by column and `ranks` pairs 1:1 with them (a rank may repeat).
