@@ -28,21 +28,24 @@ ALLOWED = {
     "learn": {"core", "data", "plan", "cost", "policy", "profile", "eval"},  # eval: the judge of RL training
     "apps": {"core", "data", "plan", "cost", "policy", "shard", "milp", "profile", "kernels", "eval",
              "report", "learn"},
+    # The Python bindings (python/bindings): the library without libtorch, so never learn.
+    "python": {"core", "data", "plan", "cost", "policy", "shard", "milp", "profile", "kernels", "eval",
+               "report"},
 }
 INCLUDE = re.compile(r'#include\s+"(?:embshard/)?([a-z_]+)/[^"]+"')
 
 
 def layer_of(path: pathlib.Path, root: pathlib.Path) -> str:
     parts = path.relative_to(root).parts
-    if parts[0] == "apps":
-        return "apps"
+    if parts[0] in ("apps", "python"):
+        return parts[0]
     return parts[2] if parts[0] == "include" else parts[1]
 
 
 def main() -> int:
     # The tree to check: the argument, else this repository.
     root = pathlib.Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else pathlib.Path(__file__).resolve().parent.parent
-    files = [p for d in ("include/embshard", "src", "apps") if (root / d).is_dir()
+    files = [p for d in ("include/embshard", "src", "apps", "python/bindings") if (root / d).is_dir()
              for p in (root / d).rglob("*") if p.suffix in (".h", ".cpp", ".cu", ".cuh")]
     problems = []
     for path in files:
