@@ -6,8 +6,9 @@ For NeuroShard's 4-device max-dim-128 and 8-device max-dim-64 settings, TASKS fr
 (seed SEED), planned by `torchrec:bandwidths=torchrec,formulas=F` for F in 1.9.2 and 1.4.0a0 and by
 real torchrec 1.9.2 (embshard.torchrec.plan_with_torchrec: the same mapping of a task onto
 TorchRec's inputs). One CSV row per task and formula set, then one summary row per setting and
-formula set: tasks both planned, identical plans (every table's type and ranks), same sharding
-types, and the median ratio of our step to TorchRec's under the sim judge.
+formula set: tasks both planned (and both refused), identical plans (every table's type and
+ranks), same sharding types, the same step under the sim judge (within 1e-6), and the median ratio
+of our step to TorchRec's.
 """
 
 import csv
@@ -66,6 +67,7 @@ def main(tasks=20, seed=2611):
                           f"both planned {len(both)}", f"both refused {refused}",
                           f"identical {sum(r['identical'] for r in both)}/{len(both)}",
                           f"same types {sum(r['same_types'] for r in both)}/{len(both)}",
+                          f"same step {sum(abs(r['step_ratio'] - 1) < 1e-6 for r in both)}/{len(both)}",
                           f"median step ratio {statistics.median(r['step_ratio'] for r in both):.4f}"
                           if both else ""])
 
