@@ -20,17 +20,18 @@ ALLOWED = {
     "data": {"core"},
     "plan": {"core", "data"},
     "profile": {"core", "data", "kernels"},
-    "cost": {"core", "data", "plan", "profile"},  # profile: the HardwareFingerprint of trained weights
-    "policy": {"core", "data", "plan", "cost"},
-    "shard": {"core", "data", "plan", "cost", "policy", "milp"},
-    "eval": {"core", "data", "plan", "cost", "policy", "shard", "milp", "profile", "kernels"},
+    "nn": {"core"},  # plain C++ layers (Mlp, LSTM) and their JSON, shared by cost models and policies
+    "cost": {"core", "data", "plan", "profile", "nn"},  # profile: the HardwareFingerprint of trained weights
+    "policy": {"core", "data", "plan", "cost", "nn"},
+    "shard": {"core", "data", "plan", "cost", "policy", "milp", "nn"},
+    "eval": {"core", "data", "plan", "cost", "policy", "shard", "milp", "profile", "kernels", "nn"},
     "report": {"core", "data", "plan", "cost", "policy", "shard", "eval"},
-    "learn": {"core", "data", "plan", "cost", "policy", "profile", "eval"},  # eval: the judge of RL training
+    "learn": {"core", "data", "plan", "cost", "policy", "profile", "eval", "nn"},  # eval: the judge of RL training
     "apps": {"core", "data", "plan", "cost", "policy", "shard", "milp", "profile", "kernels", "eval",
-             "report", "learn"},
+             "report", "learn", "nn"},
     # The Python bindings (python/bindings): the library without libtorch, so never learn.
     "python": {"core", "data", "plan", "cost", "policy", "shard", "milp", "profile", "kernels", "eval",
-               "report"},
+               "report", "nn"},
 }
 INCLUDE = re.compile(r'#include\s+"(?:embshard/)?([a-z_]+)/[^"]+"')
 

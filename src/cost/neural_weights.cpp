@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/json_reader.h"
-#include "cost/nn_json.h"
+#include "nn/nn_json.h"
 #include "embshard/core/error.h"
 #include "embshard/core/file_io.h"
 #include "profile/fingerprint_json.h"

@@ -37,7 +37,10 @@ FeatureVector table_features(const TableSpec& t) {
   f[0] = t.dim;
   f[1] = static_cast<double>(t.num_rows());
   f[2] = t.stats.pooling_factor;
-  f[3] = static_cast<double>(t.size_bytes()) / kGiB;
+  // The weights' size, as the policies were trained on it (optimizer state is memory, not a
+  // feature: placement legality counts it through size_bytes).
+  const double weight_bytes = static_cast<double>(t.num_rows()) * t.dim * bytes_per_element(t.dtype);
+  f[3] = weight_bytes / kGiB;
   for (int j = 0; j < kNumReuseBins; ++j) f[4 + j] = t.stats.bins[j];
   return f;
 }

@@ -1,7 +1,7 @@
 #pragma once
 /**
  * @file torch_nets.h
- * @brief libtorch twins of the plain C++ layers (cost/mlp.h), private to the learn module:
+ * @brief libtorch twins of the plain C++ layers (nn/mlp.h), private to the learn module:
  *        build a `Sequential` with the same layout and parameter names, export it back.
  */
 #include <torch/nn/modules/container/sequential.h>
@@ -9,13 +9,13 @@
 #include <string>
 #include <vector>
 
-#include "embshard/cost/mlp.h"
+#include "embshard/nn/mlp.h"
 
 namespace embshard::learn {
 
 /** Linear, ReLU, Linear, …: widths {in, hidden…, out}; ReLU after the last layer iff `relu_last`. */
 [[nodiscard]] torch::nn::Sequential make_sequential(const std::vector<int>& widths, bool relu_last);
-/** The trained `seq` as a plain-C++ Mlp named `prefix` (cost/mlp.h). */
+/** The trained `seq` as a plain-C++ Mlp named `prefix` (nn/mlp.h). */
 [[nodiscard]] Mlp export_mlp(const std::string& prefix, const torch::nn::Sequential& seq, bool relu_last);
 /** A tensor's values (contiguous, float32). */
 [[nodiscard]] std::vector<float> tensor_values(const torch::Tensor& t);

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <map>
 
-#include "cost/nn_json.h"
+#include "nn/nn_json.h"
 #include "embshard/core/error.h"
 #include "embshard/core/file_io.h"
 #include "policy/policy_json.h"

@@ -1,7 +1,7 @@
 // The envelope of policy files (policy_json.h).
 #include "policy/policy_json.h"
 
-#include "cost/nn_json.h"
+#include "nn/nn_json.h"
 #include "embshard/core/error.h"
 
 namespace embshard::detail {

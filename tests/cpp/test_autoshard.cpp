@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "embshard/core/file_io.h"
-#include "embshard/cost/lstm.h"
+#include "embshard/nn/lstm.h"
 #include "embshard/eval/task_gen.h"
 #include "embshard/policy/autoshard_policy.h"
 #include "embshard/shard/sharder.h"

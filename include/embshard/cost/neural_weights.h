@@ -2,7 +2,7 @@
 /**
  * @file neural_weights.h
  * @brief NeuroShard's neural cost models as data: the per-table features they read, their
- *        layers (cost/mlp.h), normalisation constants and training provenance, and the versioned
+ *        layers (nn/mlp.h), normalisation constants and training provenance, and the versioned
  *        weights file that carries them from `embshard train cost` (the learn module) to the
  *        `neural` cost model (cost/neural_cost.h).
  *
@@ -43,7 +43,7 @@
 #include <string>
 #include <vector>
 
-#include "embshard/cost/mlp.h"
+#include "embshard/nn/mlp.h"
 #include "embshard/data/table.h"
 #include "embshard/profile/cost_sample.h"
 

@@ -6,7 +6,7 @@
  *
  * Paper 001 §4.2–4.4 and App. C.1; the authors' code as digested in refs-zha.md §4.1 and §5.2.
  *
- * Network (PyTorch state-dict prefixes; every `Mlp` is cost/mlp.h's, the LSTM is cost/lstm.h's):
+ * Network (PyTorch state-dict prefixes; every `Mlp` is nn/mlp.h's, the LSTM is nn/lstm.h's):
  *
  *   t_fc             21 → 128 → 32, ReLU after both     table encoder, shared by all heads
  *   state_other_fc   1 → 32, ReLU                        the step feature
@@ -42,8 +42,8 @@
 #include <string>
 #include <vector>
 
-#include "embshard/cost/lstm.h"
-#include "embshard/cost/mlp.h"
+#include "embshard/nn/lstm.h"
+#include "embshard/nn/mlp.h"
 #include "embshard/data/features.h"
 #include "embshard/data/task.h"
 #include "embshard/policy/placement.h"

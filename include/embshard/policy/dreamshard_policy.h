@@ -36,7 +36,7 @@
 #include <string>
 #include <vector>
 
-#include "embshard/cost/mlp.h"
+#include "embshard/nn/mlp.h"
 #include "embshard/data/task.h"
 #include "embshard/policy/placement.h"
 #include "embshard/policy/policy_file.h"

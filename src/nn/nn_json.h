@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "core/json_reader.h"
-#include "embshard/cost/mlp.h"
+#include "embshard/nn/mlp.h"
 
 namespace embshard::detail {
 

@@ -1,5 +1,5 @@
 // The plain C++ LSTM (lstm.h).
-#include "embshard/cost/lstm.h"
+#include "embshard/nn/lstm.h"
 
 #include <algorithm>
 #include <cmath>

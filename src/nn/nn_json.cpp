@@ -1,5 +1,5 @@
 // Network parameters in weights files (nn_json.h).
-#include "cost/nn_json.h"
+#include "nn/nn_json.h"
 
 #include <algorithm>
 

@@ -1,5 +1,5 @@
 // Plain C++ Linear / ReLU stacks with PyTorch's names and layouts (mlp.h).
-#include "embshard/cost/mlp.h"
+#include "embshard/nn/mlp.h"
 
 #include <algorithm>
 
