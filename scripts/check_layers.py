@@ -26,7 +26,7 @@ ALLOWED = {
     "shard": {"core", "data", "plan", "cost", "policy", "milp", "nn"},
     "eval": {"core", "data", "plan", "cost", "policy", "shard", "milp", "profile", "kernels", "nn"},
     "report": {"core", "data", "plan", "cost", "policy", "shard", "eval"},
-    "learn": {"core", "data", "plan", "cost", "policy", "profile", "eval", "nn"},  # eval: the judge of RL training
+    "learn": {"core", "data", "plan", "cost", "policy", "profile", "nn"},  # the judge is handed in (cost/plan_judge.h)
     "apps": {"core", "data", "plan", "cost", "policy", "shard", "milp", "profile", "kernels", "eval",
              "report", "learn", "nn"},
     # The Python bindings (python/bindings): the library without libtorch, so never learn.

@@ -13,6 +13,7 @@
 #include "embshard/learn/cost_training.h"
 #include "embshard/learn/policy_training.h"
 #include "embshard/data/data_io.h"
+#include "embshard/eval/evaluator.h"
 #include "embshard/report/fit_report.h"
 
 namespace {
@@ -150,8 +151,11 @@ PolicyTrainSetup policy_setup(cli::Args& args) {
   for (const std::string& path : setup.task_paths) inputs.push_back({"--tasks", path});
   refuse_if_same_file(inputs, {{"--out", setup.out}});
   for (const std::string& path : setup.task_paths) setup.tasks.push_back(read_task_file(path));
-  setup.eval.backend = args.get_or("backend", "sim");
-  setup.eval.batch_size = args.get_int("batch", setup.eval.backend == "sim" ? 0 : 8192);
+  EvalOptions eval;
+  eval.backend = args.get_or("backend", "sim");
+  eval.batch_size = args.get_int("batch", eval.backend == "sim" ? 0 : 8192);
+  EMBSHARD_CHECK(!setup.tasks.empty(), "train: no training task in ", setup.tasks_spec);
+  setup.judge = plan_judge(eval, setup.tasks.front());  // an unknown backend fails here
   setup.resume = args.flag("resume");
   setup.seed = static_cast<std::uint64_t>(args.get_int("seed", 0));
   return setup;

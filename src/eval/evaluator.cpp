@@ -199,6 +199,19 @@ EvalResult eval_result_of(CostBreakdown breakdown, std::int64_t batch_size, std:
   return result;
 }
 
+PlanJudge plan_judge(const EvalOptions& options, const Task& reference_task) {
+  PlanJudge j;
+  j.backend = make_judge(reference_task, options)->spec();  // an unknown backend fails here
+  j.batch_size = eval_batch_size(reference_task, options);
+  j.measures = options.backend != "sim";
+  j.judge = [options](const Task& task, const Plan& plan, std::uint64_t draw, const Context& ctx) {
+    EvalOptions o = options;
+    o.batch_number = draw;
+    return evaluate_plan(task, plan, o, ctx).breakdown;
+  };
+  return j;
+}
+
 std::string eval_result_json(const EvalResult& r, const Task& task, const Plan& plan) {
   Json devices = Json::array();
   for (std::size_t d = 0; d < r.breakdown.devices.size(); ++d) {

@@ -291,7 +291,7 @@ class Trainer {
       max_tables_ = std::max(max_tables_, static_cast<int>(task.workload.tables.size()));
       for (const TableSpec& t : task.workload.tables) rows.push_back(table_features(t));
     }
-    (void)make_judge(setup.tasks.front(), setup.eval);  // an unknown backend fails now
+    EMBSHARD_CHECK(static_cast<bool>(setup.judge.judge), "train autoshard: no judge");
     scaler_ = FeatureScaler::fit(rows, FeatureScaling::kTrainingSet);
     for (const Task& task : setup.tasks) inputs_.push_back(autoshard_inputs(scaler_, task));
     const auto k = static_cast<std::int64_t>(setup.tasks.size());
@@ -379,19 +379,19 @@ double Trainer::finish_episode(const PlacementState& state, int task_index, Unro
   const Plan plan = state.plan();
   Context quiet = ctx_;
   quiet.verbosity = LogLevel::kWarning;
-  EvalResult r;
-  if (setup_.eval.backend == "sim") {
+  CostBreakdown breakdown;
+  if (!setup_.judge.measures) {
     quiet.num_threads = 1;
-    r = evaluate_plan(task, plan, setup_.eval, quiet);
+    breakdown = setup_.judge.judge(task, plan, 0, quiet);
   } else {
     const std::lock_guard lock(measurement_mutex());
-    r = evaluate_plan(task, plan, setup_.eval, quiet);
+    breakdown = setup_.judge.judge(task, plan, 0, quiet);
   }
   ++u.evaluations;
   double lo = INFINITY;
   double hi = 0.0;
   for (int d = 0; d < state.num_devices(); ++d) {
-    const DeviceCost& c = r.breakdown.devices[static_cast<std::size_t>(d)];
+    const DeviceCost& c = breakdown.devices[static_cast<std::size_t>(d)];
     const double ms = c.fw_comp_ms + c.bw_comp_ms;
     lo = std::min(lo, ms);
     hi = std::max(hi, ms);
@@ -784,7 +784,7 @@ std::string Trainer::run() {
   publish(updates_, current);
   ctx_.info(detail::concat("autoshard: ", total_updates_, " learner updates of ", o_.learner_batch, " unrolls × ",
                            o_.unroll, " steps on ", setup_.tasks.size(), " tasks (", devices_, " devices), ",
-                           o_.actors, " actor threads, backend ", setup_.eval.backend));
+                           o_.actors, " actor threads, judge ", setup_.judge.backend));
   struct Joiner {
     Trainer* t;
     ~Joiner() { t->stop_actors(); }

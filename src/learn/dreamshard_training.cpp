@@ -212,13 +212,12 @@ class DreamShardTrainer {
         ctx_.warn(concat("dreamshard: a sampled plan of task '", task.id, "' ran out of memory; dropped"));
         continue;
       }
-      EvalOptions eval = setup_.eval;
-      eval.batch_number = static_cast<std::uint64_t>(provenance_.real_evaluations);
-      const EvalResult r = evaluate_plan(task, s.episode.state().plan(), eval, ctx_);
+      const CostBreakdown breakdown = setup_.judge.judge(
+          task, s.episode.state().plan(), static_cast<std::uint64_t>(provenance_.real_evaluations), ctx_);
       ++provenance_.real_evaluations;
-      PlanSample plan{s.task, {}, static_cast<float>(r.step_ms)};
+      PlanSample plan{s.task, {}, static_cast<float>(objective_value(breakdown, Objective::kStep))};
       for (int d = 0; d < s.episode.state().num_devices(); ++d) {
-        const DeviceCost& c = r.breakdown.devices[static_cast<std::size_t>(d)];
+        const DeviceCost& c = breakdown.devices[static_cast<std::size_t>(d)];
         const std::vector<int>& tables = s.episode.state().tables_on(d);
         devices_.push_back({s.task, tables, static_cast<float>(c.fw_comp_ms), static_cast<float>(c.bw_comp_ms),
                             static_cast<float>(c.bw_comm_ms)});
@@ -443,7 +442,7 @@ std::string train_dreamshard(const PolicyTrainSetup& setup, const DreamShardTrai
     const std::string problem = learn::why_no_plan_fits(setup.tasks[i]);
     EMBSHARD_CHECK(problem.empty(), "train dreamshard: ", setup.task_paths[i], ": ", problem);
   }
-  (void)make_judge(setup.tasks.front(), setup.eval);  // an unknown or unavailable backend fails now
+  EMBSHARD_CHECK(static_cast<bool>(setup.judge.judge), "train dreamshard: no judge");
   torch::set_num_threads(1);
   DreamShardTrainer trainer(setup, options, ctx);
   return trainer.run();

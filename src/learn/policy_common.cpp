@@ -56,8 +56,8 @@ PolicyTraining start_provenance(const PolicyTrainSetup& setup) {
                    t.device_kind, "': train one policy per kind of device");
     t.devices = std::max(t.devices, task.topology.num_devices());
   }
-  t.backend = setup.eval.backend;
-  t.batch_size = eval_batch_size(setup.tasks.front(), setup.eval);
+  t.backend = setup.judge.backend;
+  t.batch_size = setup.judge.batch_size;
   t.seed = setup.seed;
   t.created_utc = utc_timestamp();
   t.embshard_version = embshard_version();

@@ -9,6 +9,7 @@
 
 #include "embshard/data/data_io.h"
 #include "embshard/eval/task_gen.h"
+#include "embshard/eval/evaluator.h"
 #include "embshard/learn/policy_training.h"
 #include "embshard/policy/autoshard_policy.h"
 #include "embshard/shard/sharder.h"
@@ -169,7 +170,7 @@ TinySetup tiny_setup(const std::string& name) {
   }
   t.test_task = gen->generate(source, 999, 0);
   t.setup.tasks_spec = t.dir;
-  t.setup.eval.backend = "sim";
+  t.setup.judge = plan_judge(EvalOptions{}, t.setup.tasks.front());  // sim
   t.setup.out = t.dir + "/policy.json";
   t.setup.seed = 5;
   return t;

@@ -7,6 +7,7 @@
 #include "embshard/core/file_io.h"
 #include "embshard/data/data_io.h"
 #include "embshard/eval/task_gen.h"
+#include "embshard/eval/evaluator.h"
 #include "embshard/learn/policy_training.h"
 #include "embshard/policy/dreamshard_policy.h"
 #include "embshard/shard/sharder.h"
@@ -29,7 +30,7 @@ PolicyTrainSetup setup_for(const std::string& dir, const std::string& out) {
   s.tasks_spec = dir;
   s.task_paths = find_task_files(dir);
   for (const std::string& p : s.task_paths) s.tasks.push_back(read_task_file(p));
-  s.eval.backend = "sim";
+  s.judge = plan_judge(EvalOptions{}, s.tasks.front());  // sim
   s.out = out;
   s.seed = 3;
   return s;

@@ -44,6 +44,7 @@
 #include "embshard/cost/breakdown.h"
 #include "embshard/cost/compute_model.h"
 #include "embshard/cost/cost_model.h"
+#include "embshard/cost/plan_judge.h"
 #include "embshard/plan/plan.h"
 #include "embshard/profile/all_to_all.h"
 #include "embshard/profile/measure.h"
@@ -136,6 +137,12 @@ struct EvalResult {
 [[nodiscard]] EvalResult evaluate_plan(const Task& task, const Plan& plan,
                                        const EvalOptions& options, const Context& ctx,
                                        std::span<const DeviceTiming> measured_comm = {});
+
+/**
+ * The judge of `options` for trainers (cost/plan_judge.h): evaluates with `evaluate_plan`, the
+ * draw as `batch_number`. Fails now, on `reference_task`, for an unknown or unbuilt backend.
+ */
+[[nodiscard]] PlanJudge plan_judge(const EvalOptions& options, const Task& reference_task);
 
 /** The result as a JSON document (see docs/architecture.md, "eval report"). */
 [[nodiscard]] std::string eval_result_json(const EvalResult& result, const Task& task,

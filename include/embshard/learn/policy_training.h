@@ -20,7 +20,7 @@
 
 #include "embshard/core/context.h"
 #include "embshard/data/task.h"
-#include "embshard/eval/evaluator.h"
+#include "embshard/cost/plan_judge.h"
 
 namespace embshard {
 
@@ -29,7 +29,7 @@ struct PolicyTrainSetup {
   std::string tasks_spec;          ///< as the user gave it (recorded in the provenance)
   std::vector<std::string> task_paths;
   std::vector<Task> tasks;         ///< at least one, all valid
-  EvalOptions eval;                ///< the backend real plans are evaluated on
+  PlanJudge judge;                 ///< how real plans are judged (eval's plan_judge builds it)
   std::string out;                 ///< the policy file; checkpoints in out + ".ckpt"
   bool resume = false;
   std::uint64_t seed = 0;
