@@ -109,6 +109,8 @@ std::string csr_stats(py::array_t<IndexT, py::array::c_style> indices,
                  ": indices and offsets must be one-dimensional arrays");
   EMBSHARD_CHECK(offsets.size() >= 2, where, ": offsets needs batch_size + 1 >= 2 entries, got ",
                  offsets.size());
+  EMBSHARD_CHECK(num_rows >= 1 && num_rows <= kMaxTableRows, where, ": num_rows must lie in [1, ",
+                 kMaxTableRows, "], got ", num_rows);
   TableBatch batch;
   batch.offsets.assign(offsets.data(), offsets.data() + offsets.size());
   const std::int64_t base = batch.offsets.front();
@@ -127,7 +129,7 @@ std::string csr_stats(py::array_t<IndexT, py::array::c_style> indices,
     py::gil_scoped_release release;
     stats = compute_table_stats(batch);
   }
-  if (num_rows > 0) stats.num_rows = num_rows;  // the table's own size, not the 100-row floor
+  stats.num_rows = num_rows;  // the table's own size, not the 100-row floor
   return stats_to_json({stats});
 }
 
@@ -154,12 +156,11 @@ PYBIND11_MODULE(_embshard, m) {
   using namespace embshard::python;
   m.doc() = "embshard's C++ library (use the embshard package, not this module)";
 
-  static py::exception<Error> error(m, "Error", PyExc_ValueError);
+  // embshard::Error → embshard.Error (a ValueError) with the library's message.
+  py::register_exception<Error>(m, "Error", PyExc_ValueError);
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
-    } catch (const Error& e) {
-      PyErr_SetString(error.ptr(), e.what());
     } catch (const InternalError& e) {
       PyErr_SetString(PyExc_RuntimeError, (std::string("embshard internal error: ") + e.what()).c_str());
     }
@@ -218,7 +219,12 @@ PYBIND11_MODULE(_embshard, m) {
           },
           py::arg("text"), py::arg("where"))
       .def_static("failed", [](const std::string& reason) { return PlanResult{{}, "infeasible", reason}; })
-      .def("to_json", [](const PlanResult& p) { return plan_to_json(p.plan); })
+      .def("to_json", [](const PlanResult& p) {
+        // A failed plan has no file form: writing it would read back as an empty, valid plan.
+        EMBSHARD_CHECK(p.status == "ok", "embshard.Plan: the plan is ", p.status, " (", p.reason,
+                       "); there is no plan to write");
+        return plan_to_json(p.plan);
+      })
       .def_readonly("status", &PlanResult::status)
       .def_readonly("reason", &PlanResult::reason);
 

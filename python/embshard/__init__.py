@@ -111,15 +111,19 @@ class _File:
         import tempfile
 
         path = os.fspath(path)
+        text = self.to_json()  # first: a failure leaves no file behind
         if not overwrite:
             with open(path, "x", encoding="utf-8") as f:
-                f.write(self.to_json())
+                f.write(text)
             return
         fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".tmp-",
                                    dir=os.path.dirname(os.path.abspath(path)))
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(self.to_json())
+                f.write(text)
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)  # as open() would have made it, not mkstemp's 0600
             os.replace(tmp, path)
         except BaseException:
             os.unlink(tmp)
@@ -256,11 +260,13 @@ def plan(task: Task, sharder: str = "best", cost: str = "default", *, seed: int 
     fastest. A sharder that finds no plan returns a Plan whose `status` says why (no exception)."""
     if sharder != "best":
         return Plan(_embshard.plan(task._native, sharder, cost, seed, threads))
+    if candidates is not None and not _list(candidates):
+        raise Error("embshard.plan: candidates is empty (leave it out for the default sharders)")
     rows = _embshard.compare([task._native], _list(candidates or []), cost, judge, seed, threads)
     ok = [r for r in rows if r["status"] == "ok"]
     if not ok:
         reasons = "; ".join(f"{r['sharder']}: {r['reason']}" for r in rows)
-        return Plan(_embshard.PlanResult.failed(f"no default sharder found a plan ({reasons})"))
+        return Plan(_embshard.PlanResult.failed(f"no sharder found a plan ({reasons})"))
     best = min(ok, key=lambda r: (r["step_ms"], r["sharder"]))
     return Plan(best["plan"])
 

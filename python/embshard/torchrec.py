@@ -48,11 +48,15 @@ KJT_MULTIPLIER = 20                   # 2 pipelined batches × 10 copies
 DEVICE_KINDS = {616.0: "GeForce-RTX-2080Ti-11GB", 900.0: "V100-SXM2-32GB",
                 2039.0: "A100-SXM4-80GB", 3350.0: "H100-SXM5-80GB"}
 
-_OPTIMIZER_BY_NAME = {  # TorchRec's multiplier classes (torchrec-planner.md §1.6) → table.h names
-    "SGD": "none", "EXACT_SGD": "none",
+# Optimizer state → table.h's names. TorchRec's storage estimator multiplies the weights by 0 for
+# SGD, 1/dim for RowWiseAdagrad, 2 for Adam and 1 otherwise (torchrec-planner.md §1.6); embshard
+# counts what FBGEMM keeps, which is never less: Adam-family optimizers (AdamW, LAMB) keep two
+# moments (2, where TorchRec's estimate says 1), momentum SGD (LARS) one (1).
+_OPTIMIZER_BY_NAME = {
+    "SGD": "none", "EXACT_SGD": "none", "NONE": "none",
     "RowWiseAdagrad": "rowwise_adagrad", "EXACT_ROWWISE_ADAGRAD": "rowwise_adagrad",
     "ROWWISE_ADAGRAD": "rowwise_adagrad",
-    "Adam": "adam", "AdamW": "adam", "ADAM": "adam", "LAMB": "adam", "LarsSGD": "none",
+    "Adam": "adam", "AdamW": "adam", "ADAM": "adam", "LAMB": "adam", "PartialRowWiseAdam": "adam",
 }
 
 
@@ -67,13 +71,20 @@ class PlannedTable:
     cache_params: Any = None
 
 
-def _sharded_modules(module) -> List[Tuple[str, Any]]:
+def _sharded_modules(module, sharded_types) -> List[Tuple[str, Any]]:
+    """The modules TorchRec would shard, as its `populate_shardable_modules` finds them: the walk
+    stops at any module whose exact type has a sharder. embshard plans EmbeddingBagCollection and
+    EmbeddingCollection; any other shardable module is an error naming its path, never skipped."""
     from torchrec.modules.embedding_modules import EmbeddingBagCollection, EmbeddingCollection
 
     found: List[Tuple[str, Any]] = []
 
     def walk(prefix: str, m) -> None:
-        if isinstance(m, (EmbeddingBagCollection, EmbeddingCollection)):
+        if type(m) in sharded_types:
+            if type(m) not in (EmbeddingBagCollection, EmbeddingCollection):
+                raise Error(f"EmbshardPlanner: module '{prefix or '(root)'}' is a "
+                            f"{type(m).__name__}; embshard plans EmbeddingBagCollection and "
+                            f"EmbeddingCollection only (drop its sharder to leave it unsharded)")
             found.append((prefix, m))
             return
         for name, child in m.named_children():
@@ -106,7 +117,7 @@ def _optimizer_of(weight, sharder, where: str) -> str:
         if opt is None:
             return "none"  # TorchRec counts no state when no optimizer is attached
         name = getattr(opt, "name", str(opt))
-    return _OPTIMIZER_BY_NAME.get(name, "adagrad")  # "1 otherwise", as TorchRec counts
+    return _OPTIMIZER_BY_NAME.get(name, "adagrad")  # one value per weight: "1 otherwise"
 
 
 def _dtype(config, where: str) -> str:
@@ -182,16 +193,20 @@ class EmbshardPlanner:
             raise Error(f"EmbshardPlanner.collective_plan: the process group has {world} ranks "
                         f"but the topology's world_size is {expected}")
         payload: List[Optional[str]] = [None]
+        failure: Optional[BaseException] = None
         if dist.get_rank(pg) == 0:
             try:
                 task = self.task(module, sharders)
                 plan = self._plan_task(task)
                 self.last_plan = plan
                 payload = [json.dumps({"task": task.to_json(), "plan": plan.to_json()})]
-            except Exception as e:  # every rank raises the same error, none hangs
-                payload = [json.dumps({"error": str(e)})]
+            except Exception as e:  # every rank raises, none hangs in the broadcast
+                failure = e
+                payload = [json.dumps({"error": f"rank 0: {type(e).__name__}: {e}"})]
         dist.broadcast_object_list(payload, src=dist.get_global_rank(pg, 0), group=pg)
         message = json.loads(payload[0])
+        if failure is not None:
+            raise failure  # rank 0 keeps its exception's type and traceback
         if "error" in message:
             raise Error(message["error"])
         if dist.get_rank(pg) != 0:
@@ -208,7 +223,7 @@ class EmbshardPlanner:
         topology = self._torchrec_topology()
         device = topology.compute_device
         by_type = {s.module_type: s for s in sharders}
-        modules = [(path, m) for path, m in _sharded_modules(module) if type(m) in by_type]
+        modules = _sharded_modules(module, set(by_type))
         if not modules:
             raise Error("EmbshardPlanner: the module holds no EmbeddingBagCollection or "
                         "EmbeddingCollection that the given sharders shard")
@@ -228,7 +243,6 @@ class EmbshardPlanner:
         self.tables = []
         allow_uvm_any = False
         total_pooling = 0.0
-        embedding_params = set()
         for path, m in modules:
             sharder = by_type[type(m)]
             for config in _configs(m):
@@ -239,7 +253,6 @@ class EmbshardPlanner:
                 pooling = self._pooling(config, constraint, where)
                 total_pooling += pooling
                 weight = _weight(m, config.name)
-                embedding_params.add(id(weight))
                 allow_uvm = any(k in UVM_KERNELS for k in kernels)
                 allow_uvm_any |= allow_uvm
                 stats = self._table_stats.get(config.name)
@@ -251,10 +264,12 @@ class EmbshardPlanner:
                     min_partition=(constraint.min_partition or 0) if constraint else 0))
                 self.tables.append(PlannedTable(task_name, path, config.name, list(config.feature_names),
                                                 kernels, getattr(constraint, "cache_params", None)))
-        # TorchRec's dense estimate counts every other parameter and buffer (meta ones by size).
-        dense_bytes = sum(p.numel() * p.element_size() for p in module.parameters()
-                          if id(p) not in embedding_params)
-        dense_bytes += sum(b.numel() * b.element_size() for b in module.buffers())
+        # TorchRec's dense estimate (storage_reservations.py): the module less its shardable
+        # modules, parameters and buffers by size (meta ones too); the multiplier applies to it all.
+        sharded = {id(t) for _, m in modules for t in list(m.parameters()) + list(m.buffers())}
+        dense_bytes = sum(t.numel() * t.element_size()
+                          for t in list(module.parameters()) + list(module.buffers())
+                          if id(t) not in sharded)
         task = embshard.Task.from_tables(
             tables, self._embshard_topology(topology, dense_bytes, total_pooling),
             batch_size=self._batch_size * topology.world_size, allow_uvm=allow_uvm_any,
@@ -303,8 +318,11 @@ class EmbshardPlanner:
         if not dist.is_initialized():
             raise Error("EmbshardPlanner: give a topology (torch.distributed is not initialised)")
         import torch
+        from torchrec.distributed.comm import get_local_size
+
         device = "cuda" if torch.cuda.is_available() else "cpu"
-        return Topology(world_size=dist.get_world_size(), compute_device=device)
+        return Topology(world_size=dist.get_world_size(), local_world_size=get_local_size(),
+                        compute_device=device)
 
     def _allowed(self, sharder, device: str, constraint, where: str) -> Tuple[List[str], List[str]]:
         types = list(sharder.sharding_types(device))
@@ -315,6 +333,10 @@ class EmbshardPlanner:
                                 f"type the sharder offers on {device}")
             types = [t for t in types if t in constraint.sharding_types]
         usable = [t for t in types if t in SUPPORTED_TYPES]
+        if not types:
+            raise Error(f"{where}: constraints.sharding_types {list(constraint.sharding_types)}: "
+                        f"the sharder offers none of them on {device} "
+                        f"({', '.join(sharder.sharding_types(device))})")
         if not usable:
             raise Error(f"{where}: sharding types {types} — embshard plans only "
                         f"{', '.join(SUPPORTED_TYPES)}")
@@ -337,18 +359,14 @@ class EmbshardPlanner:
 
     @staticmethod
     def _pooling(config, constraint, where: str) -> float:
-        features = list(config.feature_names)
+        """The table's lookups per sample as TorchRec's enumerator counts them: the sum of
+        `pooling_factors`, or POOLING_FACTOR (1.0) for the table when none are given."""
         if constraint is not None and constraint.pooling_factors:
-            factors = list(constraint.pooling_factors)
-            if len(factors) not in (1, len(features)):
-                raise Error(f"{where}: constraints.pooling_factors has {len(factors)} values for "
-                            f"{len(features)} features")
+            factors = [float(f) for f in constraint.pooling_factors]
             if any(not (f >= 0 and math.isfinite(f)) for f in factors):
                 raise Error(f"{where}: constraints.pooling_factors {factors} must be finite and ≥ 0")
-            if len(factors) == 1 and len(features) > 1:
-                factors = factors * len(features)
-            return float(sum(factors))
-        return TORCHREC_DEFAULT_POOLING * max(1, len(features))
+            return sum(factors)
+        return TORCHREC_DEFAULT_POOLING
 
     def _embshard_topology(self, topology, dense_bytes: int, total_pooling: float) -> Dict[str, Any]:
         world, local = topology.world_size, topology.local_world_size
@@ -365,12 +383,14 @@ class EmbshardPlanner:
         kjt = math.ceil(total_pooling * self._batch_size * 8) * KJT_MULTIPLIER
         devices = []
         for d in topology.devices:
-            fast = d.storage.hbm if cuda else d.storage.ddr
-            budget = int(fast * (1.0 - self._reservation)) - DENSE_MULTIPLIER * dense_bytes - kjt
+            # HeuristicalStorageReservation: the share of HBM (DDR is not reduced by it), then the
+            # dense and KJT estimates from the memory the tables use (HBM on cuda, DDR on cpu).
+            fast = int(d.storage.hbm * (1.0 - self._reservation)) if cuda else int(d.storage.ddr)
+            budget = fast - DENSE_MULTIPLIER * dense_bytes - kjt
             if budget <= 0:
                 raise Error(f"EmbshardPlanner: rank {d.rank} keeps no memory for embeddings: "
-                            f"{fast} bytes less the reservation, {DENSE_MULTIPLIER}× the dense "
-                            f"parameters and the KJT buffers")
+                            f"{fast} bytes after the reservation share, less {DENSE_MULTIPLIER}× "
+                            f"the dense parameters ({dense_bytes} bytes) and the KJT buffers ({kjt})")
             devices.append({"hbm_bytes": budget, "uvm_bytes": int(d.storage.ddr) if cuda else 0,
                             "hbm_gbps": _gbps(topology.hbm_mem_bw if cuda else topology.ddr_mem_bw),
                             "uvm_gbps": _gbps(topology.hbm_to_ddr_mem_bw if cuda else topology.ddr_mem_bw)})

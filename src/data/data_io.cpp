@@ -113,9 +113,10 @@ DerivedStatsModel derived_model_from(const JsonNode& n) {
 TableStats derived_stats_from(const JsonNode& s, std::int64_t batch_size,
                               const DerivedStatsModel& model, const std::string& where) {
   s.only_keys({"num_rows", "pooling_factor", "coverage"});
+  // Absent coverage is -1 ("min(1, pooling)"); a given one must lie in [0, 1].
+  const double coverage = s.has("coverage") ? s.at("coverage").as_double(0.0) : -1.0;
   return derive_table_stats(s.at("num_rows").as_int(), s.at("pooling_factor").as_double(),
-                            s.has("coverage") ? s.at("coverage").as_double() : -1.0, batch_size,
-                            model, where);
+                            coverage, batch_size, model, where);
 }
 
 TableConstraints table_constraints_from(const JsonNode& n) {

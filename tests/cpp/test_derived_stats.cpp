@@ -103,6 +103,10 @@ TEST(DerivedStats, TaskLevelModelIsUsedAndChecked) {
   bad.insert(bad.find("\"tables\""), R"("derived_stats": {"zipf_alpha": 9}, )");
   const std::string err = error_of([&] { (void)task_from_json(bad, "t.json"); });
   EXPECT_NE(err.find("t.json: derived_stats: zipf_alpha"), std::string::npos) << err;
+  std::string negative = kShapeOnlyTask;
+  negative.replace(negative.find("\"coverage\": 0.6"), 15, "\"coverage\": -0.5");
+  const std::string err3 = error_of([&] { (void)task_from_json(negative, "t.json"); });
+  EXPECT_NE(err3.find("t.json: tables[1].stats.coverage"), std::string::npos) << err3;
   std::string extra = kShapeOnlyTask;
   extra.replace(extra.find("\"pooling_factor\": 1}"), 20, "\"pooling_factor\": 1, \"num_distinct\": 4}");
   const std::string err2 = error_of([&] { (void)task_from_json(extra, "t.json"); });

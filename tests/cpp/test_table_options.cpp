@@ -90,6 +90,9 @@ TEST(TableOptions, EverySharderHonoursStateAndConstraintsOrSaysWhichTable) {
     Task task = small_task(seed);
     for (auto& t : task.workload.tables) t.optimizer = seed == 4 ? OptimizerState::kAdam : OptimizerState::kRowWiseAdagrad;
     task.workload.tables[0].constraints.sharding_types = {ShardingType::kTableWise};
+    // The task allows UVM (each device has host memory), one table does not.
+    task.constraints.allow_uvm = true;
+    for (auto& d : task.topology.devices) d.uvm_bytes = task.workload.total_bytes();
     task.workload.tables[1].constraints.allow_uvm = false;
     // Room for everything with its state, but not twice over: the state decides what fits.
     std::int64_t largest = 0;

@@ -64,7 +64,8 @@ std::string find_table_that_fits_nowhere(const RecShardInput& input) {
   std::int64_t largest = 0;
   for (const RecShardGpu& g : input.gpus) largest = std::max(largest, g.hbm_bytes + g.host_bytes);
   for (const RecShardTable& t : input.tables) {
-    const std::int64_t row_bytes = static_cast<std::int64_t>(t.dim) * t.bytes_per_element;
+    const std::int64_t row_bytes =  // weights and optimizer state, as the MILP counts them
+        static_cast<std::int64_t>(t.dim) * t.bytes_per_element + t.state_bytes_per_row;
     const std::int64_t bytes = t.rows * row_bytes;
     bool fits = false;
     for (const RecShardGpu& g : input.gpus) {

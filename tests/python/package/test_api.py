@@ -162,3 +162,51 @@ def test_plans_from_concurrent_threads_are_identical():
     for t in threads:
         t.join()
     assert results[0] and all(r == results[0] for r in results)
+
+
+def test_a_long_plan_lets_python_threads_run():
+    import time
+
+    task = Task.generate("autoshard:devices=16,max_dim=32", seed=105)  # 160 tables: ~0.3 s
+    count = [0]
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            count[0] += 1
+
+    spinner = threading.Thread(target=spin)
+    spinner.start()
+    try:
+        time.sleep(0.05)
+        before, start = count[0], time.perf_counter()
+        time.sleep(0.1)  # the spinner's rate with the GIL free
+        rate = (count[0] - before) / (time.perf_counter() - start)
+        before, start = count[0], time.perf_counter()
+        embshard.plan(task, "neuroshard")
+        elapsed = time.perf_counter() - start
+        during = count[0] - before
+    finally:
+        stop.set()
+        spinner.join()
+    assert elapsed > 0.05, "the call was too short to tell"
+    # Holding the GIL would leave the spinner at most one switch interval (5 ms) of counting.
+    assert during > 0.3 * rate * elapsed, (during, rate, elapsed)
+
+
+def test_failed_plans_have_no_file_form_and_candidates_must_be_given():
+    task = Task.from_tables([Table("huge", rows=2_000_000_000, dim=128, pooling_factor=1.0)],
+                            topology="v100:gpus_per_node=2,hbm_gib=1", batch_size=512,
+                            allow_column_split=False, allow_row_split=False)
+    plan = embshard.plan(task, "greedy")
+    assert not plan.ok and "huge" in plan.reason
+    with pytest.raises(Error, match="there is no plan to write"):
+        plan.to_json()
+    with pytest.raises(Error, match="candidates is empty"):
+        embshard.plan(task, candidates=[])
+    failed = embshard.plan(task, candidates=["greedy", "torchrec"])
+    assert failed.status == "infeasible" and "greedy" in failed.reason and "torchrec" in failed.reason
+    with pytest.raises(Error, match="num_rows must lie in"):
+        embshard.stats_from_csr([1], [0, 1], -5)
+    with pytest.raises(Error, match=r"stats.coverage"):
+        Task.from_tables([Table("a", rows=10, dim=8, pooling_factor=1.0, coverage=-0.5)], "v100", 512)

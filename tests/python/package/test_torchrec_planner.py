@@ -113,7 +113,7 @@ def test_nested_collections_of_both_kinds_and_shared_names(torchrec):
     names = sorted(t["name"] for t in planner.last_task.tables)
     assert names == ["seq.shared", "u", "user.deep.shared"]
     u = next(t for t in planner.last_task.tables if t["name"] == "u")
-    assert u["stats"]["pooling_factor"] == 2.0  # two features at TorchRec's default 1.0 each
+    assert u["stats"]["pooling_factor"] == 1.0  # TorchRec's default: POOLING_FACTOR per table
 
 
 def test_optimizer_state_is_counted_as_torchrec_counts_it(torchrec):
@@ -140,6 +140,26 @@ def test_optimizer_state_is_counted_as_torchrec_counts_it(torchrec):
     with pytest.raises(Error, match="no plan"):
         EmbshardPlanner(topology=small, batch_size=512, sharder="torchrec", constraints=hbm_only).plan(
             dlrm(torch), sharders(optimizer=EmbOptimType.ADAM))
+
+
+def test_shardable_modules_embshard_cannot_plan_are_errors_not_skipped(torchrec):
+    import torch
+    from torchrec.distributed.sharding_plan import get_default_sharders
+    from torchrec.modules.embedding_configs import EmbeddingBagConfig
+    from torchrec.modules.feature_processor_ import PositionWeightedModuleCollection
+    from torchrec.modules.fp_embedding_modules import FeatureProcessedEmbeddingBagCollection
+    from torchrec.modules.embedding_modules import EmbeddingBagCollection
+
+    from embshard.torchrec import EmbshardPlanner
+
+    meta = torch.device("meta")
+    ebc = EmbeddingBagCollection(device=meta, is_weighted=True, tables=[
+        EmbeddingBagConfig(name="t", num_embeddings=100, embedding_dim=8, feature_names=["f"])])
+    model = torch.nn.Module()
+    model.fp = FeatureProcessedEmbeddingBagCollection(
+        ebc, PositionWeightedModuleCollection({"f": 4}, device=meta))
+    with pytest.raises(Error, match="module 'fp' is a FeatureProcessedEmbeddingBagCollection"):
+        EmbshardPlanner(topology=topology(world=2, local=2)).plan(model, get_default_sharders())
 
 
 def test_measured_statistics_from_a_kjt_replace_the_derived_ones(torchrec):
@@ -184,8 +204,10 @@ def test_bad_input_names_the_table_or_field(torchrec):
         "t_cat_4": ParameterConstraints(compute_kernels=["key_value"])}})
     assert "'warp_wise'" in error({"topology": topology(), "constraints": {
         "t_cat_4": ParameterConstraints(sharding_types=["warp_wise"])}})
-    assert "pooling_factors has 2 values for 1 features" in error({"topology": topology(), "constraints": {
-        "t_cat_4": ParameterConstraints(pooling_factors=[1.0, 2.0])}})
+    assert "must be finite and ≥ 0" in error({"topology": topology(), "constraints": {
+        "t_cat_4": ParameterConstraints(pooling_factors=[1.0, -2.0])}})
+    assert "the sharder offers none of them on cpu" in error({"topology": topology(world=2, local=2, device="cpu"),
+                                                            "constraints": {"t_cat_4": ParameterConstraints(sharding_types=["row_wise"])}})
     assert "not a whole number of hosts" in error({"topology": topology(world=6, local=4)})
     assert "batch_sizes" in error({"topology": topology(), "constraints": {
         "t_cat_4": ParameterConstraints(batch_sizes=[64])}})
