@@ -8,6 +8,7 @@
 #include "core/json_reader.h"
 #include "nn/nn_json.h"
 #include "embshard/core/error.h"
+#include "embshard/data/features.h"
 #include "embshard/core/file_io.h"
 #include "profile/fingerprint_json.h"
 
@@ -168,12 +169,15 @@ const std::array<std::string, kNumCostFeatures>& table_feature_names() {
 }
 
 TableFeatures table_features(const TableStats& stats, int cols, double row_share) {
-  static_assert(kNumReuseBins == 17 && kNumCostFeatures == kNumReuseBins + 3);
+  // NeuroShard's 20, picked by name from the one feature definition (data/features.h).
+  static const std::array<int, kNumCostFeatures> picked = [] {
+    std::array<int, kNumCostFeatures> index{};
+    for (std::size_t i = 0; i < index.size(); ++i) index[i] = feature_index(table_feature_names()[i]);
+    return index;
+  }();
+  const FeatureVector all = shard_features(stats, cols, row_share, WeightType::kF32);
   TableFeatures f{};
-  for (int i = 0; i < kNumReuseBins; ++i) f[static_cast<std::size_t>(i)] = static_cast<float>(stats.bins[static_cast<std::size_t>(i)]);
-  f[17] = static_cast<float>(cols);
-  f[18] = static_cast<float>(stats.pooling_factor * row_share);
-  f[19] = static_cast<float>(static_cast<double>(stats.num_rows) * row_share);
+  for (std::size_t i = 0; i < f.size(); ++i) f[i] = static_cast<float>(all[static_cast<std::size_t>(picked[i])]);
   return f;
 }
 

@@ -32,17 +32,26 @@ const std::array<std::string, kNumTableFeatures>& feature_names() {
   return names;
 }
 
-FeatureVector table_features(const TableSpec& t) {
+FeatureVector shard_features(const TableStats& stats, int cols, double row_share, WeightType dtype) {
   FeatureVector f{};
-  f[0] = t.dim;
-  f[1] = static_cast<double>(t.num_rows());
-  f[2] = t.stats.pooling_factor;
+  const double rows = static_cast<double>(stats.num_rows) * row_share;
+  f[0] = cols;
+  f[1] = rows;
+  f[2] = stats.pooling_factor * row_share;
   // The weights' size, as the policies were trained on it (optimizer state is memory, not a
-  // feature: placement legality counts it through size_bytes).
-  const double weight_bytes = static_cast<double>(t.num_rows()) * t.dim * bytes_per_element(t.dtype);
-  f[3] = weight_bytes / kGiB;
-  for (int j = 0; j < kNumReuseBins; ++j) f[4 + j] = t.stats.bins[j];
+  // feature: placement legality counts it through TableSpec::size_bytes).
+  f[3] = rows * cols * bytes_per_element(dtype) / kGiB;
+  for (int j = 0; j < kNumReuseBins; ++j) f[4 + j] = stats.bins[j];
   return f;
+}
+
+FeatureVector table_features(const TableSpec& t) { return shard_features(t.stats, t.dim, 1.0, t.dtype); }
+
+int feature_index(const std::string& name) {
+  const auto& names = feature_names();
+  for (int i = 0; i < kNumTableFeatures; ++i)
+    if (names[static_cast<std::size_t>(i)] == name) return i;
+  throw InternalError("features: no feature named '" + name + "'");
 }
 
 const char* to_string(FeatureScaling s) {

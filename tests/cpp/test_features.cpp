@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "embshard/core/error.h"
+#include "embshard/cost/neural_weights.h"
 #include "embshard/data/features.h"
 
 namespace embshard {
@@ -31,6 +32,23 @@ TEST(Features, RawVectorLayout) {
   EXPECT_DOUBLE_EQ(f[3], 64.0 * (1 << 20) * 2 / (1 << 30));  // fp16: 2 bytes
   EXPECT_EQ(f[4], 0.75);
   EXPECT_EQ(f[7], 0.25);
+}
+
+TEST(Features, ShardsScaleRowsPoolingAndSizeAndTheCostModelsPickByName) {
+  TableSpec t = table(64, 1000, 8.0);
+  t.optimizer = OptimizerState::kAdam;  // memory, not a feature: the size stays the weights'
+  const FeatureVector half = shard_features(t.stats, 16, 0.5, t.dtype);
+  EXPECT_EQ(half[0], 16);
+  EXPECT_EQ(half[1], 500);
+  EXPECT_EQ(half[2], 4.0);
+  EXPECT_DOUBLE_EQ(half[3], 500.0 * 16 * 4 / (1 << 30));
+  EXPECT_EQ(table_features(t)[3], 1000.0 * 64 * 4 / (1 << 30));
+  // NeuroShard's 20 are the same numbers, picked by name (cost/neural_weights.h).
+  const TableFeatures cost = embshard::table_features(t.stats, 16, 0.5);
+  for (std::size_t i = 0; i < cost.size(); ++i)
+    EXPECT_EQ(cost[i], static_cast<float>(half[static_cast<std::size_t>(feature_index(table_feature_names()[i]))]))
+        << table_feature_names()[i];
+  EXPECT_THROW((void)feature_index("colour"), InternalError);
 }
 
 TEST(Features, ScalingModesMatchTheReferenceFormulas) {

@@ -21,8 +21,9 @@
  *
  * Table features, in this order (NeuroShard's 20, refs-zha.md §1.3, ordered by meaning rather
  * than by Python's alphabetical dict order): bin_0 … bin_16 (the reuse histogram), dim (the
- * shard's columns), pooling_factor and rows. A row shard keeps the share rows/num_rows of both
- * rows and pooling_factor. z-score = (x − mean) / std with the training set's mean and sample
+ * shard's columns), pooling_factor and rows — picked by name from the one feature definition,
+ * data/features.h's `shard_features` (all but size_gib). A row shard keeps the share
+ * rows/num_rows of both rows and pooling_factor. z-score = (x − mean) / std with the training set's mean and sample
  * standard deviation; a column with (near-)zero spread gets std 1 (mean subtraction only), so
  * normalisation never divides by zero.
  *

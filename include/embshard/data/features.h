@@ -43,8 +43,20 @@ using FeatureVector = std::array<double, kNumTableFeatures>;
 /** Names of the features, in order ("dim", "rows", ..., "bin_16"). */
 [[nodiscard]] const std::array<std::string, kNumTableFeatures>& feature_names();
 
-/** The raw (unnormalised) features of one table. */
+/**
+ * The raw (unnormalised) features of a shard of a table: `cols` of its columns and `row_share`
+ * of its rows, which scales rows and pooling_factor (a row shard serves that share of the
+ * lookups) and the size. Every model reads this vector, or a subset of it chosen by name
+ * (`feature_index`): NeuroShard's cost models take 20 of the 21 (cost/neural_weights.h).
+ */
+[[nodiscard]] FeatureVector shard_features(const TableStats& stats, int cols, double row_share,
+                                           WeightType dtype);
+
+/** The raw (unnormalised) features of one table: shard_features of the whole table. */
 [[nodiscard]] FeatureVector table_features(const TableSpec& table);
+
+/** The index of the feature called `name` in feature_names(); InternalError if there is none. */
+[[nodiscard]] int feature_index(const std::string& name);
 
 enum class FeatureScaling { kNone, kPerTask, kTrainingSet, kAllColumns };
 [[nodiscard]] const char* to_string(FeatureScaling scaling);
