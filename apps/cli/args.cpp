@@ -9,8 +9,14 @@
 
 namespace embshard::cli {
 
-Args::Args(std::string verb, const std::vector<std::string>& words, std::set<std::string> flags)
-    : verb_(std::move(verb)) {
+Args::Args(const VerbDoc& verb, const std::vector<std::string>& words)
+    : doc_(verb), verb_(verb.name.empty() ? "(main)" : verb.name) {
+  const auto find = [&](const std::string& key) -> const OptionDoc* {
+    for (const auto* list : {&doc_.options, &common_options()})
+      for (const OptionDoc& o : *list)
+        if (o.name == key) return &o;
+    return nullptr;
+  };
   for (std::size_t i = 0; i < words.size(); ++i) {
     const std::string& w = words[i];
     if (w.rfind("--", 0) != 0) {
@@ -19,16 +25,26 @@ Args::Args(std::string verb, const std::vector<std::string>& words, std::set<std
     }
     std::string key = w.substr(2);
     const auto eq = key.find('=');
+    const std::string name = eq == std::string::npos ? key : key.substr(0, eq);
+    const OptionDoc* option = find(name);
+    if (option == nullptr) {
+      std::string known;
+      for (const auto* list : {&doc_.options, &common_options()})
+        for (const OptionDoc& o : *list) known += (known.empty() ? "--" : ", --") + o.name;
+      EMBSHARD_THROW("embshard ", verb_, ": unknown option --", name, "; accepted: ", known,
+                     " (embshard ", doc_.name, doc_.name.empty() ? "" : " ", "--help explains them)");
+    }
     if (eq != std::string::npos) {
-      values_[key.substr(0, eq)] = key.substr(eq + 1);
-    } else if (flags.count(key)) {
-      flags_given_.insert(key);
+      EMBSHARD_CHECK(!option->value.empty(), "embshard ", verb_, ": option --", name, " takes no value");
+      values_[name] = key.substr(eq + 1);
+    } else if (option->value.empty()) {
+      flags_given_.insert(name);
     } else {
       // A following option is never taken as the value (`--out --quiet`); `-` (stdout) and
       // negative numbers (`--x -1`) are values. `--key=--v` passes such a value on purpose.
       EMBSHARD_CHECK(i + 1 < words.size() && words[i + 1].rfind("--", 0) != 0, "embshard ", verb_,
-                     ": option --", key, " needs a value");
-      values_[key] = words[++i];
+                     ": option --", name, " needs a value");
+      values_[name] = words[++i];
     }
   }
   for (const auto& [key, value] : values_) {
@@ -36,7 +52,26 @@ Args::Args(std::string verb, const std::vector<std::string>& words, std::set<std
   }
 }
 
+const OptionDoc& Args::declared(const std::string& key) const {
+  for (const auto* list : {&doc_.options, &common_options()})
+    for (const OptionDoc& o : *list)
+      if (o.name == key) return o;
+  throw InternalError("embshard " + verb_ + ": reads option --" + key + ", which apps/cli/verbs.cpp does not declare");
+}
+
+void Args::check_default(const std::string& key, double fallback) const {
+  const std::string& text = declared(key).fallback;
+  if (text.empty()) return;
+  double value = 0.0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || ptr != text.data() + text.size()) return;  // not a number: prose
+  if (value != fallback)
+    throw InternalError("embshard " + verb_ + ": --" + key + " defaults to " + std::to_string(fallback) +
+                        " in the code but to " + text + " in apps/cli/verbs.cpp");
+}
+
 std::optional<std::string> Args::get(const std::string& key) {
+  (void)declared(key);
   asked_.insert(key);
   auto it = values_.find(key);
   if (it == values_.end()) return std::nullopt;
@@ -50,10 +85,15 @@ std::string Args::require(const std::string& key) {
 }
 
 std::string Args::get_or(const std::string& key, const std::string& fallback) {
+  const std::string& documented = declared(key).fallback;
+  if (!documented.empty() && documented != fallback)
+    throw InternalError("embshard " + verb_ + ": --" + key + " defaults to '" + fallback +
+                        "' in the code but to '" + documented + "' in apps/cli/verbs.cpp");
   return get(key).value_or(fallback);
 }
 
 std::int64_t Args::get_int(const std::string& key, std::int64_t fallback) {
+  check_default(key, static_cast<double>(fallback));
   auto v = get(key);
   if (!v) return fallback;
   std::int64_t out = 0;
@@ -64,6 +104,7 @@ std::int64_t Args::get_int(const std::string& key, std::int64_t fallback) {
 }
 
 double Args::get_double(const std::string& key, double fallback) {
+  check_default(key, fallback);
   auto v = get(key);
   if (!v) return fallback;
   double out = 0.0;
@@ -85,19 +126,20 @@ std::vector<std::string> Args::given_options() const {
 }
 
 bool Args::flag(const std::string& key) {
+  (void)declared(key);
   asked_.insert(key);
   return flags_given_.count(key) > 0;
 }
 
 void Args::finish(std::size_t consumed_positionals) const {
-  for (const auto& [key, value] : values_) {
+  // Declared, but not an option of what was asked for (`pool --check --out F`).
+  for (const std::string& key : given_options()) {
     if (!asked_.count(key)) {
-      std::string known;
-      for (const auto& k : asked_) known += (known.empty() ? "--" : ", --") + k;
-      EMBSHARD_THROW("embshard ", verb_, ": unknown option --", key, "; accepted: ", known);
+      std::string used;
+      for (const auto& k : asked_) used += (used.empty() ? "--" : ", --") + k;
+      EMBSHARD_THROW("embshard ", verb_, ": option --", key, " does not apply here (this use takes ", used, ")");
     }
   }
-  for (const auto& key : flags_given_) EMBSHARD_CHECK(asked_.count(key), "embshard ", verb_, ": unknown option --", key);
   EMBSHARD_CHECK(positional_.size() <= consumed_positionals, "embshard ", verb_,
                  ": unexpected argument '",
                  positional_.size() > consumed_positionals ? positional_[consumed_positionals] : "",

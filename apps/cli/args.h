@@ -1,7 +1,9 @@
 #pragma once
 // A small strict option parser for the CLI verbs: `--key value`, `--key=value` and `--flag`.
-// Unknown or unused options are errors that list what the verb accepts; an empty value
-// (`--out ''`) is an error naming the option, never taken as "not given".
+// A verb's options are declared once (verbs.h): an undeclared option is an error that lists the
+// verb's options; a declared one the verb's path does not use is an error too; an empty value
+// (`--out ''`) is an error naming the option, never taken as "not given". Reading an undeclared
+// option, or a number whose declared default differs from the code's, is a bug (InternalError).
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -11,6 +13,7 @@
 
 #include "embshard/core/context.h"
 #include "embshard/core/error.h"
+#include "verbs.h"
 
 namespace embshard::cli {
 
@@ -19,8 +22,8 @@ namespace embshard::cli {
 
 class Args {
  public:
-  /** `words` are the arguments after the verb; `flags` are the options that take no value. */
-  Args(std::string verb, const std::vector<std::string>& words, std::set<std::string> flags = {});
+  /** `words` are the arguments after the verb (sub-verbs stay as positionals). */
+  Args(const VerbDoc& verb, const std::vector<std::string>& words);
 
   [[nodiscard]] std::optional<std::string> get(const std::string& key);
   [[nodiscard]] std::string require(const std::string& key);
@@ -38,6 +41,12 @@ class Args {
   void finish(std::size_t consumed_positionals = 0) const;
 
  private:
+  /** The declared option `key` (the verb's own or a common one); InternalError if undeclared. */
+  const OptionDoc& declared(const std::string& key) const;
+  /** InternalError if `key` declares a numeric default other than `fallback`. */
+  void check_default(const std::string& key, double fallback) const;
+
+  const VerbDoc& doc_;
   std::string verb_;
   std::map<std::string, std::string> values_;
   std::set<std::string> flags_given_;

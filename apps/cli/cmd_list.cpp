@@ -1,7 +1,8 @@
-// embshard list: every registered plug-in with its parameters.
+// embshard list: every registered plug-in with its parameters; embshard help: every verb.
 #include <cstdio>
 
 #include "commands.h"
+#include "verbs.h"
 #include "embshard/shard/sharder.h"
 #include "embshard/data/topology.h"
 #include "embshard/eval/cost_models.h"
@@ -43,6 +44,13 @@ int run_list(Args& args, const Context&) {
   print_registry(task_protocol_registry());
   print_registry(sharder_registry());
   print_registry(cost_model_registry());
+  return 0;
+}
+
+int run_help(Args& args, const Context&) {
+  const bool markdown = args.flag("markdown");
+  args.finish();
+  std::printf("%s", markdown ? cli_markdown().c_str() : usage().c_str());
   return 0;
 }
 

@@ -25,6 +25,7 @@ int run_eval(Args& args, const Context& ctx);     ///< embshard eval --task T --
 int run_compare(Args& args, const Context& ctx);  ///< embshard compare --tasks DIR --sharders ...
 int run_report(Args& args, const Context& ctx);   ///< embshard report --task T --plan P | --compare R.csv --out R.html
 int run_default(Args& args, const Context& ctx);  ///< embshard (no verb): the main job
+int run_help(Args& args, const Context& ctx);     ///< embshard help [--markdown]
 /** embshard train ...: replaces this process with embshard-train (the learn module). */
 [[noreturn]] int exec_train(const std::vector<std::string>& words);
 

@@ -3,11 +3,13 @@
 // autoshard (the RL placement policies).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
 
 #include "cli/args.h"
+#include "cli/verbs.h"
 #include "embshard/core/error.h"
 #include "embshard/core/file_io.h"
 #include "embshard/learn/cost_training.h"
@@ -19,25 +21,6 @@
 namespace {
 
 using namespace embshard;
-
-constexpr const char* kUsage =
-    "usage: embshard train dreamshard|autoshard --tasks DIR|T.json[,..] --out POLICY.json\n"
-    "           [--backend sim|cpu|reference|cuda] [--batch N] [--seed S] [--resume] [--quiet]\n"
-    "           dreamshard: [--iterations 10] [--collect 10] [--cost-steps 300] [--rl-batches 10]\n"
-    "                       [--episodes 10] [--lr 0.0005]\n"
-    "           autoshard:  [--env-steps 100000] [--actors 8] [--unroll 100] [--learner-batch 8]\n"
-    "                       [--lr 0.001] [--entropy 0.001] [--cost-updates 20] [--checkpoint-every 10]\n"
-    "  trains an RL placement policy on the training tasks, evaluating real plans on the backend\n"
-    "  (at --batch for measured backends), with a checkpoint in POLICY.json.ckpt after every\n"
-    "  iteration (--resume continues from it); plan with --sharder dreamshard:policy=POLICY.json.\n"
-    "       embshard train cost --samples S.jsonl[,C.jsonl] --out MODEL.json [--epochs N] [--seed S]\n"
-    "           [--outputs 2|1] [--batch 512] [--lr 0.001] [--report R.html] [--force] [--quiet]\n"
-    "  trains NeuroShard's compute model on a compute sample file and its fw/bw comm models on a\n"
-    "  comm sample file (each file's header says which it is; both are checked before any\n"
-    "  training), prints held-out MSE, MAPE and R² beside the baselines and writes the weights\n"
-    "  (for --cost neural:weights=MODEL.json) with a report of predicted against measured times\n"
-    "  (default MODEL.html). A model worse than nothing (held-out R² < 0, or compute worse than\n"
-    "  the sum of singles) is not written unless --force.\n";
 
 std::vector<std::string> split_list(const std::string& text) {
   std::vector<std::string> items;
@@ -197,15 +180,21 @@ int train_autoshard_verb(cli::Args& args, Context& ctx) {
 
 int main(int argc, char** argv) {
   std::vector<std::string> words(argv + 1, argv + argc);
+  const auto help_of = [](const std::string& verb) { return cli::verb_help(*cli::find_verb_doc("train " + verb)); };
   if (words.empty() || words[0] == "-h" || words[0] == "--help") {
-    std::cout << kUsage;
+    for (const char* verb : {"cost", "dreamshard", "autoshard"}) std::cout << help_of(verb) << "\n";
     return words.empty() ? 1 : 0;
   }
   try {
     const std::string& verb = words[0];
     EMBSHARD_CHECK(verb == "cost" || verb == "dreamshard" || verb == "autoshard",
-                   "embshard train: expected the sub-verb cost, dreamshard or autoshard\n", kUsage);
-    cli::Args args("train " + verb, words, {"quiet", "verbose", "resume", "force"});
+                   "embshard train: expected the sub-verb cost, dreamshard or autoshard (embshard train --help)");
+    if (std::find(words.begin(), words.end(), "--help") != words.end() ||
+        std::find(words.begin(), words.end(), "-h") != words.end()) {
+      std::cout << help_of(verb);
+      return 0;
+    }
+    cli::Args args(*cli::find_verb_doc("train " + verb), words);
     Context ctx;
     cli::apply_log_options(args, ctx);
     if (verb == "dreamshard") return train_dreamshard_verb(args, ctx);

@@ -312,9 +312,8 @@ class ProfileComm : public ::testing::Test {
   void SetUp() override {
     if (!built_with_mpi()) GTEST_SKIP() << "embshard built without MPI";
     if (!mpirun_on_path()) GTEST_SKIP() << "mpirun not on PATH";
-    dir_ = fs::temp_directory_path() /
-           ("embshard_comm_" +
-            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    dir_ = test_util::temp_file("embshard_comm",
+                                ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }

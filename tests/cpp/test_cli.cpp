@@ -7,6 +7,7 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -42,8 +43,9 @@ std::string fixture(const std::string& name) {
 class Cli : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("embshard_cli_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    // The process id too: two runs of the suite (a CI clone beside a working tree) never meet.
+    dir_ = test_util::temp_file("embshard_cli",
+                                ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -93,13 +95,36 @@ TEST_F(Cli, ListPrintsEveryRegistryWithParameters) {
 TEST_F(Cli, HelpOfAVerbShowsItsUsageAndWhereItsFiguresAreDefined) {
   CliResult r = run_cli("eval --help");
   ASSERT_EQ(r.status, 0) << r.out;
-  EXPECT_NE(r.out.find("--backend sim|cpu|cuda"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("usage: embshard eval --task T.json --plan P.json [--backend B]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("sim | cpu | reference | cuda (where built) (default sim)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("docs/metrics.md"), std::string::npos) << r.out;
-  EXPECT_EQ(r.out.find("  stats "), std::string::npos) << r.out;  // only its own lines
+  EXPECT_EQ(r.out.find("embshard stats"), std::string::npos) << r.out;  // only its own
   r = run_cli("profile calibrate -h");
   ASSERT_EQ(r.status, 0) << r.out;
-  EXPECT_NE(r.out.find("profile calibrate --samples"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("profile compute --out"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("usage: embshard profile calibrate --samples S.jsonl"), std::string::npos) << r.out;
+  r = run_cli("profile --help");  // a verb of sub-verbs: each of them
+  ASSERT_EQ(r.status, 0) << r.out;
+  for (const char* sub : {"profile compute", "profile comm", "profile calibrate"})
+    EXPECT_NE(r.out.find(std::string("usage: embshard ") + sub), std::string::npos) << sub;
+  r = run_cli("plan --help");  // once "option --help needs a value"
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("--sharder SPEC"), std::string::npos) << r.out;
+  r = run_cli("task");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("embshard task: expected a sub-verb: gen"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, DocsCliMdIsCurrent) {
+  // docs/cli.md is `embshard help --markdown`: the one declaration of every verb and option
+  // (apps/cli/verbs.cpp). EMBSHARD_UPDATE_CLI_DOC=1 rewrites it.
+  const CliResult r = run_cli("help --markdown");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const std::string doc = std::string(EMBSHARD_SOURCE_DIR_FOR_TESTS) + "/docs/cli.md";
+  if (const char* update = std::getenv("EMBSHARD_UPDATE_CLI_DOC"); update && std::string(update) == "1")
+    write_file_atomic(doc, r.out);
+  EXPECT_EQ(read_file(doc), r.out) << "docs/cli.md is stale: EMBSHARD_UPDATE_CLI_DOC=1 ctest -R DocsCliMd";
+  for (const char* verb : {"plan", "task gen", "profile comm", "train autoshard", "help"})
+    EXPECT_NE(r.out.find(std::string("## `embshard ") + verb + "`"), std::string::npos) << verb;
 }
 
 TEST_F(Cli, MainJobShowsTheBuiltInWorkload) {

@@ -118,7 +118,7 @@ TEST(Compare, DefaultShardersCoverEveryBaseline) {
 
 TEST(Compare, CliWritesCsvSummaryAndChart) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / "embshard_compare_cli";
+  const fs::path dir = test_util::temp_file("embshard_compare", "cli");
   fs::remove_all(dir);
   const std::string cli = EMBSHARD_CLI_PATH;
   ASSERT_EQ(test_util::run_command(cli + " task gen --quiet --protocol neuroshard --devices 4 --max-dim 16 "

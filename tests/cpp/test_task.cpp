@@ -306,7 +306,7 @@ TEST(StatsIo, OutOfRangeNumbersNameFileAndTable) {
 }
 
 TEST(TaskIo, WriteTasksNamesFilesInOrder) {
-  const auto dir = std::filesystem::temp_directory_path() / "embshard_test_tasks";
+  const auto dir = std::filesystem::path(test_util::temp_file("embshard_test", "tasks"));
   std::filesystem::remove_all(dir);
   const auto paths = write_tasks(*make_task_generator("dreamshard"), source(), 0, 3, dir.string());
   ASSERT_EQ(paths.size(), 3u);

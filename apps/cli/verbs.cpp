@@ -1,0 +1,290 @@
+#include "verbs.h"
+
+#include <algorithm>
+#include <sstream>
+
+namespace embshard::cli {
+namespace {
+
+const std::vector<OptionDoc> kMeasure = {
+    {"warmup", "N", "", "unmeasured repeats before the measured ones"},
+    {"repeats", "N", "", "measured repeats; the median is kept"},
+    {"no-flush", "", "", "do not flush the caches between repeats"},
+};
+
+/** `options` followed by the measurement options with this verb's defaults. */
+std::vector<OptionDoc> with_measure(std::vector<OptionDoc> options, const char* warmup, const char* repeats) {
+  for (OptionDoc o : kMeasure) {
+    if (o.name == "warmup") o.fallback = warmup;
+    if (o.name == "repeats") o.fallback = repeats;
+    options.push_back(o);
+  }
+  return options;
+}
+
+/** The options every RL policy trainer takes (PolicyTrainSetup), then its own `options`. */
+std::vector<OptionDoc> policy_training(std::vector<OptionDoc> options) {
+  std::vector<OptionDoc> all = {
+      {"tasks", "DIR|T.json[,...]", "", "the training tasks (required)"},
+      {"out", "POLICY.json", "", "the policy file (required; checkpoints in POLICY.json.ckpt)"},
+      {"backend", "B", "sim", "the judge: sim | cpu | reference | cuda"},
+      {"batch", "B", "", "measured backends: the batch (default 8192; sim: the task's)"},
+      {"resume", "", "", "continue from the checkpoint"},
+      {"seed", "S", "0", "seed of the run"}};
+  all.insert(all.end(), options.begin(), options.end());
+  return all;
+}
+
+std::vector<VerbDoc> make_docs() {
+  const std::string metrics = "The figures printed (step, max_sum, balance, fw_wait, gap, UVM share) are defined, "
+                              "with formulas and a worked example, in docs/metrics.md.";
+  return {
+      {"", "the main job: the built-in pool, the default task planned by every sharder, the best plan's breakdown",
+       {{"report", "R.html", "", "also write the plan report of every plan found"}}, ""},
+      {"stats", "reference statistics of every table of a dataset file (.pt, .pt.gz, legacy .pt)",
+       {{"data", "FILE", "", "the dataset file (required)"},
+        {"out", "tables.json", "", "the statistics file to write (required)"}}, ""},
+      {"pool", "the built-in synthetic pool: its expected statistics, a check against the published figures, or raw batches",
+       {{"seed", "N", "0", "the pool's seed"},
+        {"out", "pool.json", "", "write the pool's expected statistics"},
+        {"batch", "B", "65536", "the batch the statistics (or batches) are for"},
+        {"check", "", "", "compare the generated figures with the published ones; non-zero exit if off"},
+        {"measure", "K", "8", "with --check: tables whose batches are materialised and measured"},
+        {"write-pt", "FILE[.gz]", "", "write raw batches in the dataset's own format"},
+        {"tables", "N", "856", "with --write-pt: how many tables"},
+        {"fit", "", "", "refit the pool's parameters to the published figures and print them"}},
+       "Give one of --out, --check, --write-pt or --fit."},
+      {"task gen", "tasks of a paper's protocol, one JSON file per task (DIR/000.json, ...)",
+       {{"protocol", "NAME[:k=v,..]", "", "neuroshard, dreamshard, autoshard or recshard (embshard list; required)"},
+        {"devices", "D", "", "the protocol's devices parameter"},
+        {"max-dim", "M", "", "the protocol's max_dim parameter"},
+        {"count", "N", "1", "tasks to write"},
+        {"seed", "S", "0", "seed of the generator"},
+        {"out", "DIR", "", "the directory to write (required; refused if it holds tasks)"},
+        {"tables", "stats.json", "", "draw tables from this statistics file instead of the pool"},
+        {"pool-seed", "N", "0", "the pool the tables come from"}}, ""},
+      {"plan", "plan a task with a sharder; prints the breakdown and the gap to a lower bound",
+       {{"task", "T.json", "", "the task (without it: the main job)"},
+        {"sharder", "SPEC", "greedy", "a registered sharder spec (embshard list)"},
+        {"cost", "SPEC", "default", "the cost model sharders that search use"},
+        {"objective", "O", "step", "step | max_sum | balance"},
+        {"out", "P.json", "", "the plan file to write"},
+        {"report", "R.html", "", "also write the plan's report"},
+        {"format", "F", "embshard", "embshard | torchrec (the ShardingPlan JSON embshard.torchrec.load_sharding_plan reads)"},
+        {"torchrec-device", "D", "cuda", "with --format torchrec: cuda | cpu"},
+        {"seed", "S", "0", "seed of randomised sharders"}},
+       metrics},
+      {"check", "validate a plan against its task",
+       {{"task", "T.json", "", "the task (required)"}, {"plan", "P.json", "", "the plan (required)"}}, ""},
+      {"eval", "judge a plan: per-device compute, communication, memory and the objectives",
+       with_measure({{"task", "T.json", "", "the task (required)"},
+        {"plan", "P.json", "", "the plan (required)"},
+        {"backend", "B", "sim", "sim | cpu | reference | cuda (where built)"},
+        {"batch", "B", "0", "measured backends: the batch to run (0: the task's)"},
+        {"draw", "N", "0", "measured backends: which draw of the lookups"},
+        {"objective", "O", "step", "step | max_sum | balance"},
+        {"out", "R.json", "", "the evaluation as JSON"},
+        {"comm", "C", "model", "model | mpi (measured all-to-alls; run under mpirun -n D)"},
+        {"remap", "R", "in_sample", "tiered shards: in_sample | held_out (which draw ranks the hot rows)"}},
+                    "2", "5"),
+       metrics},
+      {"compare", "every sharder on every task of a directory, one judge",
+       with_measure({{"tasks", "DIR", "", "the task directory (required)"},
+        {"sharders", "'S1;S2;...'", "", "sharder specs (required)"},
+        {"cost", "SPEC", "default", "the cost model sharders that search use"},
+        {"backend", "B", "sim", "the judge: sim | cpu | reference | cuda"},
+        {"batch", "B", "0", "measured backends: the batch to run (0: the task's)"},
+        {"out", "R.csv", "", "the comparison CSV (required)"},
+        {"summary", "R.md", "", "a NeuroShard-Table-1-shaped Markdown summary"},
+        {"chart", "R.svg", "", "per-device step bars of one task for every sharder"},
+        {"chart-task", "ID", "", "with --chart: which task (default: the first)"},
+        {"report", "R.html", "", "an HTML report of the comparison"},
+        {"reference", "SPEC", "", "with --report: the sharder the others are compared with"}},
+                    "2", "5"),
+       metrics},
+      {"report", "an HTML report: plans of one task, or a saved comparison",
+       with_measure({{"task", "T.json", "", "the task whose plans to show"},
+        {"plan", "'P1.json;P2.json'", "", "the plans (with --task)"},
+        {"backend", "B", "sim", "the judge of the plans"},
+        {"batch", "B", "0", "measured backends: the batch to run (0: the task's)"},
+        {"compare", "R.csv", "", "a compare CSV to show instead"},
+        {"reference", "SPEC", "", "with --compare: the sharder the others are compared with"},
+        {"out", "R.html", "", "the report (required)"}},
+                    "2", "5"),
+       "Give --task and --plan, or --compare."},
+      {"profile compute", "measure random fused shards on this machine's kernels (cost samples, resumable)",
+       with_measure({{"out", "S.jsonl", "", "the sample file (appended to; required)"},
+                     {"samples", "N", "100", "the file holds this many samples when done"},
+                     {"batch", "B", "8192", "samples per batch"},
+                     {"seed", "S", "0", "seed of the sampler"},
+                     {"pool-seed", "N", "0", "the pool the tables come from"},
+                     {"max-tables", "N", "15", "most tables in a shard"},
+                     {"max-bytes", "N", "4294967296", "most bytes of a shard"},
+                     {"backend", "B", "cpu", "the kernels: cpu | reference | cuda"}},
+                    "2", "5"),
+       ""},
+      {"profile comm", "measure the all-to-alls of random placements over MPI ranks (mpirun -n D)",
+       with_measure({{"out", "S.jsonl", "", "the sample file (appended to; required)"},
+                     {"samples", "N", "100", "the file holds this many samples when done"},
+                     {"batch", "B", "65536", "samples per batch"},
+                     {"seed", "S", "0", "seed of the sampler"},
+                     {"max-tables", "N", "59", "most tables of a placement"},
+                     {"max-sleep-ms", "N", "18", "most a rank sleeps before joining"},
+                     {"no-sleep", "", "", "no rank sleeps"}},
+                    "5", "10"),
+       ""},
+      {"profile calibrate", "fit the sim model's cpu coefficients to compute samples; held-out error",
+       {{"samples", "S.jsonl", "", "compute samples (required)"},
+        {"test-every", "K", "3", "every K-th sample is held out"},
+        {"out", "C.json", "", "the fitted coefficients"},
+        {"report", "R.html", "", "predicted against measured, held out"}}, ""},
+      {"train cost", "train NeuroShard's neural cost models (embshard-train, libtorch); held-out accuracy",
+       {{"samples", "S.jsonl[,C.jsonl]", "", "compute and/or comm sample files (required)"},
+        {"out", "MODEL.json", "", "the weights file (required)"},
+        {"epochs", "N", "1000", "training epochs"},
+        {"seed", "S", "0", "seed of the split and the initialisation"},
+        {"outputs", "N", "2", "compute model outputs: 2 (fw and bw) or 1 (fw+bw)"},
+        {"batch", "N", "512", "samples per gradient step"},
+        {"lr", "X", "0.001", "Adam's learning rate"},
+        {"report", "R.html", "", "the training report (default: MODEL.html)"},
+        {"force", "", "", "write weights even when worse than the baselines"}},
+       "Trains the compute model on a compute sample file and the fw/bw comm models on a comm sample\n"
+       "file (each file's header says which it is; both are checked before any training), prints\n"
+       "held-out MSE, MAPE and R² beside the baselines and writes the weights (for --cost\n"
+       "neural:weights=MODEL.json) with a report of predicted against measured times. A model worse\n"
+       "than nothing (held-out R² < 0, or compute worse than the sum of singles) is not written\n"
+       "unless --force."},
+      {"train dreamshard", "train DreamShard's policy on a directory of tasks, plans judged on a backend",
+       policy_training({
+        {"iterations", "N", "10", "outer iterations"},
+        {"collect", "N", "10", "real plans evaluated per iteration"},
+        {"cost-steps", "N", "300", "cost-network updates per iteration"},
+        {"rl-batches", "N", "10", "policy updates per iteration"},
+        {"episodes", "N", "10", "estimated-MDP episodes per policy update"},
+        {"lr", "X", "0.0005", "Adam's learning rate"}}),
+       "Evaluates real plans on the backend (at --batch for measured backends), with a checkpoint in\n"
+       "POLICY.json.ckpt after every iteration (--resume continues from it); plan with\n"
+       "--sharder dreamshard:policy=POLICY.json."},
+      {"train autoshard", "train AutoShard's policy (IMPALA actors, V-trace learner) on a directory of tasks",
+       policy_training({
+        {"env-steps", "N", "100000", "placement steps the actors take in all"},
+        {"actors", "N", "8", "actor threads"},
+        {"unroll", "N", "100", "steps per unroll"},
+        {"learner-batch", "N", "8", "unrolls per learner update"},
+        {"lr", "X", "0.001", "Adam's learning rate"},
+        {"entropy", "X", "0.001", "entropy weight"},
+        {"cost-updates", "N", "20", "cost-head updates after each learner update"},
+        {"checkpoint-every", "N", "10", "learner updates between checkpoints"}}),
+       "Evaluates real plans on the backend (at --batch for measured backends), with a checkpoint in\n"
+       "POLICY.json.ckpt after every iteration (--resume continues from it); plan with\n"
+       "--sharder autoshard:policy=POLICY.json."},
+      {"list", "every registered plug-in (topologies, protocols, sharders, cost models) with its parameters", {}, ""},
+      {"help", "this list; `embshard help --markdown` writes docs/cli.md",
+       {{"markdown", "", "", "print the whole CLI reference as Markdown (docs/cli.md)"}}, ""},
+  };
+}
+
+/** `text` inside a Markdown table cell: a '|' would end the cell. */
+std::string cell(const std::string& text) {
+  std::string out;
+  for (const char c : text) out += c == '|' ? std::string("\\|") : std::string(1, c);
+  return out;
+}
+
+std::string usage_line(const VerbDoc& verb) {
+  std::string line = "embshard" + (verb.name.empty() ? std::string() : " " + verb.name);
+  for (const OptionDoc& o : verb.options) {
+    const bool required = o.help.find("required") != std::string::npos;
+    const std::string text = "--" + o.name + (o.value.empty() ? "" : " " + o.value);
+    line += required ? " " + text : " [" + text + "]";
+  }
+  return line;
+}
+
+std::string option_line(const OptionDoc& o) {
+  std::string left = "--" + o.name + (o.value.empty() ? "" : " " + o.value);
+  std::ostringstream out;
+  out << "  " << left << std::string(left.size() < 28 ? 28 - left.size() : 1, ' ') << o.help;
+  if (!o.fallback.empty()) out << " (default " << o.fallback << ")";
+  return out.str();
+}
+
+}  // namespace
+
+const std::vector<OptionDoc>& common_options() {
+  static const std::vector<OptionDoc> options = {
+      {"threads", "N", "", "worker threads (default: the machine's logical CPUs)"},
+      {"quiet", "", "", "warnings and errors only"},
+      {"verbose", "", "", "also the per-epoch / per-iteration detail of training"},
+  };
+  return options;
+}
+
+const std::vector<VerbDoc>& verb_docs() {
+  static const std::vector<VerbDoc> docs = make_docs();
+  return docs;
+}
+
+const VerbDoc* find_verb_doc(const std::string& name) {
+  for (const VerbDoc& v : verb_docs())
+    if (v.name == name) return &v;
+  return nullptr;
+}
+
+std::vector<std::string> sub_verbs(const std::string& verb) {
+  std::vector<std::string> subs;
+  for (const VerbDoc& v : verb_docs())
+    if (v.name.rfind(verb + " ", 0) == 0) subs.push_back(v.name.substr(verb.size() + 1));
+  return subs;
+}
+
+std::string verb_help(const VerbDoc& verb) {
+  std::ostringstream out;
+  out << "usage: " << usage_line(verb) << "\n" << verb.summary << "\n";
+  if (!verb.options.empty()) {
+    out << "options:\n";
+    for (const OptionDoc& o : verb.options) out << option_line(o) << "\n";
+  }
+  out << "every verb:\n";
+  for (const OptionDoc& o : common_options()) out << option_line(o) << "\n";
+  if (!verb.notes.empty()) out << verb.notes << "\n";
+  return out.str();
+}
+
+std::string usage() {
+  std::ostringstream out;
+  out << "usage: embshard [VERB] [options]   (embshard VERB --help: its options)\nverbs:\n";
+  for (const VerbDoc& v : verb_docs()) {
+    const std::string name = v.name.empty() ? "(none)" : v.name;
+    out << "  " << name << std::string(name.size() < 19 ? 19 - name.size() : 1, ' ') << v.summary << "\n";
+  }
+  out << "every verb:";
+  for (const OptionDoc& o : common_options()) out << " [--" << o.name << (o.value.empty() ? "" : " " + o.value) << "]";
+  out << "\n";
+  return out.str();
+}
+
+std::string cli_markdown() {
+  std::ostringstream out;
+  out << "# The embshard command line\n\n"
+      << "Generated by `build/bin/embshard help --markdown` from `apps/cli/verbs.cpp`, the one place\n"
+      << "the verbs and their options are declared (`Cli.DocsCliMdIsCurrent` checks this file).\n"
+      << "`embshard VERB --help` prints the same for one verb.\n\n"
+      << "Every verb also takes:\n\n";
+  for (const OptionDoc& o : common_options())
+    out << "- `--" << o.name << (o.value.empty() ? "" : " " + o.value) << "`: " << o.help << "\n";
+  for (const VerbDoc& v : verb_docs()) {
+    out << "\n## `embshard" << (v.name.empty() ? "" : " " + v.name) << "`\n\n" << v.summary << ".\n\n"
+        << "```\n" << usage_line(v) << "\n```\n";
+    if (!v.options.empty()) {
+      out << "\n| option | meaning | default |\n|---|---|---|\n";
+      for (const OptionDoc& o : v.options)
+        out << "| `--" << o.name << (o.value.empty() ? "" : " " + cell(o.value)) << "` | " << cell(o.help) << " | "
+            << (o.fallback.empty() ? "" : "`" + o.fallback + "`") << " |\n";
+    }
+    if (!v.notes.empty()) out << "\n" << v.notes << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace embshard::cli

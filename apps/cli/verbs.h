@@ -1,0 +1,41 @@
+#pragma once
+// Every verb of `embshard` and `embshard-train` with its options, declared once (verbs.cpp): the
+// option parser (args.h) accepts exactly these, `--help` and `embshard help` print them, and
+// `embshard help --markdown` writes docs/cli.md (checked current by Cli.DocsCliMdIsCurrent).
+#include <string>
+#include <vector>
+
+namespace embshard::cli {
+
+struct OptionDoc {
+  std::string name;      ///< without the dashes
+  std::string value;     ///< what it takes ("N", "FILE"); empty for a flag
+  std::string fallback;  ///< the default as printed ("" when required or unset); a number here
+                         ///< must equal the code's fallback (Args checks it at every read)
+  std::string help;      ///< one line
+};
+
+struct VerbDoc {
+  std::string name;                ///< "plan", "task gen", "train cost"
+  std::string summary;             ///< one line
+  std::vector<OptionDoc> options;  ///< the verb's own (the common ones are common_options())
+  std::string notes;               ///< more lines, or ""
+};
+
+/** The options every verb takes: --threads, --quiet, --verbose. */
+[[nodiscard]] const std::vector<OptionDoc>& common_options();
+/** Every verb, in the order `embshard help` lists them ("" is the main job). */
+[[nodiscard]] const std::vector<VerbDoc>& verb_docs();
+/** The verb called `name`, or nullptr. */
+[[nodiscard]] const VerbDoc* find_verb_doc(const std::string& name);
+/** The sub-verbs of `verb` ("task" → {"gen"}); empty for a verb without them. */
+[[nodiscard]] std::vector<std::string> sub_verbs(const std::string& verb);
+
+/** `embshard VERB --help`: usage, the options with defaults, the notes. */
+[[nodiscard]] std::string verb_help(const VerbDoc& verb);
+/** `embshard help`: every verb with its summary. */
+[[nodiscard]] std::string usage();
+/** `embshard help --markdown`: docs/cli.md. */
+[[nodiscard]] std::string cli_markdown();
+
+}  // namespace embshard::cli
