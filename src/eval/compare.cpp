@@ -96,6 +96,8 @@ std::vector<std::string> default_sharders() {
     }
     if (info.name != "greedy") {
       specs.push_back(info.name);
+      // TorchRec's planner as users run it: its own bandwidth constants, not the topology's.
+      if (info.name == "torchrec") specs.push_back("torchrec:bandwidths=torchrec");
       continue;
     }
     for (const char* balance : {"size", "dim", "lookup", "size_lookup", "size_and_lookup"}) {

@@ -111,6 +111,7 @@ TEST(Compare, DefaultShardersCoverEveryBaseline) {
   const auto specs = default_sharders();
   EXPECT_NE(std::find(specs.begin(), specs.end(), "greedy:balance=size_and_lookup"), specs.end());
   EXPECT_NE(std::find(specs.begin(), specs.end(), "random"), specs.end());
+  EXPECT_NE(std::find(specs.begin(), specs.end(), "torchrec:bandwidths=torchrec"), specs.end());
   EXPECT_EQ(std::find(specs.begin(), specs.end(), "exhaustive"), specs.end());
   EXPECT_TRUE(is_baseline("greedy:balance=dim"));
   EXPECT_FALSE(is_baseline("exhaustive"));

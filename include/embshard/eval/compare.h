@@ -46,8 +46,10 @@ struct CompareRow {
 };
 
 /**
- * The sharders the main job and `compare`'s default consider: every registered sharder with its
- * defaults, greedy with each of its balances, except those that only take tiny tasks (exhaustive).
+ * The sharders the main job, `compare`'s default and Python's `plan(sharder="best")` consider:
+ * every registered sharder with its defaults, greedy with each of its balances, torchrec also as
+ * TorchRec configures itself (`bandwidths=torchrec`), except those that only take tiny tasks
+ * (exhaustive), need a trained policy (dreamshard, autoshard) or may spend a minute (recshard).
  */
 [[nodiscard]] std::vector<std::string> default_sharders();
 
