@@ -69,14 +69,17 @@ int print_check(const Pool& pool, int measured, std::int64_t batch, const Contex
 }  // namespace
 
 int run_pool(Args& args, const Context& ctx) {
+  // One mode, and only the options of that mode (another mode's option is refused by finish()).
   const auto seed = static_cast<std::uint64_t>(args.get_int("seed", 0));
   const bool check = args.flag("check");
   const bool fit = args.flag("fit");
-  const auto batch = args.get_int("batch", kPublishedDlrm.batch_size);
-  const auto measured = static_cast<int>(args.get_int("measure", 8));
   const auto out = args.get("out");
   const auto write_pt = args.get("write-pt");
-  const auto num_tables = args.get_int("tables", kPublishedDlrm.num_tables);
+  EMBSHARD_CHECK(int{check} + int{fit} + int{out.has_value()} + int{write_pt.has_value()} == 1,
+                 "embshard pool: give one of --out FILE, --check, --write-pt FILE or --fit");
+  const auto batch = fit ? kPublishedDlrm.batch_size : args.get_int("batch", kPublishedDlrm.batch_size);
+  const auto measured = check ? static_cast<int>(args.get_int("measure", 8)) : 0;
+  const auto num_tables = write_pt ? args.get_int("tables", kPublishedDlrm.num_tables) : 0;
   args.finish();
   EMBSHARD_CHECK(batch > 0 && batch <= kMaxBatchSize, "embshard pool: --batch must lie in [1, ",
                  kMaxBatchSize, "]");
@@ -93,7 +96,6 @@ int run_pool(Args& args, const Context& ctx) {
     write_pool_dataset(pool, *write_pt, num_tables, batch, ctx);
     return 0;
   }
-  EMBSHARD_CHECK(out.has_value(), "embshard pool: give --out FILE, --write-pt FILE or --check");
   write_file_atomic(*out, pool_to_json(pool, batch, ctx.num_threads));
   ctx.info("wrote " + std::to_string(pool.tables().size()) + " tables to " + *out);
   return 0;

@@ -49,7 +49,15 @@ int run_list(Args& args, const Context&) {
 
 int run_help(Args& args, const Context&) {
   const bool markdown = args.flag("markdown");
-  args.finish();
+  std::string verb;  // `embshard help task gen`: one verb's help
+  for (const std::string& word : args.positional()) verb += (verb.empty() ? "" : " ") + word;
+  args.finish(args.positional().size());
+  if (!verb.empty()) {
+    const VerbDoc* doc = find_verb_doc(verb);
+    EMBSHARD_CHECK(doc != nullptr, "embshard help: no verb '", verb, "' (embshard help lists them)");
+    std::printf("%s", verb_help(*doc).c_str());
+    return 0;
+  }
   std::printf("%s", markdown ? cli_markdown().c_str() : usage().c_str());
   return 0;
 }

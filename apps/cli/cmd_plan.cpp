@@ -1,10 +1,12 @@
 // embshard plan --task T --sharder SPEC [--cost sim] [--objective O] [--seed S] --out P
 //               [--format embshard|torchrec [--torchrec-device cuda|cpu]] [--report R.html]
 // embshard plan (no options): the main job on the built-in default task
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
 #include "commands.h"
+#include "verbs.h"
 #include "embshard/core/clock.h"
 #include "embshard/core/file_io.h"
 #include "embshard/cost/cost_model.h"
@@ -23,7 +25,10 @@ int run_plan(Args& args, const Context& base_ctx) {
   if (!task_given) {
     std::string planning_options;  // what asks for a task file to plan
     for (const std::string& key : args.given_options()) {
-      if (key != "threads" && key != "quiet") planning_options += (planning_options.empty() ? "--" : ", --") + key;
+      const bool main_job_option = key == "report" ||
+          std::any_of(common_options().begin(), common_options().end(),
+                      [&](const OptionDoc& o) { return o.name == key; });
+      if (!main_job_option) planning_options += (planning_options.empty() ? "--" : ", --") + key;
     }
     EMBSHARD_CHECK(planning_options.empty(), "embshard plan: missing --task, the task file to plan (", planning_options,
                    " given; plain `embshard plan` runs the main job)");

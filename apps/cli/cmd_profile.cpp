@@ -28,7 +28,7 @@ MeasureOptions measure_options(Args& args, const MeasureOptions& defaults) {
   MeasureOptions options = defaults;
   options.warmup = static_cast<int>(args.get_int("warmup", options.warmup));
   options.repeats = static_cast<int>(args.get_int("repeats", options.repeats));
-  if (args.flag("no-flush")) options.flush_cache = false;
+  if (defaults.flush_cache && args.flag("no-flush")) options.flush_cache = false;  // declared only where it flushes
   const std::string problem = find_error_in_measure_options(options);
   EMBSHARD_CHECK(problem.empty(), "--warmup/--repeats: ", problem);
   return options;

@@ -65,6 +65,13 @@ int main(int argc, char** argv) {
       {"list", run_list},   {"profile", run_profile}, {"eval", run_eval},       {"plan", run_plan},
       {"compare", run_compare}, {"report", run_report}, {"help", run_help}};
   if (!words.empty() && words[0] == "train") {
+    if (asks_for_help(words)) {  // declared here too: no need for the learn module to read it
+      const auto subs = sub_verbs("train");
+      const bool one = words.size() > 1 && std::find(subs.begin(), subs.end(), words[1]) != subs.end();
+      for (const std::string& sub : subs)
+        if (!one || sub == words[1]) std::cout << verb_help(*find_verb_doc("train " + sub)) << (one ? "" : "\n");
+      return 0;
+    }
     try {
       exec_train({words.begin() + 1, words.end()});
     } catch (const embshard::Error& e) {

@@ -12,11 +12,14 @@ const std::vector<OptionDoc> kMeasure = {
     {"no-flush", "", "", "do not flush the caches between repeats"},
 };
 
-/** `options` followed by the measurement options with this verb's defaults. */
-std::vector<OptionDoc> with_measure(std::vector<OptionDoc> options, const char* warmup, const char* repeats) {
+/** `options` followed by the measurement options with this verb's defaults (`no-flush` only
+ *  where the caches are flushed by default). */
+std::vector<OptionDoc> with_measure(std::vector<OptionDoc> options, const char* warmup, const char* repeats,
+                                    bool flushes = true) {
   for (OptionDoc o : kMeasure) {
     if (o.name == "warmup") o.fallback = warmup;
     if (o.name == "repeats") o.fallback = repeats;
+    if (o.name == "no-flush" && !flushes) continue;
     options.push_back(o);
   }
   return options;
@@ -131,7 +134,7 @@ std::vector<VerbDoc> make_docs() {
                      {"max-tables", "N", "59", "most tables of a placement"},
                      {"max-sleep-ms", "N", "18", "most a rank sleeps before joining"},
                      {"no-sleep", "", "", "no rank sleeps"}},
-                    "5", "10"),
+                    "5", "10", /*flushes=*/false),
        ""},
       {"profile calibrate", "fit the sim model's cpu coefficients to compute samples; held-out error",
        {{"samples", "S.jsonl", "", "compute samples (required)"},
@@ -176,8 +179,8 @@ std::vector<VerbDoc> make_docs() {
         {"cost-updates", "N", "20", "cost-head updates after each learner update"},
         {"checkpoint-every", "N", "10", "learner updates between checkpoints"}}),
        "Evaluates real plans on the backend (at --batch for measured backends), with a checkpoint in\n"
-       "POLICY.json.ckpt after every iteration (--resume continues from it); plan with\n"
-       "--sharder autoshard:policy=POLICY.json."},
+       "POLICY.json.ckpt every --checkpoint-every learner updates (--resume continues from it); plan\n"
+       "with --sharder autoshard:policy=POLICY.json."},
       {"list", "every registered plug-in (topologies, protocols, sharders, cost models) with its parameters", {}, ""},
       {"help", "this list; `embshard help --markdown` writes docs/cli.md",
        {{"markdown", "", "", "print the whole CLI reference as Markdown (docs/cli.md)"}}, ""},
@@ -253,7 +256,8 @@ std::string verb_help(const VerbDoc& verb) {
 
 std::string usage() {
   std::ostringstream out;
-  out << "usage: embshard [VERB] [options]   (embshard VERB --help: its options)\nverbs:\n";
+  out << "usage: embshard [VERB] [options]   (embshard VERB --help or embshard help VERB: its options)\n"
+      << "  " << usage_line(verb_docs().front()) << "   the main job\nverbs:\n";
   for (const VerbDoc& v : verb_docs()) {
     const std::string name = v.name.empty() ? "(none)" : v.name;
     out << "  " << name << std::string(name.size() < 19 ? 19 - name.size() : 1, ' ') << v.summary << "\n";

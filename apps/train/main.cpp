@@ -17,6 +17,8 @@
 #include "embshard/data/data_io.h"
 #include "embshard/eval/evaluator.h"
 #include "embshard/report/fit_report.h"
+#include "embshard/profile/cost_sample.h"
+#include "embshard/kernels/embedding_bag.h"
 
 namespace {
 
@@ -196,6 +198,9 @@ int main(int argc, char** argv) {
     }
     cli::Args args(*cli::find_verb_doc("train " + verb), words);
     Context ctx;
+    ctx.num_threads = static_cast<int>(args.get_int("threads", std::max(1, this_machine("cpu", 1).logical_cpus)));
+    EMBSHARD_CHECK(ctx.num_threads >= 1, "--threads must be at least 1");
+    kernels::set_cpu_kernel_threads(ctx.num_threads);
     cli::apply_log_options(args, ctx);
     if (verb == "dreamshard") return train_dreamshard_verb(args, ctx);
     if (verb == "autoshard") return train_autoshard_verb(args, ctx);
@@ -203,6 +208,9 @@ int main(int argc, char** argv) {
   } catch (const Error& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 1;
+  } catch (const InternalError& e) {
+    std::cerr << e.what() << "\nplease report this bug\n";
+    return 2;
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 1;

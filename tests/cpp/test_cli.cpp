@@ -462,6 +462,22 @@ TEST_F(Cli, UnknownVerbsAndOptionsAreErrors) {
   r = run_cli("task gen --protocol neuroshard --devices 4 --max-dim 10 --count 1 --out " + path("x"));
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.out.find("multiple of 4"), std::string::npos) << r.out;
+  r = run_cli("pool --check --out " + path("p.json"));  // two modes
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("give one of --out FILE, --check, --write-pt FILE or --fit"), std::string::npos) << r.out;
+  r = run_cli("pool --out " + path("p.json") + " --tables 3");  // another mode's option
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("option --tables does not apply here"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(path("p.json")));
+  r = run_cli("profile comm --no-flush --out " + path("c.jsonl"));  // comm never flushes
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("unknown option --no-flush"), std::string::npos) << r.out;
+  r = run_cli("help task gen");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.out.find("usage: embshard task gen"), std::string::npos) << r.out;
+  r = run_cli("train autoshard --help");  // declared in embshard too: no learn module needed
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.out.find("--checkpoint-every N"), std::string::npos) << r.out;
 }
 
 // ---- outputs never destroy inputs or special files (docs/reliability.md) ----------------------

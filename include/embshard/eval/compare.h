@@ -46,7 +46,7 @@ struct CompareRow {
 };
 
 /**
- * The sharders the main job, `compare`'s default and Python's `plan(sharder="best")` consider:
+ * The sharders the main job and Python's `plan(sharder="best")` / `compare()` consider by default:
  * every registered sharder with its defaults, greedy with each of its balances, torchrec also as
  * TorchRec configures itself (`bandwidths=torchrec`), except those that only take tiny tasks
  * (exhaustive), need a trained policy (dreamshard, autoshard) or may spend a minute (recshard).
