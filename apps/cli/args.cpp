@@ -7,16 +7,13 @@
 #include <cmath>
 #include <iostream>
 
+#include "embshard/kernels/embedding_bag.h"
+#include "embshard/profile/cost_sample.h"
+
 namespace embshard::cli {
 
 Args::Args(const VerbDoc& verb, const std::vector<std::string>& words)
     : doc_(verb), verb_(verb.name.empty() ? "(main)" : verb.name) {
-  const auto find = [&](const std::string& key) -> const OptionDoc* {
-    for (const auto* list : {&doc_.options, &common_options()})
-      for (const OptionDoc& o : *list)
-        if (o.name == key) return &o;
-    return nullptr;
-  };
   for (std::size_t i = 0; i < words.size(); ++i) {
     const std::string& w = words[i];
     if (w.rfind("--", 0) != 0) {
@@ -26,7 +23,7 @@ Args::Args(const VerbDoc& verb, const std::vector<std::string>& words)
     std::string key = w.substr(2);
     const auto eq = key.find('=');
     const std::string name = eq == std::string::npos ? key : key.substr(0, eq);
-    const OptionDoc* option = find(name);
+    const OptionDoc* option = lookup(name);
     if (option == nullptr) {
       std::string known;
       for (const auto* list : {&doc_.options, &common_options()})
@@ -52,10 +49,15 @@ Args::Args(const VerbDoc& verb, const std::vector<std::string>& words)
   }
 }
 
-const OptionDoc& Args::declared(const std::string& key) const {
+const OptionDoc* Args::lookup(const std::string& key) const {
   for (const auto* list : {&doc_.options, &common_options()})
     for (const OptionDoc& o : *list)
-      if (o.name == key) return o;
+      if (o.name == key) return &o;
+  return nullptr;
+}
+
+const OptionDoc& Args::declared(const std::string& key) const {
+  if (const OptionDoc* option = lookup(key)) return *option;
   throw InternalError("embshard " + verb_ + ": reads option --" + key + ", which apps/cli/verbs.cpp does not declare");
 }
 
@@ -157,7 +159,10 @@ std::vector<std::string> split_list(const std::string& text) {
   return items;
 }
 
-void apply_log_options(Args& args, Context& ctx) {
+void apply_common_options(Args& args, Context& ctx) {
+  ctx.num_threads = static_cast<int>(args.get_int("threads", std::max(1, this_machine("cpu", 1).logical_cpus)));
+  EMBSHARD_CHECK(ctx.num_threads >= 1, "--threads must be at least 1");
+  kernels::set_cpu_kernel_threads(ctx.num_threads);
   const bool quiet = args.flag("quiet");
   const bool verbose = args.flag("verbose");
   EMBSHARD_CHECK(!(quiet && verbose), "--quiet and --verbose: give one of them");

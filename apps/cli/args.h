@@ -41,7 +41,9 @@ class Args {
   void finish(std::size_t consumed_positionals = 0) const;
 
  private:
-  /** The declared option `key` (the verb's own or a common one); InternalError if undeclared. */
+  /** The declared option `key` (the verb's own or a common one), or nullptr. */
+  const OptionDoc* lookup(const std::string& key) const;
+  /** `lookup(key)`; InternalError if undeclared. */
   const OptionDoc& declared(const std::string& key) const;
   /** InternalError if `key` declares a numeric default other than `fallback`. */
   void check_default(const std::string& key, double fallback) const;
@@ -55,10 +57,12 @@ class Args {
 };
 
 /**
- * Applies the log options every verb takes to `ctx`: `--quiet` (warnings and errors only),
- * `--verbose` (also the per-epoch / per-iteration detail of training), and, when stderr is a
- * terminal and not `--quiet`, the live progress line of long work (core/progress.h).
+ * Applies the options every verb of both binaries takes (verbs.h `common_options`) to `ctx` and
+ * the kernels: `--threads` (default one per logical CPU of the fingerprint, which
+ * EMBSHARD_FAKE_FINGERPRINT can set), `--quiet` (warnings and errors only), `--verbose` (also the
+ * per-epoch / per-iteration detail of training), and, when stderr is a terminal and not
+ * `--quiet`, the live progress line of long work (core/progress.h).
  */
-void apply_log_options(Args& args, Context& ctx);
+void apply_common_options(Args& args, Context& ctx);
 
 }  // namespace embshard::cli

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <sstream>
 
+#include "embshard/core/error.h"
+
 namespace embshard::cli {
 namespace {
 
@@ -239,6 +241,32 @@ std::vector<std::string> sub_verbs(const std::string& verb) {
   for (const VerbDoc& v : verb_docs())
     if (v.name.rfind(verb + " ", 0) == 0) subs.push_back(v.name.substr(verb.size() + 1));
   return subs;
+}
+
+const VerbDoc* resolve_verb(const std::string& verb, const std::vector<std::string>& words,
+                            std::ostream& help) {
+  const bool asks_for_help = std::any_of(words.begin(), words.end(),
+                                         [](const std::string& w) { return w == "--help" || w == "-h"; });
+  const std::vector<std::string> subs = sub_verbs(verb);
+  std::string name = verb;
+  if (!subs.empty()) {
+    if (words.empty() || std::find(subs.begin(), subs.end(), words[0]) == subs.end()) {
+      if (asks_for_help) {
+        for (const std::string& sub : subs) help << verb_help(*find_verb_doc(verb + " " + sub)) << "\n";
+        return nullptr;
+      }
+      std::string list;
+      for (const std::string& sub : subs) list += (list.empty() ? "" : ", ") + sub;
+      throw Error("embshard " + verb + ": expected a sub-verb: " + list + " (embshard " + verb + " " +
+                  subs.front() + " --help)");
+    }
+    name = verb + " " + words[0];
+  }
+  const VerbDoc* doc = find_verb_doc(name);
+  if (doc == nullptr) throw InternalError("embshard: verb '" + name + "' is not declared in apps/cli/verbs.cpp");
+  if (!asks_for_help) return doc;
+  help << verb_help(*doc);
+  return nullptr;
 }
 
 std::string verb_help(const VerbDoc& verb) {

@@ -2,6 +2,7 @@
 // Every verb of `embshard` and `embshard-train` with its options, declared once (verbs.cpp): the
 // option parser (args.h) accepts exactly these, `--help` and `embshard help` print them, and
 // `embshard help --markdown` writes docs/cli.md (checked current by Cli.DocsCliMdIsCurrent).
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,14 @@ struct VerbDoc {
 [[nodiscard]] const VerbDoc* find_verb_doc(const std::string& name);
 /** The sub-verbs of `verb` ("task" → {"gen"}); empty for a verb without them. */
 [[nodiscard]] std::vector<std::string> sub_verbs(const std::string& verb);
+
+/**
+ * The declared verb `words` name under `verb` ("task gen" for `task gen ...`, `words` after the
+ * verb). When `words` ask for help (--help, -h), prints it to `help` — every sub-verb's when none
+ * is named — and returns nullptr. A verb of sub-verbs without a known one is an Error listing them.
+ */
+[[nodiscard]] const VerbDoc* resolve_verb(const std::string& verb, const std::vector<std::string>& words,
+                                          std::ostream& help);
 
 /** `embshard VERB --help`: usage, the options with defaults, the notes. */
 [[nodiscard]] std::string verb_help(const VerbDoc& verb);

@@ -3,7 +3,6 @@
 // autoshard (the RL placement policies).
 #include <unistd.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -17,8 +16,6 @@
 #include "embshard/data/data_io.h"
 #include "embshard/eval/evaluator.h"
 #include "embshard/report/fit_report.h"
-#include "embshard/profile/cost_sample.h"
-#include "embshard/kernels/embedding_bag.h"
 
 namespace {
 
@@ -182,26 +179,17 @@ int train_autoshard_verb(cli::Args& args, Context& ctx) {
 
 int main(int argc, char** argv) {
   std::vector<std::string> words(argv + 1, argv + argc);
-  const auto help_of = [](const std::string& verb) { return cli::verb_help(*cli::find_verb_doc("train " + verb)); };
-  if (words.empty() || words[0] == "-h" || words[0] == "--help") {
-    for (const char* verb : {"cost", "dreamshard", "autoshard"}) std::cout << help_of(verb) << "\n";
-    return words.empty() ? 1 : 0;
-  }
   try {
-    const std::string& verb = words[0];
-    EMBSHARD_CHECK(verb == "cost" || verb == "dreamshard" || verb == "autoshard",
-                   "embshard train: expected the sub-verb cost, dreamshard or autoshard (embshard train --help)");
-    if (std::find(words.begin(), words.end(), "--help") != words.end() ||
-        std::find(words.begin(), words.end(), "-h") != words.end()) {
-      std::cout << help_of(verb);
-      return 0;
+    if (words.empty()) {  // as --help, but a failed call
+      (void)cli::resolve_verb("train", {"--help"}, std::cout);
+      return 1;
     }
-    cli::Args args(*cli::find_verb_doc("train " + verb), words);
+    const cli::VerbDoc* doc = cli::resolve_verb("train", words, std::cout);
+    if (doc == nullptr) return 0;  // help was asked for and printed
+    const std::string& verb = words[0];
+    cli::Args args(*doc, words);
     Context ctx;
-    ctx.num_threads = static_cast<int>(args.get_int("threads", std::max(1, this_machine("cpu", 1).logical_cpus)));
-    EMBSHARD_CHECK(ctx.num_threads >= 1, "--threads must be at least 1");
-    kernels::set_cpu_kernel_threads(ctx.num_threads);
-    cli::apply_log_options(args, ctx);
+    cli::apply_common_options(args, ctx);
     if (verb == "dreamshard") return train_dreamshard_verb(args, ctx);
     if (verb == "autoshard") return train_autoshard_verb(args, ctx);
     return train_cost(args, ctx);

@@ -58,6 +58,28 @@ PlanResult plan_with(const Task& task, const std::string& sharder, const std::st
   return {std::move(r.plan), to_string(r.status), std::move(r.reason)};
 }
 
+/** A topology in the task file's explicit form (presets expanded), as a dict. */
+py::dict topology_dict(const Topology& topo) {
+  py::list devices;
+  for (const Device& d : topo.devices) {
+    py::dict dev;
+    dev["hbm_bytes"] = d.hbm_bytes;
+    dev["uvm_bytes"] = d.uvm_bytes;
+    dev["hbm_gbps"] = d.hbm_gbps;
+    dev["uvm_gbps"] = d.uvm_gbps;
+    devices.append(dev);
+  }
+  py::dict out;
+  out["name"] = topo.name;
+  out["device_kind"] = topo.device_kind;
+  out["devices_per_host"] = topo.devices_per_host;
+  out["intra_host_gbps"] = topo.intra_host_gbps;
+  out["inter_host_gbps"] = topo.inter_host_gbps;
+  out["a2a_latency_us"] = topo.a2a_latency_us;
+  out["devices"] = devices;
+  return out;
+}
+
 py::list registry_entries(const std::vector<RegistryEntryInfo>& entries) {
   py::list out;
   for (const RegistryEntryInfo& e : entries) {
@@ -185,27 +207,7 @@ PYBIND11_MODULE(_embshard, m) {
       .def_property_readonly("num_devices", [](const Task& t) { return t.topology.num_devices(); })
       .def_property_readonly("topology", [](const Task& t) { return t.topology.name; })
       .def_property_readonly("num_tables", [](const Task& t) { return t.workload.tables.size(); })
-      .def("topology_detail", [](const Task& t) {  // the explicit form, presets expanded
-        const Topology& topo = t.topology;
-        py::list devices;
-        for (const Device& d : topo.devices) {
-          py::dict dev;
-          dev["hbm_bytes"] = d.hbm_bytes;
-          dev["uvm_bytes"] = d.uvm_bytes;
-          dev["hbm_gbps"] = d.hbm_gbps;
-          dev["uvm_gbps"] = d.uvm_gbps;
-          devices.append(dev);
-        }
-        py::dict out;
-        out["name"] = topo.name;
-        out["device_kind"] = topo.device_kind;
-        out["devices_per_host"] = topo.devices_per_host;
-        out["intra_host_gbps"] = topo.intra_host_gbps;
-        out["inter_host_gbps"] = topo.inter_host_gbps;
-        out["a2a_latency_us"] = topo.a2a_latency_us;
-        out["devices"] = devices;
-        return out;
-      })
+      .def("topology_detail", [](const Task& t) { return topology_dict(t.topology); })
       .def("__repr__", [](const Task& t) {
         return "<embshard.Task '" + t.id + "': " + std::to_string(t.workload.tables.size()) +
                " tables on " + std::to_string(t.topology.num_devices()) + " devices>";
@@ -278,6 +280,9 @@ PYBIND11_MODULE(_embshard, m) {
       py::arg("tasks"), py::arg("sharders"), py::arg("cost"), py::arg("backend"), py::arg("seed"),
       py::arg("threads"));
 
+  m.def(
+      "topology", [](const std::string& spec) { return topology_dict(make_topology(spec)); },
+      py::arg("spec"));
   m.def("default_sharders", &default_sharders);
   m.def("canonical_sharder", &canonical_sharder_spec, py::arg("spec"));
   m.def("list", &list_family, py::arg("family"));

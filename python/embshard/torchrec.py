@@ -28,6 +28,7 @@ TorchRec is imported lazily, so `import embshard.torchrec` works without it.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -43,10 +44,25 @@ TORCHREC_DEFAULT_POOLING = 1.0        # ... POOLING_FACTOR
 RESERVATION_SHARE = 0.15              # HeuristicalStorageReservation's default percentage
 DENSE_MULTIPLIER = 6                  # parameter + ~2× optimizer + ~3× DDP (storage_reservations.py)
 KJT_MULTIPLIER = 20                   # 2 pipelined batches × 10 copies
-# Data-sheet HBM bandwidth (GB/s) of each embshard GPU preset: a TorchRec topology names no GPU,
-# so the preset nearest its hbm_mem_bw gives the sim model its device kind.
-DEVICE_KINDS = {616.0: "GeForce-RTX-2080Ti-11GB", 900.0: "V100-SXM2-32GB",
-                2039.0: "A100-SXM4-80GB", 3350.0: "H100-SXM5-80GB"}
+
+
+def kjt_reservation_bytes(total_pooling: float, batch_per_rank: int) -> int:
+    """TorchRec's KJT estimate: 20 × the bytes of one rank's ids (storage_reservations.py)."""
+    return math.ceil(total_pooling * batch_per_rank * 8) * KJT_MULTIPLIER
+
+
+def table_budget(memory_bytes: int, share: float, dense_bytes: int, kjt_bytes: int) -> int:
+    """What HeuristicalStorageReservation leaves the tables of a device with `memory_bytes`: less
+    the `share` (HBM only; 0 for DDR), 6× the dense parameters and the KJT estimate."""
+    return int(memory_bytes * (1.0 - share)) - DENSE_MULTIPLIER * dense_bytes - kjt_bytes
+
+
+@functools.lru_cache(maxsize=None)
+def _gpu_presets() -> Tuple[Tuple[float, str], ...]:
+    """(data-sheet HBM GB/s, name) of every GPU topology preset (data/topology.h): a TorchRec
+    topology names no GPU, so the preset nearest its hbm_mem_bw gives the sim model its kind."""
+    return tuple((embshard._embshard.topology(e["name"])["devices"][0]["hbm_gbps"], e["name"])
+                 for e in embshard.list("topology") if e["name"] != "cpu")
 
 # Optimizer state → table.h's names. TorchRec's storage estimator multiplies the weights by 0 for
 # SGD, 1/dim for RowWiseAdagrad, 2 for Adam and 1 otherwise (torchrec-planner.md §1.6); embshard
@@ -380,26 +396,31 @@ class EmbshardPlanner:
             raise Error(f"EmbshardPlanner: the topology lists {len(topology.devices)} devices for "
                         f"world_size {world}")
         cuda = topology.compute_device == "cuda"
-        kjt = math.ceil(total_pooling * self._batch_size * 8) * KJT_MULTIPLIER
+        kjt = kjt_reservation_bytes(total_pooling, self._batch_size)
         devices = []
         for d in topology.devices:
-            # HeuristicalStorageReservation: the share of HBM (DDR is not reduced by it), then the
-            # dense and KJT estimates from the memory the tables use (HBM on cuda, DDR on cpu).
-            fast = int(d.storage.hbm * (1.0 - self._reservation)) if cuda else int(d.storage.ddr)
-            budget = fast - DENSE_MULTIPLIER * dense_bytes - kjt
+            # The memory the tables use: HBM less the share on cuda, DDR (not reduced by it) on cpu.
+            budget = (table_budget(d.storage.hbm, self._reservation, dense_bytes, kjt) if cuda
+                      else table_budget(d.storage.ddr, 0.0, dense_bytes, kjt))
             if budget <= 0:
                 raise Error(f"EmbshardPlanner: rank {d.rank} keeps no memory for embeddings: "
-                            f"{fast} bytes after the reservation share, less {DENSE_MULTIPLIER}× "
-                            f"the dense parameters ({dense_bytes} bytes) and the KJT buffers ({kjt})")
+                            f"{d.storage.hbm if cuda else d.storage.ddr} bytes less the reservation "
+                            f"share, {DENSE_MULTIPLIER}× the dense parameters ({dense_bytes} bytes) "
+                            f"and the KJT buffers ({kjt})")
             devices.append({"hbm_bytes": budget, "uvm_bytes": int(d.storage.ddr) if cuda else 0,
                             "hbm_gbps": _gbps(topology.hbm_mem_bw if cuda else topology.ddr_mem_bw),
                             "uvm_gbps": _gbps(topology.hbm_to_ddr_mem_bw if cuda else topology.ddr_mem_bw)})
-        kind = self._device_kind or ("cpu" if not cuda else DEVICE_KINDS[
-            min(DEVICE_KINDS, key=lambda gbps: abs(gbps - _gbps(topology.hbm_mem_bw)))])
-        return {"device_kind": kind, "devices_per_host": local,
+        # The device kind and the all-to-all latency are the nearest preset's (data/topology.h).
+        if cuda:
+            hbm_gbps = _gbps(topology.hbm_mem_bw)
+            name = min(_gpu_presets(), key=lambda preset: abs(preset[0] - hbm_gbps))[1]
+            base = embshard._embshard.topology(f"{name}:nodes={1 if world == local else 2}")
+        else:
+            base = embshard._embshard.topology("cpu")
+        return {"device_kind": self._device_kind or base["device_kind"], "devices_per_host": local,
                 "intra_host_gbps": _gbps(topology.intra_host_bw),
                 "inter_host_gbps": _gbps(topology.inter_host_bw),
-                "a2a_latency_us": 25.0 if world == local else 50.0, "devices": devices}
+                "a2a_latency_us": base["a2a_latency_us"], "devices": devices}
 
 
 def _without_double_reservation(spec: str) -> str:

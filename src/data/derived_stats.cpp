@@ -12,7 +12,7 @@ namespace embshard {
 std::string DerivedStatsModel::origin() const {
   std::ostringstream out;
   out.precision(6);
-  out << "derived:zipf_alpha=" << zipf_alpha << ",active_ratio=" << active_ratio
+  out << kDerivedStatsOrigin << "zipf_alpha=" << zipf_alpha << ",active_ratio=" << active_ratio
       << ",zipf_offset=" << zipf_offset;
   return out.str();
 }

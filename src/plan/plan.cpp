@@ -246,8 +246,11 @@ std::vector<DeviceMemory> plan_memory(const Task& task, const Plan& plan) {
   return use;
 }
 
-std::string find_table_constraint_violation(const Task& task, const Plan& plan) {
-  const auto index = table_index(task);
+namespace {
+
+/** find_table_constraint_violation with the task's table index already built. */
+std::string constraint_violation(const Task& task, const Plan& plan,
+                                 const std::unordered_map<std::string, std::size_t>& index) {
   for (const TablePlacement& tp : plan.tables) {
     const auto it = index.find(tp.table);
     if (it == index.end()) continue;
@@ -272,6 +275,12 @@ std::string find_table_constraint_violation(const Task& task, const Plan& plan) 
   return "";
 }
 
+}  // namespace
+
+std::string find_table_constraint_violation(const Task& task, const Plan& plan) {
+  return constraint_violation(task, plan, table_index(task));
+}
+
 std::string find_error_in_plan(const Task& task, const Plan& plan) {
   const auto index = table_index(task);
   std::vector<std::int64_t> entry_of(task.workload.tables.size(), -1);
@@ -290,7 +299,7 @@ std::string find_error_in_plan(const Task& task, const Plan& plan) {
   for (std::size_t t = 0; t < entry_of.size(); ++t)
     if (entry_of[t] < 0)
       return table_prefix(task.workload.tables[t].name) + " of the task has no placement";
-  if (auto err = find_table_constraint_violation(task, plan); !err.empty()) return err;
+  if (auto err = constraint_violation(task, plan, index); !err.empty()) return err;
   return find_memory_error(task, plan);
 }
 

@@ -59,7 +59,7 @@ ShardResult plan_task(const std::string& spec, const Task& task, CostModel* cost
   p.wall_ms = now_ms() - start_ms;
   p.created_utc = utc_timestamp();
   for (const TableSpec& t : task.workload.tables)
-    if (t.stats_origin.rfind("derived", 0) == 0) p.derived_stats_tables.push_back(t.name);
+    if (t.has_derived_stats()) p.derived_stats_tables.push_back(t.name);
   if (result.status == ShardStatus::kOk) {
     // A sharder that cannot express a table's constraints says so as infeasible, naming the table.
     if (std::string violation = find_table_constraint_violation(task, result.plan); !violation.empty()) {

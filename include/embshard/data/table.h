@@ -24,6 +24,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "embshard/data/sharding_type.h"
@@ -104,6 +105,9 @@ struct TableConstraints {
   }
 };
 
+/** How `TableSpec::stats_origin` of derived statistics begins ("derived:zipf_alpha=…,…"). */
+inline constexpr std::string_view kDerivedStatsOrigin = "derived:";
+
 /** One embedding table of a task: its shape, precision and access statistics. */
 struct TableSpec {
   std::string name;                 ///< unique within a task
@@ -112,12 +116,15 @@ struct TableSpec {
   std::int64_t source_id = -1;      ///< index in the pool / stats file it came from, -1 if inline
   TableStats stats;
   /** Where `stats` came from: "" when given in full (measured from indices, a stats file or the
-   *  pool); "derived:…" when derived from rows and pooling factor alone (derived_stats.h). */
+   *  pool); kDerivedStatsOrigin + the model's parameters when derived from rows and pooling
+   *  factor alone (derived_stats.h). */
   std::string stats_origin;
   OptimizerState optimizer = OptimizerState::kNone;
   TableConstraints constraints;
 
   [[nodiscard]] std::int64_t num_rows() const { return stats.num_rows; }
+  /** Whether `stats` were derived from the table's shape rather than given (stats_origin). */
+  [[nodiscard]] bool has_derived_stats() const { return stats_origin.starts_with(kDerivedStatsOrigin); }
   /** Bytes of `rows` × `cols` of this table: weights plus optimizer state (file comment). */
   [[nodiscard]] std::int64_t shard_bytes(std::int64_t rows, std::int64_t cols) const;
   /** shard_bytes of the whole table; exact for any table `find_error_in_task` accepts (≤ 2^46). */
