@@ -6,6 +6,7 @@
 #include "embshard/core/file_io.h"
 #include "embshard/data/pool.h"
 #include "embshard/eval/calibrate.h"
+#include "embshard/eval/paper_calibration.h"
 #include "embshard/profile/compute_sampler.h"
 #include "embshard/report/fit_report.h"
 
@@ -43,7 +44,26 @@ int run_profile(Args& args, const Context& ctx) {
   return words[0] == "compute" ? run_profile_compute(args, ctx) : run_profile_comm(args, ctx);
 }
 
+/** `profile calibrate --figures`: the sim judge of a GPU preset against published figures. */
+int run_profile_calibrate_figures(Args& args, const Context& ctx) {
+  const std::string figures = args.require("figures");
+  const auto tasks = static_cast<int>(args.get_int("tasks", 20));
+  const auto seed = static_cast<std::uint64_t>(args.get_int("seed", 1));
+  const auto markdown = args.get("markdown");
+  args.finish(1);
+  check_paths({{"--figures", figures}}, {}, {{"--markdown", markdown.value_or("")}});
+  const std::string text = paper_fit_markdown(fit_to_papers(read_paper_figures(figures), tasks, seed, ctx));
+  if (markdown) {
+    OutputSet outputs;
+    outputs.add(*markdown, text);
+    outputs.commit();
+  }
+  std::cout << text;
+  return 0;
+}
+
 int run_profile_calibrate(Args& args, const Context& ctx) {
+  if (args.get("figures")) return run_profile_calibrate_figures(args, ctx);
   const std::string samples = args.require("samples");
   const auto test_every = static_cast<int>(args.get_int("test-every", 3));
   const auto out = args.get("out");

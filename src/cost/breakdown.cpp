@@ -40,7 +40,8 @@ double objective_value(const CostBreakdown& b, Objective objective) {
   if (b.devices.empty()) return 0.0;
   switch (objective) {
     case Objective::kStep:
-      return max_over_devices(b, [](const DeviceCost& d) { return d.fw_comp_ms; }) +
+      return max_over_devices(b, [](const DeviceCost& d) { return d.in_comm_ms; }) +
+             max_over_devices(b, [](const DeviceCost& d) { return d.fw_comp_ms; }) +
              max_over_devices(b, [](const DeviceCost& d) { return d.fw_comm_ms; }) +
              max_over_devices(b, [](const DeviceCost& d) { return d.bw_comm_ms; }) +
              max_over_devices(b, [](const DeviceCost& d) { return d.bw_comp_ms; });

@@ -14,25 +14,44 @@ namespace {
 
 class SimCostModel final : public CostModel {
  public:
-  explicit SimCostModel(const Task& task)
+  SimCostModel(const Task& task, Params params)
       : hardware_(sim_hardware_for(task.topology)),
         compute_(make_sim_model(task.topology)),
-        comm_(make_link_comm_model(task.topology, task.workload.batch_size)) {}
+        comm_(make_link_comm_model(task.topology, task.workload.batch_size,
+                                   input_comm_options(params))),
+        params_(std::move(params)) {}
 
-  [[nodiscard]] std::string spec() const override { return "sim"; }
+  [[nodiscard]] std::string spec() const override { return canonical_spec("sim", params_); }
   [[nodiscard]] ComputeModel& compute() override { return *compute_; }
   [[nodiscard]] CommModel& comm() override { return *comm_; }
 
   [[nodiscard]] std::optional<double> lower_bound(const Task& task,
                                                   Objective objective) const override {
-    return sim_lower_bound(task, hardware_, objective);
+    return sim_lower_bound(task, hardware_, objective, comm_->input_options());
   }
 
  private:
   SimHardware hardware_;
   std::unique_ptr<ComputeModel> compute_;
   std::unique_ptr<CommModel> comm_;
+  Params params_;
 };
+
+/** Fills in_comm_ms / in_hidden_ms under the link model (cost/link_model.h); needs fw/bw_comp. */
+void add_input_comm(const Task& task, const std::vector<std::vector<PlacedShard>>& by_device,
+                    const InputCommOptions& options, CostBreakdown& b) {
+  if (options.mode == InputCommMode::kOmit) return;
+  const std::vector<double> ms =
+      input_all_to_all_ms(task.topology, device_input_bytes(task, by_device, options));
+  for (std::size_t d = 0; d < b.devices.size(); ++d) {
+    DeviceCost& c = b.devices[d];
+    const double hidden = options.mode == InputCommMode::kOverlap
+                              ? std::min(ms[d], c.fw_comp_ms + c.bw_comp_ms)
+                              : 0.0;
+    c.in_comm_ms = ms[d] - hidden;
+    c.in_hidden_ms = hidden;
+  }
+}
 
 }  // namespace
 
@@ -65,6 +84,7 @@ CostBreakdown assemble_breakdown(const Task& task, const Plan& plan, ComputeMode
     b.devices[d].fw_comm_ms = a2a[d].fw_ms;
     b.devices[d].bw_comm_ms = a2a[d].bw_ms;
   }
+  add_input_comm(task, by_device, comm.input_options(), b);
   b.comm_source = CostSource::kModelled;
   b.comm_detail = comm.detail();
   fill_straggler_wait(b);
@@ -77,11 +97,12 @@ ParamSpec hardware_param(const std::string& what) {
 }
 
 void register_sim_cost_model(CostModelRegistry& registry) {
-  const auto sim = [](const Params&, const Context&, const Task& task) -> std::unique_ptr<CostModel> {
-    return std::make_unique<SimCostModel>(task);
+  const auto sim = [](const Params& p, const Context&, const Task& task) -> std::unique_ptr<CostModel> {
+    return std::make_unique<SimCostModel>(task, p);
   };
-  registry.add({"sim", "the analytic model of the task's topology preset (cost/analytic.h) and its link model", {}}, sim);
-  registry.add({"analytic", "another name of sim", {}}, sim);
+  registry.add({"sim", "the analytic model of the task's topology preset (cost/analytic.h) and its link model",
+                input_comm_params()}, sim);
+  registry.add({"analytic", "another name of sim", input_comm_params()}, sim);
 }
 
 }  // namespace embshard

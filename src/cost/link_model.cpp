@@ -6,20 +6,17 @@
 
 namespace embshard {
 
-std::vector<LinkVolume> all_to_all_volumes(const Topology& topology,
-                                           const std::vector<std::int64_t>& dim_sums,
-                                           std::int64_t batch_size, int element_bytes) {
+std::vector<LinkVolume> exchange_volumes(const Topology& topology, const std::vector<double>& bytes_in) {
   const int n = topology.num_devices();
-  EMBSHARD_ASSERT(static_cast<int>(dim_sums.size()) == n);
+  EMBSHARD_ASSERT(static_cast<int>(bytes_in.size()) == n);
   const int per_host = std::max(topology.devices_per_host, 1);
   // Device d sends `bytes[d]` to every other device, so each device's volumes follow from its own
   // bytes, its host's total and the grand total: O(devices), not O(devices²).
-  const double share = static_cast<double>(batch_size) / n * element_bytes;
   std::vector<std::int64_t> bytes(static_cast<std::size_t>(n));
   std::vector<std::int64_t> host_bytes(static_cast<std::size_t>(topology.num_hosts()), 0);
   std::int64_t total = 0;
   for (int d = 0; d < n; ++d) {
-    bytes[d] = static_cast<std::int64_t>(share * static_cast<double>(dim_sums[d]));
+    bytes[d] = static_cast<std::int64_t>(bytes_in[d] / n);
     host_bytes[d / per_host] += bytes[d];
     total += bytes[d];
   }
@@ -36,16 +33,13 @@ std::vector<LinkVolume> all_to_all_volumes(const Topology& topology,
   return volumes;
 }
 
-std::vector<double> all_to_all_ms(const Topology& topology,
-                                  const std::vector<std::int64_t>& dim_sums,
-                                  std::int64_t batch_size, int element_bytes) {
+std::vector<double> exchange_ms(const Topology& topology, const std::vector<double>& bytes) {
   const int n = topology.num_devices();
   std::vector<double> times(static_cast<std::size_t>(n), 0.0);
   if (n <= 1) return times;
-  const std::vector<LinkVolume> volumes =
-      all_to_all_volumes(topology, dim_sums, batch_size, element_bytes);
-  const auto ms = [](std::int64_t bytes, double gbps) {
-    return gbps > 0.0 ? static_cast<double>(bytes) / (gbps * 1e6) : 0.0;
+  const std::vector<LinkVolume> volumes = exchange_volumes(topology, bytes);
+  const auto ms = [](std::int64_t b, double gbps) {
+    return gbps > 0.0 ? static_cast<double>(b) / (gbps * 1e6) : 0.0;
   };
   for (int d = 0; d < n; ++d) {
     const LinkVolume& v = volumes[d];
@@ -56,6 +50,85 @@ std::vector<double> all_to_all_ms(const Topology& topology,
   return times;
 }
 
+namespace {
+
+std::vector<double> output_bytes(const std::vector<std::int64_t>& dim_sums, std::int64_t batch_size,
+                                 int element_bytes) {
+  std::vector<double> bytes;
+  bytes.reserve(dim_sums.size());
+  for (const std::int64_t dims : dim_sums) {
+    bytes.push_back(static_cast<double>(batch_size) * static_cast<double>(dims) * element_bytes);
+  }
+  return bytes;
+}
+
+}  // namespace
+
+std::vector<LinkVolume> all_to_all_volumes(const Topology& topology,
+                                           const std::vector<std::int64_t>& dim_sums,
+                                           std::int64_t batch_size, int element_bytes) {
+  return exchange_volumes(topology, output_bytes(dim_sums, batch_size, element_bytes));
+}
+
+std::vector<double> all_to_all_ms(const Topology& topology,
+                                  const std::vector<std::int64_t>& dim_sums,
+                                  std::int64_t batch_size, int element_bytes) {
+  return exchange_ms(topology, output_bytes(dim_sums, batch_size, element_bytes));
+}
+
+const char* to_string(InputCommMode mode) {
+  switch (mode) {
+    case InputCommMode::kExposed: return "exposed";
+    case InputCommMode::kOverlap: return "overlap";
+    case InputCommMode::kOmit: return "omit";
+  }
+  return "?";
+}
+
+const std::vector<ParamSpec>& input_comm_params() {
+  static const std::vector<ParamSpec> params{
+      {"input_comm", ParamType::kString, "exposed", {}, {}, {"exposed", "overlap", "omit"},
+       "the input all-to-all of indices: paid by the step (exposed), hidden under the previous "
+       "step's compute where it fits (overlap, TorchRec's pipeline) or not costed (omit, the papers' benchmarks)"},
+      {"index_bytes", ParamType::kInt, "8", 1, 8, {}, "bytes per index in the input all-to-all (int64: 8)"},
+      {"length_bytes", ParamType::kInt, "4", 1, 8, {}, "bytes per length in the input all-to-all (int32: 4)"}};
+  return params;
+}
+
+InputCommOptions input_comm_options(const Params& params) {
+  InputCommOptions o;
+  const std::string mode = params.get_string("input_comm");
+  o.mode = mode == "overlap" ? InputCommMode::kOverlap
+           : mode == "omit"  ? InputCommMode::kOmit
+                             : InputCommMode::kExposed;
+  o.index_bytes = static_cast<int>(params.get_int("index_bytes"));
+  o.length_bytes = static_cast<int>(params.get_int("length_bytes"));
+  return o;
+}
+
+std::vector<double> device_input_bytes(const Task& task,
+                                       const std::vector<std::vector<PlacedShard>>& by_device,
+                                       const InputCommOptions& options) {
+  std::vector<double> bytes(by_device.size(), 0.0);
+  const double batch = static_cast<double>(task.workload.batch_size);
+  for (std::size_t d = 0; d < by_device.size(); ++d) {
+    for (const PlacedShard& p : by_device[d]) {
+      const TableSpec& spec = task.workload.tables[static_cast<std::size_t>(p.table)];
+      const double row_share = static_cast<double>(p.shard.num_rows()) /
+                               static_cast<double>(std::max<std::int64_t>(spec.num_rows(), 1));
+      const double lookups = row_share * static_cast<double>(spec.stats.num_indices);
+      bytes[d] += lookups * options.index_bytes + batch * options.length_bytes;
+    }
+  }
+  return bytes;
+}
+
+std::vector<double> input_all_to_all_ms(const Topology& topology, const std::vector<double>& input_bytes) {
+  // Device d receives (N−1)/N of input_bytes[d] and sends 1/N of every other device's: the
+  // output exchange with send and receive swapped, which the per-device max(send, recv) prices alike.
+  return exchange_ms(topology, input_bytes);
+}
+
 }  // namespace embshard
 
 namespace embshard {
@@ -63,11 +136,12 @@ namespace {
 
 class LinkCommModel final : public CommModel {
  public:
-  LinkCommModel(const Topology& topology, std::int64_t batch_size)
-      : topology_(topology), batch_size_(batch_size) {}
+  LinkCommModel(const Topology& topology, std::int64_t batch_size, InputCommOptions input)
+      : topology_(topology), batch_size_(batch_size), input_(input) {}
   [[nodiscard]] std::string spec() const override { return "link"; }
   [[nodiscard]] std::string detail() const override {
-    return detail::concat("link model of ", topology_.name, " at batch ", batch_size_);
+    return detail::concat("link model of ", topology_.name, " at batch ", batch_size_,
+                          ", input all-to-all ", to_string(input_.mode));
   }
   [[nodiscard]] std::vector<DeviceComm> device_comm(const Task&,
                                                     std::span<const std::int64_t> dim_sums,
@@ -79,16 +153,19 @@ class LinkCommModel final : public CommModel {
     for (std::size_t d = 0; d < ms.size(); ++d) comm[d] = {ms[d], ms[d]};
     return comm;
   }
+  [[nodiscard]] const InputCommOptions& input_options() const override { return input_; }
 
  private:
   Topology topology_;
   std::int64_t batch_size_;
+  InputCommOptions input_;
 };
 
 }  // namespace
 
-std::unique_ptr<CommModel> make_link_comm_model(const Topology& topology, std::int64_t batch_size) {
-  return std::make_unique<LinkCommModel>(topology, batch_size);
+std::unique_ptr<CommModel> make_link_comm_model(const Topology& topology, std::int64_t batch_size,
+                                                InputCommOptions input) {
+  return std::make_unique<LinkCommModel>(topology, batch_size, input);
 }
 
 }  // namespace embshard

@@ -13,11 +13,15 @@ namespace embshard {
 namespace {
 
 const std::vector<ParamSpec>& neural_params() {
-  static const std::vector<ParamSpec> params{
-      {"weights", ParamType::kString, "builtin", {}, {}, {}, "weights file from `embshard train cost`, or builtin"},
-      {"comm", ParamType::kString, "auto", {}, {}, {"auto", "neural", "link"},
-       "all-to-all costs: the file's comm models, the topology's link model, or neural where trained for the task's devices"},
-      hardware_param("models")};
+  static const std::vector<ParamSpec> params = [] {
+    std::vector<ParamSpec> p{
+        {"weights", ParamType::kString, "builtin", {}, {}, {}, "weights file from `embshard train cost`, or builtin"},
+        {"comm", ParamType::kString, "auto", {}, {}, {"auto", "neural", "link"},
+         "all-to-all costs: the file's comm models, the topology's link model, or neural where trained for the task's devices"},
+        hardware_param("models")};
+    for (const ParamSpec& input : input_comm_params()) p.push_back(input);
+    return p;
+  }();
   return params;
 }
 
@@ -117,8 +121,9 @@ class NeuralComputeModel final : public ComputeModel {
 
 class NeuralCommModel final : public CommModel {
  public:
-  NeuralCommModel(std::shared_ptr<const NeuralWeights> weights, std::string where)
-      : weights_(std::move(weights)), where_(std::move(where)) {}
+  NeuralCommModel(std::shared_ptr<const NeuralWeights> weights, std::string where, InputCommOptions input)
+      : weights_(std::move(weights)), where_(std::move(where)), input_(input) {}
+  [[nodiscard]] const InputCommOptions& input_options() const override { return input_; }
 
   [[nodiscard]] std::string spec() const override { return "neural"; }
   [[nodiscard]] std::string detail() const override {
@@ -148,6 +153,7 @@ class NeuralCommModel final : public CommModel {
  private:
   std::shared_ptr<const NeuralWeights> weights_;
   std::string where_;
+  InputCommOptions input_;
 };
 
 class NeuralCostModel final : public CostModel {
@@ -187,9 +193,10 @@ std::unique_ptr<CostModel> build(std::shared_ptr<const NeuralWeights> weights, c
     EMBSHARD_CHECK(problem.empty(), "neural: ", where, ": ", problem);
   }
   auto compute = std::make_unique<NeuralComputeModel>(weights, where);
+  const InputCommOptions input = input_comm_options(params);
   std::unique_ptr<CommModel> comm =
-      neural_comm ? std::unique_ptr<CommModel>(std::make_unique<NeuralCommModel>(weights, where))
-                  : make_link_comm_model(task.topology, weights->compute->training.batch_size);
+      neural_comm ? std::unique_ptr<CommModel>(std::make_unique<NeuralCommModel>(weights, where, input))
+                  : make_link_comm_model(task.topology, weights->compute->training.batch_size, input);
   return std::make_unique<NeuralCostModel>(canonical_spec("neural", params), std::move(compute), std::move(comm));
 }
 

@@ -34,7 +34,7 @@ void fill_measured_comm(std::span<const DeviceTiming> measured, CostBreakdown& b
   }
   breakdown.comm_source = CostSource::kMeasured;
   breakdown.comm_detail = detail::concat("MPI all-to-all, one rank per device (", measured.size(),
-                                         " ranks)");
+                                         " ranks); input all-to-all: ", breakdown.comm_detail);
 }
 
 }  // namespace
@@ -120,7 +120,9 @@ std::vector<std::string> eval_backends() {
 }
 
 std::string judge_spec(const EvalOptions& options) {
-  if (options.backend == "sim") return "sim";
+  if (options.backend == "sim") {
+    return cost_model_registry().canonical("sim:input_comm=" + options.input_comm);
+  }
   const std::vector<std::string> built = eval_backends();
   if (std::find(built.begin(), built.end(), options.backend) == built.end()) {
     EMBSHARD_CHECK(options.backend != "cuda", "eval: backend 'cuda' is not available: embshard was built "
@@ -134,7 +136,7 @@ std::string judge_spec(const EvalOptions& options) {
       "measured:impl=", options.backend, ",batch=", options.batch_size, ",warmup=", options.measure.warmup,
       ",repeats=", options.measure.repeats, ",flush=", options.measure.flush_cache ? "true" : "false",
       ",trim=", options.measure.trim, ",draw=", options.batch_number,
-      ",remap=", options.remap_held_out ? "held_out" : "in_sample"));
+      ",remap=", options.remap_held_out ? "held_out" : "in_sample", ",input_comm=", options.input_comm));
 }
 
 std::unique_ptr<CostModel> make_judge(const Task& task, const EvalOptions& options) {
@@ -217,6 +219,8 @@ std::string eval_result_json(const EvalResult& r, const Task& task, const Plan& 
   for (std::size_t d = 0; d < r.breakdown.devices.size(); ++d) {
     const DeviceCost& c = r.breakdown.devices[d];
     Json device = {{"device", d},
+                   {"in_comm_ms", c.in_comm_ms},
+                   {"in_hidden_ms", c.in_hidden_ms},
                    {"fw_comp_ms", c.fw_comp_ms},
                    {"fw_comm_ms", c.fw_comm_ms},
                    {"fw_wait_ms", c.fw_wait_ms},
@@ -259,8 +263,8 @@ std::string eval_result_table(const EvalResult& r, const Topology& topology) {
   char line[200];
   const bool any_uvm = std::any_of(r.breakdown.devices.begin(), r.breakdown.devices.end(),
                                    [](const DeviceCost& c) { return c.uvm_bytes > 0; });
-  std::snprintf(line, sizeof line, "%6s %10s %10s %10s %10s %10s %10s  %s\n", "device", "fw_comp",
-                "fw_comm", "fw_wait", "bw_comm", "bw_comp", "sum_ms",
+  std::snprintf(line, sizeof line, "%6s %10s %10s %10s %10s %10s %10s %10s  %s\n", "device", "in_comm",
+                "fw_comp", "fw_comm", "fw_wait", "bw_comm", "bw_comp", "sum_ms",
                 any_uvm ? "HBM GiB used / budget   UVM GiB used / budget" : "HBM GiB used / budget");
   out << line;
   const auto gib = [](std::int64_t bytes) { return static_cast<double>(bytes) / (1 << 30); };
@@ -269,8 +273,8 @@ std::string eval_result_table(const EvalResult& r, const Topology& topology) {
     const Device* device = d < topology.devices.size() ? &topology.devices[d] : nullptr;
     const double hbm_budget = device ? gib(device->hbm_bytes) : 0.0;
     const double uvm_budget = device ? gib(device->uvm_bytes) : 0.0;
-    const int n = std::snprintf(line, sizeof line, "%6zu %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f  %8.2f / %6.2f",
-                                d, c.fw_comp_ms, c.fw_comm_ms, c.fw_wait_ms, c.bw_comm_ms, c.bw_comp_ms,
+    const int n = std::snprintf(line, sizeof line, "%6zu %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f  %8.2f / %6.2f",
+                                d, c.in_comm_ms, c.fw_comp_ms, c.fw_comm_ms, c.fw_wait_ms, c.bw_comm_ms, c.bw_comp_ms,
                                 c.sum_ms(), gib(c.hbm_bytes), hbm_budget);
     if (any_uvm && n > 0 && static_cast<std::size_t>(n) < sizeof line) {
       std::snprintf(line + n, sizeof line - static_cast<std::size_t>(n), "     %8.2f / %.2f",
@@ -289,6 +293,12 @@ std::string eval_result_table(const EvalResult& r, const Topology& topology) {
       out << line;
     }
     std::snprintf(line, sizeof line, "uvm_share %.4f%% of all lookups\n", 100.0 * uvm_lookup_share(r));
+    out << line;
+  }
+  double hidden = 0.0;
+  for (const DeviceCost& c : r.breakdown.devices) hidden = std::max(hidden, c.in_hidden_ms);
+  if (hidden > 0.0) {
+    std::snprintf(line, sizeof line, "input all-to-all hidden under the previous step's compute: up to %.3f ms per device\n", hidden);
     out << line;
   }
   const Spread comp = compute_spread(r);

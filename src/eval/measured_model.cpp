@@ -117,7 +117,8 @@ class MeasuredModel final : public ComputeModel {
 
 
 const std::vector<ParamSpec>& measured_params() {
-  static const std::vector<ParamSpec> params{
+  static const std::vector<ParamSpec> params = [] {
+    std::vector<ParamSpec> p{
       {"impl", ParamType::kString, "cpu", {}, {}, {"reference", "cpu", "cuda"}, "kernels to time (cuda: where built, with a GPU)"},
       {"batch", ParamType::kInt, "0", 0, 1 << 30, {}, "batch to run; 0: the task's"},
       {"warmup", ParamType::kInt, "2", 0, 1000, {}, "unmeasured runs before the measured ones"},
@@ -127,6 +128,9 @@ const std::vector<ParamSpec>& measured_params() {
       {"draw", ParamType::kInt, "0", 0, 1e15, {}, "which draw of each table's lookups"},
       {"remap", ParamType::kString, "in_sample", {}, {}, {"in_sample", "held_out"},
        "rank rows for RecShard's remap by the measured draw itself, or by other draws"}};
+    for (const ParamSpec& input : input_comm_params()) p.push_back(input);
+    return p;
+  }();
   return params;
 }
 
@@ -145,7 +149,7 @@ class MeasuredCostModel final : public CostModel {
  public:
   MeasuredCostModel(const Task& task, kernels::EmbeddingBagImpl impl, const EvalOptions& options, Params params)
       : compute_(task, impl, options),
-        comm_(make_link_comm_model(task.topology, compute_.batch_size())),
+        comm_(make_link_comm_model(task.topology, compute_.batch_size(), input_comm_options(params))),
         params_(std::move(params)) {}
 
   [[nodiscard]] std::string spec() const override {

@@ -55,7 +55,7 @@ class ProtocolBase : public TaskGenerator {
     if (preset == "cpu") {
       spec += ":devices=" + std::to_string(devices()) + ",mem_gib=" + params_.text("mem_gib");
     } else {
-      const int per_node = std::min(devices(), preset == "2080ti" ? 4 : 8);
+      const int per_node = std::min(devices(), 8);
       const int nodes = (devices() + per_node - 1) / per_node;
       EMBSHARD_CHECK(nodes * per_node == devices(), name_, ": ", devices(),
                      " devices do not fill whole ", preset, " nodes of ", per_node);

@@ -12,6 +12,7 @@
 
 #include "embshard/core/file_io.h"
 #include "embshard/cost/link_model.h"
+#include "embshard/eval/cost_models.h"
 #include "embshard/data/random.h"
 #include "embshard/data/data_io.h"
 #include "embshard/data/topology.h"
@@ -21,6 +22,7 @@
 #include "embshard/profile/comm_sampler.h"
 #include "embshard/profile/cost_sample.h"
 #include "embshard/shard/sharder.h"
+#include "plan_test_util.h"
 #include "test_util.h"
 
 namespace embshard {
@@ -161,8 +163,7 @@ std::vector<LinkVolume> pairwise_volumes(const Topology& t, const std::vector<st
   const int n = t.num_devices();
   std::vector<LinkVolume> v(static_cast<std::size_t>(n));
   for (int d = 0; d < n; ++d) {
-    const auto bytes = static_cast<std::int64_t>(static_cast<double>(batch) / n * 4 *
-                                                 static_cast<double>(dim_sums[d]));
+    const std::int64_t bytes = batch * 4 * dim_sums[d] / n;  // each other device's B/N samples
     for (int e = 0; e < n; ++e) {
       if (e == d) continue;
       const bool intra = t.same_host(d, e);
@@ -411,6 +412,79 @@ TEST_F(ProfileComm, EvalMeasuresThePlansAllToAllsWithOneRankPerDevice) {
   r = mpirun(3);  // one rank per device, or a clear error
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.out.find("the task has 2 devices but the job has 3 MPI ranks"), std::string::npos) << r.out;
+}
+
+
+// ---- the input all-to-all -----------------------------------------------------------------------
+
+namespace {
+
+/** Table "a" (1000 rows, dim 8) table-wise on device 0, "b" (400 rows, dim 8) in two column
+ *  pieces on devices 1 and 2, "c" (1000 rows, dim 4) row-wise 250 / 750 on devices 2 and 3. */
+std::pair<Task, Plan> mixed_plan() {
+  Task task = test_util::task_of({{"a", 1000, 8}, {"b", 400, 8}, {"c", 1000, 4}}, 4, std::int64_t{1} << 30,
+                                 0, /*devices_per_host=*/4);
+  task.topology.intra_host_gbps = 10.0;
+  task.topology.a2a_latency_us = 0.0;
+  task.workload.batch_size = 100;
+  const std::int64_t lookups[] = {500, 300, 2000};
+  for (std::size_t t = 0; t < 3; ++t) task.workload.tables[t].stats.num_indices = lookups[t];
+  using test_util::shard;
+  Plan plan = test_util::plan_of(
+      {{"a", ShardingType::kTableWise, {shard(0, 0, 1000, 0, 8)}},
+       {"b", ShardingType::kColumnWise, {shard(1, 0, 400, 0, 4), shard(2, 0, 400, 4, 8)}},
+       {"c", ShardingType::kRowWise, {shard(2, 0, 250, 0, 4), shard(3, 250, 1000, 0, 4)}}});
+  return {task, plan};
+}
+
+}  // namespace
+
+TEST(InputAllToAll, EveryShardReceivesItsLookupsAndALengthPerSample) {
+  const auto [task, plan] = mixed_plan();
+  const InputCommOptions options;  // int64 indices, int32 lengths
+  const std::vector<double> bytes = device_input_bytes(task, shards_by_device(task, plan), options);
+  ASSERT_EQ(bytes.size(), 4u);
+  EXPECT_DOUBLE_EQ(bytes[0], 500 * 8 + 100 * 4);                          // table-wise: all of a
+  EXPECT_DOUBLE_EQ(bytes[1], 300 * 8 + 100 * 4);                          // a column piece: all of b
+  EXPECT_DOUBLE_EQ(bytes[2], (300 * 8 + 100 * 4) + (500 * 8 + 100 * 4));  // b's other piece, c's first quarter
+  EXPECT_DOUBLE_EQ(bytes[3], 1500 * 8 + 100 * 4);                         // c's rows 250..1000
+  // Device d receives 3/4 of its bytes, one quarter from each other device; it sends a quarter of
+  // every other device's: the link model prices max(send, recv).
+  const std::vector<double> ms = input_all_to_all_ms(task.topology, bytes);
+  const double total = bytes[0] + bytes[1] + bytes[2] + bytes[3];
+  for (int d = 0; d < 4; ++d) {
+    const double recv = 3.0 * std::floor(bytes[d] / 4);
+    const double send = std::floor(total / 4) - std::floor(bytes[d] / 4);
+    EXPECT_NEAR(ms[d], std::max(recv, send) / 10e6, 1e-9) << d;
+  }
+}
+
+TEST(InputAllToAll, TheJudgeExposesOverlapsOrOmitsIt) {
+  const auto [task, plan] = mixed_plan();
+  const auto judge = [&](const std::string& mode) {
+    return make_cost_model("sim:input_comm=" + mode, task)->estimate(task, plan, test_util::quiet_context());
+  };
+  const CostBreakdown omit = judge("omit");
+  const CostBreakdown exposed = judge("exposed");
+  const CostBreakdown overlap = judge("overlap");
+  const std::vector<double> raw =
+      input_all_to_all_ms(task.topology, device_input_bytes(task, shards_by_device(task, plan), {}));
+  double most = 0.0;
+  for (std::size_t d = 0; d < 4; ++d) {
+    EXPECT_EQ(omit.devices[d].in_comm_ms, 0.0);
+    EXPECT_DOUBLE_EQ(exposed.devices[d].in_comm_ms, raw[d]);
+    EXPECT_EQ(exposed.devices[d].in_hidden_ms, 0.0);
+    const double compute = overlap.devices[d].fw_comp_ms + overlap.devices[d].bw_comp_ms;
+    EXPECT_DOUBLE_EQ(overlap.devices[d].in_hidden_ms, std::min(raw[d], compute));
+    EXPECT_DOUBLE_EQ(overlap.devices[d].in_comm_ms + overlap.devices[d].in_hidden_ms, raw[d]);
+    EXPECT_DOUBLE_EQ(exposed.devices[d].fw_comp_ms, omit.devices[d].fw_comp_ms);  // compute untouched
+    EXPECT_DOUBLE_EQ(exposed.devices[d].sum_ms(), omit.devices[d].sum_ms() + raw[d]);
+    most = std::max(most, raw[d]);
+  }
+  EXPECT_GT(most, 0.0);
+  EXPECT_DOUBLE_EQ(objective_value(exposed, Objective::kStep), objective_value(omit, Objective::kStep) + most);
+  EXPECT_LE(objective_value(overlap, Objective::kStep), objective_value(exposed, Objective::kStep));
+  EXPECT_NE(test_util::error_of([&] { judge("sometimes"); }).find("exposed"), std::string::npos);
 }
 
 }  // namespace

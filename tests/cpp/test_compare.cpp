@@ -57,7 +57,7 @@ TEST(Compare, PlansAndJudgesEveryTaskWithEverySharder) {
   const std::string svg = compare_chart_svg(rows, tasks[0].id);
   std::size_t rects = 0;
   for (std::size_t p = svg.find("<rect"); p != std::string::npos; p = svg.find("<rect", p + 1)) ++rects;
-  EXPECT_EQ(rects, 2u * (4u * 5u + 1u + 5u));  // 2 sharders × (4 devices × 5 parts, the straggler, the legend)
+  EXPECT_EQ(rects, 2u * (4u * 6u + 1u + 6u));  // 2 sharders × (4 devices × 6 parts, the straggler, the legend)
   EXPECT_NE(svg.find("task " + tasks[0].id + ", greedy: step"), std::string::npos) << svg.substr(0, 400);
   EXPECT_NE(svg.find("task " + tasks[0].id + ", random:attempts=20: step"), std::string::npos);
   EXPECT_NE(svg.find("fw wait"), std::string::npos);

@@ -54,14 +54,14 @@ TEST(CostModels, TheJudgeOfEvalIsAMemberWhoseSpecSaysItsBatch) {
   const ShardResult planned = plan_task("greedy:balance=lookup", task, nullptr, quiet_context());
   ASSERT_EQ(planned.status, ShardStatus::kOk) << planned.reason;
   EvalOptions options;
-  EXPECT_EQ(judge_spec(options), "sim");
+  EXPECT_EQ(judge_spec(options), "sim:input_comm=exposed,index_bytes=8,length_bytes=4");
   options.backend = "reference";
   options.measure = {0, 1, false, 0.0};
   EXPECT_EQ(judge_spec(options),
-            "measured:impl=reference,batch=0,warmup=0,repeats=1,flush=false,trim=0,draw=0,remap=in_sample");
+            "measured:impl=reference,batch=0,warmup=0,repeats=1,flush=false,trim=0,draw=0,remap=in_sample,input_comm=exposed,index_bytes=8,length_bytes=4");
   const EvalResult result = evaluate_plan(task, planned.plan, options, quiet_context());
   EXPECT_EQ(result.backend,
-            "measured:impl=reference,batch=4096,warmup=0,repeats=1,flush=false,trim=0,draw=0,remap=in_sample");
+            "measured:impl=reference,batch=4096,warmup=0,repeats=1,flush=false,trim=0,draw=0,remap=in_sample,input_comm=exposed,index_bytes=8,length_bytes=4");
   EXPECT_EQ(make_cost_model(result.backend, task)->spec(), result.backend);
   options.backend = "tpu";
   EXPECT_NE(error_of([&] { (void)judge_spec(options); }).find("unknown backend 'tpu'"), std::string::npos);
@@ -84,7 +84,7 @@ TEST(CostModels, DefaultIsNeuralWhereTheBuiltInWeightsFitElseSim) {
   Task gpu = cpu_task();
   gpu.topology = make_topology("v100:gpus_per_node=2");
   EXPECT_FALSE(builtin_weights_fit(gpu));
-  EXPECT_EQ(make_cost_model("default", gpu)->spec(), "sim");
+  EXPECT_EQ(make_cost_model("default", gpu)->spec(), "sim:input_comm=exposed,index_bytes=8,length_bytes=4");
   EXPECT_EQ(builtin_weights_fit(cpu_task()), !builtin_weights_text().empty());
 }
 

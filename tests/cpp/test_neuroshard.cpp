@@ -138,23 +138,26 @@ std::vector<int> devices_of(const Plan& plan) {
 // ---- tests ------------------------------------------------------------------------------------
 
 TEST(NeuroShard, PlansEveryProtocolTaskValidlyAndNeverWorseThanItsUnsplitGrid) {
-  for (int index = 0; index < 4; ++index) {
+  int compared = 0;
+  for (int index = 0; index < 6; ++index) {
     const Task task = protocol_task(index);
     const auto cost = make_cost_model("sim", task);
     const ShardResult r = plan_task("neuroshard", task, cost.get(), quiet());  // checks validity
     ASSERT_EQ(r.status, ShardStatus::kOk) << r.reason;
     expect_halving_shards(task, r.plan);
+    EXPECT_GE(step_of(task, *cost, r.plan) + 1e-9, *cost->lower_bound(task, Objective::kStep));
     const ShardResult unsplit = plan_task("neuroshard:max_depth=0", task, cost.get(), quiet());
-    ASSERT_EQ(unsplit.status, ShardStatus::kOk) << unsplit.reason;
+    if (unsplit.status != ShardStatus::kOk) continue;  // only a split plan fits: nothing to compare
+    ++compared;
     EXPECT_FALSE(has_column_split(unsplit.plan));
     EXPECT_EQ(unsplit.stats.nodes_visited, 11);
     EXPECT_LE(step_of(task, *cost, r.plan), step_of(task, *cost, unsplit.plan) + 1e-9) << task.id;
-    EXPECT_GE(step_of(task, *cost, r.plan) + 1e-9, *cost->lower_bound(task, Objective::kStep));
     EXPECT_GT(r.stats.cache_hits, 0);
     EXPECT_LE(r.stats.cache_hits, r.stats.cache_queries);
     EXPECT_GE(r.stats.plans_evaluated, 1);
     EXPECT_LE(r.stats.plans_evaluated, r.stats.nodes_visited);
   }
+  EXPECT_GE(compared, 3);
 }
 
 TEST(NeuroShard, SplitsATableNoDeviceHoldsWhereEveryGreedyBaselineFails) {
@@ -262,7 +265,8 @@ int splittable_candidates(const ns::SplitState& state, int n) {
 }
 
 TEST(NeuroShard, OneRoundGridSearchesEachSplittableCandidateOnce) {
-  for (int index = 0; index < 3; ++index) {
+  int searched = 0;
+  for (int index = 0; index < 5; ++index) {
     const Task task = protocol_task(index);
     const auto cost = make_cost_model("sim", task);
     ns::ShardCostCache cache(cost->compute());
@@ -272,10 +276,12 @@ TEST(NeuroShard, OneRoundGridSearchesEachSplittableCandidateOnce) {
       const int tried = splittable_candidates(state, n);
       const ShardResult r = plan_task("neuroshard:max_depth=1,scales=4,candidates=" + std::to_string(n),
                                       task, cost.get(), quiet());
-      ASSERT_EQ(r.status, ShardStatus::kOk) << r.reason;
+      if (r.status != ShardStatus::kOk) continue;  // a one-round search may find no fit: the count is the same
+      ++searched;
       EXPECT_EQ(r.stats.nodes_visited, 4 * (1 + tried)) << task.id << ", candidates " << n;
     }
   }
+  EXPECT_GE(searched, 6);
 }
 
 TEST(NeuroShard, ADeadlineMidSearchReturnsTheBestSoFar) {
@@ -366,7 +372,7 @@ TEST(NeuroShard, SpecIsCanonicalAndRoundTrips) {
   ASSERT_EQ(r.status, ShardStatus::kOk) << r.reason;
   EXPECT_EQ(r.plan.provenance.sharder,
             "neuroshard:beam_width=3,candidates=10,max_depth=1,scales=11,max_scale=1.5,objective=step");
-  EXPECT_EQ(r.plan.provenance.cost_model, "sim");
+  EXPECT_EQ(r.plan.provenance.cost_model, "sim:input_comm=exposed,index_bytes=8,length_bytes=4");
   EXPECT_TRUE(make_sharder("neuroshard")->uses_cost_model());
 }
 

@@ -40,9 +40,13 @@
  * miss bytes).
  *
  * Coefficients: the `cpu` preset's are fitted (non-negative least squares on relative error) to
- * measured samples of this project's `cpu` backend (`embshard profile calibrate`, docs/benchmarks.md
- * reports the fit and its error); GPU presets use a roofline from the topology's data-sheet HBM
- * bandwidth and L2 size — not calibrated against a GPU, and reports say so.
+ * measured samples of this project's `cpu` backend (`embshard profile calibrate --samples`,
+ * docs/benchmarks.md reports the fit and its error). The `2080ti` preset's are fitted to the
+ * seeds' published 2080 Ti measurements (`profile calibrate --figures`, eval/paper_calibration.h;
+ * docs/judge.md: every figure, fitted or held out, published against judged); v100 / a100 / h100
+ * scale the 2080 Ti's by the data sheets' HBM bandwidth ratio until a lent GPU measures them, and
+ * reports say so (`SimHardware::name`). `sim_roofline` keeps the data-sheet roofline the fit
+ * starts from.
  */
 #include <array>
 #include <cstdint>
@@ -53,6 +57,7 @@
 
 #include "embshard/cost/breakdown.h"
 #include "embshard/cost/compute_model.h"
+#include "embshard/cost/link_model.h"
 #include "embshard/data/table.h"
 
 namespace embshard {
@@ -84,6 +89,9 @@ struct SimTable {
 
 [[nodiscard]] SimFeatures sim_features(std::span<const SimTable> tables, std::int64_t batch_size,
                                        std::int64_t cache_bytes);
+/** The features of one device holding `shards` of `task` (at the task's batch). */
+[[nodiscard]] SimFeatures sim_device_features(const Task& task, std::span<const PlacedShard> shards,
+                                              std::int64_t cache_bytes);
 [[nodiscard]] double sim_pass_ms(const SimCoefficients& coefficients, const SimFeatures& features);
 /**
  * h_t of the file comment: the share of a shard's lookups served by its `hbm_rows` hottest rows,
@@ -92,7 +100,17 @@ struct SimTable {
 [[nodiscard]] double sim_hbm_access_share(const TableStats& stats, std::int64_t shard_rows,
                                           std::int64_t hbm_rows);
 
-/** The model's hardware for a topology: calibrated for `cpu`, roofline for GPU kinds. */
+/** A GPU topology's data-sheet roofline: its HBM and UVM bandwidth and L2 size, uncalibrated. */
+[[nodiscard]] SimHardware sim_roofline(const Topology& topology);
+
+/**
+ * A GPU topology's judge: the 2080 Ti's coefficients fitted to the papers' measurements, scaled
+ * for other GPUs by the ratio of HBM bandwidths (UVM: the device's own host link; L2: its data
+ * sheet). Only the 2080 Ti's is `calibrated`.
+ */
+[[nodiscard]] SimHardware sim_calibrated_gpu(const Topology& topology);
+
+/** The model's hardware for a topology: `cpu` calibrated on this project's VM, GPUs as above. */
 [[nodiscard]] SimHardware sim_hardware_for(const Topology& topology);
 
 /** The `sim` compute model: spec "sim". Uses the task's batch size and its tables' statistics. */
@@ -105,10 +123,13 @@ struct SimTable {
  * split of it (splits add lookups and tables and keep bytes; all coefficients are ≥ 0); so
  * max_d fw_comp_d ≥ (Σ_t fw_t + one call) / N, likewise bw. Every column is output at least once,
  * so some device sends at least (N−1)/N² · B · 4 · Σ dims bytes, over at most the sum of its
- * link bandwidths, plus latency. step ≥ fw + 2 · comm + bw; max_sum ≥ its device average.
+ * link bandwidths, plus latency. Likewise every table's lookups and lengths reach some device at
+ * least once, so when the input all-to-all is exposed some device receives at least
+ * (N−1)/N² · Σ_t (L_t · index_bytes + B · length_bytes) (overlapped or omitted: 0).
+ * step ≥ input + fw + 2 · comm + bw; max_sum ≥ its device average.
  */
 [[nodiscard]] double sim_lower_bound(const Task& task, const SimHardware& hardware,
-                                     Objective objective);
+                                     Objective objective, const InputCommOptions& input);
 
 /** Fits non-negative coefficients minimising Σ ((pred − y) / y)² (y > 0 rows only). */
 [[nodiscard]] SimCoefficients fit_sim_coefficients(std::span<const SimFeatures> features,

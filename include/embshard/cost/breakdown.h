@@ -4,10 +4,14 @@
  * @brief What a plan costs: the per-device breakdown of one training step's embedding stage and
  *        the objectives that fold it into one number (design.md §4).
  *
- * A step runs on every device at once: forward compute of the local shard, the forward
- * all-to-all of pooled vectors, the backward all-to-all of their gradients, and the backward
- * compute with the fused optimizer update. Per device d (milliseconds):
+ * A step runs on every device at once: the input all-to-all of indices, forward compute of the
+ * local shard, the forward all-to-all of pooled vectors, the backward all-to-all of their
+ * gradients, and the backward compute with the fused optimizer update. Per device d (ms):
  *
+ *   in_comm_d   the part of d's input all-to-all (indices and lengths to the shards' owners,
+ *               cost/link_model.h) the step waits for: all of it when exposed, what does not fit
+ *               under d's fw + bw compute when the pipeline overlaps it, 0 when omitted
+ *   in_hidden_d the part the pipeline hides (reported, not counted)
  *   fw_comp_d   forward kernel of d's shard
  *   fw_comm_d   d's part of the forward all-to-all: latency + its own send / receive volume over
  *               its links (not counting the wait for slower devices)
@@ -18,9 +22,10 @@
  *
  * Objectives (lower is better, except that `balance` is reported as-is, higher is better):
  *
- *   step      = max_d fw_comp_d + max_d fw_comm_d + max_d bw_comm_d + max_d bw_comp_d
+ *   step      = max_d in_comm_d + max_d fw_comp_d + max_d fw_comm_d + max_d bw_comm_d
+ *               + max_d bw_comp_d
  *               (synchronous step: each all-to-all lasts as long as its most loaded device)
- *   max_sum   = max_d (fw_comp_d + fw_comm_d + bw_comm_d + bw_comp_d)
+ *   max_sum   = max_d (in_comm_d + fw_comp_d + fw_comm_d + bw_comm_d + bw_comp_d)
  *               (the figure NeuroShard and DreamShard report; no straggler wait)
  *   balance   = min_d (fw_comp_d + bw_comp_d) / max_d (fw_comp_d + bw_comp_d)   (AutoShard; 1 if all 0)
  *
@@ -33,6 +38,8 @@
 namespace embshard {
 
 struct DeviceCost {
+  double in_comm_ms = 0.0;      ///< input all-to-all, the part the step pays
+  double in_hidden_ms = 0.0;    ///< input all-to-all, the part an overlapping pipeline hides
   double fw_comp_ms = 0.0;
   double fw_comm_ms = 0.0;
   double fw_wait_ms = 0.0;
@@ -41,7 +48,9 @@ struct DeviceCost {
   std::int64_t hbm_bytes = 0;   ///< memory the device's shards use (weights only)
   std::int64_t uvm_bytes = 0;
 
-  [[nodiscard]] double sum_ms() const { return fw_comp_ms + fw_comm_ms + bw_comm_ms + bw_comp_ms; }
+  [[nodiscard]] double sum_ms() const {
+    return in_comm_ms + fw_comp_ms + fw_comm_ms + bw_comm_ms + bw_comp_ms;
+  }
 };
 
 /** Where each part of a breakdown came from. */

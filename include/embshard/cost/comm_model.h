@@ -11,6 +11,10 @@
  * separately (`fw_wait_ms`). Models that only see volumes (the link model) ignore `fw_comp_ms`;
  * models trained on measurements with late arrivals (NeuroShard's forward model) use it to
  * predict, then take the wait back out.
+ *
+ * Before the forward, the input all-to-all sends every device the indices its shards look up
+ * (cost/link_model.h). Every comm model costs it with the link model (no trained model has seen
+ * it) and says through `input_options()` whether the step pays it.
  */
 #include <cstdint>
 #include <span>
@@ -20,6 +24,13 @@
 namespace embshard {
 
 struct Task;
+
+/** Whether a step pays the input all-to-all (cost/link_model.h, `input_comm`). */
+enum class InputCommMode { kExposed, kOverlap, kOmit };
+/** "exposed", "overlap", "omit". */
+[[nodiscard]] const char* to_string(InputCommMode mode);
+
+struct InputCommOptions;
 
 struct DeviceComm {
   double fw_ms = 0.0;   ///< forward all-to-all, straggler wait excluded
@@ -37,6 +48,8 @@ class CommModel {
   [[nodiscard]] virtual std::vector<DeviceComm> device_comm(const Task& task,
                                                             std::span<const std::int64_t> dim_sums,
                                                             std::span<const double> fw_comp_ms) = 0;
+  /** How the input all-to-all is costed (cost/link_model.h). */
+  [[nodiscard]] virtual const InputCommOptions& input_options() const = 0;
 };
 
 }  // namespace embshard

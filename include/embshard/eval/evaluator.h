@@ -60,6 +60,8 @@ struct EvalOptions {
   /// (false: in-sample, as the task's ICDF that plans and `tier_lookups` use is) or by other
   /// draws of the same model (true: held out, what a deployment profiling past data sees).
   bool remap_held_out = false;
+  /// Whether the step pays the input all-to-all: exposed | overlap | omit (cost/link_model.h).
+  std::string input_comm = "exposed";
 };
 
 /** Expected lookups per step of one device, by the memory tier that serves them. */

@@ -1,0 +1,334 @@
+// Fitting the sim judge of a GPU preset to the papers' published figures (paper_calibration.h).
+#include "embshard/eval/paper_calibration.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <span>
+#include <sstream>
+
+#include "embshard/core/error.h"
+#include "embshard/core/file_io.h"
+#include "embshard/core/nnls.h"
+#include "embshard/cost/link_model.h"
+#include "embshard/data/topology.h"
+#include "embshard/eval/task_gen.h"
+#include "embshard/shard/sharder.h"
+
+namespace embshard {
+namespace {
+
+using Json = nlohmann::json;
+
+/** Parameters: the seven compute features without uvm, then latency (ms) and ms per byte. */
+constexpr int kCalls = 0;
+constexpr int kComputeParams = kNumSimFeatures - 1;
+constexpr int kLatency = kComputeParams;
+constexpr int kMsPerByte = kComputeParams + 1;
+constexpr int kNumParams = kComputeParams + 2;
+using Vec = std::array<double, kNumParams>;
+
+double dot(const Vec& a, const Vec& b) {
+  double s = 0.0;
+  for (int i = 0; i < kNumParams; ++i) s += a[i] * b[i];
+  return s;
+}
+
+/** One device of one task: its cost is dot(x, θ). */
+using DeviceRows = std::vector<Vec>;
+/** The devices of every task a figure averages over. */
+using FigureTasks = std::vector<DeviceRows>;
+
+std::string field_of(const Json& figure, const std::string& key, const std::string& where) {
+  EMBSHARD_CHECK(figure.contains(key) && figure[key].is_string(), where, ": field '", key,
+                 "' is missing or not a string");
+  return figure[key].get<std::string>();
+}
+
+PaperFigure parse_figure(const Json& j, const std::string& where_file, std::size_t index) {
+  std::string where = detail::concat(where_file, ": figures[", index, "]");
+  EMBSHARD_CHECK(j.is_object(), where, " is not an object");
+  PaperFigure f;
+  f.id = field_of(j, "id", where);
+  where += " ('" + f.id + "')";
+  f.kind = field_of(j, "kind", where);
+  f.source = field_of(j, "source", where);
+  const std::string role = field_of(j, "role", where);
+  EMBSHARD_CHECK(role == "fit" || role == "held_out", where, ": role '", role, "' must be fit or held_out");
+  f.fit = role == "fit";
+  EMBSHARD_CHECK(j.contains("published_ms") && j["published_ms"].is_number(), where,
+                 ": field 'published_ms' is missing or not a number");
+  f.published_ms = j["published_ms"].get<double>();
+  EMBSHARD_CHECK(f.published_ms > 0 && std::isfinite(f.published_ms), where, ": published_ms must be positive");
+  if (f.kind == "protocol_mean") {
+    f.protocol = field_of(j, "protocol", where);
+    f.sharder = field_of(j, "sharder", where);
+    EMBSHARD_CHECK(f.protocol.find("preset=") == std::string::npos, where,
+                   ": protocol must not name a preset (the file's preset is used)");
+  } else if (f.kind == "all_to_all") {
+    EMBSHARD_CHECK(j.contains("batch_size") && j["batch_size"].is_number_integer() && j["batch_size"].get<std::int64_t>() > 0,
+                   where, ": field 'batch_size' is missing or not a positive integer");
+    f.batch_size = j["batch_size"].get<std::int64_t>();
+    EMBSHARD_CHECK(j.contains("dim_sums") && j["dim_sums"].is_array() && j["dim_sums"].size() >= 2, where,
+                   ": field 'dim_sums' must list at least two devices");
+    for (const Json& d : j["dim_sums"]) {
+      EMBSHARD_CHECK(d.is_number_integer() && d.get<std::int64_t>() >= 0, where, ": dim_sums must be non-negative integers");
+      f.dim_sums.push_back(d.get<std::int64_t>());
+    }
+  } else if (f.kind == "fusion_speedup") {
+    f.protocol = field_of(j, "protocol", where);
+    EMBSHARD_CHECK(f.fit, where, ": a fusion_speedup figure sets the per-call cost and must have role 'fit'");
+    EMBSHARD_CHECK(f.published_ms > 1.0, where, ": published_ms of a fusion_speedup is the speedup and must exceed 1");
+  } else {
+    EMBSHARD_THROW(where, ": kind '", f.kind, "' is not one of protocol_mean, all_to_all, fusion_speedup");
+  }
+  return f;
+}
+
+/** The row of one device: compute features (fw and bw alike) and both all-to-alls. */
+Vec device_row(const SimFeatures& features, double a2a_bytes, int all_to_alls) {
+  Vec x{};
+  for (int i = 0; i < kComputeParams; ++i) x[i] = features[i];
+  x[kLatency] = all_to_alls;
+  x[kMsPerByte] = all_to_alls * a2a_bytes;
+  return x;
+}
+
+/** Per device, the bytes the link model charges: max(send, recv) over either link. */
+std::vector<double> a2a_bytes(const Topology& topology, const std::vector<std::int64_t>& dim_sums,
+                              std::int64_t batch) {
+  std::vector<double> bytes;
+  for (const LinkVolume& v : all_to_all_volumes(topology, dim_sums, batch)) {
+    bytes.push_back(static_cast<double>(std::max({v.send_intra_bytes, v.recv_intra_bytes,
+                                                  v.send_inter_bytes, v.recv_inter_bytes})));
+  }
+  return bytes;
+}
+
+/** The protocol's tasks on `preset`, planned by the sharder: their device rows. */
+FigureTasks protocol_rows(const PaperFigure& f, const std::string& preset, int count, std::uint64_t seed,
+                          std::map<std::string, std::vector<Task>>& task_cache, const Context& ctx) {
+  const std::string spec = f.protocol + (f.protocol.find(':') == std::string::npos ? ":" : ",") + "preset=" + preset;
+  auto [it, fresh] = task_cache.try_emplace(spec);
+  if (fresh) {
+    const auto gen = make_task_generator(spec);
+    const TableSource source = TableSource::from_pool(0, gen->batch_size());
+    for (int i = 0; i < count; ++i) it->second.push_back(gen->generate(source, seed, i));
+  }
+  FigureTasks rows;
+  for (const Task& task : it->second) {
+    const ShardResult r = plan_task(f.sharder, task, nullptr, ctx);
+    if (r.status != ShardStatus::kOk) continue;
+    const auto by_device = shards_by_device(task, r.plan);
+    const std::int64_t l2 = sim_roofline(task.topology).cache_bytes;
+    const std::vector<double> bytes = a2a_bytes(task.topology, device_dim_sums(by_device), task.workload.batch_size);
+    DeviceRows devices;
+    for (std::size_t d = 0; d < by_device.size(); ++d) {
+      devices.push_back(device_row(sim_device_features(task, by_device[d], l2), bytes[d], 2));
+    }
+    rows.push_back(std::move(devices));
+  }
+  return rows;
+}
+
+FigureTasks all_to_all_rows(const PaperFigure& f, const std::string& preset) {
+  const int n = static_cast<int>(f.dim_sums.size());
+  const Topology t = make_topology(preset + ":nodes=1,gpus_per_node=" + std::to_string(n));
+  const std::vector<double> bytes = a2a_bytes(t, f.dim_sums, f.batch_size);
+  DeviceRows devices;
+  for (int d = 0; d < n; ++d) devices.push_back(device_row(SimFeatures{}, bytes[d], 1));
+  return {devices};
+}
+
+/** Mean over tasks of the slowest device's cost, and the mean row of those slowest devices. */
+std::pair<double, Vec> mean_of_maxima(const FigureTasks& tasks, const Vec& theta) {
+  Vec mean_row{};
+  double mean = 0.0;
+  for (const DeviceRows& devices : tasks) {
+    std::size_t slowest = 0;
+    for (std::size_t d = 1; d < devices.size(); ++d) {
+      if (dot(devices[d], theta) > dot(devices[slowest], theta)) slowest = d;
+    }
+    mean += dot(devices[slowest], theta);
+    for (int i = 0; i < kNumParams; ++i) mean_row[i] += devices[slowest][i];
+  }
+  const double n = std::max<double>(1.0, static_cast<double>(tasks.size()));
+  for (double& v : mean_row) v /= n;
+  return {mean / n, mean_row};
+}
+
+/** The mean over tasks of (each table in its own call) / (all tables in one call) under θ. */
+double mean_fusion_speedup(const std::vector<Task>& tasks, const Vec& theta, std::int64_t l2) {
+  double sum = 0.0;
+  for (const Task& task : tasks) {
+    std::vector<PlacedShard> shards;
+    double singles = 0.0;
+    for (std::size_t t = 0; t < task.workload.tables.size(); ++t) {
+      const TableSpec& spec = task.workload.tables[t];
+      shards.push_back({static_cast<int>(t), Shard{0, 0, spec.num_rows(), 0, spec.dim, -1}});
+      singles += dot(device_row(sim_device_features(task, std::span<const PlacedShard>(&shards.back(), 1), l2), 0.0, 0), theta);
+    }
+    sum += singles / dot(device_row(sim_device_features(task, shards, l2), 0.0, 0), theta);
+  }
+  return sum / static_cast<double>(std::max<std::size_t>(tasks.size(), 1));
+}
+
+/** θ of the data-sheet roofline: where the fit starts. */
+Vec roofline_theta(const SimHardware& roofline, const Topology& topology) {
+  Vec theta{};
+  for (int i = 0; i < kComputeParams; ++i) theta[i] = roofline.fw[i] + roofline.bw[i];
+  theta[kLatency] = topology.a2a_latency_us / 1000.0;
+  theta[kMsPerByte] = 1.0 / (topology.intra_host_gbps * 1e6);
+  return theta;
+}
+
+}  // namespace
+
+PaperFigures read_paper_figures(const std::string& path) {
+  const std::string text = read_file(path);
+  Json doc;
+  try {
+    doc = Json::parse(text);
+  } catch (const Json::exception& e) {
+    EMBSHARD_THROW(path, ": not valid JSON: ", e.what());
+  }
+  EMBSHARD_CHECK(doc.is_object(), path, ": expected a JSON object");
+  PaperFigures figures;
+  figures.preset = field_of(doc, "preset", path);
+  figures.source = field_of(doc, "source", path);
+  try {
+    const Topology t = make_topology(figures.preset);
+    EMBSHARD_CHECK(t.device_kind != "cpu", "the cpu preset is calibrated by `profile calibrate --samples`");
+  } catch (const Error& e) {
+    EMBSHARD_THROW(path, ": field 'preset': ", e.what());
+  }
+  EMBSHARD_CHECK(doc.contains("figures") && doc["figures"].is_array() && !doc["figures"].empty(), path,
+                 ": field 'figures' is missing or empty");
+  for (std::size_t i = 0; i < doc["figures"].size(); ++i) {
+    figures.figures.push_back(parse_figure(doc["figures"][i], path, i));
+  }
+  const auto fits = std::count_if(figures.figures.begin(), figures.figures.end(),
+                                  [](const PaperFigure& f) { return f.fit && f.kind != "fusion_speedup"; });
+  EMBSHARD_CHECK(fits >= kNumParams, path, ": ", fits, " figures have role 'fit'; the fit needs at least ", kNumParams);
+  return figures;
+}
+
+PaperFit fit_to_papers(const PaperFigures& figures, int tasks_per_setting, std::uint64_t seed, const Context& ctx) {
+  EMBSHARD_CHECK(tasks_per_setting >= 1, "paper fit: tasks per setting must be at least 1");
+  const Topology preset = make_topology(figures.preset);
+  const SimHardware roofline = sim_roofline(preset);
+  std::map<std::string, std::vector<Task>> task_cache;
+  std::vector<FigureTasks> rows;
+  for (const PaperFigure& f : figures.figures) {
+    if (f.kind == "fusion_speedup") {
+      rows.emplace_back();
+      continue;
+    }
+    rows.push_back(f.kind == "all_to_all" ? all_to_all_rows(f, figures.preset)
+                                          : protocol_rows(f, figures.preset, tasks_per_setting, seed, task_cache, ctx));
+    EMBSHARD_CHECK(!rows.back().empty(), "paper fit: '", f.sharder, "' planned none of the tasks of figure '", f.id, "'");
+  }
+  Vec theta = roofline_theta(roofline, preset);
+  PaperFit fit;
+  for (fit.iterations = 1; fit.iterations <= 100; ++fit.iterations) {
+    std::vector<Vec> fit_rows;
+    std::vector<double> targets;
+    for (std::size_t k = 0; k < figures.figures.size(); ++k) {
+      if (!figures.figures[k].fit || rows[k].empty()) continue;
+      fit_rows.push_back(mean_of_maxima(rows[k], theta).second);
+      targets.push_back(figures.figures[k].published_ms);
+    }
+    std::vector<std::vector<double>> matrix;
+    for (const Vec& r : fit_rows) matrix.emplace_back(r.begin(), r.end());
+    const std::vector<double> solved = relative_nnls(matrix, targets);
+    Vec next{};
+    std::copy(solved.begin(), solved.end(), next.begin());
+    double change = 0.0;
+    for (int i = 0; i < kNumParams; ++i) change = std::max(change, std::abs(next[i] - theta[i]) / std::max(std::abs(theta[i]), 1e-30));
+    theta = next;
+    if (change < 1e-9) break;
+  }
+  // A device's call cost and the all-to-all latency are one constant to the totals; a fusion
+  // figure tells them apart: the call takes its share of the constant, the latency keeps the rest.
+  std::vector<double> speedups(figures.figures.size(), 0.0);
+  for (std::size_t k = 0; k < figures.figures.size(); ++k) {
+    const PaperFigure& f = figures.figures[k];
+    if (f.kind != "fusion_speedup") continue;
+    const std::string spec = f.protocol + (f.protocol.find(':') == std::string::npos ? ":" : ",") + "preset=" + figures.preset;
+    const auto gen = make_task_generator(spec);
+    const TableSource source = TableSource::from_pool(0, gen->batch_size());
+    std::vector<Task> tasks;
+    for (int i = 0; i < tasks_per_setting; ++i) tasks.push_back(gen->generate(source, seed, i));
+    // The speedup grows with the call cost: bisect for the published one, within the constant.
+    const double constant = theta[kCalls] + 2.0 * theta[kLatency];
+    double low = 0.0, high = constant;
+    for (int step = 0; step < 60; ++step) {
+      Vec trial = theta;
+      trial[kCalls] = (low + high) / 2.0;
+      (mean_fusion_speedup(tasks, trial, roofline.cache_bytes) < f.published_ms ? low : high) = trial[kCalls];
+    }
+    theta[kCalls] = (low + high) / 2.0;
+    theta[kLatency] = std::max(0.0, (constant - theta[kCalls]) / 2.0);
+    speedups[k] = mean_fusion_speedup(tasks, theta, roofline.cache_bytes);
+  }
+  fit.hardware.name = figures.preset + " fitted to " + figures.source;
+  fit.hardware.calibrated = true;
+  fit.hardware.cache_bytes = roofline.cache_bytes;
+  for (int i = 0; i < kComputeParams; ++i) {
+    const double total = roofline.fw[i] + roofline.bw[i];
+    const double fw_share = total > 0 ? roofline.fw[i] / total : 0.5;
+    fit.hardware.fw[i] = theta[i] * fw_share;
+    fit.hardware.bw[i] = theta[i] * (1.0 - fw_share);
+  }
+  fit.hardware.fw[kNumSimFeatures - 1] = roofline.fw[kNumSimFeatures - 1];  // uvm: data sheet
+  fit.hardware.bw[kNumSimFeatures - 1] = roofline.bw[kNumSimFeatures - 1];
+  fit.a2a_latency_us = theta[kLatency] * 1000.0;
+  fit.a2a_gbps = theta[kMsPerByte] > 0 ? 1.0 / (theta[kMsPerByte] * 1e6) : 0.0;
+  fit.tasks_per_setting = tasks_per_setting;
+  fit.seed = seed;
+  for (std::size_t k = 0; k < figures.figures.size(); ++k) {
+    const bool fusion = figures.figures[k].kind == "fusion_speedup";
+    fit.rows.push_back({figures.figures[k], fusion ? speedups[k] : mean_of_maxima(rows[k], theta).first,
+                        fusion ? tasks_per_setting : static_cast<int>(rows[k].size())});
+  }
+  return fit;
+}
+
+std::string paper_fit_markdown(const PaperFit& fit) {
+  std::ostringstream out;
+  char line[400];
+  out << "Fitted on " << fit.tasks_per_setting << " tasks per setting (seed " << fit.seed << "), "
+      << fit.iterations << " rounds. All-to-all: latency " << fit.a2a_latency_us << " µs, "
+      << fit.a2a_gbps << " GB/s per device and direction; L2 " << fit.hardware.cache_bytes << " bytes.\n\n";
+  out << "| feature | forward ms per unit | backward ms per unit |\n|---|---:|---:|\n";
+  for (int i = 0; i < kNumSimFeatures; ++i) {
+    std::snprintf(line, sizeof line, "| %s | %.4g | %.4g |\n", sim_feature_names()[i], fit.hardware.fw[i], fit.hardware.bw[i]);
+    out << line;
+  }
+  out << "\n| figure | source | role | published ms | judged ms | error |\n|---|---|---|---:|---:|---:|\n";
+  out << "";  // fusion_speedup rows give the speedup (×), not milliseconds
+  for (const PaperFit::Row& r : fit.rows) {
+    const double error = r.judged_ms / r.figure.published_ms - 1.0;
+    std::snprintf(line, sizeof line, "| %s | %s | %s | %.2f | %.2f | %+.1f%% |\n", r.figure.id.c_str(),
+                  r.figure.source.c_str(), r.figure.fit ? "fit" : "held out", r.figure.published_ms, r.judged_ms,
+                  100.0 * error);
+    out << line;
+  }
+  for (const bool fitted : {true, false}) {
+    std::vector<double> errors;
+    for (const PaperFit::Row& r : fit.rows) {
+      if (r.figure.fit == fitted) errors.push_back(std::abs(r.judged_ms / r.figure.published_ms - 1.0));
+    }
+    if (errors.empty()) continue;
+    std::sort(errors.begin(), errors.end());
+    std::snprintf(line, sizeof line, "\n%s figures: %zu, |error| median %.1f%%, max %.1f%%, within 10%%: %zu\n",
+                  fitted ? "Fit" : "Held-out", errors.size(), 100.0 * errors[errors.size() / 2], 100.0 * errors.back(),
+                  static_cast<std::size_t>(std::count_if(errors.begin(), errors.end(), [](double e) { return e <= 0.10; })));
+    out << line;
+  }
+  return out.str();
+}
+
+}  // namespace embshard
