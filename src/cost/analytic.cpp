@@ -5,8 +5,13 @@
 #include <cmath>
 #include <limits>
 
+#include <nlohmann/json.hpp>
+
+#include "core/json_reader.h"
 #include "embshard/core/error.h"
+#include "embshard/core/file_io.h"
 #include "embshard/core/nnls.h"
+#include "profile/fingerprint_json.h"
 
 namespace embshard {
 namespace {
@@ -264,16 +269,73 @@ SimHardware sim_hardware_for(const Topology& topology) {
   EMBSHARD_CHECK(!topology.devices.empty(), "sim: the topology has no devices");
   if (topology.device_kind != "cpu") return sim_calibrated_gpu(topology);
   SimHardware hw;
-  hw.name = "cpu calibrated on this project's cpu backend";
+  hw.name = "cpu calibrated on this project's cpu backend on an Intel(R) Xeon(R) Processor (480 MiB L3)";
   hw.calibrated = true;
+  hw.calibrated_on = HardwareFingerprint{"cpu", "Intel(R) Xeon(R) Processor", 2, 2, kCpuCacheBytes, 25276502016};
   hw.cache_bytes = kCpuCacheBytes;
   hw.fw = kCpuForward;
   hw.bw = kCpuBackward;
   return hw;
 }
 
-std::unique_ptr<ComputeModel> make_sim_model(const Topology& topology) {
-  return std::make_unique<SimModel>(sim_hardware_for(topology));
+std::unique_ptr<ComputeModel> make_sim_model(SimHardware hardware) {
+  return std::make_unique<SimModel>(std::move(hardware));
+}
+
+namespace {
+
+constexpr const char* kSimFileFormat = "embshard-sim-coefficients";
+constexpr int kSimFileVersion = 1;
+
+nlohmann::json coefficients_json(const SimCoefficients& c) {
+  nlohmann::json j;
+  for (int i = 0; i < kNumSimFeatures; ++i) j[sim_feature_names()[i]] = c[i];
+  return j;
+}
+
+SimCoefficients read_coefficients(const detail::JsonNode& node) {
+  node.expect_object();
+  node.only_keys({"calls", "tables", "lookups", "miss_bytes", "hit_bytes", "output_bytes", "update_bytes", "uvm_bytes"});
+  SimCoefficients c{};
+  for (int i = 0; i < kNumSimFeatures; ++i) c[i] = node.at(sim_feature_names()[i]).as_double(0.0);
+  return c;
+}
+
+}  // namespace
+
+std::string sim_hardware_json(const SimHardware& hw, const std::string& device_kind) {
+  nlohmann::json doc;
+  doc["format"] = kSimFileFormat;
+  doc["version"] = kSimFileVersion;
+  doc["hardware"] = hw.name;
+  doc["device_kind"] = device_kind;
+  doc["cache_bytes"] = hw.cache_bytes;
+  doc["fw_coefficients_ms"] = coefficients_json(hw.fw);
+  doc["bw_coefficients_ms"] = coefficients_json(hw.bw);
+  if (hw.calibrated_on) doc["fingerprint"] = detail::fingerprint_json(*hw.calibrated_on);
+  return doc.dump(2) + "\n";
+}
+
+std::pair<SimHardware, std::string> read_sim_hardware_file(const std::string& path) {
+  const nlohmann::json document = detail::parse_json(read_file(path), path);
+  const detail::JsonNode root(document, path);
+  root.expect_object();
+  if (!root.has("format") || root.at("format").as_string() != kSimFileFormat) {
+    root.fail(detail::concat("not a sim coefficients file (field 'format' must be '", kSimFileFormat,
+                             "'; `embshard profile calibrate --samples S --out C.json` writes one)"));
+  }
+  if (root.at("version").as_int() != kSimFileVersion) {
+    root.at("version").fail(detail::concat("version ", root.at("version").as_int(), " is not supported (this build reads ",
+                                           kSimFileVersion, ")"));
+  }
+  SimHardware hw;
+  hw.name = root.at("hardware").as_string();
+  hw.calibrated = true;
+  hw.cache_bytes = root.at("cache_bytes").as_int(0);
+  hw.fw = read_coefficients(root.at("fw_coefficients_ms"));
+  hw.bw = read_coefficients(root.at("bw_coefficients_ms"));
+  if (root.has("fingerprint")) hw.calibrated_on = detail::read_fingerprint(root.at("fingerprint"));
+  return {hw, root.at("device_kind").as_string()};
 }
 
 SimCoefficients fit_sim_coefficients(std::span<const SimFeatures> features,

@@ -1,8 +1,9 @@
 #include "embshard/cost/cost_model.h"
 
-#include <optional>
-
 #include <algorithm>
+#include <mutex>
+#include <optional>
+#include <set>
 
 #include "embshard/core/error.h"
 #include "embshard/core/progress.h"
@@ -12,14 +13,28 @@
 namespace embshard {
 namespace {
 
+/** The built-in coefficients of the task's preset, or a preset file's for its device kind. */
+SimHardware sim_hardware_of(const Task& task, const Params& params) {
+  const std::string& file = params.get_string("coefficients");
+  if (file == "builtin") return sim_hardware_for(task.topology);
+  auto [hardware, device_kind] = read_sim_hardware_file(file);
+  EMBSHARD_CHECK(device_kind == task.topology.device_kind, "sim: ", file, " holds coefficients for '", device_kind,
+                 "' devices but the task's topology has '", task.topology.device_kind, "' devices");
+  return hardware;
+}
+
 class SimCostModel final : public CostModel {
  public:
-  SimCostModel(const Task& task, Params params)
-      : hardware_(sim_hardware_for(task.topology)),
-        compute_(make_sim_model(task.topology)),
+  SimCostModel(const Task& task, Params params, const Context& ctx)
+      : hardware_(sim_hardware_of(task, params)),
+        compute_(make_sim_model(hardware_)),
         comm_(make_link_comm_model(task.topology, task.workload.batch_size,
                                    input_comm_options(params))),
-        params_(std::move(params)) {}
+        params_(std::move(params)) {
+    if (hardware_.calibrated_on && params_.get_string("hardware") == "match") {
+      warn_if_calibrated_elsewhere(*hardware_.calibrated_on, "sim's " + task.topology.device_kind + " coefficients", ctx);
+    }
+  }
 
   [[nodiscard]] std::string spec() const override { return canonical_spec("sim", params_); }
   [[nodiscard]] ComputeModel& compute() override { return *compute_; }
@@ -96,13 +111,37 @@ ParamSpec hardware_param(const std::string& what) {
           "require " + what + " trained on the task's kind of device (match) or not (any)"};
 }
 
+void warn_if_calibrated_elsewhere(const HardwareFingerprint& calibrated_on, const std::string& what,
+                                  const Context& ctx) {
+  if (calibrated_on.device_kind != "cpu") return;
+  static const HardwareFingerprint here = this_machine("cpu", 0);
+  if (here.cpu_model == calibrated_on.cpu_model && here.llc_bytes == calibrated_on.llc_bytes) return;
+  const std::string message = detail::concat(
+      what, " were measured on '", calibrated_on.cpu_model, "' (", calibrated_on.llc_bytes >> 20,
+      " MiB last-level cache), this machine is '", here.cpu_model, "' (", here.llc_bytes >> 20,
+      " MiB): its costs may differ; calibrate here with `embshard profile compute` and `embshard profile "
+      "calibrate --samples S --out C.json`, then use sim:coefficients=C.json (hardware=any silences this)");
+  static std::mutex mutex;
+  static std::set<std::string> warned;
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (warned.insert(message).second) ctx.warn(message);
+}
+
 void register_sim_cost_model(CostModelRegistry& registry) {
-  const auto sim = [](const Params& p, const Context&, const Task& task) -> std::unique_ptr<CostModel> {
-    return std::make_unique<SimCostModel>(task, p);
+  const auto sim = [](const Params& p, const Context& ctx, const Task& task) -> std::unique_ptr<CostModel> {
+    return std::make_unique<SimCostModel>(task, p, ctx);
   };
-  registry.add({"sim", "the analytic model of the task's topology preset (cost/analytic.h) and its link model",
-                input_comm_params()}, sim);
-  registry.add({"analytic", "another name of sim", input_comm_params()}, sim);
+  static const std::vector<ParamSpec> params = [] {
+    std::vector<ParamSpec> all{
+        {"coefficients", ParamType::kString, "builtin", {}, {}, {},
+         "the preset's built-in coefficients, or a file from `embshard profile calibrate --samples S --out FILE`"},
+        {"hardware", ParamType::kString, "match", {}, {}, {"match", "any"},
+         "warn when coefficients measured on one CPU are used on another (match) or not (any)"}};
+    for (const ParamSpec& input : input_comm_params()) all.push_back(input);
+    return all;
+  }();
+  registry.add({"sim", "the analytic model of the task's topology preset (cost/analytic.h) and its link model", params}, sim);
+  registry.add({"analytic", "another name of sim", params}, sim);
 }
 
 }  // namespace embshard

@@ -184,13 +184,15 @@ bool use_neural_comm(const NeuralWeights& w, const std::string& comm, const Task
   return true;
 }
 
-std::unique_ptr<CostModel> build(std::shared_ptr<const NeuralWeights> weights, const Params& params, const Task& task) {
+std::unique_ptr<CostModel> build(std::shared_ptr<const NeuralWeights> weights, const Params& params, const Task& task,
+                                 const Context& ctx) {
   const std::string& where = params.get_string("weights");
   EMBSHARD_CHECK(weights->compute, "neural: ", where, " holds no compute model");
   const bool neural_comm = use_neural_comm(*weights, params.get_string("comm"), task, where);
   if (params.get_string("hardware") == "match") {
     const std::string problem = hardware_mismatch(*weights, task, neural_comm);
     EMBSHARD_CHECK(problem.empty(), "neural: ", where, ": ", problem);
+    warn_if_calibrated_elsewhere(weights->compute->training.fingerprint, "the neural models in " + where, ctx);
   }
   auto compute = std::make_unique<NeuralComputeModel>(weights, where);
   const InputCommOptions input = input_comm_options(params);
@@ -205,8 +207,8 @@ std::unique_ptr<CostModel> build(std::shared_ptr<const NeuralWeights> weights, c
 void register_neural_cost_model(CostModelRegistry& registry) {
   registry.add({"neural", "NeuroShard's neural compute and comm models from a weights file (cost/neural_cost.h)",
                 neural_params()},
-               [](const Params& params, const Context&, const Task& task) {
-                 return build(load_weights(params.get_string("weights")), params, task);
+               [](const Params& params, const Context& ctx, const Task& task) {
+                 return build(load_weights(params.get_string("weights")), params, task, ctx);
                });
 }
 

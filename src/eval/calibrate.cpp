@@ -53,12 +53,6 @@ Json errors_json(const RelativeErrors& e) {
   return {{"median", e.median}, {"mean", e.mean}, {"p90", e.p90}, {"count", e.count}};
 }
 
-Json coefficients_json(const SimCoefficients& c) {
-  Json j;
-  for (int i = 0; i < kNumSimFeatures; ++i) j[sim_feature_names()[i]] = c[i];
-  return j;
-}
-
 }  // namespace
 
 SimCalibration calibrate_sim(const CostSampleFile& file, int test_every, const Context& ctx,
@@ -81,8 +75,10 @@ SimCalibration calibrate_sim(const CostSampleFile& file, int test_every, const C
                  ": needs at least 10 training samples, the file has ", train.features.size(),
                  " (collect more with embshard profile compute)");
   SimCalibration c;
-  c.hardware.name = "cpu calibrated on " + file.header.fingerprint.cpu_model;
+  c.hardware.name = detail::concat("cpu calibrated on ", file.header.fingerprint.cpu_model, " (",
+                                   file.header.fingerprint.llc_bytes >> 20, " MiB last-level cache)");
   c.hardware.calibrated = true;
+  c.hardware.calibrated_on = file.header.fingerprint;
   c.hardware.cache_bytes = cache;
   c.hardware.fw = fit_sim_coefficients(train.features, train.fw);
   c.hardware.bw = fit_sim_coefficients(train.features, train.bw);
@@ -100,11 +96,7 @@ SimCalibration calibrate_sim(const CostSampleFile& file, int test_every, const C
 }
 
 std::string sim_calibration_json(const SimCalibration& c) {
-  Json doc;
-  doc["hardware"] = c.hardware.name;
-  doc["cache_bytes"] = c.hardware.cache_bytes;
-  doc["fw_coefficients_ms"] = coefficients_json(c.hardware.fw);
-  doc["bw_coefficients_ms"] = coefficients_json(c.hardware.bw);
+  Json doc = Json::parse(sim_hardware_json(c.hardware, "cpu"));  // the preset file `sim:coefficients=` loads
   doc["train_relative_error"] = {{"fw", errors_json(c.fw_train)}, {"bw", errors_json(c.bw_train)}};
   doc["test_relative_error"] = {{"fw", errors_json(c.fw_test)}, {"bw", errors_json(c.bw_test)}};
   return doc.dump(2) + "\n";

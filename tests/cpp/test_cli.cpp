@@ -331,6 +331,46 @@ TEST_F(Cli, ProfileComputeWritesAResumableSampleFile) {
   EXPECT_NE(r.out.find("unknown or unbuilt kernel backend 'tpu'"), std::string::npos) << r.out;
 }
 
+TEST_F(Cli, ProfileCalibrateWritesAPresetTheSimJudgeLoadsAndWarnsOnAnotherMachine) {
+  const std::string on_a = "EMBSHARD_FAKE_FINGERPRINT='host:cpu_model=Test CPU A,llc_bytes=1048576' ";
+  const std::string on_b = "EMBSHARD_FAKE_FINGERPRINT='host:cpu_model=Test CPU B,llc_bytes=1048576' ";
+  ASSERT_EQ(test_util::run_command(on_a + EMBSHARD_CLI_PATH + " profile compute --quiet --samples 15 --batch 64 "
+                                   "--repeats 1 --warmup 0 --max-tables 3 --max-bytes 100000000 --out " + path("s.jsonl")).status, 0);
+  CliResult r = test_util::run_command(on_a + EMBSHARD_CLI_PATH + " profile calibrate --samples " + path("s.jsonl") +
+                                       " --out " + path("c.json"));
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(read_file(path("c.json")).find("Test CPU A"), std::string::npos);
+  ASSERT_EQ(run_cli("task gen --quiet --protocol neuroshard:preset=cpu --devices 2 --max-dim 8 --out " + path("t")).status, 0);
+  const std::string plan = " plan --task " + path("t/000.json") + " --sharder greedy --cost ";
+  r = test_util::run_command(on_a + EMBSHARD_CLI_PATH + plan + "sim:coefficients=" + path("c.json"));
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.out.find("were measured on"), std::string::npos) << r.out;  // the machine it describes
+  r = test_util::run_command(on_b + EMBSHARD_CLI_PATH + plan + "sim:coefficients=" + path("c.json"));
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("were measured on 'Test CPU A' (1 MiB last-level cache), this machine is 'Test CPU B'"),
+            std::string::npos) << r.out;
+  r = test_util::run_command(on_b + EMBSHARD_CLI_PATH + plan + "sim:hardware=any,coefficients=" + path("c.json"));
+  EXPECT_EQ(r.out.find("were measured on"), std::string::npos) << r.out;
+  // The built-in cpu coefficients say which machine they describe, too.
+  r = test_util::run_command(on_b + EMBSHARD_CLI_PATH + plan + "sim");
+  EXPECT_NE(r.out.find("sim's cpu coefficients were measured on 'Intel(R) Xeon(R) Processor'"), std::string::npos) << r.out;
+
+  ASSERT_EQ(run_cli("task gen --quiet --protocol neuroshard:preset=v100 --devices 8 --max-dim 8 --out " + path("g")).status, 0);
+  r = run_cli("plan --task " + path("g/000.json") + " --sharder greedy --cost sim:coefficients=" + path("c.json"));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("holds coefficients for 'cpu' devices but the task's topology has 'V100"), std::string::npos) << r.out;
+  std::string text = read_file(path("c.json"));
+  text.replace(text.find("\"lookups\""), 9, "\"lookup\"");
+  write_file_atomic(path("bad.json"), text);
+  r = run_cli("plan --task " + path("t/000.json") + " --sharder greedy --cost sim:coefficients=" + path("bad.json"));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find(path("bad.json")), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("coefficients_ms.lookup: unknown field"), std::string::npos) << r.out;
+  r = run_cli("plan --task " + path("t/000.json") + " --sharder greedy --cost sim:coefficients=" + path("s.jsonl"));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find(path("s.jsonl")), std::string::npos) << r.out;
+}
+
 /** A comm sample file of `count` made-up samples of 4 devices (only its shape matters here). */
 void write_comm_samples(const std::string& path, int count) {
   CostSampleHeader header;

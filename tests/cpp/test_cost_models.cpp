@@ -54,7 +54,7 @@ TEST(CostModels, TheJudgeOfEvalIsAMemberWhoseSpecSaysItsBatch) {
   const ShardResult planned = plan_task("greedy:balance=lookup", task, nullptr, quiet_context());
   ASSERT_EQ(planned.status, ShardStatus::kOk) << planned.reason;
   EvalOptions options;
-  EXPECT_EQ(judge_spec(options), "sim:input_comm=exposed,index_bytes=8,length_bytes=4");
+  EXPECT_EQ(judge_spec(options), "sim:coefficients=builtin,hardware=match,input_comm=exposed,index_bytes=8,length_bytes=4");
   options.backend = "reference";
   options.measure = {0, 1, false, 0.0};
   EXPECT_EQ(judge_spec(options),
@@ -84,7 +84,7 @@ TEST(CostModels, DefaultIsNeuralWhereTheBuiltInWeightsFitElseSim) {
   Task gpu = cpu_task();
   gpu.topology = make_topology("v100:gpus_per_node=2");
   EXPECT_FALSE(builtin_weights_fit(gpu));
-  EXPECT_EQ(make_cost_model("default", gpu)->spec(), "sim:input_comm=exposed,index_bytes=8,length_bytes=4");
+  EXPECT_EQ(make_cost_model("default", gpu)->spec(), "sim:coefficients=builtin,hardware=match,input_comm=exposed,index_bytes=8,length_bytes=4");
   EXPECT_EQ(builtin_weights_fit(cpu_task()), !builtin_weights_text().empty());
 }
 

@@ -224,7 +224,7 @@ TEST(NeuralCostModel, NonFiniteTableStatisticsAreAnErrorNamingTheTable) {
 TEST(NeuralCostModel, DefaultIsTheBuiltInModelOnItsHardwareAndSimElsewhere) {
   Task gpu = cpu_task(4);
   gpu.topology = make_topology("v100:gpus_per_node=4");
-  EXPECT_EQ(make_cost_model("default", gpu)->spec(), "sim:input_comm=exposed,index_bytes=8,length_bytes=4");
+  EXPECT_EQ(make_cost_model("default", gpu)->spec(), "sim:coefficients=builtin,hardware=match,input_comm=exposed,index_bytes=8,length_bytes=4");
   const auto on_cpu = make_cost_model("default", cpu_task(4));
   EXPECT_EQ(on_cpu->spec(), builtin_weights_text().empty() ? "sim" : "neural:weights=builtin,comm=auto,hardware=match,input_comm=exposed,index_bytes=8,length_bytes=4");
 }

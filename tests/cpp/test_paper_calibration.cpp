@@ -30,7 +30,8 @@ Json figures_doc() {
   for (const char* protocol : {"neuroshard:devices=4,max_dim=4", "neuroshard:devices=4,max_dim=32",
                                "neuroshard:devices=8,max_dim=16"}) {
     for (const char* sharder : {"greedy:balance=lookup", "greedy:balance=dim", "greedy:balance=size", "random"}) {
-      figures.push_back(figure("f" + std::to_string(k++), protocol, sharder, 20.0 + k));
+      figures.push_back(figure("f" + std::to_string(k), protocol, sharder, 21.0 + k));
+      ++k;
     }
   }
   figures.push_back(a2a_figure("a0", {256, 256, 256, 256}, 11.0));

@@ -51,6 +51,8 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <utility>
 #include <span>
 #include <string>
 #include <vector>
@@ -59,6 +61,7 @@
 #include "embshard/cost/compute_model.h"
 #include "embshard/cost/link_model.h"
 #include "embshard/data/table.h"
+#include "embshard/profile/cost_sample.h"
 
 namespace embshard {
 
@@ -76,7 +79,19 @@ struct SimHardware {
   std::int64_t cache_bytes = 0;
   SimCoefficients fw{};
   SimCoefficients bw{};
+  /// The machine the coefficients were measured on, where they describe one machine (cpu).
+  std::optional<HardwareFingerprint> calibrated_on;
 };
+
+/**
+ * A sim preset file: what `embshard profile calibrate --samples S --out C.json` writes and
+ * `sim:coefficients=C.json` loads — {"format": "embshard-sim-coefficients", "version": 1,
+ * "hardware", "device_kind", "cache_bytes", "fw_coefficients_ms", "bw_coefficients_ms" (one
+ * non-negative number per feature name), "fingerprint"} plus any fit report fields.
+ */
+[[nodiscard]] std::string sim_hardware_json(const SimHardware& hardware, const std::string& device_kind);
+/** Reads a preset file strictly; errors name the file and the field. Returns the device kind too. */
+[[nodiscard]] std::pair<SimHardware, std::string> read_sim_hardware_file(const std::string& path);
 
 /** One table of a shard as the model sees it. */
 struct SimTable {
@@ -113,8 +128,8 @@ struct SimTable {
 /** The model's hardware for a topology: `cpu` calibrated on this project's VM, GPUs as above. */
 [[nodiscard]] SimHardware sim_hardware_for(const Topology& topology);
 
-/** The `sim` compute model: spec "sim". Uses the task's batch size and its tables' statistics. */
-[[nodiscard]] std::unique_ptr<ComputeModel> make_sim_model(const Topology& topology);
+/** The `sim` compute model of `hardware`. Uses the task's batch size and its tables' statistics. */
+[[nodiscard]] std::unique_ptr<ComputeModel> make_sim_model(SimHardware hardware);
 
 /**
  * A value of `objective` no valid plan of `task` can beat under this hardware model and the link

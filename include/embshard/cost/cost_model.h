@@ -40,6 +40,7 @@
 #include "embshard/cost/compute_model.h"
 #include "embshard/data/task.h"
 #include "embshard/plan/plan.h"
+#include "embshard/profile/cost_sample.h"
 
 namespace embshard {
 
@@ -77,7 +78,20 @@ using CostModelRegistry = Registry<CostModel, const Task&>;
  */
 [[nodiscard]] ParamSpec hardware_param(const std::string& what);
 
-/** Registers `sim` and its alias `analytic`. */
+/**
+ * Under `hardware=match`, a cost model whose coefficients were measured on one CPU (the `cpu`
+ * judges: sim's built-in or file coefficients, the built-in neural weights) warns — once per
+ * process for each message — when this machine's CPU model or last-level cache differs from
+ * `calibrated_on`, naming both and how to calibrate here. `what` names the model.
+ */
+void warn_if_calibrated_elsewhere(const HardwareFingerprint& calibrated_on, const std::string& what,
+                                  const Context& ctx);
+
+/**
+ * Registers `sim` and its alias `analytic`:
+ *   sim:coefficients=builtin|FILE,hardware=match|any,input_comm=…,index_bytes=…,length_bytes=…
+ * coefficients=FILE loads a preset file (cost/analytic.h) for its device kind.
+ */
 void register_sim_cost_model(CostModelRegistry& registry);
 
 }  // namespace embshard
