@@ -236,17 +236,18 @@ PYBIND11_MODULE(_embshard, m) {
   m.def(
       "evaluate",
       [](const Task& task, const PlanResult& plan, const std::string& backend, std::int64_t batch_size,
-         std::uint64_t seed, int threads) {
+         std::uint64_t seed, int threads, const std::string& input_comm) {
         EMBSHARD_CHECK(plan.status == "ok", "embshard.evaluate: the plan is ", plan.status,
                        " (", plan.reason, "); there is nothing to evaluate");
         EvalOptions options;
         options.backend = backend;
         options.batch_size = batch_size;
+        options.input_comm = input_comm;
         const EvalResult r = evaluate_plan(task, plan.plan, options, call_context(seed, threads));
         return std::make_pair(eval_result_json(r, task, plan.plan), eval_result_table(r, task.topology));
       },
       py::arg("task"), py::arg("plan"), py::arg("backend"), py::arg("batch_size"), py::arg("seed"),
-      py::arg("threads"), py::call_guard<py::gil_scoped_release>());
+      py::arg("threads"), py::arg("input_comm") = "exposed", py::call_guard<py::gil_scoped_release>());
 
   m.def(
       "check",
@@ -256,11 +257,12 @@ PYBIND11_MODULE(_embshard, m) {
   m.def(
       "compare",
       [](const std::vector<Task>& tasks, const std::vector<std::string>& sharders, const std::string& cost,
-         const std::string& backend, std::uint64_t seed, int threads) {
+         const std::string& backend, std::uint64_t seed, int threads, const std::string& input_comm) {
         CompareOptions options;
         options.sharders = sharders.empty() ? default_sharders() : sharders;
         options.cost = cost;
         options.eval.backend = backend;
+        options.eval.input_comm = input_comm;
         std::vector<Plan> plans;
         std::vector<CompareRow> rows;
         {
@@ -278,7 +280,7 @@ PYBIND11_MODULE(_embshard, m) {
         return out;
       },
       py::arg("tasks"), py::arg("sharders"), py::arg("cost"), py::arg("backend"), py::arg("seed"),
-      py::arg("threads"));
+      py::arg("threads"), py::arg("input_comm") = "exposed");
 
   m.def(
       "topology", [](const std::string& spec) { return topology_dict(make_topology(spec)); },

@@ -236,7 +236,7 @@ class Breakdown:
     max_sum_ms = property(lambda self: self._doc["objectives"]["max_sum_ms"])
     balance = property(lambda self: self._doc["objectives"]["balance"])
     devices = property(lambda self: self._doc["devices"],
-                       doc="per device: fw/bw compute and comm, wait, sum (ms), memory, lookups")
+                       doc="per device: input comm, fw/bw compute and comm, wait, sum (ms), memory, lookups")
 
     def __getitem__(self, key: str) -> Any:
         return self._doc[key]
@@ -272,10 +272,12 @@ def plan(task: Task, sharder: str = "best", cost: str = "default", *, seed: int 
 
 
 def evaluate(task: Task, plan: Plan, backend: str = "sim", *, batch_size: int = 0, seed: int = 0,
-             threads: int = 1) -> Breakdown:
-    """Judges `plan` on `task` with a backend (`list("backend")`: sim, cpu, reference, ...)."""
+             threads: int = 1, input_comm: str = "exposed") -> Breakdown:
+    """Judges `plan` on `task` with a backend (`list("backend")`: sim, cpu, reference, ...);
+    `input_comm` as for `compare`. Each device's entry has `in_comm_ms` (the input all-to-all the
+    step pays) and `in_hidden_ms` (the part an overlapping pipeline hides)."""
     document, table = _embshard.evaluate(task._native, plan._native, backend, batch_size, seed,
-                                         threads)
+                                         threads, input_comm)
     return Breakdown(document, table)
 
 
@@ -295,13 +297,15 @@ class CompareRow:
 
 def compare(tasks: Union[Task, Sequence[Task]], sharders: Optional[Sequence[str]] = None,
             cost: str = "default", backend: str = "sim", *, seed: int = 0,
-            threads: int = 1) -> List[CompareRow]:
+            threads: int = 1, input_comm: str = "exposed") -> List[CompareRow]:
     """Plans every task with every sharder (default: `default_sharders()`) and judges each plan
-    on `backend`; rows task-major, as `embshard compare` writes them."""
+    on `backend`; rows task-major, as `embshard compare` writes them. `input_comm`: whether the
+    judge's step pays the input all-to-all of indices (exposed), hides it under compute where it
+    fits (overlap, TorchRec's pipeline) or leaves it out (omit, the papers' benchmarks)."""
     if isinstance(tasks, Task):
         tasks = [tasks]
     rows = _embshard.compare([t._native for t in tasks], _list(sharders or []), cost, backend,
-                             seed, threads)
+                             seed, threads, input_comm)
     return [CompareRow(r["task_id"], r["sharder"], r["status"], r["reason"], r["step_ms"],
                        r["max_sum_ms"], r["balance"], r["plan_ms"], r["lower_bound_ms"],
                        Plan(r["plan"])) for r in rows]

@@ -106,6 +106,14 @@ def test_evaluate_gives_every_device():
     assert len(breakdown.devices) == 4
     assert breakdown.step_ms >= max(d["sum_ms"] for d in breakdown.devices) - 1e-9
     assert "step_ms" in str(breakdown)
+    # The input all-to-all: paid when exposed, gone when omitted, the rest of the step unchanged.
+    plan = embshard.plan(task, "greedy")
+    exposed, omitted = (embshard.evaluate(task, plan, input_comm=m) for m in ("exposed", "omit"))
+    most = max(d["in_comm_ms"] for d in exposed.devices)
+    assert most > 0 and all(d["in_comm_ms"] == 0 for d in omitted.devices)
+    assert exposed.step_ms == pytest.approx(omitted.step_ms + most)
+    with pytest.raises(embshard.Error, match="exposed"):
+        embshard.evaluate(task, plan, input_comm="sometimes")
 
 
 def test_registries_list_every_family():
