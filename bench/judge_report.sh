@@ -24,7 +24,7 @@ models/calibration/2080ti-papers.json`; the constants it prints are compiled int
 | `sim` on `cpu` tasks | 200 of 300 compute samples of this project's `cpu` kernels on the development VM (Intel Xeon, 480 MiB L3; `profile calibrate --samples`) | median 15% forward, 10% backward (docs/benchmarks.md, "sim calibration") | `kCpuForward` / `kCpuBackward` |
 | `sim` on `2080ti` tasks | 38 of 95 figures the seeds published from their 2080 Ti server (below) | below: per figure | `k2080TiForward` / `k2080TiBackward`, the 2080ti topology's all-to-all |
 | `sim` on `v100`, `a100`, `h100` tasks | nothing measured: the 2080 Ti's coefficients × (616 GB/s ÷ the device's HBM GB/s), the device's own L2 and UVM link, data-sheet NVLink bandwidth and a 25 µs NCCL floor | unknown until a lent GPU measures them (the standing order: whenever a session has a GPU) | `sim_calibrated_gpu` |
-| `measured` (`eval --backend cpu`) | the kernels themselves on this machine; all-to-alls from the link model unless run under `mpirun` with `--comm mpi` | — | eval/evaluator.h |
+| `measured` (`eval --backend cpu`) | the kernels themselves on this machine; under `mpirun -n D` the all-to-alls too (the input one included; `--comm auto`, the default), else the link model — the report's `comm` line says which | — | eval/evaluator.h |
 
 Reports name the judge's calibration (`compute_detail`, e.g. "sim: 2080 Ti fitted to the
 papers' measurements").

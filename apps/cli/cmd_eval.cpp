@@ -1,11 +1,13 @@
 // embshard eval --task T --plan P [--backend sim|cpu|reference|cuda] [--objective O] [--out R]
-//               [--comm model|mpi]   (mpi: under mpirun -n <devices>)
+//               [--comm auto|model|mpi]   (mpi: under mpirun -n <devices>; auto: mpi for a measured
+//                                          backend started by mpirun, else the link model)
 #include <iostream>
 #include <optional>
 
 #include "commands.h"
 #include "embshard/core/file_io.h"
 #include "embshard/cost/breakdown.h"
+#include "embshard/cost/link_model.h"
 #include "embshard/data/data_io.h"
 #include "embshard/eval/evaluator.h"
 #include "embshard/plan/plan_io.h"
@@ -35,9 +37,12 @@ int eval_with_measured_comm(const Task& task, const Plan& plan, const EvalOption
                  " MPI ranks (run it as mpirun -n ", task.topology.num_devices(), " embshard eval ...)");
   MeasureOptions comm_options = options.measure;
   comm_options.flush_cache = false;  // 2 × LLC per rank per repeat would dominate the run
+  const auto by_device = shards_by_device(task, plan);
+  InputCommOptions input;
+  input.mode = parse_input_comm_mode(options.input_comm);
   const std::vector<DeviceTiming> measured = measure_plan_all_to_all(
-      session, eval_batch_size(task, options), device_dim_sums(shards_by_device(task, plan)),
-      comm_options);
+      session, eval_batch_size(task, options), device_dim_sums(by_device), comm_options,
+      input.mode == InputCommMode::kOmit ? std::vector<double>{} : device_input_bytes(task, by_device, input));
   if (!session.is_root()) return 0;
   report(evaluate_plan(task, plan, options, ctx, measured), task, plan, objective, out);
   return 0;
@@ -65,10 +70,12 @@ int run_eval(Args& args, const Context& ctx) {
   options.measure = measure_options(args, options.measure);
   const Objective objective = objective_option(args);
   const auto out = args.get("out");
-  const std::string comm = args.get_or("comm", "model");
+  std::string comm = args.get_or("comm", "auto");
   const std::string remap = args.get_or("remap", "in_sample");
   args.finish();
-  EMBSHARD_CHECK(comm == "model" || comm == "mpi", "--comm must be 'model' or 'mpi', got '", comm, "'");
+  EMBSHARD_CHECK(comm == "auto" || comm == "model" || comm == "mpi", "--comm must be 'auto', 'model' or 'mpi', got '", comm, "'");
+  // auto: a measured backend started by mpirun measures the all-to-alls too; the link model otherwise.
+  if (comm == "auto") comm = options.backend != "sim" && built_with_mpi() && launched_by_mpirun() ? "mpi" : "model";
   EMBSHARD_CHECK(remap == "in_sample" || remap == "held_out", "--remap must be 'in_sample' or 'held_out', got '", remap, "'");
   options.remap_held_out = remap == "held_out";
   EMBSHARD_CHECK(options.batch_size >= 0 && options.batch_size <= (std::int64_t{1} << 24),

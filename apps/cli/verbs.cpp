@@ -89,7 +89,7 @@ std::vector<VerbDoc> make_docs() {
         {"draw", "N", "0", "measured backends: which draw of the lookups"},
         {"objective", "O", "step", "step | max_sum | balance"},
         {"out", "R.json", "", "the evaluation as JSON"},
-        {"comm", "C", "model", "model | mpi (measured all-to-alls; run under mpirun -n D)"},
+        {"comm", "C", "auto", "auto | model | mpi (measured all-to-alls, input one included; run under mpirun -n D). auto: mpi for a measured backend started by mpirun, else the link model"},
         {"remap", "R", "in_sample", "tiered shards: in_sample | held_out (which draw ranks the hot rows)"},
         {"input-comm", "M", "exposed", "the input all-to-all: exposed | overlap (hidden under compute) | omit (the papers' benchmarks)"}},
                     "2", "5"),

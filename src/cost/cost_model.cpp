@@ -56,16 +56,8 @@ class SimCostModel final : public CostModel {
 void add_input_comm(const Task& task, const std::vector<std::vector<PlacedShard>>& by_device,
                     const InputCommOptions& options, CostBreakdown& b) {
   if (options.mode == InputCommMode::kOmit) return;
-  const std::vector<double> ms =
-      input_all_to_all_ms(task.topology, device_input_bytes(task, by_device, options));
-  for (std::size_t d = 0; d < b.devices.size(); ++d) {
-    DeviceCost& c = b.devices[d];
-    const double hidden = options.mode == InputCommMode::kOverlap
-                              ? std::min(ms[d], c.fw_comp_ms + c.bw_comp_ms)
-                              : 0.0;
-    c.in_comm_ms = ms[d] - hidden;
-    c.in_hidden_ms = hidden;
-  }
+  apply_input_comm(input_all_to_all_ms(task.topology, device_input_bytes(task, by_device, options)),
+                   options.mode, b);
 }
 
 }  // namespace
@@ -104,6 +96,17 @@ CostBreakdown assemble_breakdown(const Task& task, const Plan& plan, ComputeMode
   b.comm_detail = comm.detail();
   fill_straggler_wait(b);
   return b;
+}
+
+void apply_input_comm(const std::vector<double>& ms, InputCommMode mode, CostBreakdown& b) {
+  EMBSHARD_ASSERT(ms.size() == b.devices.size());
+  for (std::size_t d = 0; d < b.devices.size(); ++d) {
+    DeviceCost& c = b.devices[d];
+    const double raw = mode == InputCommMode::kOmit ? 0.0 : ms[d];
+    const double hidden = mode == InputCommMode::kOverlap ? std::min(raw, c.fw_comp_ms + c.bw_comp_ms) : 0.0;
+    c.in_comm_ms = raw - hidden;
+    c.in_hidden_ms = hidden;
+  }
 }
 
 ParamSpec hardware_param(const std::string& what) {

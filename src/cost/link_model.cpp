@@ -95,12 +95,16 @@ const std::vector<ParamSpec>& input_comm_params() {
   return params;
 }
 
+InputCommMode parse_input_comm_mode(const std::string& name) {
+  for (const InputCommMode mode : {InputCommMode::kExposed, InputCommMode::kOverlap, InputCommMode::kOmit}) {
+    if (name == to_string(mode)) return mode;
+  }
+  EMBSHARD_THROW("input_comm '", name, "' is not one of exposed, overlap, omit");
+}
+
 InputCommOptions input_comm_options(const Params& params) {
   InputCommOptions o;
-  const std::string mode = params.get_string("input_comm");
-  o.mode = mode == "overlap" ? InputCommMode::kOverlap
-           : mode == "omit"  ? InputCommMode::kOmit
-                             : InputCommMode::kExposed;
+  o.mode = parse_input_comm_mode(params.get_string("input_comm"));
   o.index_bytes = static_cast<int>(params.get_int("index_bytes"));
   o.length_bytes = static_cast<int>(params.get_int("length_bytes"));
   return o;

@@ -25,16 +25,21 @@ std::string backend_list() {
   return list;
 }
 
-void fill_measured_comm(std::span<const DeviceTiming> measured, CostBreakdown& breakdown) {
+void fill_measured_comm(std::span<const DeviceTiming> measured, const std::string& input_comm,
+                        CostBreakdown& breakdown) {
   EMBSHARD_CHECK(measured.size() == breakdown.devices.size(), "eval: ", measured.size(),
                  " measured all-to-alls for ", breakdown.devices.size(), " devices");
+  std::vector<double> input_ms;
   for (std::size_t d = 0; d < measured.size(); ++d) {
     breakdown.devices[d].fw_comm_ms = measured[d].fw_ms;
     breakdown.devices[d].bw_comm_ms = measured[d].bw_ms;
+    input_ms.push_back(measured[d].in_ms);
   }
+  const bool input_measured = std::any_of(measured.begin(), measured.end(), [](const DeviceTiming& t) { return t.in_ms > 0; });
+  if (input_measured) apply_input_comm(input_ms, parse_input_comm_mode(input_comm), breakdown);
   breakdown.comm_source = CostSource::kMeasured;
-  breakdown.comm_detail = detail::concat("MPI all-to-all, one rank per device (", measured.size(),
-                                         " ranks); input all-to-all: ", breakdown.comm_detail);
+  breakdown.comm_detail = detail::concat("MPI all-to-alls, one rank per device (", measured.size(), " ranks), input all-to-all ",
+                                         input_measured ? "measured too, " + input_comm : "from the " + breakdown.comm_detail);
 }
 
 }  // namespace
@@ -157,7 +162,7 @@ EvalResult evaluate_plan(const Task& task, const Plan& plan, const EvalOptions& 
   const auto judge = make_judge(task, options);
   const std::int64_t batch_size = eval_batch_size(task, options);
   CostBreakdown breakdown = judge->estimate(task, plan, ctx);
-  if (!measured_comm.empty()) fill_measured_comm(measured_comm, breakdown);
+  if (!measured_comm.empty()) fill_measured_comm(measured_comm, options.input_comm, breakdown);
   EvalResult result = eval_result_of(std::move(breakdown), batch_size, judge->spec());
   result.lookups = tier_lookups(task, plan, batch_size);
   result.wall_ms = now_ms() - start_ms;

@@ -1,5 +1,7 @@
 #include "embshard/profile/all_to_all.h"
 
+#include <cmath>
+
 #include <chrono>
 #include <climits>
 #include <cstdlib>
@@ -69,6 +71,37 @@ void exchange(ExchangeSide& from, ExchangeSide& to) {
 #else
 void exchange(ExchangeSide&, ExchangeSide&) {}
 #endif
+
+/** Rank `rank`'s side of the input all-to-all: it sends (or receives) floats per peer. */
+ExchangeSide input_side(std::int64_t batch_size, const std::vector<double>& input_bytes, int rank, bool send) {
+  const int n = static_cast<int>(input_bytes.size());
+  std::vector<std::int64_t> counts(static_cast<std::size_t>(n), 0);
+  for (int e = 0; e < n; ++e) {
+    if (e == rank) continue;
+    // send: my samples' share of e's bytes; receive: e's samples' share of mine.
+    const double share = static_cast<double>(samples_of_rank(batch_size, n, send ? rank : e)) / static_cast<double>(batch_size);
+    counts[e] = static_cast<std::int64_t>(std::ceil(share * input_bytes[static_cast<std::size_t>(send ? e : rank)] / 4.0));
+  }
+  return make_side(counts, send ? "input send" : "input receive");
+}
+
+/** The median time of the input all-to-all on this rank. */
+double measure_input_exchange(const MpiSession& session, std::int64_t batch_size,
+                              const std::vector<double>& input_bytes, const MeasureOptions& options) {
+  EMBSHARD_CHECK(static_cast<int>(input_bytes.size()) == session.size(), "all-to-all: ", input_bytes.size(),
+                 " input volumes for a world of ", session.size(), " ranks (need one per rank)");
+  ExchangeSide sent = input_side(batch_size, input_bytes, session.rank(), true);
+  ExchangeSide received = input_side(batch_size, input_bytes, session.rank(), false);
+  std::vector<double> ms;
+  for (int i = 0; i < options.warmup + options.repeats; ++i) {
+    session.barrier();
+    const double start_ms = now_ms();
+    exchange(sent, received);
+    session.barrier();
+    if (i >= options.warmup) ms.push_back(now_ms() - start_ms);
+  }
+  return summarise(std::move(ms), options.trim).median_ms;
+}
 
 void check_measure_inputs(const MpiSession& session, std::int64_t batch_size,
                           const std::vector<std::int64_t>& dim_sums,
@@ -197,16 +230,28 @@ AllToAllTiming measure_all_to_all(const MpiSession& session, std::int64_t batch_
   return {summarise(std::move(fw_ms), options.trim), summarise(std::move(bw_ms), options.trim)};
 }
 
+bool launched_by_mpirun() {
+  for (const char* variable : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}) {
+    const char* value = std::getenv(variable);
+    if (value != nullptr && std::atoi(value) > 1) return true;
+  }
+  return false;
+}
+
 std::vector<DeviceTiming> measure_plan_all_to_all(const MpiSession& session,
                                                   std::int64_t batch_size,
                                                   const std::vector<std::int64_t>& dim_sums,
-                                                  const MeasureOptions& options) {
+                                                  const MeasureOptions& options,
+                                                  const std::vector<double>& input_bytes) {
+  const std::vector<double> input_ms =
+      input_bytes.empty() ? std::vector<double>(dim_sums.size(), 0.0)
+                          : all_gather(session, measure_input_exchange(session, batch_size, input_bytes, options));
   const std::vector<double> no_sleep(dim_sums.size(), 0.0);
   const AllToAllTiming mine = measure_all_to_all(session, batch_size, dim_sums, no_sleep, options);
   const std::vector<double> fw = all_gather(session, mine.fw.median_ms);
   const std::vector<double> bw = all_gather(session, mine.bw.median_ms);
   std::vector<DeviceTiming> devices(fw.size());
-  for (std::size_t d = 0; d < devices.size(); ++d) devices[d] = {fw[d], bw[d]};
+  for (std::size_t d = 0; d < devices.size(); ++d) devices[d] = {fw[d], bw[d], input_ms[d]};
   return devices;
 }
 

@@ -409,6 +409,22 @@ TEST_F(ProfileComm, EvalMeasuresThePlansAllToAllsWithOneRankPerDevice) {
   EXPECT_EQ(report["comm"]["source"], "measured");
   ASSERT_EQ(report["devices"].size(), 2u);
   EXPECT_GT(report["devices"][0]["fw_comm_ms"].get<double>(), 0.0);
+  EXPECT_GT(report["devices"][1]["in_comm_ms"].get<double>(), 0.0);  // the input all-to-all, measured
+  EXPECT_NE(report["comm"]["detail"].get<std::string>().find("input all-to-all measured too"), std::string::npos)
+      << report["comm"];
+  // A measured backend started by mpirun measures the all-to-alls without being asked (--comm auto).
+  const std::string measured = std::string(EMBSHARD_CLI_PATH) + " eval --quiet --task " + path("t/000.json") +
+                               " --plan " + path("p.json") + " --backend reference --batch 256 --repeats 1 "
+                               "--warmup 0 --input-comm omit --out " + path("m.json");
+  r = run_command("OMPI_MCA_btl_vader_single_copy_mechanism=none timeout 300 mpirun --oversubscribe "
+                  "--allow-run-as-root -n 2 " + measured);
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto auto_report = nlohmann::json::parse(read_file(path("m.json")));
+  EXPECT_EQ(auto_report["comm"]["source"], "measured");
+  EXPECT_EQ(auto_report["devices"][0]["in_comm_ms"].get<double>(), 0.0);  // omitted: not measured, not paid
+  r = run_command(measured + " --comm auto");  // no mpirun: the link model
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(read_file(path("m.json")))["comm"]["source"], "modelled");
   r = mpirun(3);  // one rank per device, or a clear error
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.out.find("the task has 2 devices but the job has 3 MPI ranks"), std::string::npos) << r.out;

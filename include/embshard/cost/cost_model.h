@@ -52,6 +52,12 @@ namespace embshard {
                                                ComputeModel& compute, CommModel& comm,
                                                const Context& ctx);
 
+/**
+ * Sets every device's in_comm_ms / in_hidden_ms from its input all-to-all time `ms` under `mode`
+ * (cost/breakdown.h; overlap hides up to the device's fw + bw compute, which must be filled).
+ */
+void apply_input_comm(const std::vector<double>& ms, InputCommMode mode, CostBreakdown& breakdown);
+
 class CostModel {
  public:
   virtual ~CostModel() = default;

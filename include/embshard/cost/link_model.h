@@ -91,6 +91,9 @@ struct InputCommOptions {
   int length_bytes = 4;
 };
 
+/** "exposed", "overlap" or "omit"; anything else is an Error listing them. */
+[[nodiscard]] InputCommMode parse_input_comm_mode(const std::string& name);
+
 /** `input_comm`, `index_bytes`, `length_bytes`: declared by every judge that costs the input. */
 [[nodiscard]] const std::vector<ParamSpec>& input_comm_params();
 [[nodiscard]] InputCommOptions input_comm_options(const Params& params);

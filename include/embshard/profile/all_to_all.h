@@ -107,18 +107,29 @@ struct AllToAllTiming {
                                                 const std::vector<double>& sleep_ms,
                                                 const MeasureOptions& options);
 
-/** Median forward and backward all-to-all time of one device, ms. */
+/** Median forward, backward and input all-to-all time of one device, ms. */
 struct DeviceTiming {
   double fw_ms = 0.0;
   double bw_ms = 0.0;
+  double in_ms = 0.0;   ///< the input all-to-all of indices (0 where it was not measured)
 };
+
+/**
+ * Whether this process was started by an MPI launcher with more than one rank (Open MPI's
+ * OMPI_COMM_WORLD_SIZE, MPICH / PMI's PMI_SIZE), read from the environment without starting MPI.
+ */
+[[nodiscard]] bool launched_by_mpirun();
 
 /**
  * The all-to-all cost of a plan whose device d (= rank d) produces `dim_sums[d]` columns: no
  * sleeps (NeuroShard's evaluator), medians of every rank, returned on every rank in rank order.
+ * With `input_bytes` (one entry per rank: the bytes of indices and lengths rank d's shards look up
+ * for the whole batch, cost/link_model.h's `device_input_bytes`) the input all-to-all is timed
+ * too, before the forward one: rank d sends rank e the share of e's bytes that d's samples hold,
+ * ceil(share_d · input_bytes[e] / B / 4) floats, as one `MPI_Alltoallv`.
  */
 [[nodiscard]] std::vector<DeviceTiming> measure_plan_all_to_all(
     const MpiSession& session, std::int64_t batch_size, const std::vector<std::int64_t>& dim_sums,
-    const MeasureOptions& options);
+    const MeasureOptions& options, const std::vector<double>& input_bytes = {});
 
 }  // namespace embshard
