@@ -50,6 +50,18 @@ EOF
 cat "$table"
 cat <<'EOF'
 
+## The cpu judge against this project's kernels
+
+`embshard profile calibrate --samples models/samples/cpu-compute.jsonl` (the committed samples;
+every third held out): a refit on today's committed samples of the development VM — the built-in
+`cpu` coefficients came the same way from its first 300 samples:
+
+```
+EOF
+"$E" profile calibrate --quiet --samples models/samples/cpu-compute.jsonl
+cat <<'EOF'
+```
+
 ## What the fit shows, and what is still uncalibrated
 
 - The heuristics' means at 4 and 8 GPUs: most within 10%; the largest errors are the 8-GPU

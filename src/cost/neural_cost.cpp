@@ -65,7 +65,9 @@ class NeuralComputeModel final : public ComputeModel {
   [[nodiscard]] CostSource source() const override { return CostSource::kModelled; }
   [[nodiscard]] std::string detail() const override {
     return detail::concat("neural compute model ", where_, " (", net_.training.num_samples, " ",
-                          net_.training.backend, " samples at batch ", net_.training.batch_size, ")");
+                          net_.training.backend, " samples at batch ", net_.training.batch_size, " on ",
+                          net_.training.fingerprint.cpu_model, ", ", net_.training.fingerprint.llc_bytes >> 20,
+                          " MiB last-level cache)");
   }
 
   [[nodiscard]] DeviceCompute device_compute(const Task& task, std::span<const PlacedShard> shards,
@@ -129,7 +131,8 @@ class NeuralCommModel final : public CommModel {
   [[nodiscard]] std::string detail() const override {
     const TrainingProvenance& t = weights_->fw_comm->training;
     return detail::concat("neural comm models ", where_, " (", t.num_samples, " ", t.backend,
-                          " samples on ", weights_->fw_comm->devices, " devices at batch ", t.batch_size, ")");
+                          " samples on ", weights_->fw_comm->devices, " devices at batch ", t.batch_size, " on ",
+                          t.fingerprint.cpu_model, ")");
   }
 
   [[nodiscard]] std::vector<DeviceComm> device_comm(const Task&, std::span<const std::int64_t> dim_sums,

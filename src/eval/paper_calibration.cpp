@@ -9,6 +9,7 @@
 #include <span>
 #include <sstream>
 
+#include "core/json_reader.h"
 #include "embshard/core/error.h"
 #include "embshard/core/file_io.h"
 #include "embshard/core/nnls.h"
@@ -41,48 +42,42 @@ using DeviceRows = std::vector<Vec>;
 /** The devices of every task a figure averages over. */
 using FigureTasks = std::vector<DeviceRows>;
 
-std::string field_of(const Json& figure, const std::string& key, const std::string& where) {
-  EMBSHARD_CHECK(figure.contains(key) && figure[key].is_string(), where, ": field '", key,
-                 "' is missing or not a string");
-  return figure[key].get<std::string>();
-}
-
-PaperFigure parse_figure(const Json& j, const std::string& where_file, std::size_t index) {
-  std::string where = detail::concat(where_file, ": figures[", index, "]");
-  EMBSHARD_CHECK(j.is_object(), where, " is not an object");
+PaperFigure parse_figure(const detail::JsonNode& node) {
+  node.expect_object();
   PaperFigure f;
-  f.id = field_of(j, "id", where);
-  where += " ('" + f.id + "')";
-  f.kind = field_of(j, "kind", where);
-  f.source = field_of(j, "source", where);
-  const std::string role = field_of(j, "role", where);
-  EMBSHARD_CHECK(role == "fit" || role == "held_out", where, ": role '", role, "' must be fit or held_out");
-  f.fit = role == "fit";
-  EMBSHARD_CHECK(j.contains("published_ms") && j["published_ms"].is_number(), where,
-                 ": field 'published_ms' is missing or not a number");
-  f.published_ms = j["published_ms"].get<double>();
-  EMBSHARD_CHECK(f.published_ms > 0 && std::isfinite(f.published_ms), where, ": published_ms must be positive");
+  f.kind = node.at("kind").as_string();
   if (f.kind == "protocol_mean") {
-    f.protocol = field_of(j, "protocol", where);
-    f.sharder = field_of(j, "sharder", where);
-    EMBSHARD_CHECK(f.protocol.find("preset=") == std::string::npos, where,
-                   ": protocol must not name a preset (the file's preset is used)");
+    node.only_keys({"id", "kind", "protocol", "sharder", "published_ms", "role", "source"});
   } else if (f.kind == "all_to_all") {
-    EMBSHARD_CHECK(j.contains("batch_size") && j["batch_size"].is_number_integer() && j["batch_size"].get<std::int64_t>() > 0,
-                   where, ": field 'batch_size' is missing or not a positive integer");
-    f.batch_size = j["batch_size"].get<std::int64_t>();
-    EMBSHARD_CHECK(j.contains("dim_sums") && j["dim_sums"].is_array() && j["dim_sums"].size() >= 2, where,
-                   ": field 'dim_sums' must list at least two devices");
-    for (const Json& d : j["dim_sums"]) {
-      EMBSHARD_CHECK(d.is_number_integer() && d.get<std::int64_t>() >= 0, where, ": dim_sums must be non-negative integers");
-      f.dim_sums.push_back(d.get<std::int64_t>());
-    }
+    node.only_keys({"id", "kind", "batch_size", "dim_sums", "published_ms", "role", "source"});
   } else if (f.kind == "fusion_speedup") {
-    f.protocol = field_of(j, "protocol", where);
-    EMBSHARD_CHECK(f.fit, where, ": a fusion_speedup figure sets the per-call cost and must have role 'fit'");
-    EMBSHARD_CHECK(f.published_ms > 1.0, where, ": published_ms of a fusion_speedup is the speedup and must exceed 1");
+    node.only_keys({"id", "kind", "protocol", "published_ms", "role", "source"});
   } else {
-    EMBSHARD_THROW(where, ": kind '", f.kind, "' is not one of protocol_mean, all_to_all, fusion_speedup");
+    node.at("kind").fail("'" + f.kind + "' is not one of protocol_mean, all_to_all, fusion_speedup");
+  }
+  f.id = node.at("id").as_string();
+  f.source = node.at("source").as_string();
+  const std::string role = node.at("role").as_string();
+  if (role != "fit" && role != "held_out") node.at("role").fail("'" + role + "' must be fit or held_out");
+  f.fit = role == "fit";
+  f.published_ms = node.at("published_ms").as_double(0.0);
+  if (!(f.published_ms > 0)) node.at("published_ms").fail("must be positive");
+  if (f.kind == "all_to_all") {
+    f.batch_size = node.at("batch_size").as_int(1, std::int64_t{1} << 30);
+    const detail::JsonNode dims = node.at("dim_sums");
+    dims.expect_array(2);
+    for (std::size_t d = 0; d < dims.size(); ++d) f.dim_sums.push_back(dims.at(d).as_int(0, 1 << 24));
+    return f;
+  }
+  f.protocol = node.at("protocol").as_string();
+  if (f.protocol.find("preset=") != std::string::npos) {
+    node.at("protocol").fail("must not name a preset (the file's preset is used)");
+  }
+  if (f.kind == "protocol_mean") {
+    f.sharder = node.at("sharder").as_string();
+  } else {
+    if (!f.fit) node.at("role").fail("a fusion_speedup figure sets the per-call cost and must have role 'fit'");
+    if (!(f.published_ms > 1.0)) node.at("published_ms").fail("a fusion_speedup is the speedup and must exceed 1");
   }
   return f;
 }
@@ -187,31 +182,27 @@ Vec roofline_theta(const SimHardware& roofline, const Topology& topology) {
 }  // namespace
 
 PaperFigures read_paper_figures(const std::string& path) {
-  const std::string text = read_file(path);
-  Json doc;
-  try {
-    doc = Json::parse(text);
-  } catch (const Json::exception& e) {
-    EMBSHARD_THROW(path, ": not valid JSON: ", e.what());
-  }
-  EMBSHARD_CHECK(doc.is_object(), path, ": expected a JSON object");
+  const Json document = detail::parse_json(read_file(path), path);
+  const detail::JsonNode root(document, path);
+  root.expect_object();
+  root.only_keys({"preset", "source", "figures"});
   PaperFigures figures;
-  figures.preset = field_of(doc, "preset", path);
-  figures.source = field_of(doc, "source", path);
+  figures.preset = root.at("preset").as_string();
+  figures.source = root.at("source").as_string();
   try {
     const Topology t = make_topology(figures.preset);
     EMBSHARD_CHECK(t.device_kind != "cpu", "the cpu preset is calibrated by `profile calibrate --samples`");
   } catch (const Error& e) {
-    EMBSHARD_THROW(path, ": field 'preset': ", e.what());
+    root.at("preset").fail(e.what());
   }
-  EMBSHARD_CHECK(doc.contains("figures") && doc["figures"].is_array() && !doc["figures"].empty(), path,
-                 ": field 'figures' is missing or empty");
-  for (std::size_t i = 0; i < doc["figures"].size(); ++i) {
-    figures.figures.push_back(parse_figure(doc["figures"][i], path, i));
-  }
+  const detail::JsonNode list = root.at("figures");
+  list.expect_array(1);
+  for (std::size_t i = 0; i < list.size(); ++i) figures.figures.push_back(parse_figure(list.at(i)));
   const auto fits = std::count_if(figures.figures.begin(), figures.figures.end(),
                                   [](const PaperFigure& f) { return f.fit && f.kind != "fusion_speedup"; });
-  EMBSHARD_CHECK(fits >= kNumParams, path, ": ", fits, " figures have role 'fit'; the fit needs at least ", kNumParams);
+  if (fits < kNumParams) {
+    list.fail(detail::concat(fits, " figures have role 'fit'; the fit needs at least ", kNumParams));
+  }
   return figures;
 }
 

@@ -76,21 +76,25 @@ TEST(PaperCalibration, BadFilesNameTheFileTheFigureAndTheField) {
   };
   Json doc = figures_doc();
   doc["figures"][2].erase("published_ms");
-  EXPECT_NE(error_for(doc).find("figures[2] ('f2'): field 'published_ms'"), std::string::npos) << error_for(doc);
+  EXPECT_NE(error_for(doc).find("bad.json: figures[2].published_ms: missing required field"), std::string::npos)
+      << error_for(doc);
   doc = figures_doc();
   doc["figures"][0]["role"] = "train";
-  EXPECT_NE(error_for(doc).find("role 'train'"), std::string::npos);
+  EXPECT_NE(error_for(doc).find("figures[0].role: 'train' must be fit or held_out"), std::string::npos) << error_for(doc);
   doc = figures_doc();
   doc["preset"] = "cpu";
-  EXPECT_NE(error_for(doc).find("field 'preset'"), std::string::npos);
+  EXPECT_NE(error_for(doc).find("bad.json: preset: "), std::string::npos) << error_for(doc);
   doc["preset"] = "tpu";
-  EXPECT_NE(error_for(doc).find("field 'preset'"), std::string::npos);
+  EXPECT_NE(error_for(doc).find("bad.json: preset: "), std::string::npos) << error_for(doc);
+  doc = figures_doc();
+  doc["figures"][0]["published"] = 3.0;  // a misspelt field is not ignored
+  EXPECT_NE(error_for(doc).find("figures[0].published: unknown field"), std::string::npos) << error_for(doc);
   doc = figures_doc();
   doc["figures"][1]["protocol"] = "neuroshard:preset=v100";
   EXPECT_NE(error_for(doc).find("must not name a preset"), std::string::npos);
   doc = figures_doc();
   doc["figures"][13]["dim_sums"] = {64};
-  EXPECT_NE(error_for(doc).find("'dim_sums'"), std::string::npos);
+  EXPECT_NE(error_for(doc).find("figures[13].dim_sums"), std::string::npos) << error_for(doc);
   doc = figures_doc();
   for (auto& f : doc["figures"]) f["role"] = "held_out";
   EXPECT_NE(error_for(doc).find("needs at least"), std::string::npos);
