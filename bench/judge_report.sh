@@ -43,8 +43,9 @@ which the totals alone cannot.
 ## The fit, figure by figure
 
 Fit and held-out figures use tasks of our generators (seed below), not the papers' task lists,
-which are not published; our greedy baselines use the float pooling factor (the authors'
-lookup-greedy truncated it, issue 19).
+which are not published; our greedy baselines use the float pooling factor, as NeuroShard's code
+does (DreamShard's truncates it to an integer: its figures here compare against a slightly
+stronger baseline than the paper ran, issue 19).
 
 EOF
 cat "$table"
@@ -64,11 +65,11 @@ cat <<'EOF'
 
 ## What the fit shows, and what is still uncalibrated
 
-- The heuristics' means at 4 and 8 GPUs: most within 10%; the largest errors are the 8-GPU
-  max-dim-64 settings (the judge over-predicts: its linear all-to-all charges the most-loaded
-  device more than the 2080 Ti server's measured all-to-all, which grows more slowly than the
-  volume, Table 4 "very imbalanced") and size-lookup greedy, whose plans the judge rates worse
-  than the paper measured (our `size_lookup` cost may differ from the authors').
+- The heuristics' means at 4 and 8 GPUs: most within 10%; the largest errors are at 8 GPUs with
+  large dims (the judge's linear all-to-all charges the most-loaded device more than the 2080 Ti
+  server's measured all-to-all, which grows more slowly than the volume, Table 4 "very
+  imbalanced") and at max dim 8 (under-predicted). "Size-lookup" is the authors' code's
+  dim × pooling × log10(rows) (refs-zha.md §5.1), embshard's `greedy:balance=size_and_lookup`.
 - DreamShard's DLRM-10 tasks are over-predicted by 20–50%: with 10 tables on 2 or 4 GPUs the
   per-device constant (call + all-to-all latency) dominates, and the papers' small-task figures
   want a smaller constant than the 4-GPU Table 1 figures do.

@@ -13,13 +13,14 @@ import csv
 import sys
 
 DIMS = [4, 8, 16, 32, 64, 128]
-# paper 003 Table 1 (ms); None where the paper prints '-'.
+# paper 003 Table 1 (ms); None where the paper prints '-'. "Size-lookup-based" is the authors' code's
+# dim x pooling x log10(rows) (refs-zha.md §5.1): embshard's greedy:balance=size_and_lookup.
 PAPER = {
     "random": {4: [25.47, 30.10, None, None, None, None], 8: [33.40, 36.43, None, None, None, None]},
     "greedy:balance=size": {4: [24.45, 29.60, 30.86, 37.80, 41.59, None], 8: [31.75, 34.30, 37.70, 46.07, 54.57, None]},
     "greedy:balance=dim": {4: [23.51, 28.46, 29.76, 35.98, 38.71, None], 8: [27.54, 32.20, 34.78, 42.35, 47.54, None]},
     "greedy:balance=lookup": {4: [18.69, 24.34, 26.83, 34.62, 38.69, None], 8: [21.83, 26.66, 30.59, 39.07, 47.47, None]},
-    "greedy:balance=size_lookup": {4: [18.38, 24.18, 26.81, 33.94, None, None], 8: [21.27, 26.55, 30.34, 39.28, 48.17, None]},
+    "greedy:balance=size_and_lookup": {4: [18.38, 24.18, 26.81, 33.94, None, None], 8: [21.27, 26.55, 30.34, 39.28, 48.17, None]},
     "torchrec": {4: [19.20, 26.00, 28.24, 34.88, 38.13, 47.22], 8: [22.34, 28.99, 32.71, 39.90, 47.43, 60.58]},
     "neuroshard": {4: [17.74, 21.75, 23.11, 28.86, 31.55, 39.99], 8: [20.68, 23.23, 25.64, 32.30, 38.30, 49.10]},
 }

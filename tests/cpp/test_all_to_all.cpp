@@ -456,7 +456,9 @@ std::pair<Task, Plan> mixed_plan() {
 }  // namespace
 
 TEST(InputAllToAll, EveryShardReceivesItsLookupsAndALengthPerSample) {
-  const auto [task, plan] = mixed_plan();
+  const auto built = mixed_plan();
+  const Task& task = built.first;
+  const Plan& plan = built.second;
   const InputCommOptions options;  // int64 indices, int32 lengths
   const std::vector<double> bytes = device_input_bytes(task, shards_by_device(task, plan), options);
   ASSERT_EQ(bytes.size(), 4u);
@@ -476,7 +478,9 @@ TEST(InputAllToAll, EveryShardReceivesItsLookupsAndALengthPerSample) {
 }
 
 TEST(InputAllToAll, TheJudgeExposesOverlapsOrOmitsIt) {
-  const auto [task, plan] = mixed_plan();
+  const auto built = mixed_plan();
+  const Task& task = built.first;
+  const Plan& plan = built.second;
   const auto judge = [&](const std::string& mode) {
     return make_cost_model("sim:input_comm=" + mode, task)->estimate(task, plan, test_util::quiet_context());
   };
