@@ -36,7 +36,7 @@ struct NodeSheet {
 constexpr NodeSheet kSheets[] = {
     {"2080ti", "GeForce-RTX-2080Ti-11GB",
      "RTX 2080 Ti PCIe server of 8: 11 GB GDDR6 at 616 GB/s, PCIe 3.0 x16 links, 100 Gb/s NIC per node; all-to-all fitted to the papers",
-     8, 11.0, 616.0, 32.0, 15.75, 7.506, 12.5 / 8, 1537.0},
+     8, 11.0, 616.0, 32.0, 15.75, 7.779, 12.5 / 8, 1940.0},
     {"v100", "V100-SXM2-32GB",
      "DGX-1 V100: 32 GB HBM2 at 900 GB/s, NVLink2 150 GB/s/dir, PCIe 3.0, 4x100 Gb/s IB per node",
      8, 32.0, 900.0, 64.0, 15.75, 150.0, 50.0 / 8, 25.0},

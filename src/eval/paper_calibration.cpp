@@ -171,12 +171,16 @@ double mean_fusion_speedup(const std::vector<Task>& tasks, const Vec& theta, std
   return sum / static_cast<double>(std::max<std::size_t>(tasks.size(), 1));
 }
 
-/** θ of the data-sheet roofline: where the fit starts. */
+/**
+ * θ of the data-sheet roofline: where the fit starts. The link starts at the device's PCIe
+ * bandwidth and a 25 µs floor, not at the preset's all-to-all (which a previous fit may have set),
+ * so the fit does not depend on the constants it produced.
+ */
 Vec roofline_theta(const SimHardware& roofline, const Topology& topology) {
   Vec theta{};
   for (int i = 0; i < kComputeParams; ++i) theta[i] = roofline.fw[i] + roofline.bw[i];
-  theta[kLatency] = topology.a2a_latency_us / 1000.0;
-  theta[kMsPerByte] = 1.0 / (topology.intra_host_gbps * 1e6);
+  theta[kLatency] = 0.025;
+  theta[kMsPerByte] = 1.0 / (topology.devices.front().uvm_gbps * 1e6);
   return theta;
 }
 

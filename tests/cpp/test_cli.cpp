@@ -288,7 +288,7 @@ TEST_F(Cli, PlanWritesEmbshardAndTorchrecPlans) {
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("lower bound"), std::string::npos) << r.out;
   const Plan plan = read_plan_file(path("p.json"));
-  EXPECT_EQ(plan.provenance.sharder, "greedy:balance=dim,on_full=infeasible");
+  EXPECT_EQ(plan.provenance.sharder, "greedy:balance=dim,on_full=infeasible,pooling=float");
   EXPECT_EQ(run_cli("check --quiet --task " + path("t/000.json") + " --plan " + path("p.json")).status, 0);
   r = run_cli("plan --quiet --task " + path("t/000.json") + " --format torchrec --out " + path("tr.json"));
   ASSERT_EQ(r.status, 0) << r.out;

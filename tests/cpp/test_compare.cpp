@@ -42,7 +42,7 @@ TEST(Compare, PlansAndJudgesEveryTaskWithEverySharder) {
     EXPECT_GE(rows[i].eval.step_ms, rows[i].eval.max_sum_ms);
     EXPECT_EQ(rows[i].eval.breakdown.devices.size(), 4u);
   }
-  EXPECT_EQ(rows[0].sharder, "greedy:balance=lookup,on_full=infeasible");
+  EXPECT_EQ(rows[0].sharder, "greedy:balance=lookup,on_full=infeasible,pooling=float");
   EXPECT_EQ(rows[6].status, "infeasible");
   EXPECT_NE(rows[6].reason.find("fits on no device"), std::string::npos) << rows[6].reason;
 

@@ -128,7 +128,7 @@ TEST(PlanReport, ShowsEveryPlanWithItsFiguresStragglerAndProvenance) {
   EXPECT_NE(html.find("The plans side by side"), std::string::npos);
   EXPECT_EQ(html.find("t<0>"), std::string::npos);
   EXPECT_NE(html.find("t&lt;0&gt;&amp;co"), std::string::npos);
-  EXPECT_NE(html.find("greedy:balance=lookup,on_full=infeasible"), std::string::npos);  // provenance
+  EXPECT_NE(html.find("greedy:balance=lookup,on_full=infeasible,pooling=float"), std::string::npos);  // provenance
   EXPECT_NE(html.find("greedy:balance=dim.json"), std::string::npos);                   // plan file
   EXPECT_EQ(html.find(" src="), std::string::npos);  // nothing from the network
   EXPECT_EQ(html.find("href='http"), std::string::npos);

@@ -67,7 +67,7 @@ TEST(Sharders, ProvenanceCarriesTheCanonicalSpecWhichRoundTrips) {
   const auto cost = make_cost_model("sim", task);
   const ShardResult r = plan_task("greedy:balance=dim", task, cost.get(), quiet(5));
   ASSERT_EQ(r.status, ShardStatus::kOk) << r.reason;
-  EXPECT_EQ(r.plan.provenance.sharder, "greedy:balance=dim,on_full=infeasible");
+  EXPECT_EQ(r.plan.provenance.sharder, "greedy:balance=dim,on_full=infeasible,pooling=float");
   EXPECT_EQ(r.plan.provenance.cost_model, "");
   EXPECT_EQ(r.plan.provenance.task_id, task.id);
   EXPECT_EQ(r.plan.provenance.seed, 5u);
@@ -101,6 +101,14 @@ TEST(Greedy, BalancesEachCostDefinition) {
   EXPECT_EQ(placed("size"), (std::vector<int>{0, 1, 1, 1}));    // 256 MB alone, the rest together
   EXPECT_EQ(placed("lookup"), (std::vector<int>{1, 0, 1, 1}));  // 800 lookups vs 64 + 64 + 4
   EXPECT_EQ(placed("dim"), (std::vector<int>{0, 1, 1, 1}));     // 64 vs 32 + 16 + 4
+}
+
+TEST(Greedy, IntegerPoolingTruncatesAsTheAuthorsCodeDoes) {
+  // Lookup costs with the float pooling: a 16 × 1.9 = 30.4, b 8 × 3.5 = 28, c 32 × 0.5 = 16 →
+  // a → 0, b → 1, c → 1. Truncated: b 24, a 16, c 0 → b → 0, a → 1, c → 1 (16 < 24).
+  const Task task = hand_task({table("a", 16, 1000, 1.9), table("b", 8, 1000, 3.5), table("c", 32, 1000, 0.5)}, 2, 1.0);
+  EXPECT_EQ(devices_of(plan_task("greedy", task, nullptr, quiet()).plan), (std::vector<int>{0, 1, 1}));
+  EXPECT_EQ(devices_of(plan_task("greedy:pooling=int", task, nullptr, quiet()).plan), (std::vector<int>{1, 0, 1}));
 }
 
 TEST(Greedy, ATableThatFitsNowhereIsInfeasibleNamingIt) {

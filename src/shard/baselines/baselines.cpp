@@ -62,11 +62,14 @@ Balance parse_balance(const std::string& name) {
  * and what the authors' code computes for "size-lookup"). pooling is the statistics' mean over
  * the batch; lookup_present and size_and_lookup_present use instead the mean over the samples
  * that have the feature (pooling_factor / coverage): paper 004's "average pooling factor", which
- * its Lookup and Size-and-Lookup baselines use without the coverage (§4.1, §5).
+ * its Lookup and Size-and-Lookup baselines use without the coverage (§4.1, §5). With
+ * `integer_pooling` the pooling factor is truncated to an integer first, as DreamShard's and
+ * AutoShard's code does (refs-zha.md §5.1: about 40% of DLRM tables then cost 0 by lookup).
  */
-double table_cost(const TableSpec& t, Balance balance) {
+double table_cost(const TableSpec& t, Balance balance, bool integer_pooling) {
   const double size_gb = static_cast<double>(t.size_bytes()) / 1e9;
-  const double lookup = t.dim * t.stats.pooling_factor;
+  const double pooling = integer_pooling ? std::floor(t.stats.pooling_factor) : t.stats.pooling_factor;
+  const double lookup = t.dim * pooling;
   const double present = t.stats.coverage > 0 ? lookup / t.stats.coverage : lookup;
   switch (balance) {
     case Balance::kSize: return size_gb;
@@ -96,14 +99,15 @@ enum class OnFull { kInfeasible, kLastDevice, kUvm };
  */
 class GreedySharder final : public Sharder {
  public:
-  GreedySharder(Balance balance, OnFull on_full) : balance_(balance), on_full_(on_full) {}
+  GreedySharder(Balance balance, OnFull on_full, bool integer_pooling)
+      : balance_(balance), on_full_(on_full), integer_pooling_(integer_pooling) {}
 
   [[nodiscard]] ShardResult shard(const Task& task, CostModel*, const Context&) const override {
     const auto& tables = task.workload.tables;
     const int n = task.topology.num_devices();
     std::vector<std::tuple<double, std::int64_t, std::size_t>> order;  // (cost, size, index)
     for (std::size_t t = 0; t < tables.size(); ++t) {
-      order.emplace_back(table_cost(tables[t], balance_), tables[t].size_bytes(), t);
+      order.emplace_back(table_cost(tables[t], balance_, integer_pooling_), tables[t].size_bytes(), t);
     }
     std::sort(order.begin(), order.end());
     std::vector<double> cost_sum(static_cast<std::size_t>(n), 0.0);
@@ -170,6 +174,7 @@ class GreedySharder final : public Sharder {
  private:
   Balance balance_;
   OnFull on_full_;
+  bool integer_pooling_ = false;
 };
 
 }  // namespace
@@ -189,13 +194,16 @@ void register_baselines(Registry<Sharder>& registry) {
                   "the last two with pooling per sample that has the feature (paper 004's baselines)"},
                  {"on_full", ParamType::kString, "infeasible", {}, {}, {"infeasible", "last_device", "uvm"},
                   "a table no device's HBM fits: report infeasible, put it on the last device (reference-code "
-                  "parity), or put it wholly in UVM by the same rule (RecShard's baselines)"}}},
+                  "parity), or put it wholly in UVM by the same rule (RecShard's baselines)"},
+                 {"pooling", ParamType::kString, "float", {}, {}, {"float", "int"},
+                  "the pooling factor as measured, or truncated to an integer as DreamShard's and AutoShard's code does"}}},
                [](const Params& p, const Context&) {
                  const std::string on_full = p.get_string("on_full");
                  return std::make_unique<GreedySharder>(
                      parse_balance(p.get_string("balance")),
                      on_full == "last_device" ? OnFull::kLastDevice
-                                              : on_full == "uvm" ? OnFull::kUvm : OnFull::kInfeasible);
+                                              : on_full == "uvm" ? OnFull::kUvm : OnFull::kInfeasible,
+                     p.get_string("pooling") == "int");
                });
 }
 
