@@ -205,6 +205,7 @@ TEST(CompareReport, BadCsvIsOneLineNamingTheFileAndLine) {
 TEST(ReportCli, WritesReportsAndRefusesAPlanOfAnotherTaskWithoutWritingAnything) {
   const std::string cli = EMBSHARD_CLI_PATH;
   const std::string dir = test_util::temp_file("report", "cli");
+  std::filesystem::remove_all(dir);  // what an earlier run with the same process id left
   const auto gen = test_util::generate_cli_tasks(dir, 4, 16, 2, 3);
   ASSERT_EQ(gen.status, 0) << gen.out;
   const std::string t0 = dir + "/tasks/000.json", t1 = dir + "/tasks/001.json", plan = dir + "/p.json";
@@ -226,6 +227,7 @@ TEST(ReportCli, WritesReportsAndRefusesAPlanOfAnotherTaskWithoutWritingAnything)
 
 TEST(ReportCli, TheMainJobReportsEveryPlanItFound) {
   const std::string dir = test_util::temp_file("report", "main");
+  std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   const auto r = test_util::run_command(std::string(EMBSHARD_CLI_PATH) + " --quiet --report " + dir + "/main.html");
   ASSERT_EQ(r.status, 0) << r.out;
@@ -241,6 +243,7 @@ TEST(ReportCli, TheMainJobReportsEveryPlanItFound) {
 TEST(ReportCli, CalibrateWritesItsFitAsAReportAndATableForPeople) {
   const std::string cli = EMBSHARD_CLI_PATH;
   const std::string dir = test_util::temp_file("report", "calibrate");
+  std::filesystem::remove_all(dir);  // profile compute appends to a sample file it finds
   std::filesystem::create_directories(dir);
   const std::string samples = dir + "/s.jsonl";
   const auto profiled = test_util::run_command(cli + " profile compute --quiet --samples 12 --batch 64 --repeats 1 --warmup 0 "

@@ -4,6 +4,8 @@
 // memory did — on the sim judge and in what the measured backends hand to the kernels.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include <array>
 #include <map>
 #include <string>
@@ -234,6 +236,7 @@ std::string line_starting(const std::string& out, const std::string& prefix) {
 TEST(SavedPlans, TheCliJudgesASavedPlanAsItPlannedIt) {
   const std::string cli = EMBSHARD_CLI_PATH;
   const std::string dir = test_util::temp_file("saved_plans", "cli");
+  std::filesystem::remove_all(dir);  // a directory an earlier run with the same process id left
   const auto gen = test_util::generate_cli_tasks(dir, 4, 64, 4, 31);
   ASSERT_EQ(gen.status, 0) << gen.out;
   int compared = 0;
@@ -256,6 +259,7 @@ TEST(SavedPlans, TheCliJudgesASavedPlanAsItPlannedIt) {
     }
   }
   EXPECT_GE(compared, 6);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
