@@ -134,15 +134,11 @@ void register_sim_cost_model(CostModelRegistry& registry) {
   const auto sim = [](const Params& p, const Context& ctx, const Task& task) -> std::unique_ptr<CostModel> {
     return std::make_unique<SimCostModel>(task, p, ctx);
   };
-  static const std::vector<ParamSpec> params = [] {
-    std::vector<ParamSpec> all{
+  static const std::vector<ParamSpec> params = with_input_comm_params({
         {"coefficients", ParamType::kString, "builtin", {}, {}, {},
          "the preset's built-in coefficients, or a file from `embshard profile calibrate --samples S --out FILE`"},
         {"hardware", ParamType::kString, "match", {}, {}, {"match", "any"},
-         "warn when coefficients measured on one CPU are used on another (match) or not (any)"}};
-    for (const ParamSpec& input : input_comm_params()) all.push_back(input);
-    return all;
-  }();
+         "warn when coefficients measured on one CPU are used on another (match) or not (any)"}});
   registry.add({"sim", "the analytic model of the task's topology preset (cost/analytic.h) and its link model", params}, sim);
   registry.add({"analytic", "another name of sim", params}, sim);
 }

@@ -85,14 +85,14 @@ const char* to_string(InputCommMode mode) {
   return "?";
 }
 
-const std::vector<ParamSpec>& input_comm_params() {
-  static const std::vector<ParamSpec> params{
+std::vector<ParamSpec> with_input_comm_params(std::vector<ParamSpec> own) {
+  own.insert(own.end(), {
       {"input_comm", ParamType::kString, "exposed", {}, {}, {"exposed", "overlap", "omit"},
        "the input all-to-all of indices: paid by the step (exposed), hidden under the previous "
        "step's compute where it fits (overlap, TorchRec's pipeline) or not costed (omit, the papers' benchmarks)"},
       {"index_bytes", ParamType::kInt, "8", 1, 8, {}, "bytes per index in the input all-to-all (int64: 8)"},
-      {"length_bytes", ParamType::kInt, "4", 1, 8, {}, "bytes per length in the input all-to-all (int32: 4)"}};
-  return params;
+      {"length_bytes", ParamType::kInt, "4", 1, 8, {}, "bytes per length in the input all-to-all (int32: 4)"}});
+  return own;
 }
 
 InputCommMode parse_input_comm_mode(const std::string& name) {

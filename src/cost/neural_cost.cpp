@@ -13,15 +13,11 @@ namespace embshard {
 namespace {
 
 const std::vector<ParamSpec>& neural_params() {
-  static const std::vector<ParamSpec> params = [] {
-    std::vector<ParamSpec> p{
+  static const std::vector<ParamSpec> params = with_input_comm_params({
         {"weights", ParamType::kString, "builtin", {}, {}, {}, "weights file from `embshard train cost`, or builtin"},
         {"comm", ParamType::kString, "auto", {}, {}, {"auto", "neural", "link"},
          "all-to-all costs: the file's comm models, the topology's link model, or neural where trained for the task's devices"},
-        hardware_param("models")};
-    for (const ParamSpec& input : input_comm_params()) p.push_back(input);
-    return p;
-  }();
+        hardware_param("models")});
   return params;
 }
 

@@ -117,8 +117,7 @@ class MeasuredModel final : public ComputeModel {
 
 
 const std::vector<ParamSpec>& measured_params() {
-  static const std::vector<ParamSpec> params = [] {
-    std::vector<ParamSpec> p{
+  static const std::vector<ParamSpec> params = with_input_comm_params({
       {"impl", ParamType::kString, "cpu", {}, {}, {"reference", "cpu", "cuda"}, "kernels to time (cuda: where built, with a GPU)"},
       {"batch", ParamType::kInt, "0", 0, 1 << 30, {}, "batch to run; 0: the task's"},
       {"warmup", ParamType::kInt, "2", 0, 1000, {}, "unmeasured runs before the measured ones"},
@@ -127,10 +126,7 @@ const std::vector<ParamSpec>& measured_params() {
       {"trim", ParamType::kFloat, "0.2", 0, 0.49, {}, "share dropped from each end for the trimmed mean"},
       {"draw", ParamType::kInt, "0", 0, 1e15, {}, "which draw of each table's lookups"},
       {"remap", ParamType::kString, "in_sample", {}, {}, {"in_sample", "held_out"},
-       "rank rows for RecShard's remap by the measured draw itself, or by other draws"}};
-    for (const ParamSpec& input : input_comm_params()) p.push_back(input);
-    return p;
-  }();
+       "rank rows for RecShard's remap by the measured draw itself, or by other draws"}});
   return params;
 }
 

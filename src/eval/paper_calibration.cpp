@@ -103,18 +103,27 @@ std::vector<double> a2a_bytes(const Topology& topology, const std::vector<std::i
   return bytes;
 }
 
-/** The protocol's tasks on `preset`, planned by the sharder: their device rows. */
-FigureTasks protocol_rows(const PaperFigure& f, const std::string& preset, int count, std::uint64_t seed,
-                          std::map<std::string, std::vector<Task>>& task_cache, const Context& ctx) {
-  const std::string spec = f.protocol + (f.protocol.find(':') == std::string::npos ? ":" : ",") + "preset=" + preset;
-  auto [it, fresh] = task_cache.try_emplace(spec);
+/** Generated tasks by protocol spec: figures of one setting share them. */
+using TaskCache = std::map<std::string, std::vector<Task>>;
+
+/** The first `count` tasks of `protocol` on `preset` with `seed`, generated once per spec. */
+const std::vector<Task>& protocol_tasks(const std::string& protocol, const std::string& preset, int count,
+                                        std::uint64_t seed, TaskCache& cache) {
+  const std::string spec = protocol + (protocol.find(':') == std::string::npos ? ":" : ",") + "preset=" + preset;
+  auto [it, fresh] = cache.try_emplace(spec);
   if (fresh) {
     const auto gen = make_task_generator(spec);
     const TableSource source = TableSource::from_pool(0, gen->batch_size());
     for (int i = 0; i < count; ++i) it->second.push_back(gen->generate(source, seed, i));
   }
+  return it->second;
+}
+
+/** The protocol's tasks on `preset`, planned by the sharder: their device rows. */
+FigureTasks protocol_rows(const PaperFigure& f, const std::string& preset, int count, std::uint64_t seed,
+                          TaskCache& task_cache, const Context& ctx) {
   FigureTasks rows;
-  for (const Task& task : it->second) {
+  for (const Task& task : protocol_tasks(f.protocol, preset, count, seed, task_cache)) {
     const ShardResult r = plan_task(f.sharder, task, nullptr, ctx);
     if (r.status != ShardStatus::kOk) continue;
     const auto by_device = shards_by_device(task, r.plan);
@@ -215,7 +224,7 @@ PaperFit fit_to_papers(const PaperFigures& figures, int tasks_per_setting, std::
   EMBSHARD_CHECK(tasks_per_setting >= 1, "paper fit: tasks per setting must be at least 1");
   const Topology preset = make_topology(figures.preset);
   const SimHardware roofline = sim_roofline(preset);
-  std::map<std::string, std::vector<Task>> task_cache;
+  TaskCache task_cache;
   std::vector<FigureTasks> rows;
   for (const PaperFigure& f : figures.figures) {
     if (f.kind == "fusion_speedup") {
@@ -269,11 +278,7 @@ PaperFit fit_to_papers(const PaperFigures& figures, int tasks_per_setting, std::
   for (std::size_t k = 0; k < figures.figures.size(); ++k) {
     const PaperFigure& f = figures.figures[k];
     if (f.kind != "fusion_speedup") continue;
-    const std::string spec = f.protocol + (f.protocol.find(':') == std::string::npos ? ":" : ",") + "preset=" + figures.preset;
-    const auto gen = make_task_generator(spec);
-    const TableSource source = TableSource::from_pool(0, gen->batch_size());
-    std::vector<Task> tasks;
-    for (int i = 0; i < tasks_per_setting; ++i) tasks.push_back(gen->generate(source, seed, i));
+    const std::vector<Task>& tasks = protocol_tasks(f.protocol, figures.preset, tasks_per_setting, seed, task_cache);
     // The speedup grows with the call cost: bisect for the published one, within the constant.
     const double constant = theta[kCalls] + 2.0 * theta[kLatency];
     double low = 0.0, high = constant;

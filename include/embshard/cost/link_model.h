@@ -94,8 +94,8 @@ struct InputCommOptions {
 /** "exposed", "overlap" or "omit"; anything else is an Error listing them. */
 [[nodiscard]] InputCommMode parse_input_comm_mode(const std::string& name);
 
-/** `input_comm`, `index_bytes`, `length_bytes`: declared by every judge that costs the input. */
-[[nodiscard]] const std::vector<ParamSpec>& input_comm_params();
+/** `own` followed by `input_comm`, `index_bytes`, `length_bytes`: every judge's parameters. */
+[[nodiscard]] std::vector<ParamSpec> with_input_comm_params(std::vector<ParamSpec> own);
 [[nodiscard]] InputCommOptions input_comm_options(const Params& params);
 
 /** Per device, the bytes of indices and lengths its shards receive for the whole batch. */
