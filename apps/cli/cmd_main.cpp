@@ -82,6 +82,24 @@ void print_breakdown(const char* title, const CompareRow& row, const Task& task)
               readable_ms(row.plan_ms).c_str(), eval_result_table(row.eval, task.topology).c_str());
 }
 
+/** embshard's planner against TorchRec's logic and the best of the papers' heuristics. */
+void print_against(const std::vector<CompareRow>& rows) {
+  const CompareRow* joint = best_row(rows, [](const std::string& s) { return s.rfind("joint", 0) == 0; });
+  const CompareRow* torchrec = best_row(rows, [](const std::string& s) { return s.rfind("torchrec", 0) == 0; });
+  const CompareRow* heuristic = best_row(rows, is_baseline);
+  if (joint == nullptr) return;
+  std::printf("\nembshard's planner (joint): step %.3f ms, %.1f%% above the lower bound %.3f ms\n",
+              joint->eval.step_ms, 100.0 * (joint->eval.step_ms / joint->lower_bound_ms - 1.0), joint->lower_bound_ms);
+  const std::pair<const char*, const CompareRow*> others[] = {{"TorchRec's planner", torchrec},
+                                                              {"the best heuristic", heuristic}};
+  for (const auto& other : others) {
+    if (other.second == nullptr) continue;
+    std::printf("  against %s (%s): %.3f ms, joint %+.1f%%\n", other.first,
+                short_sharder_spec(other.second->sharder).c_str(), other.second->eval.step_ms,
+                100.0 * (joint->eval.step_ms / other.second->eval.step_ms - 1.0));
+  }
+}
+
 /** The plan report of every plan that was found, best first (the report's side-by-side order). */
 std::string report_of(const Task& task, const std::vector<CompareRow>& rows, const std::vector<Plan>& plans) {
   std::vector<JudgedPlan> judged;
@@ -107,8 +125,8 @@ void print_planning(const Task& task, const Context& ctx, const std::optional<st
               rows.front().lower_bound_ms);
   for (const CompareRow& r : rows) {
     if (r.status == "ok") {
-      std::printf("  %-32s step %9.3f ms  (planned in %s)\n", short_sharder_spec(r.sharder).c_str(),
-                  r.eval.step_ms, readable_ms(r.plan_ms).c_str());
+      std::printf("  %-32s step %9.3f ms  gap %5.1f%%  (planned in %s)\n", short_sharder_spec(r.sharder).c_str(),
+                  r.eval.step_ms, 100.0 * (r.eval.step_ms / r.lower_bound_ms - 1.0), readable_ms(r.plan_ms).c_str());
     } else {
       std::printf("  %-32s %s\n", short_sharder_spec(r.sharder).c_str(), r.status.c_str());
     }
@@ -119,6 +137,7 @@ void print_planning(const Task& task, const Context& ctx, const std::optional<st
     std::printf("no sharder found a plan that fits\n");
     return;
   }
+  print_against(rows);
   print_breakdown("best plan", *best, task);
   if (baseline != nullptr && baseline != best) {
     print_breakdown("strongest baseline", *baseline, task);

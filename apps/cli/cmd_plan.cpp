@@ -35,7 +35,7 @@ int run_plan(Args& args, const Context& base_ctx) {
     return run_default(args, base_ctx);  // the main job: the built-in task
   }
   const std::string task_path = *task_given;
-  const std::string sharder = args.get_or("sharder", "greedy");
+  std::string sharder = args.get_or("sharder", "joint");
   const std::string cost_spec = args.get_or("cost", "default");
   const Objective objective = objective_option(args);
   const auto out = args.get("out");
@@ -48,6 +48,9 @@ int run_plan(Args& args, const Context& base_ctx) {
   EMBSHARD_CHECK(format == "embshard" || format == "torchrec", "--format must be 'embshard' or "
                  "'torchrec', got '", format, "'");
   EMBSHARD_CHECK(device == "cuda" || device == "cpu", "--torchrec-device must be 'cuda' or 'cpu'");
+  // A TorchRec plan must be one TorchRec's training path runs: joint keeps to those layouts.
+  if (format == "torchrec" && sharder.rfind("joint", 0) == 0 && sharder.find("torchrec=") == std::string::npos)
+    sharder += sharder == "joint" ? ":torchrec=true" : ",torchrec=true";
   std::vector<NamedPath> inputs = spec_inputs("--sharder", sharder);
   for (const NamedPath& p : spec_inputs("--cost", cost_spec)) inputs.push_back(p);
   inputs.push_back({"--task", task_path});

@@ -70,7 +70,7 @@ std::vector<VerbDoc> make_docs() {
         {"pool-seed", "N", "0", "the pool the tables come from"}}, ""},
       {"plan", "plan a task with a sharder; prints the breakdown and the gap to a lower bound",
        {{"task", "T.json", "", "the task (without it: the main job)"},
-        {"sharder", "SPEC", "greedy", "a registered sharder spec (embshard list)"},
+        {"sharder", "SPEC", "joint", "a registered sharder spec (embshard list); with --format torchrec, joint plans as torchrec=true"},
         {"cost", "SPEC", "default", "the cost model sharders that search use"},
         {"objective", "O", "step", "step | max_sum | balance"},
         {"out", "P.json", "", "the plan file to write"},

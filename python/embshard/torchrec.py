@@ -315,11 +315,11 @@ class EmbshardPlanner:
     def _plan_task(self, task: embshard.Task) -> embshard.Plan:
         sharder = self._sharder
         if sharder == "best":
-            candidates = [_without_double_reservation(s) for s in embshard.default_sharders()]
+            candidates = [_for_torchrec(s) for s in embshard.default_sharders()]
             plan = embshard.plan(task, "best", self._cost, seed=self._seed, threads=self._threads,
                                  judge=self._judge, candidates=candidates)
         else:
-            plan = embshard.plan(task, _without_double_reservation(sharder), self._cost,
+            plan = embshard.plan(task, _for_torchrec(sharder), self._cost,
                                  seed=self._seed, threads=self._threads)
         if not plan.ok:
             raise Error(f"EmbshardPlanner: no plan ({plan.status}): {plan.reason}")
@@ -423,13 +423,17 @@ class EmbshardPlanner:
                 "a2a_latency_us": base["a2a_latency_us"], "devices": devices}
 
 
-def _without_double_reservation(spec: str) -> str:
-    """The task's HBM is already net of TorchRec's reservation: the `torchrec` sharder must not
-    hold it back again (unless the spec sets it)."""
+def _for_torchrec(spec: str) -> str:
+    """A sharder spec as this planner runs it, unless the spec says otherwise: the task's HBM is
+    already net of TorchRec's reservation, so the `torchrec` sharder must not hold it back again;
+    `joint` makes only the row-wise layouts TorchRec's training path runs (torchrec=true)."""
     name, _, params = spec.partition(":")
-    if name != "torchrec" or "storage_reservation" in params or "reservation" in params:
+    if name == "torchrec" and "storage_reservation" not in params and "reservation" not in params:
+        extra = "storage_reservation=0,reservation=fixed_percentage"
+    elif name == "joint" and "torchrec" not in params:
+        extra = "torchrec=true"
+    else:
         return spec
-    extra = "storage_reservation=0,reservation=fixed_percentage"
     return f"{name}:{params},{extra}" if params else f"{name}:{extra}"
 
 

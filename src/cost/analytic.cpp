@@ -114,6 +114,17 @@ class SimModel final : public ComputeModel {
     return {sim_pass_ms(hardware_.fw, f), sim_pass_ms(hardware_.bw, f)};
   }
 
+  // Every feature but `calls` is a sum over the device's tables (sim_features).
+  [[nodiscard]] bool is_additive() const override { return true; }
+  [[nodiscard]] DeviceCompute shard_compute(const Task& task, const PlacedShard& shard) override {
+    SimFeatures f = sim_device_features(task, std::span<const PlacedShard>(&shard, 1), hardware_.cache_bytes);
+    f[kCalls] = 0.0;
+    return {sim_pass_ms(hardware_.fw, f), sim_pass_ms(hardware_.bw, f)};
+  }
+  [[nodiscard]] DeviceCompute device_overhead() const override {
+    return {hardware_.fw[kCalls], hardware_.bw[kCalls]};
+  }
+
  private:
   SimHardware hardware_;
 };
@@ -224,23 +235,170 @@ double input_floor_bytes(const Task& task, const InputCommOptions& input) {
 
 }  // namespace
 
+namespace {
+
+/** Per byte of an exchange's total volume, the least any device's time grows (exchange_floor_ms). */
+double exchange_ms_per_byte(const Task& task) {
+  const Topology& topo = task.topology;
+  const int n = topo.num_devices();
+  if (n <= 1) return 0.0;
+  const double gbps = topo.num_hosts() > 1 ? topo.intra_host_gbps + topo.inter_host_gbps
+                                           : topo.intra_host_gbps;
+  return gbps > 0 ? static_cast<double>(n - 1) / (n * static_cast<double>(n)) / (gbps * 1e6) : 0.0;
+}
+
+/** What the split bound needs of one table (see the header). */
+struct SplitTable {
+  double lookup_fw = 0.0, lookup_bw = 0.0;   ///< a_t: the lookup-proportional part, per pass
+  double rest_fw = 0.0, rest_bw = 0.0;       ///< β_t: the rest of the table's floor
+  double out_ms = 0.0;                       ///< α_t: step ms per copy of its columns output
+  double in_ms = 0.0;                        ///< γ_t: step ms per copy of its lookups received
+};
+
+/**
+ * The least output and input cost α·X + γ·Y of a table whose pieces each fit a pass's room
+ * (header): X ≥ k and X ≥ c + d·w, Y ≥ 1 / w for the pieces' area-weighted mean width share
+ * w ∈ (0, 1], one line c + d·w per pass. Convex in w: the minimum is at w = 1, a crossing of two
+ * lines, or a stationary point of one piece of the envelope.
+ */
+double cheapest_split(double alpha, double gamma, double k, const std::array<double, 2>& c,
+                      const std::array<double, 2>& d) {
+  const auto cost = [&](double w) {
+    return alpha * std::max({k, c[0] + d[0] * w, c[1] + d[1] * w}) + gamma / w;
+  };
+  double best = cost(1.0);
+  const auto consider = [&](double w) {
+    if (w > 0.0 && w < 1.0) best = std::min(best, cost(w));
+  };
+  if (gamma <= 0.0) consider(1e-12);
+  for (int i = 0; i < 2; ++i) {
+    if (d[i] > 0) {
+      consider((k - c[i]) / d[i]);
+      if (alpha > 0) consider(std::sqrt(gamma / (alpha * d[i])));
+    }
+  }
+  if (d[0] != d[1]) consider((c[1] - c[0]) / (d[0] - d[1]));
+  return best;
+}
+
+/**
+ * The values of a pass's max device time `m` at which the split bound is evaluated: `low`, every
+ * breakpoint overhead + a_t / j ≥ low of the pieces a table needs (constant between them), and a
+ * grid of 2% steps up to `top`, beyond which no table's rest forces a split. Empty if more than `cap`.
+ */
+std::vector<double> split_thresholds(const std::vector<double>& lookups, double overhead, double low,
+                                     double top, std::size_t cap) {
+  std::vector<double> points{low};
+  for (double m = low * 1.02; m < top && points.size() <= cap; m *= 1.02) points.push_back(m);
+  for (double a : lookups) {
+    if (a <= 0) continue;
+    const double jmax = std::floor(a / std::max(low - overhead, 1e-300));
+    for (double j = std::max(1.0, jmax); j >= 1.0 && points.size() <= cap; j -= 1.0) {
+      const double m = overhead + a / j;
+      if (m >= low) points.push_back(m);
+    }
+  }
+  if (points.size() > cap) return {};
+  points.push_back(std::max(top, low));
+  std::sort(points.begin(), points.end());
+  points.erase(std::unique(points.begin(), points.end()), points.end());
+  return points;
+}
+
+}  // namespace
+
 double sim_lower_bound(const Task& task, const SimHardware& hw, Objective objective,
                        const InputCommOptions& input) {
   if (objective == Objective::kBalance) return 1.0;
-  double fw = hw.fw[kCalls];
-  double bw = hw.bw[kCalls];
+  const double n = task.topology.num_devices();
+  const std::int64_t batch = task.workload.batch_size;
+  // A device with a shard pays the call once, and the busiest pays at least the average.
+  double fw = 0.0, bw = 0.0;
+  std::vector<SplitTable> tables;
+  const double per_byte = exchange_ms_per_byte(task);
+  const bool exposed = input.mode == InputCommMode::kExposed;
   for (const TableSpec& t : task.workload.tables) {
-    const DeviceCompute floor = table_floor_ms(hw, t, task.workload.batch_size);
+    const DeviceCompute floor = table_floor_ms(hw, t, batch);
     fw += floor.fw_ms;
     bw += floor.bw_ms;
+    SplitTable s;
+    const double lookups = static_cast<double>(t.stats.num_indices);
+    s.lookup_fw = hw.fw[kLookups] * lookups;
+    s.lookup_bw = hw.bw[kLookups] * lookups;
+    s.rest_fw = std::max(0.0, floor.fw_ms - s.lookup_fw - hw.fw[kTables]);
+    s.rest_bw = std::max(0.0, floor.bw_ms - s.lookup_bw - hw.bw[kTables]);
+    s.out_ms = 2.0 * per_byte * static_cast<double>(batch) * 4.0 * t.dim;
+    s.in_ms = exposed ? per_byte * (lookups * input.index_bytes + static_cast<double>(batch) * input.length_bytes) : 0.0;
+    tables.push_back(s);
   }
-  const double n = task.topology.num_devices();
-  const double output_bytes = static_cast<double>(task.workload.batch_size) * 4.0 *
-                              static_cast<double>(task.workload.total_dim());
-  const double input_ms = input.mode == InputCommMode::kExposed
-                              ? exchange_floor_ms(task, input_floor_bytes(task, input))
-                              : 0.0;
-  return (fw + bw) / n + 2.0 * exchange_floor_ms(task, output_bytes) + input_ms;
+  const double fw_avg = hw.fw[kCalls] + fw / n;
+  const double bw_avg = hw.bw[kCalls] + bw / n;
+  const double output_bytes = static_cast<double>(batch) * 4.0 * static_cast<double>(task.workload.total_dim());
+  const double input_ms = exposed ? exchange_floor_ms(task, input_floor_bytes(task, input)) : 0.0;
+  const double averaging = fw_avg + bw_avg + 2.0 * exchange_floor_ms(task, output_bytes) + input_ms;
+  if (objective == Objective::kMaxSum || n <= 1) {
+    // max_sum ≥ the average device's sum; each device pays its call only if it holds a shard.
+    return objective == Objective::kMaxSum
+               ? (hw.fw[kCalls] + hw.bw[kCalls]) / n + (fw + bw) / n +
+                     2.0 * exchange_floor_ms(task, output_bytes) + input_ms
+               : averaging;
+  }
+  // Split bound (header): for every max forward F and max backward W a plan could have, the
+  // copies of each table's columns and lookups its pieces need, at their cheapest.
+  const double over_fw = hw.fw[kCalls] + hw.fw[kTables];
+  const double over_bw = hw.bw[kCalls] + hw.bw[kTables];
+  std::vector<double> a_fw, a_bw;
+  double max_a_fw = 0.0, max_a_bw = 0.0;
+  for (const SplitTable& s : tables) {
+    a_fw.push_back(s.lookup_fw), a_bw.push_back(s.lookup_bw);
+    max_a_fw = std::max(max_a_fw, s.lookup_fw), max_a_bw = std::max(max_a_bw, s.lookup_bw);
+  }
+  double max_whole_fw = 0.0, max_whole_bw = 0.0;  // beyond these no table needs splitting
+  for (const SplitTable& s : tables) {
+    max_whole_fw = std::max(max_whole_fw, s.lookup_fw + s.rest_fw);
+    max_whole_bw = std::max(max_whole_bw, s.lookup_bw + s.rest_bw);
+  }
+  const double f_low = std::max(fw_avg, over_fw + max_a_fw / n);
+  const double w_low = std::max(bw_avg, over_bw + max_a_bw / n);
+  constexpr std::size_t kCap = 4096;
+  const std::vector<double> fs = split_thresholds(a_fw, over_fw, f_low, over_fw + max_whole_fw, kCap);
+  const std::vector<double> ws = split_thresholds(a_bw, over_bw, w_low, over_bw + max_whole_bw, kCap);
+  if (fs.empty() || ws.empty() ||
+      static_cast<double>(fs.size()) * static_cast<double>(ws.size()) * static_cast<double>(tables.size()) > 5e7)
+    return averaging;  // too many points to enumerate: the averaging bound alone
+  const double latencies = (2.0 + (exposed ? 1.0 : 0.0)) * task.topology.a2a_latency_us / 1000.0;
+  // On [fs[i], fs[i+1]) × [ws[j], ws[j+1]) the pieces needed for lookups are those at the lower
+  // ends (constant there), and those for the rest at least those at the upper ends.
+  const auto rest_room = [](const std::vector<double>& points, std::size_t i, double overhead) {
+    return i + 1 < points.size() ? points[i + 1] - overhead : std::numeric_limits<double>::infinity();
+  };
+  // max(F, F_avg(Y)) + max(W, W_avg(Y)) ≥ λ (F + W) + (1 − λ)(F_avg(Y) + W_avg(Y)) for λ in
+  // [0, 1], where the averages grow by (Y_t − 1)(a_fw + a_bw) / N with each table's lookup copies Y_t.
+  double duplicated = 0.0;
+  for (const SplitTable& s : tables) duplicated += (s.lookup_fw + s.lookup_bw) / n;
+  double bound = averaging;
+  for (const double lambda : {1.0, 0.5, 0.0}) {
+    double best = std::numeric_limits<double>::infinity();
+    for (std::size_t i = 0; i < fs.size(); ++i) {
+      const double room_f = fs[i] - over_fw, rest_f = rest_room(fs, i, over_fw);
+      for (std::size_t j = 0; j < ws.size(); ++j) {
+        const double room_w = ws[j] - over_bw, rest_w = rest_room(ws, j, over_bw);
+        double total = lambda * (fs[i] + ws[j]) + (1.0 - lambda) * (fw_avg + bw_avg - duplicated) + latencies;
+        for (const SplitTable& s : tables) {
+          const double k = std::max({1.0, s.lookup_fw > 0 ? std::ceil(s.lookup_fw / room_f - 1e-12) : 1.0,
+                                     s.lookup_bw > 0 ? std::ceil(s.lookup_bw / room_w - 1e-12) : 1.0});
+          const std::array<double, 2> c{s.lookup_fw / rest_f, s.lookup_bw / rest_w};
+          const std::array<double, 2> d{s.rest_fw / rest_f, s.rest_bw / rest_w};
+          const double copy_ms = s.in_ms + (1.0 - lambda) * (s.lookup_fw + s.lookup_bw) / n;
+          total += cheapest_split(s.out_ms, copy_ms, k, c, d);
+          if (total >= best) break;
+        }
+        best = std::min(best, total);
+      }
+    }
+    bound = std::max(bound, best);
+  }
+  return bound;
 }
 
 SimHardware sim_calibrated_gpu(const Topology& topology) {

@@ -36,4 +36,12 @@ std::vector<std::int64_t> device_dim_sums(const std::vector<std::vector<PlacedSh
   return sums;
 }
 
+DeviceCompute ComputeModel::shard_compute(const Task&, const PlacedShard&) {
+  throw InternalError("compute model '" + spec() + "' is not additive: shard_compute has no meaning");
+}
+
+DeviceCompute ComputeModel::device_overhead() const {
+  throw InternalError("compute model '" + spec() + "' is not additive: device_overhead has no meaning");
+}
+
 }  // namespace embshard

@@ -98,7 +98,7 @@ CostBreakdown assemble_breakdown(const Task& task, const Plan& plan, ComputeMode
   return b;
 }
 
-void apply_input_comm(const std::vector<double>& ms, InputCommMode mode, CostBreakdown& b) {
+void apply_input_comm(std::span<const double> ms, InputCommMode mode, CostBreakdown& b) {
   EMBSHARD_ASSERT(ms.size() == b.devices.size());
   for (std::size_t d = 0; d < b.devices.size(); ++d) {
     DeviceCost& c = b.devices[d];

@@ -33,20 +33,41 @@ std::vector<LinkVolume> exchange_volumes(const Topology& topology, const std::ve
   return volumes;
 }
 
-std::vector<double> exchange_ms(const Topology& topology, const std::vector<double>& bytes) {
+void exchange_ms_into(const Topology& topology, std::span<const double> bytes_in, std::span<double> times) {
   const int n = topology.num_devices();
-  std::vector<double> times(static_cast<std::size_t>(n), 0.0);
-  if (n <= 1) return times;
-  const std::vector<LinkVolume> volumes = exchange_volumes(topology, bytes);
+  EMBSHARD_ASSERT(static_cast<int>(bytes_in.size()) == n && static_cast<int>(times.size()) == n);
+  if (n <= 1) {
+    std::fill(times.begin(), times.end(), 0.0);
+    return;
+  }
+  // exchange_volumes without its vectors (search code calls this per candidate move).
+  const int per_host = std::max(topology.devices_per_host, 1);
+  thread_local std::vector<std::int64_t> host_bytes;
+  host_bytes.assign(static_cast<std::size_t>(topology.num_hosts()), 0);
+  std::int64_t total = 0;
+  for (int d = 0; d < n; ++d) {
+    const auto b = static_cast<std::int64_t>(bytes_in[d] / n);
+    host_bytes[static_cast<std::size_t>(d / per_host)] += b;
+    total += b;
+  }
   const auto ms = [](std::int64_t b, double gbps) {
     return gbps > 0.0 ? static_cast<double>(b) / (gbps * 1e6) : 0.0;
   };
   for (int d = 0; d < n; ++d) {
-    const LinkVolume& v = volumes[d];
-    const double intra = ms(std::max(v.send_intra_bytes, v.recv_intra_bytes), topology.intra_host_gbps);
-    const double inter = ms(std::max(v.send_inter_bytes, v.recv_inter_bytes), topology.inter_host_gbps);
+    const int host = d / per_host;
+    const std::int64_t host_size = std::min(n, (host + 1) * per_host) - host * per_host;
+    const auto b = static_cast<std::int64_t>(bytes_in[d] / n);
+    const std::int64_t recv_intra = host_bytes[static_cast<std::size_t>(host)] - b;
+    const std::int64_t recv_inter = total - host_bytes[static_cast<std::size_t>(host)];
+    const double intra = ms(std::max(b * (host_size - 1), recv_intra), topology.intra_host_gbps);
+    const double inter = ms(std::max(b * (n - host_size), recv_inter), topology.inter_host_gbps);
     times[d] = topology.a2a_latency_us / 1000.0 + std::max(intra, inter);
   }
+}
+
+std::vector<double> exchange_ms(const Topology& topology, const std::vector<double>& bytes) {
+  std::vector<double> times(static_cast<std::size_t>(topology.num_devices()), 0.0);
+  exchange_ms_into(topology, bytes, times);
   return times;
 }
 
@@ -157,9 +178,19 @@ class LinkCommModel final : public CommModel {
     for (std::size_t d = 0; d < ms.size(); ++d) comm[d] = {ms[d], ms[d]};
     return comm;
   }
+  void device_comm_into(const Task&, std::span<const std::int64_t> dim_sums, std::span<const double>,
+                        std::span<DeviceComm> out) override {
+    bytes_.resize(dim_sums.size());
+    ms_.resize(dim_sums.size());
+    for (std::size_t d = 0; d < dim_sums.size(); ++d)
+      bytes_[d] = static_cast<double>(batch_size_) * static_cast<double>(dim_sums[d]) * 4;
+    exchange_ms_into(topology_, bytes_, ms_);
+    for (std::size_t d = 0; d < out.size(); ++d) out[d] = {ms_[d], ms_[d]};
+  }
   [[nodiscard]] const InputCommOptions& input_options() const override { return input_; }
 
  private:
+  std::vector<double> bytes_, ms_;
   Topology topology_;
   std::int64_t batch_size_;
   InputCommOptions input_;

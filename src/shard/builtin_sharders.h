@@ -11,5 +11,6 @@ void register_neuroshard(Registry<Sharder>& registry);  ///< src/shard/neuroshar
 void register_dreamshard(Registry<Sharder>& registry);  ///< src/shard/dreamshard: DreamShard's policy
 void register_autoshard(Registry<Sharder>& registry);   ///< src/shard/autoshard: AutoShard's policy
 void register_recshard(Registry<Sharder>& registry);    ///< src/shard/recshard: RecShard's MILP
+void register_joint(Registry<Sharder>& registry);       ///< src/shard/joint: embshard's own planner
 
 }  // namespace embshard::detail

@@ -25,6 +25,7 @@ const Registry<Sharder>& sharder_registry() {
     detail::register_dreamshard(r);
     detail::register_autoshard(r);
     detail::register_recshard(r);
+    detail::register_joint(r);
     return r;
   }();
   return registry;

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "embshard/core/context.h"
 #include "embshard/data/pool.h"
 #include "embshard/data/random.h"
 #include "embshard/data/task.h"
@@ -42,6 +43,22 @@ inline Task pool_task(int n, const std::string& topology, std::uint64_t seed,
     task.workload.tables.push_back(t);
   }
   return task;
+}
+
+/** `n` pool tables with lookups, dims in {4..64}, on `topology`, at batch 4096. */
+inline Task tiny_task(int n, const std::string& topology, std::uint64_t seed) {
+  static constexpr int kDims[] = {4, 8, 16, 32, 64};
+  Task task = pool_task(n, topology, seed, kDims);
+  task.id = "tiny-" + std::to_string(seed);
+  return task;
+}
+
+/** A context that logs nothing, with `seed`. */
+inline Context quiet(std::uint64_t seed = 0) {
+  Context ctx;
+  ctx.verbosity = LogLevel::kQuiet;
+  ctx.seed = seed;
+  return ctx;
 }
 
 }  // namespace embshard::test_util

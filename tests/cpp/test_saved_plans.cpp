@@ -68,7 +68,8 @@ std::map<std::string, std::string> sharder_specs(const Task& task) {
           {"neuroshard", "neuroshard"},
           {"dreamshard", "dreamshard:policy=" + dream + ",hardware=any"},
           {"autoshard", "autoshard:policy=" + autoshard + ",hardware=any"},
-          {"recshard", "recshard:time_limit_s=10"}};
+          {"recshard", "recshard:time_limit_s=10"},
+          {"joint", "joint"}};
 }
 
 void expect_same_plan(const Plan& got, const Plan& want) {

@@ -17,20 +17,8 @@ namespace {
 
 using test_util::error_of;
 
-Context quiet(std::uint64_t seed = 0) {
-  Context ctx;
-  ctx.verbosity = LogLevel::kQuiet;
-  ctx.seed = seed;
-  return ctx;
-}
-
-/** `n` pool tables with lookups, dims in {4..64}, on `topology`, at batch 4096. */
-Task tiny_task(int n, const std::string& topology, std::uint64_t seed) {
-  static constexpr int kDims[] = {4, 8, 16, 32, 64};
-  Task task = test_util::pool_task(n, topology, seed, kDims);
-  task.id = "tiny-" + std::to_string(seed);
-  return task;
-}
+using test_util::quiet;
+using test_util::tiny_task;
 
 TableSpec table(const std::string& name, int dim, std::int64_t rows, double pooling) {
   return test_util::hand_table(name, dim, rows, pooling);

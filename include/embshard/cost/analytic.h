@@ -133,15 +133,34 @@ struct SimTable {
 
 /**
  * A value of `objective` no valid plan of `task` can beat under this hardware model and the link
- * model (for `balance`, an upper bound: 1). Per table, the cost of the whole table with the cache
- * term at whichever extreme is cheaper and no call overhead is at most the summed cost of any
- * split of it (splits add lookups and tables and keep bytes; all coefficients are ≥ 0); so
- * max_d fw_comp_d ≥ (Σ_t fw_t + one call) / N, likewise bw. Every column is output at least once,
- * so some device sends at least (N−1)/N² · B · 4 · Σ dims bytes, over at most the sum of its
- * link bandwidths, plus latency. Likewise every table's lookups and lengths reach some device at
- * least once, so when the input all-to-all is exposed some device receives at least
- * (N−1)/N² · Σ_t (L_t · index_bytes + B · length_bytes) (overlapped or omitted: 0).
- * step ≥ input + fw + 2 · comm + bw; max_sum ≥ its device average.
+ * model (for `balance`, an upper bound: 1); every plan's certificate.
+ *
+ * Averaging floors. Per table, the cost of the whole table with the cache term at whichever
+ * extreme is cheaper and no call overhead is at most the summed cost of any split of it (splits
+ * add lookups and tables and keep bytes; all coefficients are ≥ 0; UVM rows cost at least their
+ * HBM bytes); the busiest device pays its call, so max_d fw_comp_d ≥ call + Σ_t fw_t / N, likewise
+ * bw. Every column is output at least once, so some device sends at least (N−1)/N² · B · 4 · Σ dims
+ * bytes, over at most the sum of its link bandwidths, plus latency. Every table's lookups and
+ * lengths reach some device at least once, so when the input all-to-all is exposed some device
+ * receives at least (N−1)/N² · Σ_t (L_t · index_bytes + B · length_bytes) (overlap, omit: 0).
+ * max_sum ≥ its device average; step ≥ input + fw + 2 · comm + bw.
+ *
+ * Split bound (step). Write a table's floor as τ + a + β per pass: τ the per-table coefficient, a
+ * the lookup term (∝ the lookups a piece serves, i.e. its row share s), β the rest (∝ at least
+ * the piece's area share A = s · cols / C). Take any plan, with max forward F and max backward W;
+ * a piece of table t on a device costs at most F − call − τ forward (W likewise), so:
+ *   - the pieces covering one column partition the rows, each s ≤ (F − call − τ) / a: at least
+ *     k = ⌈a / (F − call − τ)⌉ of them, so the table's columns are output X ≥ k times in all;
+ *   - with w the pieces' area-weighted mean width share, X ≥ (a + β · w) / (F − call − τ) and
+ *     the table's lookups are received Y ≥ 1 / w times (Jensen), w ∈ (0, 1];
+ *   - its output then costs α · X and its input γ · Y (α, γ: the averaging floor's per-byte times).
+ * So step ≥ F + W + latencies + Σ_t min_w (α_t X_t + γ_t Y_t), a function of (F, W) that only
+ * falls as they grow; it is minimised over every breakpoint of the k's and a 2% grid up to where
+ * every whole table fits, each cell taking the k's at its lower ends and the rest at its upper
+ * ends, so the minimum is a bound for every (F, W). Column copies also add their lookups to the
+ * compute averages: max(F, F_avg(Y)) + max(W, W_avg(Y)) ≥ λ(F + W) + (1 − λ)(F_avg + W_avg), for
+ * λ ∈ {1, ½, 0}; the largest of these bounds is returned. Memory is not in the bound: where HBM
+ * forces placements (full devices), plans sit further above it.
  */
 [[nodiscard]] double sim_lower_bound(const Task& task, const SimHardware& hardware,
                                      Objective objective, const InputCommOptions& input);

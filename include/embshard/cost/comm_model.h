@@ -16,6 +16,7 @@
  * (cost/link_model.h). Every comm model costs it with the link model (no trained model has seen
  * it) and says through `input_options()` whether the step pays it.
  */
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -48,6 +49,12 @@ class CommModel {
   [[nodiscard]] virtual std::vector<DeviceComm> device_comm(const Task& task,
                                                             std::span<const std::int64_t> dim_sums,
                                                             std::span<const double> fw_comp_ms) = 0;
+  /** `device_comm` into `out` (one entry per device); models that can, avoid allocating (search code). */
+  virtual void device_comm_into(const Task& task, std::span<const std::int64_t> dim_sums,
+                                std::span<const double> fw_comp_ms, std::span<DeviceComm> out) {
+    const std::vector<DeviceComm> comm = device_comm(task, dim_sums, fw_comp_ms);
+    std::copy(comm.begin(), comm.end(), out.begin());
+  }
   /** How the input all-to-all is costed (cost/link_model.h). */
   [[nodiscard]] virtual const InputCommOptions& input_options() const = 0;
 };

@@ -53,6 +53,17 @@ class ComputeModel {
   [[nodiscard]] virtual DeviceCompute device_compute(const Task& task,
                                                      std::span<const PlacedShard> shards,
                                                      const Context& ctx) = 0;
+
+  /**
+   * The incremental query of models whose device cost adds up over shards (sim): when true, for
+   * every non-empty `shards`, device_compute = device_overhead() + Σ shard_compute(shard) (up to
+   * rounding), so search code can add and remove shards in O(1) instead of asking per device.
+   */
+  [[nodiscard]] virtual bool is_additive() const { return false; }
+  /** One shard's part of its device's cost; only for additive models (else InternalError). */
+  [[nodiscard]] virtual DeviceCompute shard_compute(const Task& task, const PlacedShard& shard);
+  /** What a device pays once when it holds any shard (a fused call's launch); additive models only. */
+  [[nodiscard]] virtual DeviceCompute device_overhead() const;
 };
 
 }  // namespace embshard

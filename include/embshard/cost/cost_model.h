@@ -56,7 +56,7 @@ namespace embshard {
  * Sets every device's in_comm_ms / in_hidden_ms from its input all-to-all time `ms` under `mode`
  * (cost/breakdown.h; overlap hides up to the device's fw + bw compute, which must be filled).
  */
-void apply_input_comm(const std::vector<double>& ms, InputCommMode mode, CostBreakdown& breakdown);
+void apply_input_comm(std::span<const double> ms, InputCommMode mode, CostBreakdown& breakdown);
 
 class CostModel {
  public:

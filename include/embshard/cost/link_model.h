@@ -47,6 +47,7 @@
  */
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "embshard/core/spec.h"
@@ -83,6 +84,8 @@ struct LinkVolume {
 
 /** Per-device time in ms of such an exchange under the link model (file comment). */
 [[nodiscard]] std::vector<double> exchange_ms(const Topology& topology, const std::vector<double>& bytes);
+/** The same into `times` (one entry per device), without allocating: for search code. */
+void exchange_ms_into(const Topology& topology, std::span<const double> bytes, std::span<double> times);
 
 /** The input all-to-all's bytes (file comment); defaults follow TorchRec's KJT (int64, int32). */
 struct InputCommOptions {

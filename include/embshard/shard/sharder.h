@@ -21,7 +21,9 @@
  * around a greedy grid search, under the cost model it is given), `dreamshard` and `autoshard`
  * (trained RL policies run greedily: policy/dreamshard_policy.h, policy/autoshard_policy.h), `recshard` (RecShard's MILP with
  * CBC: every table whole on one device, its hottest rows in HBM and the rest in UVM; `greedy`
- * with on_full=uvm gives its baselines).
+ * with on_full=uvm gives its baselines), `joint` (embshard's own planner and the default: every
+ * table's layout — whole, rows, columns, HBM/UVM split — chosen with the device of every piece by
+ * local search on the cost model's exact objective; src/shard/joint/joint.h).
  */
 #include <cstdint>
 #include <memory>

@@ -1,0 +1,598 @@
+// `joint`: layouts and placement chosen together by local search on the model's exact objective
+// (the search space and the algorithm are documented in joint.h).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <numeric>
+#include <sstream>
+
+#include "embshard/core/error.h"
+#include "embshard/data/random.h"
+#include "shard/builtin_sharders.h"
+#include "shard/joint/joint.h"
+
+namespace embshard::detail {
+namespace joint {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+/** An objective value and its tie-breaker. */
+struct Score {
+  double value = kInf;
+  double spread = kInf;
+};
+
+/**
+ * Whether `a` is better than `b`: a lower objective, or one no higher and a lower spread (never a
+ * higher objective, so a chain of moves cannot cycle).
+ */
+bool better(const Score& a, const Score& b) {
+  const double tol = 1e-9 * std::max(1.0, std::abs(b.value));
+  if (a.value < b.value - tol) return true;
+  return a.value <= b.value && a.spread < b.spread * (1.0 - 1e-9);
+}
+
+std::string gib(std::int64_t bytes) {
+  std::ostringstream s;
+  s.precision(3);
+  s << static_cast<double>(bytes) / static_cast<double>(std::int64_t{1} << 30) << " GiB";
+  return s.str();
+}
+
+class Search {
+ public:
+  Search(const Task& task, CostModel& cost, const Options& options, const Context& ctx)
+      : task_(task), options_(options), ctx_(ctx), state_(task, cost, options.objective, ctx),
+        n_(task.topology.num_devices()),
+        max_parts_(options.max_parts > 0 ? std::min(options.max_parts, n_) : n_),
+        rng_(derive_seed(ctx.seed, 0x6a6f696e74)) {
+    const auto start = std::chrono::steady_clock::now();
+    deadline_ = start + std::chrono::microseconds(static_cast<std::int64_t>(options.time_ms * 1000.0));
+    if (ctx.deadline && *ctx.deadline < deadline_) deadline_ = *ctx.deadline;
+    order_ = tables_by_cost();
+  }
+
+  ShardResult run() {
+    ShardResult result;
+    if (std::string why = find_memory_infeasibility(); !why.empty()) return infeasible(why);
+    const bool exact = exact_start(result.stats);
+    if (!exact) {
+      for (int t : order_) {
+        if (!insert_best(t, start_layouts(t))) return infeasible(no_fit_reason(t));
+      }
+    }
+    Score best = score();
+    State::Snapshot best_plan = state_.snapshot();
+    int round = 0, since_best = 0, best_round = 0;
+    improve(result.stats, false);
+    if (better(score(), best)) best = score(), best_plan = state_.snapshot();
+    while (since_best < options_.patience && evaluations_ < options_.evaluations && !out_of_time()) {
+      ++round;
+      perturb();
+      improve(result.stats, false);
+      const Score now = score();
+      if (better(now, best)) {
+        best = now, best_plan = state_.snapshot(), best_round = round, since_best = 0;
+      } else {
+        ++since_best;
+        state_.restore(best_plan);
+      }
+    }
+    state_.restore(best_plan);
+    improve(result.stats, true);  // swaps too, once: they cost more than every other move together
+    if (!better(score(), best)) state_.restore(best_plan);
+    result.plan = state_.plan();
+    result.stats.plans_evaluated += evaluations_;
+    result.stats.solver = detail::concat("joint: ", exact ? "exact table-wise start, " : "greedy start, ",
+                                         round, " rounds of perturbation (best at round ", best_round, "), ",
+                                         out_of_time() ? "stopped at the deadline" : "converged");
+    return result;
+  }
+
+ private:
+  [[nodiscard]] bool out_of_time() const { return std::chrono::steady_clock::now() >= deadline_; }
+
+  Score score() {
+    ++evaluations_;
+    const double value = state_.objective();
+    return {value, state_.spread()};
+  }
+
+  ShardResult infeasible(const std::string& why) const {
+    ShardResult r;
+    r.status = ShardStatus::kInfeasible;
+    r.reason = why;
+    return r;
+  }
+
+  [[nodiscard]] const TableSpec& spec(int t) const { return task_.workload.tables[static_cast<std::size_t>(t)]; }
+
+  /** Tables by decreasing compute of the whole table on an empty device (ties: task order). */
+  std::vector<int> tables_by_cost() {
+    std::vector<double> cost(task_.workload.tables.size(), 0.0);
+    for (int t = 0; t < state_.num_tables(); ++t) {
+      const TableSpec& s = spec(t);
+      // Lookups × dim is every model's first-order cost; the model's own figure where additive.
+      cost[static_cast<std::size_t>(t)] = static_cast<double>(s.stats.num_indices) * s.dim + 1e-3 * s.size_bytes();
+    }
+    std::vector<int> order(cost.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return cost[a] > cost[b]; });
+    return order;
+  }
+
+  /** "" unless the tables cannot fit the devices' memory in any layout. */
+  [[nodiscard]] std::string find_memory_infeasibility() const {
+    std::int64_t need = 0, hbm = 0, uvm = 0;
+    for (const TableSpec& t : task_.workload.tables) need += t.size_bytes();
+    for (const Device& d : task_.topology.devices) hbm += d.hbm_bytes, uvm += d.uvm_bytes;
+    const bool uvm_ok = options_.uvm && task_.constraints.allow_uvm;
+    const std::int64_t room = hbm + (uvm_ok ? uvm : 0);
+    if (need <= room) return "";
+    return detail::concat("the tables need ", gib(need), " but the ", n_, " devices hold ", gib(room),
+                          uvm_ok ? " (HBM and UVM)" : " of HBM", ": no plan fits");
+  }
+
+  [[nodiscard]] std::string no_fit_reason(int t) const {
+    std::int64_t most_free = 0;
+    for (int d = 0; d < n_; ++d)
+      most_free = std::max(most_free, task_.topology.devices[static_cast<std::size_t>(d)].hbm_bytes - state_.load(d).hbm_bytes);
+    return detail::concat("table '", spec(t).name, "' (", gib(spec(t).size_bytes()),
+                          ") fits no device in any layout joint tries: the most free HBM left on a device is ",
+                          gib(most_free), " of its ", gib(task_.topology.devices.front().hbm_bytes), " budget");
+  }
+
+  [[nodiscard]] bool allows_rows(int t) const {
+    return options_.rows && task_.constraints.allow_row_split &&
+           (spec(t).constraints.allows(ShardingType::kRowWise) ||
+            (task_.topology.num_hosts() == 1 && spec(t).constraints.allows(ShardingType::kTableRowWise)));
+  }
+  [[nodiscard]] bool allows_columns(int t) const {
+    return options_.columns && task_.constraints.allow_column_split &&
+           spec(t).constraints.allows(ShardingType::kColumnWise);
+  }
+
+  /** Split counts tried: every k up to 16, then powers of two, then the device count. */
+  [[nodiscard]] std::vector<int> part_counts(int limit) const {
+    std::vector<int> ks;
+    for (int k = 2; k <= limit; k = k < 16 ? k + 1 : k * 2) ks.push_back(k);
+    if (limit >= 2 && (ks.empty() || ks.back() != limit)) ks.push_back(limit);
+    return ks;
+  }
+
+  /** Every layout the task and the table allow. */
+  [[nodiscard]] std::vector<Layout> all_layouts(int t) const {
+    std::vector<Layout> out;
+    const TableSpec& s = spec(t);
+    const int min_width = std::max(4, s.constraints.min_partition);
+    if (s.constraints.allows(ShardingType::kTableWise)) out.push_back({Layout::Kind::kWhole, 1});
+    if (allows_rows(t) && options_.torchrec) {
+      if (spec(t).constraints.allows(ShardingType::kRowWise) && s.num_rows() >= n_)
+        out.push_back({Layout::Kind::kRows, n_, 0});
+      const int per_host = task_.topology.devices_per_host;
+      if (task_.topology.num_hosts() > 1 && spec(t).constraints.allows(ShardingType::kTableRowWise) &&
+          s.num_rows() >= per_host) {
+        for (int first = 0; first + per_host <= n_; first += per_host)
+          out.push_back({Layout::Kind::kRows, per_host, first});
+      }
+    } else if (allows_rows(t)) {
+      const int limit = static_cast<int>(std::min<std::int64_t>(max_parts_, s.num_rows()));
+      for (int k : part_counts(limit)) out.push_back({Layout::Kind::kRows, k});
+    }
+    if (allows_columns(t)) {
+      const int limit = std::min(max_parts_, s.dim / min_width);
+      for (int k : part_counts(limit)) out.push_back({Layout::Kind::kColumns, k});
+    }
+    return out;
+  }
+
+  /** The greedy start's layouts: whole where the table allows it (splits come from the search). */
+  [[nodiscard]] std::vector<Layout> start_layouts(int t) const {
+    std::vector<Layout> all = all_layouts(t);
+    if (!all.empty() && all.front().kind == Layout::Kind::kWhole) return {all.front()};
+    return all;
+  }
+
+  /** Devices a piece of `t` is tried on: all when few, else the least loaded (joint.h). */
+  std::vector<int> candidates(int t) {
+    std::vector<bool> taken(static_cast<std::size_t>(n_), false);
+    for (const Piece& p : state_.pieces(t)) taken[static_cast<std::size_t>(p.placed.shard.device)] = true;
+    std::vector<int> out;
+    for (int d = 0; d < n_; ++d)
+      if (!taken[static_cast<std::size_t>(d)]) out.push_back(d);
+    if (n_ <= 32 || static_cast<int>(out.size()) <= options_.candidates) return out;
+    const auto& devs = state_.breakdown().devices;
+    const auto key = [&](int d) {
+      return std::pair(devs[static_cast<std::size_t>(d)].sum_ms(), state_.load(d).hbm_bytes);
+    };
+    std::partial_sort(out.begin(), out.begin() + options_.candidates, out.end(),
+                      [&](int a, int b) { return key(a) < key(b); });
+    out.resize(static_cast<std::size_t>(options_.candidates));
+    return out;
+  }
+
+  /** Lays `t` out as `layout`, each piece on the device that scores best; false if one fits nowhere. */
+  bool insert(int t, Layout layout, bool uvm) {
+    state_.set_layout(t, layout);
+    const TableSpec& s = spec(t);
+    for (const Shard& shard : layout_shards(layout, s.num_rows(), s.dim)) {
+      Score best;
+      int best_device = -1;
+      const int fixed = layout.first_device + static_cast<int>(state_.pieces(t).size());
+      for (int d : layout.first_device >= 0 ? std::vector<int>{fixed} : candidates(t)) {
+        Piece p;
+        if (!state_.make_piece(t, shard, d, uvm, p)) continue;
+        state_.add(p);
+        const Score now = score();
+        state_.pop_piece(t);
+        if (best_device < 0 || better(now, best)) best = now, best_device = d;
+      }
+      if (best_device < 0) {
+        state_.remove_table(t);
+        return false;
+      }
+      Piece p;
+      EMBSHARD_ASSERT(state_.make_piece(t, shard, best_device, uvm, p));
+      state_.add(p);
+    }
+    return true;
+  }
+
+  /** Inserts `t` in whichever of `layouts` scores best (HBM only first, then with UVM). */
+  bool insert_best(int t, const std::vector<Layout>& layouts) {
+    for (const bool uvm : {false, true}) {
+      if (uvm && !(options_.uvm && task_.constraints.allow_uvm && spec(t).constraints.allow_uvm)) break;
+      Score best;
+      const Layout* chosen = nullptr;
+      for (const Layout& layout : layouts) {
+        if (!insert(t, layout, uvm)) continue;
+        const Score now = score();
+        state_.remove_table(t);
+        if (chosen == nullptr || better(now, best)) best = now, chosen = &layout;
+      }
+      if (chosen != nullptr) {
+        EMBSHARD_ASSERT(insert(t, *chosen, uvm));
+        return true;
+      }
+    }
+    // Construction layouts may all be too coarse: any layout at all.
+    if (layouts.size() < all_layouts(t).size()) return insert_best(t, all_layouts(t));
+    return false;
+  }
+
+  /**
+   * Tiny tasks: scores every table-wise plan (identical devices on one host are interchangeable:
+   * a table opens at most one new device) and keeps the best; false when there are too many.
+   */
+  bool exact_start(ShardStats& stats) {
+    double plans = 1.0;
+    for (int t = 0; t < state_.num_tables(); ++t) plans *= n_;
+    const auto& tables = task_.workload.tables;
+    if (plans > static_cast<double>(options_.exact_limit) * (symmetric() ? 24.0 : 1.0) ||
+        !spec(0).constraints.allows(ShardingType::kTableWise))
+      return false;
+    for (const TableSpec& t : tables)
+      if (!t.constraints.allows(ShardingType::kTableWise)) return false;
+    const bool sym = symmetric();
+    Score best;
+    std::vector<int> devices(tables.size()), best_devices;
+    std::int64_t leaves = 0;
+    const std::function<void(int, int)> visit = [&](int t, int opened) {
+      if (leaves > options_.exact_limit) return;
+      if (t == state_.num_tables()) {
+        ++leaves;
+        const Score now = score();
+        if (best_devices.empty() || better(now, best)) best = now, best_devices = devices;
+        return;
+      }
+      const int limit = sym ? std::min(n_, opened + 1) : n_;
+      for (int d = 0; d < limit; ++d) {
+        Piece p;
+        if (!state_.make_piece(t, {0, 0, spec(t).num_rows(), 0, spec(t).dim, -1}, d, false, p)) continue;
+        state_.set_layout(t, {});
+        state_.add(p);
+        devices[static_cast<std::size_t>(t)] = d;
+        visit(t + 1, std::max(opened, d + 1));
+        state_.pop_piece(t);
+      }
+    };
+    visit(0, 0);
+    stats.plans_evaluated += leaves;
+    if (leaves > options_.exact_limit || best_devices.empty()) return false;
+    for (int t = 0; t < state_.num_tables(); ++t) {
+      Piece p;
+      EMBSHARD_ASSERT(state_.make_piece(t, {0, 0, spec(t).num_rows(), 0, spec(t).dim, -1},
+                                        best_devices[static_cast<std::size_t>(t)], false, p));
+      state_.set_layout(t, {});
+      state_.add(p);
+    }
+    return true;
+  }
+
+  [[nodiscard]] bool symmetric() const {
+    const Device& first = task_.topology.devices.front();
+    if (task_.topology.num_hosts() != 1) return false;
+    return std::all_of(task_.topology.devices.begin(), task_.topology.devices.end(), [&](const Device& d) {
+      return d.hbm_bytes == first.hbm_bytes && d.uvm_bytes == first.uvm_bytes &&
+             d.hbm_gbps == first.hbm_gbps && d.uvm_gbps == first.uvm_gbps;
+    });
+  }
+
+  /** Tables with a piece on one of `devices`, heaviest first. */
+  std::vector<int> tables_on(const std::vector<int>& devices) const {
+    std::vector<int> out;
+    for (int t : order_) {
+      for (const Piece& p : state_.pieces(t)) {
+        if (std::find(devices.begin(), devices.end(), p.placed.shard.device) != devices.end()) {
+          out.push_back(t);
+          break;
+        }
+      }
+    }
+    return out;
+  }
+
+  /** Moves piece `i` of `t` to the best other device if that helps. */
+  bool try_moves(int t, std::size_t i, const Score& current, bool uvm) {
+    if (state_.layout(t).first_device >= 0) return false;
+    const Piece old = state_.lift(t, i);
+    Score best = current;
+    Piece chosen;
+    bool found = false;
+    for (int d : candidates(t)) {
+      Piece p;
+      if (!state_.make_piece(t, old.placed.shard, d, uvm, p)) continue;
+      state_.place(i, p);
+      const Score now = score();
+      state_.lift(t, i);
+      if (better(now, best)) best = now, chosen = p, found = true;
+    }
+    state_.place(i, found ? chosen : old);
+    return found;
+  }
+
+  /** Swaps piece `i` of `t` with a piece of another table on another device if that helps. */
+  bool try_swaps(int t, std::size_t i, const Score& current, bool uvm, const std::vector<int>& critical) {
+    const int from = state_.pieces(t)[i].placed.shard.device;
+    for (int u = 0; u < state_.num_tables(); ++u) {
+      if (u == t) continue;
+      for (std::size_t j = 0; j < state_.pieces(u).size(); ++j) {
+        const int to = state_.pieces(u)[j].placed.shard.device;
+        if (to == from || state_.layout(t).first_device >= 0 || state_.layout(u).first_device >= 0 || std::find(critical.begin(), critical.end(), to) != critical.end() ||
+            !lighter(state_.pieces(u)[j], state_.pieces(t)[i]) || holds(t, to) || holds(u, from))
+          continue;
+        const Piece a = state_.lift(t, i);
+        const Piece b = state_.lift(u, j);
+        Piece a2, b2;
+        if (state_.make_piece(t, a.placed.shard, to, uvm, a2)) {
+          state_.place(i, a2);
+          if (state_.make_piece(u, b.placed.shard, from, uvm, b2)) {
+            state_.place(j, b2);
+            if (better(score(), current)) return true;
+            state_.lift(u, j);
+          }
+          state_.lift(t, i);
+        }
+        state_.place(i, a);
+        state_.place(j, b);
+      }
+    }
+    return false;
+  }
+
+  /** Whether `b` puts less of something on a device than `a` (else swapping them cannot help `a`'s device). */
+  [[nodiscard]] static bool lighter(const Piece& b, const Piece& a) {
+    return b.fw_units < a.fw_units || b.bw_units < a.bw_units || b.input_bytes < a.input_bytes ||
+           b.placed.shard.num_cols() < a.placed.shard.num_cols() ||
+           (a.fw_units == 0 && a.bw_units == 0);  // a model that is not additive: unknown
+  }
+
+  [[nodiscard]] bool holds(int t, int device) const {
+    for (const Piece& p : state_.pieces(t))
+      if (p.placed.shard.device == device) return true;
+    return false;
+  }
+
+  /**
+   * Gives `sizes[k]` rows to the k-th row piece of `t` (in row order, each on its device): false,
+   * with nothing changed, when a piece no longer fits its device.
+   */
+  bool set_row_sizes(int t, const std::vector<std::int64_t>& sizes, bool uvm) {
+    const std::size_t k = sizes.size();
+    std::vector<Piece> old(k), made(k);
+    for (std::size_t i = 0; i < k; ++i) old[i] = state_.lift(t, i);
+    std::int64_t begin = 0;
+    std::size_t placed = 0;
+    for (; placed < k; ++placed) {
+      Shard s = old[placed].placed.shard;
+      s.row_begin = begin, s.row_end = begin + sizes[placed], s.hbm_rows = -1;
+      begin = s.row_end;
+      if (!state_.make_piece(t, s, s.device, uvm, made[placed])) break;
+      state_.place(placed, made[placed]);
+    }
+    if (placed == k) return true;
+    for (std::size_t i = 0; i < placed; ++i) state_.lift(t, i);
+    for (std::size_t i = 0; i < k; ++i) state_.place(i, old[i]);
+    return false;
+  }
+
+  /**
+   * Uneven row ranges: moves a share (1/2 … 1/32) of a row piece on a critical device to another
+   * piece of the same table, where that helps.
+   */
+  bool try_row_shift(int t, const Score& current, bool uvm, const std::vector<int>& critical) {
+    if (state_.layout(t).kind != Layout::Kind::kRows || state_.layout(t).first_device >= 0 ||
+        state_.pieces(t).size() < 2)
+      return false;
+    std::vector<std::int64_t> sizes;
+    for (const Piece& p : state_.pieces(t)) sizes.push_back(p.placed.shard.num_rows());
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      const int from = state_.pieces(t)[i].placed.shard.device;
+      if (std::find(critical.begin(), critical.end(), from) == critical.end()) continue;
+      for (std::size_t j = 0; j < sizes.size(); ++j) {
+        if (j == i) continue;
+        for (const std::int64_t part : {2, 4, 8, 16, 32}) {
+          const std::int64_t delta = sizes[i] / part;
+          if (delta == 0 || delta >= sizes[i]) continue;
+          std::vector<std::int64_t> shifted = sizes;
+          shifted[i] -= delta, shifted[j] += delta;
+          if (!set_row_sizes(t, shifted, uvm)) continue;
+          if (score().value < current.value * (1.0 - 1e-6)) return true;  // no plateau moves: endless
+          EMBSHARD_ASSERT(set_row_sizes(t, sizes, uvm));
+        }
+      }
+    }
+    return false;
+  }
+
+  /** Re-lays `t` out in whichever layout scores best; restores it when none helps. */
+  bool try_relayout(int t, const Score& current) {
+    const Layout old_layout = state_.layout(t);
+    const std::vector<Piece> old = state_.remove_table(t);
+    if (insert_best(t, all_layouts(t)) && better(score(), current)) return true;
+    state_.remove_table(t);
+    state_.set_layout(t, old_layout);
+    for (const Piece& p : old) state_.add(p);
+    return false;
+  }
+
+  /**
+   * Local search around the critical devices until no move helps: cheap moves first (a piece to
+   * another device), then swaps, then new layouts for the heaviest tables there.
+   */
+  void improve(ShardStats& stats, bool swaps) {
+    const bool uvm = options_.uvm && task_.constraints.allow_uvm;
+    while (!out_of_time()) {
+      const Score current = score();
+      ++stats.nodes_visited;
+      const std::vector<int> critical = state_.critical_devices();
+      const std::vector<int> tables = tables_on(critical);
+      const auto on_critical = [&](int t, std::size_t i) {
+        const int d = state_.pieces(t)[i].placed.shard.device;
+        return std::find(critical.begin(), critical.end(), d) != critical.end();
+      };
+      const auto each_critical_piece = [&](auto&& move) {
+        for (int t : tables) {
+          const bool table_uvm = uvm && spec(t).constraints.allow_uvm;
+          for (std::size_t i = 0; i < state_.pieces(t).size(); ++i)
+            if (on_critical(t, i) && move(t, i, table_uvm)) return true;
+        }
+        return false;
+      };
+      if (each_critical_piece([&](int t, std::size_t i, bool u) { return try_moves(t, i, current, u); })) continue;
+      bool shifted = false;
+      for (std::size_t k = 0; k < tables.size() && !shifted; ++k)
+        shifted = try_row_shift(tables[k], current, uvm && spec(tables[k]).constraints.allow_uvm, critical);
+      if (shifted) continue;
+      if (swaps && n_ <= 32 &&
+          each_critical_piece([&](int t, std::size_t i, bool u) { return try_swaps(t, i, current, u, critical); }))
+        continue;
+      bool relaid = false;
+      for (std::size_t k = 0; k < tables.size() && k < 4 && !relaid; ++k) relaid = try_relayout(tables[k], current);
+      if (!relaid) break;
+    }
+  }
+
+  /** Re-lays out one to three random tables in random layouts (seeded). */
+  void perturb() {
+    const int count = 1 + static_cast<int>(rng_.below(3));
+    std::vector<int> chosen;
+    const std::vector<int> critical = tables_on(state_.critical_devices());
+    for (int k = 0; k < count; ++k) {
+      const bool from_critical = !critical.empty() && rng_.below(2) == 0;
+      chosen.push_back(from_critical ? critical[rng_.below(critical.size())]
+                                     : static_cast<int>(rng_.below(state_.num_tables())));
+    }
+    std::sort(chosen.begin(), chosen.end());
+    chosen.erase(std::unique(chosen.begin(), chosen.end()), chosen.end());
+    const State::Snapshot before = state_.snapshot();
+    for (int t : chosen) state_.remove_table(t);
+    for (int t : chosen) {
+      const std::vector<Layout> layouts = all_layouts(t);
+      const Layout layout = layouts[rng_.below(layouts.size())];
+      const bool uvm = options_.uvm && task_.constraints.allow_uvm && spec(t).constraints.allow_uvm;
+      if (!insert(t, layout, uvm) && !insert_best(t, layouts)) {
+        state_.restore(before);
+        return;
+      }
+    }
+  }
+
+  const Task& task_;
+  Options options_;
+  const Context& ctx_;
+  State state_;
+  int n_;
+  int max_parts_;
+  Rng rng_;
+  std::chrono::steady_clock::time_point deadline_;
+  std::vector<int> order_;
+  std::int64_t evaluations_ = 0;
+};
+
+class JointSharder final : public Sharder {
+ public:
+  explicit JointSharder(Options options) : options_(options) {}
+  [[nodiscard]] bool uses_cost_model() const override { return true; }
+  [[nodiscard]] ShardResult shard(const Task& task, CostModel* cost, const Context& ctx) const override {
+    ShardResult result = Search(task, *cost, options_, ctx).run();
+    if (result.status != ShardStatus::kOk) return result;
+    const std::optional<double> bound = cost->lower_bound(task, options_.objective);
+    if (bound && *bound > 0 && options_.objective != Objective::kBalance) {
+      const double value = objective_value(cost->estimate(task, result.plan, ctx), options_.objective);
+      result.stats.solver_gap = (value - *bound) / *bound;
+    }
+    return result;
+  }
+
+ private:
+  Options options_;
+};
+
+}  // namespace
+}  // namespace joint
+
+void register_joint(Registry<Sharder>& registry) {
+  registry.add(
+      {"joint",
+       "embshard's planner: every table's layout (whole, rows, columns, HBM/UVM split) chosen with "
+       "the device of every piece by local search on the cost model's objective (src/shard/joint/joint.h)",
+       {{"objective", ParamType::kString, "step", {}, {}, {"step", "max_sum", "balance"},
+         "what the plan minimises (balance: maximises)"},
+        {"time_ms", ParamType::kInt, "2000", 0, 1e9, {},
+         "deadline of the search in ms (the context's deadline when sooner); the best plan so far is returned"},
+        {"patience", ParamType::kInt, "40", 0, 1000000, {},
+         "rounds of perturbation without improvement before the search stops"},
+        {"evaluations", ParamType::kInt, "300000", 0, 1e15, {},
+         "objective evaluations after which no new round of perturbation starts (keeps runs deterministic)"},
+        {"max_parts", ParamType::kInt, "0", 0, 1 << 18, {}, "most pieces a table is split into (0: the device count)"},
+        {"rows", ParamType::kBool, "true", {}, {}, {}, "try row-wise layouts"},
+        {"columns", ParamType::kBool, "true", {}, {}, {}, "try column-wise layouts"},
+        {"uvm", ParamType::kBool, "true", {}, {}, {}, "keep rows that do not fit HBM in UVM where the task allows"},
+        {"torchrec", ParamType::kBool, "false", {}, {}, {},
+         "only row layouts TorchRec's training path runs: even blocks over all devices or one whole host, in rank order"},
+        {"exact_limit", ParamType::kInt, "200000", 0, 1 << 30, {},
+         "score every table-wise plan when there are at most this many (tiny tasks)"},
+        {"candidates", ParamType::kInt, "8", 1, 1 << 18, {},
+         "devices a piece is tried on when there are more than 32 (the least loaded)"}}},
+      [](const Params& p, const Context&) {
+        joint::Options o;
+        o.objective = parse_objective(p.get_string("objective"));
+        o.time_ms = static_cast<double>(p.get_int("time_ms"));
+        o.patience = static_cast<int>(p.get_int("patience"));
+        o.max_parts = static_cast<int>(p.get_int("max_parts"));
+        o.evaluations = p.get_int("evaluations");
+        o.rows = p.get_bool("rows");
+        o.columns = p.get_bool("columns");
+        o.uvm = p.get_bool("uvm");
+        o.torchrec = p.get_bool("torchrec");
+        o.exact_limit = p.get_int("exact_limit");
+        o.candidates = static_cast<int>(p.get_int("candidates"));
+        return std::make_unique<joint::JointSharder>(o);
+      });
+}
+
+}  // namespace embshard::detail

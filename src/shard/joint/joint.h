@@ -1,0 +1,180 @@
+#pragma once
+/**
+ * @file joint.h
+ * @brief `joint`: embshard's own planner. Every table's layout — whole, row-wise over a group of
+ *        devices, column-wise pieces, and each piece's split between HBM and UVM — is chosen
+ *        together with the device of every piece, by local search on the exact objective of the
+ *        cost model it is given.
+ *
+ * Search space. A table t of R rows and C columns takes one layout:
+ *   whole       one piece (table_wise)
+ *   rows k      k pieces of ⌈R/k⌉ rows in order (the last shorter), on k distinct devices
+ *               (row_wise; table_row_wise when the devices share a host in a multi-host topology);
+ *               the search then makes the ranges uneven where balance needs it (a share of 1/2 …
+ *               1/32 of a piece's rows moves to another piece of the table)
+ *   columns k   k pieces of near-equal widths, each a multiple of 4, on k distinct devices
+ *               (column_wise)
+ * for k from 2 to `max_parts` (default: the number of devices) where the task and the table's
+ * constraints allow the type. A piece placed on a device whose HBM cannot hold it keeps as many
+ * rows in HBM as fit — its hottest, as RecShard ranks them (`Shard::hbm_rows`) — and the rest in
+ * UVM, when the task and the table allow UVM and the device's host memory holds the rest.
+ *
+ * State. Per device the model's additive terms (cost/compute_model.h `is_additive`: sim) or its
+ * shards (other models: asked per device, cached), the output columns it sends, the index bytes it
+ * receives and its memory. `objective()` is the model's exact objective of the current plan: the
+ * same compute, comm and input all-to-all `assemble_breakdown` would produce.
+ *
+ * Algorithm (deterministic for a seed unless the deadline cuts it short):
+ *   1. exact start on tiny tasks: when the table-wise plans number at most `exact_limit`
+ *      (devices^tables, up to relabelling identical devices), every one is scored and the best
+ *      starts the search — so `joint` is never worse than `exhaustive`;
+ *   2. otherwise a greedy start: tables by decreasing compute, each in the layout (whole, rows k,
+ *      columns k) whose pieces, each put on the device that keeps the objective lowest, leave the
+ *      lowest objective; a table that fits nowhere whole is split in rows until it fits;
+ *   3. local search until no move helps: for each piece on a critical device (one that sets a term
+ *      of the objective), move it to another device, swap it with a piece elsewhere, or re-lay its
+ *      table out (every layout, pieces placed greedily); a move is taken when it lowers the
+ *      objective, or keeps it and lowers Σ_d (device step)² (which breaks plateaus);
+ *   4. iterated local search: re-lay out a few random tables (seeded), search again, keep the best;
+ *      stops after `patience` rounds without improvement or at the deadline (`time_ms`, or the
+ *      context's deadline when sooner).
+ * With `torchrec=true` the row layouts are those TorchRec's training path can run (the export,
+ * plan/torchrec_export.h, rejects others): rows over every device, or over every device of one
+ * host (table_row_wise, multi-host topologies), in blocks of ⌈R/k⌉ in rank order, never moved or
+ * made uneven; the Python package's TorchRec planner asks for it.
+ * At large sizes (more than 32 devices) a piece is tried only on the `candidates` devices with the
+ * least step time, so one move costs O(candidates · devices).
+ */
+#include <cstdint>
+#include <vector>
+
+#include "embshard/cost/cost_model.h"
+#include "embshard/plan/plan.h"
+
+namespace embshard::detail::joint {
+
+/** A table's layout: whole, or split into `parts` row ranges or column ranges. */
+struct Layout {
+  enum class Kind { kWhole, kRows, kColumns };
+  Kind kind = Kind::kWhole;
+  int parts = 1;
+  /// ≥ 0: piece i sits on device first_device + i, fixed (TorchRec's row-wise blocks in rank order)
+  int first_device = -1;
+  friend bool operator==(const Layout&, const Layout&) = default;
+};
+
+struct Options {
+  Objective objective = Objective::kStep;
+  double time_ms = 2000.0;
+  int patience = 40;
+  std::int64_t evaluations = 300000;
+  int max_parts = 0;            ///< 0: the number of devices
+  bool rows = true;
+  bool columns = true;
+  bool uvm = true;
+  bool torchrec = false;        ///< only layouts TorchRec's training path runs (joint.h)
+  std::int64_t exact_limit = 200000;
+  int candidates = 8;
+};
+
+/**
+ * One piece of a table on a device, with what it adds to the device. Costs are kept in integer
+ * units (`kUnitsPerMs`) so that adding and removing pieces is exact: a device's sums depend only
+ * on which pieces it holds, never on the order moves were tried in.
+ */
+inline constexpr double kUnitsPerMs = 1e9;
+struct Piece {
+  PlacedShard placed;
+  std::int64_t fw_units = 0;    ///< its additive part (additive models only), in 1e-9 ms
+  std::int64_t bw_units = 0;
+  std::int64_t input_bytes = 0; ///< indices and lengths it receives per step
+  std::int64_t hbm_bytes = 0;
+  std::int64_t uvm_bytes = 0;
+};
+
+/** What one device holds. */
+struct DeviceLoad {
+  std::int64_t fw_units = 0;    ///< Σ pieces' cost (additive models)
+  std::int64_t bw_units = 0;
+  int pieces = 0;
+  std::int64_t dims = 0;
+  std::int64_t input_bytes = 0;
+  std::int64_t hbm_bytes = 0;
+  std::int64_t uvm_bytes = 0;
+};
+
+/** The plan being searched: pieces per table and the loads they put on the devices. */
+class State {
+ public:
+  State(const Task& task, CostModel& cost, Objective objective, const Context& ctx);
+
+  [[nodiscard]] int num_devices() const { return static_cast<int>(devices_.size()); }
+  [[nodiscard]] int num_tables() const { return static_cast<int>(tables_.size()); }
+  [[nodiscard]] const std::vector<Piece>& pieces(int table) const { return tables_[static_cast<std::size_t>(table)]; }
+  [[nodiscard]] const Layout& layout(int table) const { return layouts_[static_cast<std::size_t>(table)]; }
+  [[nodiscard]] const DeviceLoad& load(int device) const { return devices_[static_cast<std::size_t>(device)]; }
+
+  /**
+   * `shard` of `table` as a piece on `device`: rows that do not fit the device's free HBM go to
+   * UVM when `uvm` allows; false when it does not fit at all.
+   */
+  [[nodiscard]] bool make_piece(int table, Shard shard, int device, bool uvm, Piece& out);
+  void add(const Piece& piece);
+  /** Takes every piece of `table` off its devices and returns them. */
+  std::vector<Piece> remove_table(int table);
+  void set_layout(int table, Layout layout) { layouts_[static_cast<std::size_t>(table)] = layout; }
+  /** Takes the table's last piece off its device and returns it. */
+  Piece pop_piece(int table);
+  /** Takes piece `index` of `table` off its device (its slot stays until `place`). */
+  Piece lift(int table, std::size_t index);
+  /** Puts `piece` into slot `index` of its table (after `lift`; made by `make_piece` meanwhile). */
+  void place(std::size_t index, const Piece& piece);
+
+  /** The model's objective of the current plan (lower is better: `balance` is negated). */
+  [[nodiscard]] double objective();
+  /** Σ_d (device step)² of the last `objective()`, the tie-breaker. */
+  [[nodiscard]] double spread() const { return spread_; }
+  /** Per device its step time (sum_ms) of the last `objective()`. */
+  [[nodiscard]] const CostBreakdown& breakdown() const { return breakdown_; }
+  /** Devices that set a term of the objective in the last `objective()`. */
+  [[nodiscard]] std::vector<int> critical_devices() const;
+
+  [[nodiscard]] Plan plan() const;
+  /** A copy of the pieces and layouts (to restore the best plan found). */
+  struct Snapshot {
+    std::vector<std::vector<Piece>> tables;
+    std::vector<Layout> layouts;
+  };
+  [[nodiscard]] Snapshot snapshot() const { return {tables_, layouts_}; }
+  void restore(const Snapshot& snapshot);
+
+ private:
+  void apply(const Piece& piece, int sign);
+  DeviceCompute device_compute(int device);
+
+  const Task& task_;
+  CostModel& cost_;
+  Objective objective_;
+  const Context& ctx_;
+  bool additive_;
+  DeviceCompute overhead_;
+  std::vector<DeviceLoad> devices_;
+  std::vector<std::vector<Piece>> tables_;
+  std::vector<Layout> layouts_;
+  // Non-additive models: each device's shards and its cached compute.
+  std::vector<std::vector<PlacedShard>> by_device_;
+  std::vector<DeviceCompute> cached_;
+  std::vector<bool> dirty_;
+  CostBreakdown breakdown_;
+  std::vector<std::int64_t> dim_sums_;
+  std::vector<double> fw_comp_;
+  std::vector<double> input_bytes_;
+  std::vector<double> input_ms_;
+  std::vector<DeviceComm> comm_;
+  double spread_ = 0.0;
+};
+
+/** The pieces' shards of `layout` for a table of `rows` × `cols` (devices left 0). */
+[[nodiscard]] std::vector<Shard> layout_shards(Layout layout, std::int64_t rows, int cols);
+
+}  // namespace embshard::detail::joint

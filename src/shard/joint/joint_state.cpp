@@ -1,0 +1,254 @@
+// The plan `joint` searches over (joint.h): pieces per table, loads per device, the exact objective.
+#include <algorithm>
+#include <cmath>
+
+#include "embshard/core/error.h"
+#include "embshard/cost/link_model.h"
+#include "shard/joint/joint.h"
+
+namespace embshard::detail::joint {
+
+std::vector<Shard> layout_shards(Layout layout, std::int64_t rows, int cols) {
+  std::vector<Shard> shards;
+  switch (layout.kind) {
+    case Layout::Kind::kWhole:
+      shards.push_back({0, 0, rows, 0, cols, -1});
+      break;
+    case Layout::Kind::kRows: {
+      const std::int64_t block = (rows + layout.parts - 1) / layout.parts;
+      for (std::int64_t begin = 0; begin < rows; begin += block)
+        shards.push_back({0, begin, std::min(rows, begin + block), 0, cols, -1});
+      break;
+    }
+    case Layout::Kind::kColumns: {
+      const int units = cols / 4;
+      int begin = 0;
+      for (int i = 0; i < layout.parts; ++i) {
+        const int width = 4 * (units / layout.parts + (i < units % layout.parts ? 1 : 0));
+        if (width == 0) continue;
+        shards.push_back({0, 0, rows, begin, begin + width, -1});
+        begin += width;
+      }
+      break;
+    }
+  }
+  return shards;
+}
+
+State::State(const Task& task, CostModel& cost, Objective objective, const Context& ctx)
+    : task_(task), cost_(cost), objective_(objective), ctx_(ctx),
+      additive_(cost.compute().is_additive()),
+      devices_(static_cast<std::size_t>(task.topology.num_devices())),
+      tables_(task.workload.tables.size()),
+      layouts_(task.workload.tables.size()) {
+  if (additive_) overhead_ = cost.compute().device_overhead();
+  const std::size_t n = devices_.size();
+  by_device_.resize(additive_ ? 0 : n);
+  cached_.resize(n);
+  dirty_.assign(n, false);
+  breakdown_.devices.resize(n);
+  dim_sums_.resize(n);
+  fw_comp_.resize(n);
+  input_bytes_.resize(n);
+  input_ms_.resize(n);
+  comm_.resize(n);
+}
+
+bool State::make_piece(int table, Shard shard, int device, bool uvm, Piece& out) {
+  const TableSpec& spec = task_.workload.tables[static_cast<std::size_t>(table)];
+  const Device& dev = task_.topology.devices[static_cast<std::size_t>(device)];
+  const DeviceLoad& load = devices_[static_cast<std::size_t>(device)];
+  shard.device = device;
+  const std::int64_t rows = shard.num_rows();
+  const std::int64_t bytes = spec.shard_bytes(rows, shard.num_cols());
+  std::int64_t hbm_rows = rows;
+  if (load.hbm_bytes + bytes > dev.hbm_bytes) {
+    if (!uvm || !task_.constraints.allow_uvm || !spec.constraints.allow_uvm) return false;
+    const std::int64_t row_bytes = std::max<std::int64_t>(spec.shard_bytes(1, shard.num_cols()), 1);
+    hbm_rows = std::max<std::int64_t>(dev.hbm_bytes - load.hbm_bytes, 0) / row_bytes;
+    if (hbm_rows <= 0) return false;  // a piece served wholly from UVM is never worth its cost here
+  }
+  const std::int64_t hbm_bytes = spec.shard_bytes(hbm_rows, shard.num_cols());
+  const std::int64_t uvm_bytes = spec.shard_bytes(rows - hbm_rows, shard.num_cols());
+  if (load.uvm_bytes + uvm_bytes > dev.uvm_bytes) return false;
+  shard.hbm_rows = hbm_rows == rows ? -1 : hbm_rows;
+  out.placed = {table, shard};
+  out.hbm_bytes = hbm_bytes;
+  out.uvm_bytes = uvm_bytes;
+  const InputCommOptions& input = cost_.comm().input_options();
+  const double share = static_cast<double>(rows) / static_cast<double>(std::max<std::int64_t>(spec.num_rows(), 1));
+  out.input_bytes = std::llround(share * static_cast<double>(spec.stats.num_indices) * input.index_bytes +
+                                  static_cast<double>(task_.workload.batch_size) * input.length_bytes);
+  if (additive_) {
+    const DeviceCompute c = cost_.compute().shard_compute(task_, out.placed);
+    out.fw_units = std::llround(c.fw_ms * kUnitsPerMs);
+    out.bw_units = std::llround(c.bw_ms * kUnitsPerMs);
+  }
+  return true;
+}
+
+void State::apply(const Piece& p, int sign) {
+  const auto d = static_cast<std::size_t>(p.placed.shard.device);
+  DeviceLoad& load = devices_[d];
+  load.fw_units += sign * p.fw_units;
+  load.bw_units += sign * p.bw_units;
+  load.pieces += sign;
+  load.dims += sign * p.placed.shard.num_cols();
+  load.input_bytes += sign * p.input_bytes;
+  load.hbm_bytes += sign * p.hbm_bytes;
+  load.uvm_bytes += sign * p.uvm_bytes;
+  if (additive_) return;
+  dirty_[d] = true;
+  auto& list = by_device_[d];
+  if (sign > 0) {
+    list.push_back(p.placed);
+    return;
+  }
+  const auto it = std::find_if(list.begin(), list.end(), [&](const PlacedShard& s) {
+    return s.table == p.placed.table && s.shard.row_begin == p.placed.shard.row_begin &&
+           s.shard.col_begin == p.placed.shard.col_begin;
+  });
+  EMBSHARD_ASSERT(it != list.end());
+  list.erase(it);
+}
+
+void State::add(const Piece& piece) {
+  tables_[static_cast<std::size_t>(piece.placed.table)].push_back(piece);
+  apply(piece, +1);
+}
+
+std::vector<Piece> State::remove_table(int table) {
+  std::vector<Piece> pieces = std::move(tables_[static_cast<std::size_t>(table)]);
+  tables_[static_cast<std::size_t>(table)].clear();
+  for (const Piece& p : pieces) apply(p, -1);
+  return pieces;
+}
+
+Piece State::pop_piece(int table) {
+  auto& pieces = tables_[static_cast<std::size_t>(table)];
+  EMBSHARD_ASSERT(!pieces.empty());
+  Piece p = pieces.back();
+  pieces.pop_back();
+  apply(p, -1);
+  return p;
+}
+
+Piece State::lift(int table, std::size_t index) {
+  const Piece p = tables_[static_cast<std::size_t>(table)][index];
+  apply(p, -1);
+  return p;
+}
+
+void State::place(std::size_t index, const Piece& piece) {
+  tables_[static_cast<std::size_t>(piece.placed.table)][index] = piece;
+  apply(piece, +1);
+}
+
+void State::restore(const Snapshot& snapshot) {
+  for (int t = 0; t < num_tables(); ++t) remove_table(t);
+  layouts_ = snapshot.layouts;
+  for (const auto& pieces : snapshot.tables)
+    for (const Piece& p : pieces) add(p);
+}
+
+DeviceCompute State::device_compute(int device) {
+  const auto d = static_cast<std::size_t>(device);
+  const DeviceLoad& load = devices_[d];
+  if (load.pieces == 0) return {};
+  if (additive_) {
+    return {overhead_.fw_ms + static_cast<double>(load.fw_units) / kUnitsPerMs,
+            overhead_.bw_ms + static_cast<double>(load.bw_units) / kUnitsPerMs};
+  }
+  if (dirty_[d]) {
+    cached_[d] = cost_.compute().device_compute(task_, by_device_[d], ctx_);
+    dirty_[d] = false;
+  }
+  return cached_[d];
+}
+
+double State::objective() {
+  const int n = num_devices();
+  for (int d = 0; d < n; ++d) {
+    const DeviceCompute c = device_compute(d);
+    DeviceCost& cost = breakdown_.devices[static_cast<std::size_t>(d)];
+    cost = {};
+    cost.fw_comp_ms = fw_comp_[static_cast<std::size_t>(d)] = c.fw_ms;
+    cost.bw_comp_ms = c.bw_ms;
+    dim_sums_[static_cast<std::size_t>(d)] = devices_[static_cast<std::size_t>(d)].dims;
+    input_bytes_[static_cast<std::size_t>(d)] = static_cast<double>(devices_[static_cast<std::size_t>(d)].input_bytes);
+  }
+  cost_.comm().device_comm_into(task_, dim_sums_, fw_comp_, comm_);
+  for (int d = 0; d < n; ++d) {
+    breakdown_.devices[static_cast<std::size_t>(d)].fw_comm_ms = comm_[static_cast<std::size_t>(d)].fw_ms;
+    breakdown_.devices[static_cast<std::size_t>(d)].bw_comm_ms = comm_[static_cast<std::size_t>(d)].bw_ms;
+  }
+  const InputCommOptions& input = cost_.comm().input_options();
+  if (input.mode != InputCommMode::kOmit) {
+    // input_all_to_all_ms is the exchange of the input bytes (cost/link_model.h).
+    exchange_ms_into(task_.topology, input_bytes_, input_ms_);
+    apply_input_comm(input_ms_, input.mode, breakdown_);
+  }
+  fill_straggler_wait(breakdown_);
+  spread_ = 0.0;
+  for (const DeviceCost& c : breakdown_.devices) spread_ += c.sum_ms() * c.sum_ms();
+  const double value = objective_value(breakdown_, objective_);
+  return objective_ == Objective::kBalance ? -value : value;
+}
+
+std::vector<int> State::critical_devices() const {
+  const auto& devs = breakdown_.devices;
+  std::vector<int> out;
+  const auto argmax = [&](auto term) {
+    int best = 0;
+    for (int d = 1; d < num_devices(); ++d)
+      if (term(devs[static_cast<std::size_t>(d)]) > term(devs[static_cast<std::size_t>(best)])) best = d;
+    out.push_back(best);
+  };
+  switch (objective_) {
+    case Objective::kStep:
+      argmax([](const DeviceCost& c) { return c.in_comm_ms; });
+      argmax([](const DeviceCost& c) { return c.fw_comp_ms; });
+      argmax([](const DeviceCost& c) { return c.fw_comm_ms; });
+      argmax([](const DeviceCost& c) { return c.bw_comm_ms; });
+      argmax([](const DeviceCost& c) { return c.bw_comp_ms; });
+      break;
+    case Objective::kMaxSum:
+      argmax([](const DeviceCost& c) { return c.sum_ms(); });
+      break;
+    case Objective::kBalance:
+      argmax([](const DeviceCost& c) { return c.fw_comp_ms + c.bw_comp_ms; });
+      argmax([](const DeviceCost& c) { return -(c.fw_comp_ms + c.bw_comp_ms); });
+      break;
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+Plan State::plan() const {
+  Plan plan;
+  const bool multi_host = task_.topology.num_hosts() > 1;
+  for (int t = 0; t < num_tables(); ++t) {
+    TablePlacement tp;
+    tp.table = task_.workload.tables[static_cast<std::size_t>(t)].name;
+    const Layout& layout = layouts_[static_cast<std::size_t>(t)];
+    for (const Piece& p : tables_[static_cast<std::size_t>(t)]) tp.shards.push_back(p.placed.shard);
+    std::sort(tp.shards.begin(), tp.shards.end(), [](const Shard& a, const Shard& b) {
+      return a.row_begin != b.row_begin ? a.row_begin < b.row_begin : a.col_begin < b.col_begin;
+    });
+    if (layout.kind == Layout::Kind::kWhole) {
+      tp.type = ShardingType::kTableWise;
+    } else if (layout.kind == Layout::Kind::kColumns) {
+      tp.type = ShardingType::kColumnWise;
+    } else {
+      const bool one_host = std::all_of(tp.shards.begin(), tp.shards.end(), [&](const Shard& s) {
+        return task_.topology.same_host(s.device, tp.shards.front().device);
+      });
+      tp.type = multi_host && one_host ? ShardingType::kTableRowWise : ShardingType::kRowWise;
+    }
+    plan.tables.push_back(std::move(tp));
+  }
+  return plan;
+}
+
+}  // namespace embshard::detail::joint

@@ -1,0 +1,234 @@
+// Tests of `joint` (src/shard/joint/joint.h) and of the lower bound it is certified against.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "embshard/cost/cost_model.h"
+#include "embshard/data/random.h"
+#include "embshard/eval/cost_models.h"
+#include "embshard/plan/plan_io.h"
+#include "embshard/plan/torchrec_export.h"
+#include "embshard/shard/sharder.h"
+#include "shard_test_util.h"
+#include "test_util.h"
+
+namespace embshard {
+namespace {
+
+using test_util::quiet;
+using test_util::tiny_task;
+
+double value_of(CostModel& cost, const Task& task, const Plan& plan, Objective objective) {
+  return objective_value(cost.estimate(task, plan, quiet()), objective);
+}
+
+const char* const kTinyTopologies[] = {"cpu:devices=3", "v100:gpus_per_node=2", "2080ti:gpus_per_node=4",
+                                       "a100:nodes=2,gpus_per_node=2"};
+
+TEST(Joint, FindsTheExhaustiveOptimumOnTinyTasksAndSplitsOnlyToBeatIt) {
+  for (std::uint64_t seed = 0; seed < 16; ++seed) {
+    const Task task = tiny_task(4 + static_cast<int>(seed % 4), kTinyTopologies[seed % 4], seed);
+    const auto cost = make_cost_model("sim", task);
+    for (const Objective objective : {Objective::kStep, Objective::kMaxSum}) {
+      SCOPED_TRACE(task.topology.name + " seed " + std::to_string(seed) + " " + to_string(objective));
+      const std::string o = std::string("objective=") + to_string(objective);
+      const ShardResult exact = plan_task("exhaustive:" + o, task, cost.get(), quiet());
+      ASSERT_EQ(exact.status, ShardStatus::kOk) << exact.reason;
+      const double optimum = value_of(*cost, task, exact.plan, objective);
+      // Within exhaustive's space (table-wise only), joint finds the same optimum ...
+      const ShardResult same = plan_task("joint:rows=false,columns=false,uvm=false," + o, task, cost.get(), quiet(seed));
+      ASSERT_EQ(same.status, ShardStatus::kOk) << same.reason;
+      EXPECT_NEAR(value_of(*cost, task, same.plan, objective), optimum, 1e-9 * optimum);
+      // ... and with splits it is never worse.
+      const ShardResult full = plan_task("joint:" + o, task, cost.get(), quiet(seed));
+      ASSERT_EQ(full.status, ShardStatus::kOk) << full.reason;
+      const double value = value_of(*cost, task, full.plan, objective);
+      EXPECT_LE(value, optimum * (1 + 1e-9));
+      EXPECT_GE(value * (1 + 1e-12), *cost->lower_bound(task, objective));
+    }
+  }
+}
+
+/** A valid plan with random layouts: whole, columns or uneven rows over random distinct devices. */
+Plan random_split_plan(const Task& task, Rng& rng) {
+  Plan plan;
+  const int n = task.topology.num_devices();
+  for (const TableSpec& t : task.workload.tables) {
+    TablePlacement tp{t.name, ShardingType::kTableWise, {}};
+    std::vector<int> devices(static_cast<std::size_t>(n));
+    for (int d = 0; d < n; ++d) devices[static_cast<std::size_t>(d)] = d;
+    for (int i = n - 1; i > 0; --i) std::swap(devices[static_cast<std::size_t>(i)], devices[rng.below(i + 1)]);
+    const int parts = 1 + static_cast<int>(rng.below(static_cast<std::uint64_t>(n)));
+    const std::uint64_t kind = parts == 1 ? 0 : rng.below(2);
+    if (kind == 0 || (kind == 1 && t.dim / 4 < parts)) {
+      tp.shards.push_back({devices[0], 0, t.num_rows(), 0, t.dim, -1});
+    } else if (kind == 1) {
+      tp.type = ShardingType::kColumnWise;
+      int begin = 0;
+      for (int i = 0; i < parts; ++i) {
+        const int left = (t.dim - begin) / 4 - (parts - 1 - i);
+        const int width = i + 1 == parts ? t.dim - begin : 4 * (1 + static_cast<int>(rng.below(left)));
+        tp.shards.push_back({devices[static_cast<std::size_t>(i)], 0, t.num_rows(), begin, begin + width, -1});
+        begin += width;
+      }
+    }
+    if (kind == 1 && t.dim / 4 >= parts) {
+      plan.tables.push_back(tp);
+      continue;
+    }
+    if (parts > 1 && tp.shards.empty()) {
+      tp.type = ShardingType::kRowWise;
+      std::vector<std::int64_t> cuts{0, t.num_rows()};
+      for (int i = 1; i < parts; ++i) cuts.push_back(static_cast<std::int64_t>(rng.below(t.num_rows())));
+      std::sort(cuts.begin(), cuts.end());
+      cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+      for (std::size_t i = 0; i + 1 < cuts.size(); ++i)
+        tp.shards.push_back({devices[i], cuts[i], cuts[i + 1], 0, t.dim, -1});
+    }
+    plan.tables.push_back(tp);
+  }
+  return plan;
+}
+
+TEST(LowerBound, NoPlanWithAnySplitsBeatsIt) {
+  int checked = 0;
+  for (std::uint64_t seed = 0; seed < 12; ++seed) {
+    for (const char* input : {"exposed", "overlap", "omit"}) {
+      Task task = tiny_task(6 + static_cast<int>(seed % 6), kTinyTopologies[seed % 4], seed);
+      task.workload.batch_size = seed % 2 ? 65536 : 4096;
+      for (Device& d : task.topology.devices) d.hbm_bytes = std::int64_t{1} << 40;  // every plan fits
+      const auto cost = make_cost_model(std::string("sim:input_comm=") + input, task);
+      Rng rng(seed);
+      for (int draw = 0; draw < 40; ++draw) {
+        const Plan plan = random_split_plan(task, rng);
+        ASSERT_EQ(find_error_in_plan(task, plan), "");
+        for (const Objective o : {Objective::kStep, Objective::kMaxSum}) {
+          EXPECT_GE(value_of(*cost, task, plan, o) * (1 + 1e-12), *cost->lower_bound(task, o))
+              << task.topology.name << " seed " << seed << " input " << input << " draw " << draw;
+          ++checked;
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 2000);
+}
+
+TEST(LowerBound, EverySharderRespectsItOnProtocolSizedTasks) {
+  for (std::uint64_t seed = 0; seed < 4; ++seed) {
+    static constexpr int kDims[] = {16, 32, 64, 128};
+    Task task = test_util::pool_task(20 + static_cast<int>(seed) * 10, seed % 2 ? "2080ti" : "v100:gpus_per_node=4",
+                                     seed, kDims);
+    task.workload.batch_size = 65536;
+    const auto cost = make_cost_model("sim", task);
+    const double bound = *cost->lower_bound(task, Objective::kStep);
+    for (const char* spec : {"joint", "neuroshard", "torchrec", "greedy:balance=lookup", "greedy:balance=dim"}) {
+      const ShardResult r = plan_task(spec, task, cost.get(), quiet(seed));
+      if (r.status != ShardStatus::kOk) continue;
+      EXPECT_GE(value_of(*cost, task, r.plan, Objective::kStep) * (1 + 1e-12), bound) << spec << " seed " << seed;
+    }
+  }
+}
+
+TEST(Joint, IsDeterministicForASeedAndReportsItsGap) {
+  static constexpr int kDims[] = {16, 64, 128};
+  const Task task = test_util::pool_task(30, "2080ti", 3, kDims);
+  const auto cost = make_cost_model("sim", task);
+  const ShardResult a = plan_task("joint", task, cost.get(), quiet(5));
+  const ShardResult b = plan_task("joint", task, cost.get(), quiet(5));
+  ASSERT_EQ(a.status, ShardStatus::kOk) << a.reason;
+  Plan pa = a.plan, pb = b.plan;
+  pa.provenance = pb.provenance = {};
+  EXPECT_EQ(plan_to_json(pa), plan_to_json(pb));
+  const double value = value_of(*cost, task, a.plan, Objective::kStep);
+  const double bound = *cost->lower_bound(task, Objective::kStep);
+  EXPECT_NEAR(a.stats.solver_gap, (value - bound) / bound, 1e-12);
+}
+
+TEST(Joint, ADeadlineInThePastStillGivesAValidPlan) {
+  static constexpr int kDims[] = {16, 64};
+  const Task task = test_util::pool_task(40, "v100:gpus_per_node=8", 1, kDims);
+  const auto cost = make_cost_model("sim", task);
+  Context ctx = quiet();
+  ctx.deadline = std::chrono::steady_clock::now();
+  const ShardResult r = plan_task("joint", task, cost.get(), ctx);
+  ASSERT_EQ(r.status, ShardStatus::kOk) << r.reason;  // plan_task checked it
+  EXPECT_NE(r.stats.solver.find("deadline"), std::string::npos) << r.stats.solver;
+}
+
+TEST(Joint, HonoursDevicesOfDifferentSizes) {
+  Task task = test_util::pool_task(12, "v100:gpus_per_node=2", 2, std::array{64});
+  task.workload.batch_size = 65536;
+  for (TableSpec& t : task.workload.tables) t.stats.num_rows = std::max<std::int64_t>(t.stats.num_rows, 2000000);
+  std::int64_t total = 0;
+  for (const TableSpec& t : task.workload.tables) total += t.size_bytes();
+  // Device 0 holds a fifth of the tables, device 1 the rest and a little more.
+  task.topology.devices[0].hbm_bytes = total / 5;
+  task.topology.devices[1].hbm_bytes = total - total / 5 + total / 20;
+  ASSERT_EQ(find_error_in_task(task, "uneven"), "");
+  const auto cost = make_cost_model("sim", task);
+  const ShardResult r = plan_task("joint", task, cost.get(), quiet());
+  ASSERT_EQ(r.status, ShardStatus::kOk) << r.reason;
+  const auto memory = plan_memory(task, r.plan);
+  EXPECT_LE(memory[0].hbm_bytes, task.topology.devices[0].hbm_bytes);
+  EXPECT_GT(memory[1].hbm_bytes, 3 * memory[0].hbm_bytes);
+}
+
+TEST(Joint, InfeasibleOnlyWhenNoTableWisePlanExistsAndSaysWhy) {
+  int infeasible = 0;
+  for (std::uint64_t seed = 0; seed < 30; ++seed) {
+    Task task = tiny_task(5 + static_cast<int>(seed % 3), "v100:gpus_per_node=3", seed);
+    task.constraints.allow_row_split = task.constraints.allow_column_split = false;
+    std::int64_t total = 0, largest = 0;
+    for (const TableSpec& t : task.workload.tables) total += t.size_bytes(), largest = std::max(largest, t.size_bytes());
+    // Budgets around the packing's edge: some tasks fit, some do not.
+    const std::int64_t hbm = std::max(largest, total / 3 + static_cast<std::int64_t>(seed % 5) * (total / 40));
+    for (Device& d : task.topology.devices) d.hbm_bytes = hbm;
+    const auto cost = make_cost_model("sim", task);
+    const ShardResult exact = plan_task("exhaustive", task, cost.get(), quiet());
+    const ShardResult joint = plan_task("joint", task, cost.get(), quiet());
+    EXPECT_EQ(joint.status == ShardStatus::kOk, exact.status == ShardStatus::kOk) << "seed " << seed;
+    if (joint.status == ShardStatus::kInfeasible) {
+      ++infeasible;
+      EXPECT_NE(joint.reason.find("GiB"), std::string::npos) << joint.reason;
+    }
+  }
+  EXPECT_GT(infeasible, 0) << "no task was infeasible: the budgets do not exercise it";
+  // More bytes than every device together: said before any search.
+  Task task = tiny_task(6, "v100:gpus_per_node=2", 1);
+  for (Device& d : task.topology.devices) d.hbm_bytes = 1024;
+  const auto cost = make_cost_model("sim", task);
+  const ShardResult r = plan_task("joint", task, cost.get(), quiet());
+  EXPECT_EQ(r.status, ShardStatus::kInfeasible);
+  EXPECT_NE(r.reason.find("the 2 devices hold"), std::string::npos) << r.reason;
+}
+
+TEST(Joint, TorchrecModePlansWhatTorchRecsTrainingPathRuns) {
+  static constexpr int kDims[] = {32, 64, 128};
+  for (const char* topology : {"a100:nodes=2,gpus_per_node=4", "2080ti"}) {
+    Task task = test_util::pool_task(24, topology, 4, kDims);
+    task.workload.batch_size = 65536;
+    const auto cost = make_cost_model("sim", task);
+    const ShardResult r = plan_task("joint:torchrec=true", task, cost.get(), quiet());
+    ASSERT_EQ(r.status, ShardStatus::kOk) << r.reason;
+    EXPECT_NO_THROW((void)torchrec_plan_json(task, r.plan, {}));
+  }
+}
+
+TEST(Joint, PlansUnderModelsThatDoNotAddUpAndThenPrintsNoBound) {
+  const Task task = tiny_task(10, "cpu:devices=4", 9);
+  const auto cost = make_cost_model("neural:weights=builtin,hardware=any", task);
+  EXPECT_FALSE(cost->compute().is_additive());
+  EXPECT_FALSE(cost->lower_bound(task, Objective::kStep).has_value());
+  const ShardResult r = plan_task("joint", task, cost.get(), quiet());
+  ASSERT_EQ(r.status, ShardStatus::kOk) << r.reason;
+  EXPECT_EQ(r.stats.solver_gap, -1.0);
+}
+
+TEST(Joint, UnknownParametersListWhatExists) {
+  const std::string error = test_util::error_of([] { (void)make_sharder("joint:speed=11"); });
+  EXPECT_NE(error.find("time_ms"), std::string::npos) << error;
+  EXPECT_NE(error.find("torchrec"), std::string::npos) << error;
+}
+
+}  // namespace
+}  // namespace embshard
