@@ -210,17 +210,33 @@ DeviceCompute table_floor_ms(const SimHardware& hw, const TableSpec& spec, std::
 }
 
 /**
- * No exchange in which the devices together send `total_bytes` (each to the others 1/N of its
- * own) can leave every device shorter than this (see the header).
+ * Per byte of an exchange's total volume, the least the slowest device's time grows: device d sends
+ * 1/N of its bytes to each other device, (h − 1)/N of them inside its host of h devices and
+ * (N − h)/N across hosts, over links that run concurrently, so some device needs at least the
+ * average device's intra-host bytes / intra bandwidth and its inter-host bytes / inter bandwidth.
  */
-double exchange_floor_ms(const Task& task, double total_bytes) {
+double exchange_ms_per_byte(const Task& task) {
   const Topology& topo = task.topology;
   const int n = topo.num_devices();
   if (n <= 1) return 0.0;
-  const double bytes = static_cast<double>(n - 1) * total_bytes / (n * static_cast<double>(n));
-  const double gbps = topo.num_hosts() > 1 ? topo.intra_host_gbps + topo.inter_host_gbps
-                                           : topo.intra_host_gbps;
-  return topo.a2a_latency_us / 1000.0 + (gbps > 0 ? bytes / (gbps * 1e6) : 0.0);
+  const int per_host = std::min(std::max(topo.devices_per_host, 1), n);
+  const int smallest_host = n % per_host == 0 ? per_host : n % per_host;
+  const double nn = static_cast<double>(n) * n;
+  const auto per = [](double share, double gbps) { return gbps > 0 ? share / (gbps * 1e6) : 0.0; };
+  return std::max(per((smallest_host - 1) / nn, topo.intra_host_gbps),
+                  topo.num_hosts() > 1 ? per((n - per_host) / nn, topo.inter_host_gbps) : 0.0);
+}
+
+/**
+ * No exchange in which the devices together send `total_bytes` (each to the others 1/N of its
+ * own) can leave every device shorter than this (see the header). The link model counts whole
+ * bytes per device pair: N² bytes of slack keep the floor below it.
+ */
+double exchange_floor_ms(const Task& task, double total_bytes) {
+  const Topology& topo = task.topology;
+  const double n = topo.num_devices();
+  if (n <= 1) return 0.0;
+  return topo.a2a_latency_us / 1000.0 + std::max(0.0, total_bytes - n * n) * exchange_ms_per_byte(task);
 }
 
 /** The fewest bytes the input all-to-all moves in total: every table's lookups once. */
@@ -236,16 +252,6 @@ double input_floor_bytes(const Task& task, const InputCommOptions& input) {
 }  // namespace
 
 namespace {
-
-/** Per byte of an exchange's total volume, the least any device's time grows (exchange_floor_ms). */
-double exchange_ms_per_byte(const Task& task) {
-  const Topology& topo = task.topology;
-  const int n = topo.num_devices();
-  if (n <= 1) return 0.0;
-  const double gbps = topo.num_hosts() > 1 ? topo.intra_host_gbps + topo.inter_host_gbps
-                                           : topo.intra_host_gbps;
-  return gbps > 0 ? static_cast<double>(n - 1) / (n * static_cast<double>(n)) / (gbps * 1e6) : 0.0;
-}
 
 /** What the split bound needs of one table (see the header). */
 struct SplitTable {
@@ -366,7 +372,8 @@ double sim_lower_bound(const Task& task, const SimHardware& hw, Objective object
   if (fs.empty() || ws.empty() ||
       static_cast<double>(fs.size()) * static_cast<double>(ws.size()) * static_cast<double>(tables.size()) > 5e7)
     return averaging;  // too many points to enumerate: the averaging bound alone
-  const double latencies = (2.0 + (exposed ? 1.0 : 0.0)) * task.topology.a2a_latency_us / 1000.0;
+  // The link model counts whole bytes per device pair: N² bytes of slack per exchange.
+  const double latencies = (2.0 + (exposed ? 1.0 : 0.0)) * (task.topology.a2a_latency_us / 1000.0 - n * n * per_byte);
   // On [fs[i], fs[i+1]) × [ws[j], ws[j+1]) the pieces needed for lookups are those at the lower
   // ends (constant there), and those for the rest at least those at the upper ends.
   const auto rest_room = [](const std::vector<double>& points, std::size_t i, double overhead) {
