@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # RecShard's RM1/RM2/RM3 (paper 004 §5, Tables 3 and 5) planned by `recshard` and the three
-# UVM-fallback greedy baselines, judged by the sim backend.
+# UVM-fallback greedy baselines, and embshard's `joint`, judged by the sim backend.
 #
 #   bench/recshard_rm.sh [OUT] [SCALE] [TIME_LIMIT_S] [MODELS]
 #
@@ -23,7 +23,7 @@ mkdir -p "$OUT"
 SHARDERS=("recshard:time_limit_s=$LIMIT" "greedy:balance=size,on_full=uvm"
           "greedy:balance=lookup,on_full=uvm" "greedy:balance=size_and_lookup,on_full=uvm"
           "greedy:balance=lookup_present,on_full=uvm"
-          "greedy:balance=size_and_lookup_present,on_full=uvm")
+          "greedy:balance=size_and_lookup_present,on_full=uvm" "joint")
 CSV="$OUT/summary.csv"
 echo "model,sharder,status,plan_s,step_ms,comp_min,comp_max,comp_mean,comp_std,hbm_lookups_per_gpu,uvm_lookups_per_gpu,uvm_share,solver" > "$CSV"
 printf "%-4s %-50s %9s %9s %9s %9s %9s %8s %12s %12s %8s\n" model sharder plan_s step_ms \

@@ -188,6 +188,7 @@ class LinkCommModel final : public CommModel {
     for (std::size_t d = 0; d < out.size(); ++d) out[d] = {ms_[d], ms_[d]};
   }
   [[nodiscard]] const InputCommOptions& input_options() const override { return input_; }
+  [[nodiscard]] bool is_link_model() const override { return true; }
 
  private:
   std::vector<double> bytes_, ms_;

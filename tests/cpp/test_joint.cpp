@@ -10,6 +10,7 @@
 #include "embshard/plan/torchrec_export.h"
 #include "embshard/shard/sharder.h"
 #include "shard_test_util.h"
+#include "shard/joint/joint.h"
 #include "test_util.h"
 
 namespace embshard {
@@ -232,3 +233,62 @@ TEST(Joint, UnknownParametersListWhatExists) {
 
 }  // namespace
 }  // namespace embshard
+
+namespace embshard::detail::joint {
+namespace {
+
+/** The state's objective against the evaluator's, through random adds, moves and removals. */
+void expect_state_matches_estimate(const Task& task, const std::string& cost_spec, std::uint64_t seed) {
+  const auto cost = make_cost_model(cost_spec, task);
+  const Context ctx = test_util::quiet();
+  State state(task, *cost, Objective::kStep, ctx);
+  Rng rng(seed);
+  const int n = task.topology.num_devices();
+  const auto check = [&](const char* when) {
+    const Plan plan = state.plan();
+    const double want = objective_value(cost->estimate(task, plan, ctx), Objective::kStep);
+    // Costs in integer units, index bytes rounded per piece: agreement to rounding (a byte is
+    // 1e-7 ms on a slow link).
+    EXPECT_NEAR(state.objective(), want, 1e-7 * want) << when << ", " << cost_spec << ", " << task.topology.name;
+  };
+  for (int t = 0; t < state.num_tables(); ++t) {
+    const TableSpec& spec = task.workload.tables[static_cast<std::size_t>(t)];
+    const Layout layout = rng.below(3) == 0 ? Layout{Layout::Kind::kRows, 2 + static_cast<int>(rng.below(3))}
+                                            : Layout{};
+    state.set_layout(t, layout);
+    int device = static_cast<int>(rng.below(static_cast<std::uint64_t>(n)));
+    for (const Shard& s : layout_shards(layout, spec.num_rows(), spec.dim)) {
+      Piece p;
+      ASSERT_TRUE(state.make_piece(t, s, device, false, p));
+      state.add(p);
+      device = (device + 1) % n;
+    }
+  }
+  check("after adding every table");
+  for (int move = 0; move < 40; ++move) {
+    const int t = static_cast<int>(rng.below(static_cast<std::uint64_t>(state.num_tables())));
+    const Piece old = state.lift(t, 0);
+    Piece p;
+    const int to = static_cast<int>(rng.below(static_cast<std::uint64_t>(n)));
+    if (state.make_piece(t, old.placed.shard, to, false, p)) state.place(0, p); else state.place(0, old);
+  }
+  check("after moves");
+  const std::vector<Piece> gone = state.remove_table(0);
+  for (const Piece& p : gone) state.add(p);
+  check("after a removal and re-insertion");
+}
+
+TEST(JointState, ObjectiveIsTheEvaluatorsOnSmallAndLargeTopologies) {
+  static constexpr int kDims[] = {8, 32, 128};
+  for (const char* topology : {"v100:gpus_per_node=8", "a100:nodes=16,gpus_per_node=8", "v100:nodes=8,gpus_per_node=8"}) {
+    Task task = test_util::pool_task(200, topology, 3, kDims);
+    task.workload.batch_size = 65536;
+    for (Device& d : task.topology.devices) d.hbm_bytes = std::int64_t{1} << 40;
+    for (const char* spec : {"sim", "sim:input_comm=omit", "sim:input_comm=overlap"}) {
+      expect_state_matches_estimate(task, spec, 7);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace embshard::detail::joint

@@ -57,6 +57,11 @@ class CommModel {
   }
   /** How the input all-to-all is costed (cost/link_model.h). */
   [[nodiscard]] virtual const InputCommOptions& input_options() const = 0;
+  /**
+   * Whether `device_comm` is the link model of the task's topology at the task's batch (4-byte
+   * outputs), which search code may then keep up to date incrementally (shard/joint).
+   */
+  [[nodiscard]] virtual bool is_link_model() const { return false; }
 };
 
 }  // namespace embshard

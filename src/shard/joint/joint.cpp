@@ -18,6 +18,8 @@ namespace joint {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+/** Most pieces per table unless `max_parts` says otherwise (more only multiplies the output). */
+constexpr int kDefaultMaxParts = 64;
 
 /** An objective value and its tie-breaker. */
 struct Score {
@@ -47,7 +49,7 @@ class Search {
   Search(const Task& task, CostModel& cost, const Options& options, const Context& ctx)
       : task_(task), options_(options), ctx_(ctx), state_(task, cost, options.objective, ctx),
         n_(task.topology.num_devices()),
-        max_parts_(options.max_parts > 0 ? std::min(options.max_parts, n_) : n_),
+        max_parts_(options.max_parts > 0 ? std::min(options.max_parts, n_) : std::min(n_, kDefaultMaxParts)),
         rng_(derive_seed(ctx.seed, 0x6a6f696e74)) {
     const auto start = std::chrono::steady_clock::now();
     deadline_ = start + std::chrono::microseconds(static_cast<std::int64_t>(options.time_ms * 1000.0));
@@ -204,10 +206,9 @@ class Search {
     for (int d = 0; d < n_; ++d)
       if (!taken[static_cast<std::size_t>(d)]) out.push_back(d);
     if (n_ <= 32 || static_cast<int>(out.size()) <= options_.candidates) return out;
-    const auto& devs = state_.breakdown().devices;
-    const auto key = [&](int d) {
-      return std::pair(devs[static_cast<std::size_t>(d)].sum_ms(), state_.load(d).hbm_bytes);
-    };
+    std::vector<double> load(static_cast<std::size_t>(n_));
+    for (int d : out) load[static_cast<std::size_t>(d)] = state_.device_load_ms(d);
+    const auto key = [&](int d) { return std::pair(load[static_cast<std::size_t>(d)], state_.load(d).hbm_bytes); };
     std::partial_sort(out.begin(), out.begin() + options_.candidates, out.end(),
                       [&](int a, int b) { return key(a) < key(b); });
     out.resize(static_cast<std::size_t>(options_.candidates));
@@ -568,7 +569,7 @@ void register_joint(Registry<Sharder>& registry) {
          "rounds of perturbation without improvement before the search stops"},
         {"evaluations", ParamType::kInt, "300000", 0, 1e15, {},
          "objective evaluations after which no new round of perturbation starts (keeps runs deterministic)"},
-        {"max_parts", ParamType::kInt, "0", 0, 1 << 18, {}, "most pieces a table is split into (0: the device count)"},
+        {"max_parts", ParamType::kInt, "0", 0, 1 << 18, {}, "most pieces a table is split into (0: the device count, at most 64)"},
         {"rows", ParamType::kBool, "true", {}, {}, {}, "try row-wise layouts"},
         {"columns", ParamType::kBool, "true", {}, {}, {}, "try column-wise layouts"},
         {"uvm", ParamType::kBool, "true", {}, {}, {}, "keep rows that do not fit HBM in UVM where the task allows"},

@@ -14,7 +14,7 @@
  *               1/32 of a piece's rows moves to another piece of the table)
  *   columns k   k pieces of near-equal widths, each a multiple of 4, on k distinct devices
  *               (column_wise)
- * for k from 2 to `max_parts` (default: the number of devices) where the task and the table's
+ * for k from 2 to `max_parts` (default: the number of devices, at most 64) where the task and the table's
  * constraints allow the type. A piece placed on a device whose HBM cannot hold it keeps as many
  * rows in HBM as fit — its hottest, as RecShard ranks them (`Shard::hbm_rows`) — and the rest in
  * UVM, when the task and the table allow UVM and the device's host memory holds the rest.
@@ -43,13 +43,16 @@
  * host (table_row_wise, multi-host topologies), in blocks of ⌈R/k⌉ in rank order, never moved or
  * made uneven; the Python package's TorchRec planner asks for it.
  * At large sizes (more than 32 devices) a piece is tried only on the `candidates` devices with the
- * least step time, so one move costs O(candidates · devices).
+ * least load. From 64 devices on, with an additive model, the link model and `step` (input
+ * exposed or omitted), the objective is kept up to date per change (fast_step.h: O(devices per
+ * host + log devices) instead of O(devices)), and moves are taken on the objective alone.
  */
 #include <cstdint>
 #include <vector>
 
 #include "embshard/cost/cost_model.h"
 #include "embshard/plan/plan.h"
+#include "shard/joint/fast_step.h"
 
 namespace embshard::detail::joint {
 
@@ -68,7 +71,7 @@ struct Options {
   double time_ms = 2000.0;
   int patience = 40;
   std::int64_t evaluations = 300000;
-  int max_parts = 0;            ///< 0: the number of devices
+  int max_parts = 0;            ///< 0: the number of devices, at most 64
   bool rows = true;
   bool columns = true;
   bool uvm = true;
@@ -134,8 +137,8 @@ class State {
   [[nodiscard]] double objective();
   /** Σ_d (device step)² of the last `objective()`, the tie-breaker. */
   [[nodiscard]] double spread() const { return spread_; }
-  /** Per device its step time (sum_ms) of the last `objective()`. */
-  [[nodiscard]] const CostBreakdown& breakdown() const { return breakdown_; }
+  /** A device's own load in ms: its compute and its bytes over an intra-host link (ranks candidates). */
+  [[nodiscard]] double device_load_ms(int device);
   /** Devices that set a term of the objective in the last `objective()`. */
   [[nodiscard]] std::vector<int> critical_devices() const;
 
@@ -151,6 +154,7 @@ class State {
  private:
   void apply(const Piece& piece, int sign);
   DeviceCompute device_compute(int device);
+  void update_fast(int device);
 
   const Task& task_;
   CostModel& cost_;
@@ -172,6 +176,11 @@ class State {
   std::vector<double> input_ms_;
   std::vector<DeviceComm> comm_;
   double spread_ = 0.0;
+  // Many devices, an additive model, the link model and `step` (fast_step.h): kept per change.
+  bool fast_ = false;
+  bool input_exposed_ = false;
+  FastExchange out_, in_;
+  MaxTree fw_tree_, bw_tree_;
 };
 
 /** The pieces' shards of `layout` for a table of `rows` × `cols` (devices left 0). */

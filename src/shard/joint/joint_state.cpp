@@ -8,6 +8,9 @@
 
 namespace embshard::detail::joint {
 
+/** From this many devices on, the fast path where it applies (joint.h). */
+constexpr std::size_t kFastFromDevices = 64;
+
 std::vector<Shard> layout_shards(Layout layout, std::int64_t rows, int cols) {
   std::vector<Shard> shards;
   switch (layout.kind) {
@@ -52,6 +55,37 @@ State::State(const Task& task, CostModel& cost, Objective objective, const Conte
   input_bytes_.resize(n);
   input_ms_.resize(n);
   comm_.resize(n);
+  const InputCommMode mode = cost.comm().input_options().mode;
+  fast_ = additive_ && cost.comm().is_link_model() && objective == Objective::kStep &&
+          mode != InputCommMode::kOverlap && n >= kFastFromDevices;
+  if (fast_) {
+    input_exposed_ = mode == InputCommMode::kExposed;
+    out_ = FastExchange(task.topology);
+    in_ = FastExchange(task.topology);
+    fw_tree_ = MaxTree(static_cast<int>(n));
+    bw_tree_ = MaxTree(static_cast<int>(n));
+  }
+}
+
+void State::update_fast(int device) {
+  const DeviceCompute c = device_compute(device);
+  fw_tree_.set(device, c.fw_ms);
+  bw_tree_.set(device, c.bw_ms);
+  const DeviceLoad& load = devices_[static_cast<std::size_t>(device)];
+  const double n = num_devices();
+  // The link model's bytes per peer (exchange_ms_into), output and input.
+  out_.set(device, static_cast<std::int64_t>(static_cast<double>(task_.workload.batch_size) *
+                                             static_cast<double>(load.dims) * 4 / n));
+  if (input_exposed_) in_.set(device, static_cast<std::int64_t>(static_cast<double>(load.input_bytes) / n));
+}
+
+double State::device_load_ms(int device) {
+  const DeviceCompute c = device_compute(device);
+  const DeviceLoad& load = devices_[static_cast<std::size_t>(device)];
+  const double bytes = 2.0 * static_cast<double>(task_.workload.batch_size) * static_cast<double>(load.dims) * 4 +
+                       static_cast<double>(load.input_bytes);
+  const double gbps = std::max(task_.topology.intra_host_gbps, 1e-9);
+  return c.fw_ms + c.bw_ms + bytes / (gbps * 1e6);
 }
 
 bool State::make_piece(int table, Shard shard, int device, bool uvm, Piece& out) {
@@ -97,6 +131,7 @@ void State::apply(const Piece& p, int sign) {
   load.input_bytes += sign * p.input_bytes;
   load.hbm_bytes += sign * p.hbm_bytes;
   load.uvm_bytes += sign * p.uvm_bytes;
+  if (fast_) update_fast(static_cast<int>(d));
   if (additive_) return;
   dirty_[d] = true;
   auto& list = by_device_[d];
@@ -167,6 +202,12 @@ DeviceCompute State::device_compute(int device) {
 }
 
 double State::objective() {
+  if (fast_) {
+    // objective_value's order: in, fw, fw_comm, bw_comm, bw.
+    const double out = out_.max_ms();
+    spread_ = 0.0;
+    return (input_exposed_ ? in_.max_ms() : 0.0) + fw_tree_.max() + out + out + bw_tree_.max();
+  }
   const int n = num_devices();
   for (int d = 0; d < n; ++d) {
     const DeviceCompute c = device_compute(d);
@@ -198,6 +239,13 @@ double State::objective() {
 std::vector<int> State::critical_devices() const {
   const auto& devs = breakdown_.devices;
   std::vector<int> out;
+  if (fast_) {
+    out = {fw_tree_.argmax(), bw_tree_.argmax(), out_.busiest()};
+    if (input_exposed_) out.push_back(in_.busiest());
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+  }
   const auto argmax = [&](auto term) {
     int best = 0;
     for (int d = 1; d < num_devices(); ++d)
