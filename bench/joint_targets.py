@@ -28,7 +28,9 @@ def main():
         if r["sharder"].startswith(joint_prefix):
             gaps[r["setting"]].append(float(r["step_ms"]) / float(r["lower_bound_ms"]) - 1)
             times[r["setting"]].append(float(r["plan_ms"]))
-    settings = sorted(set(setting_of.values()), key=lambda s: (len(s), s))
+    def numbers(setting):  # "neuroshard d4 m128" -> (4, 128)
+        return tuple(int("".join(c for c in word if c.isdigit()) or 0) for word in setting.split()[1:])
+    settings = sorted(set(setting_of.values()), key=lambda s: (numbers(s), s))
     header = ["setting", "tasks", "joint planned / any planned"] + \
              [f"vs {name}" for name, _ in RIVALS] + ["median gap", "median plan ms"]
     print("| " + " | ".join(header) + " |")

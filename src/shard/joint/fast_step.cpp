@@ -73,6 +73,13 @@ void FastExchange::refresh_host(int host) {
   host_low_.set(host, -static_cast<double>(h_total));
 }
 
+double FastExchange::own_ms(int device) const {
+  const int host = device / per_host_;
+  const std::int64_t size = std::min(n_, (host + 1) * per_host_) - host * per_host_;
+  const std::int64_t b = b_[static_cast<std::size_t>(device)];
+  return std::max(intra(b * (size - 1)), inter(b * (n_ - size)));
+}
+
 double FastExchange::max_ms() const {
   if (n_ <= 1) return 0.0;
   const auto lowest_host_total = static_cast<std::int64_t>(-host_low_.max());

@@ -48,6 +48,8 @@ class FastExchange {
   [[nodiscard]] double max_ms() const;
   /** The device sending the most. */
   [[nodiscard]] int busiest() const { return bytes_.argmax(); }
+  /** Device d's own sending time in ms (no latency, no receiving): the balance tie-breaker's term. */
+  [[nodiscard]] double own_ms(int device) const;
 
  private:
   void refresh_host(int host);

@@ -198,14 +198,22 @@ class Search {
     return all;
   }
 
-  /** Devices a piece of `t` is tried on: all when few, else the least loaded (joint.h). */
-  std::vector<int> candidates(int t) {
+  /**
+   * Devices a piece of `t` of `bytes` is tried on: all when few, else the least loaded of those
+   * with room for it in HBM (or, if none has, in UVM) (joint.h).
+   */
+  std::vector<int> candidates(int t, std::int64_t bytes = 0) {
     std::vector<bool> taken(static_cast<std::size_t>(n_), false);
     for (const Piece& p : state_.pieces(t)) taken[static_cast<std::size_t>(p.placed.shard.device)] = true;
     std::vector<int> out;
     for (int d = 0; d < n_; ++d)
       if (!taken[static_cast<std::size_t>(d)]) out.push_back(d);
     if (n_ <= 32 || static_cast<int>(out.size()) <= options_.candidates) return out;
+    const auto room = [&](int d) {
+      return task_.topology.devices[static_cast<std::size_t>(d)].hbm_bytes - state_.load(d).hbm_bytes >= bytes;
+    };
+    if (std::any_of(out.begin(), out.end(), room)) std::erase_if(out, [&](int d) { return !room(d); });
+    if (static_cast<int>(out.size()) <= options_.candidates) return out;
     std::vector<double> load(static_cast<std::size_t>(n_));
     for (int d : out) load[static_cast<std::size_t>(d)] = state_.device_load_ms(d);
     const auto key = [&](int d) { return std::pair(load[static_cast<std::size_t>(d)], state_.load(d).hbm_bytes); };
@@ -223,7 +231,8 @@ class Search {
       Score best;
       int best_device = -1;
       const int fixed = layout.first_device + static_cast<int>(state_.pieces(t).size());
-      for (int d : layout.first_device >= 0 ? std::vector<int>{fixed} : candidates(t)) {
+      const std::int64_t bytes = s.shard_bytes(shard.num_rows(), shard.num_cols());
+      for (int d : layout.first_device >= 0 ? std::vector<int>{fixed} : candidates(t, bytes)) {
         Piece p;
         if (!state_.make_piece(t, shard, d, uvm, p)) continue;
         state_.add(p);
@@ -343,7 +352,7 @@ class Search {
     Score best = current;
     Piece chosen;
     bool found = false;
-    for (int d : candidates(t)) {
+    for (int d : candidates(t, old.hbm_bytes + old.uvm_bytes)) {
       Piece p;
       if (!state_.make_piece(t, old.placed.shard, d, uvm, p)) continue;
       state_.place(i, p);

@@ -47,6 +47,7 @@
  * exposed or omitted), the objective is kept up to date per change (fast_step.h: O(devices per
  * host + log devices) instead of O(devices)), and moves are taken on the objective alone.
  */
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -181,6 +182,10 @@ class State {
   bool input_exposed_ = false;
   FastExchange out_, in_;
   MaxTree fw_tree_, bw_tree_;
+  /// Σ_d of the squares of each device's fw, bw, 2 × output and input sending time, in 1e-9 ms
+  /// units: the fast path's spread, exact under add and remove (so no move sequence can cycle).
+  __int128 fast_spread_ = 0;
+  std::vector<std::array<std::int64_t, 4>> fast_terms_;
 };
 
 /** The pieces' shards of `layout` for a table of `rows` × `cols` (devices left 0). */

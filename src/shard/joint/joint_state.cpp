@@ -64,6 +64,7 @@ State::State(const Task& task, CostModel& cost, Objective objective, const Conte
     in_ = FastExchange(task.topology);
     fw_tree_ = MaxTree(static_cast<int>(n));
     bw_tree_ = MaxTree(static_cast<int>(n));
+    fast_terms_.assign(n, {0, 0, 0, 0});
   }
 }
 
@@ -77,6 +78,13 @@ void State::update_fast(int device) {
   out_.set(device, static_cast<std::int64_t>(static_cast<double>(task_.workload.batch_size) *
                                              static_cast<double>(load.dims) * 4 / n));
   if (input_exposed_) in_.set(device, static_cast<std::int64_t>(static_cast<double>(load.input_bytes) / n));
+  auto& terms = fast_terms_[static_cast<std::size_t>(device)];
+  const auto square = [](std::int64_t v) { return static_cast<__int128>(v) * v; };
+  for (const std::int64_t v : terms) fast_spread_ -= square(v);
+  terms = {load.pieces ? load.fw_units : 0, load.pieces ? load.bw_units : 0,
+           2 * std::llround(out_.own_ms(device) * kUnitsPerMs),
+           input_exposed_ ? std::llround(in_.own_ms(device) * kUnitsPerMs) : 0};
+  for (const std::int64_t v : terms) fast_spread_ += square(v);
 }
 
 double State::device_load_ms(int device) {
@@ -205,7 +213,7 @@ double State::objective() {
   if (fast_) {
     // objective_value's order: in, fw, fw_comm, bw_comm, bw.
     const double out = out_.max_ms();
-    spread_ = 0.0;
+    spread_ = static_cast<double>(fast_spread_);
     return (input_exposed_ ? in_.max_ms() : 0.0) + fw_tree_.max() + out + out + bw_tree_.max();
   }
   const int n = num_devices();
