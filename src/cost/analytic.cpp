@@ -369,9 +369,7 @@ double sim_lower_bound(const Task& task, const SimHardware& hw, Objective object
   constexpr std::size_t kCap = 4096;
   const std::vector<double> fs = split_thresholds(a_fw, over_fw, f_low, over_fw + max_whole_fw, kCap);
   const std::vector<double> ws = split_thresholds(a_bw, over_bw, w_low, over_bw + max_whole_bw, kCap);
-  if (fs.empty() || ws.empty() ||
-      static_cast<double>(fs.size()) * static_cast<double>(ws.size()) * static_cast<double>(tables.size()) > 5e7)
-    return averaging;  // too many points to enumerate: the averaging bound alone
+  if (fs.empty() || ws.empty()) return averaging;  // too many points to enumerate
   // The link model counts whole bytes per device pair: N² bytes of slack per exchange.
   const double latencies = (2.0 + (exposed ? 1.0 : 0.0)) * (task.topology.a2a_latency_us / 1000.0 - n * n * per_byte);
   // On [fs[i], fs[i+1]) × [ws[j], ws[j+1]) the pieces needed for lookups are those at the lower
@@ -383,15 +381,30 @@ double sim_lower_bound(const Task& task, const SimHardware& hw, Objective object
   // [0, 1], where the averages grow by (Y_t − 1)(a_fw + a_bw) / N with each table's lookup copies Y_t.
   double duplicated = 0.0;
   for (const SplitTable& s : tables) duplicated += (s.lookup_fw + s.lookup_bw) / n;
+  // A table whose whole cost fits below both lowest maxima needs one copy in every cell: its
+  // output and input cost is a constant; only the others are enumerated.
+  std::vector<SplitTable> active;
+  double inactive_out = 0.0, inactive_in = 0.0, inactive_lookups = 0.0;
+  for (const SplitTable& s : tables) {
+    if (s.lookup_fw + s.rest_fw > f_low - over_fw || s.lookup_bw + s.rest_bw > w_low - over_bw) {
+      active.push_back(s);
+    } else {
+      inactive_out += s.out_ms, inactive_in += s.in_ms, inactive_lookups += (s.lookup_fw + s.lookup_bw) / n;
+    }
+  }
+  if (static_cast<double>(fs.size()) * static_cast<double>(ws.size()) * static_cast<double>(active.size() + 1) > 2e7)
+    return averaging;  // too many cells to enumerate: the averaging bound alone
   double bound = averaging;
   for (const double lambda : {1.0, 0.5, 0.0}) {
     double best = std::numeric_limits<double>::infinity();
+    const double constant = (1.0 - lambda) * (fw_avg + bw_avg - duplicated) + latencies + inactive_out +
+                            inactive_in + (1.0 - lambda) * inactive_lookups;
     for (std::size_t i = 0; i < fs.size(); ++i) {
       const double room_f = fs[i] - over_fw, rest_f = rest_room(fs, i, over_fw);
       for (std::size_t j = 0; j < ws.size(); ++j) {
         const double room_w = ws[j] - over_bw, rest_w = rest_room(ws, j, over_bw);
-        double total = lambda * (fs[i] + ws[j]) + (1.0 - lambda) * (fw_avg + bw_avg - duplicated) + latencies;
-        for (const SplitTable& s : tables) {
+        double total = lambda * (fs[i] + ws[j]) + constant;
+        for (const SplitTable& s : active) {
           const double k = std::max({1.0, s.lookup_fw > 0 ? std::ceil(s.lookup_fw / room_f - 1e-12) : 1.0,
                                      s.lookup_bw > 0 ? std::ceil(s.lookup_bw / room_w - 1e-12) : 1.0});
           const std::array<double, 2> c{s.lookup_fw / rest_f, s.lookup_bw / rest_w};

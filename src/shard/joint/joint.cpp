@@ -18,6 +18,10 @@ namespace joint {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+/** The default evaluation budgets (`evaluations=0`): about 0.1 s on a protocol task, and on the
+ *  fast path (fast_step.h) about the default deadline at 5,000 tables × 1,024 devices. */
+constexpr std::int64_t kEvaluations = 300000;
+constexpr std::int64_t kIncrementalEvaluations = 3000000;
 /** Most pieces per table unless `max_parts` says otherwise (more only multiplies the output). */
 constexpr int kDefaultMaxParts = 64;
 
@@ -71,7 +75,10 @@ class Search {
     int round = 0, since_best = 0, best_round = 0;
     improve(result.stats, false);
     if (better(score(), best)) best = score(), best_plan = state_.snapshot();
-    while (since_best < options_.patience && evaluations_ < options_.evaluations && !out_of_time()) {
+    const std::int64_t budget = options_.evaluations > 0 ? options_.evaluations
+                                : state_.incremental()  ? kIncrementalEvaluations
+                                                        : kEvaluations;
+    while (since_best < options_.patience && evaluations_ < budget && !out_of_time()) {
       ++round;
       perturb();
       improve(result.stats, false);
@@ -572,12 +579,13 @@ void register_joint(Registry<Sharder>& registry) {
        "the device of every piece by local search on the cost model's objective (src/shard/joint/joint.h)",
        {{"objective", ParamType::kString, "step", {}, {}, {"step", "max_sum", "balance"},
          "what the plan minimises (balance: maximises)"},
-        {"time_ms", ParamType::kInt, "2000", 0, 1e9, {},
+        {"time_ms", ParamType::kInt, "1500", 0, 1e9, {},
          "deadline of the search in ms (the context's deadline when sooner); the best plan so far is returned"},
         {"patience", ParamType::kInt, "40", 0, 1000000, {},
          "rounds of perturbation without improvement before the search stops"},
-        {"evaluations", ParamType::kInt, "300000", 0, 1e15, {},
-         "objective evaluations after which no new round of perturbation starts (keeps runs deterministic)"},
+        {"evaluations", ParamType::kInt, "0", 0, 1e15, {},
+         "objective evaluations after which no new round of perturbation starts (keeps runs deterministic); "
+         "0: 300,000, or 3,000,000 where the objective is kept per change (64 devices or more)"},
         {"max_parts", ParamType::kInt, "0", 0, 1 << 18, {}, "most pieces a table is split into (0: the device count, at most 64)"},
         {"rows", ParamType::kBool, "true", {}, {}, {}, "try row-wise layouts"},
         {"columns", ParamType::kBool, "true", {}, {}, {}, "try column-wise layouts"},

@@ -36,8 +36,9 @@
  *      table out (every layout, pieces placed greedily); a move is taken when it lowers the
  *      objective, or keeps it and lowers Σ_d (device step)² (which breaks plateaus);
  *   4. iterated local search: re-lay out a few random tables (seeded), search again, keep the best;
- *      stops after `patience` rounds without improvement or at the deadline (`time_ms`, or the
- *      context's deadline when sooner).
+ *      stops after `patience` rounds without improvement, once `evaluations` objective
+ *      evaluations are spent (default 300,000; 3,000,000 on the fast path below), or at the
+ *      deadline (`time_ms`, default 1.5 s, or the context's deadline when sooner).
  * With `torchrec=true` the row layouts are those TorchRec's training path can run (the export,
  * plan/torchrec_export.h, rejects others): rows over every device, or over every device of one
  * host (table_row_wise, multi-host topologies), in blocks of ⌈R/k⌉ in rank order, never moved or
@@ -69,9 +70,9 @@ struct Layout {
 
 struct Options {
   Objective objective = Objective::kStep;
-  double time_ms = 2000.0;
+  double time_ms = 1500.0;
   int patience = 40;
-  std::int64_t evaluations = 300000;
+  std::int64_t evaluations = 0;  ///< 0: the default budget of the path (joint.cpp)
   int max_parts = 0;            ///< 0: the number of devices, at most 64
   bool rows = true;
   bool columns = true;
@@ -138,6 +139,8 @@ class State {
   [[nodiscard]] double objective();
   /** Σ_d (device step)² of the last `objective()`, the tie-breaker. */
   [[nodiscard]] double spread() const { return spread_; }
+  /** Whether the objective is kept up to date per change (fast_step.h). */
+  [[nodiscard]] bool incremental() const { return fast_; }
   /** A device's own load in ms: its compute and its bytes over an intra-host link (ranks candidates). */
   [[nodiscard]] double device_load_ms(int device);
   /** Devices that set a term of the objective in the last `objective()`. */
