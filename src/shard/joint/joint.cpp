@@ -20,7 +20,7 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 /** The default evaluation budgets (`evaluations=0`): about 0.1 s on a protocol task, and on the
  *  fast path (fast_step.h) about the default deadline at 5,000 tables × 1,024 devices. */
-constexpr std::int64_t kEvaluations = 300000;
+constexpr std::int64_t kEvaluations = 200000;
 constexpr std::int64_t kIncrementalEvaluations = 3000000;
 /** Most pieces per table unless `max_parts` says otherwise (more only multiplies the output). */
 constexpr int kDefaultMaxParts = 64;
@@ -55,6 +55,7 @@ class Search {
         n_(task.topology.num_devices()),
         max_parts_(options.max_parts > 0 ? std::min(options.max_parts, n_) : std::min(n_, kDefaultMaxParts)),
         rng_(derive_seed(ctx.seed, 0x6a6f696e74)) {
+    state_.set_cold_rows_to_uvm(options.uvm);
     const auto start = std::chrono::steady_clock::now();
     deadline_ = start + std::chrono::microseconds(static_cast<std::int64_t>(options.time_ms * 1000.0));
     if (ctx.deadline && *ctx.deadline < deadline_) deadline_ = *ctx.deadline;
@@ -146,12 +147,17 @@ class Search {
   }
 
   [[nodiscard]] std::string no_fit_reason(int t) const {
-    std::int64_t most_free = 0;
-    for (int d = 0; d < n_; ++d)
-      most_free = std::max(most_free, task_.topology.devices[static_cast<std::size_t>(d)].hbm_bytes - state_.load(d).hbm_bytes);
+    std::int64_t most_hbm = 0, most_uvm = 0;
+    for (int d = 0; d < n_; ++d) {
+      const Device& dev = task_.topology.devices[static_cast<std::size_t>(d)];
+      most_hbm = std::max(most_hbm, dev.hbm_bytes - state_.load(d).hbm_bytes);
+      most_uvm = std::max(most_uvm, dev.uvm_bytes - state_.load(d).uvm_bytes);
+    }
+    const bool uvm = options_.uvm && task_.constraints.allow_uvm && spec(t).constraints.allow_uvm;
     return detail::concat("table '", spec(t).name, "' (", gib(spec(t).size_bytes()),
                           ") fits no device in any layout joint tries: the most free HBM left on a device is ",
-                          gib(most_free), " of its ", gib(task_.topology.devices.front().hbm_bytes), " budget");
+                          gib(most_hbm), " of its ", gib(task_.topology.devices.front().hbm_bytes), " budget",
+                          uvm ? ", the most free UVM " + gib(most_uvm) : std::string(" (UVM not allowed)"));
   }
 
   [[nodiscard]] bool allows_rows(int t) const {
@@ -585,7 +591,7 @@ void register_joint(Registry<Sharder>& registry) {
          "rounds of perturbation without improvement before the search stops"},
         {"evaluations", ParamType::kInt, "0", 0, 1e15, {},
          "objective evaluations after which no new round of perturbation starts (keeps runs deterministic); "
-         "0: 300,000, or 3,000,000 where the objective is kept per change (64 devices or more)"},
+         "0: 200,000, or 3,000,000 where the objective is kept per change (64 devices or more)"},
         {"max_parts", ParamType::kInt, "0", 0, 1 << 18, {}, "most pieces a table is split into (0: the device count, at most 64)"},
         {"rows", ParamType::kBool, "true", {}, {}, {}, "try row-wise layouts"},
         {"columns", ParamType::kBool, "true", {}, {}, {}, "try column-wise layouts"},

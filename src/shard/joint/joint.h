@@ -15,9 +15,11 @@
  *   columns k   k pieces of near-equal widths, each a multiple of 4, on k distinct devices
  *               (column_wise)
  * for k from 2 to `max_parts` (default: the number of devices, at most 64) where the task and the table's
- * constraints allow the type. A piece placed on a device whose HBM cannot hold it keeps as many
- * rows in HBM as fit — its hottest, as RecShard ranks them (`Shard::hbm_rows`) — and the rest in
- * UVM, when the task and the table allow UVM and the device's host memory holds the rest.
+ * constraints allow the type. Where the task and the table allow UVM, a piece keeps in HBM only
+ * the rows its table's profile touched (the ICDF's last step, in the piece's share: they serve every
+ * lookup) and the rest in UVM, as RecShard does; a piece placed on a device whose HBM cannot hold
+ * even those keeps as many as fit — its hottest (`Shard::hbm_rows`) — and the rest in UVM, when
+ * the device's host memory holds it.
  *
  * State. Per device the model's additive terms (cost/compute_model.h `is_additive`: sim) or its
  * shards (other models: asked per device, cached), the output columns it sends, the index bytes it
@@ -37,7 +39,7 @@
  *      objective, or keeps it and lowers Σ_d (device step)² (which breaks plateaus);
  *   4. iterated local search: re-lay out a few random tables (seeded), search again, keep the best;
  *      stops after `patience` rounds without improvement, once `evaluations` objective
- *      evaluations are spent (default 300,000; 3,000,000 on the fast path below), or at the
+ *      evaluations are spent (default 200,000; 3,000,000 on the fast path below), or at the
  *      deadline (`time_ms`, default 1.5 s, or the context's deadline when sooner).
  * With `torchrec=true` the row layouts are those TorchRec's training path can run (the export,
  * plan/torchrec_export.h, rejects others): rows over every device, or over every device of one
@@ -124,6 +126,8 @@ class State {
    * UVM when `uvm` allows; false when it does not fit at all.
    */
   [[nodiscard]] bool make_piece(int table, Shard shard, int device, bool uvm, Piece& out);
+  /** Whether pieces keep only the rows the profile saw in HBM, where the task allows UVM (default). */
+  void set_cold_rows_to_uvm(bool on) { cold_rows_to_uvm_ = on; }
   void add(const Piece& piece);
   /** Takes every piece of `table` off its devices and returns them. */
   std::vector<Piece> remove_table(int table);
@@ -165,6 +169,7 @@ class State {
   Objective objective_;
   const Context& ctx_;
   bool additive_;
+  bool cold_rows_to_uvm_ = true;
   DeviceCompute overhead_;
   std::vector<DeviceLoad> devices_;
   std::vector<std::vector<Piece>> tables_;

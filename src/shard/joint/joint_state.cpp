@@ -102,13 +102,18 @@ bool State::make_piece(int table, Shard shard, int device, bool uvm, Piece& out)
   const DeviceLoad& load = devices_[static_cast<std::size_t>(device)];
   shard.device = device;
   const std::int64_t rows = shard.num_rows();
-  const std::int64_t bytes = spec.shard_bytes(rows, shard.num_cols());
+  const bool tiers = cold_rows_to_uvm_ && task_.constraints.allow_uvm && spec.constraints.allow_uvm;
   std::int64_t hbm_rows = rows;
-  if (load.hbm_bytes + bytes > dev.hbm_bytes) {
+  if (tiers && spec.stats.icdf.size() == static_cast<std::size_t>(kNumIcdfSteps)) {
+    // Rows no profiled lookup touched (beyond the ICDF's last step, in the shard's share) cost
+    // nothing in UVM: RecShard's tiering (cost/analytic.h: the shard is a uniform sample of rows).
+    const double share = static_cast<double>(rows) / static_cast<double>(std::max<std::int64_t>(spec.num_rows(), 1));
+    hbm_rows = std::min(rows, static_cast<std::int64_t>(std::ceil(spec.stats.icdf.back() * share)));
+  }
+  if (load.hbm_bytes + spec.shard_bytes(hbm_rows, shard.num_cols()) > dev.hbm_bytes) {
     if (!uvm || !task_.constraints.allow_uvm || !spec.constraints.allow_uvm) return false;
     const std::int64_t row_bytes = std::max<std::int64_t>(spec.shard_bytes(1, shard.num_cols()), 1);
-    hbm_rows = std::max<std::int64_t>(dev.hbm_bytes - load.hbm_bytes, 0) / row_bytes;
-    if (hbm_rows <= 0) return false;  // a piece served wholly from UVM is never worth its cost here
+    hbm_rows = std::max<std::int64_t>(dev.hbm_bytes - load.hbm_bytes, 0) / row_bytes;  // may be 0
   }
   const std::int64_t hbm_bytes = spec.shard_bytes(hbm_rows, shard.num_cols());
   const std::int64_t uvm_bytes = spec.shard_bytes(rows - hbm_rows, shard.num_cols());
