@@ -96,9 +96,12 @@ class Search {
     if (!better(score(), best)) state_.restore(best_plan);
     result.plan = state_.plan();
     result.stats.plans_evaluated += evaluations_;
+    const char* stop = out_of_time()          ? "stopped at the deadline"
+                       : evaluations_ >= budget ? "stopped when its evaluations were spent"
+                                                : "converged (no improvement in `patience` rounds)";
     result.stats.solver = detail::concat("joint: ", exact ? "exact table-wise start, " : "greedy start, ",
                                          round, " rounds of perturbation (best at round ", best_round, "), ",
-                                         out_of_time() ? "stopped at the deadline" : "converged");
+                                         evaluations_, " evaluations, ", stop);
     return result;
   }
 
@@ -125,7 +128,7 @@ class Search {
     std::vector<double> cost(task_.workload.tables.size(), 0.0);
     for (int t = 0; t < state_.num_tables(); ++t) {
       const TableSpec& s = spec(t);
-      // Lookups × dim is every model's first-order cost; the model's own figure where additive.
+      // Lookups × dim: the first-order cost under every model (bytes break ties).
       cost[static_cast<std::size_t>(t)] = static_cast<double>(s.stats.num_indices) * s.dim + 1e-3 * s.size_bytes();
     }
     std::vector<int> order(cost.size());

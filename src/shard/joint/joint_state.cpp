@@ -79,12 +79,10 @@ void State::update_fast(int device) {
                                              static_cast<double>(load.dims) * 4 / n));
   if (input_exposed_) in_.set(device, static_cast<std::int64_t>(static_cast<double>(load.input_bytes) / n));
   auto& terms = fast_terms_[static_cast<std::size_t>(device)];
-  const auto square = [](std::int64_t v) { return static_cast<__int128>(v) * v; };
-  for (const std::int64_t v : terms) fast_spread_ -= square(v);
-  terms = {load.pieces ? load.fw_units : 0, load.pieces ? load.bw_units : 0,
-           2 * std::llround(out_.own_ms(device) * kUnitsPerMs),
-           input_exposed_ ? std::llround(in_.own_ms(device) * kUnitsPerMs) : 0};
-  for (const std::int64_t v : terms) fast_spread_ += square(v);
+  const auto us = [](double ms) { return std::llround(ms * 1e3); };
+  for (const std::int64_t v : terms) fast_spread_ -= v * v;
+  terms = {us(c.fw_ms), us(c.bw_ms), 2 * us(out_.own_ms(device)), input_exposed_ ? us(in_.own_ms(device)) : 0};
+  for (const std::int64_t v : terms) fast_spread_ += v * v;
 }
 
 double State::device_load_ms(int device) {
