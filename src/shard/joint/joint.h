@@ -30,13 +30,15 @@
  *   1. exact start on tiny tasks: when the table-wise plans number at most `exact_limit`
  *      (devices^tables, up to relabelling identical devices), every one is scored and the best
  *      starts the search — so `joint` is never worse than `exhaustive`;
- *   2. otherwise a greedy start: tables by decreasing compute, each in the layout (whole, rows k,
- *      columns k) whose pieces, each put on the device that keeps the objective lowest, leave the
- *      lowest objective; a table that fits nowhere whole is split in rows until it fits;
- *   3. local search until no move helps: for each piece on a critical device (one that sets a term
- *      of the objective), move it to another device, swap it with a piece elsewhere, or re-lay its
- *      table out (every layout, pieces placed greedily); a move is taken when it lowers the
- *      objective, or keeps it and lowers Σ_d (device step)² (which breaks plateaus);
+ *   2. otherwise a greedy start: tables by decreasing lookups × dim, each whole on the device that
+ *      keeps the objective lowest (splits come from the search); a table that fits no device
+ *      whole takes whichever layout, pieces placed the same way, leaves the lowest objective;
+ *   3. local search until no move helps, around the critical devices (those that set a term of
+ *      the objective): move a piece to another device; make a row layout uneven; re-lay out one of
+ *      the four heaviest tables there (every layout, pieces placed greedily); and, once at the end
+ *      (up to 32 devices), swap a piece with a lighter one elsewhere. A move is taken when it lowers the objective, or
+ *      keeps it and lowers the spread Σ_d (device step)² (which breaks plateaus; the objective
+ *      never rises along a chain of moves, so none can cycle);
  *   4. iterated local search: re-lay out a few random tables (seeded), search again, keep the best;
  *      stops after `patience` rounds without improvement, once `evaluations` objective
  *      evaluations are spent (default 200,000; 3,000,000 on the fast path below), or at the
@@ -48,7 +50,8 @@
  * At large sizes (more than 32 devices) a piece is tried only on the `candidates` devices with the
  * least load. From 64 devices on, with an additive model, the link model and `step` (input
  * exposed or omitted), the objective is kept up to date per change (fast_step.h: O(devices per
- * host + log devices) instead of O(devices)), and moves are taken on the objective alone.
+ * host + log devices) instead of O(devices)), and the spread is the sum of the squares of each
+ * device's compute and own sending times in whole µs, kept per change too.
  */
 #include <array>
 #include <cstdint>
