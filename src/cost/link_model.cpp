@@ -6,61 +6,68 @@
 
 namespace embshard {
 
-std::vector<LinkVolume> exchange_volumes(const Topology& topology, const std::vector<double>& bytes_in) {
+namespace {
+
+/**
+ * Device d sends `bytes[d]` / N (whole bytes) to every other device, so each device's volumes
+ * follow from its own bytes, its host's total and the grand total: O(devices), not O(devices²).
+ * The hosts' totals go into `host_bytes` (reused, so search code need not allocate); returns the
+ * grand total.
+ */
+std::int64_t host_totals(const Topology& topology, std::span<const double> bytes,
+                         std::vector<std::int64_t>& host_bytes) {
   const int n = topology.num_devices();
-  EMBSHARD_ASSERT(static_cast<int>(bytes_in.size()) == n);
   const int per_host = std::max(topology.devices_per_host, 1);
-  // Device d sends `bytes[d]` to every other device, so each device's volumes follow from its own
-  // bytes, its host's total and the grand total: O(devices), not O(devices²).
-  std::vector<std::int64_t> bytes(static_cast<std::size_t>(n));
-  std::vector<std::int64_t> host_bytes(static_cast<std::size_t>(topology.num_hosts()), 0);
+  host_bytes.assign(static_cast<std::size_t>(topology.num_hosts()), 0);
   std::int64_t total = 0;
   for (int d = 0; d < n; ++d) {
-    bytes[d] = static_cast<std::int64_t>(bytes_in[d] / n);
-    host_bytes[d / per_host] += bytes[d];
-    total += bytes[d];
+    const auto b = static_cast<std::int64_t>(bytes[d] / n);
+    host_bytes[static_cast<std::size_t>(d / per_host)] += b;
+    total += b;
   }
+  return total;
+}
+
+/** Device d's volumes, given the hosts' totals and the grand total (host_totals). */
+LinkVolume volume_of(const Topology& topology, int d, double bytes, const std::vector<std::int64_t>& host_bytes,
+                     std::int64_t total) {
+  const int n = topology.num_devices();
+  const int per_host = std::max(topology.devices_per_host, 1);
+  const int host = d / per_host;
+  const std::int64_t host_size = std::min(n, (host + 1) * per_host) - host * per_host;
+  const auto b = static_cast<std::int64_t>(bytes / n);
+  const std::int64_t host_total = host_bytes[static_cast<std::size_t>(host)];
+  return {b * (host_size - 1), b * (n - host_size), host_total - b, total - host_total};
+}
+
+}  // namespace
+
+std::vector<LinkVolume> exchange_volumes(const Topology& topology, const std::vector<double>& bytes) {
+  const int n = topology.num_devices();
+  EMBSHARD_ASSERT(static_cast<int>(bytes.size()) == n);
+  std::vector<std::int64_t> host_bytes;
+  const std::int64_t total = host_totals(topology, bytes, host_bytes);
   std::vector<LinkVolume> volumes(static_cast<std::size_t>(n));
-  for (int d = 0; d < n; ++d) {
-    const int host = d / per_host;
-    const std::int64_t host_size = std::min(n, (host + 1) * per_host) - host * per_host;
-    LinkVolume& v = volumes[d];
-    v.send_intra_bytes = bytes[d] * (host_size - 1);
-    v.send_inter_bytes = bytes[d] * (n - host_size);
-    v.recv_intra_bytes = host_bytes[host] - bytes[d];
-    v.recv_inter_bytes = total - host_bytes[host];
-  }
+  for (int d = 0; d < n; ++d) volumes[static_cast<std::size_t>(d)] = volume_of(topology, d, bytes[d], host_bytes, total);
   return volumes;
 }
 
-void exchange_ms_into(const Topology& topology, std::span<const double> bytes_in, std::span<double> times) {
+void exchange_ms_into(const Topology& topology, std::span<const double> bytes, std::span<double> times) {
   const int n = topology.num_devices();
-  EMBSHARD_ASSERT(static_cast<int>(bytes_in.size()) == n && static_cast<int>(times.size()) == n);
+  EMBSHARD_ASSERT(static_cast<int>(bytes.size()) == n && static_cast<int>(times.size()) == n);
   if (n <= 1) {
     std::fill(times.begin(), times.end(), 0.0);
     return;
   }
-  // exchange_volumes without its vectors (search code calls this per candidate move).
-  const int per_host = std::max(topology.devices_per_host, 1);
-  thread_local std::vector<std::int64_t> host_bytes;
-  host_bytes.assign(static_cast<std::size_t>(topology.num_hosts()), 0);
-  std::int64_t total = 0;
-  for (int d = 0; d < n; ++d) {
-    const auto b = static_cast<std::int64_t>(bytes_in[d] / n);
-    host_bytes[static_cast<std::size_t>(d / per_host)] += b;
-    total += b;
-  }
+  thread_local std::vector<std::int64_t> host_bytes;  // search code calls this per candidate move
+  const std::int64_t total = host_totals(topology, bytes, host_bytes);
   const auto ms = [](std::int64_t b, double gbps) {
     return gbps > 0.0 ? static_cast<double>(b) / (gbps * 1e6) : 0.0;
   };
   for (int d = 0; d < n; ++d) {
-    const int host = d / per_host;
-    const std::int64_t host_size = std::min(n, (host + 1) * per_host) - host * per_host;
-    const auto b = static_cast<std::int64_t>(bytes_in[d] / n);
-    const std::int64_t recv_intra = host_bytes[static_cast<std::size_t>(host)] - b;
-    const std::int64_t recv_inter = total - host_bytes[static_cast<std::size_t>(host)];
-    const double intra = ms(std::max(b * (host_size - 1), recv_intra), topology.intra_host_gbps);
-    const double inter = ms(std::max(b * (n - host_size), recv_inter), topology.inter_host_gbps);
+    const LinkVolume v = volume_of(topology, d, bytes[d], host_bytes, total);
+    const double intra = ms(std::max(v.send_intra_bytes, v.recv_intra_bytes), topology.intra_host_gbps);
+    const double inter = ms(std::max(v.send_inter_bytes, v.recv_inter_bytes), topology.inter_host_gbps);
     times[d] = topology.a2a_latency_us / 1000.0 + std::max(intra, inter);
   }
 }
@@ -131,19 +138,20 @@ InputCommOptions input_comm_options(const Params& params) {
   return o;
 }
 
+double shard_input_bytes(const Task& task, const PlacedShard& p, const InputCommOptions& options) {
+  const TableSpec& spec = task.workload.tables[static_cast<std::size_t>(p.table)];
+  const double row_share = static_cast<double>(p.shard.num_rows()) /
+                           static_cast<double>(std::max<std::int64_t>(spec.num_rows(), 1));
+  const double lookups = row_share * static_cast<double>(spec.stats.num_indices);
+  return lookups * options.index_bytes + static_cast<double>(task.workload.batch_size) * options.length_bytes;
+}
+
 std::vector<double> device_input_bytes(const Task& task,
                                        const std::vector<std::vector<PlacedShard>>& by_device,
                                        const InputCommOptions& options) {
   std::vector<double> bytes(by_device.size(), 0.0);
-  const double batch = static_cast<double>(task.workload.batch_size);
   for (std::size_t d = 0; d < by_device.size(); ++d) {
-    for (const PlacedShard& p : by_device[d]) {
-      const TableSpec& spec = task.workload.tables[static_cast<std::size_t>(p.table)];
-      const double row_share = static_cast<double>(p.shard.num_rows()) /
-                               static_cast<double>(std::max<std::int64_t>(spec.num_rows(), 1));
-      const double lookups = row_share * static_cast<double>(spec.stats.num_indices);
-      bytes[d] += lookups * options.index_bytes + batch * options.length_bytes;
-    }
+    for (const PlacedShard& p : by_device[d]) bytes[d] += shard_input_bytes(task, p, options);
   }
   return bytes;
 }

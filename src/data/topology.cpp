@@ -127,6 +127,17 @@ const Registry<Topology>& topology_registry() {
   return registry;
 }
 
+bool Topology::devices_interchangeable() const {
+  for (const Device& d : devices) {
+    const Device& first = devices.front();
+    if (d.hbm_bytes != first.hbm_bytes || d.uvm_bytes != first.uvm_bytes ||
+        d.hbm_gbps != first.hbm_gbps || d.uvm_gbps != first.uvm_gbps) {
+      return false;
+    }
+  }
+  return num_hosts() == 1;
+}
+
 Topology make_topology(const std::string& spec) {
   const Context ctx;
   Topology t = *topology_registry().create(spec, ctx);

@@ -101,6 +101,9 @@ struct InputCommOptions {
 [[nodiscard]] std::vector<ParamSpec> with_input_comm_params(std::vector<ParamSpec> own);
 [[nodiscard]] InputCommOptions input_comm_options(const Params& params);
 
+/** The bytes of indices and lengths one shard receives for the whole batch (file comment). */
+[[nodiscard]] double shard_input_bytes(const Task& task, const PlacedShard& shard, const InputCommOptions& options);
+
 /** Per device, the bytes of indices and lengths its shards receive for the whole batch. */
 [[nodiscard]] std::vector<double> device_input_bytes(
     const Task& task, const std::vector<std::vector<PlacedShard>>& by_device,

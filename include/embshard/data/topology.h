@@ -45,6 +45,9 @@ struct Topology {
   [[nodiscard]] bool same_host(int d, int e) const {
     return d / devices_per_host == e / devices_per_host;
   }
+  /** Whether all devices are interchangeable: the same figures, one host (search may then
+   *  relabel devices freely: exhaustive enumeration visits each partition once). */
+  [[nodiscard]] bool devices_interchangeable() const;
 };
 
 /** Most devices in a topology: 2^18 (the presets' 4096 nodes × 64 devices). */

@@ -12,18 +12,6 @@ namespace {
 constexpr int kMaxTables = 10;
 constexpr int kMaxDevices = 4;
 
-/** Whether all devices are interchangeable: same figures, one host. */
-bool devices_symmetric(const Topology& topology) {
-  for (const Device& d : topology.devices) {
-    const Device& first = topology.devices.front();
-    if (d.hbm_bytes != first.hbm_bytes || d.uvm_bytes != first.uvm_bytes ||
-        d.hbm_gbps != first.hbm_gbps || d.uvm_gbps != first.uvm_gbps) {
-      return false;
-    }
-  }
-  return topology.num_hosts() == 1;
-}
-
 /**
  * Depth-first over tables in task order, each onto every device whose memory still fits it;
  * with interchangeable devices a table may open at most one new device (so each partition is
@@ -41,7 +29,7 @@ class ExhaustiveSharder final : public Sharder {
     EMBSHARD_CHECK(static_cast<int>(tables.size()) <= kMaxTables && n <= kMaxDevices,
                    "exhaustive: only for tiny tasks (at most ", kMaxTables, " tables on ",
                    kMaxDevices, " devices), this one has ", tables.size(), " tables on ", n);
-    const bool symmetric = devices_symmetric(task.topology);
+    const bool symmetric = task.topology.devices_interchangeable();
     const double sign = objective_ == Objective::kBalance ? -1.0 : 1.0;
     std::vector<int> devices(tables.size(), 0);
     std::vector<std::int64_t> used(static_cast<std::size_t>(n), 0);

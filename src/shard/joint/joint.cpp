@@ -65,7 +65,7 @@ class Search {
   ShardResult run() {
     ShardResult result;
     if (std::string why = find_memory_infeasibility(); !why.empty()) return infeasible(why);
-    const bool exact = exact_start(result.stats);
+    const bool exact = exact_start();  // its leaves count among evaluations_
     if (!exact) {
       for (int t : order_) {
         if (!insert_best(t, start_layouts(t))) return infeasible(no_fit_reason(t));
@@ -139,8 +139,8 @@ class Search {
 
   /** "" unless the tables cannot fit the devices' memory in any layout. */
   [[nodiscard]] std::string find_memory_infeasibility() const {
-    std::int64_t need = 0, hbm = 0, uvm = 0;
-    for (const TableSpec& t : task_.workload.tables) need += t.size_bytes();
+    const std::int64_t need = task_.workload.total_bytes();
+    std::int64_t hbm = 0, uvm = 0;
     for (const Device& d : task_.topology.devices) hbm += d.hbm_bytes, uvm += d.uvm_bytes;
     const bool uvm_ok = options_.uvm && task_.constraints.allow_uvm;
     const std::int64_t room = hbm + (uvm_ok ? uvm : 0);
@@ -156,11 +156,16 @@ class Search {
       most_hbm = std::max(most_hbm, dev.hbm_bytes - state_.load(d).hbm_bytes);
       most_uvm = std::max(most_uvm, dev.uvm_bytes - state_.load(d).uvm_bytes);
     }
-    const bool uvm = options_.uvm && task_.constraints.allow_uvm && spec(t).constraints.allow_uvm;
+    const bool uvm = allows_uvm(t);
     return detail::concat("table '", spec(t).name, "' (", gib(spec(t).size_bytes()),
                           ") fits no device in any layout joint tries: the most free HBM left on a device is ",
                           gib(most_hbm), " of its ", gib(task_.topology.devices.front().hbm_bytes), " budget",
                           uvm ? ", the most free UVM " + gib(most_uvm) : std::string(" (UVM not allowed)"));
+  }
+
+  /** Whether pieces of `t` may keep rows in UVM (the option, the task and the table allow it). */
+  [[nodiscard]] bool allows_uvm(int t) const {
+    return options_.uvm && task_.constraints.allow_uvm && spec(t).constraints.allow_uvm;
   }
 
   [[nodiscard]] bool allows_rows(int t) const {
@@ -218,7 +223,7 @@ class Search {
    * Devices a piece of `t` of `bytes` is tried on: all when few, else the least loaded of those
    * with room for it in HBM (or, if none has, in UVM) (joint.h).
    */
-  std::vector<int> candidates(int t, std::int64_t bytes = 0) {
+  std::vector<int> candidates(int t, std::int64_t bytes) {
     std::vector<bool> taken(static_cast<std::size_t>(n_), false);
     for (const Piece& p : state_.pieces(t)) taken[static_cast<std::size_t>(p.placed.shard.device)] = true;
     std::vector<int> out;
@@ -270,7 +275,7 @@ class Search {
   /** Inserts `t` in whichever of `layouts` scores best (HBM only first, then with UVM). */
   bool insert_best(int t, const std::vector<Layout>& layouts) {
     for (const bool uvm : {false, true}) {
-      if (uvm && !(options_.uvm && task_.constraints.allow_uvm && spec(t).constraints.allow_uvm)) break;
+      if (uvm && !allows_uvm(t)) break;
       Score best;
       const Layout* chosen = nullptr;
       for (const Layout& layout : layouts) {
@@ -293,16 +298,15 @@ class Search {
    * Tiny tasks: scores every table-wise plan (identical devices on one host are interchangeable:
    * a table opens at most one new device) and keeps the best; false when there are too many.
    */
-  bool exact_start(ShardStats& stats) {
-    double plans = 1.0;
-    for (int t = 0; t < state_.num_tables(); ++t) plans *= n_;
+  bool exact_start() {
     const auto& tables = task_.workload.tables;
-    if (plans > static_cast<double>(options_.exact_limit) * (symmetric() ? 24.0 : 1.0) ||
-        !spec(0).constraints.allows(ShardingType::kTableWise))
-      return false;
     for (const TableSpec& t : tables)
       if (!t.constraints.allows(ShardingType::kTableWise)) return false;
-    const bool sym = symmetric();
+    const bool sym = task_.topology.devices_interchangeable();
+    double plans = 1.0;
+    for (std::size_t t = 0; t < tables.size(); ++t) plans *= n_;
+    if (plans > static_cast<double>(options_.exact_limit) * (sym ? 24.0 : 1.0)) return false;
+    const auto whole = [&](int t) { return layout_shards({}, spec(t).num_rows(), spec(t).dim).front(); };
     Score best;
     std::vector<int> devices(tables.size()), best_devices;
     std::int64_t leaves = 0;
@@ -317,7 +321,7 @@ class Search {
       const int limit = sym ? std::min(n_, opened + 1) : n_;
       for (int d = 0; d < limit; ++d) {
         Piece p;
-        if (!state_.make_piece(t, {0, 0, spec(t).num_rows(), 0, spec(t).dim, -1}, d, false, p)) continue;
+        if (!state_.make_piece(t, whole(t), d, false, p)) continue;
         state_.set_layout(t, {});
         state_.add(p);
         devices[static_cast<std::size_t>(t)] = d;
@@ -326,25 +330,14 @@ class Search {
       }
     };
     visit(0, 0);
-    stats.plans_evaluated += leaves;
     if (leaves > options_.exact_limit || best_devices.empty()) return false;
     for (int t = 0; t < state_.num_tables(); ++t) {
       Piece p;
-      EMBSHARD_ASSERT(state_.make_piece(t, {0, 0, spec(t).num_rows(), 0, spec(t).dim, -1},
-                                        best_devices[static_cast<std::size_t>(t)], false, p));
+      EMBSHARD_ASSERT(state_.make_piece(t, whole(t), best_devices[static_cast<std::size_t>(t)], false, p));
       state_.set_layout(t, {});
       state_.add(p);
     }
     return true;
-  }
-
-  [[nodiscard]] bool symmetric() const {
-    const Device& first = task_.topology.devices.front();
-    if (task_.topology.num_hosts() != 1) return false;
-    return std::all_of(task_.topology.devices.begin(), task_.topology.devices.end(), [&](const Device& d) {
-      return d.hbm_bytes == first.hbm_bytes && d.uvm_bytes == first.uvm_bytes &&
-             d.hbm_gbps == first.hbm_gbps && d.uvm_gbps == first.uvm_gbps;
-    });
   }
 
   /** Tables with a piece on one of `devices`, heaviest first. */
@@ -490,7 +483,6 @@ class Search {
    * another device), then swaps, then new layouts for the heaviest tables there.
    */
   void improve(ShardStats& stats, bool swaps) {
-    const bool uvm = options_.uvm && task_.constraints.allow_uvm;
     while (!out_of_time()) {
       const Score current = score();
       ++stats.nodes_visited;
@@ -502,16 +494,15 @@ class Search {
       };
       const auto each_critical_piece = [&](auto&& move) {
         for (int t : tables) {
-          const bool table_uvm = uvm && spec(t).constraints.allow_uvm;
           for (std::size_t i = 0; i < state_.pieces(t).size(); ++i)
-            if (on_critical(t, i) && move(t, i, table_uvm)) return true;
+            if (on_critical(t, i) && move(t, i, allows_uvm(t))) return true;
         }
         return false;
       };
       if (each_critical_piece([&](int t, std::size_t i, bool u) { return try_moves(t, i, current, u); })) continue;
       bool shifted = false;
       for (std::size_t k = 0; k < tables.size() && !shifted; ++k)
-        shifted = try_row_shift(tables[k], current, uvm && spec(tables[k]).constraints.allow_uvm, critical);
+        shifted = try_row_shift(tables[k], current, allows_uvm(tables[k]), critical);
       if (shifted) continue;
       if (swaps && n_ <= 32 &&
           each_critical_piece([&](int t, std::size_t i, bool u) { return try_swaps(t, i, current, u, critical); }))
@@ -539,8 +530,7 @@ class Search {
     for (int t : chosen) {
       const std::vector<Layout> layouts = all_layouts(t);
       const Layout layout = layouts[rng_.below(layouts.size())];
-      const bool uvm = options_.uvm && task_.constraints.allow_uvm && spec(t).constraints.allow_uvm;
-      if (!insert(t, layout, uvm) && !insert_best(t, layouts)) {
+      if (!insert(t, layout, allows_uvm(t)) && !insert_best(t, layouts)) {
         state_.restore(before);
         return;
       }

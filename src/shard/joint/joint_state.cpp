@@ -120,10 +120,7 @@ bool State::make_piece(int table, Shard shard, int device, bool uvm, Piece& out)
   out.placed = {table, shard};
   out.hbm_bytes = hbm_bytes;
   out.uvm_bytes = uvm_bytes;
-  const InputCommOptions& input = cost_.comm().input_options();
-  const double share = static_cast<double>(rows) / static_cast<double>(std::max<std::int64_t>(spec.num_rows(), 1));
-  out.input_bytes = std::llround(share * static_cast<double>(spec.stats.num_indices) * input.index_bytes +
-                                  static_cast<double>(task_.workload.batch_size) * input.length_bytes);
+  out.input_bytes = std::llround(shard_input_bytes(task_, out.placed, cost_.comm().input_options()));
   if (additive_) {
     const DeviceCompute c = cost_.compute().shard_compute(task_, out.placed);
     out.fw_units = std::llround(c.fw_ms * kUnitsPerMs);
