@@ -14,9 +14,10 @@ How a TorchRec model becomes an embshard task (docs/python.md has the whole tabl
     ones from `table_stats` (e.g. `stats_from_kjt` of a real batch);
   * optimizer state from the parameter's `_optimizer_classes` (apply_optimizer_in_backward) or the
     sharder's fused_params["optimizer"], counted in memory as TorchRec's storage estimator does;
-  * sharding types = the sharder's for the compute device ∩ the table's constraints ∩ the four
-    embshard plans (table_wise, column_wise, row_wise, table_row_wise); kernels: "fused" keeps a
-    table in HBM, fused_uvm / fused_uvm_caching allow UVM; min_partition carries over;
+  * sharding types = the sharder's for the compute device ∩ the table's constraints ∩ the five
+    embshard plans (table_wise, column_wise, row_wise, table_row_wise, data_parallel); kernels:
+    "fused" keeps a table in HBM, fused_uvm / fused_uvm_caching allow UVM, "dense" is
+    data_parallel's (without it no table is data-parallel); min_partition carries over;
   * topology: world size, local world size (whole hosts), per-device HBM / DDR, HBM, HBM→DDR and
     host bandwidths; HBM (DDR on cpu) less TorchRec's heuristical reservation (a share, 6× the
     dense parameters, 20× the KJT bytes), the budget every sharder plans against;
@@ -36,7 +37,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 import embshard
 from embshard import Error
 
-SUPPORTED_TYPES = ("table_wise", "column_wise", "row_wise", "table_row_wise")
+SUPPORTED_TYPES = ("table_wise", "column_wise", "row_wise", "table_row_wise", "data_parallel")
 HBM_KERNELS = ("fused", "dense")
 UVM_KERNELS = ("fused_uvm", "fused_uvm_caching")
 TORCHREC_DEFAULT_BATCH = 512          # torchrec.distributed.planner.constants.BATCH_SIZE
@@ -356,14 +357,21 @@ class EmbshardPlanner:
         if not usable:
             raise Error(f"{where}: sharding types {types} — embshard plans only "
                         f"{', '.join(SUPPORTED_TYPES)}")
-        kernels = list(sharder.compute_kernels(usable[0], device))
+        # Data-parallel runs only on "dense"; every other type on "fused" (and the UVM kernels).
+        sharded = [t for t in usable if t != "data_parallel"]
+        kernels = list(sharder.compute_kernels(sharded[0], device)) if sharded else []
+        if "data_parallel" in usable:
+            kernels += [k for k in sharder.compute_kernels("data_parallel", device) if k not in kernels]
         if constraint is not None and constraint.compute_kernels:
             for k in constraint.compute_kernels:
                 if k not in kernels and k not in HBM_KERNELS + UVM_KERNELS:
                     raise Error(f"{where}: constraints.compute_kernels names '{k}', not a kernel "
                                 f"the sharder offers on {device}")
             kernels = [k for k in kernels if k in constraint.compute_kernels]
-        if "fused" not in kernels:
+        if "dense" not in kernels and "data_parallel" in usable:
+            usable.remove("data_parallel")
+            sharded = usable
+        if not usable or (sharded and "fused" not in kernels):
             raise Error(f"{where}: compute kernels {kernels} — embshard keeps a table's hot rows "
                         f"in HBM, so it needs 'fused' allowed")
         for field in ("batch_sizes", "num_poolings", "key_value_params", "device_group"):
@@ -441,6 +449,7 @@ def plan_from_sharding_plan(task: embshard.Task, sharding_plan, tables: Sequence
     """An embshard plan of a torchrec ShardingPlan (e.g. TorchRec's own planner's), so that one
     evaluator judges both. Shards map one to one; UVM kernels keep their cache share in HBM."""
     by_module = {(t.module_path, t.name): t for t in tables}
+    table_rows = {t["name"]: (t["stats"]["num_rows"], t["dim"]) for t in json.loads(task.to_json())["tables"]}
     entries = []
     for module_path, module_plan in sharding_plan.plan.items():
         for name, ps in module_plan.items():
@@ -451,7 +460,11 @@ def plan_from_sharding_plan(task: embshard.Task, sharding_plan, tables: Sequence
                 raise Error(f"plan_from_sharding_plan: table '{name}' is {ps.sharding_type}, which "
                             f"embshard cannot judge")
             shards = []
-            for s in ps.sharding_spec.shards:
+            if ps.sharding_type == "data_parallel":  # a whole copy on every rank, no shard spec
+                shards = [{"device": rank, "rows": [0, table_rows[table.task_name][0]],
+                           "cols": [0, table_rows[table.task_name][1]], "hbm_rows": table_rows[table.task_name][0]}
+                          for rank in sorted(ps.ranks)]
+            for s in (ps.sharding_spec.shards if ps.sharding_spec is not None else []):
                 r0, c0 = s.shard_offsets
                 nr, nc = s.shard_sizes
                 rank = s.placement.rank()
@@ -571,12 +584,12 @@ def plan_with_torchrec(task: embshard.Task, *, storage_reservation: float = RESE
     world = len(topo_doc["devices"])
     local = topo_doc["devices_per_host"]
     allowed = doc.get("constraints", {})
-    types = ["table_wise"]
+    types = ["data_parallel", "table_wise"]  # TorchRec's default types, in its order
     if allowed.get("allow_column_split", True):
         types.append("column_wise")
     if allowed.get("allow_row_split", True):
         types += ["row_wise", "table_row_wise"]
-    kernels = ["fused"] + (list(UVM_KERNELS) if allowed.get("allow_uvm", False) else [])
+    kernels = ["dense", "fused"] + (list(UVM_KERNELS) if allowed.get("allow_uvm", False) else [])
     ebc = EmbeddingBagCollection(device=torch.device("meta"), tables=[
         EmbeddingBagConfig(name=t["name"], num_embeddings=t["stats"]["num_rows"],
                            embedding_dim=t["dim"], feature_names=[f"f_{t['name']}"],

@@ -50,6 +50,17 @@ double hot_share(const TableStats& stats, double row_share, std::int64_t hbm_row
   return table_hot_share(stats, static_cast<double>(hbm_rows) / row_share);
 }
 
+/** Bytes a data-parallel table's dense optimizer moves per byte of the table (analytic.h). */
+constexpr double kDenseUpdateTraffic = 9.22;
+
+/** Distinct rows of a random `share` of a batch's bags (analytic.h, data-parallel copies). */
+double replica_distinct_rows(const TableStats& stats, double share) {
+  const double distinct = static_cast<double>(stats.num_distinct);
+  if (distinct <= 0.0 || share >= 1.0) return distinct;
+  const double per_row = static_cast<double>(stats.num_indices) / distinct;
+  return distinct * (1.0 - std::pow(1.0 - share, per_row));
+}
+
 // This project's 2-core VM (Intel Xeon, 480 MiB L3), fitted by `embshard profile calibrate` on 200
 // of 300 compute samples (batch 8192, seed 1; docs/benchmarks.md, "sim calibration"); held-out
 // relative error: median 15% forward, 10% backward. Units: ms per call, per table, per lookup,
@@ -118,7 +129,7 @@ class SimModel final : public ComputeModel {
   [[nodiscard]] bool is_additive() const override { return true; }
   [[nodiscard]] DeviceCompute shard_compute(const Task& task, const PlacedShard& shard) override {
     SimFeatures f = sim_device_features(task, std::span<const PlacedShard>(&shard, 1), hardware_.cache_bytes);
-    f[kCalls] = 0.0;
+    f[kCalls] = 0.0;  // the device's calls are device_overhead()'s (compute_model.h)
     return {sim_pass_ms(hardware_.fw, f), sim_pass_ms(hardware_.bw, f)};
   }
   [[nodiscard]] DeviceCompute device_overhead() const override {
@@ -151,6 +162,7 @@ SimFeatures sim_device_features(const Task& task, std::span<const PlacedShard> s
     t.row_share = static_cast<double>(p.shard.num_rows()) /
                   static_cast<double>(std::max<std::int64_t>(spec.num_rows(), 1));
     t.hbm_rows = p.shard.hbm_rows < 0 ? -1 : p.shard.hbm_rows;
+    t.replicas = p.replicas;
     tables.push_back(std::move(t));
   }
   return sim_features(tables, task.workload.batch_size, cache_bytes);
@@ -159,10 +171,14 @@ SimFeatures sim_device_features(const Task& task, std::span<const PlacedShard> s
 SimFeatures sim_features(std::span<const SimTable> tables, std::int64_t batch_size,
                          std::int64_t cache_bytes) {
   SimFeatures f{};
+  bool shards = false, copies = false;
   for (const SimTable& t : tables) {
     const double row_bytes = static_cast<double>(t.cols) * t.bytes_per_element;
-    const double lookups = t.row_share * static_cast<double>(t.stats.num_indices);
-    const double distinct = t.row_share * static_cast<double>(t.stats.num_distinct);
+    const double batch_share = t.replicas > 0 ? 1.0 / t.replicas : 1.0;
+    (t.replicas > 0 ? copies : shards) = true;
+    const double lookups = batch_share * t.row_share * static_cast<double>(t.stats.num_indices);
+    const double distinct = t.replicas > 0 ? replica_distinct_rows(t.stats, batch_share)
+                                           : t.row_share * static_cast<double>(t.stats.num_distinct);
     const double reuse = std::max(0.0, lookups - distinct);
     const double working_set = distinct * row_bytes;
     const double evict =
@@ -173,11 +189,12 @@ SimFeatures sim_features(std::span<const SimTable> tables, std::int64_t batch_si
     f[kLookups] += lookups;
     f[kMissBytes] += hot * row_bytes * (distinct + reuse * evict);
     f[kHitBytes] += hot * row_bytes * reuse * (1.0 - evict);
-    f[kOutputBytes] += static_cast<double>(batch_size) * t.cols * 4.0;
-    f[kUpdateBytes] += 2.0 * row_bytes * distinct;
+    f[kOutputBytes] += batch_share * static_cast<double>(batch_size) * t.cols * 4.0;
+    f[kUpdateBytes] += t.replicas > 0 ? kDenseUpdateTraffic * row_bytes * static_cast<double>(t.stats.num_rows)
+                                      : 2.0 * row_bytes * distinct;
     f[kUvmBytes] += row_bytes * lookups * (1.0 - hot);
   }
-  f[kCalls] = tables.empty() ? 0.0 : 1.0;
+  f[kCalls] = (shards ? 1.0 : 0.0) + (copies ? 1.0 : 0.0);
   return f;
 }
 
@@ -253,12 +270,15 @@ double input_floor_bytes(const Task& task, const InputCommOptions& input) {
 
 namespace {
 
+constexpr double kNever = std::numeric_limits<double>::infinity();
+
 /** What the split bound needs of one table (see the header). */
 struct SplitTable {
   double lookup_fw = 0.0, lookup_bw = 0.0;   ///< a_t: the lookup-proportional part, per pass
   double rest_fw = 0.0, rest_bw = 0.0;       ///< β_t: the rest of the table's floor
   double out_ms = 0.0;                       ///< α_t: step ms per copy of its columns output
   double in_ms = 0.0;                        ///< γ_t: step ms per copy of its lookups received
+  double replicated_ms = kNever;             ///< δ_t: its gradient all-reduce if data-parallel
 };
 
 /**
@@ -313,6 +333,32 @@ std::vector<double> split_thresholds(const std::vector<double>& lookups, double 
 
 }  // namespace
 
+namespace {
+
+/**
+ * The averaging floor of the two output exchanges and the input exchange (header). Where some
+ * table may be data-parallel (no exchange, its gradient all-reduced: δ_t per step), each table
+ * pays the cheaper of its exchange bytes (α_t + γ_t, SplitTable) and δ_t, with the exchange
+ * floors' latencies and slack kept (every floor is ≥ its latency and ≥ latency + (bytes − N²) ·
+ * per byte, and the all-reduce's latency is left out).
+ */
+double exchange_floors_ms(const Task& task, const std::vector<SplitTable>& tables,
+                          const InputCommOptions& input, bool replicable) {
+  const bool exposed = input.mode == InputCommMode::kExposed;
+  const double output_bytes = static_cast<double>(task.workload.batch_size) * 4.0 * static_cast<double>(task.workload.total_dim());
+  const double input_ms = exposed ? exchange_floor_ms(task, input_floor_bytes(task, input)) : 0.0;
+  const double sharded = 2.0 * exchange_floor_ms(task, output_bytes) + input_ms;
+  if (!replicable || task.topology.num_devices() <= 1) return sharded;
+  const double n = task.topology.num_devices();
+  const double latency = task.topology.a2a_latency_us / 1000.0;
+  const double latencies = (2.0 + (exposed ? 1.0 : 0.0)) * latency;
+  double cheapest = latencies - (2.0 + (exposed ? 1.0 : 0.0)) * n * n * exchange_ms_per_byte(task);
+  for (const SplitTable& s : tables) cheapest += std::min(s.out_ms + s.in_ms, s.replicated_ms);
+  return std::max(latencies, cheapest);
+}
+
+}  // namespace
+
 double sim_lower_bound(const Task& task, const SimHardware& hw, Objective objective,
                        const InputCommOptions& input) {
   if (objective == Objective::kBalance) return 1.0;
@@ -323,6 +369,7 @@ double sim_lower_bound(const Task& task, const SimHardware& hw, Objective object
   std::vector<SplitTable> tables;
   const double per_byte = exchange_ms_per_byte(task);
   const bool exposed = input.mode == InputCommMode::kExposed;
+  bool replicable = false;  // some table may be data-parallel
   for (const TableSpec& t : task.workload.tables) {
     const DeviceCompute floor = table_floor_ms(hw, t, batch);
     fw += floor.fw_ms;
@@ -335,19 +382,21 @@ double sim_lower_bound(const Task& task, const SimHardware& hw, Objective object
     s.rest_bw = std::max(0.0, floor.bw_ms - s.lookup_bw - hw.bw[kTables]);
     s.out_ms = 2.0 * per_byte * static_cast<double>(batch) * 4.0 * t.dim;
     s.in_ms = exposed ? per_byte * (lookups * input.index_bytes + static_cast<double>(batch) * input.length_bytes) : 0.0;
+    if (may_replicate(task, t)) {
+      s.replicated_ms = all_reduce_ms_per_byte(task.topology) * static_cast<double>(t.num_rows()) * t.dim *
+                        bytes_per_element(t.dtype);
+      replicable = true;
+    }
     tables.push_back(s);
   }
   const double fw_avg = hw.fw[kCalls] + fw / n;
   const double bw_avg = hw.bw[kCalls] + bw / n;
-  const double output_bytes = static_cast<double>(batch) * 4.0 * static_cast<double>(task.workload.total_dim());
-  const double input_ms = exposed ? exchange_floor_ms(task, input_floor_bytes(task, input)) : 0.0;
-  const double averaging = fw_avg + bw_avg + 2.0 * exchange_floor_ms(task, output_bytes) + input_ms;
+  const double comm = exchange_floors_ms(task, tables, input, replicable);
+  const double averaging = fw_avg + bw_avg + comm;
   if (objective == Objective::kMaxSum || n <= 1) {
     // max_sum ≥ the average device's sum; each device pays its call only if it holds a shard.
-    return objective == Objective::kMaxSum
-               ? (hw.fw[kCalls] + hw.bw[kCalls]) / n + (fw + bw) / n +
-                     2.0 * exchange_floor_ms(task, output_bytes) + input_ms
-               : averaging;
+    return objective == Objective::kMaxSum ? (hw.fw[kCalls] + hw.bw[kCalls]) / n + (fw + bw) / n + comm
+                                           : averaging;
   }
   // Split bound (header): for every max forward F and max backward W a plan could have, the
   // copies of each table's columns and lookups its pieces need, at their cheapest.
@@ -384,12 +433,13 @@ double sim_lower_bound(const Task& task, const SimHardware& hw, Objective object
   // A table whose whole cost fits below both lowest maxima needs one copy in every cell: its
   // output and input cost is a constant; only the others are enumerated.
   std::vector<SplitTable> active;
-  double inactive_out = 0.0, inactive_in = 0.0, inactive_lookups = 0.0;
+  double inactive_exchange = 0.0, inactive_lookups = 0.0;
   for (const SplitTable& s : tables) {
     if (s.lookup_fw + s.rest_fw > f_low - over_fw || s.lookup_bw + s.rest_bw > w_low - over_bw) {
       active.push_back(s);
     } else {
-      inactive_out += s.out_ms, inactive_in += s.in_ms, inactive_lookups += (s.lookup_fw + s.lookup_bw) / n;
+      inactive_exchange += std::min(s.out_ms + s.in_ms, s.replicated_ms);
+      inactive_lookups += (s.lookup_fw + s.lookup_bw) / n;
     }
   }
   if (static_cast<double>(fs.size()) * static_cast<double>(ws.size()) * static_cast<double>(active.size() + 1) > 2e7)
@@ -397,8 +447,8 @@ double sim_lower_bound(const Task& task, const SimHardware& hw, Objective object
   double bound = averaging;
   for (const double lambda : {1.0, 0.5, 0.0}) {
     double best = std::numeric_limits<double>::infinity();
-    const double constant = (1.0 - lambda) * (fw_avg + bw_avg - duplicated) + latencies + inactive_out +
-                            inactive_in + (1.0 - lambda) * inactive_lookups;
+    const double constant = (1.0 - lambda) * (fw_avg + bw_avg - duplicated) + latencies + inactive_exchange +
+                            (1.0 - lambda) * inactive_lookups;
     for (std::size_t i = 0; i < fs.size(); ++i) {
       const double room_f = fs[i] - over_fw, rest_f = rest_room(fs, i, over_fw);
       for (std::size_t j = 0; j < ws.size(); ++j) {
@@ -410,7 +460,9 @@ double sim_lower_bound(const Task& task, const SimHardware& hw, Objective object
           const std::array<double, 2> c{s.lookup_fw / rest_f, s.lookup_bw / rest_w};
           const std::array<double, 2> d{s.rest_fw / rest_f, s.rest_bw / rest_w};
           const double copy_ms = s.in_ms + (1.0 - lambda) * (s.lookup_fw + s.lookup_bw) / n;
-          total += cheapest_split(s.out_ms, copy_ms, k, c, d);
+          // Data-parallel: no copies of its columns or lookups, its lookups counted once.
+          total += std::min(cheapest_split(s.out_ms, copy_ms, k, c, d),
+                            s.replicated_ms + (1.0 - lambda) * (s.lookup_fw + s.lookup_bw) / n);
           if (total >= best) break;
         }
         best = std::min(best, total);

@@ -44,7 +44,8 @@ double objective_value(const CostBreakdown& b, Objective objective) {
              max_over_devices(b, [](const DeviceCost& d) { return d.fw_comp_ms; }) +
              max_over_devices(b, [](const DeviceCost& d) { return d.fw_comm_ms; }) +
              max_over_devices(b, [](const DeviceCost& d) { return d.bw_comm_ms; }) +
-             max_over_devices(b, [](const DeviceCost& d) { return d.bw_comp_ms; });
+             max_over_devices(b, [](const DeviceCost& d) { return d.bw_comp_ms; }) +
+             max_over_devices(b, [](const DeviceCost& d) { return d.ar_comm_ms; });
     case Objective::kMaxSum:
       return max_over_devices(b, [](const DeviceCost& d) { return d.sum_ms(); });
     case Objective::kBalance: {

@@ -16,11 +16,13 @@ std::vector<std::vector<PlacedShard>> shards_by_device(const Task& task, const P
     const auto it = table_index.find(placement.table);
     EMBSHARD_CHECK(it != table_index.end(), "plan names table '", placement.table,
                    "', which the task does not have");
+    const int replicas = placement.type == ShardingType::kDataParallel
+                             ? static_cast<int>(placement.shards.size()) : 0;
     for (const Shard& shard : placement.shards) {
       EMBSHARD_CHECK(shard.device >= 0 && shard.device < task.topology.num_devices(),
                      "plan: table '", placement.table, "': device ", shard.device,
                      " does not exist");
-      by_device[static_cast<std::size_t>(shard.device)].push_back({it->second, shard});
+      by_device[static_cast<std::size_t>(shard.device)].push_back({it->second, shard, replicas});
     }
   }
   return by_device;
@@ -30,7 +32,8 @@ std::vector<std::int64_t> device_dim_sums(const std::vector<std::vector<PlacedSh
   std::vector<std::int64_t> sums;
   for (const auto& shards : by_device) {
     std::int64_t sum = 0;
-    for (const PlacedShard& p : shards) sum += p.shard.num_cols();
+    for (const PlacedShard& p : shards)
+      if (!p.is_replica()) sum += p.shard.num_cols();
     sums.push_back(sum);
   }
   return sums;

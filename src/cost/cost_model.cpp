@@ -91,6 +91,9 @@ CostBreakdown assemble_breakdown(const Task& task, const Plan& plan, ComputeMode
     b.devices[d].fw_comm_ms = a2a[d].fw_ms;
     b.devices[d].bw_comm_ms = a2a[d].bw_ms;
   }
+  // Every device holds every data-parallel table: device 0's copies are all of them.
+  const double ar_ms = by_device.empty() ? 0.0 : all_reduce_ms(task.topology, replica_gradient_bytes(task, by_device[0]));
+  for (DeviceCost& c : b.devices) c.ar_comm_ms = ar_ms;
   add_input_comm(task, by_device, comm.input_options(), b);
   b.comm_source = CostSource::kModelled;
   b.comm_detail = comm.detail();

@@ -139,6 +139,7 @@ InputCommOptions input_comm_options(const Params& params) {
 }
 
 double shard_input_bytes(const Task& task, const PlacedShard& p, const InputCommOptions& options) {
+  if (p.is_replica()) return 0.0;  // its own device's samples: nothing crosses a link
   const TableSpec& spec = task.workload.tables[static_cast<std::size_t>(p.table)];
   const double row_share = static_cast<double>(p.shard.num_rows()) /
                            static_cast<double>(std::max<std::int64_t>(spec.num_rows(), 1));
@@ -154,6 +155,31 @@ std::vector<double> device_input_bytes(const Task& task,
     for (const PlacedShard& p : by_device[d]) bytes[d] += shard_input_bytes(task, p, options);
   }
   return bytes;
+}
+
+double replica_gradient_bytes(const Task& task, std::span<const PlacedShard> shards) {
+  double bytes = 0.0;
+  for (const PlacedShard& p : shards) {
+    if (!p.is_replica()) continue;
+    const TableSpec& spec = task.workload.tables[static_cast<std::size_t>(p.table)];
+    bytes += static_cast<double>(spec.num_rows()) * spec.dim * bytes_per_element(spec.dtype);
+  }
+  return bytes;
+}
+
+double all_reduce_ms_per_byte(const Topology& topology) {
+  const int n = topology.num_devices();
+  if (n <= 1) return 0.0;
+  const double per_host = std::min(std::max(topology.devices_per_host, 1), n);
+  const double hosts = topology.num_hosts();
+  const auto per = [](double share, double gbps) { return gbps > 0 ? share / (gbps * 1e6) : 0.0; };
+  return per(2.0 * (per_host - 1.0) / per_host, topology.intra_host_gbps) +
+         per(2.0 * (hosts - 1.0) / hosts / per_host, topology.inter_host_gbps);
+}
+
+double all_reduce_ms(const Topology& topology, double bytes) {
+  if (bytes <= 0.0 || topology.num_devices() <= 1) return 0.0;
+  return topology.a2a_latency_us / 1000.0 + bytes * all_reduce_ms_per_byte(topology);
 }
 
 std::vector<double> input_all_to_all_ms(const Topology& topology, const std::vector<double>& input_bytes) {

@@ -66,6 +66,8 @@ class NeuralComputeModel final : public ComputeModel {
                           " MiB last-level cache)");
   }
 
+  [[nodiscard]] bool costs_replicas() const override { return false; }
+
   [[nodiscard]] DeviceCompute device_compute(const Task& task, std::span<const PlacedShard> shards,
                                              const Context&) override {
     if (shards.empty()) return {};
@@ -75,6 +77,10 @@ class NeuralComputeModel final : public ComputeModel {
     }
     std::vector<float> sum(static_cast<std::size_t>(net_.table_mlp.out()), 0.0f);
     for (const PlacedShard& p : shards) {
+      EMBSHARD_CHECK(!p.is_replica(), "neural compute model: table '",
+                     task.workload.tables[static_cast<std::size_t>(p.table)].name,
+                     "' is data-parallel, and the model was trained on shards that serve the whole batch "
+                     "only; judge data-parallel plans with sim or a measured backend");
       const std::vector<float>& e = encoding(task, p);
       for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += e[i];
     }

@@ -66,7 +66,8 @@ std::vector<DeviceLookups> tier_lookups(const Task& task, const Plan& plan, std:
   for (std::size_t d = 0; d < by_device.size(); ++d) {
     for (const PlacedShard& p : by_device[d]) {
       const TableStats& stats = task.workload.tables[static_cast<std::size_t>(p.table)].stats;
-      const double lookups = batch_ratio * static_cast<double>(stats.num_indices) *
+      const double copy_share = p.is_replica() ? 1.0 / p.replicas : 1.0;  // its device's samples
+      const double lookups = copy_share * batch_ratio * static_cast<double>(stats.num_indices) *
                              static_cast<double>(p.shard.num_rows()) /
                              static_cast<double>(std::max<std::int64_t>(stats.num_rows, 1));
       const double hot = sim_hbm_access_share(stats, p.shard.num_rows(), p.shard.hbm_rows);
@@ -179,16 +180,22 @@ std::vector<DeviceLookups> measured_tier_lookups(const Task& task, const Plan& p
   const auto by_device = shards_by_device(task, plan);
   std::vector<DeviceLookups> out(by_device.size());
   for (std::size_t d = 0; d < by_device.size(); ++d) {
-    if (by_device[d].empty()) continue;
-    std::vector<ShardTableSpec> specs =
-        measured.specs(task, by_device[d], batch_size, options.batch_number, options.remap_held_out);
-    std::vector<std::int64_t> hbm_rows;
-    for (const ShardTableSpec& spec : specs) hbm_rows.push_back(spec.hbm_rows);
-    const ShardTimer bench(std::move(specs), batch_size, options.batch_number,
-                           kernels::EmbeddingBagImpl::kReference);
-    for (std::size_t t = 0; t < hbm_rows.size(); ++t) {
-      for (const std::int32_t row : bench.table_lookups(t)) {
-        (hbm_rows[t] < 0 || row < hbm_rows[t] ? out[d].hbm : out[d].uvm) += 1.0;
+    // The device's shards at the whole batch, its data-parallel copies at their share (all HBM).
+    std::vector<PlacedShard> split, copies;
+    for (const PlacedShard& p : by_device[d]) (p.is_replica() ? copies : split).push_back(p);
+    for (const auto& [shards, batch] : {std::pair{&split, batch_size},
+                                        std::pair{&copies, copies.empty() ? batch_size
+                                                                          : std::max<std::int64_t>(1, batch_size / copies.front().replicas)}}) {
+      if (shards->empty()) continue;
+      std::vector<ShardTableSpec> specs =
+          measured.specs(task, *shards, batch, options.batch_number, options.remap_held_out);
+      std::vector<std::int64_t> hbm_rows;
+      for (const ShardTableSpec& spec : specs) hbm_rows.push_back(spec.hbm_rows);
+      const ShardTimer bench(std::move(specs), batch, options.batch_number, kernels::EmbeddingBagImpl::kReference);
+      for (std::size_t t = 0; t < hbm_rows.size(); ++t) {
+        for (const std::int32_t row : bench.table_lookups(t)) {
+          (hbm_rows[t] < 0 || row < hbm_rows[t] ? out[d].hbm : out[d].uvm) += 1.0;
+        }
       }
     }
   }
@@ -231,6 +238,7 @@ std::string eval_result_json(const EvalResult& r, const Task& task, const Plan& 
                    {"fw_wait_ms", c.fw_wait_ms},
                    {"bw_comm_ms", c.bw_comm_ms},
                    {"bw_comp_ms", c.bw_comp_ms},
+                   {"ar_comm_ms", c.ar_comm_ms},
                    {"sum_ms", c.sum_ms()},
                    {"hbm_bytes", c.hbm_bytes},
                    {"uvm_bytes", c.uvm_bytes}};
@@ -286,6 +294,11 @@ std::string eval_result_table(const EvalResult& r, const Topology& topology) {
                     gib(c.uvm_bytes), uvm_budget);
     }
     out << line << '\n';
+  }
+  if (!r.breakdown.devices.empty() && r.breakdown.devices.front().ar_comm_ms > 0.0) {
+    std::snprintf(line, sizeof line, "gradient all-reduce of the data-parallel tables: %.3f ms on every device (in sum_ms)\n",
+                  r.breakdown.devices.front().ar_comm_ms);
+    out << line;
   }
   if (!r.lookups.empty()) {
     out << "lookups per step (expected from the task's statistics):\n";

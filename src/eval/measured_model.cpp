@@ -100,16 +100,34 @@ class MeasuredModel final : public ComputeModel {
                   options_.measure.flush_cache ? ", cache flushed" : "");
   }
 
+  /** The device's shards as one fused call; its copies of data-parallel tables as a second one
+   *  over its share of the batch, then their dense optimizer step (evaluator.h). */
   [[nodiscard]] DeviceCompute device_compute(const Task& task, std::span<const PlacedShard> shards,
                                              const Context&) override {
-    ShardTimer bench(shards_.specs(task, shards, options_.batch_size, options_.batch_number,
-                                   options_.remap_held_out),
-                     options_.batch_size, options_.batch_number, impl_);
+    std::vector<PlacedShard> split, copies;
+    for (const PlacedShard& p : shards) (p.is_replica() ? copies : split).push_back(p);
+    DeviceCompute c = time_fused(task, split, options_.batch_size);
+    if (copies.empty()) return c;
+    EMBSHARD_CHECK(impl_ != kernels::EmbeddingBagImpl::kCuda, "measured: the cuda backend does not yet time the "
+                   "dense optimizer step of data-parallel tables (table '",
+                   task.workload.tables[static_cast<std::size_t>(copies.front().table)].name,
+                   "'); judge data-parallel plans with sim, cpu or reference");
+    const DeviceCompute replicas = time_fused(task, copies, std::max<std::int64_t>(1, options_.batch_size / copies.front().replicas));
+    std::int64_t elements = 0;
+    for (const PlacedShard& p : copies) elements += p.shard.num_rows() * p.shard.num_cols();
+    return {c.fw_ms + replicas.fw_ms,
+            c.bw_ms + replicas.bw_ms + measure_dense_update(elements, options_.measure).median_ms};
+  }
+
+ private:
+  DeviceCompute time_fused(const Task& task, std::span<const PlacedShard> shards, std::int64_t batch) {
+    if (shards.empty()) return {};
+    ShardTimer bench(shards_.specs(task, shards, batch, options_.batch_number, options_.remap_held_out),
+                     batch, options_.batch_number, impl_);
     const ShardTiming timing = bench.measure(options_.measure);
     return {timing.fw.median_ms, timing.bw.median_ms};
   }
 
- private:
   kernels::EmbeddingBagImpl impl_;
   EvalOptions options_;
   MeasuredShards shards_;

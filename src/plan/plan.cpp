@@ -184,11 +184,36 @@ std::string find_type_error(const Task& task, const TableSpec& spec, const Table
   return "";
 }
 
+/// A data-parallel table: one copy of the whole table, all in HBM, on each device exactly once.
+std::string find_replica_error(const Task& task, const TableSpec& spec, const TablePlacement& tp) {
+  const std::string at = table_prefix(spec.name) + ": sharding type data_parallel";
+  const int n = task.topology.num_devices();
+  if (static_cast<std::int64_t>(tp.shards.size()) != n)
+    return at + " needs one copy on each of the " + std::to_string(n) + " devices, found " +
+           std::to_string(tp.shards.size()) + " shards";
+  std::vector<bool> seen(static_cast<std::size_t>(n), false);
+  for (std::size_t i = 0; i < tp.shards.size(); ++i) {
+    const Shard& s = tp.shards[i];
+    const std::string shard = " shard " + std::to_string(i) + " (device " + std::to_string(s.device) + ")";
+    if (s.row_begin != 0 || s.row_end != spec.num_rows() || s.col_begin != 0 || s.col_end != spec.dim)
+      return at + " needs whole copies, but" + shard + " has rows " + range(s.row_begin, s.row_end) +
+             ", columns " + range(s.col_begin, s.col_end);
+    if (s.rows_in_hbm() != s.num_rows())
+      return at + " keeps every row in HBM (TorchRec's dense kernel has no UVM tier), but" + shard +
+             " has hbm_rows = " + std::to_string(s.hbm_rows);
+    if (seen[static_cast<std::size_t>(s.device)])
+      return at + " needs one copy per device, but" + shard + " is a second copy there";
+    seen[static_cast<std::size_t>(s.device)] = true;
+  }
+  return "";
+}
+
 std::string find_error_in_placement(const Task& task, const TableSpec& spec,
                                     const TablePlacement& tp) {
   if (tp.shards.empty()) return table_prefix(spec.name) + ": has no shards";
   for (std::size_t i = 0; i < tp.shards.size(); ++i)
     if (auto err = find_error_in_shard(task, spec, i, tp.shards[i]); !err.empty()) return err;
+  if (tp.type == ShardingType::kDataParallel) return find_replica_error(task, spec, tp);
   if (auto err = find_coverage_error(spec, tp.shards); !err.empty()) return err;
   if (auto err = find_type_error(task, spec, tp); !err.empty()) return err;
   for (std::size_t i = 0; i < tp.shards.size(); ++i)
@@ -301,6 +326,13 @@ std::string find_error_in_plan(const Task& task, const Plan& plan) {
       return table_prefix(task.workload.tables[t].name) + " of the task has no placement";
   if (auto err = constraint_violation(task, plan, index); !err.empty()) return err;
   return find_memory_error(task, plan);
+}
+
+bool may_replicate(const Task& task, const TableSpec& table) {
+  if (task.topology.num_devices() <= 1 || !table.constraints.allows(ShardingType::kDataParallel)) return false;
+  const std::int64_t bytes = table.shard_bytes(table.num_rows(), table.dim);
+  return std::all_of(task.topology.devices.begin(), task.topology.devices.end(),
+                     [&](const Device& d) { return bytes <= d.hbm_bytes; });
 }
 
 Plan table_wise_plan(const Task& task, const std::vector<int>& devices) {

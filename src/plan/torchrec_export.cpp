@@ -111,6 +111,10 @@ std::vector<TorchrecShard> torchrec_shards(const Task& task, const TableSpec& sp
       return row_wise_shards(task, spec, tp);
     case ShardingType::kTableRowWise:
       return table_row_wise_shards(task, spec, tp);
+    case ShardingType::kDataParallel:  // ranks in order; TorchRec's DP sharding has no shard spec
+      std::vector<TorchrecShard> copies;
+      for (int rank = 0; rank < task.topology.num_devices(); ++rank) copies.push_back({rank, 0, spec.num_rows(), 0, spec.dim});
+      return copies;
   }
   EMBSHARD_ASSERT(false);
   return {};
@@ -132,6 +136,7 @@ struct KernelChoice {
 };
 
 KernelChoice kernel_of(const TablePlacement& tp, const TorchrecExportOptions& options) {
+  if (tp.type == ShardingType::kDataParallel) return {"dense", 1.0};  // DP's only kernel
   std::int64_t rows = 0;
   std::int64_t hbm_rows = 0;
   for (const Shard& s : tp.shards) {
@@ -182,7 +187,7 @@ void write_table(std::ostringstream& out, const Task& task, const TableSpec& spe
   out << "      " << json_string_exact(tp.table) << ": {\"sharding_type\": \"" << to_string(tp.type)
       << "\", \"compute_kernel\": \"" << kernel.kernel << "\", \"ranks\": " << ranks_list(shards)
       << ",\n        \"shards\": [";
-  for (std::size_t i = 0; i < shards.size(); ++i)
+  for (std::size_t i = 0; i < shards.size() && tp.type != ShardingType::kDataParallel; ++i)
     out << (i == 0 ? "\n" : ",\n") << "          "
         << shard_line(shards[i], task.topology.devices_per_host, options.compute_device);
   out << "]";

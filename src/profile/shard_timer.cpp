@@ -139,4 +139,23 @@ ShardTiming ShardTimer::measure_on_gpu(const kernels::BagBatch& batch, const Mea
   return timing;
 }
 
+Timing measure_dense_update(std::int64_t elements, const MeasureOptions& options) {
+  if (elements <= 0) return summarise({0.0}, options.trim);
+  std::vector<float> weights(static_cast<std::size_t>(elements), 0.5f);
+  std::vector<float> gradient(static_cast<std::size_t>(elements), 0.0f);
+  const std::size_t bytes = gradient.size() * sizeof(float);
+  const auto flush = [&] {
+    evict_lines(weights.data(), bytes);
+    evict_lines(gradient.data(), bytes);
+  };
+  return measure(
+      [&] {
+        for (std::size_t i = 0; i < gradient.size(); ++i) {
+          weights[i] -= 0.01f * gradient[i];
+          gradient[i] = 0.0f;
+        }
+      },
+      options, options.flush_cache ? std::function<void()>(flush) : std::function<void()>());
+}
+
 }  // namespace embshard

@@ -23,9 +23,10 @@ using report::fixed;
 using report::page;
 using report::Svg;
 
-constexpr const char* kPartColours[] = {"#9d755d", "#4c78a8", "#f58518", "#bab0ac", "#e45756", "#72b7b2"};
-constexpr const char* kPartNames[] = {"input comm", "fw comp", "fw comm", "fw wait", "bw comm", "bw comp"};
-constexpr int kNumParts = 6;
+constexpr const char* kPartColours[] = {"#9d755d", "#4c78a8", "#f58518", "#bab0ac", "#e45756", "#72b7b2", "#b279a2"};
+constexpr const char* kPartNames[] = {"input comm", "fw comp", "fw comm", "fw wait", "bw comm", "bw comp",
+                                      "gradient all-reduce"};
+constexpr int kNumParts = 7;
 constexpr const char* kSeriesColours[] = {"#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2",
                                           "#eeca3b", "#b279a2", "#ff9da6", "#9d755d", "#bab0ac"};
 
@@ -94,10 +95,11 @@ Svg step_bars(const EvalResult& r, const std::string& title, double axis_top = 0
   const std::size_t slow = straggler(devices);
   for (std::size_t d = 0; d < devices.size(); ++d) {
     const DeviceCost& c = devices[d];
-    const double parts[] = {c.in_comm_ms, c.fw_comp_ms, c.fw_comm_ms, c.fw_wait_ms, c.bw_comm_ms, c.bw_comp_ms};
+    const double parts[] = {c.in_comm_ms, c.fw_comp_ms, c.fw_comm_ms, c.fw_wait_ms, c.bw_comm_ms, c.bw_comp_ms, c.ar_comm_ms};
     const double x = left + slot * static_cast<double>(d) + slot * 0.1;
     double value = 0.0;
     for (int k = 0; k < kNumParts; ++k) {
+      if (k == kNumParts - 1 && parts[k] == 0.0) continue;  // no data-parallel table: no all-reduce
       const double y0 = report::y_of(axis, value, top, bottom);
       value += parts[k];
       const double y1 = report::y_of(axis, value, top, bottom);
@@ -120,7 +122,8 @@ Svg step_bars(const EvalResult& r, const std::string& title, double axis_top = 0
   svg.text(left + slot * n + 2, step_y + 4, "step " + fixed(r.step_ms, 2) + " ms", "start", 10);
   svg.text(left + slot * n / 2, bottom + 27, "device", "middle", 11);
   std::vector<std::pair<std::string, std::string>> legend;
-  for (int k = 0; k < kNumParts; ++k) legend.emplace_back(kPartNames[k], kPartColours[k]);
+  const bool replicas = !devices.empty() && devices.front().ar_comm_ms > 0.0;  // the last part
+  for (int k = 0; k < kNumParts - (replicas ? 0 : 1); ++k) legend.emplace_back(kPartNames[k], kPartColours[k]);
   svg.legend(left, 292, legend);
   return svg;
 }

@@ -248,6 +248,59 @@ TEST_P(EvaluatorBackends, GivesAFullBreakdownForEveryDevice) {
   EXPECT_NE(eval_result_table(r, task.topology).find("step_ms"), std::string::npos);
 }
 
+TEST_P(EvaluatorBackends, DataParallelCopiesServeTheirDevicesSamplesAndAllReduceTheirGradient) {
+  const Task task = small_task();
+  Plan plan = table_wise_plan(task, {0, 1, 0, 1});
+  plan.tables[0].type = ShardingType::kDataParallel;
+  Shard copy = plan.tables[0].shards[0];
+  copy.device = 1;
+  plan.tables[0].shards.push_back(copy);
+  ASSERT_EQ(find_error_in_plan(task, plan), "");
+  EvalOptions options;
+  options.backend = GetParam();
+  options.measure = {0, 1, false, 0.0};
+  const EvalResult r = evaluate_plan(task, plan, options, test_util::quiet_context());
+  // Only t1, t2, t3 exchange outputs (16 columns each way); t0's 16-wide gradient is all-reduced.
+  const auto a2a = all_to_all_ms(task.topology, {16, 32}, r.batch_size);
+  const double gradient = static_cast<double>(task.workload.tables[0].num_rows()) * 16 * 4;
+  for (std::size_t d = 0; d < 2; ++d) {
+    const DeviceCost& c = r.breakdown.devices[d];
+    EXPECT_DOUBLE_EQ(c.fw_comm_ms, a2a[d]);
+    EXPECT_DOUBLE_EQ(c.ar_comm_ms, all_reduce_ms(task.topology, gradient));
+    EXPECT_GT(c.ar_comm_ms, 0.0);
+    EXPECT_GT(c.bw_comp_ms, 0.0);
+  }
+  EXPECT_DOUBLE_EQ(r.step_ms, objective_value(r.breakdown, Objective::kStep));
+  // Each copy looks up half of t0's lookups (its device's samples): every lookup happens once.
+  const double t0 = static_cast<double>(task.workload.tables[0].stats.num_indices) * r.batch_size / task.workload.batch_size;
+  const std::vector<DeviceLookups> whole = tier_lookups(task, table_wise_plan(task, {0, 1, 0, 1}), r.batch_size);
+  EXPECT_NEAR(r.lookups[0].hbm, whole[0].hbm - t0 / 2, 1e-6 * t0);
+  EXPECT_NEAR(r.lookups[1].hbm, whole[1].hbm + t0 / 2, 1e-6 * t0);
+  EXPECT_NE(eval_result_json(r, task, plan).find("\"ar_comm_ms\""), std::string::npos);
+  EXPECT_NE(eval_result_table(r, task.topology).find("gradient all-reduce of the data-parallel tables"), std::string::npos);
+}
+
+TEST(SimModel, ADataParallelCopyCostsItsShareOfTheBatchPlusADenseUpdateInASecondCall) {
+  const Task task = small_task();
+  const SimHardware hw = sim_hardware_for(make_topology("2080ti"));
+  const auto model = make_sim_model(hw);
+  const PlacedShard whole{0, table_wise_plan(task, {0, 0, 0, 0}).tables[0].shards[0], 0};
+  const PlacedShard copy{0, whole.shard, 4};
+  const SimFeatures w = sim_device_features(task, std::span(&whole, 1), hw.cache_bytes);
+  const SimFeatures c = sim_device_features(task, std::span(&copy, 1), hw.cache_bytes);
+  EXPECT_DOUBLE_EQ(c[2], w[2] / 4);  // lookups
+  EXPECT_GE(c[3], w[3] / 4);         // distinct rows of a quarter of the bags: at least a quarter
+  EXPECT_DOUBLE_EQ(c[5], w[5] / 4);  // output bytes
+  EXPECT_DOUBLE_EQ(c[6], 9.22 * static_cast<double>(task.workload.tables[0].num_rows()) * 16 * 4);  // dense update
+  const std::vector<PlacedShard> both{whole, copy};
+  EXPECT_DOUBLE_EQ(sim_device_features(task, both, hw.cache_bytes)[0], 2.0);  // two fused calls
+  // Additive: the calls are device_overhead()'s, one per kind of call.
+  const DeviceCompute sum = model->device_compute(task, both, test_util::quiet_context());
+  const DeviceCompute a = model->shard_compute(task, whole), b = model->shard_compute(task, copy);
+  EXPECT_NEAR(sum.fw_ms, 2 * model->device_overhead().fw_ms + a.fw_ms + b.fw_ms, 1e-12);
+  EXPECT_NEAR(sum.bw_ms, 2 * model->device_overhead().bw_ms + a.bw_ms + b.bw_ms, 1e-12);
+}
+
 INSTANTIATE_TEST_SUITE_P(Built, EvaluatorBackends, ::testing::ValuesIn([] {
                            std::vector<std::string> names;
                            for (const std::string& n : eval_backends()) {

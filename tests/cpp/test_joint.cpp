@@ -50,7 +50,8 @@ TEST(Joint, FindsTheExhaustiveOptimumOnTinyTasksAndSplitsOnlyToBeatIt) {
   }
 }
 
-/** A valid plan with random layouts: whole, columns or uneven rows over random distinct devices. */
+/** A valid plan with random layouts: whole, columns or uneven rows over random distinct devices,
+ *  or data-parallel copies. */
 Plan random_split_plan(const Task& task, Rng& rng) {
   Plan plan;
   const int n = task.topology.num_devices();
@@ -59,6 +60,12 @@ Plan random_split_plan(const Task& task, Rng& rng) {
     std::vector<int> devices(static_cast<std::size_t>(n));
     for (int d = 0; d < n; ++d) devices[static_cast<std::size_t>(d)] = d;
     for (int i = n - 1; i > 0; --i) std::swap(devices[static_cast<std::size_t>(i)], devices[rng.below(i + 1)]);
+    if (may_replicate(task, t) && rng.below(5) == 0) {  // a data-parallel copy on every device
+      tp.type = ShardingType::kDataParallel;
+      for (int d = 0; d < n; ++d) tp.shards.push_back({d, 0, t.num_rows(), 0, t.dim, -1});
+      plan.tables.push_back(tp);
+      continue;
+    }
     const int parts = 1 + static_cast<int>(rng.below(static_cast<std::uint64_t>(n)));
     const std::uint64_t kind = parts == 1 ? 0 : rng.below(2);
     if (kind == 0 || (kind == 1 && t.dim / 4 < parts)) {
@@ -225,6 +232,58 @@ TEST(Joint, PlansUnderModelsThatDoNotAddUpAndThenPrintsNoBound) {
   EXPECT_EQ(r.stats.solver_gap, -1.0);
 }
 
+/** Small tables of wide rows, a large batch, PCIe: outputs cost more than copies' all-reduce. */
+Task copies_task(std::uint64_t seed) {
+  static constexpr int kDims[] = {128, 256};
+  Task task = test_util::pool_task(12, "2080ti", seed, kDims);
+  task.workload.batch_size = 65536;
+  for (TableSpec& t : task.workload.tables) {
+    t.stats.num_rows = std::min<std::int64_t>(t.stats.num_rows, 300);
+    t.stats.num_distinct = std::min(t.stats.num_distinct, t.stats.num_rows);
+    for (double& step : t.stats.icdf) step = std::min(step, static_cast<double>(t.stats.num_rows));
+  }
+  check_task(task, "copies task");
+  return task;
+}
+
+TEST(Joint, MakesSmallWideTablesDataParallelWhereThatPaysAndTheBoundStillHolds) {
+  for (std::uint64_t seed = 0; seed < 3; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    const Task task = copies_task(seed);
+    const auto cost = make_cost_model("sim", task);
+    const ShardResult with = plan_task("joint", task, cost.get(), quiet(seed));
+    const ShardResult without = plan_task("joint:data_parallel=false", task, cost.get(), quiet(seed));
+    ASSERT_EQ(with.status, ShardStatus::kOk) << with.reason;
+    ASSERT_EQ(without.status, ShardStatus::kOk) << without.reason;
+    const auto copies = std::count_if(with.plan.tables.begin(), with.plan.tables.end(),
+                                      [](const TablePlacement& tp) { return tp.type == ShardingType::kDataParallel; });
+    EXPECT_GT(copies, 0);
+    const double value = value_of(*cost, task, with.plan, Objective::kStep);
+    EXPECT_LT(value, value_of(*cost, task, without.plan, Objective::kStep));
+    EXPECT_GE(value * (1 + 1e-12), *cost->lower_bound(task, Objective::kStep));
+    // The plan file means what the plan meant, and TorchRec gets `data_parallel` on "dense".
+    EXPECT_EQ(value_of(*cost, task, plan_from_json(plan_to_json(with.plan), "copies"), Objective::kStep), value);
+    const ShardResult torchrec = plan_task("joint:torchrec=true", task, cost.get(), quiet(seed));
+    ASSERT_EQ(torchrec.status, ShardStatus::kOk) << torchrec.reason;
+    EXPECT_NE(torchrec_plan_json(task, torchrec.plan, {}).find("\"sharding_type\": \"data_parallel\", \"compute_kernel\": \"dense\""),
+              std::string::npos);
+  }
+}
+
+TEST(Joint, NeverMakesCopiesAModelCannotCost) {
+  const Task task = tiny_task(10, "cpu:devices=4", 9);
+  const auto cost = make_cost_model("neural:weights=builtin,hardware=any", task);
+  EXPECT_FALSE(cost->compute().costs_replicas());
+  const ShardResult r = plan_task("joint", task, cost.get(), quiet());
+  ASSERT_EQ(r.status, ShardStatus::kOk) << r.reason;
+  Plan copies = r.plan;
+  copies.tables[0] = {copies.tables[0].table, ShardingType::kDataParallel, {}};
+  for (int d = 0; d < 4; ++d) copies.tables[0].shards.push_back({d, 0, task.workload.tables[0].num_rows(), 0, task.workload.tables[0].dim, -1});
+  const std::string error = test_util::error_of([&] { (void)cost->estimate(task, copies, quiet()); });
+  EXPECT_NE(error.find("table 't0' is data-parallel"), std::string::npos) << error;
+  for (const TablePlacement& tp : r.plan.tables) EXPECT_NE(tp.type, ShardingType::kDataParallel) << tp.table;
+}
+
 TEST(Joint, UnknownParametersListWhatExists) {
   const std::string error = test_util::error_of([] { (void)make_sharder("joint:speed=11"); });
   EXPECT_NE(error.find("time_ms"), std::string::npos) << error;
@@ -253,10 +312,12 @@ void expect_state_matches_estimate(const Task& task, const std::string& cost_spe
   };
   for (int t = 0; t < state.num_tables(); ++t) {
     const TableSpec& spec = task.workload.tables[static_cast<std::size_t>(t)];
-    const Layout layout = rng.below(3) == 0 ? Layout{Layout::Kind::kRows, 2 + static_cast<int>(rng.below(3))}
-                                            : Layout{};
+    const std::uint64_t kind = rng.below(4);
+    const Layout layout = kind == 0 ? Layout{Layout::Kind::kRows, 2 + static_cast<int>(rng.below(3))}
+                          : kind == 1 && spec.size_bytes() < (std::int64_t{1} << 26) ? Layout{Layout::Kind::kCopies, n, 0}
+                                      : Layout{};
     state.set_layout(t, layout);
-    int device = static_cast<int>(rng.below(static_cast<std::uint64_t>(n)));
+    int device = layout.kind == Layout::Kind::kCopies ? 0 : static_cast<int>(rng.below(static_cast<std::uint64_t>(n)));
     for (const Shard& s : layout_shards(layout, spec.num_rows(), spec.dim)) {
       Piece p;
       ASSERT_TRUE(state.make_piece(t, s, device, false, p));
@@ -267,6 +328,7 @@ void expect_state_matches_estimate(const Task& task, const std::string& cost_spe
   check("after adding every table");
   for (int move = 0; move < 40; ++move) {
     const int t = static_cast<int>(rng.below(static_cast<std::uint64_t>(state.num_tables())));
+    if (state.layout(t).kind == Layout::Kind::kCopies) continue;  // one copy per device, fixed
     const Piece old = state.lift(t, 0);
     Piece p;
     const int to = static_cast<int>(rng.below(static_cast<std::uint64_t>(n)));
@@ -292,3 +354,24 @@ TEST(JointState, ObjectiveIsTheEvaluatorsOnSmallAndLargeTopologies) {
 
 }  // namespace
 }  // namespace embshard::detail::joint
+namespace embshard { namespace {
+TEST(Scratch, DP) {
+  const Task task = copies_task(0);
+  const auto cost = make_cost_model("sim", task);
+  const ShardResult without = plan_task("joint:data_parallel=false", task, cost.get(), quiet(0));
+  const CostBreakdown b0 = cost->estimate(task, without.plan, quiet());
+  std::printf("base %.4f n=%d\n", objective_value(b0, Objective::kStep), task.topology.num_devices());
+  Plan p = without.plan;
+  for (int t = 0; t < 6; ++t) {
+    const TableSpec& s = task.workload.tables[t];
+    auto it = std::find_if(p.tables.begin(), p.tables.end(), [&](auto& tp) { return tp.table == s.name; });
+    *it = {s.name, ShardingType::kDataParallel, {}};
+    for (int d = 0; d < task.topology.num_devices(); ++d) it->shards.push_back({d, 0, s.num_rows(), 0, s.dim, -1});
+    const CostBreakdown b = cost->estimate(task, p, quiet());
+    std::printf("upto t%d -> %.4f\n", t, objective_value(b, Objective::kStep));
+  }
+  const CostBreakdown b = cost->estimate(task, p, quiet());
+  for (const auto& c : b.devices) std::printf("dev in %.3f fw %.3f fwc %.3f bwc %.3f bw %.3f ar %.3f\n", c.in_comm_ms, c.fw_comp_ms, c.fw_comm_ms, c.bw_comm_ms, c.bw_comp_ms, c.ar_comm_ms);
+  for (const auto& tp : without.plan.tables) std::printf("%s %s %zu\n", tp.table.c_str(), to_string(tp.type), tp.shards.size());
+}
+}}

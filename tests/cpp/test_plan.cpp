@@ -358,6 +358,37 @@ TEST(PlanCheck, RejectsUvmOverBudget) {
                 "UVM budget 0.250 GiB (268435456 bytes)"});
 }
 
+TablePlacement copies_of_t1(std::vector<int> devices) {
+  TablePlacement tp{"t1", ShardingType::kDataParallel, {}};
+  for (int d : devices) tp.shards.push_back(shard(d, 0, 500, 0, 32));
+  return tp;
+}
+
+TEST(PlanCheck, DataParallelNeedsOneWholeCopyInHbmOnEveryDevice) {
+  Task task = two_table_task();
+  task.constraints.allow_uvm = true;
+  const TablePlacement t0{"t0", ShardingType::kTableWise, {shard(0, 0, 1000, 0, 64)}};
+  expect_valid(task, plan_of({t0, copies_of_t1({0, 1, 2, 3})}));
+  expect_valid(task, plan_of({t0, copies_of_t1({3, 1, 0, 2})}));
+  expect_error(task, plan_of({t0, copies_of_t1({0, 1, 2})}),
+               {"table 't1': sharding type data_parallel needs one copy on each of the 4 devices, found 3"});
+  expect_error(task, plan_of({t0, copies_of_t1({0, 1, 2, 2})}), {"shard 3 (device 2) is a second copy there"});
+  TablePlacement half = copies_of_t1({0, 1, 2, 3});
+  half.shards[2].row_end = 250;
+  expect_error(task, plan_of({t0, half}), {"needs whole copies, but shard 2 (device 2) has rows [0, 250)"});
+  TablePlacement tiered = copies_of_t1({0, 1, 2, 3});
+  tiered.shards[1].hbm_rows = 100;
+  expect_error(task, plan_of({t0, tiered}), {"keeps every row in HBM", "shard 1 (device 1) has hbm_rows = 100"});
+  // Every copy counts in its device's memory, and a table's constraints may forbid copies.
+  const auto memory = plan_memory(task, plan_of({t0, copies_of_t1({0, 1, 2, 3})}));
+  for (const DeviceMemory& m : memory) EXPECT_GE(m.hbm_bytes, 500 * 32 * 4);
+  task.workload.tables[1].constraints.sharding_types = {ShardingType::kTableWise};
+  expect_error(task, plan_of({t0, copies_of_t1({0, 1, 2, 3})}), {"is data_parallel, but its constraints allow only table_wise"});
+  EXPECT_FALSE(may_replicate(task, task.workload.tables[1]));
+  EXPECT_TRUE(may_replicate(task, task.workload.tables[0]));
+  EXPECT_FALSE(may_replicate(task_of({{"t", 10, 4}}, 1), task_of({{"t", 10, 4}}, 1).workload.tables[0]));
+}
+
 // ---- helpers of the plan layer ----------------------------------------------------------------
 
 TEST(PlanMemory, CountsHbmAndUvmPerDevice) {
@@ -390,7 +421,7 @@ TEST(PlanMemory, IgnoresUnknownTablesAndDevicesAndClampsRanges) {
 
 TEST(PlanTypes, RoundTripAndErrors) {
   for (auto type : {ShardingType::kTableWise, ShardingType::kColumnWise, ShardingType::kRowWise,
-                    ShardingType::kTableRowWise}) {
+                    ShardingType::kTableRowWise, ShardingType::kDataParallel}) {
     EXPECT_EQ(parse_sharding_type(to_string(type), "x"), type);
   }
   EXPECT_STREQ(to_string(ShardingType::kTableRowWise), "table_row_wise");

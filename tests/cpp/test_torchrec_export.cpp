@@ -82,6 +82,20 @@ TEST(TorchrecExport, TableWiseLocalWorldSize2) {
   EXPECT_EQ(table_of(task, plan, "t0"), want);
 }
 
+TEST(TorchrecExport, DataParallelListsEveryRankOnTheDenseKernelWithoutShards) {
+  const Task task = task_of({{"t0", 1000, 64}}, 4, 2);
+  Plan plan = plan_of({{"t0", ShardingType::kDataParallel, {}}});
+  for (int d : {2, 0, 3, 1}) plan.tables[0].shards.push_back(shard(d, 0, 1000, 0, 64));
+  const Json want = {{"sharding_type", "data_parallel"},
+                     {"compute_kernel", "dense"},
+                     {"ranks", {0, 1, 2, 3}},
+                     {"shards", Json::array()}};
+  EXPECT_EQ(table_of(task, plan, "t0"), want);
+  TorchrecExportOptions cpu;
+  cpu.compute_device = TorchrecDevice::kCpu;  // TorchRec runs DP on cpu too
+  EXPECT_EQ(table_of(task, plan, "t0", cpu).at("sharding_type"), "data_parallel");
+}
+
 TEST(TorchrecExport, ColumnWiseSortedByColumnRanksRepeatLocalWorldSize8) {
   const Task task = task_of({{"t0", 100, 64}}, 16, 8);
   const Plan plan = plan_of({{"t0", ShardingType::kColumnWise,

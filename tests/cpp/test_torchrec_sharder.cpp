@@ -156,7 +156,8 @@ TEST(TorchrecSharder, EnumeratorOptionsFollowTheConstraints) {
   };
   auto topo = tr::make_torchrec_topology(task, options);
   auto by_type = count(tr::enumerate_options(task, topo, options).at(0));
-  ASSERT_EQ(by_type.size(), 4u);  // TW, CW, RW, TWRW; fused only
+  ASSERT_EQ(by_type.size(), 5u);  // DP (dense), TW, CW, RW, TWRW (fused)
+  EXPECT_EQ(by_type[ShardingType::kDataParallel], std::vector<std::size_t>{4});   // a copy per rank
   EXPECT_EQ(by_type[ShardingType::kTableWise], std::vector<std::size_t>{1});
   EXPECT_EQ(by_type[ShardingType::kColumnWise], std::vector<std::size_t>{2});     // 256 = 2 × 128
   EXPECT_EQ(by_type[ShardingType::kRowWise], std::vector<std::size_t>{4});        // W = 4
@@ -166,9 +167,24 @@ TEST(TorchrecSharder, EnumeratorOptionsFollowTheConstraints) {
   EXPECT_EQ(by_type.count(ShardingType::kColumnWise), 0u);
   task.constraints.allow_row_split = false;
   by_type = count(tr::enumerate_options(task, topo, options).at(0));
-  EXPECT_EQ(by_type.size(), 1u);
+  EXPECT_EQ(by_type.size(), 2u);  // DP and TW
   task.constraints.allow_uvm = true;
-  EXPECT_EQ(tr::enumerate_options(task, topo, options).at(0).size(), 3u);  // fused, fused_uvm, caching
+  EXPECT_EQ(tr::enumerate_options(task, topo, options).at(0).size(), 4u);  // DP dense; TW fused, fused_uvm, caching
+  task.workload.tables[0].constraints.sharding_types = {ShardingType::kTableWise};
+  EXPECT_EQ(tr::enumerate_options(task, topo, options).at(0).size(), 3u);  // the table's own constraints
+}
+
+TEST(TorchrecSharder, DataParallelPerfIsTheDigestsFormula) {
+  // 2 hosts of 2: W = 4, L = 2, n = min(W/L, 2) = 2; 1000 rows × 256 fp32, pf 1, B = 1024 / 4.
+  const Task task = hand_task({table("t", 256, 1000, 1.0)}, "v100:nodes=2,gpus_per_node=2", 1024);
+  const auto topo = tr::make_torchrec_topology(task, {});
+  const tr::Perf p = tr::shard_perf(task.workload.tables[0], ShardingType::kDataParallel, tr::ComputeKernel::kDense, 256, topo);
+  // The dense kernel runs at half the HBM bandwidth (kernel_bw_lookup; checked against 1.9.2).
+  const double b = 256.0, table = 1000.0 * 256 * 4, bw = 0.5 * topo.hbm_mem_bw_bytes_per_ms;
+  EXPECT_DOUBLE_EQ(p.fwd_compute_ms, (b * 8 + b * 256 * 4 + b * 256 * 4) / bw);
+  EXPECT_EQ(p.fwd_comms_ms, 0.0);
+  EXPECT_DOUBLE_EQ(p.bwd_compute_ms, 2 * p.fwd_compute_ms);
+  EXPECT_DOUBLE_EQ(p.bwd_comms_ms, table * 1.5 / (topo.inter_host_bw_bytes_per_ms * 2) + table * 9.22 / bw);
 }
 
 TEST(TorchrecSharder, StorageReservationIsTorchrecs) {

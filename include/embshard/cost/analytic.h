@@ -27,6 +27,14 @@
  * UVM bytes the rest, costed at the topology's uvm_gbps (1 / uvm_gbps per byte, forward and
  * backward).
  *
+ * A copy of a data-parallel table (plan/plan.h) on one of N devices serves b = 1/N of the batch:
+ * L_t becomes b · L_t, U_t the distinct rows of a random b of the bags, U_t · (1 − (1 − b)^(L_t/U_t))
+ * (each distinct row, looked up L_t/U_t times on average, is missed by all of them with
+ * probability (1 − b)^(L_t/U_t)), output_bytes b · B · cols · 4, and its backward is dense: the
+ * whole table's gradient and optimizer update, update_bytes = 9.22 · rows · r_t (the traffic of
+ * TorchRec's estimator for a data-parallel table's optimizer, table bytes × 9.22). Copies run as
+ * their device's second fused call: `calls` counts 1 for the device's shards and 1 for its copies.
+ *
  * with evict_t = clamp(1 − cache_bytes / (r_t · U_t), 0, 1), the share of re-reads that miss
  * because the table's working set outgrows the last-level cache (the fused kernels walk the
  * batch table by table, so each table has the cache to itself). Then
@@ -100,6 +108,7 @@ struct SimTable {
   int bytes_per_element = 4;
   double row_share = 1.0;      ///< rows of the shard / rows of the table
   std::int64_t hbm_rows = -1;  ///< rows of the shard in HBM (its hottest); -1: all
+  int replicas = 0;            ///< a copy of a data-parallel table among this many (file comment)
 };
 
 [[nodiscard]] SimFeatures sim_features(std::span<const SimTable> tables, std::int64_t batch_size,

@@ -19,13 +19,15 @@
  *               before the slowest device has its pooled vectors)
  *   bw_comm_d   d's part of the backward all-to-all (gradients of the pooled vectors)
  *   bw_comp_d   backward kernel of d's shard with the fused optimizer update
+ *   ar_comm_d   the all-reduce of the data-parallel tables' gradients (cost/link_model.h; the
+ *               same on every device, 0 when the plan has no data-parallel table)
  *
  * Objectives (lower is better, except that `balance` is reported as-is, higher is better):
  *
  *   step      = max_d in_comm_d + max_d fw_comp_d + max_d fw_comm_d + max_d bw_comm_d
- *               + max_d bw_comp_d
- *               (synchronous step: each all-to-all lasts as long as its most loaded device)
- *   max_sum   = max_d (in_comm_d + fw_comp_d + fw_comm_d + bw_comm_d + bw_comp_d)
+ *               + max_d bw_comp_d + max_d ar_comm_d
+ *               (synchronous step: each collective lasts as long as its most loaded device)
+ *   max_sum   = max_d (in_comm_d + fw_comp_d + fw_comm_d + bw_comm_d + bw_comp_d + ar_comm_d)
  *               (the figure NeuroShard and DreamShard report; no straggler wait)
  *   balance   = min_d (fw_comp_d + bw_comp_d) / max_d (fw_comp_d + bw_comp_d)   (AutoShard; 1 if all 0)
  *
@@ -45,11 +47,12 @@ struct DeviceCost {
   double fw_wait_ms = 0.0;
   double bw_comm_ms = 0.0;
   double bw_comp_ms = 0.0;
+  double ar_comm_ms = 0.0;      ///< gradient all-reduce of the data-parallel tables
   std::int64_t hbm_bytes = 0;   ///< memory the device's shards use (weights only)
   std::int64_t uvm_bytes = 0;
 
   [[nodiscard]] double sum_ms() const {
-    return in_comm_ms + fw_comp_ms + fw_comm_ms + bw_comm_ms + bw_comp_ms;
+    return in_comm_ms + fw_comp_ms + fw_comm_ms + bw_comm_ms + bw_comp_ms + ar_comm_ms;
   }
 };
 

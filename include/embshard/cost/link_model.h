@@ -44,6 +44,16 @@
  * TrainPipelineSparseDist starts the next batch's input dist during this batch's compute: only
  * the part longer than the device's fw + bw compute shows) or `omit` (the papers' benchmarks,
  * which load every device's indices before timing; refs-zha.md §3).
+ *
+ * Copies of data-parallel tables (plan/plan.h) take part in neither exchange: each looks up its
+ * own device's samples. Their dense gradients — S bytes, the summed size of the data-parallel
+ * tables (weights' dtype) — are all-reduced once per step, hierarchically (TorchRec's DDP over
+ * NCCL): a reduce-scatter and an all-gather inside each host of L devices, and an all-reduce of
+ * each device's 1/L slice across the H hosts, so every device needs
+ *
+ *   all_reduce = latency + 2 (L − 1) / L · S / intra_gbps + 2 (H − 1) / H · (S / L) / inter_gbps
+ *
+ * (0 with one device or no data-parallel table), the same on every device (`all_reduce_ms`).
  */
 #include <cstdint>
 #include <memory>
@@ -101,7 +111,8 @@ struct InputCommOptions {
 [[nodiscard]] std::vector<ParamSpec> with_input_comm_params(std::vector<ParamSpec> own);
 [[nodiscard]] InputCommOptions input_comm_options(const Params& params);
 
-/** The bytes of indices and lengths one shard receives for the whole batch (file comment). */
+/** The bytes of indices and lengths one shard receives for the whole batch (file comment; a copy
+ *  of a data-parallel table: 0). */
 [[nodiscard]] double shard_input_bytes(const Task& task, const PlacedShard& shard, const InputCommOptions& options);
 
 /** Per device, the bytes of indices and lengths its shards receive for the whole batch. */
@@ -112,6 +123,15 @@ struct InputCommOptions {
 /** Per device, the input all-to-all's time in ms (the exchange with send and receive swapped). */
 [[nodiscard]] std::vector<double> input_all_to_all_ms(const Topology& topology,
                                                       const std::vector<double>& input_bytes);
+
+/** The bytes of the dense gradients of the data-parallel copies among `shards` (file comment). */
+[[nodiscard]] double replica_gradient_bytes(const Task& task, std::span<const PlacedShard> shards);
+
+/** The gradient all-reduce of `bytes` in ms, every device's (file comment; 0 for no bytes). */
+[[nodiscard]] double all_reduce_ms(const Topology& topology, double bytes);
+
+/** all_reduce_ms's time per byte, without the latency: what a lower bound may charge per byte. */
+[[nodiscard]] double all_reduce_ms_per_byte(const Topology& topology);
 
 /** The link model as a `CommModel` of `topology` at `batch_size` (spec "link"). */
 [[nodiscard]] std::unique_ptr<CommModel> make_link_comm_model(const Topology& topology,

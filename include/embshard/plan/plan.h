@@ -15,12 +15,19 @@
  *   column-wise    shards span all rows, each a column range (a multiple of 4 wide)
  *   row-wise       shards span all columns, each a row range, on different devices
  *   table-row-wise row-wise within one host (TorchRec's TWRW)
+ *   data-parallel  a copy of the whole table on every device (one shard per device, all rows and
+ *                  columns, all in HBM: TorchRec's dense kernel has no UVM tier). Each copy looks
+ *                  up only its own device's B/N samples, so no pooled vectors and no indices are
+ *                  exchanged; instead the copies' dense gradients are all-reduced every step and
+ *                  each copy applies the optimizer to the whole table (cost/breakdown.h,
+ *                  cost/analytic.h). Worth it for small tables whose output exchange costs more.
  *
  * Memory a shard uses: rows × cols × bytes_per_element, split between HBM (hbm_rows) and UVM.
  * Optimizer state is not counted (the papers count weights only).
  *
  * `find_error_in_plan` checks a plan against its task: every task table appears once, its shards
- * cover every (row, column) cell exactly once, widths are multiples of 4, devices exist, UVM is
+ * cover every (row, column) cell exactly once (a data-parallel table: one whole copy on each
+ * device), widths are multiples of 4, devices exist, UVM is
  * used only where allowed, and each device's HBM and UVM use fits its budget.
  */
 #include <cstdint>
@@ -92,6 +99,13 @@ struct DeviceMemory {
 
 /** "" if `plan` is a valid plan for `task` (constraints and memory included), else one line naming the first problem. */
 [[nodiscard]] std::string find_error_in_plan(const Task& task, const Plan& plan);
+
+/**
+ * Whether a plan of `task` may make `table` data-parallel: its constraints allow the type, the
+ * topology has more than one device, and a whole copy fits every device's HBM budget on its own.
+ * (`find_error_in_plan` still checks the plan's total memory.)
+ */
+[[nodiscard]] bool may_replicate(const Task& task, const TableSpec& table);
 
 /** A table-wise plan from one device per table (index i of `devices` is task table i). */
 [[nodiscard]] Plan table_wise_plan(const Task& task, const std::vector<int>& devices);

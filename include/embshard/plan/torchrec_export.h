@@ -20,8 +20,10 @@
  * [row, column]. Tables appear in plan order, each shard on its own line (readers such as
  * `python/embshard/torchrec.py` do not depend on the layout).
  *
- * Sharding types map one to one: table_wise, column_wise, row_wise, table_row_wise. Column-wise
- * shards are listed by column and `ranks` pairs 1:1 with them (a rank may repeat).
+ * Sharding types map one to one: table_wise, column_wise, row_wise, table_row_wise,
+ * data_parallel. Column-wise shards are listed by column and `ranks` pairs 1:1 with them (a rank
+ * may repeat). A data_parallel table lists every rank, no shards (TorchRec's DP sharding has no
+ * shard spec) and the kernel "dense", the only one TorchRec runs it with.
  *
  * Compute kernel (one per table in TorchRec): "fused" when every shard is wholly in HBM; else
  * "fused_uvm_caching" with an LRU cache whose `load_factor` is the table's share of rows in HBM

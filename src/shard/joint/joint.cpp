@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "embshard/core/error.h"
+#include "embshard/cost/link_model.h"
 #include "embshard/data/random.h"
 #include "shard/builtin_sharders.h"
 #include "shard/joint/joint.h"
@@ -54,7 +55,8 @@ class Search {
       : task_(task), options_(options), ctx_(ctx), state_(task, cost, options.objective, ctx),
         n_(task.topology.num_devices()),
         max_parts_(options.max_parts > 0 ? std::min(options.max_parts, n_) : std::min(n_, kDefaultMaxParts)),
-        rng_(derive_seed(ctx.seed, 0x6a6f696e74)) {
+        rng_(derive_seed(ctx.seed, 0x6a6f696e74)),
+        copies_(options.data_parallel && cost.compute().costs_replicas()) {
     state_.set_cold_rows_to_uvm(options.uvm);
     const auto start = std::chrono::steady_clock::now();
     deadline_ = start + std::chrono::microseconds(static_cast<std::int64_t>(options.time_ms * 1000.0));
@@ -76,6 +78,7 @@ class Search {
     int round = 0, since_best = 0, best_round = 0;
     improve(result.stats, false);
     if (better(score(), best)) best = score(), best_plan = state_.snapshot();
+    if (copies_) try_copy_groups(best, best_plan, result.stats);
     const std::int64_t budget = options_.evaluations > 0 ? options_.evaluations
                                 : state_.incremental()  ? kIncrementalEvaluations
                                                         : kEvaluations;
@@ -209,6 +212,7 @@ class Search {
       const int limit = std::min(max_parts_, s.dim / min_width);
       for (int k : part_counts(limit)) out.push_back({Layout::Kind::kColumns, k});
     }
+    if (copies_ && may_replicate(task_, s)) out.push_back({Layout::Kind::kCopies, n_, 0});
     return out;
   }
 
@@ -244,16 +248,27 @@ class Search {
     return out;
   }
 
-  /** Lays `t` out as `layout`, each piece on the device that scores best; false if one fits nowhere. */
+  /**
+   * Lays `t` out as `layout`, each piece on the device that scores best (on its fixed device where
+   * the layout fixes them); false if one fits nowhere.
+   */
   bool insert(int t, Layout layout, bool uvm) {
     state_.set_layout(t, layout);
     const TableSpec& s = spec(t);
     for (const Shard& shard : layout_shards(layout, s.num_rows(), s.dim)) {
+      if (layout.first_device >= 0) {
+        Piece p;
+        if (!state_.make_piece(t, shard, layout.first_device + static_cast<int>(state_.pieces(t).size()), uvm, p)) {
+          state_.remove_table(t);
+          return false;
+        }
+        state_.add(p);
+        continue;
+      }
       Score best;
       int best_device = -1;
-      const int fixed = layout.first_device + static_cast<int>(state_.pieces(t).size());
       const std::int64_t bytes = s.shard_bytes(shard.num_rows(), shard.num_cols());
-      for (int d : layout.first_device >= 0 ? std::vector<int>{fixed} : candidates(t, bytes)) {
+      for (int d : candidates(t, bytes)) {
         Piece p;
         if (!state_.make_piece(t, shard, d, uvm, p)) continue;
         state_.add(p);
@@ -513,6 +528,69 @@ class Search {
     }
   }
 
+  /**
+   * Tables worth trying as data-parallel copies, most promising first: those whose own exchange
+   * (its outputs both ways and its indices, sent by one device: the link model) costs more than
+   * what copying adds to a device — its copy's compute (less its share of the whole table's when
+   * spread over the devices) and its gradient's all-reduce bytes. Models that do not add up:
+   * every table that may be copied, by exchange bytes per gradient byte.
+   */
+  std::vector<int> copy_candidates() {
+    std::vector<std::pair<double, int>> ranked;
+    std::vector<double> bytes(static_cast<std::size_t>(n_), 0.0);
+    const double latency = task_.topology.a2a_latency_us / 1000.0;
+    for (int t = 0; t < state_.num_tables(); ++t) {
+      const TableSpec& s = spec(t);
+      if (!may_replicate(task_, s)) continue;
+      const double gradient = static_cast<double>(s.num_rows()) * s.dim * bytes_per_element(s.dtype);
+      bytes[0] = static_cast<double>(task_.workload.batch_size) * 4.0 * s.dim;
+      const double out_ms = exchange_ms(task_.topology, bytes)[0] - latency;
+      bytes[0] = static_cast<double>(s.stats.num_indices) * 8.0;
+      const double in_ms = exchange_ms(task_.topology, bytes)[0] - latency;
+      bytes[0] = 0.0;
+      double gain = 2 * out_ms + in_ms - gradient * all_reduce_ms_per_byte(task_.topology);
+      if (state_.additive()) {
+        const Shard whole{0, 0, s.num_rows(), 0, s.dim, -1};
+        const DeviceCompute copy = state_.shard_compute({t, whole, n_});
+        const DeviceCompute one = state_.shard_compute({t, whole, 0});
+        gain -= copy.fw_ms + copy.bw_ms - (one.fw_ms + one.bw_ms) / n_;
+      } else {
+        gain = 2 * out_ms / std::max(gradient, 1.0);
+      }
+      if (gain > 0) ranked.emplace_back(-gain, t);
+    }
+    std::sort(ranked.begin(), ranked.end());
+    std::vector<int> out;
+    for (const auto& [gain, t] : ranked) out.push_back(t);
+    return out;
+  }
+
+  /**
+   * Data-parallel copies pay the all-reduce's latency and their device's second call once, however
+   * many tables share them, so one table alone rarely pays, and the plan around them must change
+   * too: for k = 1, 2, 4, …, the k most promising candidates become copies and the rest of the
+   * plan is built again (greedy start, `improve`); the best plan is kept in `best` / `best_plan`.
+   */
+  void try_copy_groups(Score& best, State::Snapshot& best_plan, ShardStats& stats) {
+    const std::vector<int> ranked = copy_candidates();
+    for (std::size_t k = 1; k <= ranked.size() && !out_of_time();
+         k = k < ranked.size() && 2 * k > ranked.size() ? ranked.size() : 2 * k) {
+      for (int t = 0; t < state_.num_tables(); ++t) state_.remove_table(t);
+      std::vector<bool> copied(static_cast<std::size_t>(state_.num_tables()), false);
+      bool placed = true;
+      for (std::size_t i = 0; i < k && placed; ++i) {
+        copied[static_cast<std::size_t>(ranked[i])] = true;
+        placed = insert(ranked[i], {Layout::Kind::kCopies, n_, 0}, false);
+      }
+      for (std::size_t i = 0; i < order_.size() && placed; ++i)
+        if (!copied[static_cast<std::size_t>(order_[i])]) placed = insert_best(order_[i], start_layouts(order_[i]));
+      if (!placed) continue;
+      improve(stats, false);
+      if (better(score(), best)) best = score(), best_plan = state_.snapshot();
+    }
+    state_.restore(best_plan);
+  }
+
   /** Re-lays out one to three random tables in random layouts (seeded). */
   void perturb() {
     const int count = 1 + static_cast<int>(rng_.below(3));
@@ -546,6 +624,7 @@ class Search {
   Rng rng_;
   std::chrono::steady_clock::time_point deadline_;
   std::vector<int> order_;
+  bool copies_;  ///< data-parallel copies tried (the option, and the model can cost them)
   std::int64_t evaluations_ = 0;
 };
 
@@ -574,7 +653,7 @@ class JointSharder final : public Sharder {
 void register_joint(Registry<Sharder>& registry) {
   registry.add(
       {"joint",
-       "embshard's planner: every table's layout (whole, rows, columns, HBM/UVM split) chosen with "
+       "embshard's planner: every table's layout (whole, rows, columns, copies, HBM/UVM split) chosen with "
        "the device of every piece by local search on the cost model's objective (src/shard/joint/joint.h)",
        {{"objective", ParamType::kString, "step", {}, {}, {"step", "max_sum", "balance"},
          "what the plan minimises (balance: maximises)"},
@@ -589,6 +668,8 @@ void register_joint(Registry<Sharder>& registry) {
         {"rows", ParamType::kBool, "true", {}, {}, {}, "try row-wise layouts"},
         {"columns", ParamType::kBool, "true", {}, {}, {}, "try column-wise layouts"},
         {"uvm", ParamType::kBool, "true", {}, {}, {}, "keep rows that do not fit HBM in UVM where the task allows"},
+        {"data_parallel", ParamType::kBool, "true", {}, {}, {},
+         "try a copy of a table on every device (data_parallel) where it fits and the cost model can cost copies"},
         {"torchrec", ParamType::kBool, "false", {}, {}, {},
          "only row layouts TorchRec's training path runs: even blocks over all devices or one whole host, in rank order"},
         {"exact_limit", ParamType::kInt, "200000", 0, 1 << 30, {},
@@ -605,6 +686,7 @@ void register_joint(Registry<Sharder>& registry) {
         o.rows = p.get_bool("rows");
         o.columns = p.get_bool("columns");
         o.uvm = p.get_bool("uvm");
+        o.data_parallel = p.get_bool("data_parallel");
         o.torchrec = p.get_bool("torchrec");
         o.exact_limit = p.get_int("exact_limit");
         o.candidates = static_cast<int>(p.get_int("candidates"));

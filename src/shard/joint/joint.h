@@ -14,6 +14,9 @@
  *               1/32 of a piece's rows moves to another piece of the table)
  *   columns k   k pieces of near-equal widths, each a multiple of 4, on k distinct devices
  *               (column_wise)
+ *   copies      a whole copy on every device (data_parallel, plan/plan.h), where a copy fits
+ *               every device's HBM (`may_replicate`) and the cost model can cost copies: no
+ *               exchange, each copy serves its device's samples, the gradients are all-reduced
  * for k from 2 to `max_parts` (default: the number of devices, at most 64) where the task and the table's
  * constraints allow the type. Where the task and the table allow UVM, a piece keeps in HBM only
  * the rows its table's profile touched (the ICDF's last step, in the piece's share: they serve every
@@ -65,7 +68,7 @@ namespace embshard::detail::joint {
 
 /** A table's layout: whole, or split into `parts` row ranges or column ranges. */
 struct Layout {
-  enum class Kind { kWhole, kRows, kColumns };
+  enum class Kind { kWhole, kRows, kColumns, kCopies };
   Kind kind = Kind::kWhole;
   int parts = 1;
   /// ≥ 0: piece i sits on device first_device + i, fixed (TorchRec's row-wise blocks in rank order)
@@ -82,6 +85,7 @@ struct Options {
   bool rows = true;
   bool columns = true;
   bool uvm = true;
+  bool data_parallel = true;    ///< try copies on every device (joint.h)
   bool torchrec = false;        ///< only layouts TorchRec's training path runs (joint.h)
   std::int64_t exact_limit = 200000;
   int candidates = 8;
@@ -100,6 +104,7 @@ struct Piece {
   std::int64_t input_bytes = 0; ///< indices and lengths it receives per step
   std::int64_t hbm_bytes = 0;
   std::int64_t uvm_bytes = 0;
+  std::int64_t gradient_bytes = 0;  ///< a data-parallel copy's gradient (all-reduced), else 0
 };
 
 /** What one device holds. */
@@ -107,6 +112,7 @@ struct DeviceLoad {
   std::int64_t fw_units = 0;    ///< Σ pieces' cost (additive models)
   std::int64_t bw_units = 0;
   int pieces = 0;
+  int copies = 0;               ///< of them, copies of data-parallel tables (a second fused call)
   std::int64_t dims = 0;
   std::int64_t input_bytes = 0;
   std::int64_t hbm_bytes = 0;
@@ -146,6 +152,10 @@ class State {
   [[nodiscard]] double objective();
   /** Σ_d (device step)² of the last `objective()`, the tie-breaker. */
   [[nodiscard]] double spread() const { return spread_; }
+  /** Whether the model's device cost adds up over pieces (compute_model.h `is_additive`). */
+  [[nodiscard]] bool additive() const { return additive_; }
+  /** One piece's additive cost (additive models only). */
+  [[nodiscard]] DeviceCompute shard_compute(const PlacedShard& shard) { return cost_.compute().shard_compute(task_, shard); }
   /** Whether the objective is kept up to date per change (fast_step.h). */
   [[nodiscard]] bool incremental() const { return fast_; }
   /** A device's own load in ms: its compute and its bytes over an intra-host link (ranks candidates). */
@@ -187,6 +197,8 @@ class State {
   std::vector<double> input_bytes_;
   std::vector<double> input_ms_;
   std::vector<DeviceComm> comm_;
+  /// Σ of the data-parallel tables' gradient bytes (device 0's copies: every device holds all).
+  std::int64_t gradient_bytes_ = 0;
   double spread_ = 0.0;
   // Many devices, an additive model, the link model and `step` (fast_step.h): kept per change.
   bool fast_ = false;

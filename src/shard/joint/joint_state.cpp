@@ -23,6 +23,9 @@ std::vector<Shard> layout_shards(Layout layout, std::int64_t rows, int cols) {
         shards.push_back({0, begin, std::min(rows, begin + block), 0, cols, -1});
       break;
     }
+    case Layout::Kind::kCopies:
+      for (int i = 0; i < layout.parts; ++i) shards.push_back({0, 0, rows, 0, cols, -1});
+      break;
     case Layout::Kind::kColumns: {
       const int units = cols / 4;
       int begin = 0;
@@ -100,7 +103,9 @@ bool State::make_piece(int table, Shard shard, int device, bool uvm, Piece& out)
   const DeviceLoad& load = devices_[static_cast<std::size_t>(device)];
   shard.device = device;
   const std::int64_t rows = shard.num_rows();
-  const bool tiers = cold_rows_to_uvm_ && task_.constraints.allow_uvm && spec.constraints.allow_uvm;
+  const bool copy = layouts_[static_cast<std::size_t>(table)].kind == Layout::Kind::kCopies;
+  if (copy) uvm = false;  // TorchRec's dense kernel: all in HBM (plan/plan.h)
+  const bool tiers = !copy && cold_rows_to_uvm_ && task_.constraints.allow_uvm && spec.constraints.allow_uvm;
   std::int64_t hbm_rows = rows;
   if (tiers && spec.stats.icdf.size() == static_cast<std::size_t>(kNumIcdfSteps)) {
     // Rows no profiled lookup touched (beyond the ICDF's last step, in the shard's share) cost
@@ -117,7 +122,8 @@ bool State::make_piece(int table, Shard shard, int device, bool uvm, Piece& out)
   const std::int64_t uvm_bytes = spec.shard_bytes(rows - hbm_rows, shard.num_cols());
   if (load.uvm_bytes + uvm_bytes > dev.uvm_bytes) return false;
   shard.hbm_rows = hbm_rows == rows ? -1 : hbm_rows;
-  out.placed = {table, shard};
+  out.placed = {table, shard, copy ? num_devices() : 0};
+  out.gradient_bytes = copy ? rows * shard.num_cols() * bytes_per_element(spec.dtype) : 0;
   out.hbm_bytes = hbm_bytes;
   out.uvm_bytes = uvm_bytes;
   out.input_bytes = std::llround(shard_input_bytes(task_, out.placed, cost_.comm().input_options()));
@@ -135,7 +141,12 @@ void State::apply(const Piece& p, int sign) {
   load.fw_units += sign * p.fw_units;
   load.bw_units += sign * p.bw_units;
   load.pieces += sign;
-  load.dims += sign * p.placed.shard.num_cols();
+  if (p.placed.is_replica()) {
+    load.copies += sign;
+    if (d == 0) gradient_bytes_ += sign * p.gradient_bytes;
+  } else {
+    load.dims += sign * p.placed.shard.num_cols();
+  }
   load.input_bytes += sign * p.input_bytes;
   load.hbm_bytes += sign * p.hbm_bytes;
   load.uvm_bytes += sign * p.uvm_bytes;
@@ -198,9 +209,10 @@ DeviceCompute State::device_compute(int device) {
   const auto d = static_cast<std::size_t>(device);
   const DeviceLoad& load = devices_[d];
   if (load.pieces == 0) return {};
-  if (additive_) {
-    return {overhead_.fw_ms + static_cast<double>(load.fw_units) / kUnitsPerMs,
-            overhead_.bw_ms + static_cast<double>(load.bw_units) / kUnitsPerMs};
+  if (additive_) {  // one fused call for its shards, one for its copies (compute_model.h)
+    const double calls = (load.pieces > load.copies ? 1.0 : 0.0) + (load.copies > 0 ? 1.0 : 0.0);
+    return {calls * overhead_.fw_ms + static_cast<double>(load.fw_units) / kUnitsPerMs,
+            calls * overhead_.bw_ms + static_cast<double>(load.bw_units) / kUnitsPerMs};
   }
   if (dirty_[d]) {
     cached_[d] = cost_.compute().device_compute(task_, by_device_[d], ctx_);
@@ -214,7 +226,8 @@ double State::objective() {
     // objective_value's order: in, fw, fw_comm, bw_comm, bw.
     const double out = out_.max_ms();
     spread_ = static_cast<double>(fast_spread_);
-    return (input_exposed_ ? in_.max_ms() : 0.0) + fw_tree_.max() + out + out + bw_tree_.max();
+    return (input_exposed_ ? in_.max_ms() : 0.0) + fw_tree_.max() + out + out + bw_tree_.max() +
+           all_reduce_ms(task_.topology, static_cast<double>(gradient_bytes_));
   }
   const int n = num_devices();
   for (int d = 0; d < n; ++d) {
@@ -231,6 +244,8 @@ double State::objective() {
     breakdown_.devices[static_cast<std::size_t>(d)].fw_comm_ms = comm_[static_cast<std::size_t>(d)].fw_ms;
     breakdown_.devices[static_cast<std::size_t>(d)].bw_comm_ms = comm_[static_cast<std::size_t>(d)].bw_ms;
   }
+  const double ar_ms = all_reduce_ms(task_.topology, static_cast<double>(gradient_bytes_));
+  for (DeviceCost& c : breakdown_.devices) c.ar_comm_ms = ar_ms;
   const InputCommOptions& input = cost_.comm().input_options();
   if (input.mode != InputCommMode::kOmit) {
     // input_all_to_all_ms is the exchange of the input bytes (cost/link_model.h).
@@ -290,10 +305,13 @@ Plan State::plan() const {
     const Layout& layout = layouts_[static_cast<std::size_t>(t)];
     for (const Piece& p : tables_[static_cast<std::size_t>(t)]) tp.shards.push_back(p.placed.shard);
     std::sort(tp.shards.begin(), tp.shards.end(), [](const Shard& a, const Shard& b) {
-      return a.row_begin != b.row_begin ? a.row_begin < b.row_begin : a.col_begin < b.col_begin;
+      if (a.row_begin != b.row_begin) return a.row_begin < b.row_begin;
+      return a.col_begin != b.col_begin ? a.col_begin < b.col_begin : a.device < b.device;
     });
     if (layout.kind == Layout::Kind::kWhole) {
       tp.type = ShardingType::kTableWise;
+    } else if (layout.kind == Layout::Kind::kCopies) {
+      tp.type = ShardingType::kDataParallel;
     } else if (layout.kind == Layout::Kind::kColumns) {
       tp.type = ShardingType::kColumnWise;
     } else {

@@ -108,6 +108,27 @@ Perf table_row_wise_perf(const BatchShape& b, int num_cols, double elem_bytes, d
   return p;
 }
 
+/**
+ * A DP copy (§1.5): its own rank's I and O; no forward comms; backward comms the gradient's
+ * all-reduce, table·(2n−1)/n over inter_bw·L with n = min(W/L, 2), doubled if W > 2L, plus the
+ * dense optimizer's table·9.22 / bw_dev.
+ */
+Perf data_parallel_perf(const BatchShape& b, std::int64_t rows, int num_cols, double elem_bytes, double bw_dev,
+                        const TorchrecTopology& topo) {
+  const double w = topo.world_size;
+  const double l = topo.local_world_size;
+  const double table_bytes = static_cast<double>(rows) * num_cols * elem_bytes;
+  const double n = std::min(w / l, 2.0);
+  double all_reduce_ms = table_bytes * (2.0 * n - 1.0) / n / (topo.inter_host_bw_bytes_per_ms * l);
+  if (w > 2.0 * l) all_reduce_ms *= 2.0;
+  Perf p;
+  p.fwd_compute_ms = (std::ceil(b.inputs * kBigintBytes) + b.inputs * num_cols * elem_bytes +
+                      b.outputs * num_cols * elem_bytes) / bw_dev;
+  p.bwd_compute_ms = kBwdComputeMultiplier * p.fwd_compute_ms;
+  p.bwd_comms_ms = all_reduce_ms + table_bytes * kDenseOptimizerTraffic / bw_dev;
+  return p;
+}
+
 /** Rows per block and shards of a row split over `ways` ranks (§1.4: ceil blocks, 0-row tails). */
 std::vector<OptionShard> row_blocks(std::int64_t rows, int cols, int ways) {
   const std::int64_t block = (rows + ways - 1) / ways;
@@ -133,6 +154,8 @@ std::int64_t io_buffer_bytes(const TableSpec& table, ShardingType type, const Op
       return shard.num_rows == 0 ? 0 : ceil_bytes(b.inputs * kBigintBytes) + output;
     case ShardingType::kTableRowWise:
       return ceil_bytes(b.inputs / topo.local_world_size * w * kBigintBytes) + output;
+    case ShardingType::kDataParallel:  // its own rank's samples only
+      return ceil_bytes(b.inputs * kBigintBytes) + ceil_bytes(b.outputs * shard.num_cols * e);
   }
   return 0;
 }
@@ -144,6 +167,7 @@ const char* to_string(ComputeKernel kernel) {
     case ComputeKernel::kFused: return "fused";
     case ComputeKernel::kFusedUvm: return "fused_uvm";
     case ComputeKernel::kFusedUvmCaching: return "fused_uvm_caching";
+    case ComputeKernel::kDense: return "dense";
   }
   return "?";
 }
@@ -210,7 +234,7 @@ int column_block_width(int cols, int min_partition) {
 }
 
 std::vector<ShardingType> allowed_sharding_types(const Constraints& constraints) {
-  std::vector<ShardingType> types{ShardingType::kTableWise};
+  std::vector<ShardingType> types{ShardingType::kDataParallel, ShardingType::kTableWise};
   if (constraints.allow_column_split) types.push_back(ShardingType::kColumnWise);
   if (constraints.allow_row_split) {
     types.push_back(ShardingType::kRowWise);
@@ -219,7 +243,8 @@ std::vector<ShardingType> allowed_sharding_types(const Constraints& constraints)
   return types;
 }
 
-std::vector<ComputeKernel> allowed_kernels(const Constraints& constraints) {
+std::vector<ComputeKernel> allowed_kernels(const Constraints& constraints, ShardingType type) {
+  if (type == ShardingType::kDataParallel) return {ComputeKernel::kDense};
   if (!constraints.allow_uvm) return {ComputeKernel::kFused};
   return {ComputeKernel::kFused, ComputeKernel::kFusedUvm, ComputeKernel::kFusedUvmCaching};
 }
@@ -236,6 +261,8 @@ std::vector<OptionShard> shard_shapes(ShardingType type, std::int64_t rows, int 
     }
     case ShardingType::kRowWise: return row_blocks(rows, cols, topo.world_size);
     case ShardingType::kTableRowWise: return row_blocks(rows, cols, topo.local_world_size);
+    case ShardingType::kDataParallel:
+      return std::vector<OptionShard>(static_cast<std::size_t>(topo.world_size), {0, rows, 0, cols, {}, {}});
   }
   return {};
 }
@@ -248,6 +275,7 @@ double kernel_bw_bytes_per_ms(ComputeKernel kernel, const TorchrecTopology& topo
       return (kUvmCachingRatio * topo.hbm_mem_bw_bytes_per_ms +
               (1.0 - kUvmCachingRatio) * topo.hbm_to_ddr_mem_bw_bytes_per_ms) /
              kUvmKernelBwDivisor;
+    case ComputeKernel::kDense: return kDenseKernelBwShare * topo.hbm_mem_bw_bytes_per_ms;
   }
   return topo.hbm_mem_bw_bytes_per_ms;
 }
@@ -262,6 +290,7 @@ Perf shard_perf(const TableSpec& table, ShardingType type, ComputeKernel kernel,
     case ShardingType::kColumnWise: return table_wise_perf(b, num_cols, e, bw_dev, topo);
     case ShardingType::kRowWise: return row_wise_perf(b, num_cols, e, bw_dev, topo);
     case ShardingType::kTableRowWise: return table_row_wise_perf(b, num_cols, e, bw_dev, topo);
+    case ShardingType::kDataParallel: return data_parallel_perf(b, table.num_rows(), num_cols, e, bw_dev, topo);
   }
   return {};
 }
@@ -272,7 +301,8 @@ Storage shard_storage(const TableSpec& table, ShardingType type, ComputeKernel k
   const std::int64_t tensor_bytes = table.shard_bytes(shard.num_rows, shard.num_cols);
   const std::int64_t io_bytes = io_buffer_bytes(table, type, shard, topo);
   switch (kernel) {
-    case ComputeKernel::kFused: return {tensor_bytes + io_bytes, 0};
+    case ComputeKernel::kFused:
+    case ComputeKernel::kDense: return {tensor_bytes + io_bytes, 0};  // DP: the whole table on every rank
     case ComputeKernel::kFusedUvm: return {io_bytes, tensor_bytes};
     case ComputeKernel::kFusedUvmCaching: {
       // HBM base = round(T·clf) spread over the shard's share, plus cache aux state (§1.6).
@@ -289,7 +319,6 @@ std::vector<std::vector<ShardingOption>> enumerate_options(const Task& task,
                                                            const TorchrecTopology& topo,
                                                            const PlannerOptions& options) {
   const auto types = allowed_sharding_types(task.constraints);
-  const auto kernels = allowed_kernels(task.constraints);
   std::vector<std::vector<ShardingOption>> by_table(task.workload.tables.size());
   for (std::size_t t = 0; t < task.workload.tables.size(); ++t) {
     const TableSpec& table = task.workload.tables[t];
@@ -298,8 +327,8 @@ std::vector<std::vector<ShardingOption>> enumerate_options(const Task& task,
         table.constraints.min_partition > 0 ? table.constraints.min_partition : options.min_partition;
     for (ShardingType type : types) {
       if (!table.constraints.allows(type)) continue;
-      for (ComputeKernel kernel : kernels) {
-        if (!table.constraints.allow_uvm && kernel != ComputeKernel::kFused) continue;
+      for (ComputeKernel kernel : allowed_kernels(task.constraints, type)) {
+        if (!table.constraints.allow_uvm && (kernel == ComputeKernel::kFusedUvm || kernel == ComputeKernel::kFusedUvmCaching)) continue;
         ShardingOption option{t, type, kernel,
                               shard_shapes(type, table.num_rows(), table.dim, topo, min_partition)};
         for (OptionShard& s : option.shards) {

@@ -180,7 +180,15 @@ PartitionOutcome greedy_partition(const std::vector<const ShardingOption*>& prop
     }
     if (!why.empty()) return failed(why);
   }
-  partition.perf_by_rank_ms = std::move(state.perf_ms);
+  // NoopPerfModel sums each rank's shards in proposal order, not in placement order: the same
+  // value up to rounding, and ties between proposals are decided by that rounding (§1.10).
+  partition.perf_by_rank_ms.assign(state.perf_ms.size(), 0.0);
+  for (std::size_t k = 0; k < proposal.size(); ++k) {
+    for (std::size_t s = 0; s < proposal[k]->shards.size(); ++s) {
+      const int r = partition.ranks[k][s];
+      if (r >= 0) partition.perf_by_rank_ms[static_cast<std::size_t>(r)] += proposal[k]->shards[s].perf.total_ms();
+    }
+  }
   partition.hbm_by_rank_bytes = std::move(state.hbm_used_bytes);
   return {true, std::move(partition), ""};
 }

@@ -28,8 +28,9 @@
  *                         hbm_to_ddr_mem_bw = device 0's uvm_gbps, intra_host_bw = intra_host_gbps,
  *                         inter_host_bw = inter_host_gbps (GB/s = 10^6 bytes/ms; TorchRec assumes
  *                         homogeneous bandwidth); `kTorchrec`: the constants of §1.1 (GiB/s).
- * Not implemented: data_parallel and table_column_wise / grid_shard (an embshard Plan holds no
- * replicas; TWCW/grid are not default-enumerated shapes of ours), key-value / virtual-table kernels,
+ * data_parallel (first in TorchRec's order, kernel "dense" only, partitioned uniformly: copy i on
+ * rank i) follows §1.5's DP perf and §1.6's DP storage. Not implemented: table_column_wise /
+ * grid_shard (TWCW/grid are not default-enumerated shapes of ours), key-value / virtual-table kernels,
  * cache statistics (so prefetch_compute is 0), weighted features, quantised comms, dense-parameter
  * reservation (a Task has no dense parameters: that term is 0), HeteroEmbeddingShardingPlanner.
  */
@@ -53,12 +54,14 @@ inline constexpr double kInterHostBwBytesPerMs = 12.5 * kGiB / 1000.0;     ///< 
 inline constexpr double kBigintBytes = 8.0;                 ///< BIGINT_DTYPE: index bytes
 inline constexpr double kBwdComputeMultiplier = 2.0;        ///< BWD_COMPUTE_MULTIPLIER
 inline constexpr double kBatchedCopyPerfFactor = 2.455;     ///< BATCHED_COPY_PERF_FACTOR (RW/TWRW bwd)
+inline constexpr double kDenseOptimizerTraffic = 9.22;      ///< DP optimizer: table bytes × this / bw_dev (§1.5)
 inline constexpr int kFullBlockEmbDim = 128;                ///< FULL_BLOCK_EMB_DIM
 inline constexpr double kHalfBlockPenalty = 1.15;           ///< dims 64..127
 inline constexpr double kQuarterBlockPenalty = 1.75;        ///< dims below 64
 inline constexpr int kMinCwDim = 128;                       ///< MIN_CW_DIM (min_partition default)
 inline constexpr double kUvmCachingRatio = 0.2;             ///< UVM_CACHING_RATIO (clf default)
 inline constexpr double kUvmKernelBwDivisor = 10.0;         ///< kernel_bw_lookup: UVM bw / 10
+inline constexpr double kDenseKernelBwShare = 0.5;          ///< kernel_bw_lookup: dense at half HBM bw (1.9.2, measured)
 inline constexpr double kDefaultStorageReservation = 0.15;  ///< HeuristicalStorageReservation(0.15)
 inline constexpr double kKjtReservationCopies = 20.0;       ///< 2 pipelined batches × 10 copies (§1.7)
 inline constexpr std::int64_t kMaxGridProposals = 10000;    ///< GridSearchProposer (§1.9)
@@ -69,7 +72,7 @@ inline constexpr std::int64_t kMemoryBalancedStepBytes = 10LL * 1024 * 1024;  //
 enum class BandwidthSource { kTask, kTorchrec };
 enum class PartitionerKind { kGreedy, kMemoryBalanced };
 enum class ProposerSet { kDefault, kGreedy };
-enum class ComputeKernel { kFused, kFusedUvm, kFusedUvmCaching };
+enum class ComputeKernel { kFused, kFusedUvm, kFusedUvmCaching, kDense };
 [[nodiscard]] const char* to_string(ComputeKernel kernel);
 
 /** TorchRec's Topology (§1.1) as derived from a task (file comment), bandwidths in bytes/ms. */
@@ -136,7 +139,8 @@ struct ShardingOption {
   ComputeKernel kernel = ComputeKernel::kFused;
   std::vector<OptionShard> shards;
 
-  [[nodiscard]] bool is_uniform() const { return type == ShardingType::kRowWise; }  ///< partition_by uniform
+  /// partition_by uniform: shard i on rank i (RW, DP)
+  [[nodiscard]] bool is_uniform() const { return type == ShardingType::kRowWise || type == ShardingType::kDataParallel; }
   [[nodiscard]] bool is_host() const { return type == ShardingType::kTableRowWise; }  ///< partition_by host
   [[nodiscard]] double perf_sum_ms() const;
   [[nodiscard]] double perf_max_ms() const;
@@ -153,11 +157,12 @@ struct ShardingOption {
 /** CW block width (§1.4): smallest b with min_partition ≤ b < cols, cols % b == 0, b % 4 == 0; else cols. */
 [[nodiscard]] int column_block_width(int cols, int min_partition);
 
-/** Sharding types the task's Constraints allow, in TorchRec's order (TW, CW, RW, TWRW). */
+/** Sharding types the task's Constraints allow, in TorchRec's order (DP, TW, CW, RW, TWRW). */
 [[nodiscard]] std::vector<ShardingType> allowed_sharding_types(const Constraints& constraints);
 
-/** Kernels: fused; plus fused_uvm and fused_uvm_caching when the task allows UVM (§1.3). */
-[[nodiscard]] std::vector<ComputeKernel> allowed_kernels(const Constraints& constraints);
+/** Kernels of `type`: DP dense only; else fused, plus fused_uvm and fused_uvm_caching when the
+ *  task allows UVM (§1.3). */
+[[nodiscard]] std::vector<ComputeKernel> allowed_kernels(const Constraints& constraints, ShardingType type);
 
 /** Shard shapes of `type` for a rows × cols table (§1.4); perf and storage left zero. */
 [[nodiscard]] std::vector<OptionShard> shard_shapes(ShardingType type, std::int64_t rows, int cols,

@@ -186,7 +186,7 @@ void run_greedy_proposer(const OptionsByTable& options, bool use_depth, int thre
 
 /** UniformProposer (§1.9): per sharding type every table has, each table's best option of it. */
 void run_uniform_proposer(const OptionsByTable& options, PlanSearch& search) {
-  for (ShardingType type : {ShardingType::kTableWise, ShardingType::kColumnWise,
+  for (ShardingType type : {ShardingType::kDataParallel, ShardingType::kTableWise, ShardingType::kColumnWise,
                             ShardingType::kRowWise, ShardingType::kTableRowWise}) {
     Choice choice(options.size(), -1);
     for (std::size_t t = 0; t < options.size(); ++t) {
@@ -229,6 +229,9 @@ std::string find_unplaceable_table(const Task& task, const OptionsByTable& optio
   const std::int64_t ddr = *std::max_element(topo.ddr_cap_bytes.begin(), topo.ddr_cap_bytes.end());
   for (std::size_t t = 0; t < options.size(); ++t) {
     if (has_placeable_option(options[t], hbm, ddr)) continue;
+    if (options[t].empty())
+      return concat("PlannerError: table '", task.workload.tables[t].name,
+                    "' has no option: its constraints allow no sharding type the task allows");
     std::int64_t smallest_hbm = -1;
     for (const ShardingOption& o : options[t]) {
       const std::int64_t need = std::get<0>(storage_key(o));

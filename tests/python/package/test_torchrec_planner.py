@@ -10,7 +10,7 @@ from embshard import Error
 CRITEO = [1460, 583, 10131227, 2202608, 305, 24, 12517, 633, 3, 93145, 5683, 8351593, 3194, 27,
           14992, 5461306, 10, 5652, 2173, 4, 7046547, 18, 15, 286181, 105, 142572]
 FORCED = {"t_cat_2": "row_wise", "t_cat_11": "column_wise", "t_cat_3": "table_row_wise",
-          "t_cat_5": "table_wise"}
+          "t_cat_5": "table_wise", "t_cat_9": "data_parallel"}
 
 
 def dlrm(torch, dim=128):
@@ -68,6 +68,10 @@ def test_dlrm_with_every_sharding_type_forced(torchrec, sharder):
     for name, kind in FORCED.items():
         assert tables[name].sharding_type == kind, (name, tables[name].sharding_type)
     for name, ps in tables.items():
+        if ps.sharding_type == "data_parallel":  # a copy on every rank, TorchRec's dense kernel
+            assert ps.compute_kernel == "dense" and ps.sharding_spec is None
+            assert sorted(ps.ranks) == list(range(8))
+            continue
         assert ps.sharding_type in ("table_wise", "column_wise", "row_wise", "table_row_wise")
         assert ps.compute_kernel == "fused"
         shards = ps.sharding_spec.shards
@@ -199,7 +203,7 @@ def test_bad_input_names_the_table_or_field(torchrec):
     assert "table 'nope'" in error({"topology": topology(),
                                     "constraints": {"nope": ParameterConstraints()}})
     assert "table 't_cat_4'" in error({"topology": topology(), "constraints": {
-        "t_cat_4": ParameterConstraints(sharding_types=["data_parallel"])}})
+        "t_cat_4": ParameterConstraints(sharding_types=["grid_shard"])}})
     assert "'fused' allowed" in error({"topology": topology(), "constraints": {
         "t_cat_4": ParameterConstraints(compute_kernels=["key_value"])}})
     assert "'warp_wise'" in error({"topology": topology(), "constraints": {
