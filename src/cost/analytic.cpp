@@ -357,11 +357,9 @@ double exchange_floors_ms(const Task& task, const std::vector<SplitTable>& table
   return std::max(latencies, cheapest);
 }
 
-}  // namespace
-
-double sim_lower_bound(const Task& task, const SimHardware& hw, Objective objective,
-                       const InputCommOptions& input) {
-  if (objective == Objective::kBalance) return 1.0;
+/** The bound of the header over plans with data-parallel tables (`copies`) or without. */
+double bound_over(const Task& task, const SimHardware& hw, Objective objective, const InputCommOptions& input,
+                  bool copies) {
   const double n = task.topology.num_devices();
   const std::int64_t batch = task.workload.batch_size;
   // A device with a shard pays the call once, and the busiest pays at least the average.
@@ -382,7 +380,7 @@ double sim_lower_bound(const Task& task, const SimHardware& hw, Objective object
     s.rest_bw = std::max(0.0, floor.bw_ms - s.lookup_bw - hw.bw[kTables]);
     s.out_ms = 2.0 * per_byte * static_cast<double>(batch) * 4.0 * t.dim;
     s.in_ms = exposed ? per_byte * (lookups * input.index_bytes + static_cast<double>(batch) * input.length_bytes) : 0.0;
-    if (may_replicate(task, t)) {
+    if (copies && may_replicate(task, t)) {
       s.replicated_ms = all_reduce_ms_per_byte(task.topology) * static_cast<double>(t.num_rows()) * t.dim *
                         bytes_per_element(t.dtype);
       replicable = true;
@@ -471,6 +469,19 @@ double sim_lower_bound(const Task& task, const SimHardware& hw, Objective object
     bound = std::max(bound, best);
   }
   return bound;
+}
+
+}  // namespace
+
+double sim_lower_bound(const Task& task, const SimHardware& hw, Objective objective,
+                       const InputCommOptions& input) {
+  if (objective == Objective::kBalance) return 1.0;
+  const double without = bound_over(task, hw, objective, input, false);
+  const bool replicable = std::any_of(task.workload.tables.begin(), task.workload.tables.end(),
+                                      [&](const TableSpec& t) { return may_replicate(task, t); });
+  if (!replicable) return without;
+  // A plan with a data-parallel table also pays the all-reduce's latency on every device.
+  return std::min(without, bound_over(task, hw, objective, input, true) + task.topology.a2a_latency_us / 1000.0);
 }
 
 SimHardware sim_calibrated_gpu(const Topology& topology) {

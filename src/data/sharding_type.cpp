@@ -6,7 +6,7 @@ namespace embshard {
 namespace {
 
 constexpr const char* kTypeNames[kNumShardingTypes] = {"table_wise", "column_wise", "row_wise",
-                                                       "table_row_wise", "data_parallel"};
+                                                       "table_row_wise", "data_parallel", "grid_shard"};
 
 }  // namespace
 
@@ -16,7 +16,7 @@ ShardingType parse_sharding_type(const std::string& text, const std::string& whe
   for (int i = 0; i < kNumShardingTypes; ++i)
     if (text == kTypeNames[i]) return static_cast<ShardingType>(i);
   EMBSHARD_THROW(where, ": unknown sharding type '", detail::one_line(text),
-                 "' (expected table_wise, column_wise, row_wise, table_row_wise or data_parallel)");
+                 "' (expected table_wise, column_wise, row_wise, table_row_wise, data_parallel or grid_shard)");
 }
 
 }  // namespace embshard

@@ -28,6 +28,7 @@ std::string find_error_in_table_constraints(const TableSpec& t, const Constraint
     if (type == ShardingType::kColumnWise) return task_wide.allow_column_split;
     if (type == ShardingType::kRowWise || type == ShardingType::kTableRowWise)
       return task_wide.allow_row_split;
+    if (type == ShardingType::kGridShard) return task_wide.allow_row_split && task_wide.allow_column_split;
     return true;
   };
   std::set<int> seen;

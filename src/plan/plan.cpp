@@ -170,8 +170,25 @@ std::pair<std::string, std::string> type_mismatch(const Task& task, const TableS
   return {};
 }
 
+/// A grid's column ranges: two shards' ranges are the same or do not meet.
+std::string find_grid_error(const std::string& at, const std::vector<Shard>& shards) {
+  std::vector<std::pair<std::pair<int, int>, std::size_t>> ranges;
+  for (std::size_t i = 0; i < shards.size(); ++i) ranges.push_back({{shards[i].col_begin, shards[i].col_end}, i});
+  std::sort(ranges.begin(), ranges.end());
+  for (std::size_t i = 1; i < ranges.size(); ++i) {
+    const auto& [a, ia] = ranges[i - 1];
+    const auto& [b, ib] = ranges[i];
+    if (a != b && b.first < a.second)
+      return at + " needs column blocks that shards share whole, but shard " + std::to_string(ib) +
+             " (columns " + range(b.first, b.second) + ") cuts across shard " + std::to_string(ia) +
+             " (columns " + range(a.first, a.second) + ")";
+  }
+  return "";
+}
+
 std::string find_type_error(const Task& task, const TableSpec& spec, const TablePlacement& tp) {
   const std::string at = table_prefix(spec.name) + ": sharding type " + to_string(tp.type);
+  if (tp.type == ShardingType::kGridShard) return find_grid_error(at, tp.shards);
   if (tp.type == ShardingType::kTableWise && tp.shards.size() != 1)
     return at + " needs exactly one shard, found " + std::to_string(tp.shards.size());
   for (std::size_t i = 0; i < tp.shards.size(); ++i) {

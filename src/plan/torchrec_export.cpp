@@ -111,6 +111,10 @@ std::vector<TorchrecShard> torchrec_shards(const Task& task, const TableSpec& sp
       return row_wise_shards(task, spec, tp);
     case ShardingType::kTableRowWise:
       return table_row_wise_shards(task, spec, tp);
+    case ShardingType::kGridShard:
+      EMBSHARD_THROW(table_context(spec.name), "grid_shard is not exported: TorchRec's grid_shard puts each column "
+                     "block row-wise over the ranks of one host, which embshard's grids need not (plan with "
+                     "joint:torchrec=true, which makes none)");
     case ShardingType::kDataParallel:  // ranks in order; TorchRec's DP sharding has no shard spec
       std::vector<TorchrecShard> copies;
       for (int rank = 0; rank < task.topology.num_devices(); ++rank) copies.push_back({rank, 0, spec.num_rows(), 0, spec.dim});

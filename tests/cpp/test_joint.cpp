@@ -51,7 +51,7 @@ TEST(Joint, FindsTheExhaustiveOptimumOnTinyTasksAndSplitsOnlyToBeatIt) {
 }
 
 /** A valid plan with random layouts: whole, columns or uneven rows over random distinct devices,
- *  or data-parallel copies. */
+ *  2 × 2 grids, or data-parallel copies. */
 Plan random_split_plan(const Task& task, Rng& rng) {
   Plan plan;
   const int n = task.topology.num_devices();
@@ -63,6 +63,18 @@ Plan random_split_plan(const Task& task, Rng& rng) {
     if (may_replicate(task, t) && rng.below(5) == 0) {  // a data-parallel copy on every device
       tp.type = ShardingType::kDataParallel;
       for (int d = 0; d < n; ++d) tp.shards.push_back({d, 0, t.num_rows(), 0, t.dim, -1});
+      plan.tables.push_back(tp);
+      continue;
+    }
+    if (n >= 4 && t.dim >= 8 && t.num_rows() >= 2 && rng.below(5) == 0) {  // a 2 × 2 grid, uneven cuts
+      tp.type = ShardingType::kGridShard;
+      const int col = 4 * (1 + static_cast<int>(rng.below(static_cast<std::uint64_t>(t.dim / 4 - 1))));
+      for (int c = 0; c < 2; ++c) {
+        const std::int64_t row = 1 + static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(t.num_rows() - 1)));
+        const int lo = c == 0 ? 0 : col, hi = c == 0 ? col : t.dim;
+        tp.shards.push_back({devices[static_cast<std::size_t>(2 * c)], 0, row, lo, hi, -1});
+        tp.shards.push_back({devices[static_cast<std::size_t>(2 * c + 1)], row, t.num_rows(), lo, hi, -1});
+      }
       plan.tables.push_back(tp);
       continue;
     }
@@ -312,9 +324,10 @@ void expect_state_matches_estimate(const Task& task, const std::string& cost_spe
   };
   for (int t = 0; t < state.num_tables(); ++t) {
     const TableSpec& spec = task.workload.tables[static_cast<std::size_t>(t)];
-    const std::uint64_t kind = rng.below(4);
+    const std::uint64_t kind = rng.below(5);
     const Layout layout = kind == 0 ? Layout{Layout::Kind::kRows, 2 + static_cast<int>(rng.below(3))}
                           : kind == 1 && spec.size_bytes() < (std::int64_t{1} << 26) ? Layout{Layout::Kind::kCopies, n, 0}
+                          : kind == 2 && spec.dim >= 8 ? Layout{Layout::Kind::kGrid, 2, -1, 2}
                                       : Layout{};
     state.set_layout(t, layout);
     int device = layout.kind == Layout::Kind::kCopies ? 0 : static_cast<int>(rng.below(static_cast<std::uint64_t>(n)));

@@ -389,6 +389,25 @@ TEST(PlanCheck, DataParallelNeedsOneWholeCopyInHbmOnEveryDevice) {
   EXPECT_FALSE(may_replicate(task_of({{"t", 10, 4}}, 1), task_of({{"t", 10, 4}}, 1).workload.tables[0]));
 }
 
+TEST(PlanCheck, GridNeedsColumnBlocksThatItsShardsShareWhole) {
+  Task task = two_table_task();
+  // t0 (1000 × 64): columns [0, 32) in rows [0, 400) and [400, 1000); columns [32, 64) in three row blocks.
+  TablePlacement grid{"t0", ShardingType::kGridShard,
+                      {shard(0, 0, 400, 0, 32), shard(1, 400, 1000, 0, 32), shard(2, 0, 100, 32, 64),
+                       shard(3, 100, 700, 32, 64), shard(0, 700, 1000, 32, 64)}};
+  expect_valid(task, plan_of({grid, t1_whole()}));
+  TablePlacement skew = grid;
+  skew.shards[2].col_begin = 28;  // [28, 64) cuts across [0, 32), and the cells overlap
+  expect_error(task, plan_of({skew, t1_whole()}), {"overlaps"});
+  TablePlacement staircase{"t0", ShardingType::kGridShard,
+                           {shard(0, 0, 500, 0, 32), shard(1, 0, 500, 32, 64), shard(2, 500, 1000, 0, 16),
+                            shard(3, 500, 1000, 16, 64)}};  // covers every cell, but no common column blocks
+  expect_error(task, plan_of({staircase, t1_whole()}),
+               {"grid_shard needs column blocks that shards share whole", "shard 0 (columns [0, 32)) cuts across shard 2 (columns [0, 16))"});
+  task.constraints.allow_row_split = false;
+  expect_error(task, plan_of({grid, t1_whole()}), {"split the table but the task does not allow row splits"});
+}
+
 // ---- helpers of the plan layer ----------------------------------------------------------------
 
 TEST(PlanMemory, CountsHbmAndUvmPerDevice) {
@@ -421,7 +440,7 @@ TEST(PlanMemory, IgnoresUnknownTablesAndDevicesAndClampsRanges) {
 
 TEST(PlanTypes, RoundTripAndErrors) {
   for (auto type : {ShardingType::kTableWise, ShardingType::kColumnWise, ShardingType::kRowWise,
-                    ShardingType::kTableRowWise, ShardingType::kDataParallel}) {
+                    ShardingType::kTableRowWise, ShardingType::kDataParallel, ShardingType::kGridShard}) {
     EXPECT_EQ(parse_sharding_type(to_string(type), "x"), type);
   }
   EXPECT_STREQ(to_string(ShardingType::kTableRowWise), "table_row_wise");

@@ -56,8 +56,8 @@ TEST(TableOptions, BadOptionsNameTheTableAndField) {
   };
   EXPECT_NE(error_with([](auto& j) { j["tables"][1]["optimizer"] = "adamw"; })
                 .find("t.json: tables[1].optimizer: unknown optimizer 'adamw'"), std::string::npos);
-  EXPECT_NE(error_with([](auto& j) { j["tables"][1]["constraints"] = {{"sharding_types", {"grid_shard"}}}; })
-                .find("tables[1].constraints.sharding_types[0]: unknown sharding type 'grid_shard'"),
+  EXPECT_NE(error_with([](auto& j) { j["tables"][1]["constraints"] = {{"sharding_types", {"table_column_wise"}}}; })
+                .find("tables[1].constraints.sharding_types[0]: unknown sharding type 'table_column_wise'"),
             std::string::npos);
   EXPECT_NE(error_with([](auto& j) { j["tables"][1]["constraints"] = {{"sharding_types", nlohmann::json::array()}}; })
                 .find("names no sharding type"), std::string::npos);

@@ -96,6 +96,15 @@ TEST(TorchrecExport, DataParallelListsEveryRankOnTheDenseKernelWithoutShards) {
   EXPECT_EQ(table_of(task, plan, "t0", cpu).at("sharding_type"), "data_parallel");
 }
 
+TEST(TorchrecExport, GridIsNotExportedAndTheErrorNamesTheTable) {
+  const Task task = task_of({{"t0", 1000, 64}}, 4, 4);
+  const Plan plan = plan_of({{"t0", ShardingType::kGridShard,
+                              {shard(0, 0, 500, 0, 32), shard(1, 500, 1000, 0, 32), shard(2, 0, 500, 32, 64),
+                               shard(3, 500, 1000, 32, 64)}}});
+  EXPECT_NE(error_of([&] { (void)torchrec_plan_json(task, plan, {}); }).find("table 't0': grid_shard is not exported"),
+            std::string::npos);
+}
+
 TEST(TorchrecExport, ColumnWiseSortedByColumnRanksRepeatLocalWorldSize8) {
   const Task task = task_of({{"t0", 100, 64}}, 16, 8);
   const Plan plan = plan_of({{"t0", ShardingType::kColumnWise,

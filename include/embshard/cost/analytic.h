@@ -168,7 +168,14 @@ struct SimTable {
  * every whole table fits, each cell taking the k's at its lower ends and the rest at its upper
  * ends, so the minimum is a bound for every (F, W). Column copies also add their lookups to the
  * compute averages: max(F, F_avg(Y)) + max(W, W_avg(Y)) ≥ λ(F + W) + (1 − λ)(F_avg + W_avg), for
- * λ ∈ {1, ½, 0}; the largest of these bounds is returned. Memory is not in the bound: where HBM
+ * λ ∈ {1, ½, 0}; the largest of these bounds is returned.
+ *
+ * Data-parallel tables. A plan either has none (the bound above) or has some, and then every
+ * device pays the all-reduce's latency, and each copied table, instead of its exchange terms
+ * (α_t X_t + γ_t Y_t, or its share of the averaging floors), at least its gradient's bytes at the
+ * all-reduce's time per byte (a copy's total compute over the devices is no less than the
+ * table's floor: its lookups are counted once, its distinct rows at least once, its dense update
+ * moves more than the sparse one); the bound is the smaller of the two. Memory is not in the bound: where HBM
  * forces placements (full devices), plans sit further above it.
  */
 [[nodiscard]] double sim_lower_bound(const Task& task, const SimHardware& hardware,

@@ -21,6 +21,8 @@
  *                  exchanged; instead the copies' dense gradients are all-reduced every step and
  *                  each copy applies the optimizer to the whole table (cost/breakdown.h,
  *                  cost/analytic.h). Worth it for small tables whose output exchange costs more.
+ *   grid           column ranges, each cut into row ranges (`grid_shard`): no two shards' column
+ *                  ranges overlap unless they are the same range
  *
  * Memory a shard uses: rows × cols × bytes_per_element, split between HBM (hbm_rows) and UVM.
  * Optimizer state is not counted (the papers count weights only).

@@ -69,8 +69,11 @@ class Search {
     if (std::string why = find_memory_infeasibility(); !why.empty()) return infeasible(why);
     const bool exact = exact_start();  // its leaves count among evaluations_
     if (!exact) {
-      for (int t : order_) {
-        if (!insert_best(t, start_layouts(t))) return infeasible(no_fit_reason(t));
+      if (const int t = greedy_start(order_); t >= 0) {
+        // Memory is tight: the largest tables first, while the devices are still empty.
+        const std::string why = no_fit_reason(t);
+        for (int u = 0; u < state_.num_tables(); ++u) state_.remove_table(u);
+        if (greedy_start(tables_by_size()) >= 0) return infeasible(why);
       }
     }
     Score best = score();
@@ -137,6 +140,21 @@ class Search {
     std::vector<int> order(cost.size());
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return cost[a] > cost[b]; });
+    return order;
+  }
+
+  /** Inserts the tables in `order` (greedy start, joint.h); the first that fits nowhere, or -1. */
+  int greedy_start(const std::vector<int>& order) {
+    for (int t : order)
+      if (!insert_best(t, start_layouts(t))) return t;
+    return -1;
+  }
+
+  /** Tables by decreasing bytes (ties: task order). */
+  [[nodiscard]] std::vector<int> tables_by_size() const {
+    std::vector<int> order(static_cast<std::size_t>(state_.num_tables()));
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return spec(a).size_bytes() > spec(b).size_bytes(); });
     return order;
   }
 
@@ -211,6 +229,12 @@ class Search {
     if (allows_columns(t)) {
       const int limit = std::min(max_parts_, s.dim / min_width);
       for (int k : part_counts(limit)) out.push_back({Layout::Kind::kColumns, k});
+    }
+    if (options_.grids && !options_.torchrec && allows_rows(t) && allows_columns(t) &&
+        s.constraints.allows(ShardingType::kGridShard)) {
+      for (int c = 2; c <= 4 && c <= s.dim / min_width; ++c)
+        for (int r = 2; r <= 4 && r <= s.num_rows() && c * r <= max_parts_; ++r)
+          out.push_back({Layout::Kind::kGrid, c, -1, r});
     }
     if (copies_ && may_replicate(task_, s)) out.push_back({Layout::Kind::kCopies, n_, 0});
     return out;
@@ -533,9 +557,9 @@ class Search {
    * (its outputs both ways and its indices, sent by one device: the link model) costs more than
    * what copying adds to a device — its copy's compute (less its share of the whole table's when
    * spread over the devices) and its gradient's all-reduce bytes. Models that do not add up:
-   * every table that may be copied, by exchange bytes per gradient byte.
+   * every table that may be copied, by exchange bytes per gradient byte. Returns (table, gain).
    */
-  std::vector<int> copy_candidates() {
+  std::vector<std::pair<int, double>> copy_candidates() {
     std::vector<std::pair<double, int>> ranked;
     std::vector<double> bytes(static_cast<std::size_t>(n_), 0.0);
     const double latency = task_.topology.a2a_latency_us / 1000.0;
@@ -560,8 +584,8 @@ class Search {
       if (gain > 0) ranked.emplace_back(-gain, t);
     }
     std::sort(ranked.begin(), ranked.end());
-    std::vector<int> out;
-    for (const auto& [gain, t] : ranked) out.push_back(t);
+    std::vector<std::pair<int, double>> out;
+    for (const auto& [gain, t] : ranked) out.emplace_back(t, -gain);
     return out;
   }
 
@@ -570,17 +594,24 @@ class Search {
    * many tables share them, so one table alone rarely pays, and the plan around them must change
    * too: for k = 1, 2, 4, …, the k most promising candidates become copies and the rest of the
    * plan is built again (greedy start, `improve`); the best plan is kept in `best` / `best_plan`.
+   * A k whose candidates' estimated gains do not exceed that fixed cost is skipped.
    */
   void try_copy_groups(Score& best, State::Snapshot& best_plan, ShardStats& stats) {
-    const std::vector<int> ranked = copy_candidates();
+    const std::vector<std::pair<int, double>> ranked = copy_candidates();
+    // What copies cost however many there are: the all-reduce's latency and a second call.
+    double fixed = task_.topology.a2a_latency_us / 1000.0;
+    if (state_.additive()) fixed += state_.overhead().fw_ms + state_.overhead().bw_ms;
+    std::vector<double> gain_of_first(ranked.size() + 1, 0.0);
+    for (std::size_t i = 0; i < ranked.size(); ++i) gain_of_first[i + 1] = gain_of_first[i] + ranked[i].second;
     for (std::size_t k = 1; k <= ranked.size() && !out_of_time();
          k = k < ranked.size() && 2 * k > ranked.size() ? ranked.size() : 2 * k) {
+      if (gain_of_first[k] <= fixed) continue;  // these copies cannot pay for themselves
       for (int t = 0; t < state_.num_tables(); ++t) state_.remove_table(t);
       std::vector<bool> copied(static_cast<std::size_t>(state_.num_tables()), false);
       bool placed = true;
       for (std::size_t i = 0; i < k && placed; ++i) {
-        copied[static_cast<std::size_t>(ranked[i])] = true;
-        placed = insert(ranked[i], {Layout::Kind::kCopies, n_, 0}, false);
+        copied[static_cast<std::size_t>(ranked[i].first)] = true;
+        placed = insert(ranked[i].first, {Layout::Kind::kCopies, n_, 0}, false);
       }
       for (std::size_t i = 0; i < order_.size() && placed; ++i)
         if (!copied[static_cast<std::size_t>(order_[i])]) placed = insert_best(order_[i], start_layouts(order_[i]));
@@ -653,7 +684,7 @@ class JointSharder final : public Sharder {
 void register_joint(Registry<Sharder>& registry) {
   registry.add(
       {"joint",
-       "embshard's planner: every table's layout (whole, rows, columns, copies, HBM/UVM split) chosen with "
+       "embshard's planner: every table's layout (whole, rows, columns, grids, copies, HBM/UVM split) chosen with "
        "the device of every piece by local search on the cost model's objective (src/shard/joint/joint.h)",
        {{"objective", ParamType::kString, "step", {}, {}, {"step", "max_sum", "balance"},
          "what the plan minimises (balance: maximises)"},
@@ -668,6 +699,7 @@ void register_joint(Registry<Sharder>& registry) {
         {"rows", ParamType::kBool, "true", {}, {}, {}, "try row-wise layouts"},
         {"columns", ParamType::kBool, "true", {}, {}, {}, "try column-wise layouts"},
         {"uvm", ParamType::kBool, "true", {}, {}, {}, "keep rows that do not fit HBM in UVM where the task allows"},
+        {"grids", ParamType::kBool, "true", {}, {}, {}, "try column × row grids (2–4 column pieces, each in 2–4 row blocks)"},
         {"data_parallel", ParamType::kBool, "true", {}, {}, {},
          "try a copy of a table on every device (data_parallel) where it fits and the cost model can cost copies"},
         {"torchrec", ParamType::kBool, "false", {}, {}, {},
@@ -687,6 +719,7 @@ void register_joint(Registry<Sharder>& registry) {
         o.columns = p.get_bool("columns");
         o.uvm = p.get_bool("uvm");
         o.data_parallel = p.get_bool("data_parallel");
+        o.grids = p.get_bool("grids");
         o.torchrec = p.get_bool("torchrec");
         o.exact_limit = p.get_int("exact_limit");
         o.candidates = static_cast<int>(p.get_int("candidates"));

@@ -14,6 +14,8 @@
  *               1/32 of a piece's rows moves to another piece of the table)
  *   columns k   k pieces of near-equal widths, each a multiple of 4, on k distinct devices
  *               (column_wise)
+ *   grid c × r  c column pieces as above, each cut into r row blocks as above, on c·r distinct
+ *               devices (grid_shard), for c, r ∈ {2, 3, 4} within `max_parts`
  *   copies      a whole copy on every device (data_parallel, plan/plan.h), where a copy fits
  *               every device's HBM (`may_replicate`) and the cost model can cost copies: no
  *               exchange, each copy serves its device's samples, the gradients are all-reduced
@@ -36,12 +38,15 @@
  *   2. otherwise a greedy start: tables by decreasing lookups × dim, each whole on the device that
  *      keeps the objective lowest (splits come from the search); a table that fits no device
  *      whole takes whichever layout, pieces placed the same way, leaves the lowest objective;
+ *      when one fits nowhere (memory is tight), the start is made again, tables by decreasing bytes;
  *   3. local search until no move helps, around the critical devices (those that set a term of
  *      the objective): move a piece to another device; make a row layout uneven; re-lay out one of
  *      the four heaviest tables there (every layout, pieces placed greedily); and, once at the end
  *      (up to 32 devices), swap a piece with a lighter one elsewhere. A move is taken when it lowers the objective, or
  *      keeps it and lowers the spread Σ_d (device step)² (which breaks plateaus; the objective
  *      never rises along a chain of moves, so none can cycle);
+ *   3b. once, groups of data-parallel copies (the k most promising tables for k = 1, 2, 4, …), the
+ *      rest of the plan built again around them and searched as in 3; kept where better;
  *   4. iterated local search: re-lay out a few random tables (seeded), search again, keep the best;
  *      stops after `patience` rounds without improvement, once `evaluations` objective
  *      evaluations are spent (default 200,000; 3,000,000 on the fast path below), or at the
@@ -68,11 +73,12 @@ namespace embshard::detail::joint {
 
 /** A table's layout: whole, or split into `parts` row ranges or column ranges. */
 struct Layout {
-  enum class Kind { kWhole, kRows, kColumns, kCopies };
+  enum class Kind { kWhole, kRows, kColumns, kGrid, kCopies };
   Kind kind = Kind::kWhole;
-  int parts = 1;
+  int parts = 1;                ///< pieces; a grid's column pieces
   /// ≥ 0: piece i sits on device first_device + i, fixed (TorchRec's row-wise blocks in rank order)
   int first_device = -1;
+  int row_parts = 1;            ///< a grid's row blocks per column piece
   friend bool operator==(const Layout&, const Layout&) = default;
 };
 
@@ -86,6 +92,7 @@ struct Options {
   bool columns = true;
   bool uvm = true;
   bool data_parallel = true;    ///< try copies on every device (joint.h)
+  bool grids = true;            ///< try column × row grids (joint.h)
   bool torchrec = false;        ///< only layouts TorchRec's training path runs (joint.h)
   std::int64_t exact_limit = 200000;
   int candidates = 8;
@@ -152,6 +159,8 @@ class State {
   [[nodiscard]] double objective();
   /** Σ_d (device step)² of the last `objective()`, the tie-breaker. */
   [[nodiscard]] double spread() const { return spread_; }
+  /** A fused call's cost (additive models only; compute_model.h `device_overhead`). */
+  [[nodiscard]] const DeviceCompute& overhead() const { return overhead_; }
   /** Whether the model's device cost adds up over pieces (compute_model.h `is_additive`). */
   [[nodiscard]] bool additive() const { return additive_; }
   /** One piece's additive cost (additive models only). */

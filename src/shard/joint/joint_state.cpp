@@ -26,13 +26,18 @@ std::vector<Shard> layout_shards(Layout layout, std::int64_t rows, int cols) {
     case Layout::Kind::kCopies:
       for (int i = 0; i < layout.parts; ++i) shards.push_back({0, 0, rows, 0, cols, -1});
       break;
-    case Layout::Kind::kColumns: {
+    case Layout::Kind::kColumns:
+    case Layout::Kind::kGrid: {
       const int units = cols / 4;
       int begin = 0;
+      const Layout blocks{Layout::Kind::kRows, layout.kind == Layout::Kind::kGrid ? layout.row_parts : 1};
       for (int i = 0; i < layout.parts; ++i) {
         const int width = 4 * (units / layout.parts + (i < units % layout.parts ? 1 : 0));
         if (width == 0) continue;
-        shards.push_back({0, 0, rows, begin, begin + width, -1});
+        for (Shard s : layout_shards(blocks, rows, cols)) {
+          s.col_begin = begin, s.col_end = begin + width;
+          shards.push_back(s);
+        }
         begin += width;
       }
       break;
@@ -314,6 +319,8 @@ Plan State::plan() const {
       tp.type = ShardingType::kDataParallel;
     } else if (layout.kind == Layout::Kind::kColumns) {
       tp.type = ShardingType::kColumnWise;
+    } else if (layout.kind == Layout::Kind::kGrid) {
+      tp.type = ShardingType::kGridShard;
     } else {
       const bool one_host = std::all_of(tp.shards.begin(), tp.shards.end(), [&](const Shard& s) {
         return task_.topology.same_host(s.device, tp.shards.front().device);

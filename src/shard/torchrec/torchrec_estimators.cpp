@@ -156,6 +156,7 @@ std::int64_t io_buffer_bytes(const TableSpec& table, ShardingType type, const Op
       return ceil_bytes(b.inputs / topo.local_world_size * w * kBigintBytes) + output;
     case ShardingType::kDataParallel:  // its own rank's samples only
       return ceil_bytes(b.inputs * kBigintBytes) + ceil_bytes(b.outputs * shard.num_cols * e);
+    case ShardingType::kGridShard: break;  // not enumerated (allowed_sharding_types)
   }
   return 0;
 }
@@ -263,6 +264,7 @@ std::vector<OptionShard> shard_shapes(ShardingType type, std::int64_t rows, int 
     case ShardingType::kTableRowWise: return row_blocks(rows, cols, topo.local_world_size);
     case ShardingType::kDataParallel:
       return std::vector<OptionShard>(static_cast<std::size_t>(topo.world_size), {0, rows, 0, cols, {}, {}});
+    case ShardingType::kGridShard: break;  // not enumerated (allowed_sharding_types)
   }
   return {};
 }
@@ -291,6 +293,7 @@ Perf shard_perf(const TableSpec& table, ShardingType type, ComputeKernel kernel,
     case ShardingType::kRowWise: return row_wise_perf(b, num_cols, e, bw_dev, topo);
     case ShardingType::kTableRowWise: return table_row_wise_perf(b, num_cols, e, bw_dev, topo);
     case ShardingType::kDataParallel: return data_parallel_perf(b, table.num_rows(), num_cols, e, bw_dev, topo);
+    case ShardingType::kGridShard: break;  // not enumerated (allowed_sharding_types)
   }
   return {};
 }
