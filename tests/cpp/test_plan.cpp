@@ -396,6 +396,11 @@ TEST(PlanCheck, GridNeedsColumnBlocksThatItsShardsShareWhole) {
                       {shard(0, 0, 400, 0, 32), shard(1, 400, 1000, 0, 32), shard(2, 0, 100, 32, 64),
                        shard(3, 100, 700, 32, 64), shard(0, 700, 1000, 32, 64)}};
   expect_valid(task, plan_of({grid, t1_whole()}));
+  // The file keeps the type and every shard (what the evaluator and `check` read back).
+  const Plan back = plan_from_json(plan_to_json(plan_of({grid, t1_whole(), copies_of_t1({0, 1, 2, 3})})), "grid.json");
+  EXPECT_EQ(back.tables[0].type, ShardingType::kGridShard);
+  EXPECT_EQ(back.tables[0].shards.size(), 5u);
+  EXPECT_EQ(back.tables[2].type, ShardingType::kDataParallel);
   TablePlacement skew = grid;
   skew.shards[2].col_begin = 28;  // [28, 64) cuts across [0, 32), and the cells overlap
   expect_error(task, plan_of({skew, t1_whole()}), {"overlaps"});

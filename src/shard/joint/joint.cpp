@@ -23,6 +23,9 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
  *  fast path (fast_step.h) about the default deadline at 5,000 tables × 1,024 devices. */
 constexpr std::int64_t kEvaluations = 200000;
 constexpr std::int64_t kIncrementalEvaluations = 3000000;
+/** Copies are tried below this many devices: a copy is a piece per device, and at the sizes of the
+ *  fast path the deadline is better spent on the other moves (docs/benchmarks.md, "At scale"). */
+constexpr int kCopiesBelowDevices = 64;
 /** Most pieces per table unless `max_parts` says otherwise (more only multiplies the output). */
 constexpr int kDefaultMaxParts = 64;
 
@@ -56,7 +59,7 @@ class Search {
         n_(task.topology.num_devices()),
         max_parts_(options.max_parts > 0 ? std::min(options.max_parts, n_) : std::min(n_, kDefaultMaxParts)),
         rng_(derive_seed(ctx.seed, 0x6a6f696e74)),
-        copies_(options.data_parallel && cost.compute().costs_replicas()) {
+        copies_(options.data_parallel && cost.compute().costs_replicas() && n_ < kCopiesBelowDevices) {
     state_.set_cold_rows_to_uvm(options.uvm);
     const auto start = std::chrono::steady_clock::now();
     deadline_ = start + std::chrono::microseconds(static_cast<std::int64_t>(options.time_ms * 1000.0));
@@ -701,7 +704,7 @@ void register_joint(Registry<Sharder>& registry) {
         {"uvm", ParamType::kBool, "true", {}, {}, {}, "keep rows that do not fit HBM in UVM where the task allows"},
         {"grids", ParamType::kBool, "true", {}, {}, {}, "try column × row grids (2–4 column pieces, each in 2–4 row blocks)"},
         {"data_parallel", ParamType::kBool, "true", {}, {}, {},
-         "try a copy of a table on every device (data_parallel) where it fits and the cost model can cost copies"},
+         "try a copy of a table on every device (data_parallel) where it fits and the cost model can cost copies (below 64 devices)"},
         {"torchrec", ParamType::kBool, "false", {}, {}, {},
          "only row layouts TorchRec's training path runs: even blocks over all devices or one whole host, in rank order"},
         {"exact_limit", ParamType::kInt, "200000", 0, 1 << 30, {},

@@ -18,7 +18,9 @@
  *               devices (grid_shard), for c, r ∈ {2, 3, 4} within `max_parts`
  *   copies      a whole copy on every device (data_parallel, plan/plan.h), where a copy fits
  *               every device's HBM (`may_replicate`) and the cost model can cost copies: no
- *               exchange, each copy serves its device's samples, the gradients are all-reduced
+ *               exchange, each copy serves its device's samples, the gradients are all-reduced;
+ *               below 64 devices (a copy is a piece per device: at the fast path's sizes the
+ *               deadline is better spent on the other moves)
  * for k from 2 to `max_parts` (default: the number of devices, at most 64) where the task and the table's
  * constraints allow the type. Where the task and the table allow UVM, a piece keeps in HBM only
  * the rows its table's profile touched (the ICDF's last step, in the piece's share: they serve every
