@@ -108,15 +108,14 @@ class MeasuredModel final : public ComputeModel {
     for (const PlacedShard& p : shards) (p.is_replica() ? copies : split).push_back(p);
     DeviceCompute c = time_fused(task, split, options_.batch_size);
     if (copies.empty()) return c;
-    EMBSHARD_CHECK(impl_ != kernels::EmbeddingBagImpl::kCuda, "measured: the cuda backend does not yet time the "
-                   "dense optimizer step of data-parallel tables (table '",
-                   task.workload.tables[static_cast<std::size_t>(copies.front().table)].name,
-                   "'); judge data-parallel plans with sim, cpu or reference");
     const DeviceCompute replicas = time_fused(task, copies, std::max<std::int64_t>(1, options_.batch_size / copies.front().replicas));
     std::int64_t elements = 0;
     for (const PlacedShard& p : copies) elements += p.shard.num_rows() * p.shard.num_cols();
-    return {c.fw_ms + replicas.fw_ms,
-            c.bw_ms + replicas.bw_ms + measure_dense_update(elements, options_.measure).median_ms};
+    const double update_ms = impl_ == kernels::EmbeddingBagImpl::kCuda
+                                 ? summarise(kernels::cuda_dense_update_ms(elements, options_.measure.repeats),
+                                             options_.measure.trim).median_ms
+                                 : measure_dense_update(elements, options_.measure).median_ms;
+    return {c.fw_ms + replicas.fw_ms, c.bw_ms + replicas.bw_ms + update_ms};
   }
 
  private:

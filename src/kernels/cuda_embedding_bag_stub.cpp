@@ -16,6 +16,7 @@ namespace {
 bool cuda_device_available() { return false; }
 
 CudaBandwidth cuda_bandwidth() { throw_no_cuda(); }
+std::vector<double> cuda_dense_update_ms(std::int64_t, int) { throw_no_cuda(); }
 
 struct CudaEmbeddingBag::State {};
 

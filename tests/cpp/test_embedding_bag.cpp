@@ -393,6 +393,15 @@ TEST(EmbeddingBagCuda, ThrowsErrorWithoutDevice) {
   const std::vector<TableView> v = views(tables);
   EXPECT_THROW(CudaEmbeddingBag(v, batch.view()), embshard::Error);
   EXPECT_THROW(cuda_bandwidth(), embshard::Error);
+  EXPECT_THROW((void)cuda_dense_update_ms(1024, 1), embshard::Error);
+}
+
+TEST(EmbeddingBagCuda, DenseUpdateIsTimedOnTheDevice) {
+  if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device";
+  const std::vector<double> ms = cuda_dense_update_ms(1 << 20, 3);
+  ASSERT_EQ(ms.size(), 3u);
+  for (double m : ms) EXPECT_GT(m, 0.0);
+  EXPECT_EQ(cuda_dense_update_ms(0, 2), std::vector<double>(2, 0.0));
 }
 
 // ---- binary16 conversion ---------------------------------------------------------------------------

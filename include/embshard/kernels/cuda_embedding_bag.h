@@ -33,6 +33,7 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "embshard/kernels/embedding_bag.h"
 
@@ -49,6 +50,14 @@ struct CudaBandwidth {
 
 /** Measures/reads the bandwidth of the current GPU; throws Error without CUDA or GPU. */
 CudaBandwidth cuda_bandwidth();
+
+/**
+ * The dense optimizer step of data-parallel copies timed on the current GPU: SGD over `elements`
+ * fp32 weights from a dense gradient of the same size, then cleared (w -= lr · g; g = 0), one
+ * kernel; `repeats` runs after one warm-up, each timed with CUDA events; returns their ms in run
+ * order (0 elements: zeros). Throws Error without CUDA or GPU, or when the GPU lacks the memory.
+ */
+std::vector<double> cuda_dense_update_ms(std::int64_t elements, int repeats);
 
 /** One set of tables and one batch, resident on the current GPU. */
 class CudaEmbeddingBag {

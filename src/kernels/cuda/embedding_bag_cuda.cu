@@ -588,6 +588,46 @@ CudaBandwidth cuda_bandwidth() {
   return result;
 }
 
+namespace {
+
+__global__ void dense_sgd_kernel(float* weights, float* gradient, std::int64_t n, float lr) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    weights[i] -= lr * gradient[i];
+    gradient[i] = 0.0f;
+  }
+}
+
+}  // namespace
+
+std::vector<double> cuda_dense_update_ms(std::int64_t elements, int repeats) {
+  EMBSHARD_CHECK(repeats >= 1, "cuda_dense_update_ms: repeats must be ≥ 1");
+  if (elements <= 0) return std::vector<double>(static_cast<std::size_t>(repeats), 0.0);
+  require_device();
+  const auto n = static_cast<std::size_t>(elements);
+  DeviceBuffer<float> weights(n), gradient(n);
+  check_cuda(cudaMemset(weights.data(), 0, n * sizeof(float)), "cudaMemset");
+  check_cuda(cudaMemset(gradient.data(), 0, n * sizeof(float)), "cudaMemset");
+  cudaEvent_t start = nullptr, stop = nullptr;
+  check_cuda(cudaEventCreate(&start), "cudaEventCreate");
+  check_cuda(cudaEventCreate(&stop), "cudaEventCreate");
+  const int blocks = static_cast<int>(std::min<std::int64_t>((elements + 255) / 256, 65535));
+  std::vector<double> times;
+  for (int i = 0; i <= repeats; ++i) {  // run 0 warms up
+    cudaEventRecord(start);
+    dense_sgd_kernel<<<blocks, 256>>>(weights.data(), gradient.data(), elements, 0.01f);
+    cudaEventRecord(stop);
+    cudaEventSynchronize(stop);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, start, stop);
+    if (i > 0) times.push_back(ms);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  check_cuda(cudaGetLastError(), "dense SGD kernel");
+  return times;
+}
+
 CudaEmbeddingBag::CudaEmbeddingBag(std::span<const TableView> tables, const BagBatch& batch,
                                    std::span<const std::int64_t> hbm_rows) {
   EMBSHARD_CHECK(hbm_rows.empty() || hbm_rows.size() == tables.size(), "CudaEmbeddingBag: ",
