@@ -135,7 +135,9 @@ class DreamShardProtocol : public ProtocolBase {
   [[nodiscard]] Task generate(const TableSource& source, std::uint64_t seed, int index) const override {
     std::vector<std::size_t> all(source.size());
     std::iota(all.begin(), all.end(), 0);
-    Rng split_rng(derive_seed(seed, 0xD5));
+    // The halves follow `split_seed`, never the task seed: test tasks drawn with another seed
+    // than the training tasks still see only tables training never saw (issue 19).
+    Rng split_rng(derive_seed(static_cast<std::uint64_t>(params_.get_int("split_seed")), 0xD5));
     for (std::size_t i = all.size(); i > 1; --i) std::swap(all[i - 1], all[split_rng.below(i)]);
     const std::size_t half = all.size() / 2;
     const bool test = params_.get_string("split") == "test";
@@ -315,6 +317,8 @@ Registry<TaskGenerator> build_registry() {
   dream.push_back({"tables", ParamType::kInt, "50", 1, 100000, {}, "tables per task (DLRM-N)"});
   dream.push_back({"split", ParamType::kString, "train", {}, {}, {"train", "test"},
                    "which half of the shuffled pool the tables come from"});
+  dream.push_back({"split_seed", ParamType::kInt, "0", 0, 1e15, {},
+                   "seed of the pool's shuffle into halves, independent of the task seed"});
   r.add({"dreamshard", "DreamShard DLRM-N (D): disjoint train/test table halves, dim max_dim, fp16",
          dream},
         factory_of<DreamShardProtocol>("dreamshard"));

@@ -97,7 +97,9 @@ TEST(TaskGen, DreamShardTrainAndTestTablesAreDisjoint) {
   std::set<std::int64_t> train_ids, test_ids;
   for (int i = 0; i < 30; ++i) {
     for (const auto* gen : {train.get(), test.get()}) {
-      const Task task = gen->generate(source(), 0, i);
+      // Train and test tasks of different seeds (as bench/rl_protocols.sh draws them): the halves
+      // follow split_seed alone, so no test table was ever a training table.
+      const Task task = gen->generate(source(), gen == train.get() ? 0 : 1, i);
       EXPECT_EQ(task.workload.tables.size(), 50u);
       std::set<std::int64_t> ids;
       for (const auto& t : task.workload.tables) {
@@ -110,6 +112,12 @@ TEST(TaskGen, DreamShardTrainAndTestTablesAreDisjoint) {
   }
   for (auto id : train_ids) EXPECT_EQ(test_ids.count(id), 0u) << id;
   EXPECT_GT(train_ids.size(), 300u);
+  // Another split seed cuts the pool differently.
+  const auto other = make_task_generator("dreamshard:tables=50,split=test,split_seed=7");
+  std::size_t moved = 0;
+  for (int i = 0; i < 30; ++i)
+    for (const auto& t : other->generate(source(), 1, i).workload.tables) moved += train_ids.count(t.source_id);
+  EXPECT_GT(moved, 0u);
 }
 
 TEST(TaskGen, AutoShardScalesTablesWithDevices) {

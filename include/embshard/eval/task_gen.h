@@ -9,6 +9,9 @@
  * | dreamshard | 4       | N (default 50), disjoint train/test halves of the pool | all = M (16) | 5 GiB | fp16 |
  * | autoshard  | 8       | 10·D (80 on 8 .. 800 on 80)   | per pool table {M/2, M} (16, 32) | 7 GiB       | fp16    |
  *
+ * DreamShard's halves come from the pool shuffled by `split_seed` (default 0), not by the task
+ * seed: train tasks of one seed and test tasks of another share no table.
+ *
  * Sources: paper 003 Table 5 and the authors' gen_tasks.py (NeuroShard: tasks whose fp32 total
  * exceeds 4·D − 1 GiB are redrawn); paper 000 §C / 002 §4 (DreamShard DLRM-N (D)); paper 001 §5
  * and App. A (AutoShard). Lists come from embshard's own RNG: they are NOT the papers' exact
