@@ -370,10 +370,11 @@ class EmbshardPlanner:
             kernels = [k for k in kernels if k in constraint.compute_kernels]
         if "dense" not in kernels and "data_parallel" in usable:
             usable.remove("data_parallel")
-            sharded = usable
-        if not usable or (sharded and "fused" not in kernels):
+        if "fused" not in kernels:
+            usable = [t for t in usable if t == "data_parallel"]
+        if not usable:
             raise Error(f"{where}: compute kernels {kernels} — embshard keeps a table's hot rows "
-                        f"in HBM, so it needs 'fused' allowed")
+                        f"in HBM, so it needs 'fused' allowed (or 'dense' for data_parallel)")
         for field in ("batch_sizes", "num_poolings", "key_value_params", "device_group"):
             if constraint is not None and getattr(constraint, field, None):
                 raise Error(f"{where}: constraints.{field} is not something embshard plans for")

@@ -109,8 +109,11 @@ class MeasuredModel final : public ComputeModel {
     DeviceCompute c = time_fused(task, split, options_.batch_size);
     if (copies.empty()) return c;
     const DeviceCompute replicas = time_fused(task, copies, std::max<std::int64_t>(1, options_.batch_size / copies.front().replicas));
-    std::int64_t elements = 0;
-    for (const PlacedShard& p : copies) elements += p.shard.num_rows() * p.shard.num_cols();
+    std::int64_t elements = 0;  // fp32 elements of the same bytes (the timers update floats)
+    for (const PlacedShard& p : copies) {
+      const int bytes = bytes_per_element(task.workload.tables[static_cast<std::size_t>(p.table)].dtype);
+      elements += (p.shard.num_rows() * p.shard.num_cols() * bytes + 3) / 4;
+    }
     const double update_ms = impl_ == kernels::EmbeddingBagImpl::kCuda
                                  ? summarise(kernels::cuda_dense_update_ms(elements, options_.measure.repeats),
                                              options_.measure.trim).median_ms

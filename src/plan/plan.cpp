@@ -307,7 +307,7 @@ std::string constraint_violation(const Task& task, const Plan& plan,
       if (!c.allow_uvm && s.hbm_rows >= 0 && s.hbm_rows < s.num_rows())
         return table_prefix(tp.table) + " keeps rows in UVM on device " + std::to_string(s.device) +
                ", but its constraints allow HBM only";
-      if (tp.type == ShardingType::kColumnWise && s.num_cols() < c.min_partition &&
+      if ((tp.type == ShardingType::kColumnWise || tp.type == ShardingType::kGridShard) && s.num_cols() < c.min_partition &&
           s.num_cols() < task.workload.tables[it->second].dim)
         return table_prefix(tp.table) + " has a column shard " + std::to_string(s.num_cols()) +
                " wide on device " + std::to_string(s.device) + ", below its min_partition " +

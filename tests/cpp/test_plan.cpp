@@ -409,6 +409,9 @@ TEST(PlanCheck, GridNeedsColumnBlocksThatItsShardsShareWhole) {
                             shard(3, 500, 1000, 16, 64)}};  // covers every cell, but no common column blocks
   expect_error(task, plan_of({staircase, t1_whole()}),
                {"grid_shard needs column blocks that shards share whole", "shard 0 (columns [0, 32)) cuts across shard 2 (columns [0, 16))"});
+  task.workload.tables[0].constraints.min_partition = 64;  // the grid's 32-wide blocks are too narrow
+  expect_error(task, plan_of({grid, t1_whole()}), {"below its min_partition 64"});
+  task.workload.tables[0].constraints.min_partition = 0;
   task.constraints.allow_row_split = false;
   expect_error(task, plan_of({grid, t1_whole()}), {"split the table but the task does not allow row splits"});
 }

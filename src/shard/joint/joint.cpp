@@ -174,6 +174,10 @@ class Search {
   }
 
   [[nodiscard]] std::string no_fit_reason(int t) const {
+    if (all_layouts(t).empty())
+      return detail::concat("table '", spec(t).name, "': its constraints allow only layouts joint does not make here "
+                            "(data_parallel: with 2 to 63 devices, a copy fitting every device and a cost model that "
+                            "can cost copies; grid_shard: where rows and columns may be split)");
     std::int64_t most_hbm = 0, most_uvm = 0;
     for (int d = 0; d < n_; ++d) {
       const Device& dev = task_.topology.devices[static_cast<std::size_t>(d)];
@@ -608,7 +612,8 @@ class Search {
     for (std::size_t i = 0; i < ranked.size(); ++i) gain_of_first[i + 1] = gain_of_first[i] + ranked[i].second;
     for (std::size_t k = 1; k <= ranked.size() && !out_of_time();
          k = k < ranked.size() && 2 * k > ranked.size() ? ranked.size() : 2 * k) {
-      if (gain_of_first[k] <= fixed) continue;  // these copies cannot pay for themselves
+      // These copies cannot pay for themselves (gains are ms only where the model adds up).
+      if (state_.additive() && gain_of_first[k] <= fixed) continue;
       for (int t = 0; t < state_.num_tables(); ++t) state_.remove_table(t);
       std::vector<bool> copied(static_cast<std::size_t>(state_.num_tables()), false);
       bool placed = true;

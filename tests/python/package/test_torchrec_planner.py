@@ -186,6 +186,19 @@ def test_measured_statistics_from_a_kjt_replace_the_derived_ones(torchrec):
         stats_from_kjt(kjt, ["nope"], num_rows=10)
 
 
+def test_dense_only_tables_become_data_parallel(torchrec):
+    import torch
+    from torchrec.distributed.planner.types import ParameterConstraints
+
+    from embshard.torchrec import EmbshardPlanner
+
+    planner = EmbshardPlanner(topology=topology(), batch_size=512, constraints={
+        "t_cat_4": ParameterConstraints(compute_kernels=["dense"])})
+    tables = planner.plan(dlrm(torch), sharders()).plan["sparse_arch.embedding_bag_collection"]
+    assert tables["t_cat_4"].sharding_type == "data_parallel"
+    assert tables["t_cat_4"].compute_kernel == "dense"
+
+
 def test_bad_input_names_the_table_or_field(torchrec):
     import torch
     from torchrec.distributed.planner.types import ParameterConstraints
