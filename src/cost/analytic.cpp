@@ -381,8 +381,7 @@ double bound_over(const Task& task, const SimHardware& hw, Objective objective, 
     s.out_ms = 2.0 * per_byte * static_cast<double>(batch) * 4.0 * t.dim;
     s.in_ms = exposed ? per_byte * (lookups * input.index_bytes + static_cast<double>(batch) * input.length_bytes) : 0.0;
     if (copies && may_replicate(task, t)) {
-      s.replicated_ms = all_reduce_ms_per_byte(task.topology) * static_cast<double>(t.num_rows()) * t.dim *
-                        bytes_per_element(t.dtype);
+      s.replicated_ms = all_reduce_ms_per_byte(task.topology) * static_cast<double>(t.weight_bytes());
       replicable = true;
     }
     tables.push_back(s);

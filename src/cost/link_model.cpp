@@ -162,7 +162,7 @@ double replica_gradient_bytes(const Task& task, std::span<const PlacedShard> sha
   for (const PlacedShard& p : shards) {
     if (!p.is_replica()) continue;
     const TableSpec& spec = task.workload.tables[static_cast<std::size_t>(p.table)];
-    bytes += static_cast<double>(spec.num_rows()) * spec.dim * bytes_per_element(spec.dtype);
+    bytes += static_cast<double>(spec.weight_bytes());
   }
   return bytes;
 }

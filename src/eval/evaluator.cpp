@@ -181,11 +181,8 @@ std::vector<DeviceLookups> measured_tier_lookups(const Task& task, const Plan& p
   std::vector<DeviceLookups> out(by_device.size());
   for (std::size_t d = 0; d < by_device.size(); ++d) {
     // The device's shards at the whole batch, its data-parallel copies at their share (all HBM).
-    std::vector<PlacedShard> split, copies;
-    for (const PlacedShard& p : by_device[d]) (p.is_replica() ? copies : split).push_back(p);
-    for (const auto& [shards, batch] : {std::pair{&split, batch_size},
-                                        std::pair{&copies, copies.empty() ? batch_size
-                                                                          : std::max<std::int64_t>(1, batch_size / copies.front().replicas)}}) {
+    const detail::DeviceCalls calls = detail::device_calls(by_device[d], batch_size);
+    for (const auto& [shards, batch] : {std::pair{&calls.shards, batch_size}, std::pair{&calls.copies, calls.copy_batch}}) {
       if (shards->empty()) continue;
       std::vector<ShardTableSpec> specs =
           measured.specs(task, *shards, batch, options.batch_number, options.remap_held_out);

@@ -80,6 +80,14 @@ std::vector<ShardTableSpec> MeasuredShards::specs(const Task& task,
   return specs;
 }
 
+DeviceCalls device_calls(std::span<const PlacedShard> shards, std::int64_t batch_size) {
+  DeviceCalls calls;
+  for (const PlacedShard& p : shards) (p.is_replica() ? calls.copies : calls.shards).push_back(p);
+  calls.copy_batch = calls.copies.empty() ? batch_size
+                                          : std::max<std::int64_t>(1, batch_size / calls.copies.front().replicas);
+  return calls;
+}
+
 namespace {
 
 class MeasuredModel final : public ComputeModel {
@@ -104,16 +112,13 @@ class MeasuredModel final : public ComputeModel {
    *  over its share of the batch, then their dense optimizer step (evaluator.h). */
   [[nodiscard]] DeviceCompute device_compute(const Task& task, std::span<const PlacedShard> shards,
                                              const Context&) override {
-    std::vector<PlacedShard> split, copies;
-    for (const PlacedShard& p : shards) (p.is_replica() ? copies : split).push_back(p);
-    DeviceCompute c = time_fused(task, split, options_.batch_size);
-    if (copies.empty()) return c;
-    const DeviceCompute replicas = time_fused(task, copies, std::max<std::int64_t>(1, options_.batch_size / copies.front().replicas));
+    const DeviceCalls calls = device_calls(shards, options_.batch_size);
+    const DeviceCompute c = time_fused(task, calls.shards, options_.batch_size);
+    if (calls.copies.empty()) return c;
+    const DeviceCompute replicas = time_fused(task, calls.copies, calls.copy_batch);
     std::int64_t elements = 0;  // fp32 elements of the same bytes (the timers update floats)
-    for (const PlacedShard& p : copies) {
-      const int bytes = bytes_per_element(task.workload.tables[static_cast<std::size_t>(p.table)].dtype);
-      elements += (p.shard.num_rows() * p.shard.num_cols() * bytes + 3) / 4;
-    }
+    for (const PlacedShard& p : calls.copies)
+      elements += (task.workload.tables[static_cast<std::size_t>(p.table)].weight_bytes() + 3) / 4;
     const double update_ms = impl_ == kernels::EmbeddingBagImpl::kCuda
                                  ? summarise(kernels::cuda_dense_update_ms(elements, options_.measure.repeats),
                                              options_.measure.trim).median_ms

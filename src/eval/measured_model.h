@@ -62,6 +62,17 @@ class MeasuredShards {
       counts_;
 };
 
+/**
+ * A device's two fused calls (cost/compute_model.h): the shards of split or whole tables at the
+ * whole batch, and its copies of data-parallel tables at their share of it (at least one bag).
+ */
+struct DeviceCalls {
+  std::vector<PlacedShard> shards;
+  std::vector<PlacedShard> copies;
+  std::int64_t copy_batch = 0;
+};
+[[nodiscard]] DeviceCalls device_calls(std::span<const PlacedShard> shards, std::int64_t batch_size);
+
 /** Registers `measured` (eval/cost_models.h): the kernels timed here plus the link model. */
 void register_measured_cost_model(CostModelRegistry& registry);
 

@@ -127,6 +127,9 @@ struct TableSpec {
   [[nodiscard]] bool has_derived_stats() const { return stats_origin.starts_with(kDerivedStatsOrigin); }
   /** Bytes of `rows` × `cols` of this table: weights plus optimizer state (file comment). */
   [[nodiscard]] std::int64_t shard_bytes(std::int64_t rows, std::int64_t cols) const;
+  /** Bytes of the whole table's weights alone (no optimizer state): what a data-parallel copy's
+   *  dense gradient all-reduces and its dense update moves. */
+  [[nodiscard]] std::int64_t weight_bytes() const { return stats.num_rows * dim * bytes_per_element(dtype); }
   /** shard_bytes of the whole table; exact for any table `find_error_in_task` accepts (≤ 2^46). */
   [[nodiscard]] std::int64_t size_bytes() const { return shard_bytes(stats.num_rows, dim); }
 };

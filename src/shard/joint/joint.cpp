@@ -573,7 +573,7 @@ class Search {
     for (int t = 0; t < state_.num_tables(); ++t) {
       const TableSpec& s = spec(t);
       if (!may_replicate(task_, s)) continue;
-      const double gradient = static_cast<double>(s.num_rows()) * s.dim * bytes_per_element(s.dtype);
+      const auto gradient = static_cast<double>(s.weight_bytes());
       bytes[0] = static_cast<double>(task_.workload.batch_size) * 4.0 * s.dim;
       const double out_ms = exchange_ms(task_.topology, bytes)[0] - latency;
       bytes[0] = static_cast<double>(s.stats.num_indices) * 8.0;

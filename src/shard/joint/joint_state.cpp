@@ -128,7 +128,7 @@ bool State::make_piece(int table, Shard shard, int device, bool uvm, Piece& out)
   if (load.uvm_bytes + uvm_bytes > dev.uvm_bytes) return false;
   shard.hbm_rows = hbm_rows == rows ? -1 : hbm_rows;
   out.placed = {table, shard, copy ? num_devices() : 0};
-  out.gradient_bytes = copy ? rows * shard.num_cols() * bytes_per_element(spec.dtype) : 0;
+  out.gradient_bytes = copy ? spec.weight_bytes() : 0;  // a copy is the whole table
   out.hbm_bytes = hbm_bytes;
   out.uvm_bytes = uvm_bytes;
   out.input_bytes = std::llround(shard_input_bytes(task_, out.placed, cost_.comm().input_options()));
