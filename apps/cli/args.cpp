@@ -148,11 +148,11 @@ void Args::finish(std::size_t consumed_positionals) const {
                  "'");
 }
 
-std::vector<std::string> split_list(const std::string& text) {
+std::vector<std::string> split_list(const std::string& text, char separator) {
   std::vector<std::string> items;
   std::size_t begin = 0;
   while (begin <= text.size()) {
-    const std::size_t end = std::min(text.find(';', begin), text.size());
+    const std::size_t end = std::min(text.find(separator, begin), text.size());
     if (end > begin) items.push_back(text.substr(begin, end - begin));
     begin = end + 1;
   }

@@ -17,8 +17,8 @@
 
 namespace embshard::cli {
 
-/** The non-empty items of a ';'-separated list ("a;b;;c" -> a, b, c): sharders, plan files. */
-[[nodiscard]] std::vector<std::string> split_list(const std::string& text);
+/** The non-empty items of a `separator`-separated list ("a;b;;c" -> a, b, c): sharders, plan files. */
+[[nodiscard]] std::vector<std::string> split_list(const std::string& text, char separator = ';');
 
 class Args {
  public:

@@ -64,13 +64,17 @@ int run_profile_calibrate_figures(Args& args, const Context& ctx) {
 
 int run_profile_calibrate(Args& args, const Context& ctx) {
   if (args.get("figures")) return run_profile_calibrate_figures(args, ctx);
-  const std::string samples = args.require("samples");
+  const std::vector<std::string> samples = split_list(args.require("samples"), ',');
   const auto test_every = static_cast<int>(args.get_int("test-every", 3));
   const auto out = args.get("out");
   const auto report = args.get("report");
   args.finish(1);
-  check_paths({{"--samples", samples}}, {}, {{"--out", out.value_or("")}, {"--report", report.value_or("")}});
-  const SimCalibration calibration = calibrate_sim(read_cost_samples(samples, ctx), test_every, ctx, samples);
+  std::vector<NamedPath> inputs;
+  for (const std::string& path : samples) inputs.emplace_back("--samples", path);
+  check_paths(inputs, {}, {{"--out", out.value_or("")}, {"--report", report.value_or("")}});
+  std::vector<CostSampleFile> files;
+  for (const std::string& path : samples) files.push_back(read_cost_samples(path, ctx));
+  const SimCalibration calibration = calibrate_sim(files, test_every, ctx, samples);
   OutputSet outputs;  // the JSON and the report are replaced together or not at all
   if (out) outputs.add(*out, sim_calibration_json(calibration));
   if (report) outputs.add(*report, fit_report_html(sim_calibration_report(calibration)));

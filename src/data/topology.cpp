@@ -12,6 +12,7 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 struct NodeSheet {
   const char* name;
   const char* device_kind;
+  const char* cuda_name;       ///< the name CUDA reports for this GPU (cudaDeviceProp::name)
   const char* describe;        ///< the sources of the figures
   int gpus_per_node;
   double hbm_gib;             ///< device memory
@@ -32,20 +33,24 @@ struct NodeSheet {
 // DGX-1 V100 (32 GB HBM2 900 GB/s, NVLink2 6 links x 25 GB/s = 150 GB/s/direction, 512 GB host,
 // 4x EDR 100 Gb/s IB); DGX A100 (80 GB HBM2e 2,039 GB/s, NVLink3 300 GB/s/direction, PCIe 4.0
 // 31.5 GB/s, 2 TB host, 8x HDR 200 Gb/s); DGX H100 (80 GB HBM3 3,350 GB/s, NVLink4 450
-// GB/s/direction, PCIe 5.0 63 GB/s, 2 TB host, 8x NDR 400 Gb/s).
+// GB/s/direction, PCIe 5.0 63 GB/s, 2 TB host, 8x NDR 400 Gb/s); DGX H200 (141 GB HBM3e
+// 4,800 GB/s, otherwise an H100's node).
 constexpr NodeSheet kSheets[] = {
-    {"2080ti", "GeForce-RTX-2080Ti-11GB",
+    {"2080ti", "GeForce-RTX-2080Ti-11GB", "NVIDIA GeForce RTX 2080 Ti",
      "RTX 2080 Ti PCIe server of 8: 11 GB GDDR6 at 616 GB/s, PCIe 3.0 x16 links, 100 Gb/s NIC per node; all-to-all fitted to the papers",
      8, 11.0, 616.0, 32.0, 15.75, 7.779, 12.5 / 8, 1940.0},
-    {"v100", "V100-SXM2-32GB",
+    {"v100", "V100-SXM2-32GB", "Tesla V100-SXM2-32GB",
      "DGX-1 V100: 32 GB HBM2 at 900 GB/s, NVLink2 150 GB/s/dir, PCIe 3.0, 4x100 Gb/s IB per node",
      8, 32.0, 900.0, 64.0, 15.75, 150.0, 50.0 / 8, 25.0},
-    {"a100", "A100-SXM4-80GB",
+    {"a100", "A100-SXM4-80GB", "NVIDIA A100-SXM4-80GB",
      "DGX A100: 80 GB HBM2e at 2039 GB/s, NVLink3 300 GB/s/dir, PCIe 4.0, 8x200 Gb/s IB per node",
      8, 80.0, 2039.0, 256.0, 31.5, 300.0, 25.0, 25.0},
-    {"h100", "H100-SXM5-80GB",
+    {"h100", "H100-SXM5-80GB", "NVIDIA H100 80GB HBM3",
      "DGX H100: 80 GB HBM3 at 3350 GB/s, NVLink4 450 GB/s/dir, PCIe 5.0, 8x400 Gb/s IB per node",
      8, 80.0, 3350.0, 256.0, 63.0, 450.0, 50.0, 25.0},
+    {"h200", "H200-SXM-141GB", "NVIDIA H200",
+     "DGX H200: 141 GB HBM3e at 4800 GB/s, NVLink4 450 GB/s/dir, PCIe 5.0, 8x400 Gb/s IB per node",
+     8, 141.0, 4800.0, 256.0, 63.0, 450.0, 50.0, 25.0},
 };
 
 constexpr double kInterLatencyUs = 50.0;  // NCCL all-to-all floor across nodes (at least)
@@ -125,6 +130,21 @@ Registry<Topology> build_registry() {
 const Registry<Topology>& topology_registry() {
   static const Registry<Topology> registry = build_registry();
   return registry;
+}
+
+std::vector<std::string> topology_preset_names() {
+  std::vector<std::string> names;
+  for (const RegistryEntryInfo& info : topology_registry().list()) names.push_back(info.name);
+  return names;
+}
+
+std::string preset_for_gpu(const std::string& cuda_name) {
+  std::string known;
+  for (const NodeSheet& s : kSheets) {
+    if (cuda_name == s.cuda_name) return s.name;
+    known += detail::concat(known.empty() ? "" : ", ", "'", s.cuda_name, "' (", s.name, ")");
+  }
+  EMBSHARD_THROW("no topology preset describes the GPU '", cuda_name, "'; known GPUs: ", known);
 }
 
 bool Topology::devices_interchangeable() const {

@@ -8,6 +8,7 @@
 
 #include "embshard/core/error.h"
 #include "embshard/data/pool.h"
+#include "embshard/data/topology.h"
 
 namespace embshard {
 namespace {
@@ -55,30 +56,61 @@ Json errors_json(const RelativeErrors& e) {
 
 }  // namespace
 
-SimCalibration calibrate_sim(const CostSampleFile& file, int test_every, const Context& ctx,
-                             const std::string& samples_path) {
-  EMBSHARD_CHECK(file.header.kind == SampleKind::kCompute, "calibrate: needs a compute sample file");
+namespace {
+
+/** "" when `b` may be fitted together with `a` (same kernels, batch, pool and device), else why not. */
+std::string find_mismatch(const CostSampleHeader& a, const CostSampleHeader& b) {
+  if (b.kind != SampleKind::kCompute) return "it is not a compute sample file";
+  if (b.backend != a.backend) return detail::concat("backend ", b.backend, " vs ", a.backend);
+  if (b.batch_size != a.batch_size) return detail::concat("batch ", b.batch_size, " vs ", a.batch_size);
+  if (b.pool_seed != a.pool_seed) return detail::concat("pool seed ", b.pool_seed, " vs ", a.pool_seed);
+  if (b.precision != a.precision) return detail::concat("precision ", b.precision, " vs ", a.precision);
+  if (b.fingerprint.device_kind != a.fingerprint.device_kind || b.fingerprint.cpu_model != a.fingerprint.cpu_model)
+    return detail::concat("measured on '", b.fingerprint.device_kind, "' / '", b.fingerprint.cpu_model, "' vs '",
+                          a.fingerprint.device_kind, "' / '", a.fingerprint.cpu_model, "'");
+  return "";
+}
+
+}  // namespace
+
+SimCalibration calibrate_sim(const std::vector<CostSampleFile>& files, int test_every, const Context& ctx,
+                             const std::vector<std::string>& paths) {
+  EMBSHARD_CHECK(!files.empty(), "calibrate: no sample file");
+  const auto name = [&](std::size_t i) { return i < paths.size() ? paths[i] : detail::concat("sample file ", i + 1); };
+  EMBSHARD_CHECK(files[0].header.kind == SampleKind::kCompute, name(0), ": calibrate needs a compute sample file");
   EMBSHARD_CHECK(test_every >= 2, "calibrate: test_every must be at least 2");
-  const Pool pool = Pool::generate(file.header.pool_seed);
-  const std::int64_t cache = file.header.fingerprint.llc_bytes;
+  const CostSampleHeader& header = files[0].header;
+  for (std::size_t i = 1; i < files.size(); ++i) {
+    const std::string why = find_mismatch(header, files[i].header);
+    EMBSHARD_CHECK(why.empty(), name(i), ": cannot be fitted with ", name(0), ": ", why);
+  }
+  SimCalibration c;
+  const bool gpu = header.backend == "cuda";
+  // GPU samples: the preset of the GPU they ran on, whose data-sheet L2 the sim model uses.
+  const std::string preset = gpu ? preset_for_gpu(header.fingerprint.device_kind) : "cpu";
+  const std::int64_t cache = gpu ? sim_roofline(make_topology(preset)).cache_bytes : header.fingerprint.llc_bytes;
+  c.device_kind = make_topology(preset).device_kind;
+  const Pool pool = Pool::generate(header.pool_seed);
   struct Split {
     std::vector<SimFeatures> features;
     std::vector<double> fw, bw;
   } train, test;
-  for (const ComputeSample& s : file.compute) {
-    Split& split = s.index % test_every == 0 ? test : train;
-    split.features.push_back(features_of(pool, s, file.header.batch_size, cache));
-    split.fw.push_back(s.fw_ms);
-    split.bw.push_back(s.bw_ms);
+  for (const CostSampleFile& file : files) {
+    for (const ComputeSample& s : file.compute) {
+      Split& split = s.index % test_every == 0 ? test : train;
+      split.features.push_back(features_of(pool, s, header.batch_size, cache));
+      split.fw.push_back(s.fw_ms);
+      split.bw.push_back(s.bw_ms);
+    }
   }
-  EMBSHARD_CHECK(train.features.size() >= 10, samples_path.empty() ? "calibrate" : samples_path,
-                 ": needs at least 10 training samples, the file has ", train.features.size(),
-                 " (collect more with embshard profile compute)");
-  SimCalibration c;
-  c.hardware.name = detail::concat("cpu calibrated on ", file.header.fingerprint.cpu_model, " (",
-                                   file.header.fingerprint.llc_bytes >> 20, " MiB last-level cache)");
+  EMBSHARD_CHECK(train.features.size() >= 10, paths.empty() ? std::string("calibrate") : name(0),
+                 ": needs at least 10 training samples, ", files.size() == 1 ? "the file has " : "the files have ",
+                 train.features.size(), " (collect more with embshard profile compute)");
+  c.hardware.name = gpu ? detail::concat(header.fingerprint.device_kind, " calibrated on this project's cuda backend")
+                        : detail::concat("cpu calibrated on ", header.fingerprint.cpu_model, " (",
+                                         header.fingerprint.llc_bytes >> 20, " MiB last-level cache)");
   c.hardware.calibrated = true;
-  c.hardware.calibrated_on = file.header.fingerprint;
+  c.hardware.calibrated_on = header.fingerprint;
   c.hardware.cache_bytes = cache;
   c.hardware.fw = fit_sim_coefficients(train.features, train.fw);
   c.hardware.bw = fit_sim_coefficients(train.features, train.bw);
@@ -88,15 +120,15 @@ SimCalibration calibrate_sim(const CostSampleFile& file, int test_every, const C
   c.bw_test = relative_errors(c.hardware.bw, test.features, test.bw);
   c.fw_test_points = held_out_points(c.hardware.fw, test.features, test.fw);
   c.bw_test_points = held_out_points(c.hardware.bw, test.features, test.bw);
-  c.samples_path = samples_path;
-  c.batch_size = file.header.batch_size;
+  for (std::size_t i = 0; i < paths.size(); ++i) c.samples_path += (i ? "," : "") + paths[i];
+  c.batch_size = header.batch_size;
   ctx.info(detail::concat("calibrate: ", train.features.size(), " training and ",
                           test.features.size(), " held-out samples"));
   return c;
 }
 
 std::string sim_calibration_json(const SimCalibration& c) {
-  Json doc = Json::parse(sim_hardware_json(c.hardware, "cpu"));  // the preset file `sim:coefficients=` loads
+  Json doc = Json::parse(sim_hardware_json(c.hardware, c.device_kind));  // the preset file `sim:coefficients=` loads
   doc["train_relative_error"] = {{"fw", errors_json(c.fw_train)}, {"bw", errors_json(c.bw_train)}};
   doc["test_relative_error"] = {{"fw", errors_json(c.fw_test)}, {"bw", errors_json(c.bw_test)}};
   return doc.dump(2) + "\n";

@@ -27,7 +27,7 @@ std::vector<ParamSpec> common_params(int devices, int max_dim, const char* mem_g
       {"mem_gib", ParamType::kFloat, mem_gib, 0.0, 1e6, {},
        "memory per device available to embeddings, GiB"},
       {"dtype", ParamType::kString, dtype, {}, {}, {"fp32", "fp16"}, "weight precision"},
-      {"preset", ParamType::kString, "v100", {}, {}, {"2080ti", "v100", "a100", "h100", "cpu"},
+      {"preset", ParamType::kString, "v100", {}, {}, topology_preset_names(),
        "hardware preset the devices are taken from"},
       {"batch_size", ParamType::kInt, std::to_string(kDatasetBatch), 1, 1 << 24, {},
        "global batch size"},

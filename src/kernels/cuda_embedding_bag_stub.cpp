@@ -15,6 +15,7 @@ namespace {
 
 bool cuda_device_available() { return false; }
 
+std::string cuda_device_name() { throw_no_cuda(); }
 CudaBandwidth cuda_bandwidth() { throw_no_cuda(); }
 std::vector<double> cuda_dense_update_ms(std::int64_t, int) { throw_no_cuda(); }
 

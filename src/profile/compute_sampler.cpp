@@ -7,6 +7,7 @@
 #include "embshard/core/progress.h"
 #include "embshard/core/version.h"
 #include "embshard/data/random.h"
+#include "embshard/kernels/cuda_embedding_bag.h"
 #include "embshard/profile/shard_timer.h"
 
 namespace embshard {
@@ -28,7 +29,8 @@ CostSampleHeader compute_header(const Pool& pool, const ComputeProfileRun& run, 
   h.batch_size = run.batch_size;
   h.precision = "fp32";
   h.measure = run.measure;
-  h.fingerprint = this_machine("cpu", threads);
+  // GPU samples name the GPU they were measured on; the sim fit keys its coefficients by it.
+  h.fingerprint = this_machine(run.impl == kernels::EmbeddingBagImpl::kCuda ? kernels::cuda_device_name() : "cpu", threads);
   h.embshard_version = embshard_version();
   h.created_utc = utc_timestamp();
   return h;

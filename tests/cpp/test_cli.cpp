@@ -101,7 +101,7 @@ TEST_F(Cli, HelpOfAVerbShowsItsUsageAndWhereItsFiguresAreDefined) {
   EXPECT_EQ(r.out.find("embshard stats"), std::string::npos) << r.out;  // only its own
   r = run_cli("profile calibrate -h");
   ASSERT_EQ(r.status, 0) << r.out;
-  EXPECT_NE(r.out.find("usage: embshard profile calibrate [--samples S.jsonl]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("usage: embshard profile calibrate [--samples S.jsonl[,T.jsonl]]"), std::string::npos) << r.out;
   r = run_cli("profile --help");  // a verb of sub-verbs: each of them
   ASSERT_EQ(r.status, 0) << r.out;
   for (const char* sub : {"profile compute", "profile comm", "profile calibrate"})

@@ -404,6 +404,38 @@ TEST(EmbeddingBagCuda, DenseUpdateIsTimedOnTheDevice) {
   EXPECT_EQ(cuda_dense_update_ms(0, 2), std::vector<double>(2, 0.0));
 }
 
+/** The tiered path: rows from each table's threshold on live in mapped host memory (UVM). */
+TEST(EmbeddingBagCuda, TieredTablesMatchTheReference) {
+  if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device";
+  for (const WeightDtype dtype : {WeightDtype::kF32, WeightDtype::kF16}) {
+    SCOPED_TRACE(dtype == WeightDtype::kF32 ? "fp32" : "fp16");
+    TestRng rng{17};
+    // A table all in HBM, one all in host memory, one split at its 500th row.
+    std::vector<TestTable> tables{make_table(7, 4, dtype, rng), make_table(50, 64, dtype, rng),
+                                  make_table(1000, 132, dtype, rng)};
+    const std::vector<std::int64_t> hbm_rows{-1, 0, 500};
+    const TestBatch batch = make_batch(tables, 257, 5, false, rng);
+    std::vector<TableView> v = views(tables);
+    const auto out_size = static_cast<std::size_t>(batch.batch_size * total_dim(tables));
+    std::vector<float> expected(out_size), actual(out_size), grad(out_size);
+    ASSERT_TRUE(embedding_bag_forward(EmbeddingBagImpl::kReference, v, batch.view(), expected).ok());
+    CudaEmbeddingBag gpu(v, batch.view(), hbm_rows);
+    ASSERT_TRUE(gpu.forward().ok());
+    gpu.copy_output_to(actual);
+    for (std::size_t i = 0; i < out_size && !HasFailure(); ++i) expect_close(actual[i], expected[i], "output");
+
+    for (float& g : grad) g = rng.uniform(-1.0f, 1.0f);
+    const OptimizerConfig optimizer{OptimizerKind::kRowwiseAdagrad, 0.05f, 1e-6f};
+    std::vector<TestTable> ref_tables = tables, gpu_tables = tables;
+    std::vector<TableView> ref_views = views(ref_tables), gpu_views = views(gpu_tables);
+    ASSERT_TRUE(embedding_bag_backward(EmbeddingBagImpl::kReference, ref_views, batch.view(), grad, optimizer).ok());
+    gpu.set_grad_output(grad);
+    ASSERT_TRUE(gpu.backward(optimizer).ok());
+    gpu.copy_tables_to(gpu_views);
+    expect_same_tables(gpu_tables, ref_tables, true);
+  }
+}
+
 // ---- binary16 conversion ---------------------------------------------------------------------------
 
 TEST(EmbeddingBagHalf, RoundTripsEveryHalfAndRoundsToNearestEven) {

@@ -8,6 +8,7 @@
 #include "embshard/cost/breakdown.h"
 #include "embshard/cost/link_model.h"
 #include "embshard/data/pool.h"
+#include "embshard/data/topology.h"
 #include "embshard/eval/calibrate.h"
 #include "embshard/eval/evaluator.h"
 #include "embshard/profile/compute_sampler.h"
@@ -180,7 +181,7 @@ TEST(Calibrate, RecoversTheModelThatMadeTheSamples) {
   }
   Context ctx;
   ctx.verbosity = LogLevel::kQuiet;
-  const SimCalibration c = calibrate_sim(file, 3, ctx);
+  const SimCalibration c = calibrate_sim({file}, 3, ctx);
   EXPECT_EQ(c.fw_test.count, 20);
   EXPECT_LT(c.fw_test.p90, 1e-3);
   EXPECT_LT(c.bw_test.p90, 1e-3);
@@ -195,7 +196,69 @@ TEST(Calibrate, RecoversTheModelThatMadeTheSamples) {
   }
   EXPECT_NE(sim_calibration_text(c).find("backward  held out"), std::string::npos) << sim_calibration_text(c);
   file.compute.resize(12);  // 8 training samples
-  EXPECT_NE(error_of([&] { (void)calibrate_sim(file, 3, ctx); }).find("at least 10"), std::string::npos);
+  EXPECT_NE(error_of([&] { (void)calibrate_sim({file}, 3, ctx); }).find("at least 10"), std::string::npos);
+}
+
+TEST(Calibrate, FitsFilesOfOneExperimentTogetherAndRefusesOthers) {
+  const Pool pool = Pool::generate(0);
+  const SimCoefficients fw{0.02, 0.004, 3e-6, 2e-7, 1e-8, 5e-8, 0.0, 0.0};
+  CostSampleFile a, b;
+  for (CostSampleFile* f : {&a, &b}) {
+    f->header.batch_size = 2048;
+    f->header.fingerprint.llc_bytes = 32 << 20;
+  }
+  b.header.seed = 1;  // another seed of the same experiment
+  for (std::int64_t i = 0; i < 12; ++i) {
+    for (CostSampleFile* f : {&a, &b}) {
+      ComputeSample s;
+      s.index = i;
+      s.tables = draw_compute_sample(pool, ComputeSamplerParams{}, f->header.seed, i);
+      std::vector<SimTable> tables;
+      for (const SampleTable& t : s.tables) tables.push_back(sim_table(pool, t.pool_id, t.dim, 2048));
+      s.fw_ms = s.bw_ms = sim_pass_ms(fw, sim_features(tables, 2048, 32 << 20));
+      f->compute.push_back(s);
+    }
+  }
+  const Context ctx = test_util::quiet_context();
+  // Each file alone has 8 training samples, too few; together 16.
+  EXPECT_NE(error_of([&] { (void)calibrate_sim({a}, 3, ctx, {"a.jsonl"}); }).find("at least 10"), std::string::npos);
+  const SimCalibration c = calibrate_sim({a, b}, 3, ctx, {"a.jsonl", "b.jsonl"});
+  EXPECT_EQ(c.fw_test.count, 8);
+  EXPECT_EQ(c.samples_path, "a.jsonl,b.jsonl");
+  EXPECT_EQ(c.device_kind, "cpu");
+  b.header.batch_size = 4096;
+  const std::string message = error_of([&] { (void)calibrate_sim({a, b}, 3, ctx, {"a.jsonl", "b.jsonl"}); });
+  EXPECT_NE(message.find("b.jsonl: cannot be fitted with a.jsonl: batch 4096 vs 2048"), std::string::npos) << message;
+
+  // GPU samples: fitted for the preset of the GPU they ran on, with its L2 as the cache.
+  b.header.batch_size = 2048;
+  for (CostSampleFile* f : {&a, &b}) {
+    f->header.backend = "cuda";
+    f->header.fingerprint.device_kind = "NVIDIA H200";
+  }
+  const SimCalibration gpu = calibrate_sim({a, b}, 3, ctx);
+  EXPECT_EQ(gpu.device_kind, make_topology("h200").device_kind);
+  EXPECT_EQ(gpu.hardware.cache_bytes, sim_roofline(make_topology("h200")).cache_bytes);
+  EXPECT_NE(sim_calibration_json(gpu).find("\"device_kind\": \"H200-SXM-141GB\""), std::string::npos);
+  for (CostSampleFile* f : {&a, &b}) f->header.fingerprint.device_kind = "Some Future GPU";
+  EXPECT_NE(error_of([&] { (void)calibrate_sim({a, b}, 3, ctx); }).find("no topology preset describes the GPU 'Some Future GPU'"),
+            std::string::npos);
+}
+
+TEST(Calibrate, TheH200PresetIsTheFitOfItsCommittedSamples) {
+  const std::string dir = std::string(EMBSHARD_TEST_DATA_DIR) + "/../../models/samples/";
+  const Context ctx = test_util::quiet_context();
+  const std::vector<std::string> paths{dir + "h200-cuda-seed0.jsonl", dir + "h200-cuda-seed1.jsonl"};
+  std::vector<CostSampleFile> files;
+  for (const std::string& path : paths) files.push_back(read_cost_samples(path, ctx));
+  const SimCalibration fit = calibrate_sim(files, 3, ctx, paths);
+  const SimHardware preset = sim_hardware_for(make_topology("h200"));
+  EXPECT_TRUE(preset.calibrated);
+  EXPECT_EQ(preset.cache_bytes, fit.hardware.cache_bytes);
+  for (int i = 0; i + 1 < kNumSimFeatures; ++i) {  // UVM: no sample had a tier; the roofline's
+    EXPECT_NEAR(preset.fw[i], fit.hardware.fw[i], 1e-3 * fit.hardware.fw[i]) << sim_feature_names()[i];
+    EXPECT_NEAR(preset.bw[i], fit.hardware.bw[i], 1e-3 * fit.hardware.bw[i]) << sim_feature_names()[i];
+  }
 }
 
 // ---- the evaluator ------------------------------------------------------------------------------------

@@ -47,7 +47,16 @@ TEST(Topology, PresetsBuildWithTheirFigures) {
 
 TEST(Topology, UnknownPresetListsKnownOnes) {
   const std::string err = error_of([] { (void)make_topology("tpu"); });
-  EXPECT_NE(err.find("2080ti, v100, a100, h100, cpu"), std::string::npos) << err;
+  EXPECT_NE(err.find("2080ti, v100, a100, h100, h200, cpu"), std::string::npos) << err;
+}
+
+TEST(Topology, AGpuNamedByCudaFindsItsPreset) {
+  EXPECT_EQ(preset_for_gpu("NVIDIA H200"), "h200");
+  EXPECT_EQ(preset_for_gpu("NVIDIA H100 80GB HBM3"), "h100");
+  EXPECT_EQ(topology_preset_names(), (std::vector<std::string>{"2080ti", "v100", "a100", "h100", "h200", "cpu"}));
+  const std::string err = error_of([] { (void)preset_for_gpu("NVIDIA B200"); });
+  EXPECT_NE(err.find("no topology preset describes the GPU 'NVIDIA B200'; known GPUs: "), std::string::npos) << err;
+  EXPECT_NE(err.find("'NVIDIA H200' (h200)"), std::string::npos) << err;
 }
 
 TEST(Topology, ZeroDevicesIsAnError) {

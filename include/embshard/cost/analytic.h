@@ -134,7 +134,11 @@ struct SimTable {
  */
 [[nodiscard]] SimHardware sim_calibrated_gpu(const Topology& topology);
 
-/** The model's hardware for a topology: `cpu` calibrated on this project's VM, GPUs as above. */
+/**
+ * The model's hardware for a topology: `cpu` calibrated on this project's VM, the H200 on this
+ * project's cuda backend (both `calibrated`, with the machine they were measured on), other GPUs
+ * as above.
+ */
 [[nodiscard]] SimHardware sim_hardware_for(const Topology& topology);
 
 /** The `sim` compute model of `hardware`. Uses the task's batch size and its tables' statistics. */

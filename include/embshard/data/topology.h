@@ -70,6 +70,15 @@ inline constexpr double kMaxLatencyUs = 1e9;
 /** The registry of named hardware presets. */
 [[nodiscard]] const Registry<Topology>& topology_registry();
 
+/** The presets' names, in registry order (the choices of a protocol's `preset`). */
+[[nodiscard]] std::vector<std::string> topology_preset_names();
+
+/**
+ * The name of the GPU preset whose GPU CUDA reports as `cuda_name` (e.g. "NVIDIA H200" → "h200");
+ * throws Error naming the GPU and listing the known ones.
+ */
+[[nodiscard]] std::string preset_for_gpu(const std::string& cuda_name);
+
 /** Builds a preset from its spec string (e.g. "h100:nodes=2"); throws Error listing presets. */
 [[nodiscard]] Topology make_topology(const std::string& spec);
 

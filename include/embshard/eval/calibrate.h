@@ -9,6 +9,11 @@
  * with the measuring machine's last-level cache. Samples are split deterministically: every
  * sample whose index is ≡ 0 mod `test_every` is held out; the rest fit the forward and backward
  * coefficients (non-negative, relative error). Errors are |model − measured| / measured.
+ * Several files (other seeds of the same experiment) are fitted together, each split alike.
+ * GPU samples (backend cuda) are fitted for the topology preset of the GPU named in their
+ * fingerprint (`preset_for_gpu`), with that preset's data-sheet L2 as the cache — the cache the
+ * sim model uses when it judges that preset's tasks; the result loads as that preset's
+ * `sim:coefficients=` file.
  */
 #include <cstdint>
 #include <string>
@@ -33,16 +38,18 @@ struct SimCalibration {
   RelativeErrors fw_train, bw_train;
   RelativeErrors fw_test, bw_test;
   std::vector<HeldOutPoint> fw_test_points, bw_test_points;  ///< per held-out sample
-  std::string samples_path;       ///< the file calibrated on, as named (provenance of the report)
+  std::string device_kind;        ///< the topology device kind the coefficients are for ("cpu", "H200-SXM-141GB")
+  std::string samples_path;       ///< the files calibrated on, as named, comma-separated (provenance)
   std::int64_t batch_size = 0;    ///< the samples' batch
 };
 
 /**
- * Fits and evaluates (file comment); needs at least 10 training samples. `samples_path` names the
- * file in the result's provenance.
+ * Fits and evaluates (file comment); needs at least 10 training samples in all. Files that differ
+ * in kind, backend, batch, pool seed, precision or the machine they were measured on are an Error
+ * naming the file and the field. `paths` name the files in errors and in the result's provenance.
  */
-[[nodiscard]] SimCalibration calibrate_sim(const CostSampleFile& samples, int test_every,
-                                           const Context& ctx, const std::string& samples_path = "");
+[[nodiscard]] SimCalibration calibrate_sim(const std::vector<CostSampleFile>& files, int test_every,
+                                           const Context& ctx, const std::vector<std::string>& paths = {});
 
 /** The calibration as JSON: coefficients by feature name, cache bytes and the error figures. */
 [[nodiscard]] std::string sim_calibration_json(const SimCalibration& calibration);

@@ -33,6 +33,7 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "embshard/kernels/embedding_bag.h"
@@ -41,6 +42,9 @@ namespace embshard::kernels {
 
 /** True when embshard was built with CUDA and a GPU is visible; never throws. */
 bool cuda_device_available();
+
+/** The current GPU's name as CUDA reports it (e.g. "NVIDIA H200"); throws Error without CUDA or GPU. */
+std::string cuda_device_name();
 
 /** Bandwidth figures of the current GPU (0 where unknown). */
 struct CudaBandwidth {

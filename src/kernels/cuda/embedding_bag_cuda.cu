@@ -555,6 +555,15 @@ bool cuda_device_available() {
   return available;
 }
 
+std::string cuda_device_name() {
+  require_device();
+  int device = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+  cudaDeviceProp properties{};
+  check_cuda(cudaGetDeviceProperties(&properties, device), "cudaGetDeviceProperties");
+  return properties.name;
+}
+
 CudaBandwidth cuda_bandwidth() {
   require_device();
   CudaBandwidth result;
