@@ -436,6 +436,40 @@ TEST(EmbeddingBagCuda, TieredTablesMatchTheReference) {
   }
 }
 
+/** Hot rows far past the backward's piece size (kLongSegment = 128 lookups) against the reference. */
+TEST(EmbeddingBagCuda, HotRowsGradientsSummedInPiecesMatchTheReference) {
+  if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device";
+  TestRng rng{23};
+  // dim 64: vector lanes; dim 20 after it: scalar lanes (its output columns start at 64 + 20).
+  std::vector<TestTable> tables{make_table(1000, 64, WeightDtype::kF32, rng), make_table(50, 20, WeightDtype::kF32, rng),
+                                make_table(300, 8, WeightDtype::kF16, rng)};
+  TestBatch batch;
+  batch.batch_size = 5000;
+  for (const TestTable& table : tables) {
+    for (std::int64_t b = 0; b < batch.batch_size; ++b) {
+      const int length = static_cast<int>(b % 9);  // 0..8 lookups, 129 or more on rows 0 and 7
+      for (int l = 0; l < length; ++l) {
+        const std::uint64_t r = rng.next() % 10;
+        batch.push(r < 7 ? 0 : r < 9 ? std::min<std::int64_t>(7, table.rows - 1) : rng.below(table.rows));
+      }
+      batch.offsets.push_back(static_cast<std::int64_t>(batch.idx64.size()));
+    }
+  }
+  std::vector<TableView> v = views(tables);
+  const auto out_size = static_cast<std::size_t>(batch.batch_size * total_dim(tables));
+  std::vector<float> grad(out_size);
+  for (float& g : grad) g = rng.uniform(-1.0f, 1.0f);
+  for (const OptimizerKind kind : {OptimizerKind::kSgd, OptimizerKind::kRowwiseAdagrad}) {
+    SCOPED_TRACE(kind == OptimizerKind::kSgd ? "sgd" : "rowwise adagrad");
+    const OptimizerConfig optimizer{kind, 0.001f, 1e-6f};
+    std::vector<TestTable> ref_tables = tables, gpu_tables = tables;
+    std::vector<TableView> ref_views = views(ref_tables), gpu_views = views(gpu_tables);
+    ASSERT_TRUE(embedding_bag_backward(EmbeddingBagImpl::kReference, ref_views, batch.view(), grad, optimizer).ok());
+    ASSERT_TRUE(embedding_bag_backward(EmbeddingBagImpl::kCuda, gpu_views, batch.view(), grad, optimizer).ok());
+    expect_same_tables(gpu_tables, ref_tables, kind == OptimizerKind::kRowwiseAdagrad);
+  }
+}
+
 // ---- binary16 conversion ---------------------------------------------------------------------------
 
 TEST(EmbeddingBagHalf, RoundTripsEveryHalfAndRoundsToNearestEven) {

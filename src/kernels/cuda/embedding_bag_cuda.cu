@@ -30,6 +30,11 @@ constexpr int kWarpSize = 32;
 constexpr int kThreadsPerBlock = 256;
 constexpr int kColumnsPerChunk = 4 * kWarpSize;
 constexpr int kGradientBlock = 16;  // gradient rows summed in fp32 before the fp64 total
+// A distinct row with more lookups than this (a hot row of a skewed table) has its gradient summed
+// in pieces of at most this many lookups, one warp each, before its own warp adds the pieces up in
+// order: one warp looping over a hot row's hundreds of thousands of lookups held the whole
+// backward (84 ms of an 85 ms step on an H200, docs/benchmarks.md "The GPU").
+constexpr int kLongSegment = 128;
 constexpr unsigned kFullMask = 0xffffffffu;
 
 /** One table as the kernels see it. */
@@ -278,19 +283,85 @@ __device__ Quad gradient_chunk(const long long* bags, int begin, int count, cons
   return g;
 }
 
+/** Pieces of each segment: ⌈count / kLongSegment⌉ for a long one, else 0; 0 past the segments. */
+__global__ void count_pieces_kernel(const int* counts, const int* num_segments, int n, int* pieces) {
+  const int segments = *num_segments;
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const int count = i < segments ? counts[i] : 0;
+    pieces[i] = count > kLongSegment ? (count + kLongSegment - 1) / kLongSegment : 0;
+  }
+}
+
+struct PieceArgs {
+  const int* starts;
+  const int* counts;
+  const int* num_segments;
+  const int* pieces;         // per segment (count_pieces_kernel)
+  const int* piece_offsets;  // exclusive sum of pieces: a segment's first piece
+  const long long* sorted_bags;
+  const float* grad;         // grad_out + D_offsets[t]
+  long long total_dim;
+  long long max_pieces;      // a bound on the pieces of all segments (2 · lookups / kLongSegment + 1)
+  int dim;
+  bool vector_access;
+  float* sums;               // piece p's gradient sum: dim floats from p · dim
+};
+
+/** One warp per piece of a long segment: the sum of its ≤ kLongSegment gradient rows. */
+__global__ void piece_sums_kernel(PieceArgs a) {
+  const int lane = threadIdx.x % kWarpSize;
+  const int segments = *a.num_segments;
+  for (long long p = global_warp(); p < a.max_pieces; p += warps_in_grid()) {
+    int lo = 0, hi = segments - 1;  // the last segment whose first piece is at or before p
+    while (lo < hi) {
+      const int mid = (lo + hi + 1) / 2;
+      if (a.piece_offsets[mid] <= p) lo = mid; else hi = mid - 1;
+    }
+    const long long j = p - a.piece_offsets[lo];
+    if (j >= a.pieces[lo]) continue;  // past the last piece (the whole warp alike)
+    const int begin = a.starts[lo] + static_cast<int>(j) * kLongSegment;
+    const int count = min(kLongSegment, a.starts[lo] + a.counts[lo] - begin);
+    for (int col0 = 0; col0 < a.dim; col0 += kColumnsPerChunk) {
+      const Quad g = gradient_chunk(a.sorted_bags, begin, count, a.grad, a.total_dim, a.dim,
+                                    a.vector_access, col0, lane);
+      store_quad(a.sums + p * a.dim, col0, lane, a.dim, a.vector_access, g);
+    }
+  }
+}
+
+/** A long segment's gradient: its pieces' sums added in piece order (deterministic), in fp64. */
+__device__ Quad pieces_total(const float* sums, int pieces, int dim, bool vector_access, int col0,
+                             int lane) {
+  double total[4] = {0.0, 0.0, 0.0, 0.0};
+#pragma unroll 8
+  for (int i = 0; i < pieces; ++i) {
+    const Quad g = load_quad(sums + static_cast<long long>(i) * dim, col0, lane, dim, vector_access);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) total[e] += g.v[e];
+  }
+  Quad q;
+#pragma unroll
+  for (int e = 0; e < 4; ++e) q.v[e] = static_cast<float>(total[e]);
+  return q;
+}
+
 struct UpdateArgs {
   DeviceTable table;
   const unsigned long long* unique_rows;
   const int* starts;
   const int* counts;
   const int* num_segments;
+  const int* pieces;
+  const int* piece_offsets;
+  const float* piece_sums;
   const long long* sorted_bags;
   const float* grad;  // grad_out + D_offsets[t]
   long long total_dim;
   OptimizerConfig optimizer;
 };
 
-/** One warp per distinct row: sum its gradient, apply SGD or row-wise Adagrad once. */
+/** One warp per distinct row: sum its gradient (a long row's from its pieces), apply SGD or row-wise Adagrad once. */
 __global__ void update_rows_kernel(UpdateArgs a) {
   const int lane = threadIdx.x % kWarpSize;
   const DeviceTable& table = a.table;
@@ -300,6 +371,10 @@ __global__ void update_rows_kernel(UpdateArgs a) {
     const auto row = static_cast<long long>(a.unique_rows[s]);
     const int begin = a.starts[s], count = a.counts[s];
     const auto gradient = [&](int col0) {
+      if (count > kLongSegment) {
+        return pieces_total(a.piece_sums + static_cast<long long>(a.piece_offsets[s]) * dim, a.pieces[s], dim,
+                            table.vector_access, col0, lane);
+      }
       return gradient_chunk(a.sorted_bags, begin, count, a.grad, a.total_dim, dim,
                             table.vector_access, col0, lane);
     };
@@ -374,7 +449,8 @@ struct DeviceState {
   DeviceBuffer<float> out, grad;
   DeviceBuffer<unsigned long long> rows, sorted_rows, unique_rows, first_bad;
   DeviceBuffer<long long> bags, sorted_bags;
-  DeviceBuffer<int> counts, starts, num_segments;
+  DeviceBuffer<int> counts, starts, num_segments, pieces, piece_offsets;
+  DeviceBuffer<float> piece_sums;  // the long segments' piece sums of the largest table
   DeviceBuffer<unsigned char> temp;
   KernelStatus index_status;
   cudaStream_t stream = nullptr;
@@ -481,6 +557,9 @@ KernelStatus check_indices(DeviceState& s) {
   return {KernelError::kBadIndex, static_cast<std::int64_t>(first_bad)};
 }
 
+/** A bound on the pieces of a table's long segments: fewer than n / kLongSegment of them, each ≤ 1 extra. */
+long long max_pieces(std::int64_t n) { return 2 * n / kLongSegment + 1; }
+
 /** Sizes the sort / run-length / scan scratch for the largest table. */
 void allocate_sort_scratch(DeviceState& s) {
   const auto n = static_cast<int>(s.max_table_lookups);
@@ -494,6 +573,13 @@ void allocate_sort_scratch(DeviceState& s) {
   s.counts = DeviceBuffer<int>(count);
   s.starts = DeviceBuffer<int>(count);
   s.num_segments = DeviceBuffer<int>(1);
+  s.pieces = DeviceBuffer<int>(count);
+  s.piece_offsets = DeviceBuffer<int>(count);
+  std::size_t piece_floats = 1;
+  for (std::size_t t = 0; t < s.shapes.size(); ++t) {
+    piece_floats = std::max(piece_floats, static_cast<std::size_t>(max_pieces(s.table_lookups(t)) * s.shapes[t].dim));
+  }
+  s.piece_sums = DeviceBuffer<float>(piece_floats);
   std::size_t sort_bytes = 0, encode_bytes = 0, scan_bytes = 0;
   check_cuda(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, s.rows.data(), s.sorted_rows.data(),
                                              s.bags.data(), s.sorted_bags.data(), n, 0, 64, s.stream),
@@ -532,15 +618,33 @@ void sort_table_lookups(DeviceState& s, std::size_t t, int n) {
              "cub::DeviceScan::ExclusiveSum");
 }
 
+/** The pieces of table t's long segments and their gradient sums (piece_sums_kernel). */
+void sum_long_segments(DeviceState& s, std::size_t t, int n, const float* grad) {
+  count_pieces_kernel<<<grid_for_warps((n + kWarpSize - 1) / kWarpSize), kThreadsPerBlock, 0, s.stream>>>(
+      s.counts.data(), s.num_segments.data(), n, s.pieces.data());
+  check_cuda(cudaGetLastError(), "count_pieces_kernel");
+  std::size_t bytes = s.temp.size();
+  check_cuda(cub::DeviceScan::ExclusiveSum(s.temp.data(), bytes, s.pieces.data(), s.piece_offsets.data(), n,
+                                           s.stream),
+             "cub::DeviceScan::ExclusiveSum (pieces)");
+  const PieceArgs args{s.starts.data(), s.counts.data(), s.num_segments.data(), s.pieces.data(),
+                       s.piece_offsets.data(), s.sorted_bags.data(), grad, s.total_dim, max_pieces(n),
+                       s.host_tables[t].dim, s.host_tables[t].vector_access, s.piece_sums.data()};
+  piece_sums_kernel<<<grid_for_warps(max_pieces(n)), kThreadsPerBlock, 0, s.stream>>>(args);
+  check_cuda(cudaGetLastError(), "piece_sums_kernel");
+}
+
 template <class Index>
 void backward_tables(DeviceState& s, const OptimizerConfig& optimizer) {
   for (std::size_t t = 0; t < s.shapes.size(); ++t) {
     const auto n = static_cast<int>(s.table_lookups(t));
     if (n == 0) continue;
     sort_table_lookups<Index>(s, t, n);
+    const float* grad = s.grad.data() + s.host_tables[t].d_offset;
+    sum_long_segments(s, t, n, grad);
     const UpdateArgs args{s.host_tables[t], s.unique_rows.data(), s.starts.data(), s.counts.data(),
-                          s.num_segments.data(), s.sorted_bags.data(),
-                          s.grad.data() + s.host_tables[t].d_offset, s.total_dim, optimizer};
+                          s.num_segments.data(), s.pieces.data(), s.piece_offsets.data(), s.piece_sums.data(),
+                          s.sorted_bags.data(), grad, s.total_dim, optimizer};
     update_rows_kernel<<<grid_for_warps(n), kThreadsPerBlock, 0, s.stream>>>(args);
     check_cuda(cudaGetLastError(), "update_rows_kernel");
   }
