@@ -6,7 +6,8 @@
 # writes everything under OUT (the device tool's $OUT). Each step has its own time limit, so a
 # slow step cannot starve the rest; the sample file is resumable and keeps what was measured.
 # Usage (device tool): bash bench/gpu_checks.sh   with carry [".gpu"]
-# Environment: SAMPLES (cost samples wanted, default 3000), TASKS (tasks per setting, default 3).
+# Environment: SAMPLES (cost samples wanted, default 3000), TASKS (tasks per setting, default 3),
+# SHARDERS (the plans judged on the GPU, default 'greedy:balance=lookup;joint'). About 8 minutes.
 set -u
 out=${OUT:-/tmp/embshard-gpu-out}
 mkdir -p "$out"
@@ -42,7 +43,8 @@ for d in 4 8; do
   for f in "$tasks/d$d"/*.json; do cp "$f" "$tasks/d$d-$(basename "$f")"; done
   rm -rf "$tasks/d$d"
 done
-timeout 120 "$E" compare --quiet --tasks "$tasks" --backend cuda \
-  --sharders 'greedy:balance=lookup;torchrec;neuroshard;joint' --out "$out/cuda_compare.csv" 2>&1 | tail -15
+# ~100 s for two sharders on 6 tasks (H200, 2026-11-26); four sharders ran past 120 s.
+timeout 180 "$E" compare --quiet --tasks "$tasks" --backend cuda --warmup 1 --repeats 3 \
+  --sharders "${SHARDERS:-greedy:balance=lookup;joint}" --out "$out/cuda_compare.csv" 2>&1 | tail -15
 echo "compare rc=${PIPESTATUS[0]}"
 step done
