@@ -174,7 +174,9 @@ std::vector<VerbDoc> make_docs() {
         {"cost-steps", "N", "300", "cost-network updates per iteration"},
         {"rl-batches", "N", "10", "policy updates per iteration"},
         {"episodes", "N", "10", "estimated-MDP episodes per policy update"},
-        {"lr", "X", "0.0005", "Adam's learning rate"}}),
+        {"lr", "X", "0.0005", "Adam's learning rate"},
+        {"features", "per_task|training_set", "per_task",
+         "table features z-scored over each task (the authors' recipe) or over every training table (stored in the policy)"}}),
        "Evaluates real plans on the backend (at --batch for measured backends), with a checkpoint in\n"
        "POLICY.json.ckpt after every iteration (--resume continues from it); plan with\n"
        "--sharder dreamshard:policy=POLICY.json."},

@@ -152,6 +152,10 @@ int train_dreamshard_verb(cli::Args& args, Context& ctx) {
   o.rl_batches = static_cast<int>(args.get_int("rl-batches", o.rl_batches));
   o.rl_episodes = static_cast<int>(args.get_int("episodes", o.rl_episodes));
   o.learning_rate = args.get_double("lr", 0.0005);
+  const std::string features = args.get_or("features", "per_task");
+  EMBSHARD_CHECK(features == "per_task" || features == "training_set", "--features: expected per_task or training_set, got '",
+                 features, "'");
+  o.features = parse_feature_scaling(features);
   args.finish(1);
   ctx.seed = setup.seed;
   std::printf("policy: %s\n", train_dreamshard(setup, o, ctx).c_str());

@@ -58,17 +58,27 @@ struct TorchNets {
 
 // ---- tasks and replay buffers -------------------------------------------------------------
 
-/** Every training task's per-task-normalised features in one matrix, a zero row at the end. */
+/** The normalisation `mode` asks for: the authors' per-task one, or z-scores of every training table. */
+FeatureScaler training_scaling(const std::vector<Task>& tasks, FeatureScaling mode) {
+  if (mode == FeatureScaling::kPerTask) return dreamshard_per_task_scaling();
+  std::vector<FeatureVector> raw;
+  for (const Task& task : tasks) {
+    for (const TableSpec& t : task.workload.tables) raw.push_back(table_features(t));
+  }
+  return FeatureScaler::fit(raw, mode);
+}
+
+/** Every training task's normalised features in one matrix, a zero row at the end. */
 struct FeatureBank {
   torch::Tensor rows;                    ///< [Σ tables + 1, 21]
   std::vector<std::int64_t> offset;      ///< first row of each task
   std::int64_t zero_row = 0;
 
-  explicit FeatureBank(const std::vector<Task>& tasks) {
+  FeatureBank(const std::vector<Task>& tasks, const FeatureScaler& scaling) {
     std::vector<float> flat;
     for (const Task& task : tasks) {
       offset.push_back(static_cast<std::int64_t>(flat.size() / kNumTableFeatures));
-      for (const FeatureVector& f : dreamshard_features(task)) flat.insert(flat.end(), f.begin(), f.end());
+      for (const FeatureVector& f : dreamshard_features(task, scaling)) flat.insert(flat.end(), f.begin(), f.end());
     }
     zero_row = static_cast<std::int64_t>(flat.size() / kNumTableFeatures);
     flat.resize(flat.size() + kNumTableFeatures, 0.0f);
@@ -130,7 +140,8 @@ torch::Tensor segment_sums(const torch::Tensor& enc, const std::vector<std::int6
 class DreamShardTrainer {
  public:
   DreamShardTrainer(const PolicyTrainSetup& setup, const DreamShardTrainOptions& o, const Context& ctx)
-      : setup_(setup), o_(o), ctx_(ctx), bank_(setup.tasks), nets_(setup.seed),
+      : setup_(setup), o_(o), ctx_(ctx), scaling_(training_scaling(setup.tasks, o.features)),
+        bank_(setup.tasks, scaling_), nets_(setup.seed),
         parameters_(nets_.parameters()), optimizer_(parameters_, torch::optim::AdamOptions(o.learning_rate)) {
     provenance_ = learn::start_provenance(setup);
   }
@@ -142,7 +153,7 @@ class DreamShardTrainer {
     Progress progress(ctx_, "dreamshard: iterations", o_.iterations, iteration_);
     for (int it = iteration_; it < o_.iterations; ++it) {
       set_learning_rate(o_.learning_rate * (1.0 - static_cast<double>(it) / o_.iterations));
-      net_ = nets_.export_net();
+      net_ = export_net();
       const double real_step = collect(it);
       const double cost_loss = train_cost(it);
       const double predicted = train_rl(it);
@@ -284,7 +295,7 @@ class DreamShardTrainer {
       update(loss);
       last = loss.item<double>();
     }
-    net_ = nets_.export_net();
+    net_ = export_net();
     return last;
   }
 
@@ -333,7 +344,7 @@ class DreamShardTrainer {
     r = (r - r.mean()) / (r.std(/*unbiased=*/false) + 1e-8);
     const torch::Tensor chosen = logp.gather(1, torch::tensor(actions, torch::kLong).unsqueeze(1)).squeeze(1);
     update(-(chosen * r).mean() + o_.entropy_weight * (logp.exp() * logp).sum(1).mean());
-    net_ = nets_.export_net();
+    net_ = export_net();
   }
 
   /** N_RL policy updates, each on N_episode estimated-MDP episodes of one task; mean predicted step. */
@@ -363,10 +374,17 @@ class DreamShardTrainer {
     return predicted_count > 0 ? predicted_total / predicted_count : 0.0;
   }
 
+  /** The plain C++ networks, reading tables as this run normalises them. */
+  DreamShardNet export_net() const {
+    DreamShardNet net = nets_.export_net();
+    net.features = scaling_;
+    return net;
+  }
+
   // ---- checkpoints ---------------------------------------------------------------------------
 
   void save() {
-    DreamShardPolicy policy{nets_.export_net(), provenance_};
+    DreamShardPolicy policy{export_net(), provenance_};
     const std::string dir = learn::checkpoint_dir(setup_.out);
     std::filesystem::create_directories(dir);
     torch::save(parameters_, dir + "/nets.pt.tmp");
@@ -411,6 +429,7 @@ class DreamShardTrainer {
   const PolicyTrainSetup& setup_;
   DreamShardTrainOptions o_;
   const Context& ctx_;
+  FeatureScaler scaling_;                   // how tables are normalised (also written to the policy)
   FeatureBank bank_;
   TorchNets nets_;
   std::vector<torch::Tensor> parameters_;   // of nets_, in one order (optimiser, checkpoints)
@@ -430,6 +449,9 @@ std::string find_error_in_options(const DreamShardTrainOptions& o) {
   if (o.cost_steps < 0 || o.rl_batches < 0) return "cost steps and RL batches must be ≥ 0";
   if (o.batch < 1 || o.rl_episodes < 1) return "batch and episodes must be ≥ 1";
   if (!(o.learning_rate > 0) || !(o.entropy_weight >= 0)) return "learning rate must be > 0 and entropy weight ≥ 0";
+  if (o.features != FeatureScaling::kPerTask && o.features != FeatureScaling::kTrainingSet) {
+    return "features must be per_task or training_set";
+  }
   return "";
 }
 

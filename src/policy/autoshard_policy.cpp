@@ -108,7 +108,7 @@ void write_autoshard_policy(const std::string& path, const AutoShardPolicy& poli
 
 AutoShardPolicy parse_autoshard_policy(const std::string& text, const std::string& where) {
   const detail::PolicyDocument doc =
-      detail::parse_policy_document(text, where, kKind, FeatureScaling::kTrainingSet);
+      detail::parse_policy_document(text, where, kKind, {FeatureScaling::kTrainingSet});
   AutoShardPolicy policy;
   policy.features = doc.features;
   policy.training = doc.training;

@@ -80,7 +80,8 @@ bool dreamshard_relu_last(const std::string& name) {
 }
 
 DreamShardPolicy parse_dreamshard_policy(const std::string& text, const std::string& where) {
-  const detail::PolicyDocument doc = detail::parse_policy_document(text, where, kKind, FeatureScaling::kPerTask);
+  const detail::PolicyDocument doc = detail::parse_policy_document(
+      text, where, kKind, {FeatureScaling::kPerTask, FeatureScaling::kTrainingSet});
   const detail::JsonNode parameters = doc.parameters();
   std::vector<std::string> used;
   std::vector<Mlp> mlps;
@@ -98,6 +99,7 @@ DreamShardPolicy parse_dreamshard_policy(const std::string& text, const std::str
   n.policy_table = std::move(mlps[5]);
   n.policy_cost = std::move(mlps[6]);
   n.policy_head = std::move(mlps[7]);
+  n.features = doc.features;
   p.training = doc.training;
   return p;
 }
@@ -109,28 +111,33 @@ DreamShardPolicy read_dreamshard_policy(const std::string& path) {
 std::string dreamshard_policy_json(const DreamShardPolicy& policy) {
   nlohmann::json parameters = nlohmann::json::object();
   for (const Mlp* mlp : policy.net.all()) detail::add_mlp(parameters, *mlp);
-  FeatureScaler per_task;
-  per_task.mode = FeatureScaling::kPerTask;
-  per_task.scale.fill(1.0);
-  return detail::policy_document(kKind, per_task, std::move(parameters), policy.training).dump() + "\n";
+  return detail::policy_document(kKind, policy.net.features, std::move(parameters), policy.training).dump() + "\n";
 }
 
 void write_dreamshard_policy(const std::string& path, const DreamShardPolicy& policy) {
   write_file_atomic(path, dreamshard_policy_json(policy));
 }
 
-std::vector<FeatureVector> dreamshard_features(const Task& task) {
+FeatureScaler dreamshard_per_task_scaling() {
+  FeatureScaler per_task;
+  per_task.mode = FeatureScaling::kPerTask;
+  per_task.scale.fill(1.0);
+  return per_task;
+}
+
+std::vector<FeatureVector> dreamshard_features(const Task& task, const FeatureScaler& scaling) {
   std::vector<FeatureVector> raw;
   for (const TableSpec& t : task.workload.tables) raw.push_back(table_features(t));
   EMBSHARD_CHECK(!raw.empty(), "dreamshard: task '", task.id, "' has no tables");
-  const FeatureScaler scaler = FeatureScaler::fit(raw, FeatureScaling::kPerTask);
+  const FeatureScaler scaler =
+      scaling.mode == FeatureScaling::kPerTask ? FeatureScaler::fit(raw, FeatureScaling::kPerTask) : scaling;
   for (FeatureVector& f : raw) f = scaler.apply(f);
   return raw;
 }
 
 std::vector<double> dreamshard_table_costs(const DreamShardNet& net, const Task& task) {
   std::vector<double> cost;
-  for (const Encoding& e : encode_all(net.cost_table, dreamshard_features(task))) {
+  for (const Encoding& e : encode_all(net.cost_table, dreamshard_features(task, net.features))) {
     const auto c = kernel_costs_of(net, e);
     cost.push_back(double{c[0]} + c[1] + c[2]);
   }
@@ -138,7 +145,7 @@ std::vector<double> dreamshard_table_costs(const DreamShardNet& net, const Task&
 }
 
 DreamShardEpisode::DreamShardEpisode(const DreamShardNet& net, const Task& task)
-    : DreamShardEpisode(net, task, dreamshard_features(task)) {}
+    : DreamShardEpisode(net, task, dreamshard_features(task, net.features)) {}
 
 DreamShardEpisode::DreamShardEpisode(const DreamShardNet& net, const Task& task,
                                      const std::vector<FeatureVector>& features)

@@ -1,6 +1,8 @@
 // The envelope of policy files (policy_json.h).
 #include "policy/policy_json.h"
 
+#include <algorithm>
+
 #include "nn/nn_json.h"
 #include "embshard/core/error.h"
 
@@ -30,7 +32,7 @@ Json training_json(const PolicyTraining& t) {
           {"embshard_version", t.embshard_version}, {"metrics", t.metrics}};
 }
 
-FeatureScaler read_features(const JsonNode& n, FeatureScaling scaling) {
+FeatureScaler read_features(const JsonNode& n, const std::vector<FeatureScaling>& scalings) {
   n.only_keys({"version", "names", "scaling", "mean", "scale"});
   const std::int64_t version = n.at("version").as_int();
   if (version != kFeatureVersion) {
@@ -48,7 +50,11 @@ FeatureScaler read_features(const JsonNode& n, FeatureScaling scaling) {
   }
   FeatureScaler s;
   s.mode = parse_feature_scaling(n.at("scaling").as_string());
-  if (s.mode != scaling) n.at("scaling").fail(concat("expected '", to_string(scaling), "'"));
+  if (std::find(scalings.begin(), scalings.end(), s.mode) == scalings.end()) {
+    std::string expected;
+    for (const FeatureScaling scaling : scalings) expected += concat(expected.empty() ? "'" : " or '", to_string(scaling), "'");
+    n.at("scaling").fail(concat("expected ", expected));
+  }
   const std::vector<double> mean = read_numbers(n.at("mean"), expected.size());
   const std::vector<double> scale = read_numbers(n.at("scale"), expected.size());
   for (std::size_t i = 0; i < expected.size(); ++i) {
@@ -101,7 +107,7 @@ JsonNode PolicyDocument::parameters() const {
 }
 
 PolicyDocument parse_policy_document(const std::string& text, const std::string& where,
-                                     const std::string& kind, FeatureScaling scaling) {
+                                     const std::string& kind, const std::vector<FeatureScaling>& scalings) {
   PolicyDocument doc;
   doc.json = parse_json(text, where);
   doc.where = where;
@@ -116,7 +122,7 @@ PolicyDocument parse_policy_document(const std::string& text, const std::string&
   }
   const std::string got = root.at("kind").as_string();
   if (got != kind) root.at("kind").fail(concat("this is a '", got, "' policy; expected a '", kind, "' policy"));
-  doc.features = read_features(root.at("features"), scaling);
+  doc.features = read_features(root.at("features"), scalings);
   doc.training = read_training(root.at("training"));
   return doc;
 }

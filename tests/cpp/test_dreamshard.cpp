@@ -78,6 +78,27 @@ TEST(DreamShardPolicy, FileRoundTripsExactly) {
   EXPECT_EQ(DreamShardEpisode(q.net, task).logits(), DreamShardEpisode(p.net, task).logits());
 }
 
+TEST(DreamShardPolicy, TrainingSetFeaturesAreStoredAndReadTheSameOnEveryTask) {
+  DreamShardPolicy p = test_util::random_dreamshard_policy(5);
+  const Task a = cpu_task(10, 4, 5), b = cpu_task(30, 4, 6);
+  std::vector<FeatureVector> raw;
+  for (const TableSpec& t : b.workload.tables) raw.push_back(table_features(t));
+  p.net.features = FeatureScaler::fit(raw, FeatureScaling::kTrainingSet);
+  const std::string path = test_util::temp_file("dreamshard", "pool-policy.json");
+  write_dreamshard_policy(path, p);
+  const DreamShardPolicy q = read_dreamshard_policy(path);
+  EXPECT_EQ(q.net.features.mode, FeatureScaling::kTrainingSet);
+  EXPECT_EQ(q.net.features.mean, p.net.features.mean);
+  EXPECT_EQ(q.net.features.scale, p.net.features.scale);
+  EXPECT_EQ(DreamShardEpisode(q.net, a).logits(), DreamShardEpisode(p.net, a).logits());
+  // One table in two tasks: stored z-scores read it alike; per-task z-scores depend on its neighbours.
+  Task c = a;
+  c.workload.tables.push_back(b.workload.tables.front());
+  const auto first_of = [](const Task& t, const FeatureScaler& s) { return dreamshard_features(t, s).front(); };
+  EXPECT_EQ(first_of(a, q.net.features), first_of(c, q.net.features));
+  EXPECT_NE(first_of(a, dreamshard_per_task_scaling()), first_of(c, dreamshard_per_task_scaling()));
+}
+
 std::string replaced(std::string text, const std::string& from, const std::string& to) {
   const auto at = text.find(from);
   EXPECT_NE(at, std::string::npos) << from;
@@ -92,7 +113,7 @@ TEST(DreamShardPolicy, RejectsOtherKindsFeatureSetsAndShapes) {
   EXPECT_NE(error(replaced(text, "\"kind\":\"dreamshard\"", "\"kind\":\"autoshard\"")).find("'autoshard' policy; expected a 'dreamshard'"), std::string::npos);
   EXPECT_NE(error(replaced(text, "\"scaling\":\"per_task\",\"version\":1", "\"scaling\":\"per_task\",\"version\":0")).find("feature set version 0"), std::string::npos);
   EXPECT_NE(error(replaced(text, "\"bin_16\"", "\"bin_17\"")).find("features.names[20]"), std::string::npos);
-  EXPECT_NE(error(replaced(text, "\"scaling\":\"per_task\"", "\"scaling\":\"training_set\"")).find("expected 'per_task'"), std::string::npos);
+  EXPECT_NE(error(replaced(text, "\"scaling\":\"per_task\"", "\"scaling\":\"all_columns\"")).find("expected 'per_task' or 'training_set'"), std::string::npos);
   EXPECT_NE(error(replaced(text, "\"shape\":[1,64]", "\"shape\":[2,64]")).find("shape"), std::string::npos);
   EXPECT_NE(error(replaced(text, "\"format\":\"embshard-policy\"", "\"format\":\"embshard-neural-cost\"")).find("not a policy file"), std::string::npos);
   EXPECT_NE(error("{").find("p.json"), std::string::npos);
@@ -102,7 +123,7 @@ TEST(DreamShardPolicy, RejectsOtherKindsFeatureSetsAndShapes) {
 
 /** Logits recomputed from scratch: every device's tables encoded and summed anew. */
 std::vector<float> slow_logits(const DreamShardNet& net, const Task& task, const PlacementState& s) {
-  const std::vector<FeatureVector> z = dreamshard_features(task);
+  const std::vector<FeatureVector> z = dreamshard_features(task, net.features);
   const auto encode = [&](const Mlp& mlp, const std::vector<int>& tables) {
     std::vector<float> sum(32, 0.0f), x(kNumTableFeatures), e(32);
     const std::vector<int> rows = tables.empty() ? std::vector<int>{-1} : tables;

@@ -85,6 +85,31 @@ TEST(DreamShardTraining, WritesAPolicyTheSharderPlansWithAndResumesExactly) {
   EXPECT_EQ(r.status, ShardStatus::kOk) << r.reason;
 }
 
+TEST(DreamShardTraining, TrainingSetFeaturesAreFittedOnEveryTrainingTableAndStored) {
+  const std::string dir = write_training_tasks("pool", 3, 8);
+  const Context ctx = test_util::quiet_context();
+  const std::string out = test_util::temp_file("embshard-dreamshard", "pool.json");
+  std::filesystem::remove_all(out + ".ckpt");
+  DreamShardTrainOptions o = tiny(1);
+  o.features = FeatureScaling::kTrainingSet;
+  const PolicyTrainSetup setup = setup_for(dir, out);
+  (void)train_dreamshard(setup, o, ctx);
+  std::vector<FeatureVector> raw;
+  for (const Task& t : setup.tasks) {
+    for (const TableSpec& table : t.workload.tables) raw.push_back(table_features(table));
+  }
+  const FeatureScaler expected = FeatureScaler::fit(raw, FeatureScaling::kTrainingSet);
+  const DreamShardPolicy p = read_dreamshard_policy(out);
+  EXPECT_EQ(p.net.features.mode, FeatureScaling::kTrainingSet);
+  EXPECT_EQ(p.net.features.mean, expected.mean);
+  EXPECT_EQ(p.net.features.scale, expected.scale);
+  // the authors' recipe stays the default
+  EXPECT_EQ(DreamShardTrainOptions{}.features, FeatureScaling::kPerTask);
+  o.features = FeatureScaling::kAllColumns;
+  EXPECT_NE(test_util::error_of([&] { (void)train_dreamshard(setup, o, ctx); }).find("per_task or training_set"),
+            std::string::npos);
+}
+
 TEST(DreamShardTraining, BadInputIsAClearError) {
   const Context ctx = test_util::quiet_context();
   const std::string empty = test_util::temp_file("embshard-dreamshard", "empty");

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "embshard/core/context.h"
+#include "embshard/data/features.h"
 #include "embshard/data/task.h"
 #include "embshard/cost/plan_judge.h"
 
@@ -52,6 +53,9 @@ struct DreamShardTrainOptions {
   int rl_episodes = 10;            ///< N_episode: estimated-MDP episodes per policy update
   double learning_rate = 5e-4;     ///< Adam, decayed linearly to lr/iterations
   double entropy_weight = 1e-3;
+  /// How tables are normalised (dreamshard_policy.h): kPerTask, the authors' recipe, or
+  /// kTrainingSet, z-scores fitted once on every training table and stored in the policy file.
+  FeatureScaling features = FeatureScaling::kPerTask;
 };
 [[nodiscard]] std::string find_error_in_options(const DreamShardTrainOptions& options);
 /** Trains and writes the policy; returns its path. */

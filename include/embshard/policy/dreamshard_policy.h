@@ -5,7 +5,10 @@
  *        inference both the `dreamshard` sharder and the trainer's actors run (no libtorch).
  *
  * Networks (paper 002 §3.2, paper 000 App. B; refs-zha.md §4.2, §5.3). Tables are described by
- * the 21 features of data/features.h, z-scored over the task's own tables (`kPerTask`). A
+ * the 21 features of data/features.h, normalised as `DreamShardNet::features` says: z-scored over
+ * the task's own tables (`kPerTask`, the authors' recipe) or with the z-scores of every training
+ * table, fitted once and stored in the policy file (`kTrainingSet`; one task's tables then read the
+ * same on any task, issue 19's audit: the pooling std varies 22–68 across tasks). A
  * device's representation is the sum of its tables' encodings; an empty device is one all-zero
  * (normalised) feature row, so its encoding is table_mlp(0), as in the authors' code.
  *
@@ -46,9 +49,13 @@ namespace embshard {
 inline constexpr int kDreamShardEncoding = 32;
 inline constexpr int kDreamShardKernelCosts = 3;   ///< fw, bw, comm
 
+/** The authors' normalisation: rows, pooling and size z-scored over each task's own tables. */
+[[nodiscard]] FeatureScaler dreamshard_per_task_scaling();
+
 struct DreamShardNet {
   Mlp cost_table, cost_fw, cost_bw, cost_comm, cost_overall;
   Mlp policy_table, policy_cost, policy_head;
+  FeatureScaler features = dreamshard_per_task_scaling();  ///< how tables are normalised (file comment)
   [[nodiscard]] std::vector<const Mlp*> all() const;
 };
 
@@ -69,8 +76,9 @@ struct DreamShardPolicy {
 [[nodiscard]] std::string dreamshard_policy_json(const DreamShardPolicy& policy);
 void write_dreamshard_policy(const std::string& path, const DreamShardPolicy& policy);
 
-/** The task's tables as the networks see them: per-task normalised features (T × 21). */
-[[nodiscard]] std::vector<FeatureVector> dreamshard_features(const Task& task);
+/** The task's tables as the networks see them (T × 21): normalised by `scaling` — fitted on the
+ * task's own tables when its mode is kPerTask, else applied as stored. */
+[[nodiscard]] std::vector<FeatureVector> dreamshard_features(const Task& task, const FeatureScaler& scaling);
 
 using Encoding = std::array<float, kDreamShardEncoding>;
 

@@ -9,9 +9,10 @@
  *
  *   features    `{"version", "names", "scaling", "mean", "scale"}`: the feature set of
  *               data/features.h (its kFeatureVersion and names must match this build's) and the
- *               normalisation the policy was trained with — `per_task` (DreamShard; mean and
- *               scale are refitted on every task, the stored ones are unused zeros/ones) or
- *               `training_set` (AutoShard; fitted on the training tables and reused).
+ *               normalisation the policy was trained with — `per_task` (DreamShard's
+ *               recipe; mean and scale are refitted on every task, the stored ones are unused
+ *               zeros/ones) or `training_set` (AutoShard, and DreamShard trained with
+ *               `--features training_set`; fitted on the training tables and reused).
  *   parameters  PyTorch state-dict names → `{"shape", "data"}`; each kind's header lists them.
  *   training    `PolicyTraining` below.
  *
