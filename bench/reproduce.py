@@ -70,26 +70,42 @@ def gen(protocol, devices, count, seed, out):
     return out
 
 
-def compare(tasks, sharders, out):
-    """Mean max_sum and mean balance per sharder spec as given, over tasks every sharder planned."""
+def compare(tasks, sharders, out, cost="default"):
+    """Per sharder (by our name): task → (max_sum ms, balance) of its valid plans; and the task count."""
     if not os.path.exists(out):
-        run("compare", "--quiet", "--tasks", tasks, "--sharders", ";".join(sharders.values()), "--cost", "default",
+        run("compare", "--quiet", "--tasks", tasks, "--sharders", ";".join(sharders.values()), "--cost", cost,
             "--backend", "sim", "--input-comm", "omit", "--out", out)
-    by_spec = collections.defaultdict(dict)
-    for row in csv.DictReader(open(out)):
+    rows = list(csv.DictReader(open(out)))
+    specs = list(dict.fromkeys(r["sharder"] for r in rows))  # canonical specs, in our order
+    results = {name: {} for name in sharders}
+    for row in rows:
         if row["status"] == "ok":
-            by_spec[row["sharder"]][row["task_id"]] = (float(row["max_sum_ms"]), float(row["balance"]))
-    canonical = {}  # compare writes canonical specs: match them to ours in order
-    for spec in dict.fromkeys(r["sharder"] for r in csv.DictReader(open(out))):
-        canonical[len(canonical)] = spec
-    # Tasks every sharder that planned any planned (one that planned none shows '-').
-    common = set.intersection(*(set(v) for v in by_spec.values())) if by_spec else set()
-    means = {}
-    for i, name in enumerate(sharders):
-        got = by_spec.get(canonical.get(i), {})
-        rows = [got[t] for t in common if t in got]
-        means[name] = (sum(r[0] for r in rows) / len(rows), sum(r[1] for r in rows) / len(rows)) if rows else None
-    return means, len(common)
+            name = list(sharders)[specs.index(row["sharder"])]
+            results[name][row["task_id"]] = (float(row["max_sum_ms"]), float(row["balance"]))
+    return results, len({r["task_id"] for r in rows})
+
+
+def system_values(results, system):
+    """Task → the system's max_sum, averaged over its seeds, on the tasks every seed planned."""
+    tasks = set.intersection(*(set(results[n]) for n in system))
+    return {t: sum(results[n][t][0] for n in system) / len(system) for t in tasks}
+
+
+def strongest(results, system, baselines, n_tasks):
+    """The baseline hardest to beat, among those that planned at least half the tasks (the papers
+    print '-' for the others): the largest ratio of the system's mean to the baseline's over the
+    tasks both planned. (name, baseline ms, system ms, ratio, tasks), or Nones."""
+    mine = system_values(results, system)
+    best = (None, None, sum(mine.values()) / len(mine) if mine else None, None, 0)
+    for b in baselines:
+        common = [t for t in results[b] if t in mine]
+        if len(results[b]) * 2 < n_tasks or not common:
+            continue
+        base_ms = sum(results[b][t][0] for t in common) / len(common)
+        sys_ms = sum(mine[t] for t in common) / len(common)
+        if best[3] is None or sys_ms / base_ms > best[3]:
+            best = (b, base_ms, sys_ms, sys_ms / base_ms, len(common))
+    return best
 
 
 def train(kind, tasks, seed, out, *extra):
@@ -112,13 +128,16 @@ def fmt(value, digits=2):
 
 
 def verdict(paper_ratio, ours):
-    """'yes' within 0.05 of the paper's ratio (on its side of 1), 'direction' when only the sign of
-    the gain matches, 'no' otherwise."""
+    """How our ratio to the strongest baseline compares with the paper's, within a tolerance of a
+    quarter of the paper's gain (at least 0.02): 'yes' within it, 'larger gain' below it, 'smaller
+    gain' above it but still below 1, 'no' above it at or above 1."""
     if paper_ratio is None or ours is None:
         return "-"
-    if (ours < 1.0) != (paper_ratio < 1.0):
-        return "no"
-    return "yes" if abs(ours - paper_ratio) <= 0.05 else "direction"
+    if abs(ours - paper_ratio) <= max(0.02, 0.25 * abs(1.0 - paper_ratio)):
+        return "yes"
+    if ours < paper_ratio:
+        return "larger gain"
+    return "smaller gain" if ours < 1.0 else "no"
 
 
 # ---- the four papers ----------------------------------------------------------------------------
@@ -130,10 +149,11 @@ def neuroshard(args, judge, settings, work):
         devices, dim = (int(x[1:]) for x in setting.split())
         tasks = gen(f"neuroshard:preset={judge},max_dim={dim}", devices, args.count, 9000,
                     f"{work}/neuroshard/{judge}/d{devices}m{dim}")
-        means, n = compare(tasks, sharders, f"{tasks}.csv")
-        ms = {k: v[0] for k, v in means.items() if v}
-        base, base_ms = best_of(ms, [k for k in sharders if k != "NeuroShard"])
-        rows[setting] = (base, base_ms, ms.get("NeuroShard"), n)
+        results, n = compare(tasks, sharders, f"{tasks}.csv")
+        rows[setting] = strongest(results, ["NeuroShard"], [k for k in sharders if k != "NeuroShard"], n)
+        if judge == "cpu":  # the explanation: NeuroShard searching under the judge's own model
+            again, n = compare(tasks, sharders, f"{tasks}-cost-sim.csv", cost="sim")
+            rows[setting + " (cost sim)"] = strongest(again, ["NeuroShard"], [k for k in sharders if k != "NeuroShard"], n)
     return rows
 
 
@@ -157,13 +177,46 @@ def dreamshard(args, judge, settings, work):
         sharders = dict(BASELINES)
         for seed in args.seeds:
             sharders[f"DreamShard {seed}"] = train("dreamshard", train_dir, seed, f"{train_dir}/../n{n}d{devices}-policy-{seed}.json")
-        means, count = compare(test_dir, sharders, f"{test_dir}.csv")
-        ms = {k: v[0] for k, v in means.items() if v}
-        ours = [ms[k] for k in ms if k.startswith("DreamShard")]
-        best, best_ms = best_of(ms, list(BASELINES))
-        rows[setting] = (best, best_ms, sum(ours) / len(ours) if ours else None, count,
-                         (min(ours), max(ours)) if ours else None)
+        results, count = compare(test_dir, sharders, f"{test_dir}.csv")
+        seeds = [f"DreamShard {s}" for s in args.seeds]
+        best = strongest(results, seeds, list(BASELINES), count)
+        common = [t for t in system_values(results, seeds) if best[0] is None or t in results[best[0]]]
+        per_seed = [sum(results[n][t][0] for t in common) / len(common) for n in seeds] if common else [None]
+        rows[setting] = best + (min(per_seed), max(per_seed))  # the seeds' spread on the same tasks
     return rows
+
+
+TRANSFER = {  # DreamShard's transfer tables: sources (tables, devices) → targets (tables, devices)
+    "Table 8": ([(n, 4) for n in (20, 40, 60, 80, 100)], [(n, 4) for n in (20, 40, 60, 80, 100)]),
+    "Table 10": ([(n, 2) for n in (10, 20, 30, 40, 50)], [(n, 4) for n in (10, 20, 30, 40, 50)]),
+}
+
+
+def dreamshard_policies(args, judge, n, devices, work):
+    """The policies of DLRM-n (devices), one per seed, trained as in dreamshard() (cached)."""
+    base = f"dreamshard:preset={judge},tables={n}"
+    train_dir = gen(f"{base},split=train", devices, 50, 0, f"{work}/dreamshard/{judge}/n{n}d{devices}-train")
+    return [train("dreamshard", train_dir, seed, f"{train_dir}/../n{n}d{devices}-policy-{seed}.json") for seed in args.seeds]
+
+
+def dreamshard_transfer(args, judge, table, work):
+    """Per (source, target): the mean over seeds of the source's policies' mean cost on the target's
+    unseen test tasks; source None: policies trained on the target itself."""
+    sources, targets = TRANSFER[table]
+    cells = {}
+    for n, devices in targets:
+        test_dir = gen(f"dreamshard:preset={judge},tables={n},split=test", devices, args.count, 1,
+                       f"{work}/dreamshard/{judge}/n{n}d{devices}-test")
+        sharders = {}
+        for source in sources + [None]:
+            for i, spec in enumerate(dreamshard_policies(args, judge, *(source or (n, devices)), work)):
+                sharders[f"{source} {i}"] = spec
+        results, _ = compare(test_dir, sharders, f"{test_dir}-transfer-{table.replace(' ', '')}.csv")
+        for source in sources + [None]:
+            names = [k for k in sharders if k.startswith(f"{source} ")]
+            mine = system_values(results, names)
+            cells[(source, (n, devices))] = sum(mine.values()) / len(mine) if mine else None
+    return cells
 
 
 def printed_or_implied(row, method):
@@ -194,9 +247,10 @@ def dreamshard_ablation(args, judge, settings, work):
             sharders[f"training_set {seed}"] = train("dreamshard", train_dir, seed,
                                                      f"{train_dir}/../n{n}d{devices}-pool-policy-{seed}.json",
                                                      "--features", "training_set")
-        means, count = compare(test_dir, sharders, f"{test_dir}-ablation.csv")
-        rows[setting] = {v: [means[f"{v} {s}"][0] for s in args.seeds if means.get(f"{v} {s}")]
-                         for v in ("per_task", "training_set")}
+        results, _ = compare(test_dir, sharders, f"{test_dir}-ablation.csv")
+        common = set.intersection(*(set(v) for v in results.values()))
+        rows[setting] = {v: [sum(results[f"{v} {s}"][t][0] for t in common) / len(common) for s in args.seeds]
+                         for v in ("per_task", "training_set")} if common else {}
     return rows
 
 
@@ -221,14 +275,13 @@ def autoshard(args, judge, settings, work):
         devices = 8 if setting.startswith("80 ") else 80
         test_dir = gen(f"autoshard:preset={judge},split=test", devices, 10 if devices == 8 else 3, 1,
                        f"{work}/autoshard/{judge}/test-{devices}")
-        means, count = compare(test_dir, dict(BASELINES, **policies), f"{test_dir}.csv")
-        ms = {k: v[0] for k, v in means.items() if v}
-        ours = [k for k in ms if k.startswith("AutoShard")]
-        best, best_ms = best_of(ms, list(BASELINES))
-        mean_ms = sum(ms[k] for k in ours) / len(ours) if ours else None
-        balance = sum(means[k][1] for k in ours) / len(ours) if ours else None
-        speedup = ms["random"] / mean_ms if mean_ms and ms.get("random") else None
-        rows[setting] = (best, best_ms, mean_ms, count, balance, speedup)
+        results, count = compare(test_dir, dict(BASELINES, **policies), f"{test_dir}.csv")
+        best = strongest(results, list(policies), list(BASELINES), count)
+        mine = system_values(results, list(policies))
+        balance = [results[p][t][1] for p in policies for t in mine]
+        random = [t for t in mine if t in results["random"]]
+        speedup = (sum(results["random"][t][0] for t in random) / sum(mine[t] for t in random)) if random else None
+        rows[setting] = best + (sum(balance) / len(balance) if balance else None, speedup)
     return rows
 
 
@@ -272,7 +325,8 @@ def ratio_table(title, intro, settings, paper, ours, judges, system, lines):
             ratio = row[2] / row[1]
             v = verdict(p_ratio, ratio)
             verdicts[(judge, v)] += 1
-            cells += [f"{row[0]} {fmt(row[1])}", fmt(row[2]), fmt(ratio, 3), v]
+            system = fmt(row[2]) + (f" [{fmt(row[5])}, {fmt(row[6])}]" if len(row) > 6 else "")
+            cells += [f"{row[0]} {fmt(row[1])} (n={row[4]})", system, fmt(ratio, 3), v]
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
     return verdicts
@@ -288,6 +342,7 @@ def main():
     parser.add_argument("--env-steps", default="100000", help="AutoShard's training steps per seed")
     parser.add_argument("--work", default="/tmp/embshard-reproduce")
     parser.add_argument("--out", default=os.path.join(HERE, "..", "docs", "reproduction.md"))
+    parser.add_argument("--readme", default="", help="also rewrite this README's reproduction status block")
     args = parser.parse_args()
     papers = [p for p in args.papers.split(",") if p]
     for p in papers:
@@ -315,8 +370,24 @@ def main():
                        for a in sys.argv[1:])
     lines = ["# Reproduction: each seed system against its own paper", "",
              f"Generated by `bench/reproduce.py {command}` on {time.strftime('%Y-%m-%d')}; do not edit by hand. "
-             "Verdicts: **yes** — our ratio to the strongest baseline is within 0.05 of the paper's and on the same "
-             "side of 1; **direction** — same side of 1, further off; **no** — the other side of 1.", ""]
+             "Ratio: the system's cost ÷ the strongest baseline's (below 1: the system wins). Verdicts compare "
+             "our ratio with the paper's, within a quarter of the paper's gain (at least 0.02): **yes** — within "
+             "it; **larger gain** — below it; **smaller gain** — above it, still below 1; **no** — above it and "
+             "at or above 1.", "",
+             "Judges. `2080ti`: the sim judge fitted to 38 of the seeds' published figures — the protocol means "
+             "of their deterministic heuristics, all-to-all times and a fusion speedup (docs/judge.md) — so "
+             "the baselines' levels here match the papers' partly by construction; the learned systems' "
+             "results were not fitted. `cpu`: the sim judge calibrated on this project's cpu kernels, on "
+             "tasks of the `cpu` preset (the measured cpu backend takes about an hour per 100 plans on this "
+             "VM; docs/benchmarks.md has those runs). Costs are the papers' objective — the slowest device's "
+             "forward and backward compute and output all-to-alls, the input all-to-all omitted as in their "
+             "benchmarks — in ms per step. Baselines are run as the authors ran them (`lookup`, `size-lookup`: "
+             "the pooling factor truncated to an integer) and as embshard runs them (`(float)`); "
+             "`size-lookup` is the authors' code's dim × pooling × log10(rows).", "",
+             "Not covered yet: DreamShard's Table 9 (4 → 2 GPUs) and Table 13 (production), AutoShard's "
+             "transfer ratios (Figure 10; figures only), and two of the issue's DreamShard improvements "
+             "(a reward from the kernel heads, the cost network trained to convergence with early stopping).",
+             ""]
     summary = {}
     for paper in papers:
         settings = chosen[paper]
@@ -328,15 +399,91 @@ def main():
     lines += ["## Status per system", ""]
     for paper, text in summary.items():
         lines.append(f"- **{paper}**: {text}")
-    lines += ["", f"Wall time: {int(time.time() - started)} s on this machine "
-              f"({os.cpu_count()} cores; `nproc` threads per verb)."]
+    lines += ["", f"Wall time of this invocation: {int(time.time() - started)} s on {os.cpu_count()} cores "
+              f"(results already under `{args.work}` are reused, not recomputed)."]
     out = os.path.abspath(args.out)
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(out), prefix=os.path.basename(out) + ".tmp-")
     with os.fdopen(fd, "w") as f:
         f.write("\n".join(lines) + "\n")
     os.replace(tmp, out)
     log(f"wrote {out}")
+    if args.readme:
+        update_readme(args.readme, summary)
     print("\n".join(f"{p}: {t}" for p, t in summary.items()))
+
+
+README_BEGIN, README_END = "<!-- reproduction status: bench/reproduce.py -->", "<!-- end of reproduction status -->"
+
+
+def update_readme(path, summary):
+    """Replaces the README's status lines between the markers with this run's verdicts."""
+    text = open(path).read()
+    begin, end = text.find(README_BEGIN), text.find(README_END)
+    if begin < 0 or end < begin:
+        sys.exit(f"reproduce: {path} has no '{README_BEGIN}' … '{README_END}' block")
+    block = "\n".join([README_BEGIN] + [f"- **{p}**: {t}" for p, t in summary.items()] + [""])
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=os.path.basename(path) + ".tmp-")
+    with os.fdopen(fd, "w") as f:
+        f.write(text[:begin] + block + text[end:])
+    os.replace(tmp, path)
+    log(f"updated {path}")
+
+
+def write_transfer(table, transfer, judges, lines):
+    sources, targets = TRANSFER[table]
+    paper = {r["source"]: r for t in FIGURES["dreamshard"]["tables"] if t["name"] == table for r in t["rows"]}
+    label = lambda nd: f"DLRM-{nd[0]} ({nd[1]})"
+    lines += [f"### {table}: transfer to other numbers of tables and devices", "",
+              f"Policies trained on each source setting (seeds as above) planning the unseen test tasks of each "
+              "target, without retraining; cells: our mean cost, ms (the paper's). The last rows divide by the "
+              "policy trained on the target itself: the paper's point is that a transferred policy is about as "
+              "good.", ""]
+    for j in judges:
+        lines += [f"**{j}**", "", "| trained on | " + " | ".join(label(t) for t in targets) + " |",
+                  "|---|" + "---:|" * len(targets)]
+        for source in sources + [None]:
+            name = label(source) if source else "DreamShard trained on target"
+            row = paper.get(name, {})
+            lines.append(f"| {name} | " + " | ".join(
+                f"{fmt(transfer[j].get((source, t)))} ({fmt(row.get(label(t)), 1)})" for t in targets) + " |")
+        ours_ratio, paper_ratio = [], []
+        for t in targets:
+            own, own_paper = transfer[j].get((None, t)), paper.get("DreamShard trained on target", {}).get(label(t))
+            for source in sources:
+                if source != t and own and transfer[j].get((source, t)):
+                    ours_ratio.append(transfer[j][(source, t)] / own)
+                if source != t and own_paper and paper.get(label(source), {}).get(label(t)):
+                    paper_ratio.append(paper[label(source)][label(t)] / own_paper)
+        mean = lambda v: sum(v) / len(v) if v else None
+        lines += ["", f"Transferred ÷ trained on target, over every source ≠ target: ours mean {fmt(mean(ours_ratio), 3)} "
+                  f"[{fmt(min(ours_ratio) if ours_ratio else None, 3)}, {fmt(max(ours_ratio) if ours_ratio else None, 3)}], "
+                  f"paper mean {fmt(mean(paper_ratio), 3)} [{fmt(min(paper_ratio) if paper_ratio else None, 3)}, "
+                  f"{fmt(max(paper_ratio) if paper_ratio else None, 3)}].", ""]
+
+
+def write_seed_diagnosis(settings, ours, judges, args, lines):
+    """Where the seeds disagree (worst > 1.2 × best on the test tasks): each seed's own training
+    record, the mean step of the real plans it collected in its last iteration — a seed whose
+    training collapsed shows it there, before any test task."""
+    rows = []
+    for j in judges:
+        for setting in settings:
+            r = ours[j].get(setting)
+            if not r or len(r) < 7 or not r[5] or r[6] / r[5] <= 1.2:
+                continue
+            n, devices = DREAM_SETTINGS[setting]
+            steps = []
+            for seed in args.seeds:
+                policy = json.load(open(f"{args.work}/dreamshard/{j}/n{n}d{devices}-policy-{seed}.json"))
+                steps.append(f"{seed}: {policy['training']['metrics']['mean_real_step_ms']:.1f}")
+            rows.append(f"| {setting} | {j} | {fmt(r[5])} – {fmt(r[6])} | {', '.join(steps)} |")
+    if rows:
+        lines += ["**Seeds that disagree — the experiment.** Each seed's training record: the mean step (ms) of "
+                  "the real plans its last iteration collected. Where one seed is far worse on the test tasks, "
+                  "its training had already collapsed on the training tasks: instability of the authors' recipe "
+                  "(10 iterations, no early stopping), not a failure to transfer to unseen tables.", "",
+                  "| setting | judge | test cost, best – worst seed | last training iteration's real step, per seed |",
+                  "|---|---|---|---|"] + rows + [""]
 
 
 def write_ablation(settings, ablation, judges, args, lines):
@@ -364,19 +511,34 @@ def write_paper(paper, settings, ours, judges, args, lines):
         v = ratio_table("Mean max cost (ms) of the slowest device, 12 settings",
                         f"{args.count} tasks per setting (NeuroShard protocol, seed 9000). Ratio: NeuroShard ÷ the "
                         "strongest baseline (random, size, dim, lookup, size-lookup — integer and float pooling — "
-                        "and TorchRec's planner logic).", settings, neuroshard_paper, ours, judges, "NeuroShard", lines)
+                        "and TorchRec's planner logic), each over the tasks both planned; baselines that planned "
+                        "fewer than half the tasks are left out, as the paper prints '-' for them. n: those tasks.",
+                        settings, neuroshard_paper, ours, judges, "NeuroShard", lines)
+        if "cpu" in judges:
+            lines += ["**Why not on the cpu judge — the experiment.** On `cpu` tasks NeuroShard searches under "
+                      "its default cost model there, the neural model trained on this VM's measured kernels "
+                      "(`models/cpu-default.json`), while the judge is the sim model calibrated on the same "
+                      "kernels. Searching under the judge's own model (`compare --cost sim`) instead:", "",
+                      "| setting | ratio, neural cost model | ratio, the judge's model |", "|---|---:|---:|"]
+            for setting in settings:
+                a, b = ours["cpu"].get(setting), ours["cpu"].get(setting + " (cost sim)")
+                lines.append(f"| {setting} | {fmt(a[3] if a else None, 3)} | {fmt(b[3] if b else None, 3)} |")
+            lines.append("")
     elif paper == "dreamshard":
         lines += ["## DreamShard (paper 000), appendix Tables 6 and 7", ""]
         v = ratio_table("Mean cost (ms) of the slowest device on unseen test tables",
                         f"Per setting: a policy per seed ({', '.join(args.seeds)}) trained on 50 train-half tasks "
                         f"(the authors' recipe), tested on {args.count} test-half tasks (split_seed 0: disjoint "
-                        "halves). Ours: the mean over seeds. Paper rows: the test rows; †: some of the row's "
+                        "halves). Ours: the mean over seeds [the seeds' range]. Paper rows: the test rows; †: some of the row's "
                         "baseline cells are lost in the paper's text copy, the best of the rest is shown "
                         "(bench/paper_figures.json); DLRM-10 (4)'s size-lookup cell is taken from its printed "
                         "speedup (the printed 9.6 contradicts it). Baselines: greedy with integer "
                         "pooling (the authors') and float pooling (`(float)`).", settings, dreamshard_paper,
-                        {j: {s: r[:4] for s, r in ours[j].items()} for j in judges}, judges, "DreamShard", lines)
+                        ours, judges, "DreamShard", lines)
+        write_seed_diagnosis(settings, ours, judges, args, lines)
         write_ablation(settings, {j: dreamshard_ablation(args, j, settings, args.work) for j in judges}, judges, args, lines)
+        for table in TRANSFER:
+            write_transfer(table, {j: dreamshard_transfer(args, j, table, args.work) for j in judges}, judges, lines)
     elif paper == "autoshard":
         lines += ["## AutoShard (paper 001)", "",
                   "The paper's main result (Figure 8) and transfer result (Figure 11) are figures only; its "
@@ -390,9 +552,9 @@ def write_paper(paper, settings, ours, judges, args, lines):
                 r = ours[j][setting]
                 paper_cells = ("88.6%", "1.712") if setting.startswith("80 ") else ("> 70% (text)", "-")
                 ratio = r[2] / r[1] if r[1] and r[2] else None
-                lines.append(f"| {setting} | {j} | {fmt(100 * r[4] if r[4] is not None else None, 1)}% | {paper_cells[0]} | "
-                             f"{fmt(r[5], 3)} | {paper_cells[1]} | {r[0]} {fmt(r[1])} | {fmt(ratio, 3)} |")
-                v[(j, "ratio<1" if ratio and ratio < 1 else "ratio>=1")] += 1
+                lines.append(f"| {setting} | {j} | {fmt(100 * r[5] if r[5] is not None else None, 1)}% | {paper_cells[0]} | "
+                             f"{fmt(r[6], 3)} | {paper_cells[1]} | {r[0]} {fmt(r[1])} | {fmt(ratio, 3)} |")
+                v[(j, "beats the best baseline" if ratio and ratio < 1 else "does not beat the best baseline")] += 1
         lines.append("")
     else:
         lines += ["## RecShard (paper 004), Tables 3 and 5", "",
@@ -418,12 +580,27 @@ def write_paper(paper, settings, ours, judges, args, lines):
                 uvm = fmt(float(row["uvm_share"]), 3) + "%" if row["uvm_share"] else row["status"]
                 lines.append(f"| {model} | `{spec}` | {ours_ms} | {paper_ms} | {uvm} | "
                              f"{fmt(share) + '%' if share is not None else '-'} |")
+        lines += ["", "Slowest GPU's embedding time, RecShard ÷ the best of the three greedy baselines (the paper's "
+                  "headline: 2.58×, 5.26×, 7.41× speed-ups):", "",
+                  "| model | paper | ours | verdict |", "|---|---:|---:|---|"]
+        for model in settings:
+            p3 = table3.get(model, {})
+            paper_ratio = p3["RecShard_max"] / min(p3[f"{c}_max"] for c, _ in names.values()) if p3 else None
+            got = ours[judges[0]].get(model, {})
+            rec = next((float(r["comp_max"]) for spec, r in got.items() if spec.startswith("recshard") and r["comp_max"]), None)
+            base = [float(got[spec]["comp_max"]) for spec in names if spec in got and got[spec]["comp_max"]]
+            ratio = rec / min(base) if rec and base else None
+            v[("a100 sim", verdict(paper_ratio, ratio))] += 1
+            lines.append(f"| {model} | {fmt(paper_ratio, 3)} | {fmt(ratio, 3)} | {verdict(paper_ratio, ratio)} |")
         lines.append("")
-        return "see the RecShard table (UVM share and per-GPU spread against the greedy baselines)."
+        judges = ["a100 sim"]
     parts = []
+    order = ["yes", "larger gain", "smaller gain", "no", "not comparable", "beats the best baseline",
+             "does not beat the best baseline"]
     for j in judges:
         n = sum(c for (jj, _), c in v.items() if jj == j)
-        parts.append(f"{j}: " + ", ".join(f"{c}/{n} {k}" for (jj, k), c in sorted(v.items()) if jj == j))
+        counts = ", ".join(f"{v[(j, k)]} {k}" for k in order if v.get((j, k)))
+        parts.append(f"under `{j}`, of {n} settings: {counts}")
     return "; ".join(parts)
 
 
