@@ -5,7 +5,8 @@ paper's figure and the baselines as the authors ran them (issue 19).
 Usage:
   bench/reproduce.py [--papers neuroshard,dreamshard,autoshard,recshard]
                      [--settings PAPER:SETTING,...] [--judges 2080ti,cpu] [--count N]
-                     [--seeds 0,1,2] [--work DIR] [--out docs/reproduction.md]
+                     [--seeds 0,1,2] [--env-steps N] [--work DIR] [--out docs/reproduction.md]
+                     [--readme README.md]
 
 Judges: `2080ti` is the sim judge fitted to the papers' 2080 Ti measurements (docs/judge.md);
 `cpu` is the sim judge calibrated on this project's cpu kernels (tasks on the `cpu` preset). Every
@@ -297,11 +298,13 @@ def autoshard(args, judge, settings, work):
 
 
 def recshard(args, judge, settings, work):
-    out = f"{work}/recshard"
+    models = [m.lower() for m in settings]
+    out = f"{work}/recshard/{'-'.join(models)}"
     if not os.path.exists(f"{out}/summary.csv"):
-        models = " ".join(s.lower() for s in settings)
-        subprocess.run(["bash", os.path.join(HERE, "recshard_rm.sh"), out, "0.01", "60", models],
-                       check=True, capture_output=True, env=dict(os.environ, EMBSHARD=E))
+        result = subprocess.run(["bash", os.path.join(HERE, "recshard_rm.sh"), out, "0.01", "60", " ".join(models)],
+                                capture_output=True, text=True, env=dict(os.environ, EMBSHARD=E))
+        if result.returncode != 0:
+            sys.exit(f"reproduce: bench/recshard_rm.sh failed:\n{result.stderr.strip()}")
     rows = collections.defaultdict(dict)
     for row in csv.DictReader(open(f"{out}/summary.csv")):
         rows[row["model"].upper()][row["sharder"]] = row
