@@ -176,7 +176,8 @@ std::vector<VerbDoc> make_docs() {
         {"episodes", "N", "10", "estimated-MDP episodes per policy update"},
         {"lr", "X", "0.0005", "Adam's learning rate"},
         {"features", "per_task|training_set", "per_task",
-         "table features z-scored over each task (the authors' recipe) or over every training table (stored in the policy)"}}),
+         "table features z-scored over each task (the authors' recipe) or over every training table (stored in the policy)"},
+        {"cost-patience", "N", "0", "0: N_cost cost updates per iteration (the authors'); N: up to 10 x N_cost, stopped after N held-out checks without gain"}}),
        "Evaluates real plans on the backend (at --batch for measured backends), with a checkpoint in\n"
        "POLICY.json.ckpt after every iteration (--resume continues from it); plan with\n"
        "--sharder dreamshard:policy=POLICY.json."},

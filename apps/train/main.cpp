@@ -156,6 +156,7 @@ int train_dreamshard_verb(cli::Args& args, Context& ctx) {
   EMBSHARD_CHECK(features == "per_task" || features == "training_set", "--features: expected per_task or training_set, got '",
                  features, "'");
   o.features = parse_feature_scaling(features);
+  o.cost_patience = static_cast<int>(args.get_int("cost-patience", o.cost_patience));
   args.finish(1);
   ctx.seed = setup.seed;
   std::printf("policy: %s\n", train_dreamshard(setup, o, ctx).c_str());

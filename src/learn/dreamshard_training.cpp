@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "embshard/core/clock.h"
@@ -161,7 +162,7 @@ class DreamShardTrainer {
       provenance_.iterations = iteration_;
       provenance_.wall_s = wall_before + (now_ms() - start) / 1000.0;
       provenance_.metrics = {{"mean_real_step_ms", real_step}, {"cost_loss", cost_loss},
-                             {"rl_predicted_step_ms", predicted}};
+                             {"rl_predicted_step_ms", predicted}, {"cost_updates", cost_updates_}};
       ctx_.debug(concat("dreamshard: iteration ", iteration_, "/", o_.iterations, ": mean real step ",
                        real_step, " ms over ", o_.collect_episodes, " plans, cost loss ", cost_loss,
                        ", RL predicted step ", predicted, " ms, ", provenance_.real_evaluations,
@@ -241,30 +242,30 @@ class DreamShardTrainer {
     return evaluated > 0 ? total / evaluated : 0.0;
   }
 
-  /** The kernel heads' loss on `batch` device samples drawn with replacement. */
-  torch::Tensor kernel_loss(const torch::Tensor& enc, Rng& rng) {
+  /** The kernel heads' loss on the device samples `picked`. */
+  torch::Tensor kernel_loss(const torch::Tensor& enc, const std::vector<std::size_t>& picked) {
     std::vector<std::int64_t> rows, segment;
     std::vector<float> fw, bw, comm;
-    for (int b = 0; b < o_.batch; ++b) {
-      const DeviceSample& s = devices_[rng.below(devices_.size())];
-      bank_.device_rows(s.task, s.tables, b, rows, segment);
+    for (std::size_t b = 0; b < picked.size(); ++b) {
+      const DeviceSample& s = devices_[picked[b]];
+      bank_.device_rows(s.task, s.tables, static_cast<std::int64_t>(b), rows, segment);
       fw.push_back(s.fw);
       bw.push_back(s.bw);
       comm.push_back(s.comm);
     }
-    const torch::Tensor sums = segment_sums(enc, rows, segment, o_.batch);
+    const torch::Tensor sums = segment_sums(enc, rows, segment, static_cast<std::int64_t>(picked.size()));
     return torch::mse_loss(nets_[kCostFw]->forward(sums).squeeze(1), torch::tensor(fw)) +
            torch::mse_loss(nets_[kCostBw]->forward(sums).squeeze(1), torch::tensor(bw)) +
            torch::mse_loss(nets_[kCostComm]->forward(sums).squeeze(1), torch::tensor(comm));
   }
 
-  /** The overall head's loss on `batch` plan samples: element-wise max over devices, then the head. */
-  torch::Tensor overall_loss(const torch::Tensor& enc, Rng& rng) {
+  /** The overall head's loss on the plan samples `picked`: element-wise max over devices, then the head. */
+  torch::Tensor overall_loss(const torch::Tensor& enc, const std::vector<std::size_t>& picked) {
     std::vector<std::int64_t> rows, segment, first;
     std::vector<float> step_ms;
     std::int64_t segments = 0;
-    for (int b = 0; b < o_.batch; ++b) {
-      const PlanSample& p = plans_[rng.below(plans_.size())];
+    for (const std::size_t i : picked) {
+      const PlanSample& p = plans_[i];
       first.push_back(segments);
       for (const std::vector<int>& tables : p.devices) bank_.device_rows(p.task, tables, segments++, rows, segment);
       step_ms.push_back(p.step);
@@ -272,10 +273,30 @@ class DreamShardTrainer {
     first.push_back(segments);
     const torch::Tensor device_sums = segment_sums(enc, rows, segment, segments);
     std::vector<torch::Tensor> maxima;
-    for (int b = 0; b < o_.batch; ++b) {
+    for (std::size_t b = 0; b < picked.size(); ++b) {
       maxima.push_back(std::get<0>(device_sums.narrow(0, first[b], first[b + 1] - first[b]).max(0)));
     }
     return torch::mse_loss(nets_[kCostOverall]->forward(torch::stack(maxima)).squeeze(1), torch::tensor(step_ms));
+  }
+
+  /** Sample i is held out for early stopping when i % kHoldOutEvery == 0 (and more than one sample exists). */
+  static constexpr std::size_t kHoldOutEvery = 5;
+  static bool held_out(std::size_t i, std::size_t n) { return n > 1 && i % kHoldOutEvery == 0; }
+
+  /** `batch` samples of `n` drawn with replacement, from the training part when `split`. */
+  std::vector<std::size_t> draw(std::size_t n, bool split, Rng& rng) const {
+    std::vector<std::size_t> picked;
+    while (static_cast<int>(picked.size()) < o_.batch) {
+      const std::size_t i = rng.below(n);
+      if (!split || !held_out(i, n)) picked.push_back(i);
+    }
+    return picked;
+  }
+
+  static std::vector<std::size_t> held_out_part(std::size_t n) {
+    std::vector<std::size_t> picked;
+    for (std::size_t i = 0; i < n; ++i) if (held_out(i, n)) picked.push_back(i);
+    return picked;
   }
 
   void update(const torch::Tensor& loss) {
@@ -284,19 +305,52 @@ class DreamShardTrainer {
     optimizer_.step();
   }
 
-  /** N_cost updates of the cost network (the sum of the four MSEs); the last loss. */
+  /**
+   * The cost network's updates of one iteration; returns the last training loss (the authors'
+   * recipe: N_cost updates on every sample) or, with cost_patience, the best held-out loss: up to
+   * 10 × N_cost updates on the training part, the held-out part checked every kCheckEvery updates,
+   * stopping after cost_patience checks without improvement, the best networks kept.
+   */
   double train_cost(int it) {
     if (devices_.empty()) return 0.0;
     Rng rng(derive_seed(setup_.seed, 0xc057000ULL + static_cast<std::uint64_t>(it)));
-    double last = 0.0;
-    for (int step = 0; step < o_.cost_steps; ++step) {
+    const bool split = o_.cost_patience > 0;
+    const int max_steps = split ? 10 * o_.cost_steps : o_.cost_steps;
+    constexpr int kCheckEvery = 25;
+    double last = 0.0, best = std::numeric_limits<double>::infinity();
+    std::vector<torch::Tensor> best_parameters;
+    int checks_without_gain = 0, step = 0;
+    for (; step < max_steps && (!split || checks_without_gain < o_.cost_patience); ++step) {
+      const std::vector<std::size_t> device_batch = draw(devices_.size(), split, rng);
+      const std::vector<std::size_t> plan_batch = draw(plans_.size(), split, rng);
       const torch::Tensor enc = nets_[kCostTable]->forward(bank_.rows);
-      const torch::Tensor loss = kernel_loss(enc, rng) + overall_loss(enc, rng);
+      const torch::Tensor loss = kernel_loss(enc, device_batch) + overall_loss(enc, plan_batch);
       update(loss);
       last = loss.item<double>();
+      if (split && (step + 1) % kCheckEvery == 0) {
+        const double held = held_out_loss();
+        if (held < best) {
+          best = held;
+          best_parameters = learn::snapshot(parameters_);
+          checks_without_gain = 0;
+        } else {
+          ++checks_without_gain;
+        }
+      }
     }
+    cost_updates_ = step;
+    if (!best_parameters.empty()) learn::restore(parameters_, best_parameters);
     net_ = export_net();
-    return last;
+    return split && std::isfinite(best) ? best : last;
+  }
+
+  /** Both losses on every held-out sample, without gradients. */
+  double held_out_loss() {
+    const torch::NoGradGuard no_grad;
+    const std::vector<std::size_t> devices = held_out_part(devices_.size()), plans = held_out_part(plans_.size());
+    if (devices.empty() || plans.empty()) return std::numeric_limits<double>::infinity();
+    const torch::Tensor enc = nets_[kCostTable]->forward(bank_.rows);
+    return (kernel_loss(enc, devices) + overall_loss(enc, plans)).item<double>();
   }
 
   /**
@@ -439,6 +493,7 @@ class DreamShardTrainer {
   std::vector<DeviceSample> devices_;
   std::vector<PlanSample> plans_;
   int iteration_ = 0;
+  int cost_updates_ = 0;                    // of the last iteration (train_cost)
 };
 
 }  // namespace
@@ -449,6 +504,7 @@ std::string find_error_in_options(const DreamShardTrainOptions& o) {
   if (o.cost_steps < 0 || o.rl_batches < 0) return "cost steps and RL batches must be ≥ 0";
   if (o.batch < 1 || o.rl_episodes < 1) return "batch and episodes must be ≥ 1";
   if (!(o.learning_rate > 0) || !(o.entropy_weight >= 0)) return "learning rate must be > 0 and entropy weight ≥ 0";
+  if (o.cost_patience < 0) return "cost patience must be ≥ 0 (0: the authors' fixed number of updates)";
   if (o.features != FeatureScaling::kPerTask && o.features != FeatureScaling::kTrainingSet) {
     return "features must be per_task or training_set";
   }

@@ -51,9 +51,9 @@ FeatureScaler read_features(const JsonNode& n, const std::vector<FeatureScaling>
   FeatureScaler s;
   s.mode = parse_feature_scaling(n.at("scaling").as_string());
   if (std::find(scalings.begin(), scalings.end(), s.mode) == scalings.end()) {
-    std::string expected;
-    for (const FeatureScaling scaling : scalings) expected += concat(expected.empty() ? "'" : " or '", to_string(scaling), "'");
-    n.at("scaling").fail(concat("expected ", expected));
+    std::string allowed;
+    for (const FeatureScaling scaling : scalings) allowed += concat(allowed.empty() ? "'" : " or '", to_string(scaling), "'");
+    n.at("scaling").fail(concat("expected ", allowed));
   }
   const std::vector<double> mean = read_numbers(n.at("mean"), expected.size());
   const std::vector<double> scale = read_numbers(n.at("scale"), expected.size());

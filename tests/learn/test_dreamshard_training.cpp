@@ -2,6 +2,7 @@
 // plans with, a resumed run equals an uninterrupted one, and bad input is a clear error.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 
 #include "embshard/core/file_io.h"
@@ -107,6 +108,31 @@ TEST(DreamShardTraining, TrainingSetFeaturesAreFittedOnEveryTrainingTableAndStor
   EXPECT_EQ(DreamShardTrainOptions{}.features, FeatureScaling::kPerTask);
   o.features = FeatureScaling::kAllColumns;
   EXPECT_NE(test_util::error_of([&] { (void)train_dreamshard(setup, o, ctx); }).find("per_task or training_set"),
+            std::string::npos);
+}
+
+TEST(DreamShardTraining, CostEarlyStoppingRunsUntilTheHeldOutLossStopsImproving) {
+  const std::string dir = write_training_tasks("patience", 3, 8);
+  const Context ctx = test_util::quiet_context();
+  const std::string out = test_util::temp_file("embshard-dreamshard", "patience.json");
+  std::filesystem::remove_all(out + ".ckpt");
+  DreamShardTrainOptions o = tiny(2);
+  o.collect_episodes = 6;  // 6 plans and 12 device samples: some of each held out
+  o.cost_patience = 2;
+  (void)train_dreamshard(setup_for(dir, out), o, ctx);
+  const DreamShardPolicy p = read_dreamshard_policy(out);
+  const double updates = p.training.metrics.at("cost_updates");
+  // Checks every 25 updates, stopping after 2 without gain: a multiple of 25, at least 75 (the
+  // first check sets the best, two more fail) unless all 10 × N_cost = 150 ran.
+  EXPECT_TRUE((updates >= 75 && static_cast<int>(updates) % 25 == 0) || updates == 150) << updates;
+  EXPECT_TRUE(std::isfinite(p.training.metrics.at("cost_loss")));
+  // the authors' recipe: exactly N_cost updates
+  const std::string fixed = test_util::temp_file("embshard-dreamshard", "fixed.json");
+  std::filesystem::remove_all(fixed + ".ckpt");
+  (void)train_dreamshard(setup_for(dir, fixed), tiny(1), ctx);
+  EXPECT_EQ(read_dreamshard_policy(fixed).training.metrics.at("cost_updates"), 15);
+  o.cost_patience = -1;
+  EXPECT_NE(test_util::error_of([&] { (void)train_dreamshard(setup_for(dir, out), o, ctx); }).find("cost patience"),
             std::string::npos);
 }
 

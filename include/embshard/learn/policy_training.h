@@ -56,6 +56,10 @@ struct DreamShardTrainOptions {
   /// How tables are normalised (dreamshard_policy.h): kPerTask, the authors' recipe, or
   /// kTrainingSet, z-scores fitted once on every training table and stored in the policy file.
   FeatureScaling features = FeatureScaling::kPerTask;
+  /// 0: the authors' N_cost updates per iteration on every sample. N > 0: every 5th sample is held
+  /// out; up to 10 × N_cost updates, the held-out loss checked every 25, stopping after N checks
+  /// without improvement and keeping the best networks (metric `cost_updates`: how many ran).
+  int cost_patience = 0;
 };
 [[nodiscard]] std::string find_error_in_options(const DreamShardTrainOptions& options);
 /** Trains and writes the policy; returns its path. */
