@@ -26,6 +26,13 @@ std::string write_training_tasks(const std::string& name, int count, int tables)
   return dir;
 }
 
+/** A policy path in the temporary directory, with no checkpoint left from an earlier run. */
+std::string fresh_policy(const std::string& name) {
+  const std::string out = test_util::temp_file("embshard-dreamshard", name);
+  std::filesystem::remove_all(out + ".ckpt");
+  return out;
+}
+
 PolicyTrainSetup setup_for(const std::string& dir, const std::string& out) {
   PolicyTrainSetup s;
   s.tasks_spec = dir;
@@ -89,8 +96,7 @@ TEST(DreamShardTraining, WritesAPolicyTheSharderPlansWithAndResumesExactly) {
 TEST(DreamShardTraining, TrainingSetFeaturesAreFittedOnEveryTrainingTableAndStored) {
   const std::string dir = write_training_tasks("pool", 3, 8);
   const Context ctx = test_util::quiet_context();
-  const std::string out = test_util::temp_file("embshard-dreamshard", "pool.json");
-  std::filesystem::remove_all(out + ".ckpt");
+  const std::string out = fresh_policy("pool.json");
   DreamShardTrainOptions o = tiny(1);
   o.features = FeatureScaling::kTrainingSet;
   const PolicyTrainSetup setup = setup_for(dir, out);
@@ -114,8 +120,7 @@ TEST(DreamShardTraining, TrainingSetFeaturesAreFittedOnEveryTrainingTableAndStor
 TEST(DreamShardTraining, CostEarlyStoppingRunsUntilTheHeldOutLossStopsImproving) {
   const std::string dir = write_training_tasks("patience", 3, 8);
   const Context ctx = test_util::quiet_context();
-  const std::string out = test_util::temp_file("embshard-dreamshard", "patience.json");
-  std::filesystem::remove_all(out + ".ckpt");
+  const std::string out = fresh_policy("patience.json");
   DreamShardTrainOptions o = tiny(2);
   o.collect_episodes = 6;  // 6 plans and 12 device samples: some of each held out
   o.cost_patience = 2;
@@ -127,8 +132,7 @@ TEST(DreamShardTraining, CostEarlyStoppingRunsUntilTheHeldOutLossStopsImproving)
   EXPECT_TRUE((updates >= 75 && static_cast<int>(updates) % 25 == 0) || updates == 150) << updates;
   EXPECT_TRUE(std::isfinite(p.training.metrics.at("cost_loss")));
   // the authors' recipe: exactly N_cost updates
-  const std::string fixed = test_util::temp_file("embshard-dreamshard", "fixed.json");
-  std::filesystem::remove_all(fixed + ".ckpt");
+  const std::string fixed = fresh_policy("fixed.json");
   (void)train_dreamshard(setup_for(dir, fixed), tiny(1), ctx);
   EXPECT_EQ(read_dreamshard_policy(fixed).training.metrics.at("cost_updates"), 15);
   o.cost_patience = -1;
