@@ -70,7 +70,7 @@ int run_profile_calibrate(Args& args, const Context& ctx) {
   const auto report = args.get("report");
   args.finish(1);
   std::vector<NamedPath> inputs;
-  for (const std::string& path : samples) inputs.emplace_back("--samples", path);
+  for (const std::string& path : samples) inputs.push_back({"--samples", path});
   check_paths(inputs, {}, {{"--out", out.value_or("")}, {"--report", report.value_or("")}});
   std::vector<CostSampleFile> files;
   for (const std::string& path : samples) files.push_back(read_cost_samples(path, ctx));
