@@ -496,9 +496,11 @@ double sim_lower_bound(const Task& task, const SimHardware& hw, Objective object
   return std::min(without, bound_over(task, hw, objective, input, true) + task.topology.a2a_latency_us / 1000.0);
 }
 
-SimHardware sim_calibrated_gpu(const Topology& topology) {
+namespace {
+
+/** The 2080 Ti's coefficients fitted to the papers; other GPUs' scaled by HBM bandwidth (UVM aside). */
+SimHardware scaled_from_2080ti(const Topology& topology) {
   const Device& device = topology.devices.front();
-  const SimHardware roofline = sim_roofline(topology);
   const bool is_2080ti = topology.device_kind.find("2080") != std::string::npos;
   // Other GPUs: every term but UVM scales with device-memory bandwidth from the 2080 Ti's.
   const double ratio = is_2080ti ? 1.0 : k2080TiHbmGbps / device.hbm_gbps;
@@ -508,34 +510,38 @@ SimHardware sim_calibrated_gpu(const Topology& topology) {
                             std::to_string(static_cast<int>(k2080TiHbmGbps)) + " / " +
                             std::to_string(static_cast<int>(device.hbm_gbps)) + " GB/s (not measured)";
   hw.calibrated = is_2080ti;
-  hw.cache_bytes = roofline.cache_bytes;
   for (int i = 0; i + 1 < kNumSimFeatures; ++i) {
     hw.fw[i] = k2080TiForward[i] * ratio;
     hw.bw[i] = k2080TiBackward[i] * ratio;
   }
-  hw.fw[kUvmBytes] = roofline.fw[kUvmBytes];  // the device's own host link
-  hw.bw[kUvmBytes] = roofline.bw[kUvmBytes];
   return hw;
 }
 
-/** The H200 preset: measured on this project's cuda backend (kH200Forward's comment). */
-SimHardware sim_measured_h200(const Topology& topology) {
-  const SimHardware roofline = sim_roofline(topology);
+/** The H200's coefficients, measured on this project's cuda backend (kH200Forward's comment). */
+SimHardware measured_h200() {
   SimHardware hw;
   hw.name = "H200 calibrated on this project's cuda backend (docs/benchmarks.md)";
   hw.calibrated = true;
   hw.calibrated_on = HardwareFingerprint{"NVIDIA H200", "Intel(R) Xeon(R) Processor", 16, 16, 314572800, 135148564480};
-  hw.cache_bytes = roofline.cache_bytes;
   hw.fw = kH200Forward;
   hw.bw = kH200Backward;
-  hw.fw[kUvmBytes] = roofline.fw[kUvmBytes];
+  return hw;
+}
+
+}  // namespace
+
+SimHardware sim_calibrated_gpu(const Topology& topology) {
+  const SimHardware roofline = sim_roofline(topology);
+  const bool measured = topology.device_kind.find("H200") != std::string::npos;
+  SimHardware hw = measured ? measured_h200() : scaled_from_2080ti(topology);
+  hw.cache_bytes = roofline.cache_bytes;
+  hw.fw[kUvmBytes] = roofline.fw[kUvmBytes];  // the device's own host link (no sample had a UVM tier)
   hw.bw[kUvmBytes] = roofline.bw[kUvmBytes];
   return hw;
 }
 
 SimHardware sim_hardware_for(const Topology& topology) {
   EMBSHARD_CHECK(!topology.devices.empty(), "sim: the topology has no devices");
-  if (topology.device_kind.find("H200") != std::string::npos) return sim_measured_h200(topology);
   if (topology.device_kind != "cpu") return sim_calibrated_gpu(topology);
   SimHardware hw;
   hw.name = "cpu calibrated on this project's cpu backend on an Intel(R) Xeon(R) Processor (480 MiB L3)";

@@ -87,9 +87,9 @@ SimCalibration calibrate_sim(const std::vector<CostSampleFile>& files, int test_
   SimCalibration c;
   const bool gpu = header.backend == "cuda";
   // GPU samples: the preset of the GPU they ran on, whose data-sheet L2 the sim model uses.
-  const std::string preset = gpu ? preset_for_gpu(header.fingerprint.device_kind) : "cpu";
-  const std::int64_t cache = gpu ? sim_roofline(make_topology(preset)).cache_bytes : header.fingerprint.llc_bytes;
-  c.device_kind = make_topology(preset).device_kind;
+  const Topology topology = make_topology(gpu ? preset_for_gpu(header.fingerprint.device_kind) : "cpu");
+  const std::int64_t cache = gpu ? sim_roofline(topology).cache_bytes : header.fingerprint.llc_bytes;
+  c.device_kind = topology.device_kind;
   const Pool pool = Pool::generate(header.pool_seed);
   struct Split {
     std::vector<SimFeatures> features;

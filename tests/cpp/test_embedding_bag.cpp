@@ -160,6 +160,25 @@ std::vector<TestTable> make_tables(int dim, const Shape& s, TestRng& rng) {
           make_table(1000, dim, s.dtype, rng)};
 }
 
+/**
+ * Backward + SGD and backward + row-wise Adagrad of `impl` on copies of `tables` against the
+ * reference's; with `nothing_to_update`, the tables must also come back unchanged.
+ */
+void check_backward_against_reference(EmbeddingBagImpl impl, const std::vector<TestTable>& tables, const TestBatch& batch,
+                                      const std::vector<float>& grad, float learning_rate, bool nothing_to_update) {
+  for (const OptimizerKind kind : {OptimizerKind::kSgd, OptimizerKind::kRowwiseAdagrad}) {
+    SCOPED_TRACE(kind == OptimizerKind::kSgd ? "sgd" : "rowwise adagrad");
+    const OptimizerConfig optimizer{kind, learning_rate, 1e-6f};
+    std::vector<TestTable> ref_tables = tables, impl_tables = tables;
+    std::vector<TableView> ref_views = views(ref_tables), impl_views = views(impl_tables);
+    ASSERT_TRUE(embedding_bag_backward(EmbeddingBagImpl::kReference, ref_views, batch.view(), grad, optimizer).ok());
+    ASSERT_TRUE(embedding_bag_backward(impl, impl_views, batch.view(), grad, optimizer).ok());
+    expect_same_tables(impl_tables, ref_tables, kind == OptimizerKind::kRowwiseAdagrad);
+    if (nothing_to_update) expect_same_tables(impl_tables, tables, true);
+    if (::testing::Test::HasFailure()) return;
+  }
+}
+
 /** The one body: forward, backward+SGD and backward+Adagrad of `impl` against the reference. */
 void check_against_reference(EmbeddingBagImpl impl, int dim, int pooling, const Shape& shape) {
   SCOPED_TRACE(describe(shape));
@@ -179,17 +198,7 @@ void check_against_reference(EmbeddingBagImpl impl, int dim, int pooling, const 
 
   std::vector<float> grad(out_size);
   for (float& g : grad) g = rng.uniform(-1.0f, 1.0f);
-  for (const OptimizerKind kind : {OptimizerKind::kSgd, OptimizerKind::kRowwiseAdagrad}) {
-    SCOPED_TRACE(kind == OptimizerKind::kSgd ? "sgd" : "rowwise adagrad");
-    const OptimizerConfig optimizer{kind, 0.05f, 1e-6f};
-    std::vector<TestTable> ref_tables = tables, impl_tables = tables;
-    std::vector<TableView> ref_views = views(ref_tables), impl_views = views(impl_tables);
-    ASSERT_TRUE(embedding_bag_backward(EmbeddingBagImpl::kReference, ref_views, batch.view(), grad, optimizer).ok());
-    ASSERT_TRUE(embedding_bag_backward(impl, impl_views, batch.view(), grad, optimizer).ok());
-    expect_same_tables(impl_tables, ref_tables, kind == OptimizerKind::kRowwiseAdagrad);
-    if (pooling == 0) expect_same_tables(impl_tables, tables, true);  // nothing to update
-    if (::testing::Test::HasFailure()) return;
-  }
+  check_backward_against_reference(impl, tables, batch, grad, 0.05f, /*nothing_to_update=*/pooling == 0);
 }
 
 /** kCuda is listed whenever it is built; without a visible GPU its tests skip. */
@@ -455,19 +464,9 @@ TEST(EmbeddingBagCuda, HotRowsGradientsSummedInPiecesMatchTheReference) {
       batch.offsets.push_back(static_cast<std::int64_t>(batch.idx64.size()));
     }
   }
-  std::vector<TableView> v = views(tables);
-  const auto out_size = static_cast<std::size_t>(batch.batch_size * total_dim(tables));
-  std::vector<float> grad(out_size);
+  std::vector<float> grad(static_cast<std::size_t>(batch.batch_size * total_dim(tables)));
   for (float& g : grad) g = rng.uniform(-1.0f, 1.0f);
-  for (const OptimizerKind kind : {OptimizerKind::kSgd, OptimizerKind::kRowwiseAdagrad}) {
-    SCOPED_TRACE(kind == OptimizerKind::kSgd ? "sgd" : "rowwise adagrad");
-    const OptimizerConfig optimizer{kind, 0.001f, 1e-6f};
-    std::vector<TestTable> ref_tables = tables, gpu_tables = tables;
-    std::vector<TableView> ref_views = views(ref_tables), gpu_views = views(gpu_tables);
-    ASSERT_TRUE(embedding_bag_backward(EmbeddingBagImpl::kReference, ref_views, batch.view(), grad, optimizer).ok());
-    ASSERT_TRUE(embedding_bag_backward(EmbeddingBagImpl::kCuda, gpu_views, batch.view(), grad, optimizer).ok());
-    expect_same_tables(gpu_tables, ref_tables, kind == OptimizerKind::kRowwiseAdagrad);
-  }
+  check_backward_against_reference(EmbeddingBagImpl::kCuda, tables, batch, grad, 0.001f, false);
 }
 
 // ---- binary16 conversion ---------------------------------------------------------------------------

@@ -128,17 +128,14 @@ struct SimTable {
 [[nodiscard]] SimHardware sim_roofline(const Topology& topology);
 
 /**
- * A GPU topology's judge: the 2080 Ti's coefficients fitted to the papers' measurements, scaled
- * for other GPUs by the ratio of HBM bandwidths (UVM: the device's own host link; L2: its data
- * sheet). Only the 2080 Ti's is `calibrated`.
+ * A GPU topology's judge: the H200's coefficients measured on this project's cuda backend; for
+ * other GPUs the 2080 Ti's fitted to the papers' measurements, scaled by the ratio of HBM
+ * bandwidths (UVM: the device's own host link; L2: its data sheet). The H200's and the 2080 Ti's
+ * are `calibrated`.
  */
 [[nodiscard]] SimHardware sim_calibrated_gpu(const Topology& topology);
 
-/**
- * The model's hardware for a topology: `cpu` calibrated on this project's VM, the H200 on this
- * project's cuda backend (both `calibrated`, with the machine they were measured on), other GPUs
- * as above.
- */
+/** The model's hardware for a topology: `cpu` calibrated on this project's VM, GPUs as above. */
 [[nodiscard]] SimHardware sim_hardware_for(const Topology& topology);
 
 /** The `sim` compute model of `hardware`. Uses the task's batch size and its tables' statistics. */
