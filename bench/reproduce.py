@@ -72,16 +72,26 @@ def gen(protocol, devices, count, seed, out):
 
 
 def compare(tasks, sharders, out, cost="default"):
-    """Per sharder (by our name): task → (max_sum ms, balance) of its valid plans; and the task count."""
-    if not os.path.exists(out):
-        run("compare", "--quiet", "--tasks", tasks, "--sharders", ";".join(sharders.values()), "--cost", cost,
+    """Per sharder (by our name): task → (max_sum ms, balance) of its valid plans; and the task count.
+    The CSV names sharders by canonical spec in the order they were given, so OUT.sharders keeps
+    that order; a cached OUT made for other sharders is made again."""
+    specs = list(sharders.values())
+    assert len(set(specs)) == len(specs), "two names for one sharder spec"
+    order_file = out + ".sharders"
+    if not (os.path.exists(out) and os.path.exists(order_file)
+            and sorted(open(order_file).read().splitlines()) == sorted(specs)):
+        run("compare", "--quiet", "--tasks", tasks, "--sharders", ";".join(specs), "--cost", cost,
             "--backend", "sim", "--input-comm", "omit", "--out", out)
+        with open(order_file, "w") as f:
+            f.write("\n".join(specs) + "\n")
+    given = open(order_file).read().splitlines()   # the specs, in the CSV's order
+    name_of = {spec: name for name, spec in sharders.items()}
     rows = list(csv.DictReader(open(out)))
-    specs = list(dict.fromkeys(r["sharder"] for r in rows))  # canonical specs, in our order
+    canonical = list(dict.fromkeys(r["sharder"] for r in rows))
     results = {name: {} for name in sharders}
     for row in rows:
         if row["status"] == "ok":
-            name = list(sharders)[specs.index(row["sharder"])]
+            name = name_of[given[canonical.index(row["sharder"])]]
             results[name][row["task_id"]] = (float(row["max_sum_ms"]), float(row["balance"]))
     return results, len({r["task_id"] for r in rows})
 
@@ -172,12 +182,10 @@ def dreamshard(args, judge, settings, work):
     rows = {}
     for setting in settings:
         n, devices = DREAM_SETTINGS[setting]
-        base = f"dreamshard:preset={judge},tables={n}"
-        train_dir = gen(f"{base},split=train", devices, 50, 0, f"{work}/dreamshard/{judge}/n{n}d{devices}-train")
-        test_dir = gen(f"{base},split=test", devices, args.count, 1, f"{work}/dreamshard/{judge}/n{n}d{devices}-test")
+        test_dir = dreamshard_test_dir(args, judge, n, devices, work)
         sharders = dict(BASELINES)
-        for seed in args.seeds:
-            sharders[f"DreamShard {seed}"] = train("dreamshard", train_dir, seed, f"{train_dir}/../n{n}d{devices}-policy-{seed}.json")
+        for seed, spec in zip(args.seeds, dreamshard_policies(args, judge, n, devices, work)):
+            sharders[f"DreamShard {seed}"] = spec
         results, count = compare(test_dir, sharders, f"{test_dir}.csv")
         seeds = [f"DreamShard {s}" for s in args.seeds]
         best = strongest(results, seeds, list(BASELINES), count)
@@ -193,11 +201,25 @@ TRANSFER = {  # DreamShard's transfer tables: sources (tables, devices) → targ
 }
 
 
-def dreamshard_policies(args, judge, n, devices, work):
-    """The policies of DLRM-n (devices), one per seed, trained as in dreamshard() (cached)."""
-    base = f"dreamshard:preset={judge},tables={n}"
-    train_dir = gen(f"{base},split=train", devices, 50, 0, f"{work}/dreamshard/{judge}/n{n}d{devices}-train")
-    return [train("dreamshard", train_dir, seed, f"{train_dir}/../n{n}d{devices}-policy-{seed}.json") for seed in args.seeds]
+# How each variant is trained: its policy files' prefix and its `train dreamshard` options.
+POLICY_VARIANTS = {"per_task": ("", []),  # the authors' recipe
+                   "training_set": ("pool-", ["--features", "training_set"]),
+                   "early_stopping": ("patience-", ["--cost-patience", "4"])}
+
+
+def dreamshard_test_dir(args, judge, n, devices, work):
+    """DLRM-n (devices)'s --count test tasks from the pool's test half (cached)."""
+    return gen(f"dreamshard:preset={judge},tables={n},split=test", devices, args.count, 1,
+               f"{work}/dreamshard/{judge}/n{n}d{devices}-test")
+
+
+def dreamshard_policies(args, judge, n, devices, work, variant="per_task"):
+    """The policies of DLRM-n (devices), one per seed, trained on 50 train-half tasks (cached)."""
+    train_dir = gen(f"dreamshard:preset={judge},tables={n},split=train", devices, 50, 0,
+                    f"{work}/dreamshard/{judge}/n{n}d{devices}-train")
+    prefix, options = POLICY_VARIANTS[variant]
+    return [train("dreamshard", train_dir, seed, f"{train_dir}/../n{n}d{devices}-{prefix}policy-{seed}.json", *options)
+            for seed in args.seeds]
 
 
 def dreamshard_transfer(args, judge, table, work):
@@ -206,8 +228,7 @@ def dreamshard_transfer(args, judge, table, work):
     sources, targets = TRANSFER[table]
     cells = {}
     for n, devices in targets:
-        test_dir = gen(f"dreamshard:preset={judge},tables={n},split=test", devices, args.count, 1,
-                       f"{work}/dreamshard/{judge}/n{n}d{devices}-test")
+        test_dir = dreamshard_test_dir(args, judge, n, devices, work)
         sharders = {}
         for source in [x for x in sources if x != (n, devices)] + [None]:  # the diagonal is "trained on target"
             for i, spec in enumerate(dreamshard_policies(args, judge, *(source or (n, devices)), work)):
@@ -235,33 +256,23 @@ def printed_or_implied(row, method):
 
 ABLATION = ["DLRM-10 (4)", "DLRM-50 (4)", "DLRM-90 (4)", "DLRM-30 (2)"]
 EARLY_STOPPING = ["DLRM-50 (4)", "DLRM-90 (4)"]  # where seeds collapsed
-VARIANTS = ("per_task", "training_set", "early_stopping")
 
 
 def dreamshard_ablation(args, judge, settings, work):
-    """The authors' per-task feature z-scores against z-scores fitted once on every training table
-    (`train dreamshard --features training_set`), per seed, on the same unseen test tasks."""
+    """The authors' recipe against each of POLICY_VARIANTS' others, per seed, on the same unseen
+    test tasks (early stopping only where seeds collapsed)."""
     rows = {}
     for setting in [s for s in settings if s in ABLATION]:
         n, devices = DREAM_SETTINGS[setting]
-        train_dir = f"{work}/dreamshard/{judge}/n{n}d{devices}-train"
-        test_dir = f"{work}/dreamshard/{judge}/n{n}d{devices}-test"
-        sharders = {}
-        for seed in args.seeds:
-            sharders[f"per_task {seed}"] = train("dreamshard", train_dir, seed, f"{train_dir}/../n{n}d{devices}-policy-{seed}.json")
-            sharders[f"training_set {seed}"] = train("dreamshard", train_dir, seed,
-                                                     f"{train_dir}/../n{n}d{devices}-pool-policy-{seed}.json",
-                                                     "--features", "training_set")
-        results, _ = compare(test_dir, sharders, f"{test_dir}-ablation.csv")
-        if setting in EARLY_STOPPING:  # the cost network trained to held-out convergence
-            for seed in args.seeds:
-                sharders[f"early_stopping {seed}"] = train(
-                    "dreamshard", train_dir, seed, f"{train_dir}/../n{n}d{devices}-patience-policy-{seed}.json",
-                    "--cost-patience", "4")
-            results, _ = compare(test_dir, sharders, f"{test_dir}-ablation-early-stopping.csv")
+        variants = [v for v in POLICY_VARIANTS if v != "early_stopping" or setting in EARLY_STOPPING]
+        sharders = {f"{v} {seed}": spec for v in variants
+                    for seed, spec in zip(args.seeds, dreamshard_policies(args, judge, n, devices, work, v))}
+        test_dir = dreamshard_test_dir(args, judge, n, devices, work)
+        csv_name = "-ablation-early-stopping.csv" if "early_stopping" in variants else "-ablation.csv"
+        results, _ = compare(test_dir, sharders, test_dir + csv_name)
         common = set.intersection(*(set(v) for v in results.values()))
         rows[setting] = {v: [sum(results[f"{v} {s}"][t][0] for t in common) / len(common) for s in args.seeds]
-                         for v in VARIANTS if f"{v} {args.seeds[0]}" in results} if common else {}
+                         for v in variants} if common else {}
     return rows
 
 
