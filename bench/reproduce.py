@@ -20,6 +20,7 @@ defined ones. Prints progress on stderr; writes --out (atomically) and the raw C
 import argparse
 import collections
 import csv
+import glob
 import json
 import os
 import subprocess
@@ -120,8 +121,12 @@ def strongest(results, system, baselines, n_tasks):
 
 
 def train(kind, tasks, seed, out, *extra):
-    if not os.path.exists(out):
-        run("train", kind, "--tasks", tasks, "--backend", "sim", "--seed", seed, "--out", out, *extra)
+    """The policy OUT, trained unless a finished one is there (OUT.done); a policy a killed run left
+    half-trained is resumed from its checkpoint, not taken as finished."""
+    if not os.path.exists(out + ".done"):
+        resume = ["--resume"] if os.path.isdir(out + ".ckpt") else []
+        run("train", kind, "--tasks", tasks, "--backend", "sim", "--seed", seed, "--out", out, *resume, *extra)
+        open(out + ".done", "w").close()
     return f"{kind}:policy={out}"
 
 
@@ -192,19 +197,42 @@ def dreamshard(args, judge, settings, work):
         common = [t for t in system_values(results, seeds) if best[0] is None or t in results[best[0]]]
         per_seed = [sum(results[n][t][0] for t in common) / len(common) for n in seeds] if common else [None]
         rows[setting] = best + (min(per_seed), max(per_seed), per_seed)  # the seeds' spread on the same tasks
+        rows[setting + " headroom"] = headroom(test_dir, results, best[0])
     return rows
+
+
+# Table-wise placement searched on the judge's own model: what a placement could gain here.
+SEARCH = ("joint:objective=max_sum,rows=false,columns=false,uvm=false,grids=false,data_parallel=false,"
+          "evaluations=20000")
+
+
+def headroom(test_dir, results, baseline):
+    """The table-wise search's mean max_sum and its ratio to `baseline`'s, on the tasks both
+    planned: (search ms, ratio), or Nones."""
+    search, _ = compare(test_dir, {"search": SEARCH}, f"{test_dir}-search.csv", cost="sim:input_comm=omit")
+    common = [t for t in search["search"] if baseline and t in results[baseline]]
+    if not common:
+        return None, None
+    search_ms = sum(search["search"][t][0] for t in common) / len(common)
+    return search_ms, search_ms / (sum(results[baseline][t][0] for t in common) / len(common))
 
 
 TRANSFER = {  # DreamShard's transfer tables: sources (tables, devices) → targets (tables, devices)
     "Table 8": ([(n, 4) for n in (20, 40, 60, 80, 100)], [(n, 4) for n in (20, 40, 60, 80, 100)]),
+    "Table 9": ([(n, 4) for n in (10, 20, 30, 40, 50)], [(n, 2) for n in (10, 20, 30, 40, 50)]),
     "Table 10": ([(n, 2) for n in (10, 20, 30, 40, 50)], [(n, 4) for n in (10, 20, 30, 40, 50)]),
 }
 
 
-# How each variant is trained: its policy files' prefix and its `train dreamshard` options.
-POLICY_VARIANTS = {"per_task": ("", []),  # the authors' recipe
-                   "training_set": ("pool-", ["--features", "training_set"]),
-                   "early_stopping": ("patience-", ["--cost-patience", "4"])}
+# How each variant is trained: its policy files' prefix, its `train dreamshard` options and its
+# column in the ablation table.
+POLICY_VARIANTS = {"per_task": ("", [], "per-task z-scores (authors')"),  # the authors' recipe
+                   "training_set": ("pool-", ["--features", "training_set"], "training-set z-scores"),
+                   "early_stopping": ("patience-", ["--cost-patience", "4"], "early-stopped cost network"),
+                   "kernel_reward": ("kernels-", ["--reward", "kernels"], "reward from the kernel heads"),
+                   "all_three": ("all-", ["--features", "training_set", "--cost-patience", "4", "--reward", "kernels"],
+                                 "all three"),
+                   "best_iteration": ("best-", ["--keep", "best"], "best iteration kept")}
 
 
 def dreamshard_test_dir(args, judge, n, devices, work):
@@ -217,7 +245,7 @@ def dreamshard_policies(args, judge, n, devices, work, variant="per_task"):
     """The policies of DLRM-n (devices), one per seed, trained on 50 train-half tasks (cached)."""
     train_dir = gen(f"dreamshard:preset={judge},tables={n},split=train", devices, 50, 0,
                     f"{work}/dreamshard/{judge}/n{n}d{devices}-train")
-    prefix, options = POLICY_VARIANTS[variant]
+    prefix, options, _ = POLICY_VARIANTS[variant]
     return [train("dreamshard", train_dir, seed, f"{train_dir}/../n{n}d{devices}-{prefix}policy-{seed}.json", *options)
             for seed in args.seeds]
 
@@ -255,25 +283,32 @@ def printed_or_implied(row, method):
 
 
 ABLATION = ["DLRM-10 (4)", "DLRM-50 (4)", "DLRM-90 (4)", "DLRM-30 (2)"]
-EARLY_STOPPING = ["DLRM-50 (4)", "DLRM-90 (4)"]  # where seeds collapsed
 
 
 def dreamshard_ablation(args, judge, settings, work):
     """The authors' recipe against each of POLICY_VARIANTS' others, per seed, on the same unseen
-    test tasks (early stopping only where seeds collapsed)."""
+    test tasks."""
     rows = {}
     for setting in [s for s in settings if s in ABLATION]:
         n, devices = DREAM_SETTINGS[setting]
-        variants = [v for v in POLICY_VARIANTS if v != "early_stopping" or setting in EARLY_STOPPING]
+        variants = list(POLICY_VARIANTS)
         sharders = {f"{v} {seed}": spec for v in variants
                     for seed, spec in zip(args.seeds, dreamshard_policies(args, judge, n, devices, work, v))}
         test_dir = dreamshard_test_dir(args, judge, n, devices, work)
-        csv_name = "-ablation-early-stopping.csv" if "early_stopping" in variants else "-ablation.csv"
-        results, _ = compare(test_dir, sharders, test_dir + csv_name)
+        results, _ = compare(test_dir, sharders, test_dir + "-ablation.csv")
         common = set.intersection(*(set(v) for v in results.values()))
         rows[setting] = {v: [sum(results[f"{v} {s}"][t][0] for t in common) / len(common) for s in args.seeds]
                          for v in variants} if common else {}
+        rows[setting]["kept"] = [kept_record(spec) for spec in dreamshard_policies(args, judge, n, devices, work,
+                                                                                  "best_iteration")]
     return rows
+
+
+def kept_record(spec):
+    """A `--keep best` policy's record: (kept iteration, its arg-max plans' mean step, the last
+    iteration's), from the policy file's training metrics."""
+    metrics = json.load(open(spec.split("policy=", 1)[1]))["training"]["metrics"]
+    return int(metrics["kept_iteration"]), metrics["kept_greedy_real_step_ms"], metrics["greedy_real_step_ms"]
 
 
 def dreamshard_paper(setting):
@@ -288,22 +323,50 @@ def dreamshard_paper(setting):
     return None, None, None
 
 
+def autoshard_row(results, policies, count):
+    """strongest()'s tuple + (AutoShard's mean balance, its speedup over random, the most balanced
+    baseline's name, its balance, the strongest baseline's speedup over random, each policy's ratio
+    to the strongest baseline)."""
+    best = strongest(results, policies, list(BASELINES), count)
+    mine = system_values(results, policies)
+    mean = lambda v: sum(v) / len(v) if v else None
+    balance = mean([results[p][t][1] for p in policies for t in mine])
+    random = [t for t in mine if t in results["random"]]
+    speedup = sum(results["random"][t][0] for t in random) / sum(mine[t] for t in random) if random else None
+    balances = {b: mean([v[1] for v in results[b].values()]) for b in BASELINES
+                if b != "random" and results[b] and 2 * len(results[b]) >= count}
+    most = max(balances, key=balances.get) if balances else None
+    both = [t for t in random if best[0] and t in results[best[0]]]
+    base_speedup = (sum(results["random"][t][0] for t in both) / sum(results[best[0]][t][0] for t in both)) if both else None
+    common = [t for t in mine if best[0] and t in results[best[0]]]
+    per_seed = [sum(results[p][t][0] for t in common) / sum(results[best[0]][t][0] for t in common)
+                for p in policies] if common else []
+    return best + (balance, speedup, most, balances.get(most), base_speedup, per_seed)
+
+
+def autoshard_policies(args, train_dir, prefix=""):
+    return {f"AutoShard {s}": train("autoshard", train_dir, s, f"{train_dir}/../policy-{prefix}{s}.json",
+                                    "--env-steps", args.env_steps) for s in args.seeds}
+
+
+def autoshard_test_dir(judge, devices, work):
+    return gen(f"autoshard:preset={judge},split=test", devices, 10 if devices == 8 else 3, 1,
+               f"{work}/autoshard/{judge}/test-{devices}")
+
+
+UNSEEN_RATIOS = ["0", "0.2", "0.4", "0.6", "0.8", "1"]
+
+
 def autoshard(args, judge, settings, work):
     train_dir = gen(f"autoshard:preset={judge},split=train", 8, 90, 0, f"{work}/autoshard/{judge}/train")
-    policies = {f"AutoShard {s}": train("autoshard", train_dir, s, f"{train_dir}/../policy-{s}.json",
-                                        "--env-steps", args.env_steps) for s in args.seeds}
+    policies = autoshard_policies(args, train_dir)
     rows = {}
     for setting in settings:
         devices = 8 if setting.startswith("80 ") else 80
-        test_dir = gen(f"autoshard:preset={judge},split=test", devices, 10 if devices == 8 else 3, 1,
-                       f"{work}/autoshard/{judge}/test-{devices}")
+        test_dir = autoshard_test_dir(judge, devices, work)
         results, count = compare(test_dir, dict(BASELINES, **policies), f"{test_dir}.csv")
-        best = strongest(results, list(policies), list(BASELINES), count)
-        mine = system_values(results, list(policies))
-        balance = [results[p][t][1] for p in policies for t in mine]
-        random = [t for t in mine if t in results["random"]]
-        speedup = (sum(results["random"][t][0] for t in random) / sum(mine[t] for t in random)) if random else None
-        rows[setting] = best + (sum(balance) / len(balance) if balance else None, speedup)
+        rows[setting] = autoshard_row(results, list(policies), count)
+        rows[setting + " breakdown"] = autoshard_breakdown(judge, test_dir, policies)
     # The experiment: is AutoShard undertrained? Seed 0 again with three times the steps.
     steps = str(3 * int(args.env_steps))
     longer = {"AutoShard long": train("autoshard", train_dir, args.seeds[0], f"{train_dir}/../policy-long-{args.seeds[0]}.json",
@@ -313,7 +376,55 @@ def autoshard(args, judge, settings, work):
         test_dir = f"{work}/autoshard/{judge}/test-{devices}"
         results, count = compare(test_dir, dict(BASELINES, **longer), f"{test_dir}-long.csv")
         rows[setting + f" ({steps} steps, seed {args.seeds[0]})"] = strongest(results, list(longer), list(BASELINES), count)
+    # Figure 10: trained on the pool's first half, tested on 80-table tasks with a share of unseen tables.
+    if "80 tables on 8" in settings:
+        half_dir = gen(f"autoshard:preset={judge},split=train_half", 8, 90, 0, f"{work}/autoshard/{judge}/train-half")
+        half_policies = autoshard_policies(args, half_dir, "half-")
+        for ratio in UNSEEN_RATIOS:
+            test_dir = gen(f"autoshard:preset={judge},split=test_half,unseen_ratio={ratio}", 8, 10, 1,
+                           f"{work}/autoshard/{judge}/test-unseen-{ratio}")
+            results, count = compare(test_dir, dict(BASELINES, **half_policies), f"{test_dir}.csv")
+            rows[f"unseen {ratio}"] = autoshard_row(results, list(half_policies), count)
     return rows
+
+
+# The breakdown experiment's sharders besides AutoShard: the float greedy baselines.
+BREAKDOWN_BASELINES = ["dim", "lookup (float)", "size-lookup (float)"]
+
+
+def autoshard_breakdown(judge, test_dir, policies):
+    """Per sharder (each AutoShard seed apart): mean over the test tasks of the slowest device's
+    compute (fw + bw), the largest all-to-all (fw + bw) and max_sum, ms, from `eval` of each plan
+    (cached in TEST_DIR-breakdown.csv)."""
+    out = f"{test_dir}-breakdown.csv"
+    sharders = dict({b: GREEDY[b] for b in BREAKDOWN_BASELINES}, **policies)
+    if not os.path.exists(out):
+        rows = []
+        with tempfile.TemporaryDirectory() as tmp:
+            for task in sorted(glob.glob(f"{test_dir}/*.json")):
+                for name, spec in sharders.items():
+                    run("plan", "--quiet", "--task", task, "--sharder", spec, "--out", f"{tmp}/p.json")
+                    run("eval", "--quiet", "--task", task, "--plan", f"{tmp}/p.json", "--backend", "sim",
+                        "--input-comm", "omit", "--out", f"{tmp}/e.json")
+                    e = json.load(open(f"{tmp}/e.json"))
+                    rows.append({"task": os.path.basename(task), "sharder": name,
+                                 "compute_ms": max(d["fw_comp_ms"] + d["bw_comp_ms"] for d in e["devices"]),
+                                 "all_to_all_ms": max(d["fw_comm_ms"] + d["bw_comm_ms"] for d in e["devices"]),
+                                 "max_sum_ms": e["objectives"]["max_sum_ms"]})
+        write_csv(out, rows)
+    table = collections.defaultdict(list)
+    for row in csv.DictReader(open(out)):
+        table[row["sharder"]].append([float(row[k]) for k in ("compute_ms", "all_to_all_ms", "max_sum_ms")])
+    return {name: [sum(col) / len(col) for col in zip(*values)] for name, values in table.items()}
+
+
+def write_csv(path, rows):
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=os.path.basename(path) + ".tmp-")
+    with os.fdopen(fd, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    os.replace(tmp, path)
 
 
 def recshard(args, judge, settings, work):
@@ -327,7 +438,48 @@ def recshard(args, judge, settings, work):
     rows = collections.defaultdict(dict)
     for row in csv.DictReader(open(f"{out}/summary.csv")):
         rows[row["model"].upper()][row["sharder"]] = row
+    rows["experiment"] = {m.upper(): recshard_model_vs_judge(f"{out}/{m}") for m in models}
     return rows
+
+
+def recshard_model_vs_judge(model_dir):
+    """RecShard's plan under its own cost model and under the judge, per GPU: the model's cost is
+    the MILP's HBM term, B × lookups per sample × row bytes ÷ HBM bandwidth summed over the GPU's
+    tables (every lookup of RecShard's plans here is served from HBM: UVM share 0); the judge's
+    forward and backward compute come from its `eval`. Also the judge's mean compute per GPU, which
+    no placement of these plans changes (their costs add up), against the joint planner's slowest GPU."""
+    task = json.load(open(f"{model_dir}/000.json"))
+    tables = {t["name"]: t for t in task["tables"]}
+    elem = {"fp32": 4, "fp16": 2}
+    found = {}
+    for plan_path in sorted(glob.glob(f"{model_dir}/plan-*.json")):
+        plan = json.load(open(plan_path))
+        sharder = plan["provenance"]["sharder"].split(":")[0]
+        found[sharder] = (plan, json.load(open(plan_path.replace("plan-", "eval-"))))
+    plan, judged = found["recshard"]
+    devices = task["topology"]["devices"]
+    model = [0.0] * len(devices)
+    for entry in plan["tables"]:
+        t = tables[entry["table"]]
+        for shard in entry["shards"]:
+            cols = shard["cols"][1] - shard["cols"][0]
+            bandwidth = devices[shard["device"]]["hbm_gbps"] * 1e9
+            model[shard["device"]] += (task["batch_size"] * t["stats"]["pooling_factor"] * cols * elem[t["dtype"]]
+                                       / bandwidth * 1e3)
+    fw = [d["fw_comp_ms"] for d in judged["devices"]]
+    bw = [d["bw_comp_ms"] for d in judged["devices"]]
+    joint = found["joint"][1]["device_spread"]["comp_ms"]
+    return {"model": model, "fw": fw, "bw": bw, "uvm_lookups": judged["lookups"]["uvm_per_step"],
+            "corr_fw": correlation(model, fw), "corr_bw": correlation(model, bw),
+            "joint_max": joint["max"], "joint_mean": joint["mean"]}
+
+
+def correlation(a, b):
+    """Pearson's r; None when either side is constant."""
+    ma, mb = sum(a) / len(a), sum(b) / len(b)
+    sa = sum((x - ma) ** 2 for x in a) ** 0.5
+    sb = sum((y - mb) ** 2 for y in b) ** 0.5
+    return sum((x - ma) * (y - mb) for x, y in zip(a, b)) / (sa * sb) if sa > 0 and sb > 0 else None
 
 
 # ---- the document ------------------------------------------------------------------------------
@@ -417,9 +569,9 @@ def main():
              "benchmarks — in ms per step. Baselines are run as the authors ran them (`lookup`, `size-lookup`: "
              "the pooling factor truncated to an integer) and as embshard runs them (`(float)`); "
              "`size-lookup` is the authors' code's dim × pooling × log10(rows).", "",
-             "Not covered yet: DreamShard's Table 9 (4 → 2 GPUs) and Table 13 (production), AutoShard's "
-             "transfer ratios (Figure 10; figures only), and one of the issue's DreamShard improvements "
-             "(a reward from the kernel heads).",
+             "Not reproducible here: DreamShard's Table 13, a production model of about a thousand tables "
+             "on 128 GPUs whose tables and hardware are not public (the 800-table, 80-device AutoShard "
+             "setting is the largest public-protocol point below).",
              ""]
     summary = {}
     for paper in papers:
@@ -494,6 +646,20 @@ def write_transfer(table, transfer, judges, lines):
                   f"{fmt(max(paper_ratio) if paper_ratio else None, 3)}].", ""]
 
 
+def write_headroom(settings, ours, judges, lines):
+    lines += ["**How much could a placement gain? The experiment.** The same test tasks planned by a search "
+              "over table-wise placements on the judge's own model (`" + SEARCH + "`, "
+              "`--cost sim:input_comm=omit`): what DreamShard's action space allows when the cost is known. "
+              "Where the search gains and DreamShard does not, the miss is the policy's, not the judge's.", "",
+              "| setting | judge | best baseline | search | search ÷ best baseline | DreamShard ÷ best baseline |",
+              "|---|---|---|---:|---:|---:|"]
+    for setting in settings:
+        for j in judges:
+            r, (search_ms, ratio) = ours[j][setting], ours[j].get(setting + " headroom", (None, None))
+            lines.append(f"| {setting} | {j} | {r[0]} {fmt(r[1])} | {fmt(search_ms)} | {fmt(ratio, 3)} | {fmt(r[3], 3)} |")
+    lines.append("")
+
+
 def write_seed_diagnosis(settings, ours, judges, args, lines):
     """Where the seeds disagree (worst > 1.2 × best on the test tasks): each seed's own training
     record, the mean step of the real plans it collected in its last iteration — a seed whose
@@ -502,7 +668,7 @@ def write_seed_diagnosis(settings, ours, judges, args, lines):
     for j in judges:
         for setting in settings:
             r = ours[j].get(setting)
-            if not r or len(r) < 7 or not r[5] or r[6] / r[5] <= 1.2:
+            if not r or len(r) < 7 or not r[5] or (r[6] / r[5] <= 1.2 and r[3] <= 1.5):
                 continue
             n, devices = DREAM_SETTINGS[setting]
             steps = []
@@ -510,39 +676,225 @@ def write_seed_diagnosis(settings, ours, judges, args, lines):
                 policy = json.load(open(f"{args.work}/dreamshard/{j}/n{n}d{devices}-policy-{seed}.json"))
                 steps.append(f"{seed}: {policy['training']['metrics']['mean_real_step_ms']:.1f}")
             tests = ", ".join(f"{seed}: {fmt(v)}" for seed, v in zip(args.seeds, r[7]))
-            rows.append(f"| {setting} | {j} | {tests} | {', '.join(steps)} |")
+            train_dir = f"{args.work}/dreamshard/{j}/n{n}d{devices}-train"
+            reference = training_step(train_dir, BASELINES[r[0]]) if r[0] else None
+            rows.append(f"| {setting} | {j} | {tests} | {', '.join(steps)} | {r[0]} {fmt(reference, 1)} |")
     if rows:
-        lines += ["**Seeds that disagree — the experiment.** Each seed's training record: the mean step (ms) of "
-                  "the real plans its last iteration collected. Where one seed is far worse on the test tasks, "
-                  "its training had already collapsed on the training tasks: instability of the authors' recipe "
-                  "(10 iterations, no early stopping), not a failure to transfer to unseen tables.", "",
-                  "| setting | judge | test cost per seed | last training iteration's real step per seed |",
-                  "|---|---|---|---|"] + rows + [""]
+        lines += ["**Seeds that collapse — the experiment.** Where one seed is far worse than the others on the "
+                  "test tasks (worst > 1.2 × best), or all are far worse than the best baseline (> 1.5×): each "
+                  "seed's training record, the mean step (ms; the training judge's, input all-to-all included) "
+                  "of the real plans its last iteration collected, beside the best baseline's mean step on the "
+                  "same training tasks. The bad seeds' training had already collapsed on the training tasks: "
+                  "instability of the authors' recipe, not a failure to transfer to unseen tables.", "",
+                  "| setting | judge | test cost per seed | last training iteration's real step per seed | "
+                  "best baseline on the training tasks |", "|---|---|---|---|---|"] + rows + [""]
+
+
+def training_step(train_dir, spec):
+    """`spec`'s mean step (ms) on the training tasks under the training judge (sim, input
+    all-to-all exposed), from a cached comparison."""
+    out = f"{train_dir}-baseline.csv"
+    if not os.path.exists(out) or open(out + ".sharders").read().splitlines() != [spec]:
+        run("compare", "--quiet", "--tasks", train_dir, "--sharders", spec, "--backend", "sim", "--out", out)
+        with open(out + ".sharders", "w") as f:
+            f.write(spec + "\n")
+    steps = [float(r["step_ms"]) for r in csv.DictReader(open(out)) if r["status"] == "ok"]
+    return sum(steps) / len(steps) if steps else None
 
 
 def write_ablation(settings, ablation, judges, args, lines):
-    lines += ["### Ablation: feature normalisation and the cost network's training", "",
+    lines += ["### Ablation: feature normalisation, the cost network's training, the reward", "",
               "The audit's biggest cause of the cost network's poor ranking: features z-scored over each "
               "task's own tables (the authors' recipe), so one table reads differently in every task. "
               "`train dreamshard --features training_set` fits the z-scores once on every training table "
               "and stores them in the policy file. `--cost-patience 4` replaces the authors' fixed 300 cost "
               "updates per iteration by training until the held-out loss stops improving: every 5th sample "
               "held out, up to 3,000 updates, stopped after 4 checks (every 25 updates) without gain, the "
-              "best networks kept (it often stops before 300); it ran where seeds collapsed. Same test tasks, seeds "
+              "best networks kept (it often stops before 300). Same test tasks, seeds "
               f"{', '.join(args.seeds)}; mean over tasks per seed, then mean [min, max] over seeds; change "
               "against the authors' recipe.", "",
-              "| setting | judge | per-task z-scores (authors') | training-set z-scores | change | "
-              "early-stopped cost network | change |", "|---|---|---:|---:|---:|---:|---:|"]
+              "The reward from the kernel heads (`--reward kernels`): the authors' REINFORCE reward is minus "
+              "the overall head's step, a head fitted on one number per real plan (10 per iteration); the "
+              "kernel heads are fitted on every device of every plan. The variant rewards minus "
+              "max fw + max bw + 2 × max comm of the kernel heads, the judge's composition of a step "
+              "(the forward all-to-all moves what the backward one does; the input all-to-all is not "
+              "modelled). Then all three together (`--features training_set --cost-patience 4 --reward "
+              "kernels`). Last, a guard against the seed collapses above, not in the audit: `--keep best` "
+              "judges the policy's arg-max plans of the first 10 training tasks after every iteration and "
+              "writes the iteration whose plans judged best instead of the last (100 more real "
+              "evaluations per policy).", "",
+              "| setting | judge | " + " | ".join(label + (" | change" if v != "per_task" else "")
+                                          for v, (_, _, label) in POLICY_VARIANTS.items()) + " |",
+              "|---|---|" + "---:|" * (2 * len(POLICY_VARIANTS) - 1)]
     cell = lambda v: f"{sum(v) / len(v):.2f} [{min(v):.2f}, {max(v):.2f}]" if v else "-"
     for setting in [s for s in settings if s in ABLATION]:
         for j in judges:
             r = ablation[j].get(setting, {})
             base = r.get("per_task") or []
             change = lambda v: f"{100 * (sum(v) / len(v) / (sum(base) / len(base)) - 1):+.1f}%" if v and base else "-"
-            pool, early = r.get("training_set") or [], r.get("early_stopping") or []
-            lines.append(f"| {setting} | {j} | {cell(base)} | {cell(pool)} | {change(pool)} | {cell(early)} | "
-                         f"{change(early)} |")
+            cells = [cell(base)] + [f"{cell(r.get(v) or [])} | {change(r.get(v) or [])}"
+                                    for v in POLICY_VARIANTS if v != "per_task"]
+            lines.append(f"| {setting} | {j} | " + " | ".join(cells) + " |")
     lines.append("")
+    write_collapse(settings, ablation, judges, args, lines)
+
+
+def write_collapse(settings, ablation, judges, args, lines):
+    """When seeds collapse, from the `--keep best` policies' records."""
+    lines += ["**When do seeds collapse? The experiment.** The `--keep best` policies record, per seed, the "
+              "iteration kept, the mean step of its arg-max plans of the first 10 training tasks, and that of "
+              "the last iteration (ms).", "",
+              "| setting | judge | " + " | ".join(f"seed {s}: kept iteration, step, last step" for s in args.seeds) + " |",
+              "|---|---|" + "---|" * len(args.seeds)]
+    collapsed = []
+    for setting in [s for s in settings if s in ABLATION]:
+        for j in judges:
+            kept = ablation[j].get(setting, {}).get("kept") or []
+            if not kept:
+                continue
+            lines.append(f"| {setting} | {j} | " + " | ".join(f"{it}, {step:.1f}, {last:.1f}" for it, step, last in kept) + " |")
+            best = min(step for _, step, _ in kept)
+            collapsed += [it for it, step, _ in kept if step > 1.5 * best]
+    if collapsed:
+        lines += ["", f"Seeds whose best iteration is still more than 1.5× the setting's best seed: {len(collapsed)}, "
+                  f"their best iterations {', '.join(map(str, sorted(collapsed)))} of 10. A collapsed seed is bad "
+                  "from its first iterations on, when the cost network has seen only a few tens of real plans, "
+                  "and never recovers: keeping the best iteration cannot save it, it only saves a seed that "
+                  "degrades late."]
+    lines.append("")
+
+
+def write_recshard_experiment(settings, ours, table3, names, lines):
+    mean = lambda v: sum(v) / len(v)
+    lines += ["**Why RM1 and RM2 do not reproduce: the experiment.** Two measurements on the plans above. "
+              "(1) RecShard's plan per GPU under its own cost model (the MILP's HBM term: batch × lookups per "
+              "sample × row bytes ÷ HBM bandwidth; all of its lookups are served from HBM here) and under the "
+              "judge, forward and backward compute separately. (2) The headroom: every plan that serves all "
+              "lookups from HBM has the same mean compute per GPU on this judge (its costs add up), which "
+              "bounds the slowest GPU from below; `joint`, which balances the judge's own cost, reaches it. "
+              "The best ratio any planner can show is that bound ÷ the best greedy baseline.", "",
+              "| model | model max / mean, ms | judge fw max / mean | judge bw max / mean | r(model, fw) | "
+              "r(model, bw) | bound (`joint` max / mean) | best ratio possible | paper ratio |",
+              "|---|---|---|---|---:|---:|---|---:|---:|"]
+    for model in settings:
+        e = ours.get("experiment", {}).get(model)
+        if not e:
+            continue
+        got = ours.get(model, {})
+        base = [float(got[spec]["comp_max"]) for spec in names if spec in got and got[spec]["comp_max"]]
+        p3 = table3.get(model, {})
+        paper_ratio = p3["RecShard_max"] / min(p3[f"{c}_max"] for c, _ in names.values()) if p3 else None
+        pair = lambda v: f"{max(v):.3f} / {mean(v):.3f}"
+        lines.append(f"| {model} | {pair(e['model'])} | {pair(e['fw'])} | {pair(e['bw'])} | {fmt(e['corr_fw'])} | "
+                     f"{fmt(e['corr_bw'])} | {fmt(e['joint_max'])} / {fmt(e['joint_mean'])} | "
+                     f"{fmt(e['joint_max'] / min(base) if base else None, 3)} | {fmt(paper_ratio, 3)} |")
+    all_hbm = [m for m in settings if m in ("RM1", "RM2")]
+    spread = lambda row, c: row[f"{c}_max"] / row[f"{c}_mean"]
+    ours_spread = [float(r["comp_max"]) / float(r["comp_mean"]) for m in all_hbm for spec, r in ours.get(m, {}).items()
+                   if spec in names and r["comp_max"]]
+    paper_spread = [spread(table3[m], c) for m in all_hbm if m in table3 for c, _ in names.values()]
+    corr = [e[k] for e in ours.get("experiment", {}).values() for k in ("corr_fw", "corr_bw") if e[k] is not None]
+    if ours_spread and paper_spread and corr:
+        fw = [e["corr_fw"] for e in ours["experiment"].values() if e["corr_fw"] is not None]
+        bw = [e["corr_bw"] for e in ours["experiment"].values() if e["corr_bw"] is not None]
+        lines += ["", f"What it shows. RecShard's cost model tracks the judge's forward (r {span(fw)}) but not its "
+                  f"backward (r {span(bw)}), the larger part on this judge: the fused optimizer reads and writes "
+                  "every distinct row a table touches (cost/analytic.h), a function of its distinct rows, not of "
+                  "its lookups, which is all RecShard's model counts. The plan the MILP proves optimal for its "
+                  "model is unbalanced in the backward. And on RM1 and RM2 the paper's baselines left a gain our "
+                  f"judge does not: their slowest GPU was {min(paper_spread):.1f}–{max(paper_spread):.1f}× their "
+                  f"mean GPU in the paper's Table 3, here {min(ours_spread):.1f}–{max(ours_spread):.1f}×; and on "
+                  f"RM1, with no UVM lookups in any plan, the paper's baselines averaged "
+                  f"{min(table3['RM1'][f'{c}_mean'] for c, _ in names.values()):.1f}–"
+                  f"{max(table3['RM1'][f'{c}_mean'] for c, _ in names.values()):.1f} ms per GPU against RecShard's "
+                  f"{table3['RM1']['RecShard_mean']:.1f}: costs on its hardware did not add up per table, on this "
+                  "judge they do. No placement can show the paper's "
+                  "RM1/RM2 ratios here (the bound's column); RM3 reproduces because there the baselines spill hot "
+                  "rows to UVM and RecShard does not, the term its model and the judge share.", ""]
+
+
+def span(values, digits=2):
+    """"a" when every value prints alike, else "lo to hi"."""
+    lo, hi = f"{min(values):.{digits}f}", f"{max(values):.{digits}f}"
+    return lo if lo == hi else f"{lo} to {hi}"
+
+
+def percent(value):
+    return f"{100 * value:.1f}%" if value is not None else "-"
+
+
+def write_autoshard_breakdown(settings, ours, judges, lines):
+    lines += ["**Why it loses under `2080ti`: the experiment.** Each test plan judged again with its parts "
+              "apart: the slowest device's compute (fw + bw, what AutoShard's cost model and reward see), "
+              "the largest all-to-all (fw + bw, which neither sees), and the objective (mean over the test "
+              "tasks, ms).", "",
+              "| setting | judge | sharder | slowest compute | largest all-to-all | objective |",
+              "|---|---|---|---:|---:|---:|"]
+    for setting in settings:
+        for j in judges:
+            for name, (compute, comm, total) in ours[j].get(setting + " breakdown", {}).items():
+                lines.append(f"| {setting} | {j} | {name} | {compute:.2f} | {comm:.2f} | {total:.2f} |")
+    findings = []
+    for setting in settings:
+        for j in judges:
+            b, row = ours[j].get(setting + " breakdown", {}), ours[j][setting]
+            seeds = {k: v for k, v in b.items() if k.startswith("AutoShard")}
+            others = [v for k, v in b.items() if not k.startswith("AutoShard")]
+            if not seeds or not others or len(row[10]) != len(seeds):
+                continue
+            low = sum(v[0] < min(o[0] for o in others) for v in seeds.values())
+            text = (f"{setting}, `{j}`: {sum(x < 1 for x in row[10])} of {len(seeds)} seeds beat the best baseline; "
+                    f"the slowest compute is below every baseline's in {low} of {len(seeds)}")
+            losers = [v[1] for v, x in zip(seeds.values(), row[10]) if x >= 1]
+            if losers and row[0] in b:
+                text += (f"; the losing seeds' all-to-all is {span(losers)} ms against {row[0]}'s "
+                         f"{b[row[0]][1]:.2f}")
+            findings.append(text)
+    lines += ["", "Per setting and judge: " + "; ".join(findings) + ".", "",
+              "AutoShard's state, cost model and reward see only compute (paper 001 §3: the cost model predicts "
+              "the kernel's latency; the reward is the degree of balance), so every seed balances compute better "
+              "than any baseline, and what decides the step beyond that is left to chance: the all-to-all, "
+              "which grows with the dims a device holds. Where compute is most of the step (`cpu`) that wins; "
+              "under `2080ti`, calibrated to the papers' PCIe 2080 Ti, the all-to-all is a large part of the "
+              "slowest device's cost, and a seed that happens to stack dims on one device loses (`dim`, which "
+              "balances exactly that, is a strong baseline there). The paper's figures measure balance on "
+              "compute and speedup on the embedding kernels, so they do not see this part.", ""]
+
+
+def write_autoshard_unseen(ours, judges, args, lines):
+    rows = [(ratio, j, ours[j][f"unseen {ratio}"]) for ratio in UNSEEN_RATIOS for j in judges
+            if f"unseen {ratio}" in ours[j]]
+    if not rows:
+        return
+    lines += ["### Figure 10: unseen tables", "",
+              "Paper 001 §5.5: the pool in halves; AutoShard trained on 90 tasks of 80 tables from the first half "
+              f"(seeds {', '.join(args.seeds)}), tested on 10 tasks of 80 tables on 8 devices of which the given "
+              "share comes from the second half (`autoshard:split=train_half` / `split=test_half,unseen_ratio=R`). "
+              "The paper's text: for ratios 0–0.8 at least 80% balance and a 1.6× speedup, at 1.0 more than 70% "
+              "and about 1.6×, well above the baselines.", "",
+              "Verdict: the statement holds when AutoShard reaches its balance and speedup (1.55× for "
+              "\"about 1.6×\") and beats the best baseline.", "",
+              "| unseen ratio | judge | AutoShard balance | most balanced baseline | AutoShard speedup over random "
+              "| best baseline's speedup | AutoShard ÷ best baseline | paper's statement |",
+              "|---:|---|---:|---|---:|---:|---:|---|"]
+    verdicts = collections.Counter()
+    for ratio, j, r in rows:
+        verdict_ = unseen_verdict(float(ratio), r)
+        verdicts[(j, f"Figure 10 ratios: {verdict_}")] += 1
+        lines.append(f"| {ratio} | {j} | {percent(r[5])} | {r[7]} {percent(r[8])} | {fmt(r[6], 3)} | "
+                     f"{r[0]} {fmt(r[9], 3)} | {fmt(r[3], 3)} | {verdict_} |")
+    lines.append("")
+    return verdicts
+
+
+def unseen_verdict(ratio, row):
+    """Paper 001 §5.5's statement for one unseen ratio: ≥ 80% balance and 1.6× up to 0.8, > 70%
+    and about 1.6× at 1.0, above the baselines."""
+    balance, speedup, against_best = row[5], row[6], row[3]
+    if None in (balance, speedup, against_best):
+        return "not comparable"
+    enough = balance >= 0.80 and speedup >= 1.6 if ratio < 1 else balance > 0.70 and speedup >= 1.55
+    return "holds" if enough and against_best < 1 else "does not hold"
 
 
 def write_paper(paper, settings, ours, judges, args, lines):
@@ -575,27 +927,32 @@ def write_paper(paper, settings, ours, judges, args, lines):
                         "speedup (the printed 9.6 contradicts it). Baselines: greedy with integer "
                         "pooling (the authors') and float pooling (`(float)`).", settings, dreamshard_paper,
                         ours, judges, "DreamShard", lines)
+        write_headroom(settings, ours, judges, lines)
         write_seed_diagnosis(settings, ours, judges, args, lines)
         write_ablation(settings, {j: dreamshard_ablation(args, j, settings, args.work) for j in judges}, judges, args, lines)
         for table in TRANSFER:
             write_transfer(table, {j: dreamshard_transfer(args, j, table, args.work) for j in judges}, judges, lines)
     elif paper == "autoshard":
         lines += ["## AutoShard (paper 001)", "",
-                  "The paper's main result (Figure 8) and transfer result (Figure 11) are figures only; its "
-                  "text gives the full model's degree of balance 88.6% ± 1.2% and speedup 1.712 ± 0.027 over "
-                  "random (Table 2, MetaSyn, 80 tables on 8 GPUs).", "",
-                  "| setting | judge | AutoShard balance | paper balance | AutoShard speedup over random | paper speedup "
-                  "| best baseline | AutoShard ÷ best baseline |", "|---|---|---:|---:|---:|---:|---|---:|"]
+                  "The paper's main result (Figure 8) and transfer results (Figures 10 and 11) are figures only; "
+                  "its text gives the full model's degree of balance 88.6% ± 1.2% and speedup 1.712 ± 0.027 over "
+                  "random (Table 2, MetaSyn, 80 tables on 8 GPUs). Degree of balance: the least loaded device's "
+                  "compute ÷ the most loaded's (the paper's Figure 8a, AutoShard's reward).", "",
+                  "| setting | judge | AutoShard balance | most balanced baseline | paper balance | AutoShard speedup "
+                  "over random | paper speedup | best baseline | AutoShard ÷ best baseline | per seed |",
+                  "|---|---|---:|---|---:|---:|---:|---|---:|---|"]
         v = collections.Counter()
         for setting in settings:
             for j in judges:
                 r = ours[j][setting]
                 paper_cells = ("88.6%", "1.712") if setting.startswith("80 ") else ("> 70% (text)", "-")
                 ratio = r[2] / r[1] if r[1] and r[2] else None
-                lines.append(f"| {setting} | {j} | {fmt(100 * r[5] if r[5] is not None else None, 1)}% | {paper_cells[0]} | "
-                             f"{fmt(r[6], 3)} | {paper_cells[1]} | {r[0]} {fmt(r[1])} | {fmt(ratio, 3)} |")
+                lines.append(f"| {setting} | {j} | {percent(r[5])} | {r[7]} {percent(r[8])} | {paper_cells[0]} | "
+                             f"{fmt(r[6], 3)} | {paper_cells[1]} | {r[0]} {fmt(r[1])} | {fmt(ratio, 3)} | "
+                             f"{', '.join(fmt(x, 3) for x in r[10])} |")
                 v[(j, "beats the best baseline" if ratio and ratio < 1 else "does not beat the best baseline")] += 1
         lines.append("")
+        write_autoshard_breakdown(settings, ours, judges, lines)
         steps = 3 * int(args.env_steps)
         lines += [f"**Is it undertrained? The experiment.** Seed {args.seeds[0]} trained again with {steps:,} steps "
                   f"(three times the above), against the same strongest baseline rule:", "",
@@ -607,6 +964,7 @@ def write_paper(paper, settings, ours, judges, args, lines):
                 longer = ours[j].get(setting + f" ({steps} steps, seed {args.seeds[0]})")
                 lines.append(f"| {setting} | {j} | {fmt(r[3], 3)} | {fmt(longer[3] if longer else None, 3)} |")
         lines.append("")
+        v.update(write_autoshard_unseen(ours, judges, args, lines) or {})
     else:
         lines += ["## RecShard (paper 004), Tables 3 and 5", "",
                   "RM1–RM3 on the protocol's own 16-GPU A100 topology (scale 0.01; the sim judge of its preset): "
@@ -644,14 +1002,16 @@ def write_paper(paper, settings, ours, judges, args, lines):
             v[("a100 sim", verdict(paper_ratio, ratio))] += 1
             lines.append(f"| {model} | {fmt(paper_ratio, 3)} | {fmt(ratio, 3)} | {verdict(paper_ratio, ratio)} |")
         lines.append("")
+        write_recshard_experiment(settings, ours[judges[0]], table3, names, lines)
         judges = ["a100 sim"]
     parts = []
     order = ["yes", "larger gain", "smaller gain", "no", "not comparable", "beats the best baseline",
              "does not beat the best baseline"]
     for j in judges:
-        n = sum(c for (jj, _), c in v.items() if jj == j)
+        n = sum(c for (jj, k), c in v.items() if jj == j and k in order)
         counts = ", ".join(f"{v[(j, k)]} {k}" for k in order if v.get((j, k)))
-        parts.append(f"under `{j}`, of {n} settings: {counts}")
+        extra = [f"{c} {k}" for (jj, k), c in sorted(v.items()) if jj == j and k not in order]
+        parts.append(f"under `{j}`, of {n} settings: {counts}" + (f" ({'; '.join(extra)})" if extra else ""))
     return "; ".join(parts)
 
 

@@ -177,7 +177,11 @@ std::vector<VerbDoc> make_docs() {
         {"lr", "X", "0.0005", "Adam's learning rate"},
         {"features", "per_task|training_set", "per_task",
          "table features z-scored over each task (the authors' recipe) or over every training table (stored in the policy)"},
-        {"cost-patience", "N", "0", "0: N_cost cost updates per iteration (the authors'); N: up to 10 x N_cost, stopped after N held-out checks without gain"}}),
+        {"cost-patience", "N", "0", "0: N_cost cost updates per iteration (the authors'); N: up to 10 x N_cost, stopped after N held-out checks without gain"},
+        {"reward", "overall|kernels", "overall",
+         "the policy's reward: the cost network's overall head (the authors') or its fw/bw/comm heads composed as the judge composes a step"},
+        {"keep", "last|best", "last",
+         "the policy written: the last iteration's (the authors') or the iteration whose arg-max plans of the first training tasks judged best"}}),
        "Evaluates real plans on the backend (at --batch for measured backends), with a checkpoint in\n"
        "POLICY.json.ckpt after every iteration (--resume continues from it); plan with\n"
        "--sharder dreamshard:policy=POLICY.json."},

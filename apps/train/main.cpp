@@ -157,6 +157,8 @@ int train_dreamshard_verb(cli::Args& args, Context& ctx) {
                  features, "'");
   o.features = parse_feature_scaling(features);
   o.cost_patience = static_cast<int>(args.get_int("cost-patience", o.cost_patience));
+  o.reward = parse_dreamshard_reward(args.get_or("reward", "overall"));
+  o.keep = parse_dreamshard_keep(args.get_or("keep", "last"));
   args.finish(1);
   ctx.seed = setup.seed;
   std::printf("policy: %s\n", train_dreamshard(setup, o, ctx).c_str());

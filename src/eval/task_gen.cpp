@@ -128,50 +128,92 @@ class NeuroShardProtocol : public ProtocolBase {
   }
 };
 
+/**
+ * The source's ids shuffled by `split_seed` and cut in halves {first, second}. The halves follow
+ * `split_seed`, never the task seed: test tasks drawn with another seed than the training tasks
+ * still see only tables training never saw (issue 19).
+ */
+std::pair<std::vector<std::size_t>, std::vector<std::size_t>> pool_halves(std::size_t size, std::int64_t split_seed) {
+  std::vector<std::size_t> all(size);
+  std::iota(all.begin(), all.end(), 0);
+  Rng split_rng(derive_seed(static_cast<std::uint64_t>(split_seed), 0xD5));
+  for (std::size_t i = all.size(); i > 1; --i) std::swap(all[i - 1], all[split_rng.below(i)]);
+  const auto half = static_cast<std::ptrdiff_t>(all.size() / 2);
+  return {{all.begin(), all.begin() + half}, {all.begin() + half, all.end()}};
+}
+
+/** The first `n` of `ids` after a partial Fisher–Yates shuffle by `rng` (without replacement). */
+std::vector<std::size_t> draw_without_replacement(std::vector<std::size_t> ids, std::size_t n, Rng& rng) {
+  for (std::size_t i = 0; i < n; ++i) std::swap(ids[i], ids[i + rng.below(ids.size() - i)]);
+  ids.resize(n);
+  return ids;
+}
+
 /** Shuffled pool split in halves; N tables without replacement from the train or test half. */
 class DreamShardProtocol : public ProtocolBase {
  public:
   using ProtocolBase::ProtocolBase;
   [[nodiscard]] Task generate(const TableSource& source, std::uint64_t seed, int index) const override {
-    std::vector<std::size_t> all(source.size());
-    std::iota(all.begin(), all.end(), 0);
-    // The halves follow `split_seed`, never the task seed: test tasks drawn with another seed
-    // than the training tasks still see only tables training never saw (issue 19).
-    Rng split_rng(derive_seed(static_cast<std::uint64_t>(params_.get_int("split_seed")), 0xD5));
-    for (std::size_t i = all.size(); i > 1; --i) std::swap(all[i - 1], all[split_rng.below(i)]);
-    const std::size_t half = all.size() / 2;
     const bool test = params_.get_string("split") == "test";
-    std::vector<std::size_t> pool(all.begin() + (test ? half : 0), all.begin() + (test ? all.size() : half));
+    auto [train_half, test_half] = pool_halves(source.size(), params_.get_int("split_seed"));
+    const std::vector<std::size_t>& pool = test ? test_half : train_half;
     const auto n = static_cast<std::size_t>(params_.get_int("tables"));
     EMBSHARD_CHECK(n <= pool.size(), name_, ": ", n, " tables asked, the ", test ? "test" : "train",
                    " half has ", pool.size());
     Rng rng(derive_seed(seed, (test ? 1000000u : 0u) + static_cast<std::uint64_t>(index)));
-    for (std::size_t i = 0; i < n; ++i) std::swap(pool[i], pool[i + rng.below(pool.size() - i)]);
-    pool.resize(n);
-    return make_task(source, seed, index, pool, std::vector<int>(n, max_dim()));
+    return make_task(source, seed, index, draw_without_replacement(pool, n, rng), std::vector<int>(n, max_dim()));
   }
 };
 
-/** 10 tables per device without replacement; each pool table has a fixed dim in {M/2, M}. */
+/**
+ * 10 tables per device without replacement; each pool table has a fixed dim in {M/2, M}. Splits
+ * train / test draw from the whole pool; train_half / test_half are paper 001 §5.5's unseen-table
+ * setting: the pool in halves (pool_halves), training tables from the first, and a test task's
+ * tables round(unseen_ratio · N) from the second, the rest from the first.
+ */
 class AutoShardProtocol : public ProtocolBase {
  public:
-  using ProtocolBase::ProtocolBase;
+  AutoShardProtocol(std::string name, Params params) : ProtocolBase(std::move(name), std::move(params)) {
+    const std::string split = params_.get_string("split");
+    const double unseen = params_.get_float("unseen_ratio");
+    EMBSHARD_CHECK(split == "test_half" || unseen == 1.0, name_, ": unseen_ratio = ", unseen,
+                   " applies to split=test_half only (split is ", split, ")");
+  }
+
   [[nodiscard]] Task generate(const TableSource& source, std::uint64_t seed, int index) const override {
     Rng dim_rng(derive_seed(seed, 0xA5));
     std::vector<int> table_dim(source.size());
     for (auto& d : table_dim) d = dim_rng.below(2) == 0 ? max_dim() / 2 : max_dim();
     const auto n = static_cast<std::size_t>(params_.get_int("tables_per_device") * devices());
-    EMBSHARD_CHECK(n <= source.size(), name_, ": ", n, " tables asked, the source has ",
-                   source.size());
-    std::vector<std::size_t> all(source.size());
-    std::iota(all.begin(), all.end(), 0);
-    const bool test = params_.get_string("split") == "test";
+    const std::string split = params_.get_string("split");
+    const bool test = split == "test" || split == "test_half";
     Rng rng(derive_seed(seed, (test ? 1000000u : 0u) + static_cast<std::uint64_t>(index)));
-    for (std::size_t i = 0; i < n; ++i) std::swap(all[i], all[i + rng.below(all.size() - i)]);
-    all.resize(n);
+    const std::vector<std::size_t> ids = split == "train" || split == "test" ? whole_pool(source.size(), n, rng)
+                                                                             : from_halves(source.size(), n, rng);
     std::vector<int> dims;
-    for (auto id : all) dims.push_back(table_dim[id]);
-    return make_task(source, seed, index, all, dims);
+    for (auto id : ids) dims.push_back(table_dim[id]);
+    return make_task(source, seed, index, ids, dims);
+  }
+
+ private:
+  [[nodiscard]] std::vector<std::size_t> whole_pool(std::size_t size, std::size_t n, Rng& rng) const {
+    EMBSHARD_CHECK(n <= size, name_, ": ", n, " tables asked, the source has ", size);
+    std::vector<std::size_t> all(size);
+    std::iota(all.begin(), all.end(), 0);
+    return draw_without_replacement(std::move(all), n, rng);
+  }
+
+  [[nodiscard]] std::vector<std::size_t> from_halves(std::size_t size, std::size_t n, Rng& rng) const {
+    const auto [seen, unseen] = pool_halves(size, params_.get_int("split_seed"));
+    const bool test = params_.get_string("split") == "test_half";
+    const auto n_unseen = test ? static_cast<std::size_t>(std::llround(params_.get_float("unseen_ratio") * static_cast<double>(n))) : 0;
+    EMBSHARD_CHECK(n - n_unseen <= seen.size() && n_unseen <= unseen.size(), name_, ": ", n - n_unseen,
+                   " tables asked from the first half (", seen.size(), ") and ", n_unseen, " from the second (",
+                   unseen.size(), ")");
+    std::vector<std::size_t> ids = draw_without_replacement(seen, n - n_unseen, rng);
+    const std::vector<std::size_t> fresh = draw_without_replacement(unseen, n_unseen, rng);
+    ids.insert(ids.end(), fresh.begin(), fresh.end());
+    return ids;
   }
 };
 
@@ -325,8 +367,13 @@ Registry<TaskGenerator> build_registry() {
   auto autos = common_params(8, 32, "7", "fp16");
   autos.push_back({"tables_per_device", ParamType::kInt, "10", 1, 10000, {},
                    "tables per device (80 on 8 devices)"});
-  autos.push_back({"split", ParamType::kString, "train", {}, {}, {"train", "test"},
-                   "independent train / test draws from the whole pool"});
+  autos.push_back({"split", ParamType::kString, "train", {}, {}, {"train", "test", "train_half", "test_half"},
+                   "train / test: independent draws from the whole pool; train_half / test_half: the "
+                   "unseen-table setting (paper 001 5.5), the pool in halves by split_seed"});
+  autos.push_back({"unseen_ratio", ParamType::kFloat, "1", 0.0, 1.0, {},
+                   "split=test_half: the share of a task's tables from the second half (the rest from the first)"});
+  autos.push_back({"split_seed", ParamType::kInt, "0", 0, 1e15, {},
+                   "seed of the pool's shuffle into halves (train_half / test_half), independent of the task seed"});
   r.add({"autoshard", "AutoShard: 10 tables per device (80 on 8 .. 800 on 80), dims max_dim/2 or max_dim",
          autos},
         factory_of<AutoShardProtocol>("autoshard"));

@@ -277,6 +277,7 @@ class Trainer {
     EMBSHARD_CHECK(problem.empty(), "train autoshard: ", problem);
     EMBSHARD_CHECK(!setup.tasks.empty(), "train autoshard: no training task (--tasks)");
     provenance_ = start_provenance(setup);
+    provenance_.options = options_record(options);
     devices_ = setup.tasks.front().topology.num_devices();
     std::vector<FeatureVector> rows;
     for (std::size_t i = 0; i < setup.tasks.size(); ++i) {
@@ -873,6 +874,18 @@ std::string find_error_in_options(const AutoShardTrainOptions& o) {
   if (o.cost_buffer < 1) return "cost_buffer must be at least 1";
   if (o.checkpoint_every < 1) return "checkpoint_every must be at least 1";
   return "";
+}
+
+std::map<std::string, std::string> options_record(const AutoShardTrainOptions& o) {
+  const auto text = [](auto v) { return detail::concat(v); };
+  return {{"env-steps", text(o.env_steps)},       {"actors", text(o.actors)},
+          {"unroll", text(o.unroll)},             {"learner-batch", text(o.learner_batch)},
+          {"lr", text(o.learning_rate)},          {"entropy", text(o.entropy_weight)},
+          {"baseline-weight", text(o.baseline_weight)}, {"discount", text(o.discount)},
+          {"rho-bar", text(o.rho_bar)},           {"c-bar", text(o.c_bar)},
+          {"grad-clip", text(o.grad_clip)},       {"cost-updates", text(o.cost_updates)},
+          {"cost-batch", text(o.cost_batch)},     {"cost-buffer", text(o.cost_buffer)},
+          {"checkpoint-every", text(o.checkpoint_every)}};
 }
 
 std::string train_autoshard(const PolicyTrainSetup& setup, const AutoShardTrainOptions& options, const Context& ctx) {

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "embshard/core/clock.h"
 #include "embshard/core/error.h"
@@ -145,6 +146,7 @@ class DreamShardTrainer {
         bank_(setup.tasks, scaling_), nets_(setup.seed),
         parameters_(nets_.parameters()), optimizer_(parameters_, torch::optim::AdamOptions(o.learning_rate)) {
     provenance_ = learn::start_provenance(setup);
+    provenance_.options = options_record(o);
   }
 
   std::string run() {
@@ -158,11 +160,17 @@ class DreamShardTrainer {
       const double real_step = collect(it);
       const double cost_loss = train_cost(it);
       const double predicted = train_rl(it);
+      if (o_.keep == DreamShardKeep::kBest) consider_for_keeping(it);
       iteration_ = it + 1;
       provenance_.iterations = iteration_;
       provenance_.wall_s = wall_before + (now_ms() - start) / 1000.0;
       provenance_.metrics = {{"mean_real_step_ms", real_step}, {"cost_loss", cost_loss},
                              {"rl_predicted_step_ms", predicted}, {"cost_updates", cost_updates_}};
+      if (o_.keep == DreamShardKeep::kBest) {
+        provenance_.metrics["greedy_real_step_ms"] = last_greedy_step_;
+        provenance_.metrics["kept_iteration"] = kept_iteration_;
+        provenance_.metrics["kept_greedy_real_step_ms"] = best_greedy_step_;
+      }
       ctx_.debug(concat("dreamshard: iteration ", iteration_, "/", o_.iterations, ": mean real step ",
                        real_step, " ms over ", o_.collect_episodes, " plans, cost loss ", cost_loss,
                        ", RL predicted step ", predicted, " ms, ", provenance_.real_evaluations,
@@ -409,11 +417,12 @@ class DreamShardTrainer {
     for (int b = 0; b < o_.rl_batches; ++b) {
       const int task_index = random_task(rng);
       std::vector<SampledEpisode> batch;
-      std::vector<float> reward;   // minus the overall head's step, per episode
+      std::vector<float> reward;   // minus the predicted step, per episode
       for (int e = 0; e < o_.rl_episodes; ++e) {
         SampledEpisode s = sample_episode(task_index, rng);
         if (!s.complete) continue;
-        reward.push_back(-s.episode.predicted_step_ms());
+        reward.push_back(o_.reward == DreamShardReward::kKernelHeads ? -s.episode.kernel_step_ms()
+                                                                     : -s.episode.predicted_step_ms());
         predicted_total -= reward.back();
         ++predicted_count;
         batch.push_back(std::move(s));
@@ -428,6 +437,35 @@ class DreamShardTrainer {
     return predicted_count > 0 ? predicted_total / predicted_count : 0.0;
   }
 
+  /**
+   * The policy as the sharder runs it (arg-max) on the first min(N_collect, tasks) training tasks,
+   * judged: the mean step, ms, or infinity when a task finds no room.
+   */
+  double greedy_real_step(int it) {
+    const std::size_t n = std::min(setup_.tasks.size(), static_cast<std::size_t>(o_.collect_episodes));
+    double total = 0.0;
+    for (std::size_t k = 0; k < n; ++k) {
+      DreamShardEpisode episode(net_, setup_.tasks[k]);
+      if (!place_greedily(episode)) return std::numeric_limits<double>::infinity();
+      const CostBreakdown breakdown = setup_.judge.judge(
+          setup_.tasks[k], episode.state().plan(), static_cast<std::uint64_t>(provenance_.real_evaluations), ctx_);
+      ++provenance_.real_evaluations;
+      total += objective_value(breakdown, Objective::kStep);
+    }
+    ctx_.debug(concat("dreamshard: iteration ", it + 1, ": arg-max plans' mean step ", total / n, " ms"));
+    return total / static_cast<double>(n);
+  }
+
+  /** After iteration `it`: judges the policy's arg-max plans and keeps it if they are the best so far. */
+  void consider_for_keeping(int it) {
+    last_greedy_step_ = greedy_real_step(it);
+    if (last_greedy_step_ < best_greedy_step_) {
+      best_greedy_step_ = last_greedy_step_;
+      kept_iteration_ = it + 1;
+      kept_ = export_net();
+    }
+  }
+
   /** The plain C++ networks, reading tables as this run normalises them. */
   DreamShardNet export_net() const {
     DreamShardNet net = nets_.export_net();
@@ -438,14 +476,19 @@ class DreamShardTrainer {
   // ---- checkpoints ---------------------------------------------------------------------------
 
   void save() {
-    DreamShardPolicy policy{export_net(), provenance_};
+    DreamShardPolicy policy{kept_ ? *kept_ : export_net(), provenance_};
     const std::string dir = learn::checkpoint_dir(setup_.out);
     std::filesystem::create_directories(dir);
     torch::save(parameters_, dir + "/nets.pt.tmp");
     torch::save(optimizer_, dir + "/optimizer.pt.tmp");
     Json state = {{"kind", "dreamshard"}, {"tasks_sha256", provenance_.tasks_sha256}, {"iteration", iteration_},
                   {"real_evaluations", provenance_.real_evaluations}, {"env_steps", provenance_.env_steps},
-                  {"wall_s", provenance_.wall_s}, {"buffers", buffers_json(devices_, plans_)}};
+                  {"wall_s", provenance_.wall_s}, {"options", resumable_options()},
+                  {"buffers", buffers_json(devices_, plans_)}};
+    if (kept_) {
+      state["kept"] = {{"iteration", kept_iteration_}, {"greedy_real_step_ms", best_greedy_step_},
+                       {"policy", Json::parse(dreamshard_policy_json(policy))}};
+    }
     std::filesystem::rename(dir + "/nets.pt.tmp", dir + "/nets.pt");
     std::filesystem::rename(dir + "/optimizer.pt.tmp", dir + "/optimizer.pt");
     write_file_atomic(dir + "/state.json", state.dump() + "\n");
@@ -461,11 +504,17 @@ class DreamShardTrainer {
       EMBSHARD_CHECK(state.at("kind") == "dreamshard", dir, ": not a dreamshard checkpoint");
       EMBSHARD_CHECK(state.at("tasks_sha256") == provenance_.tasks_sha256, dir,
                      ": the checkpoint was made for other training tasks");
+      if (state.contains("options")) check_same_options(dir, state.at("options").get<std::map<std::string, std::string>>());
       iteration_ = state.at("iteration").get<int>();
       provenance_.real_evaluations = state.at("real_evaluations").get<std::int64_t>();
       provenance_.env_steps = state.at("env_steps").get<std::int64_t>();
       provenance_.wall_s = state.at("wall_s").get<double>();
       read_buffers(state.at("buffers"), devices_, plans_);
+      if (state.contains("kept")) {
+        kept_iteration_ = state.at("kept").at("iteration").get<int>();
+        best_greedy_step_ = state.at("kept").at("greedy_real_step_ms").get<double>();
+        kept_ = parse_dreamshard_policy(state.at("kept").at("policy").dump(), dir + "/state.json").net;
+      }
     } catch (const Json::exception& e) {
       throw Error(concat(dir, "/state.json: corrupt checkpoint: ", e.what()));
     }
@@ -478,6 +527,21 @@ class DreamShardTrainer {
     provenance_.iterations = iteration_;
     ctx_.info(concat("dreamshard: resuming after iteration ", iteration_, " (", provenance_.real_evaluations,
                      " real evaluations so far)"));
+  }
+
+  /** The options a resumed run must share with its checkpoint: all but `iterations`, which a resume may extend. */
+  [[nodiscard]] std::map<std::string, std::string> resumable_options() const {
+    std::map<std::string, std::string> options = options_record(o_);
+    options.erase("iterations");
+    return options;
+  }
+
+  void check_same_options(const std::string& dir, const std::map<std::string, std::string>& saved) const {
+    for (const auto& [name, value] : resumable_options()) {
+      const auto it = saved.find(name);
+      EMBSHARD_CHECK(it == saved.end() || it->second == value, dir, ": the checkpoint was made with ", name, " = ",
+                     it->second, ", this run has ", value, "; resume with the same");
+    }
   }
 
   const PolicyTrainSetup& setup_;
@@ -494,9 +558,43 @@ class DreamShardTrainer {
   std::vector<PlanSample> plans_;
   int iteration_ = 0;
   int cost_updates_ = 0;                    // of the last iteration (train_cost)
+  // keep = best: the policy written, the iteration it is from and its arg-max plans' mean step
+  std::optional<DreamShardNet> kept_;
+  int kept_iteration_ = 0;
+  double best_greedy_step_ = std::numeric_limits<double>::infinity();
+  double last_greedy_step_ = 0.0;
 };
 
 }  // namespace
+
+const char* to_string(DreamShardKeep keep) { return keep == DreamShardKeep::kBest ? "best" : "last"; }
+
+DreamShardKeep parse_dreamshard_keep(const std::string& name) {
+  for (const DreamShardKeep k : {DreamShardKeep::kLast, DreamShardKeep::kBest}) {
+    if (name == to_string(k)) return k;
+  }
+  throw Error(concat("unknown DreamShard keep '", name, "' (expected last or best)"));
+}
+
+const char* to_string(DreamShardReward reward) {
+  return reward == DreamShardReward::kKernelHeads ? "kernels" : "overall";
+}
+
+DreamShardReward parse_dreamshard_reward(const std::string& name) {
+  for (const DreamShardReward r : {DreamShardReward::kOverallHead, DreamShardReward::kKernelHeads}) {
+    if (name == to_string(r)) return r;
+  }
+  throw Error(concat("unknown DreamShard reward '", name, "' (expected overall or kernels)"));
+}
+
+std::map<std::string, std::string> options_record(const DreamShardTrainOptions& o) {
+  return {{"iterations", std::to_string(o.iterations)}, {"collect", std::to_string(o.collect_episodes)},
+          {"cost-steps", std::to_string(o.cost_steps)}, {"cost-batch", std::to_string(o.batch)},
+          {"rl-batches", std::to_string(o.rl_batches)}, {"episodes", std::to_string(o.rl_episodes)},
+          {"lr", concat(o.learning_rate)},              {"entropy", concat(o.entropy_weight)},
+          {"features", to_string(o.features)},          {"cost-patience", std::to_string(o.cost_patience)},
+          {"reward", to_string(o.reward)},                {"keep", to_string(o.keep)}};
+}
 
 std::string find_error_in_options(const DreamShardTrainOptions& o) {
   if (o.iterations < 0) return "iterations must be ≥ 0";
@@ -508,6 +606,10 @@ std::string find_error_in_options(const DreamShardTrainOptions& o) {
   if (o.features != FeatureScaling::kPerTask && o.features != FeatureScaling::kTrainingSet) {
     return "features must be per_task or training_set";
   }
+  if (o.reward != DreamShardReward::kOverallHead && o.reward != DreamShardReward::kKernelHeads) {
+    return "reward must be overall or kernels";
+  }
+  if (o.keep != DreamShardKeep::kLast && o.keep != DreamShardKeep::kBest) return "keep must be last or best";
   return "";
 }
 

@@ -200,5 +200,24 @@ float DreamShardEpisode::predicted_step_ms() const {
   return head(net_->cost_overall, top);
 }
 
+bool place_greedily(DreamShardEpisode& episode) {
+  while (!episode.state().done()) {
+    const std::vector<int> legal = episode.state().legal_devices();
+    if (legal.empty()) return false;
+    episode.place(argmax_of(episode.logits(), legal));
+  }
+  return true;
+}
+
+float DreamShardEpisode::kernel_step_ms() const {
+  std::array<float, kDreamShardKernelCosts> top;
+  top.fill(-INFINITY);
+  for (int d = 0; d < state_.num_devices(); ++d) {
+    const auto costs = kernel_costs(d);
+    for (std::size_t k = 0; k < top.size(); ++k) top[k] = std::max(top[k], costs[k]);
+  }
+  return top[0] + top[1] + 2.0f * top[2];
+}
+
 }  // namespace embshard
 

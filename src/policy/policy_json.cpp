@@ -29,7 +29,7 @@ Json training_json(const PolicyTraining& t) {
           {"seed", t.seed},             {"iterations", t.iterations},
           {"real_evaluations", t.real_evaluations}, {"env_steps", t.env_steps},
           {"wall_s", t.wall_s},         {"created_utc", t.created_utc},
-          {"embshard_version", t.embshard_version}, {"metrics", t.metrics}};
+          {"embshard_version", t.embshard_version}, {"metrics", t.metrics}, {"options", t.options}};
 }
 
 FeatureScaler read_features(const JsonNode& n, const std::vector<FeatureScaling>& scalings) {
@@ -68,7 +68,7 @@ FeatureScaler read_features(const JsonNode& n, const std::vector<FeatureScaling>
 PolicyTraining read_training(const JsonNode& n) {
   n.only_keys({"tasks", "tasks_sha256", "num_tasks", "protocol", "device_kind", "devices", "backend",
                "batch_size", "seed", "iterations", "real_evaluations", "env_steps", "wall_s",
-               "created_utc", "embshard_version", "metrics"});
+               "created_utc", "embshard_version", "metrics", "options"});
   PolicyTraining t;
   t.tasks = n.at("tasks").as_string();
   t.tasks_sha256 = n.at("tasks_sha256").as_string();
@@ -88,6 +88,11 @@ PolicyTraining read_training(const JsonNode& n) {
   const JsonNode metrics = n.at("metrics");
   metrics.expect_object();
   for (const auto& [name, value] : metrics.value().items()) t.metrics[name] = metrics.at(name).as_double();
+  if (n.has("options")) {   // absent in policy files written before issue 19
+    const JsonNode options = n.at("options");
+    options.expect_object();
+    for (const auto& [name, value] : options.value().items()) t.options[name] = options.at(name).as_string();
+  }
   return t;
 }
 

@@ -22,6 +22,7 @@ inline PolicyTraining test_policy_training(const std::string& device_kind = "cpu
   t.created_utc = "2026-11-21T00:00:00Z";
   t.embshard_version = embshard_version();
   t.metrics["mean_real_step_ms"] = 1.5;
+  t.options = {{"reward", "kernels"}, {"lr", "0.0005"}};
   return t;
 }
 

@@ -68,6 +68,12 @@ TEST(Placement, SamplingFollowsTheSoftmaxOfTheAllowedDevices) {
 
 // ---- the policy file ----------------------------------------------------------------------------
 
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  const auto at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return text.replace(at, from.size(), to);
+}
+
 TEST(DreamShardPolicy, FileRoundTripsExactly) {
   const DreamShardPolicy p = test_util::random_dreamshard_policy(3);
   const std::string path = test_util::temp_file("dreamshard", "policy.json");
@@ -76,6 +82,13 @@ TEST(DreamShardPolicy, FileRoundTripsExactly) {
   EXPECT_EQ(dreamshard_policy_json(q), dreamshard_policy_json(p));
   const Task task = cpu_task(10, 4, 5);
   EXPECT_EQ(DreamShardEpisode(q.net, task).logits(), DreamShardEpisode(p.net, task).logits());
+  EXPECT_EQ(q.training.options, p.training.options);
+  // a file written before the training options were recorded reads with none
+  const std::string text = dreamshard_policy_json(p);
+  const DreamShardPolicy old = parse_dreamshard_policy(
+      replaced(text, ",\"options\":{\"lr\":\"0.0005\",\"reward\":\"kernels\"}", ""), "old.json");
+  EXPECT_TRUE(old.training.options.empty());
+  EXPECT_EQ(DreamShardEpisode(old.net, task).logits(), DreamShardEpisode(p.net, task).logits());
 }
 
 TEST(DreamShardPolicy, TrainingSetFeaturesAreStoredAndReadTheSameOnEveryTask) {
@@ -99,12 +112,6 @@ TEST(DreamShardPolicy, TrainingSetFeaturesAreStoredAndReadTheSameOnEveryTask) {
   EXPECT_NE(first_of(a, dreamshard_per_task_scaling()), first_of(c, dreamshard_per_task_scaling()));
 }
 
-std::string replaced(std::string text, const std::string& from, const std::string& to) {
-  const auto at = text.find(from);
-  EXPECT_NE(at, std::string::npos) << from;
-  return text.replace(at, from.size(), to);
-}
-
 TEST(DreamShardPolicy, RejectsOtherKindsFeatureSetsAndShapes) {
   const std::string text = dreamshard_policy_json(test_util::random_dreamshard_policy(4));
   const auto error = [](const std::string& t) {
@@ -121,27 +128,36 @@ TEST(DreamShardPolicy, RejectsOtherKindsFeatureSetsAndShapes) {
 
 // ---- inference --------------------------------------------------------------------------------
 
-/** Logits recomputed from scratch: every device's tables encoded and summed anew. */
+/** Every device's tables encoded and summed anew by `mlp` (an empty device: the zero row's encoding). */
+std::vector<float> slow_encoding(const Mlp& mlp, const std::vector<FeatureVector>& z, const std::vector<int>& tables) {
+  std::vector<float> sum(32, 0.0f), x(kNumTableFeatures), e(32);
+  const std::vector<int> rows = tables.empty() ? std::vector<int>{-1} : tables;
+  for (int t : rows) {
+    for (int i = 0; i < kNumTableFeatures; ++i) x[static_cast<std::size_t>(i)] = t < 0 ? 0.0f : static_cast<float>(z[static_cast<std::size_t>(t)][static_cast<std::size_t>(i)]);
+    mlp.forward(x, e);
+    for (int k = 0; k < 32; ++k) sum[static_cast<std::size_t>(k)] += e[static_cast<std::size_t>(k)];
+  }
+  return sum;
+}
+
+/** Device d's (fw, bw, comm) recomputed from scratch. */
+std::vector<float> slow_kernel_costs(const DreamShardNet& net, const Task& task, const PlacementState& s, int d) {
+  const std::vector<float> c = slow_encoding(net.cost_table, dreamshard_features(task, net.features), s.tables_on(d));
+  std::vector<float> costs(3);
+  net.cost_fw.forward(c, std::span<float>(&costs[0], 1));
+  net.cost_bw.forward(c, std::span<float>(&costs[1], 1));
+  net.cost_comm.forward(c, std::span<float>(&costs[2], 1));
+  return costs;
+}
+
+/** Logits recomputed from scratch. */
 std::vector<float> slow_logits(const DreamShardNet& net, const Task& task, const PlacementState& s) {
   const std::vector<FeatureVector> z = dreamshard_features(task, net.features);
-  const auto encode = [&](const Mlp& mlp, const std::vector<int>& tables) {
-    std::vector<float> sum(32, 0.0f), x(kNumTableFeatures), e(32);
-    const std::vector<int> rows = tables.empty() ? std::vector<int>{-1} : tables;
-    for (int t : rows) {
-      for (int i = 0; i < kNumTableFeatures; ++i) x[static_cast<std::size_t>(i)] = t < 0 ? 0.0f : static_cast<float>(z[static_cast<std::size_t>(t)][static_cast<std::size_t>(i)]);
-      mlp.forward(x, e);
-      for (int k = 0; k < 32; ++k) sum[static_cast<std::size_t>(k)] += e[static_cast<std::size_t>(k)];
-    }
-    return sum;
-  };
   std::vector<float> logits;
   for (int d = 0; d < s.num_devices(); ++d) {
-    const std::vector<float> c = encode(net.cost_table, s.tables_on(d));
-    std::vector<float> costs(3), x(64), y(1);
-    net.cost_fw.forward(c, std::span<float>(&costs[0], 1));
-    net.cost_bw.forward(c, std::span<float>(&costs[1], 1));
-    net.cost_comm.forward(c, std::span<float>(&costs[2], 1));
-    const std::vector<float> e = encode(net.policy_table, s.tables_on(d));
+    const std::vector<float> costs = slow_kernel_costs(net, task, s, d);
+    std::vector<float> x(64), y(1);
+    const std::vector<float> e = slow_encoding(net.policy_table, z, s.tables_on(d));
     std::copy(e.begin(), e.end(), x.begin());
     net.policy_cost.forward(costs, std::span<float>(x.data() + 32, 32));
     net.policy_head.forward(x, y);
@@ -150,7 +166,17 @@ std::vector<float> slow_logits(const DreamShardNet& net, const Task& task, const
   return logits;
 }
 
-TEST(DreamShardPolicy, IncrementalLogitsMatchARecomputation) {
+/** The step the judge would compose from recomputed heads: max fw + max bw + 2 × max comm. */
+float slow_kernel_step(const DreamShardNet& net, const Task& task, const PlacementState& s) {
+  std::vector<float> top(3, -INFINITY);
+  for (int d = 0; d < s.num_devices(); ++d) {
+    const std::vector<float> c = slow_kernel_costs(net, task, s, d);
+    for (std::size_t k = 0; k < 3; ++k) top[k] = std::max(top[k], c[k]);
+  }
+  return top[0] + top[1] + 2 * top[2];
+}
+
+TEST(DreamShardPolicy, IncrementalLogitsAndKernelStepMatchARecomputation) {
   const DreamShardPolicy p = test_util::random_dreamshard_policy(9);
   const Task task = cpu_task(12, 3, 2);
   DreamShardEpisode episode(p.net, task);
@@ -163,6 +189,8 @@ TEST(DreamShardPolicy, IncrementalLogitsMatchARecomputation) {
     const std::vector<float> slow = slow_logits(p.net, task, episode.state());
     ASSERT_EQ(fast.size(), slow.size());
     for (std::size_t d = 0; d < fast.size(); ++d) EXPECT_NEAR(fast[d], slow[d], 1e-4 * (1 + std::abs(slow[d])));
+    const float step = slow_kernel_step(p.net, task, episode.state());
+    EXPECT_NEAR(episode.kernel_step_ms(), step, 1e-4 * (1 + std::abs(step)));
     episode.place(static_cast<int>(rng.below(3)));
   }
 }

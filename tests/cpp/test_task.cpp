@@ -129,6 +129,37 @@ TEST(TaskGen, DreamShardTrainAndTestTablesAreDisjoint) {
   EXPECT_GT(moved, 0u);
 }
 
+TEST(TaskGen, AutoShardUnseenRatioDrawsThatShareFromTheSecondHalf) {
+  // The halves are DreamShard's (one pool_halves, one split_seed): its train split of half the pool is the first half.
+  const std::size_t half = source().size() / 2;
+  const auto first_gen = make_task_generator("dreamshard:tables=" + std::to_string(half) + ",split=train");
+  std::set<std::int64_t> first;
+  for (const auto& t : first_gen->generate(source(), 0, 0).workload.tables) first.insert(t.source_id);
+  ASSERT_EQ(first.size(), half);
+  const auto in_second = [&](const Task& task) {
+    std::set<std::int64_t> ids;
+    std::size_t second = 0;
+    for (const auto& t : task.workload.tables) {
+      EXPECT_TRUE(ids.insert(t.source_id).second) << "no replacement within a task";
+      second += first.count(t.source_id) == 0 ? 1 : 0;
+    }
+    return second;
+  };
+  const auto train = make_task_generator("autoshard:split=train_half");
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(in_second(train->generate(source(), 0, i)), 0u);
+  for (const double ratio : {0.0, 0.25, 0.6, 1.0}) {
+    const auto test = make_task_generator("autoshard:split=test_half,unseen_ratio=" + std::to_string(ratio));
+    for (int i = 0; i < 5; ++i) {
+      const Task task = test->generate(source(), 1, i);
+      ASSERT_EQ(task.workload.tables.size(), 80u);
+      EXPECT_EQ(in_second(task), static_cast<std::size_t>(std::llround(ratio * 80))) << ratio;
+    }
+  }
+  EXPECT_NE(test_util::error_of([] { (void)make_task_generator("autoshard:split=test,unseen_ratio=0.5"); })
+                .find("unseen_ratio = 0.5 applies to split=test_half only"),
+            std::string::npos);
+}
+
 TEST(TaskGen, AutoShardScalesTablesWithDevices) {
   for (int devices : {8, 80}) {
     const auto gen = make_task_generator("autoshard:devices=" + std::to_string(devices));

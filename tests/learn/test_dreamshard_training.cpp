@@ -140,6 +140,80 @@ TEST(DreamShardTraining, CostEarlyStoppingRunsUntilTheHeldOutLossStopsImproving)
             std::string::npos);
 }
 
+TEST(DreamShardTraining, TheKernelHeadsRewardTrainsAnotherPolicyAndIsRecorded) {
+  const std::string dir = write_training_tasks("reward", 3, 8);
+  const Context ctx = test_util::quiet_context();
+  const std::string overall = fresh_policy("reward-overall.json"), kernels = fresh_policy("reward-kernels.json");
+  DreamShardTrainOptions o = tiny(2);
+  (void)train_dreamshard(setup_for(dir, overall), o, ctx);
+  o.reward = DreamShardReward::kKernelHeads;
+  (void)train_dreamshard(setup_for(dir, kernels), o, ctx);
+  const DreamShardPolicy a = read_dreamshard_policy(overall), b = read_dreamshard_policy(kernels);
+  EXPECT_EQ(a.training.options.at("reward"), "overall");   // the authors' recipe stays the default
+  EXPECT_EQ(b.training.options.at("reward"), "kernels");
+  EXPECT_EQ(b.training.options, options_record(o));
+  // the same seed and data up to the first policy update; the reward changes the policy's weights
+  EXPECT_NE(a.net.policy_head.layers().front().weight, b.net.policy_head.layers().front().weight);
+  // resuming a checkpoint with another reward would mix two recipes in one policy
+  PolicyTrainSetup resume = setup_for(dir, overall);
+  resume.resume = true;
+  DreamShardTrainOptions more = tiny(3);
+  more.reward = DreamShardReward::kKernelHeads;
+  EXPECT_NE(test_util::error_of([&] { (void)train_dreamshard(resume, more, ctx); })
+                .find("the checkpoint was made with reward = overall, this run has kernels"),
+            std::string::npos);
+  EXPECT_EQ(read_dreamshard_policy(overall).training.iterations, 2);   // untouched
+  EXPECT_EQ(parse_dreamshard_reward("kernels"), DreamShardReward::kKernelHeads);
+  EXPECT_NE(test_util::error_of([] { (void)parse_dreamshard_reward("max"); }).find("expected overall or kernels"),
+            std::string::npos);
+}
+
+TEST(DreamShardTraining, KeepBestWritesTheIterationWhoseArgMaxPlansJudgedBestAndResumesExactly) {
+  const std::string dir = write_training_tasks("keep", 4, 8);
+  const Context ctx = test_util::quiet_context();
+  DreamShardTrainOptions o = tiny(4);
+  o.keep = DreamShardKeep::kBest;
+  const std::string straight = fresh_policy("keep-straight.json");
+  PolicyTrainSetup setup = setup_for(dir, straight);
+  // a seed whose best iteration is not its last (else "kept" and "last" could not be told apart)
+  DreamShardPolicy p;
+  for (setup.seed = 0; setup.seed < 20; ++setup.seed) {
+    std::filesystem::remove_all(straight + ".ckpt");
+    (void)train_dreamshard(setup, o, ctx);
+    p = read_dreamshard_policy(straight);
+    if (p.training.metrics.at("kept_iteration") < 4) break;
+  }
+  ASSERT_LT(setup.seed, 20u) << "every seed's best iteration was its last";
+  const double kept = p.training.metrics.at("kept_greedy_real_step_ms");
+  EXPECT_GE(p.training.metrics.at("kept_iteration"), 1);
+  EXPECT_LT(kept, p.training.metrics.at("greedy_real_step_ms"));   // better than the last iteration's
+  // the written policy is the kept one: the sharder's plans of the first N_collect = 3 training tasks, judged, give its step
+  double total = 0.0;
+  for (int k = 0; k < 3; ++k) {
+    const Task& task = setup.tasks[static_cast<std::size_t>(k)];
+    const ShardResult r = plan_task("dreamshard:policy=" + straight, task, nullptr, ctx);
+    ASSERT_EQ(r.status, ShardStatus::kOk) << r.reason;
+    total += objective_value(setup.judge.judge(task, r.plan, 0, ctx), Objective::kStep);
+  }
+  EXPECT_NEAR(total / 3, kept, 1e-9 * kept);
+  // 4 iterations × (3 collected + 3 arg-max plans)
+  EXPECT_EQ(p.training.real_evaluations, 24);
+  EXPECT_EQ(p.training.options.at("keep"), "best");
+  // one iteration, then a resumed run to three: the same policy as the straight run
+  const std::string split = fresh_policy("keep-split.json");
+  DreamShardTrainOptions one = o;
+  one.iterations = 1;
+  PolicyTrainSetup first = setup_for(dir, split);
+  first.seed = setup.seed;
+  (void)train_dreamshard(first, one, ctx);
+  PolicyTrainSetup again = first;
+  again.resume = true;
+  (void)train_dreamshard(again, o, ctx);
+  EXPECT_TRUE(parameters_of(split) == parameters_of(straight)) << "the resumed run keeps another policy";
+  EXPECT_NE(test_util::error_of([] { (void)parse_dreamshard_keep("first"); }).find("expected last or best"),
+            std::string::npos);
+}
+
 TEST(DreamShardTraining, BadInputIsAClearError) {
   const Context ctx = test_util::quiet_context();
   const std::string empty = test_util::temp_file("embshard-dreamshard", "empty");

@@ -48,8 +48,31 @@ def main(cli) -> int:
     import reproduce
     assert reproduce.dreamshard_paper("DLRM-10 (4)") == ("lookup", 11.1, 10.9)  # size-lookup: 11.2, not 9.6
     assert reproduce.dreamshard_paper("DLRM-90 (4)")[0] == "random†"  # the others are lost in the text copy
+    check_helpers(reproduce)
     print("reproduce: refuses undefined papers, settings and judges; one setting end to end")
     return 0
+
+
+def check_helpers(reproduce):
+    """The experiments' arithmetic against values worked out by hand."""
+    import statistics
+    a, b = [1.0, 2.0, 4.0, 3.0], [2.0, 1.0, 7.0, 4.0]
+    assert abs(reproduce.correlation(a, b) - statistics.correlation(a, b)) < 1e-12
+    assert reproduce.correlation(a, [5.0] * 4) is None
+    # AutoShard against two planned baselines and one that planned too few tasks: (max_sum, balance)
+    results = {name: {} for name in reproduce.BASELINES}
+    results.update({"AutoShard 0": {"t1": (8.0, 0.9), "t2": (10.0, 0.8)},
+                    "AutoShard 1": {"t1": (12.0, 0.7), "t2": (10.0, 0.6)}})
+    results["random"] = {"t1": (20.0, 0.1), "t2": (20.0, 0.2)}
+    results["dim"] = {"t1": (9.0, 0.5), "t2": (11.0, 0.3)}
+    results["lookup (float)"] = {"t1": (12.0, 0.6), "t2": (12.0, 0.6)}
+    results["size"] = {"t1": (1.0, 0.99)}   # planned one of the 3 tasks: less than half, does not count
+    row = reproduce.autoshard_row(results, ["AutoShard 0", "AutoShard 1"], 3)
+    assert row[0] == "dim" and row[1] == 10.0 and row[2] == 10.0 and row[3] == 1.0, row  # the hardest to beat
+    assert abs(row[5] - 0.75) < 1e-12 and row[6] == 2.0, row        # AutoShard's balance and speedup
+    assert row[7] == "lookup (float)" and abs(row[8] - 0.6) < 1e-12, row   # the most balanced that counts
+    assert row[9] == 2.0, row                                       # dim's speedup over random
+    assert [round(x, 12) for x in row[10]] == [0.9, 1.1], row       # each seed against dim
 
 
 if __name__ == "__main__":

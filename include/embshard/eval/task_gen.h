@@ -10,7 +10,11 @@
  * | autoshard  | 8       | 10·D (80 on 8 .. 800 on 80)   | per pool table {M/2, M} (16, 32) | 7 GiB       | fp16    |
  *
  * DreamShard's halves come from the pool shuffled by `split_seed` (default 0), not by the task
- * seed: train tasks of one seed and test tasks of another share no table.
+ * seed: train tasks of one seed and test tasks of another share no table. AutoShard draws from the
+ * whole pool (split=train|test, its main setting) or, for its unseen-table setting (paper 001
+ * §5.5, Figure 10), from the same kind of halves: split=train_half takes every table from the first
+ * half, split=test_half takes round(unseen_ratio · N) of them from the second half and the rest
+ * from the first (unseen_ratio = 1: no table training saw; 0: only tables it could have seen).
  *
  * Sources: paper 003 Table 5 and the authors' gen_tasks.py (NeuroShard: tasks whose fp32 total
  * exceeds 4·D − 1 GiB are redrawn); paper 000 §C / 002 §4 (DreamShard DLRM-N (D)); paper 001 §5

@@ -100,6 +100,13 @@ class DreamShardEpisode {
   void place(int device);
   /** The overall head on the current placement: the predicted step, ms (the estimated MDP's final reward, negated). */
   [[nodiscard]] float predicted_step_ms() const;
+  /**
+   * The step composed from the kernel heads as the judge composes it (cost/breakdown.h), ms:
+   * max_d fw + max_d bw + 2 × max_d comm (the forward all-to-all moves the same pooled vectors as
+   * the backward one the comm head predicts; the input all-to-all is not modelled). Each head is
+   * fitted on every device of every real plan, the overall head on one number per plan.
+   */
+  [[nodiscard]] float kernel_step_ms() const;
 
  private:
   DreamShardEpisode(const DreamShardNet& net, const Task& task, const std::vector<FeatureVector>& features);
@@ -111,6 +118,12 @@ class DreamShardEpisode {
   std::vector<Encoding> cost_sum_, policy_sum_;   // per device, over its tables
   PlacementState state_;
 };
+
+/**
+ * Inference (the `dreamshard` sharder): every remaining table onto the legal device of the highest
+ * logit. False, leaving the episode where it stopped, when a table fits no device any more.
+ */
+[[nodiscard]] bool place_greedily(DreamShardEpisode& episode);
 
 /** Predicted single-table cost (fw + bw + comm) of every table of `task`. */
 [[nodiscard]] std::vector<double> dreamshard_table_costs(const DreamShardNet& net, const Task& task);

@@ -49,6 +49,7 @@ struct PolicyTraining {
   std::string created_utc;
   std::string embshard_version;
   std::map<std::string, double> metrics;   ///< last values of the training curves (e.g. "mean_latency_ms")
+  std::map<std::string, std::string> options;   ///< the trainer's options as run (policy_training.h's options_record); empty in older files
 };
 
 /**

@@ -22,16 +22,12 @@ class DreamShardSharder final : public Sharder {
     ShardResult result;
     if (!any_hardware_) check_policy_hardware("dreamshard", path_, policy_->training, task);
     DreamShardEpisode episode(policy_->net, task);
-    while (!episode.state().done()) {
-      const std::vector<int> legal = episode.state().legal_devices();
-      if (legal.empty()) {
-        result.status = ShardStatus::kInfeasible;
-        result.reason = episode.state().no_room_reason();
-        return result;
-      }
-      episode.place(argmax_of(episode.logits(), legal));
-      ++result.stats.nodes_visited;
+    if (!place_greedily(episode)) {
+      result.status = ShardStatus::kInfeasible;
+      result.reason = episode.state().no_room_reason();
+      return result;
     }
+    result.stats.nodes_visited = static_cast<std::int64_t>(task.workload.tables.size());
     result.plan = episode.state().plan();
     result.stats.plans_evaluated = 1;
     return result;
