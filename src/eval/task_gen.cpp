@@ -166,10 +166,11 @@ class DreamShardProtocol : public ProtocolBase {
 };
 
 /**
- * 10 tables per device without replacement; each pool table has a fixed dim in {M/2, M}. Splits
- * train / test draw from the whole pool; train_half / test_half are paper 001 §5.5's unseen-table
- * setting: the pool in halves (pool_halves), training tables from the first, and a test task's
- * tables round(unseen_ratio · N) from the second, the rest from the first.
+ * 10 tables per device without replacement; each pool table has a dim in {M/2, M}, drawn from the
+ * task seed (train / test) or from split_seed (train_half / test_half). Splits train / test draw
+ * from the whole pool; train_half / test_half are paper 001 §5.5's unseen-table setting: the pool in
+ * halves (pool_halves), training tables from the first, and a test task's tables
+ * round(unseen_ratio · N) from the second, the rest from the first.
  */
 class AutoShardProtocol : public ProtocolBase {
  public:
@@ -181,15 +182,16 @@ class AutoShardProtocol : public ProtocolBase {
   }
 
   [[nodiscard]] Task generate(const TableSource& source, std::uint64_t seed, int index) const override {
-    Rng dim_rng(derive_seed(seed, 0xA5));
+    const std::string split = params_.get_string("split");
+    const bool halves = split == "train_half" || split == "test_half";
+    // With halves a table is the same (pool table, dim) in training and test tasks of any seed.
+    Rng dim_rng(derive_seed(halves ? static_cast<std::uint64_t>(params_.get_int("split_seed")) : seed, 0xA5));
     std::vector<int> table_dim(source.size());
     for (auto& d : table_dim) d = dim_rng.below(2) == 0 ? max_dim() / 2 : max_dim();
     const auto n = static_cast<std::size_t>(params_.get_int("tables_per_device") * devices());
-    const std::string split = params_.get_string("split");
     const bool test = split == "test" || split == "test_half";
     Rng rng(derive_seed(seed, (test ? 1000000u : 0u) + static_cast<std::uint64_t>(index)));
-    const std::vector<std::size_t> ids = split == "train" || split == "test" ? whole_pool(source.size(), n, rng)
-                                                                             : from_halves(source.size(), n, rng);
+    const std::vector<std::size_t> ids = halves ? from_halves(source.size(), n, rng) : whole_pool(source.size(), n, rng);
     std::vector<int> dims;
     for (auto id : ids) dims.push_back(table_dim[id]);
     return make_task(source, seed, index, ids, dims);

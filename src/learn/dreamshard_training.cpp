@@ -160,17 +160,12 @@ class DreamShardTrainer {
       const double real_step = collect(it);
       const double cost_loss = train_cost(it);
       const double predicted = train_rl(it);
-      if (o_.keep == DreamShardKeep::kBest) consider_for_keeping(it);
       iteration_ = it + 1;
       provenance_.iterations = iteration_;
       provenance_.wall_s = wall_before + (now_ms() - start) / 1000.0;
       provenance_.metrics = {{"mean_real_step_ms", real_step}, {"cost_loss", cost_loss},
                              {"rl_predicted_step_ms", predicted}, {"cost_updates", cost_updates_}};
-      if (o_.keep == DreamShardKeep::kBest) {
-        provenance_.metrics["greedy_real_step_ms"] = last_greedy_step_;
-        provenance_.metrics["kept_iteration"] = kept_iteration_;
-        provenance_.metrics["kept_greedy_real_step_ms"] = best_greedy_step_;
-      }
+      if (o_.keep == DreamShardKeep::kBest) consider_for_keeping(it);
       ctx_.debug(concat("dreamshard: iteration ", iteration_, "/", o_.iterations, ": mean real step ",
                        real_step, " ms over ", o_.collect_episodes, " plans, cost loss ", cost_loss,
                        ", RL predicted step ", predicted, " ms, ", provenance_.real_evaluations,
@@ -233,7 +228,7 @@ class DreamShardTrainer {
         continue;
       }
       const CostBreakdown breakdown = setup_.judge.judge(
-          task, s.episode.state().plan(), static_cast<std::uint64_t>(provenance_.real_evaluations), ctx_);
+          task, s.episode.state().plan(), static_cast<std::uint64_t>(provenance_.real_evaluations - greedy_evaluations_), ctx_);
       ++provenance_.real_evaluations;
       PlanSample plan{s.task, {}, static_cast<float>(objective_value(breakdown, Objective::kStep))};
       for (int d = 0; d < s.episode.state().num_devices(); ++d) {
@@ -439,17 +434,24 @@ class DreamShardTrainer {
 
   /**
    * The policy as the sharder runs it (arg-max) on the first min(N_collect, tasks) training tasks,
-   * judged: the mean step, ms, or infinity when a task finds no room.
+   * judged: the mean step, ms, or nothing when a task finds no room. Task k is judged on draw k
+   * of a measured backend every iteration (iterations compare on the same lookups), and these
+   * evaluations do not move the draws collect() uses, so `keep` changes which policy is written,
+   * not the training.
    */
-  double greedy_real_step(int it) {
+  std::optional<double> greedy_real_step(int it) {
     const std::size_t n = std::min(setup_.tasks.size(), static_cast<std::size_t>(o_.collect_episodes));
     double total = 0.0;
     for (std::size_t k = 0; k < n; ++k) {
       DreamShardEpisode episode(net_, setup_.tasks[k]);
-      if (!place_greedily(episode)) return std::numeric_limits<double>::infinity();
-      const CostBreakdown breakdown = setup_.judge.judge(
-          setup_.tasks[k], episode.state().plan(), static_cast<std::uint64_t>(provenance_.real_evaluations), ctx_);
+      if (!place_greedily(episode)) {
+        ctx_.debug(concat("dreamshard: iteration ", it + 1, ": the arg-max plan of task '", setup_.tasks[k].id,
+                          "' finds no room; not kept"));
+        return std::nullopt;
+      }
+      const CostBreakdown breakdown = setup_.judge.judge(setup_.tasks[k], episode.state().plan(), k, ctx_);
       ++provenance_.real_evaluations;
+      ++greedy_evaluations_;
       total += objective_value(breakdown, Objective::kStep);
     }
     ctx_.debug(concat("dreamshard: iteration ", it + 1, ": arg-max plans' mean step ", total / n, " ms"));
@@ -458,11 +460,17 @@ class DreamShardTrainer {
 
   /** After iteration `it`: judges the policy's arg-max plans and keeps it if they are the best so far. */
   void consider_for_keeping(int it) {
-    last_greedy_step_ = greedy_real_step(it);
-    if (last_greedy_step_ < best_greedy_step_) {
-      best_greedy_step_ = last_greedy_step_;
+    const std::optional<double> step = greedy_real_step(it);
+    if (step) provenance_.metrics["greedy_real_step_ms"] = *step;
+    else provenance_.metrics.erase("greedy_real_step_ms");
+    if (step && (!kept_ || *step < best_greedy_step_)) {
+      best_greedy_step_ = *step;
       kept_iteration_ = it + 1;
       kept_ = export_net();
+    }
+    if (kept_) {
+      provenance_.metrics["kept_iteration"] = kept_iteration_;
+      provenance_.metrics["kept_greedy_real_step_ms"] = best_greedy_step_;
     }
   }
 
@@ -485,6 +493,7 @@ class DreamShardTrainer {
                   {"real_evaluations", provenance_.real_evaluations}, {"env_steps", provenance_.env_steps},
                   {"wall_s", provenance_.wall_s}, {"options", resumable_options()},
                   {"buffers", buffers_json(devices_, plans_)}};
+    state["greedy_evaluations"] = greedy_evaluations_;
     if (kept_) {
       state["kept"] = {{"iteration", kept_iteration_}, {"greedy_real_step_ms", best_greedy_step_},
                        {"policy", Json::parse(dreamshard_policy_json(policy))}};
@@ -510,6 +519,7 @@ class DreamShardTrainer {
       provenance_.env_steps = state.at("env_steps").get<std::int64_t>();
       provenance_.wall_s = state.at("wall_s").get<double>();
       read_buffers(state.at("buffers"), devices_, plans_);
+      greedy_evaluations_ = state.value("greedy_evaluations", std::int64_t{0});
       if (state.contains("kept")) {
         kept_iteration_ = state.at("kept").at("iteration").get<int>();
         best_greedy_step_ = state.at("kept").at("greedy_real_step_ms").get<double>();
@@ -561,8 +571,8 @@ class DreamShardTrainer {
   // keep = best: the policy written, the iteration it is from and its arg-max plans' mean step
   std::optional<DreamShardNet> kept_;
   int kept_iteration_ = 0;
-  double best_greedy_step_ = std::numeric_limits<double>::infinity();
-  double last_greedy_step_ = 0.0;
+  double best_greedy_step_ = 0.0;
+  std::int64_t greedy_evaluations_ = 0;     // of real_evaluations, those of the arg-max plans
 };
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <set>
 
 #include "test_util.h"
@@ -146,13 +147,23 @@ TEST(TaskGen, AutoShardUnseenRatioDrawsThatShareFromTheSecondHalf) {
     return second;
   };
   const auto train = make_task_generator("autoshard:split=train_half");
-  for (int i = 0; i < 5; ++i) EXPECT_EQ(in_second(train->generate(source(), 0, i)), 0u);
+  std::map<std::int64_t, int> dim_of;   // a first-half table's dim in the training tasks (seed 0)
+  for (int i = 0; i < 5; ++i) {
+    const Task task = train->generate(source(), 0, i);
+    EXPECT_EQ(in_second(task), 0u);
+    for (const auto& t : task.workload.tables) dim_of[t.source_id] = t.dim;
+  }
   for (const double ratio : {0.0, 0.25, 0.6, 1.0}) {
     const auto test = make_task_generator("autoshard:split=test_half,unseen_ratio=" + std::to_string(ratio));
     for (int i = 0; i < 5; ++i) {
       const Task task = test->generate(source(), 1, i);
       ASSERT_EQ(task.workload.tables.size(), 80u);
       EXPECT_EQ(in_second(task), static_cast<std::size_t>(std::llround(ratio * 80))) << ratio;
+      for (const auto& t : task.workload.tables) {   // seen tables keep their dim across seeds
+        if (dim_of.count(t.source_id) > 0) {
+          EXPECT_EQ(t.dim, dim_of[t.source_id]) << t.source_id;
+        }
+      }
     }
   }
   EXPECT_NE(test_util::error_of([] { (void)make_task_generator("autoshard:split=test,unseen_ratio=0.5"); })

@@ -55,10 +55,14 @@ def main(cli) -> int:
 
 def check_helpers(reproduce):
     """The experiments' arithmetic against values worked out by hand."""
-    import statistics
-    a, b = [1.0, 2.0, 4.0, 3.0], [2.0, 1.0, 7.0, 4.0]
-    assert abs(reproduce.correlation(a, b) - statistics.correlation(a, b)) < 1e-12
-    assert reproduce.correlation(a, [5.0] * 4) is None
+    assert reproduce.span([0.4531, 0.4534]) == "0.45" and reproduce.span([0.5, 1.234]) == "0.50 to 1.23"
+    # paper 001 §5.5's statement: >= 80% and 1.6x up to ratio 0.8; > 70% and about 1.6x at 1.0; above the baselines
+    row = lambda balance, speedup, against_best: (None,) * 3 + (against_best, 0, balance, speedup)
+    assert reproduce.unseen_verdict(0.2, row(0.85, 1.7, 0.9)) == "holds"
+    assert reproduce.unseen_verdict(0.4, row(0.79, 1.7, 0.9)) == "does not hold"
+    assert reproduce.unseen_verdict(1.0, row(0.72, 1.56, 0.95)) == "holds"
+    assert reproduce.unseen_verdict(1.0, row(0.72, 1.56, 1.01)) == "does not hold"
+    assert reproduce.unseen_verdict(0.0, row(None, 1.7, 0.9)) == "not comparable"
     # AutoShard against two planned baselines and one that planned too few tasks: (max_sum, balance)
     results = {name: {} for name in reproduce.BASELINES}
     results.update({"AutoShard 0": {"t1": (8.0, 0.9), "t2": (10.0, 0.8)},

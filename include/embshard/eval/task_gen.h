@@ -14,7 +14,9 @@
  * whole pool (split=train|test, its main setting) or, for its unseen-table setting (paper 001
  * §5.5, Figure 10), from the same kind of halves: split=train_half takes every table from the first
  * half, split=test_half takes round(unseen_ratio · N) of them from the second half and the rest
- * from the first (unseen_ratio = 1: no table training saw; 0: only tables it could have seen).
+ * from the first (unseen_ratio = 1: no table training saw; 0: only tables it could have seen). A
+ * table's dim follows the task seed in the main setting and `split_seed` with halves, so a first-half
+ * table is the same table, dim included, in training and test tasks.
  *
  * Sources: paper 003 Table 5 and the authors' gen_tasks.py (NeuroShard: tasks whose fp32 total
  * exceeds 4·D − 1 GiB are redrawn); paper 000 §C / 002 §4 (DreamShard DLRM-N (D)); paper 001 §5
