@@ -72,17 +72,19 @@ def gen(protocol, devices, count, seed, out):
     return out
 
 
-def compare(tasks, sharders, out, cost="default"):
-    """Per sharder (by our name): task → (max_sum ms, balance) of its valid plans; and the task count.
-    The CSV names sharders by canonical spec in the order they were given, so OUT.sharders keeps
-    that order; a cached OUT made for other sharders is made again."""
+def compare(tasks, sharders, out, cost="default", input_comm="omit", objective="max_sum_ms"):
+    """Per sharder (by our name): task → (objective ms, balance) of its valid plans; and the task
+    count. The input all-to-all is omitted as in the papers' benchmarks unless `input_comm` says
+    otherwise; `objective` is the CSV column reported (max_sum_ms, the papers'; step_ms). The CSV
+    names sharders by canonical spec in the order they were given, so OUT.sharders keeps that
+    order; a cached OUT made for other sharders is made again."""
     specs = list(sharders.values())
     assert len(set(specs)) == len(specs), "two names for one sharder spec"
     order_file = out + ".sharders"
     if not (os.path.exists(out) and os.path.exists(order_file)
             and sorted(open(order_file).read().splitlines()) == sorted(specs)):
         run("compare", "--quiet", "--tasks", tasks, "--sharders", ";".join(specs), "--cost", cost,
-            "--backend", "sim", "--input-comm", "omit", "--out", out)
+            "--backend", "sim", "--input-comm", input_comm, "--out", out)
         with open(order_file, "w") as f:
             f.write("\n".join(specs) + "\n")
     given = open(order_file).read().splitlines()   # the specs, in the CSV's order
@@ -93,7 +95,7 @@ def compare(tasks, sharders, out, cost="default"):
     for row in rows:
         if row["status"] == "ok":
             name = name_of[given[canonical.index(row["sharder"])]]
-            results[name][row["task_id"]] = (float(row["max_sum_ms"]), float(row["balance"]))
+            results[name][row["task_id"]] = (float(row[objective]), float(row["balance"]))
     return results, len({r["task_id"] for r in rows})
 
 
@@ -699,13 +701,9 @@ def write_seed_diagnosis(settings, ours, judges, args, lines):
 def training_step(train_dir, spec):
     """`spec`'s mean step (ms) on the training tasks under the training judge (sim, input
     all-to-all exposed), from a cached comparison."""
-    out = f"{train_dir}-baseline.csv"
-    if not (os.path.exists(out) and os.path.exists(out + ".sharders")
-            and open(out + ".sharders").read().splitlines() == [spec]):
-        run("compare", "--quiet", "--tasks", train_dir, "--sharders", spec, "--backend", "sim", "--out", out)
-        with open(out + ".sharders", "w") as f:
-            f.write(spec + "\n")
-    steps = [float(r["step_ms"]) for r in csv.DictReader(open(out)) if r["status"] == "ok"]
+    results, _ = compare(train_dir, {"baseline": spec}, f"{train_dir}-baseline.csv", input_comm="exposed",
+                         objective="step_ms")
+    steps = [v[0] for v in results["baseline"].values()]
     return sum(steps) / len(steps) if steps else None
 
 
