@@ -77,7 +77,8 @@ int run_plan(Args& args, const Context& base_ctx) {
   outputs.commit();
   const CostBreakdown breakdown = cost->estimate(task, result.plan, ctx);
   const double value = objective_value(breakdown, objective);
-  const auto bound = cost->lower_bound(task, objective);
+  const auto bound = result.lower_bound && result.bound_objective == objective ? result.lower_bound
+                                                                              : cost->lower_bound(task, objective);
   std::cout << result.plan.provenance.sharder << " planned " << task.workload.tables.size()
             << " tables in " << readable_ms(result.plan.provenance.wall_ms) << "\n"
             << eval_result_table(eval_result_of(breakdown, task.workload.batch_size, cost->spec()), task.topology);

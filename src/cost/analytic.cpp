@@ -239,34 +239,51 @@ DeviceCompute table_floor_ms(const SimHardware& hw, const TableSpec& spec, std::
           std::min(sim_pass_ms(hw.bw, cached), sim_pass_ms(hw.bw, evicted))};
 }
 
-/**
- * Per byte of an exchange's total volume, the least the slowest device's time grows: device d sends
- * 1/N of its bytes to each other device, (h − 1)/N of them inside its host of h devices and
- * (N − h)/N across hosts, over links that run concurrently, so some device needs at least the
- * average device's intra-host bytes / intra bandwidth and its inter-host bytes / inter bandwidth.
- */
-double exchange_ms_per_byte(const Task& task) {
+/** Per byte of an exchange's total volume, the least the average device's intra-host (`intra`) or
+ *  inter-host time grows when every byte goes once by all-to-all: device d sends 1/N of its bytes to
+ *  each other device, (L − 1)/N of them inside its host of L devices and (N − L)/N across hosts. */
+struct PerByte {
+  double intra = 0.0;
+  double inter = 0.0;
+  [[nodiscard]] double max() const { return std::max(intra, inter); }
+};
+
+PerByte exchange_per_byte(const Task& task) {
   const Topology& topo = task.topology;
   const int n = topo.num_devices();
-  if (n <= 1) return 0.0;
-  const int per_host = std::min(std::max(topo.devices_per_host, 1), n);
-  const int smallest_host = n % per_host == 0 ? per_host : n % per_host;
+  if (n <= 1) return {};
+  const int per_host = std::max(topo.host_size(), 1);
   const double nn = static_cast<double>(n) * n;
   const auto per = [](double share, double gbps) { return gbps > 0 ? share / (gbps * 1e6) : 0.0; };
-  return std::max(per((smallest_host - 1) / nn, topo.intra_host_gbps),
-                  topo.num_hosts() > 1 ? per((n - per_host) / nn, topo.inter_host_gbps) : 0.0);
+  return {per((per_host - 1) / nn, topo.intra_host_gbps),
+          topo.num_hosts() > 1 ? per((n - per_host) / nn, topo.inter_host_gbps) : 0.0};
+}
+
+/**
+ * Some device's time grows at least this much per byte of total volume: the links run
+ * concurrently, so the slowest device needs at least the average device's intra-host bytes / intra
+ * bandwidth and its inter-host bytes / inter bandwidth. A partial sum's reduce-scatter moves at
+ * least these bytes too (cost/link_model.h): (L − 1)/L ≥ (L − 1)/N inside the host, and its host's
+ * reduced rows cross hosts once, (H − 1)/H = (N − L)/N of them.
+ */
+double exchange_ms_per_byte(const Task& task) { return exchange_per_byte(task).max(); }
+
+/** The link model truncates bytes per peer (three terms per device): 3·N² bytes of total volume
+ *  keep every floor below it. */
+double truncation_slack_bytes(const Task& task) {
+  const double n = task.topology.num_devices();
+  return 3.0 * n * n;
 }
 
 /**
  * No exchange in which the devices together send `total_bytes` (each to the others 1/N of its
- * own) can leave every device shorter than this (see the header). The link model counts whole
- * bytes per device pair: N² bytes of slack keep the floor below it.
+ * own) can leave every device shorter than this (see the header).
  */
 double exchange_floor_ms(const Task& task, double total_bytes) {
   const Topology& topo = task.topology;
   const double n = topo.num_devices();
   if (n <= 1) return 0.0;
-  return topo.a2a_latency_us / 1000.0 + std::max(0.0, total_bytes - n * n) * exchange_ms_per_byte(task);
+  return topo.a2a_latency_us / 1000.0 + std::max(0.0, total_bytes - truncation_slack_bytes(task)) * exchange_ms_per_byte(task);
 }
 
 /** The fewest bytes the input all-to-all moves in total: every table's lookups once. */
@@ -289,7 +306,9 @@ constexpr double kNever = std::numeric_limits<double>::infinity();
 struct SplitTable {
   double lookup_fw = 0.0, lookup_bw = 0.0;   ///< a_t: the lookup-proportional part, per pass
   double rest_fw = 0.0, rest_bw = 0.0;       ///< β_t: the rest of the table's floor
-  double out_ms = 0.0;                       ///< α_t: step ms per copy of its columns output
+  double out_ms = 0.0;                       ///< α_t: step ms of its columns output once
+  double out_intra_ms = 0.0;                 ///< the intra-host part of α_t, paid per copy
+  double out_inter_ms = 0.0;                 ///< the inter-host part, paid at least once
   double in_ms = 0.0;                        ///< γ_t: step ms per copy of its lookups received
   double replicated_ms = kNever;             ///< δ_t: its gradient all-reduce if data-parallel
 };
@@ -362,23 +381,23 @@ double exchange_floors_ms(const Task& task, const std::vector<SplitTable>& table
   const double input_ms = exposed ? exchange_floor_ms(task, input_floor_bytes(task, input)) : 0.0;
   const double sharded = 2.0 * exchange_floor_ms(task, output_bytes) + input_ms;
   if (!replicable || task.topology.num_devices() <= 1) return sharded;
-  const double n = task.topology.num_devices();
   const double latency = task.topology.a2a_latency_us / 1000.0;
   const double latencies = (2.0 + (exposed ? 1.0 : 0.0)) * latency;
-  double cheapest = latencies - (2.0 + (exposed ? 1.0 : 0.0)) * n * n * exchange_ms_per_byte(task);
+  double cheapest = latencies - (2.0 + (exposed ? 1.0 : 0.0)) * truncation_slack_bytes(task) * exchange_ms_per_byte(task);
   for (const SplitTable& s : tables) cheapest += std::min(s.out_ms + s.in_ms, s.replicated_ms);
   return std::max(latencies, cheapest);
 }
 
 /** The bound of the header over plans with data-parallel tables (`copies`) or without. */
 double bound_over(const Task& task, const SimHardware& hw, Objective objective, const InputCommOptions& input,
-                  bool copies) {
+                  bool copies, double most_cell_tables) {
   const double n = task.topology.num_devices();
   const std::int64_t batch = task.workload.batch_size;
   // A device with a shard pays the call once, and the busiest pays at least the average.
   double fw = 0.0, bw = 0.0;
   std::vector<SplitTable> tables;
-  const double per_byte = exchange_ms_per_byte(task);
+  const PerByte rates = exchange_per_byte(task);
+  const double per_byte = rates.max();
   const bool exposed = input.mode == InputCommMode::kExposed;
   bool replicable = false;  // some table may be data-parallel
   for (const TableSpec& t : task.workload.tables) {
@@ -391,7 +410,10 @@ double bound_over(const Task& task, const SimHardware& hw, Objective objective, 
     s.lookup_bw = hw.bw[kLookups] * lookups;
     s.rest_fw = std::max(0.0, floor.fw_ms - s.lookup_fw - hw.fw[kTables]);
     s.rest_bw = std::max(0.0, floor.bw_ms - s.lookup_bw - hw.bw[kTables]);
-    s.out_ms = 2.0 * per_byte * static_cast<double>(batch) * 4.0 * t.dim;
+    const double out_bytes = 2.0 * static_cast<double>(batch) * 4.0 * t.dim;
+    s.out_ms = per_byte * out_bytes;
+    s.out_intra_ms = rates.intra * out_bytes;
+    s.out_inter_ms = rates.inter * out_bytes;
     s.in_ms = exposed ? per_byte * (lookups * input.index_bytes + static_cast<double>(batch) * input.length_bytes) : 0.0;
     if (copies && may_replicate(task, t)) {
       s.replicated_ms = all_reduce_ms_per_byte(task.topology) * static_cast<double>(t.weight_bytes());
@@ -426,11 +448,12 @@ double bound_over(const Task& task, const SimHardware& hw, Objective objective, 
   const double f_low = std::max(fw_avg, over_fw + max_a_fw / n);
   const double w_low = std::max(bw_avg, over_bw + max_a_bw / n);
   constexpr std::size_t kCap = 4096;
-  const std::vector<double> fs = split_thresholds(a_fw, over_fw, f_low, over_fw + max_whole_fw, kCap);
-  const std::vector<double> ws = split_thresholds(a_bw, over_bw, w_low, over_bw + max_whole_bw, kCap);
+  std::vector<double> fs = split_thresholds(a_fw, over_fw, f_low, over_fw + max_whole_fw, kCap);
+  std::vector<double> ws = split_thresholds(a_bw, over_bw, w_low, over_bw + max_whole_bw, kCap);
   if (fs.empty() || ws.empty()) return averaging;  // too many points to enumerate
-  // The link model counts whole bytes per device pair: N² bytes of slack per exchange.
-  const double latencies = (2.0 + (exposed ? 1.0 : 0.0)) * (task.topology.a2a_latency_us / 1000.0 - n * n * per_byte);
+  // The link model counts whole bytes per peer: slack per exchange (truncation_slack_bytes).
+  const double latencies =
+      (2.0 + (exposed ? 1.0 : 0.0)) * (task.topology.a2a_latency_us / 1000.0 - truncation_slack_bytes(task) * per_byte);
   // On [fs[i], fs[i+1]) × [ws[j], ws[j+1]) the pieces needed for lookups are those at the lower
   // ends (constant there), and those for the rest at least those at the upper ends.
   const auto rest_room = [](const std::vector<double>& points, std::size_t i, double overhead) {
@@ -440,30 +463,53 @@ double bound_over(const Task& task, const SimHardware& hw, Objective objective, 
   // [0, 1], where the averages grow by (Y_t − 1)(a_fw + a_bw) / N with each table's lookup copies Y_t.
   double duplicated = 0.0;
   for (const SplitTable& s : tables) duplicated += (s.lookup_fw + s.lookup_bw) / n;
+  // The output's intra-host bytes grow with every copy of a table's columns, its inter-host bytes
+  // do not (a host's partial sums cross hosts reduced, cost/link_model.h): the output is at least
+  // the larger of Σ_t (intra part · X_t) and Σ_t (inter part), each taken at its own cheapest, and
+  // both sums carry the same input and compute terms (the input all-to-all, a separate exchange).
   // A table whose whole cost fits below both lowest maxima needs one copy in every cell: its
   // output and input cost is a constant; only the others are enumerated.
   std::vector<SplitTable> active;
-  double inactive_exchange = 0.0, inactive_lookups = 0.0;
+  double inactive_intra = 0.0, inactive_inter = 0.0, inactive_lookups = 0.0;
   for (const SplitTable& s : tables) {
     if (s.lookup_fw + s.rest_fw > f_low - over_fw || s.lookup_bw + s.rest_bw > w_low - over_bw) {
       active.push_back(s);
     } else {
-      inactive_exchange += std::min(s.out_ms + s.in_ms, s.replicated_ms);
+      inactive_intra += std::min(s.out_intra_ms + s.in_ms, s.replicated_ms);
+      inactive_inter += std::min(s.out_inter_ms + s.in_ms, s.replicated_ms);
       inactive_lookups += (s.lookup_fw + s.lookup_bw) / n;
     }
   }
-  if (static_cast<double>(fs.size()) * static_cast<double>(ws.size()) * static_cast<double>(active.size() + 1) > 2e7)
-    return averaging;  // too many cells to enumerate: the averaging bound alone
+  // At scale the cells × tables to enumerate are capped: every other point of the longer list is
+  // dropped until they fit. A cell then takes the pieces its tables need for lookups at its upper
+  // end — no more than anywhere inside it —, so the minimum is still a bound, only a weaker one.
+  const double kMostCellTables = most_cell_tables;
+  const auto work = [&] {
+    return static_cast<double>(fs.size()) * static_cast<double>(ws.size()) * static_cast<double>(active.size() + 1);
+  };
+  const bool thinned = work() > kMostCellTables;
+  while (work() > kMostCellTables && (fs.size() > 2 || ws.size() > 2)) {
+    std::vector<double>& longer = fs.size() >= ws.size() ? fs : ws;
+    std::vector<double> kept;
+    for (std::size_t i = 0; i < longer.size(); i += 2) kept.push_back(longer[i]);
+    if (kept.back() != longer.back()) kept.push_back(longer.back());
+    longer = std::move(kept);
+  }
+  // Where every breakpoint is kept, the pieces needed for lookups are constant on a cell: its lower end's.
+  const auto lookup_room = [&](const std::vector<double>& points, std::size_t i, double overhead) {
+    return thinned ? rest_room(points, i, overhead) : points[i] - overhead;
+  };
   double bound = averaging;
   for (const double lambda : {1.0, 0.5, 0.0}) {
     double best = std::numeric_limits<double>::infinity();
-    const double constant = (1.0 - lambda) * (fw_avg + bw_avg - duplicated) + latencies + inactive_exchange +
+    const double constant = (1.0 - lambda) * (fw_avg + bw_avg - duplicated) + latencies +
                             (1.0 - lambda) * inactive_lookups;
     for (std::size_t i = 0; i < fs.size(); ++i) {
-      const double room_f = fs[i] - over_fw, rest_f = rest_room(fs, i, over_fw);
+      const double room_f = lookup_room(fs, i, over_fw), rest_f = rest_room(fs, i, over_fw);
       for (std::size_t j = 0; j < ws.size(); ++j) {
-        const double room_w = ws[j] - over_bw, rest_w = rest_room(ws, j, over_bw);
-        double total = lambda * (fs[i] + ws[j]) + constant;
+        const double room_w = lookup_room(ws, j, over_bw), rest_w = rest_room(ws, j, over_bw);
+        const double base = lambda * (fs[i] + ws[j]) + constant;
+        double intra = inactive_intra, inter = inactive_inter;
         for (const SplitTable& s : active) {
           const double k = std::max({1.0, s.lookup_fw > 0 ? std::ceil(s.lookup_fw / room_f - 1e-12) : 1.0,
                                      s.lookup_bw > 0 ? std::ceil(s.lookup_bw / room_w - 1e-12) : 1.0});
@@ -471,11 +517,12 @@ double bound_over(const Task& task, const SimHardware& hw, Objective objective, 
           const std::array<double, 2> d{s.rest_fw / rest_f, s.rest_bw / rest_w};
           const double copy_ms = s.in_ms + (1.0 - lambda) * (s.lookup_fw + s.lookup_bw) / n;
           // Data-parallel: no copies of its columns or lookups, its lookups counted once.
-          total += std::min(cheapest_split(s.out_ms, copy_ms, k, c, d),
-                            s.replicated_ms + (1.0 - lambda) * (s.lookup_fw + s.lookup_bw) / n);
-          if (total >= best) break;
+          const double replicated = s.replicated_ms + (1.0 - lambda) * (s.lookup_fw + s.lookup_bw) / n;
+          intra += std::min(cheapest_split(s.out_intra_ms, copy_ms, k, c, d), replicated);
+          if (s.out_inter_ms > 0) inter += std::min(s.out_inter_ms + copy_ms, replicated);
+          if (base + std::max(intra, inter) >= best) break;
         }
-        best = std::min(best, total);
+        best = std::min(best, base + std::max(intra, inter));
       }
     }
     bound = std::max(bound, best);
@@ -486,14 +533,15 @@ double bound_over(const Task& task, const SimHardware& hw, Objective objective, 
 }  // namespace
 
 double sim_lower_bound(const Task& task, const SimHardware& hw, Objective objective,
-                       const InputCommOptions& input) {
+                       const InputCommOptions& input, double most_cell_tables) {
   if (objective == Objective::kBalance) return 1.0;
-  const double without = bound_over(task, hw, objective, input, false);
+  const double without = bound_over(task, hw, objective, input, false, most_cell_tables);
   const bool replicable = std::any_of(task.workload.tables.begin(), task.workload.tables.end(),
                                       [&](const TableSpec& t) { return may_replicate(task, t); });
   if (!replicable) return without;
   // A plan with a data-parallel table also pays the all-reduce's latency on every device.
-  return std::min(without, bound_over(task, hw, objective, input, true) + task.topology.a2a_latency_us / 1000.0);
+  return std::min(without, bound_over(task, hw, objective, input, true, most_cell_tables) +
+                               task.topology.a2a_latency_us / 1000.0);
 }
 
 namespace {

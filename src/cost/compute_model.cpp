@@ -1,6 +1,8 @@
 #include "embshard/cost/compute_model.h"
 
 #include <map>
+#include <set>
+#include <tuple>
 
 #include "embshard/core/error.h"
 
@@ -36,6 +38,38 @@ std::vector<std::int64_t> device_dim_sums(const std::vector<std::vector<PlacedSh
       if (!p.is_replica()) sum += p.shard.num_cols();
     sums.push_back(sum);
   }
+  return sums;
+}
+
+bool outputs_partial_sums(const Task& task, const PlacedShard& p) {
+  return !p.is_replica() && p.shard.num_rows() < task.workload.tables[static_cast<std::size_t>(p.table)].num_rows();
+}
+
+OutputDims device_output_dims(const Task& task, const std::vector<std::vector<PlacedShard>>& by_device) {
+  OutputDims out;
+  out.pooled.assign(by_device.size(), 0);
+  out.partial.assign(by_device.size(), 0);
+  out.reduced.assign(static_cast<std::size_t>(task.topology.num_hosts()), 0);
+  std::set<std::tuple<int, int, int>> reduced;  // (host, table, first column) counted once
+  for (std::size_t d = 0; d < by_device.size(); ++d) {
+    const int host = task.topology.host_of(static_cast<int>(d));
+    for (const PlacedShard& p : by_device[d]) {
+      if (p.is_replica()) continue;
+      if (!outputs_partial_sums(task, p)) {
+        out.pooled[d] += p.shard.num_cols();
+        continue;
+      }
+      out.partial[d] += p.shard.num_cols();
+      if (reduced.emplace(host, p.table, p.shard.col_begin).second)
+        out.reduced[static_cast<std::size_t>(host)] += p.shard.num_cols();
+    }
+  }
+  return out;
+}
+
+std::vector<std::int64_t> OutputDims::totals() const {
+  std::vector<std::int64_t> sums(pooled.size());
+  for (std::size_t d = 0; d < sums.size(); ++d) sums[d] = total(d);
   return sums;
 }
 

@@ -26,14 +26,21 @@ SimHardware sim_hardware_of(const Task& task, const Params& params) {
 class SimCostModel final : public CostModel {
  public:
   SimCostModel(const Task& task, Params params, const Context& ctx)
-      : hardware_(sim_hardware_of(task, params)),
-        compute_(make_sim_model(hardware_)),
-        comm_(make_link_comm_model(task.topology, task.workload.batch_size,
-                                   input_comm_options(params))),
-        params_(std::move(params)) {
+      : SimCostModel(task.topology, task.workload.batch_size, sim_hardware_of(task, params), params) {
     if (hardware_.calibrated_on && params_.get_string("hardware") == "match") {
       warn_if_calibrated_elsewhere(*hardware_.calibrated_on, "sim's " + task.topology.device_kind + " coefficients", ctx);
     }
+  }
+  SimCostModel(const Topology& topology, std::int64_t batch_size, SimHardware hardware, Params params)
+      : hardware_(std::move(hardware)),
+        compute_(make_sim_model(hardware_)),
+        comm_(make_link_comm_model(topology, batch_size, input_comm_options(params))),
+        params_(std::move(params)),
+        topology_(topology),
+        batch_size_(batch_size) {}
+
+  [[nodiscard]] std::unique_ptr<CostModel> clone() const override {
+    return std::make_unique<SimCostModel>(topology_, batch_size_, hardware_, params_);
   }
 
   [[nodiscard]] std::string spec() const override { return canonical_spec("sim", params_); }
@@ -50,6 +57,8 @@ class SimCostModel final : public CostModel {
   std::unique_ptr<ComputeModel> compute_;
   std::unique_ptr<CommModel> comm_;
   Params params_;
+  Topology topology_;          ///< of the task it was built for (clone builds its link model again)
+  std::int64_t batch_size_;
 };
 
 /** Fills in_comm_ms / in_hidden_ms under the link model (cost/link_model.h); needs fw/bw_comp. */
@@ -85,7 +94,7 @@ CostBreakdown assemble_breakdown(const Task& task, const Plan& plan, ComputeMode
   }
   b.compute_source = compute.source();
   b.compute_detail = compute.detail();
-  const std::vector<DeviceComm> a2a = comm.device_comm(task, device_dim_sums(by_device), fw_comp_ms);
+  const std::vector<DeviceComm> a2a = comm.device_comm(task, device_output_dims(task, by_device), fw_comp_ms);
   EMBSHARD_ASSERT(a2a.size() == b.devices.size());
   for (std::size_t d = 0; d < a2a.size(); ++d) {
     b.devices[d].fw_comm_ms = a2a[d].fw_ms;

@@ -9,67 +9,110 @@ namespace embshard {
 namespace {
 
 /**
- * Device d sends `bytes[d]` / N (whole bytes) to every other device, so each device's volumes
- * follow from its own bytes, its host's total and the grand total: O(devices), not O(devices²).
- * The hosts' totals go into `host_bytes` (reused, so search code need not allocate); returns the
- * grand total.
+ * The per-peer bytes of an exchange (file comment: b_d, s_d, q_h, truncated) and their sums per
+ * host and over all, from which every device's volumes follow in O(1): O(devices) in all, not
+ * O(devices²). Kept in thread-local buffers so that search code calling per move need not allocate.
  */
-std::int64_t host_totals(const Topology& topology, std::span<const double> bytes,
-                         std::vector<std::int64_t>& host_bytes) {
-  const int n = topology.num_devices();
-  const int per_host = std::max(topology.devices_per_host, 1);
-  host_bytes.assign(static_cast<std::size_t>(topology.num_hosts()), 0);
-  std::int64_t total = 0;
-  for (int d = 0; d < n; ++d) {
-    const auto b = static_cast<std::int64_t>(bytes[d] / n);
-    host_bytes[static_cast<std::size_t>(d / per_host)] += b;
-    total += b;
-  }
-  return total;
-}
+struct PeerBytes {
+  std::vector<std::int64_t> b, s, q;            ///< per device, per device, per host
+  std::vector<std::int64_t> host_b, host_bs;    ///< per host: Σ b, Σ (b + s)
+  std::int64_t total_b = 0, total_q = 0;
+  int n = 0, per_host = 1, hosts = 1;
 
-/** Device d's volumes, given the hosts' totals and the grand total (host_totals). */
-LinkVolume volume_of(const Topology& topology, int d, double bytes, const std::vector<std::int64_t>& host_bytes,
-                     std::int64_t total) {
-  const int n = topology.num_devices();
-  const int per_host = std::max(topology.devices_per_host, 1);
-  const int host = d / per_host;
-  const std::int64_t host_size = std::min(n, (host + 1) * per_host) - host * per_host;
-  const auto b = static_cast<std::int64_t>(bytes / n);
-  const std::int64_t host_total = host_bytes[static_cast<std::size_t>(host)];
-  return {b * (host_size - 1), b * (n - host_size), host_total - b, total - host_total};
+  void fill(const Topology& topology, const ExchangeBytes& bytes) {
+    n = topology.num_devices();
+    per_host = std::max(topology.host_size(), 1);
+    hosts = topology.num_hosts();
+    EMBSHARD_ASSERT(static_cast<int>(bytes.pooled.size()) == n);
+    EMBSHARD_ASSERT(bytes.partial.empty() || static_cast<int>(bytes.partial.size()) == n);
+    EMBSHARD_ASSERT(bytes.reduced.empty() || static_cast<int>(bytes.reduced.size()) == hosts);
+    b.assign(static_cast<std::size_t>(n), 0);
+    s.assign(static_cast<std::size_t>(n), 0);
+    q.assign(static_cast<std::size_t>(hosts), 0);
+    host_b.assign(static_cast<std::size_t>(hosts), 0);
+    host_bs.assign(static_cast<std::size_t>(hosts), 0);
+    total_b = total_q = 0;
+    for (int d = 0; d < n; ++d) {
+      const auto i = static_cast<std::size_t>(d);
+      b[i] = static_cast<std::int64_t>(bytes.pooled[i] / n);
+      if (!bytes.partial.empty()) s[i] = static_cast<std::int64_t>(bytes.partial[i] / per_host);
+      const auto h = static_cast<std::size_t>(d / per_host);
+      host_b[h] += b[i];
+      host_bs[h] += b[i] + s[i];
+      total_b += b[i];
+    }
+    for (std::size_t h = 0; h < q.size() && !bytes.reduced.empty(); ++h) {
+      q[h] = static_cast<std::int64_t>(bytes.reduced[h] / n);
+      total_q += q[h];
+    }
+  }
+
+  [[nodiscard]] LinkVolume volume(int d) const {
+    const auto i = static_cast<std::size_t>(d);
+    const auto h = static_cast<std::size_t>(d / per_host);
+    return {(per_host - 1) * (b[i] + s[i]), (n - per_host) * b[i] + (hosts - 1) * q[h],
+            host_bs[h] - (b[i] + s[i]), total_b - host_b[h] + total_q - q[h]};
+  }
+};
+
+PeerBytes& peer_bytes(const Topology& topology, const ExchangeBytes& bytes) {
+  thread_local PeerBytes peers;
+  peers.fill(topology, bytes);
+  return peers;
 }
 
 }  // namespace
 
-std::vector<LinkVolume> exchange_volumes(const Topology& topology, const std::vector<double>& bytes) {
-  const int n = topology.num_devices();
-  EMBSHARD_ASSERT(static_cast<int>(bytes.size()) == n);
-  std::vector<std::int64_t> host_bytes;
-  const std::int64_t total = host_totals(topology, bytes, host_bytes);
-  std::vector<LinkVolume> volumes(static_cast<std::size_t>(n));
-  for (int d = 0; d < n; ++d) volumes[static_cast<std::size_t>(d)] = volume_of(topology, d, bytes[d], host_bytes, total);
+ExchangeBytes output_exchange_bytes(const OutputDims& outputs, std::int64_t batch_size, int element_bytes) {
+  const auto scale = [&](const std::vector<std::int64_t>& dims) {
+    std::vector<double> bytes(dims.size());
+    for (std::size_t i = 0; i < dims.size(); ++i)
+      bytes[i] = static_cast<double>(batch_size) * static_cast<double>(dims[i]) * element_bytes;
+    return bytes;
+  };
+  return {scale(outputs.pooled), scale(outputs.partial), scale(outputs.reduced)};
+}
+
+std::vector<LinkVolume> exchange_volumes(const Topology& topology, const ExchangeBytes& bytes) {
+  const PeerBytes& peers = peer_bytes(topology, bytes);
+  std::vector<LinkVolume> volumes(static_cast<std::size_t>(peers.n));
+  for (int d = 0; d < peers.n; ++d) volumes[static_cast<std::size_t>(d)] = peers.volume(d);
   return volumes;
 }
 
-void exchange_ms_into(const Topology& topology, std::span<const double> bytes, std::span<double> times) {
+void exchange_ms_into(const Topology& topology, const ExchangeBytes& bytes, std::span<double> times) {
   const int n = topology.num_devices();
-  EMBSHARD_ASSERT(static_cast<int>(bytes.size()) == n && static_cast<int>(times.size()) == n);
+  EMBSHARD_ASSERT(static_cast<int>(times.size()) == n);
   if (n <= 1) {
     std::fill(times.begin(), times.end(), 0.0);
     return;
   }
-  thread_local std::vector<std::int64_t> host_bytes;  // search code calls this per candidate move
-  const std::int64_t total = host_totals(topology, bytes, host_bytes);
+  const PeerBytes& peers = peer_bytes(topology, bytes);
   const auto ms = [](std::int64_t b, double gbps) {
     return gbps > 0.0 ? static_cast<double>(b) / (gbps * 1e6) : 0.0;
   };
   for (int d = 0; d < n; ++d) {
-    const LinkVolume v = volume_of(topology, d, bytes[d], host_bytes, total);
+    const LinkVolume v = peers.volume(d);
     const double intra = ms(std::max(v.send_intra_bytes, v.recv_intra_bytes), topology.intra_host_gbps);
     const double inter = ms(std::max(v.send_inter_bytes, v.recv_inter_bytes), topology.inter_host_gbps);
-    times[d] = topology.a2a_latency_us / 1000.0 + std::max(intra, inter);
+    times[static_cast<std::size_t>(d)] = topology.a2a_latency_us / 1000.0 + std::max(intra, inter);
   }
+}
+
+std::vector<double> exchange_ms(const Topology& topology, const ExchangeBytes& bytes) {
+  std::vector<double> times(static_cast<std::size_t>(topology.num_devices()), 0.0);
+  exchange_ms_into(topology, bytes, times);
+  return times;
+}
+
+std::vector<LinkVolume> exchange_volumes(const Topology& topology, const std::vector<double>& bytes) {
+  return exchange_volumes(topology, ExchangeBytes{bytes, {}, {}});
+}
+
+void exchange_ms_into(const Topology& topology, std::span<const double> bytes, std::span<double> times) {
+  thread_local ExchangeBytes pooled;
+  pooled.pooled.assign(bytes.begin(), bytes.end());
+  exchange_ms_into(topology, pooled, times);
 }
 
 std::vector<double> exchange_ms(const Topology& topology, const std::vector<double>& bytes) {
@@ -202,30 +245,26 @@ class LinkCommModel final : public CommModel {
     return detail::concat("link model of ", topology_.name, " at batch ", batch_size_,
                           ", input all-to-all ", to_string(input_.mode));
   }
-  [[nodiscard]] std::vector<DeviceComm> device_comm(const Task&,
-                                                    std::span<const std::int64_t> dim_sums,
-                                                    std::span<const double>) override {
-    const std::vector<double> ms =
-        all_to_all_ms(topology_, {dim_sums.begin(), dim_sums.end()}, batch_size_);
-    std::vector<DeviceComm> comm(ms.size());
-    // The backward all-to-all moves the same volumes the other way: the same time (file comment).
-    for (std::size_t d = 0; d < ms.size(); ++d) comm[d] = {ms[d], ms[d]};
+  [[nodiscard]] std::vector<DeviceComm> device_comm(const Task& task, const OutputDims& outputs,
+                                                    std::span<const double> fw_comp_ms) override {
+    std::vector<DeviceComm> comm(outputs.pooled.size());
+    device_comm_into(task, outputs, fw_comp_ms, comm);
     return comm;
   }
-  void device_comm_into(const Task&, std::span<const std::int64_t> dim_sums, std::span<const double>,
+  void device_comm_into(const Task&, const OutputDims& outputs, std::span<const double>,
                         std::span<DeviceComm> out) override {
-    bytes_.resize(dim_sums.size());
-    ms_.resize(dim_sums.size());
-    for (std::size_t d = 0; d < dim_sums.size(); ++d)
-      bytes_[d] = static_cast<double>(batch_size_) * static_cast<double>(dim_sums[d]) * 4;
+    bytes_ = output_exchange_bytes(outputs, batch_size_);
+    ms_.resize(outputs.pooled.size());
     exchange_ms_into(topology_, bytes_, ms_);
+    // The backward exchange moves the same volumes the other way: the same time (file comment).
     for (std::size_t d = 0; d < out.size(); ++d) out[d] = {ms_[d], ms_[d]};
   }
   [[nodiscard]] const InputCommOptions& input_options() const override { return input_; }
   [[nodiscard]] bool is_link_model() const override { return true; }
 
  private:
-  std::vector<double> bytes_, ms_;
+  ExchangeBytes bytes_;
+  std::vector<double> ms_;
   Topology topology_;
   std::int64_t batch_size_;
   InputCommOptions input_;

@@ -137,8 +137,11 @@ class NeuralCommModel final : public CommModel {
                           t.fingerprint.cpu_model, ")");
   }
 
-  [[nodiscard]] std::vector<DeviceComm> device_comm(const Task&, std::span<const std::int64_t> dim_sums,
+  /** Trained on all-to-alls of pooled columns (NeuroShard's comm samples): it sees every
+   *  device's columns alike, partial sums or not. */
+  [[nodiscard]] std::vector<DeviceComm> device_comm(const Task&, const OutputDims& outputs,
                                                     std::span<const double> fw_comp_ms) override {
+    const std::vector<std::int64_t> dim_sums = outputs.totals();
     const std::size_t n = dim_sums.size();
     EMBSHARD_ASSERT(n == static_cast<std::size_t>(weights_->fw_comm->devices) && fw_comp_ms.size() == n);
     const double earliest = *std::min_element(fw_comp_ms.begin(), fw_comp_ms.end());

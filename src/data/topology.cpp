@@ -19,8 +19,8 @@ struct NodeSheet {
   double hbm_gbps;            ///< device-memory bandwidth
   double uvm_gib;             ///< host DRAM per GPU (node DRAM / GPUs)
   double uvm_gbps;            ///< host link per GPU, per direction (PCIe generation x16)
-  double intra_gbps;          ///< GPU-to-GPU per direction (NVLink or PCIe)
-  double inter_gbps;          ///< NIC bandwidth per GPU (node NICs / GPUs)
+  double intra_gbps;          ///< GPU-to-GPU per direction (NVLink or PCIe), NCCL's busbw where published
+  double inter_gbps;          ///< NIC bandwidth per GPU (node NICs / GPUs), NCCL's busbw where published
   double a2a_latency_us;      ///< all-to-all floor inside a node
 };
 
@@ -29,7 +29,11 @@ struct NodeSheet {
 // not the data sheet's but fitted to the papers' measurements (`embshard profile calibrate
 // --figures models/calibration/2080ti-papers.json`, docs/judge.md): GeForce cards have no PCIe
 // peer-to-peer, so NCCL stages every transfer through host memory. The other presets keep the
-// data-sheet NCCL floor (25 µs) and link bandwidth.
+// data-sheet NCCL floor (25 µs). Their link bandwidths are NCCL bus bandwidths where published
+// (cost/link_model.h): on H100 / H200 nodes NCCL reaches 370 GB/s over NVLink4's 450 GB/s line rate
+// (~20% protocol overhead; NVIDIA's NCCL maintainers, nccl-tests issue #212) and an all-to-all runs
+// at one NIC's rate, 48-49 GB/s for a 400 Gb/s ConnectX-7 (nccl-tests issue #267); V100 and A100
+// keep the data sheets' line rates (their single-host figures in docs/benchmarks.md use them).
 // DGX-1 V100 (32 GB HBM2 900 GB/s, NVLink2 6 links x 25 GB/s = 150 GB/s/direction, 512 GB host,
 // 4x EDR 100 Gb/s IB); DGX A100 (80 GB HBM2e 2,039 GB/s, NVLink3 300 GB/s/direction, PCIe 4.0
 // 31.5 GB/s, 2 TB host, 8x HDR 200 Gb/s); DGX H100 (80 GB HBM3 3,350 GB/s, NVLink4 450
@@ -46,11 +50,11 @@ constexpr NodeSheet kSheets[] = {
      "DGX A100: 80 GB HBM2e at 2039 GB/s, NVLink3 300 GB/s/dir, PCIe 4.0, 8x200 Gb/s IB per node",
      8, 80.0, 2039.0, 256.0, 31.5, 300.0, 25.0, 25.0},
     {"h100", "H100-SXM5-80GB", "NVIDIA H100 80GB HBM3",
-     "DGX H100: 80 GB HBM3 at 3350 GB/s, NVLink4 450 GB/s/dir, PCIe 5.0, 8x400 Gb/s IB per node",
-     8, 80.0, 3350.0, 256.0, 63.0, 450.0, 50.0, 25.0},
+     "DGX H100: 80 GB HBM3 at 3350 GB/s, NVLink4 (NCCL 370 GB/s), PCIe 5.0, 8x400 Gb/s IB per node (NCCL 48 GB/s per GPU)",
+     8, 80.0, 3350.0, 256.0, 63.0, 370.0, 48.0, 25.0},
     {"h200", "H200-SXM-141GB", "NVIDIA H200",
-     "DGX H200: 141 GB HBM3e at 4800 GB/s, NVLink4 450 GB/s/dir, PCIe 5.0, 8x400 Gb/s IB per node",
-     8, 141.0, 4800.0, 256.0, 63.0, 450.0, 50.0, 25.0},
+     "DGX H200: 141 GB HBM3e at 4800 GB/s, NVLink4 (NCCL 370 GB/s), PCIe 5.0, 8x400 Gb/s IB per node (NCCL 48 GB/s per GPU)",
+     8, 141.0, 4800.0, 256.0, 63.0, 370.0, 48.0, 25.0},
 };
 
 constexpr double kInterLatencyUs = 50.0;  // NCCL all-to-all floor across nodes (at least)
@@ -172,6 +176,9 @@ std::string find_error_in_topology(const Topology& t, const std::string& where) 
     return at + " has " + std::to_string(t.devices.size()) + " devices, more than " +
            std::to_string(kMaxDevices);
   if (t.devices_per_host < 1) return at + ": devices_per_host must be at least 1";
+  if (t.num_devices() > t.devices_per_host && t.num_devices() % t.devices_per_host != 0)
+    return at + ": devices_per_host " + std::to_string(t.devices_per_host) + " does not divide its " +
+           std::to_string(t.num_devices()) + " devices (hosts must be the same size)";
   const auto bad_gbps = [](double v) { return !(v >= 0 && v <= kMaxGbps); };  // NaN too
   for (std::size_t d = 0; d < t.devices.size(); ++d) {
     const Device& dev = t.devices[d];

@@ -56,7 +56,8 @@ CompareRow plan_row(const Task& task, const std::string& sharder, const CompareO
   row.plan_ms = plan.provenance.wall_ms;
   // A bound of one model says nothing of another's costs: only the sim judge of the sim model.
   if (options.eval.backend == "sim" && cost->spec() == judge_spec(options.eval)) {
-    row.lower_bound_ms = cost->lower_bound(task, Objective::kStep).value_or(0.0);
+    const bool known = r.lower_bound && r.bound_objective == Objective::kStep;
+    row.lower_bound_ms = (known ? r.lower_bound : cost->lower_bound(task, Objective::kStep)).value_or(0.0);
   }
   return row;
 }

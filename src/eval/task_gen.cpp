@@ -107,8 +107,9 @@ class NeuroShardProtocol : public ProtocolBase {
   using ProtocolBase::ProtocolBase;
   [[nodiscard]] Task generate(const TableSource& source, std::uint64_t seed, int index) const override {
     Rng rng(derive_seed(seed, static_cast<std::uint64_t>(index)));
-    const auto lo = static_cast<std::uint64_t>(params_.get_int("min_tables_per_device") * devices() / 2);
-    const auto hi = static_cast<std::uint64_t>(params_.get_int("max_tables_per_device") * devices());
+    const auto exact = static_cast<std::uint64_t>(params_.get_int("tables"));
+    const auto lo = exact > 0 ? exact : static_cast<std::uint64_t>(params_.get_int("min_tables_per_device") * devices() / 2);
+    const auto hi = exact > 0 ? exact + 1 : static_cast<std::uint64_t>(params_.get_int("max_tables_per_device") * devices());
     EMBSHARD_CHECK(hi > lo, name_, ": empty range of table counts");
     const auto grid = dim_grid();
     const double budget = mem_bytes() * devices() - kGiB;
@@ -354,6 +355,8 @@ Registry<TaskGenerator> build_registry() {
                    "tables per task at least this x devices / 2 (10 on 4 devices)"});
   neuro.push_back({"max_tables_per_device", ParamType::kInt, "15", 1, 10000, {},
                    "tables per task below this x devices (60 on 4 devices)"});
+  neuro.push_back({"tables", ParamType::kInt, "0", 0, 65536, {},
+                   "exactly this many tables per task (0: drawn between the per-device bounds; the scale suite)"});
   r.add({"neuroshard", "NeuroShard Table 5: 10-60 (4 dev) / 20-120 (8 dev) tables, dims 4..max_dim",
          neuro},
         factory_of<NeuroShardProtocol>("neuroshard"));

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -157,44 +158,125 @@ TEST(AllToAll, SessionWithoutMpiSaysSo) {
 
 // ---- the link model -----------------------------------------------------------------------------
 
-/** The link model's volumes by summing every ordered pair of devices: the slow reference. */
-std::vector<LinkVolume> pairwise_volumes(const Topology& t, const std::vector<std::int64_t>& dim_sums,
-                                         std::int64_t batch) {
-  const int n = t.num_devices();
+/**
+ * The link model's volumes by enumerating every message (cost/link_model.h): each device's pooled
+ * bytes per peer to every other device, its partial sums per peer to every other device of its
+ * host, and its host's reduced rows per peer to the device of its local rank on every other host.
+ * The slow reference of the O(1)-per-device formulas.
+ */
+std::vector<LinkVolume> message_volumes(const Topology& t, const ExchangeBytes& bytes) {
+  const int n = t.num_devices(), per_host = t.host_size();
   std::vector<LinkVolume> v(static_cast<std::size_t>(n));
+  const auto send = [&](int d, int e, std::int64_t b) {
+    const bool intra = t.same_host(d, e);
+    (intra ? v[d].send_intra_bytes : v[d].send_inter_bytes) += b;
+    (intra ? v[e].recv_intra_bytes : v[e].recv_inter_bytes) += b;
+  };
   for (int d = 0; d < n; ++d) {
-    const std::int64_t bytes = batch * 4 * dim_sums[d] / n;  // each other device's B/N samples
+    const auto pooled = static_cast<std::int64_t>(bytes.pooled[d] / n);  // each device's B/N samples
+    const auto partial = bytes.partial.empty() ? 0 : static_cast<std::int64_t>(bytes.partial[d] / per_host);
+    const auto reduced = bytes.reduced.empty() ? 0 : static_cast<std::int64_t>(bytes.reduced[t.host_of(d)] / n);
     for (int e = 0; e < n; ++e) {
       if (e == d) continue;
-      const bool intra = t.same_host(d, e);
-      (intra ? v[d].send_intra_bytes : v[d].send_inter_bytes) += bytes;
-      (intra ? v[e].recv_intra_bytes : v[e].recv_inter_bytes) += bytes;
+      send(d, e, pooled);
+      if (t.same_host(d, e)) send(d, e, partial);
+      if (!t.same_host(d, e) && e % per_host == d % per_host) send(d, e, reduced);
     }
   }
   return v;
 }
 
-TEST(LinkModel, VolumesEqualThePairwiseReferenceOnRandomTopologies) {
-  Rng rng(17);
-  for (int trial = 0; trial < 200; ++trial) {
-    Topology t = make_topology("a100:nodes=1,gpus_per_node=1");
-    const int n = 1 + static_cast<int>(rng.below(40));
-    t.devices.assign(static_cast<std::size_t>(n), t.devices.front());
-    t.devices_per_host = 1 + static_cast<int>(rng.below(9));  // the last host may be partial
-    std::vector<std::int64_t> dims;
-    for (int d = 0; d < n; ++d) dims.push_back(static_cast<std::int64_t>(rng.below(5000)));
-    const std::int64_t batch = 1 + static_cast<std::int64_t>(rng.below(100000));
-    const auto fast = all_to_all_volumes(t, dims, batch);
-    const auto slow = pairwise_volumes(t, dims, batch);
-    for (int d = 0; d < n; ++d) {
-      EXPECT_EQ(std::tie(fast[d].send_intra_bytes, fast[d].send_inter_bytes, fast[d].recv_intra_bytes,
-                         fast[d].recv_inter_bytes),
-                std::tie(slow[d].send_intra_bytes, slow[d].send_inter_bytes, slow[d].recv_intra_bytes,
-                         slow[d].recv_inter_bytes))
-          << "trial " << trial << " device " << d << " of " << n << ", " << t.devices_per_host
-          << " per host";
-    }
+void expect_same_volumes(const std::vector<LinkVolume>& fast, const std::vector<LinkVolume>& slow,
+                         const std::string& where) {
+  ASSERT_EQ(fast.size(), slow.size()) << where;
+  for (std::size_t d = 0; d < fast.size(); ++d) {
+    EXPECT_EQ(std::tie(fast[d].send_intra_bytes, fast[d].send_inter_bytes, fast[d].recv_intra_bytes,
+                       fast[d].recv_inter_bytes),
+              std::tie(slow[d].send_intra_bytes, slow[d].send_inter_bytes, slow[d].recv_intra_bytes,
+                       slow[d].recv_inter_bytes))
+        << where << ", device " << d;
   }
+}
+
+TEST(LinkModel, VolumesEqualTheMessageReferenceOnRandomTopologies) {
+  Rng rng(17);
+  for (int trial = 0; trial < 300; ++trial) {
+    Topology t = make_topology("a100:nodes=1,gpus_per_node=1");
+    t.devices_per_host = 1 + static_cast<int>(rng.below(9));
+    const int hosts = 1 + static_cast<int>(rng.below(6));
+    const int n = trial % 10 == 0 ? 1 + static_cast<int>(rng.below(static_cast<std::uint64_t>(t.devices_per_host)))
+                                  : hosts * t.devices_per_host;  // one small host, or full hosts
+    t.devices.assign(static_cast<std::size_t>(n), t.devices.front());
+    ASSERT_EQ(find_error_in_topology(t, "trial"), "");
+    const auto draw = [&](int count) {
+      std::vector<double> bytes;
+      for (int i = 0; i < count; ++i) bytes.push_back(static_cast<double>(rng.below(50'000'000)));
+      return bytes;
+    };
+    const ExchangeBytes bytes{draw(n), trial % 3 ? draw(n) : std::vector<double>{},
+                              trial % 3 ? draw(t.num_hosts()) : std::vector<double>{}};
+    expect_same_volumes(exchange_volumes(t, bytes), message_volumes(t, bytes),
+                        detail::concat("trial ", trial, ", ", n, " devices, ", t.devices_per_host, " per host"));
+  }
+}
+
+/** The output exchange of `plan` on 2 hosts of 2 devices at batch 16 (test below). */
+std::vector<LinkVolume> two_host_volumes(const std::vector<TablePlacement>& placements) {
+  Task task = test_util::task_of({{"t", 100, 8}}, 4, std::int64_t{1} << 40, 0, /*devices_per_host=*/2);
+  task.workload.batch_size = 16;
+  const Plan plan = test_util::plan_of(placements);
+  EXPECT_EQ(find_error_in_plan(task, plan), "");
+  return exchange_volumes(task.topology, output_exchange_bytes(device_output_dims(task, shards_by_device(task, plan)),
+                                                               task.workload.batch_size));
+}
+
+/** {send intra, send inter, recv intra, recv inter} of every device. */
+std::vector<std::array<std::int64_t, 4>> links(const std::vector<LinkVolume>& v) {
+  std::vector<std::array<std::int64_t, 4>> out;
+  for (const LinkVolume& d : v) out.push_back({d.send_intra_bytes, d.send_inter_bytes, d.recv_intra_bytes, d.recv_inter_bytes});
+  return out;
+}
+
+TEST(LinkModel, EverySharingTypeMovesTheBytesWorkedOutByHandOnTwoHosts) {
+  // Hosts {0, 1} and {2, 3}; table t: 100 rows × 8 columns; B = 16, so each device trains on 4
+  // samples; a whole table's outputs are 16 · 8 · 4 = 512 bytes, a sample's 32.
+  using test_util::shard;
+  // table-wise on device 0: 4 samples (128 bytes) to each other device, 2 of them on host 1.
+  EXPECT_EQ(links(two_host_volumes({{"t", ShardingType::kTableWise, {shard(0, 0, 100, 0, 8)}}})),
+            (std::vector<std::array<std::int64_t, 4>>{{128, 256, 0, 0}, {0, 0, 128, 0}, {0, 0, 0, 128}, {0, 0, 0, 128}}));
+  // column-wise, 4 columns on devices 0 and 2: each sends 4 samples × 16 bytes = 64 to every other.
+  EXPECT_EQ(links(two_host_volumes({{"t", ShardingType::kColumnWise, {shard(0, 0, 100, 0, 4), shard(2, 0, 100, 4, 8)}}})),
+            (std::vector<std::array<std::int64_t, 4>>{{64, 128, 0, 64}, {0, 0, 64, 64}, {64, 128, 0, 64}, {0, 0, 64, 64}}));
+  // table-row-wise on host 1: devices 2 and 3 each hold partial sums of the whole batch (512
+  // bytes), reduce-scatter them (256 to the other), then each sends the 4 samples of its local
+  // rank's device on host 0 (128 bytes). The flat exchange of the old model sent 384 bytes from
+  // each, 256 of them across hosts.
+  EXPECT_EQ(links(two_host_volumes({{"t", ShardingType::kTableRowWise, {shard(2, 0, 50, 0, 8), shard(3, 50, 100, 0, 8)}}})),
+            (std::vector<std::array<std::int64_t, 4>>{{0, 0, 0, 128}, {0, 0, 0, 128}, {256, 128, 256, 0}, {256, 128, 256, 0}}));
+  // row-wise over all four: every host reduces its two partial sums the same way, then the hosts
+  // exchange their reduced rows: 128 bytes each way per device.
+  EXPECT_EQ(links(two_host_volumes({{"t", ShardingType::kRowWise,
+                                     {shard(0, 0, 25, 0, 8), shard(1, 25, 50, 0, 8), shard(2, 50, 75, 0, 8), shard(3, 75, 100, 0, 8)}}})),
+            (std::vector<std::array<std::int64_t, 4>>(4, {256, 128, 256, 128})));
+  // grid: columns 0-3 in rows halves on devices 0 and 1, columns 4-7 on 2 and 3: each block a
+  // table-row-wise exchange of 4 columns (partial sums 256 bytes, 128 to the host peer, 64 across).
+  EXPECT_EQ(links(two_host_volumes({{"t", ShardingType::kGridShard,
+                                     {shard(0, 0, 50, 0, 4), shard(1, 50, 100, 0, 4), shard(2, 0, 50, 4, 8), shard(3, 50, 100, 4, 8)}}})),
+            (std::vector<std::array<std::int64_t, 4>>(4, {128, 64, 128, 64})));
+  // data-parallel: no output exchange (its gradients are all-reduced).
+  EXPECT_EQ(links(two_host_volumes({{"t", ShardingType::kDataParallel,
+                                     {shard(0, 0, 100, 0, 8), shard(1, 0, 100, 0, 8), shard(2, 0, 100, 0, 8), shard(3, 0, 100, 0, 8)}}})),
+            (std::vector<std::array<std::int64_t, 4>>(4, {0, 0, 0, 0})));
+}
+
+TEST(LinkModel, HostsMustBeTheSameSize) {
+  Topology t = make_topology("h100:nodes=2");
+  EXPECT_EQ(find_error_in_topology(t, "t.json"), "");
+  t.devices.pop_back();
+  EXPECT_NE(find_error_in_topology(t, "t.json").find("devices_per_host 8 does not divide its 15 devices"), std::string::npos)
+      << find_error_in_topology(t, "t.json");
+  t.devices.resize(5);  // one host of 5 < 8 devices
+  EXPECT_EQ(find_error_in_topology(t, "t.json"), "");
 }
 
 TEST(LinkModel, TwoDevicesOnOneHost) {

@@ -178,9 +178,19 @@ struct SimTable {
  * table's floor: its lookups are counted once, its distinct rows at least once, its dense update
  * moves more than the sparse one); the bound is the smaller of the two. Memory is not in the bound: where HBM
  * forces placements (full devices), plans sit further above it.
+ *
+ * Several hosts. A column's output crosses hosts at least once however it is split (a host's row
+ * pieces reduce their partial sums before sending them across, cost/link_model.h), while every
+ * copy adds intra-host bytes: the output term is the larger of Σ_t (intra part · X_t) and
+ * Σ_t (inter part), each at its own cheapest.
+ *
+ * Work. The (F, W) cells × tables enumerated are capped at `most_cell_tables`: beyond it every
+ * other point is dropped and a cell takes its pieces for lookups at its upper end (still a bound,
+ * a weaker one); tests lower the cap.
  */
 [[nodiscard]] double sim_lower_bound(const Task& task, const SimHardware& hardware,
-                                     Objective objective, const InputCommOptions& input);
+                                     Objective objective, const InputCommOptions& input,
+                                     double most_cell_tables = 2e6);
 
 /** Fits non-negative coefficients minimising Σ ((pred − y) / y)² (y > 0 rows only). */
 [[nodiscard]] SimCoefficients fit_sim_coefficients(std::span<const SimFeatures> features,

@@ -20,6 +20,7 @@
 
 #include "embshard/core/context.h"
 #include "embshard/cost/breakdown.h"
+#include "embshard/cost/comm_model.h"
 #include "embshard/plan/plan.h"
 
 namespace embshard {
@@ -42,6 +43,14 @@ struct PlacedShard {
  *  of data-parallel tables send nothing). */
 [[nodiscard]] std::vector<std::int64_t> device_dim_sums(
     const std::vector<std::vector<PlacedShard>>& by_device);
+
+/** Whether `shard` outputs partial sums (it holds a row range of its table, not a data-parallel
+ *  copy) rather than pooled vectors (comm_model.h `OutputDims`). */
+[[nodiscard]] bool outputs_partial_sums(const Task& task, const PlacedShard& shard);
+
+/** What every device puts into the output exchange (comm_model.h `OutputDims`). */
+[[nodiscard]] OutputDims device_output_dims(const Task& task,
+                                            const std::vector<std::vector<PlacedShard>>& by_device);
 
 struct DeviceCompute {
   double fw_ms = 0.0;

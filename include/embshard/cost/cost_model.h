@@ -68,6 +68,12 @@ class CostModel {
   /** A valid bound on `objective` over every plan of `task` (file comment); none if unknown. */
   [[nodiscard]] virtual std::optional<double> lower_bound(const Task& task,
                                                           Objective objective) const = 0;
+  /**
+   * An independent copy for another thread (search code that runs several chains at once), or
+   * none when the model cannot be copied (measured models time kernels: one at a time). Models
+   * need not be thread-safe; copies share nothing mutable.
+   */
+  [[nodiscard]] virtual std::unique_ptr<CostModel> clone() const { return nullptr; }
   /** The breakdown of a valid plan: `assemble_breakdown` with this model's two parts. */
   [[nodiscard]] CostBreakdown estimate(const Task& task, const Plan& plan, const Context& ctx) {
     return assemble_breakdown(task, plan, compute(), comm(), ctx);

@@ -1,34 +1,46 @@
 #pragma once
 /**
  * @file link_model.h
- * @brief The all-to-all link model: how long each device spends in the forward and backward
- *        all-to-all of a step, from the summed dims each device produces.
+ * @brief The link model: how long each device spends in the output exchanges (forward and
+ *        backward) and the input all-to-all of a step, costed as NCCL and TorchRec run them on a
+ *        topology of H hosts of L devices each (N = H·L), per link.
  *
- * Device d holds shards whose output columns sum to `dim_sums[d]`; it computes pooled vectors
- * for the whole global batch B and, in the forward all-to-all, sends each other device e the
- * B/N samples e trains on (N devices; a device keeps its own share):
- *
- *   bytes(d → e) = (B / N) · dim_sums[d] · element_bytes            (e ≠ d)
- *   send_d = Σ_{e≠d} bytes(d → e),   recv_d = Σ_{e≠d} bytes(e → d)
- *
- * split by whether e is on d's host (intra-host link) or not (inter-host link). Links are full
- * duplex and the intra- and inter-host links run concurrently, so device d needs
+ * Links. Each device has an intra-host link (NVLink, PCIe) and an inter-host link (its NIC, one
+ * per GPU: an all-to-all cannot aggregate several NICs), full duplex, running concurrently. An
+ * exchange that moves, per device d, send/recv bytes over each link takes
  *
  *   time_d = latency + max( max(send_intra_d, recv_intra_d) / intra_gbps,
  *                           max(send_inter_d, recv_inter_d) / inter_gbps )
  *
- * (latency = `a2a_latency_us`; GB/s = 10^9 bytes/s). The backward all-to-all moves the gradients
- * of the same vectors the other way, so its per-device volume is the forward's with send and
- * receive swapped — the same time under this symmetric model. One device: no all-to-all (0 ms).
- * The collective as a whole lasts max_d time_d (design.md §4); the wait for the slowest sender
- * (straggler) is a separate term (`DeviceCost::fw_wait_ms`).
+ * (latency = `a2a_latency_us`; GB/s = 10^9 bytes/s; one device: no exchange, 0 ms). The
+ * bandwidths are NCCL's bus bandwidths (busbw: per rank, what it sends to the others / time; the
+ * presets' figures and their sources are in data/topology.cpp and docs/judge.md).
  *
- * Every sharding type's output fits this form: a table-wise shard and a column piece send their
- * own columns; a row-wise or table-row-wise shard produces partial pooled sums of all its columns
- * for the whole batch, and the reduce-scatter that combines them moves the same (B/N)·cols bytes
- * to every other device as an all-to-all of those columns would (TorchRec's
- * PooledEmbeddingsReduceScatter; table-row-wise's two steps, intra-host reduce-scatter then
- * inter-host all-to-all, are costed as one such exchange, an upper bound on its inter-host part).
+ * The output exchange (comm_model.h `OutputDims`; B the global batch, 4-byte outputs). Every
+ * device trains on B/N samples.
+ *   pooled vectors (table-wise shards, column pieces): an all-to-all over all ranks; device d
+ *     sends each other device the B/N samples it trains on, b_d = B·pooled_d·4 / N bytes: (L−1)·b_d
+ *     over its intra-host link and (N−L)·b_d = (H−1)/H of its bytes over its NIC; it receives
+ *     b_e from every other device e (TorchRec's PooledEmbeddingsAllToAll).
+ *   partial sums (row-wise, table-row-wise, grid blocks): TorchRec's table-row-wise output dist,
+ *     used for every row split: a reduce-scatter inside the host, then an all-to-all of the reduced
+ *     rows across hosts among the devices of one local rank. Device d sends each other device of
+ *     its host s_d = B·partial_d·4 / L bytes (its partial sums of their share of the batch) and
+ *     receives their s_e; its host's partial sums reduce to B·reduced_h·4 bytes, of which device d
+ *     then holds 1/L and sends q_h = B·reduced_h·4 / N to the device of its local rank on each
+ *     other host, receiving q_g from each other host g. A row-wise table over all N ranks (a ring
+ *     reduce-scatter in NCCL, whose multi-node bus bandwidth is L NICs') moves the same bytes over
+ *     each NIC within (N−1)/N vs (H−1)/H; on one host the reduce-scatter moves exactly the bytes of
+ *     an all-to-all of those columns.
+ * So, with each device's host h and Σ over its host's devices,
+ *   send_intra_d = (L−1)·(b_d + s_d)           recv_intra_d = Σ_h (b + s) − (b_d + s_d)
+ *   send_inter_d = (N−L)·b_d + (H−1)·q_h       recv_inter_d = Σ_all b − Σ_h b + Σ_g q_g − q_h
+ * in whole bytes per peer (b, s, q truncated). The backward exchange moves the gradients of the
+ * same outputs the other way (all-to-all; cross-host all-to-all then all-gather): send and
+ * receive swapped, the same time. The collective as a whole lasts max_d time_d (design.md §4); the
+ * wait for the slowest sender (straggler) is a separate term (`DeviceCost::fw_wait_ms`).
+ * Where the bytes are known per device only (`exchange_ms`: the input all-to-all, a table-wise
+ * estimate), all are pooled.
  *
  * The input all-to-all (the KeyedJaggedTensor of indices and lengths, TorchRec's input dist)
  * runs the other way before the forward: each device holds the indices of its B/N samples for
@@ -67,6 +79,18 @@
 
 namespace embshard {
 
+/** The bytes of one exchange for the whole batch (file comment): per device what it sends by
+ *  all-to-all and what it reduce-scatters inside its host, per host what that reduces to. */
+struct ExchangeBytes {
+  std::vector<double> pooled;    ///< per device: B · pooled columns · element bytes
+  std::vector<double> partial;   ///< per device: B · partial-sum columns · element bytes (empty: none)
+  std::vector<double> reduced;   ///< per host: B · reduced columns · element bytes (empty: none)
+};
+
+/** The output exchange's bytes of `outputs` at `batch_size` (file comment). */
+[[nodiscard]] ExchangeBytes output_exchange_bytes(const OutputDims& outputs, std::int64_t batch_size,
+                                                  int element_bytes = 4);
+
 struct LinkVolume {
   std::int64_t send_intra_bytes = 0;
   std::int64_t send_inter_bytes = 0;
@@ -74,27 +98,31 @@ struct LinkVolume {
   std::int64_t recv_inter_bytes = 0;
 };
 
-/** Per-device volumes of the forward all-to-all (file comment); dim_sums.size() == devices. */
+/** Per-device volumes of the forward all-to-all of pooled outputs of `dim_sums` columns per device. */
 [[nodiscard]] std::vector<LinkVolume> all_to_all_volumes(const Topology& topology,
                                                          const std::vector<std::int64_t>& dim_sums,
                                                          std::int64_t batch_size,
                                                          int element_bytes = 4);
 
-/** Per-device forward all-to-all time in ms under the link model (file comment). */
+/** Per-device time in ms of that all-to-all under the link model (file comment). */
 [[nodiscard]] std::vector<double> all_to_all_ms(const Topology& topology,
                                                 const std::vector<std::int64_t>& dim_sums,
                                                 std::int64_t batch_size, int element_bytes = 4);
 
+/** Per-device volumes of an exchange (file comment). */
+[[nodiscard]] std::vector<LinkVolume> exchange_volumes(const Topology& topology, const ExchangeBytes& bytes);
+/** Per-device time in ms of an exchange under the link model (file comment). */
+[[nodiscard]] std::vector<double> exchange_ms(const Topology& topology, const ExchangeBytes& bytes);
+/** The same into `times` (one entry per device), without allocating: for search code. */
+void exchange_ms_into(const Topology& topology, const ExchangeBytes& bytes, std::span<double> times);
+
 /**
- * Per-device volumes of an all-to-all in which device d sends each other device 1/N of
- * `bytes[d]` (the output exchange: bytes[d] = B · dim_sums[d] · element_bytes).
+ * An all-to-all in which device d sends each other device 1/N of `bytes[d]`: every byte pooled
+ * (the input all-to-all; a table-wise output: bytes[d] = B · dim_sums[d] · element_bytes).
  */
 [[nodiscard]] std::vector<LinkVolume> exchange_volumes(const Topology& topology,
                                                        const std::vector<double>& bytes);
-
-/** Per-device time in ms of such an exchange under the link model (file comment). */
 [[nodiscard]] std::vector<double> exchange_ms(const Topology& topology, const std::vector<double>& bytes);
-/** The same into `times` (one entry per device), without allocating: for search code. */
 void exchange_ms_into(const Topology& topology, std::span<const double> bytes, std::span<double> times);
 
 /** The input all-to-all's bytes (file comment); defaults follow TorchRec's KJT (int64, int32). */

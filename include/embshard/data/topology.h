@@ -6,13 +6,15 @@
  * Memory figures are what is *available to embedding tables* (a task that reserves room for
  * activations lowers them). Bandwidths are in GB/s (10^9 bytes per second) per device and per
  * direction; latencies in microseconds. Devices are numbered 0..N-1 and packed onto hosts in
- * order: device d lives on host d / devices_per_host.
+ * order: device d lives on host d / devices_per_host. Hosts are the same size: the devices fill
+ * them (N a multiple of devices_per_host), or there is one host of N < devices_per_host devices.
  *
  * Named presets (`topology_registry()`, `embshard list`) take their figures from vendor data
  * sheets; each preset's doc line in topology.cpp cites them. A preset is a spec string such as
  * `a100:nodes=2,hbm_gb=4` — `nodes` multiplies the node, `hbm_gb` / `uvm_gb` override the memory
  * available per device (the papers cap it, e.g. NeuroShard's 4 GB).
  */
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -45,6 +47,9 @@ struct Topology {
   [[nodiscard]] bool same_host(int d, int e) const {
     return d / devices_per_host == e / devices_per_host;
   }
+  [[nodiscard]] int host_of(int device) const { return device / devices_per_host; }
+  /** Devices on each host (every host has as many; topology.h file comment). */
+  [[nodiscard]] int host_size() const { return std::min(devices_per_host, num_devices()); }
   /** Whether all devices are interchangeable: the same figures, one host (search may then
    *  relabel devices freely: exhaustive enumeration visits each partition once). */
   [[nodiscard]] bool devices_interchangeable() const;

@@ -27,6 +27,7 @@
  */
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "embshard/core/context.h"
@@ -54,6 +55,10 @@ struct ShardResult {
   ShardStatus status = ShardStatus::kOk;
   std::string reason;                ///< why, when not ok
   ShardStats stats;
+  /// The cost model's lower bound on `bound_objective`, where the sharder computed it for its gap
+  /// (joint): callers use it instead of computing it again (it is costly at scale).
+  std::optional<double> lower_bound;
+  Objective bound_objective = Objective::kStep;
 };
 
 class Sharder {

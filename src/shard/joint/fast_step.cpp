@@ -32,12 +32,58 @@ void MaxTree::set(int slot, double value) {
   }
 }
 
+LoadIndex::LoadIndex(int size) : size_(size) {
+  while (base_ < size) base_ *= 2;
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  least_.assign(static_cast<std::size_t>(2 * base_), Key{kInf, 0, std::numeric_limits<int>::max()});
+  free_.assign(static_cast<std::size_t>(2 * base_), std::numeric_limits<std::int64_t>::min());
+  for (int i = 0; i < size; ++i) set(i, 0.0, 0, 0);
+}
+
+void LoadIndex::set(int slot, double load_ms, std::int64_t hbm_used, std::int64_t hbm_free) {
+  auto i = static_cast<std::size_t>(base_ + slot);
+  least_[i] = {load_ms, hbm_used, slot};
+  free_[i] = hbm_free;
+  for (i /= 2; i >= 1; i /= 2) {
+    least_[i] = std::min(least_[2 * i], least_[2 * i + 1]);
+    free_[i] = std::max(free_[2 * i], free_[2 * i + 1]);
+  }
+}
+
+void LoadIndex::least(int k, std::int64_t bytes, bool need_room, const std::vector<bool>& skip,
+                      std::vector<int>& out) const {
+  // Best-first: a subtree's least key bounds every key below it, so slots come out in key order.
+  using Entry = std::pair<Key, std::size_t>;
+  const auto later = [](const Entry& a, const Entry& b) { return b.first < a.first; };
+  std::vector<Entry> heap;
+  const auto push = [&](std::size_t node) {
+    if (least_[node].slot >= size_ || (need_room && free_[node] < bytes)) return;
+    heap.emplace_back(least_[node], node);
+    std::push_heap(heap.begin(), heap.end(), later);
+  };
+  push(1);
+  int found = 0;
+  while (!heap.empty() && found < k) {
+    std::pop_heap(heap.begin(), heap.end(), later);
+    const std::size_t node = heap.back().second;
+    heap.pop_back();
+    if (node >= static_cast<std::size_t>(base_)) {
+      const int slot = static_cast<int>(node) - base_;
+      if (!skip[static_cast<std::size_t>(slot)]) out.push_back(slot), ++found;
+      continue;
+    }
+    push(2 * node);
+    push(2 * node + 1);
+  }
+}
+
 FastExchange::FastExchange(const Topology& topology)
     : topology_(&topology), n_(topology.num_devices()),
-      per_host_(std::max(topology.devices_per_host, 1)),
-      b_(static_cast<std::size_t>(n_), 0),
-      host_total_(static_cast<std::size_t>(topology.num_hosts()), 0),
-      bytes_(n_), host_term_(topology.num_hosts()), host_low_(topology.num_hosts()) {}
+      per_host_(std::max(topology.host_size(), 1)), hosts_(topology.num_hosts()),
+      b_(static_cast<std::size_t>(n_), 0), s_(static_cast<std::size_t>(n_), 0),
+      q_(static_cast<std::size_t>(hosts_), 0),
+      host_b_(static_cast<std::size_t>(hosts_), 0), host_u_(static_cast<std::size_t>(hosts_), 0),
+      own_(n_), host_term_(hosts_), host_low_(hosts_) {}
 
 double FastExchange::intra(std::int64_t b) const {
   return topology_->intra_host_gbps > 0.0 ? static_cast<double>(b) / (topology_->intra_host_gbps * 1e6) : 0.0;
@@ -47,43 +93,55 @@ double FastExchange::inter(std::int64_t b) const {
   return topology_->inter_host_gbps > 0.0 ? static_cast<double>(b) / (topology_->inter_host_gbps * 1e6) : 0.0;
 }
 
-void FastExchange::set(int device, std::int64_t bytes_per_peer) {
+void FastExchange::set(int device, std::int64_t pooled_per_peer, std::int64_t partial_per_peer) {
   const auto d = static_cast<std::size_t>(device);
-  const int host = device / per_host_;
-  host_total_[static_cast<std::size_t>(host)] += bytes_per_peer - b_[d];
-  total_ += bytes_per_peer - b_[d];
-  b_[d] = bytes_per_peer;
-  bytes_.set(device, static_cast<double>(bytes_per_peer));
+  const auto host = static_cast<std::size_t>(device / per_host_);
+  host_b_[host] += pooled_per_peer - b_[d];
+  host_u_[host] += pooled_per_peer + partial_per_peer - b_[d] - s_[d];
+  total_b_ += pooled_per_peer - b_[d];
+  b_[d] = pooled_per_peer;
+  s_[d] = partial_per_peer;
+  own_.set(device, own_ms(device));
+  refresh_host(static_cast<int>(host));
+}
+
+void FastExchange::set_host(int host, std::int64_t reduced_per_peer) {
+  const auto h = static_cast<std::size_t>(host);
+  total_q_ += reduced_per_peer - q_[h];
+  q_[h] = reduced_per_peer;
   refresh_host(host);
 }
 
 void FastExchange::refresh_host(int host) {
   const int first = host * per_host_;
   const int last = std::min(n_, first + per_host_);
-  const std::int64_t size = last - first;
-  std::int64_t most = b_[static_cast<std::size_t>(first)], least = most;
+  const auto h = static_cast<std::size_t>(host);
+  std::int64_t most_u = b_[static_cast<std::size_t>(first)] + s_[static_cast<std::size_t>(first)], least_u = most_u;
+  std::int64_t most_b = b_[static_cast<std::size_t>(first)];
   for (int d = first + 1; d < last; ++d) {
-    most = std::max(most, b_[static_cast<std::size_t>(d)]);
-    least = std::min(least, b_[static_cast<std::size_t>(d)]);
+    const auto i = static_cast<std::size_t>(d);
+    most_u = std::max(most_u, b_[i] + s_[i]);
+    least_u = std::min(least_u, b_[i] + s_[i]);
+    most_b = std::max(most_b, b_[i]);
   }
-  const std::int64_t h_total = host_total_[static_cast<std::size_t>(host)];
   // max over the host's devices of max(intra, send-inter) (exchange_ms_into, with recv-inter apart)
-  const double term = std::max(intra(std::max(most * (size - 1), h_total - least)), inter(most * (n_ - size)));
+  const double term = std::max(intra(std::max(most_u * (per_host_ - 1), host_u_[h] - least_u)),
+                               inter(most_b * (n_ - per_host_) + q_[h] * (hosts_ - 1)));
   host_term_.set(host, term);
-  host_low_.set(host, -static_cast<double>(h_total));
+  host_low_.set(host, -static_cast<double>(host_b_[h] + q_[h]));
 }
 
 double FastExchange::own_ms(int device) const {
-  const int host = device / per_host_;
-  const std::int64_t size = std::min(n_, (host + 1) * per_host_) - host * per_host_;
-  const std::int64_t b = b_[static_cast<std::size_t>(device)];
-  return std::max(intra(b * (size - 1)), inter(b * (n_ - size)));
+  const auto d = static_cast<std::size_t>(device);
+  return std::max(intra((b_[d] + s_[d]) * (per_host_ - 1)), inter(b_[d] * (n_ - per_host_)));
 }
+
+double FastExchange::host_ms(int host) const { return inter(q_[static_cast<std::size_t>(host)] * (hosts_ - 1)); }
 
 double FastExchange::max_ms() const {
   if (n_ <= 1) return 0.0;
-  const auto lowest_host_total = static_cast<std::int64_t>(-host_low_.max());
-  return topology_->a2a_latency_us / 1000.0 + std::max(host_term_.max(), inter(total_ - lowest_host_total));
+  const auto lowest = static_cast<std::int64_t>(-host_low_.max());
+  return topology_->a2a_latency_us / 1000.0 + std::max(host_term_.max(), inter(total_b_ + total_q_ - lowest));
 }
 
 }  // namespace embshard::detail::joint

@@ -5,10 +5,12 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <sstream>
 
 #include "embshard/core/error.h"
+#include "embshard/core/parallel.h"
 #include "embshard/cost/link_model.h"
 #include "embshard/data/random.h"
 #include "shard/builtin_sharders.h"
@@ -20,9 +22,9 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 /** The default evaluation budgets (`evaluations=0`): about 0.1 s on a protocol task, and on the
- *  fast path (fast_step.h) about the default deadline at 5,000 tables × 1,024 devices. */
+ *  fast path (fast_step.h) about 1.5 s at 5,000 tables × 1,024 devices on one core. */
 constexpr std::int64_t kEvaluations = 200000;
-constexpr std::int64_t kIncrementalEvaluations = 3000000;
+constexpr std::int64_t kIncrementalEvaluations = 2000000;
 /** Copies are tried below this many devices: a copy is a piece per device, and at the sizes of the
  *  fast path the deadline is better spent on the other moves (docs/benchmarks.md, "At scale"). */
 constexpr int kCopiesBelowDevices = 64;
@@ -52,25 +54,41 @@ std::string gib(std::int64_t bytes) {
   return s.str();
 }
 
+/** The best plan found so far and its score. */
+struct Best {
+  Score score;
+  State::Snapshot plan;
+};
+
+/** How a chain of perturbation rounds went. */
+struct Rounds {
+  int rounds = 0;
+  int best_round = 0;  ///< 0: the chain never improved on where it started
+};
+
 class Search {
  public:
-  Search(const Task& task, CostModel& cost, const Options& options, const Context& ctx)
-      : task_(task), options_(options), ctx_(ctx), state_(task, cost, options.objective, ctx),
+  /** A search of `task` under `cost`; chains other than 0 draw their own perturbations (joint.h). */
+  Search(const Task& task, CostModel& cost, const Options& options, const Context& ctx, int chain = 0)
+      : task_(task), cost_(cost), options_(options), ctx_(ctx), state_(task, cost, options.objective, ctx),
         n_(task.topology.num_devices()),
         max_parts_(options.max_parts > 0 ? std::min(options.max_parts, n_) : std::min(n_, kDefaultMaxParts)),
-        rng_(derive_seed(ctx.seed, 0x6a6f696e74)),
+        rng_(chain == 0 ? derive_seed(ctx.seed, 0x6a6f696e74)
+                        : derive_seed(derive_seed(ctx.seed, 0x6a6f696e74), static_cast<std::uint64_t>(chain))),
         copies_(options.data_parallel && cost.compute().costs_replicas() && n_ < kCopiesBelowDevices) {
     state_.set_cold_rows_to_uvm(options.uvm);
     const auto start = std::chrono::steady_clock::now();
     deadline_ = start + std::chrono::microseconds(static_cast<std::int64_t>(options.time_ms * 1000.0));
     if (ctx.deadline && *ctx.deadline < deadline_) deadline_ = *ctx.deadline;
     order_ = tables_by_cost();
+    rank_.resize(order_.size());
+    for (std::size_t i = 0; i < order_.size(); ++i) rank_[static_cast<std::size_t>(order_[i])] = static_cast<int>(i);
   }
 
   ShardResult run() {
     ShardResult result;
     if (std::string why = find_memory_infeasibility(); !why.empty()) return infeasible(why);
-    const bool exact = exact_start();  // its leaves count among evaluations_
+    const bool exact = exact_start();  // bounded by exact_limit, outside the budget
     if (!exact) {
       if (const int t = greedy_start(order_); t >= 0) {
         // Memory is tight: the largest tables first, while the devices are still empty.
@@ -79,43 +97,136 @@ class Search {
         if (greedy_start(tables_by_size()) >= 0) return infeasible(why);
       }
     }
-    Score best = score();
-    State::Snapshot best_plan = state_.snapshot();
-    int round = 0, since_best = 0, best_round = 0;
-    improve(result.stats, false);
-    if (better(score(), best)) best = score(), best_plan = state_.snapshot();
-    if (copies_) try_copy_groups(best, best_plan, result.stats);
+    const std::int64_t start_evaluations = evaluations_;
     const std::int64_t budget = options_.evaluations > 0 ? options_.evaluations
                                 : state_.incremental()  ? kIncrementalEvaluations
                                                         : kEvaluations;
-    while (since_best < options_.patience && evaluations_ < budget && !out_of_time()) {
-      ++round;
-      perturb();
-      improve(result.stats, false);
-      const Score now = score();
-      if (better(now, best)) {
-        best = now, best_plan = state_.snapshot(), best_round = round, since_best = 0;
-      } else {
-        ++since_best;
-        state_.restore(best_plan);
-      }
-    }
-    state_.restore(best_plan);
-    improve(result.stats, true);  // swaps too, once: they cost more than every other move together
-    if (!better(score(), best)) state_.restore(best_plan);
+    limit_ = start_evaluations + budget;
+    Best best{score(), state_.snapshot()};
+    settle(best, result.stats);
+    if (copies_) try_copy_groups(best, result.stats);
+    const ChainsResult chains = perturb_in_chains(best, result.stats);
+    state_.restore(best.plan);
     result.plan = state_.plan();
     result.stats.plans_evaluated += evaluations_;
     const char* stop = out_of_time()          ? "stopped at the deadline"
-                       : evaluations_ >= budget ? "stopped when its evaluations were spent"
+                       : evaluations_ >= limit_ ? "stopped when its evaluations were spent"
                                                 : "converged (no improvement in `patience` rounds)";
-    result.stats.solver = detail::concat("joint: ", exact ? "exact table-wise start, " : "greedy start, ",
-                                         round, " rounds of perturbation (best at round ", best_round, "), ",
-                                         evaluations_, " evaluations, ", stop);
+    result.stats.solver = detail::concat(
+        "joint: ", exact ? "exact table-wise start, " : "greedy start, ", chains.rounds, " rounds of perturbation in ",
+        chains.chains, chains.chains == 1 ? " chain" : " chains", " (best ",
+        chains.best_round > 0 ? detail::concat("at round ", chains.best_round, " of chain ", chains.best_chain) : "the start's",
+        "), ", evaluations_, " evaluations (", start_evaluations, " in the start), ", stop);
     return result;
   }
 
  private:
+  /** Whether the search must stop: its evaluations are spent or the deadline has passed. */
+  [[nodiscard]] bool spent() const { return evaluations_ >= limit_ || out_of_time(); }
   [[nodiscard]] bool out_of_time() const { return std::chrono::steady_clock::now() >= deadline_; }
+
+  /**
+   * Local search from the current plan; where it ends better than `best`, polished (swaps too,
+   * on up to kAllCandidatesUpTo devices: they cost more than every other move together) and kept.
+   */
+  void settle(Best& best, ShardStats& stats) {
+    improve(stats, false);
+    Score now = score();
+    if (!better(now, best.score)) return;
+    if (n_ <= kAllCandidatesUpTo) {
+      improve(stats, true);
+      now = score();
+    }
+    best = {now, state_.snapshot()};
+  }
+
+  /**
+   * Iterated local search from `best` (joint.h step 4): re-lay out a few tables, settle, keep
+   * what is better, else go back; until `patience` rounds bring nothing or the budget is spent.
+   */
+  Rounds perturb_rounds(Best& best, ShardStats& stats) {
+    Rounds r;
+    int since_best = 0;
+    while (since_best < options_.patience && !spent()) {
+      ++r.rounds;
+      perturb();
+      const Score before = best.score;
+      settle(best, stats);
+      if (better(best.score, before)) {
+        r.best_round = r.rounds, since_best = 0;
+      } else {
+        ++since_best;
+        state_.restore(best.plan);
+      }
+    }
+    return r;
+  }
+
+  struct ChainsResult {
+    int chains = 1;
+    int rounds = 0;
+    int best_round = 0;
+    int best_chain = 0;
+  };
+
+  /**
+   * The perturbation rounds in `options_.chains` chains, each from `best` with its own seed and an
+   * equal share of what is left of the budget; the best chain's plan wins (the lowest chain on a
+   * tie). Chains run at once on the context's threads where the cost model can be copied, else
+   * one after another: the result is the same either way.
+   */
+  ChainsResult perturb_in_chains(Best& best, ShardStats& stats) {
+    ChainsResult out;
+    out.chains = std::max(1, options_.chains);
+    if (out.chains == 1 || spent()) {
+      const Rounds r = perturb_rounds(best, stats);
+      out.rounds = r.rounds, out.best_round = r.best_round;
+      return out;
+    }
+    const std::int64_t share = (limit_ - evaluations_) / out.chains;
+    std::vector<std::unique_ptr<CostModel>> models;
+    bool together = ctx_.num_threads >= 2;
+    for (int c = 1; c < out.chains && together; ++c) {
+      models.push_back(cost_.clone());
+      together = models.back() != nullptr;
+    }
+    std::vector<std::unique_ptr<Search>> others;
+    for (int c = 1; c < out.chains; ++c) {
+      CostModel& model = together ? *models[static_cast<std::size_t>(c - 1)] : cost_;
+      others.push_back(std::make_unique<Search>(task_, model, options_, ctx_, c));
+      others.back()->adopt(best, share, deadline_);
+    }
+    limit_ = evaluations_ + share;
+    std::vector<Best> bests(static_cast<std::size_t>(out.chains), best);
+    std::vector<Rounds> rounds(static_cast<std::size_t>(out.chains));
+    std::vector<ShardStats> chain_stats(static_cast<std::size_t>(out.chains));
+    const auto run_chain = [&](std::size_t c) {
+      Search& chain = c == 0 ? *this : *others[c - 1];
+      rounds[c] = chain.perturb_rounds(bests[c], chain_stats[c]);
+    };
+    if (together) {
+      parallel_for(bests.size(), std::min(ctx_.num_threads, out.chains), run_chain);
+    } else {
+      for (std::size_t c = 0; c < bests.size(); ++c) run_chain(c);
+    }
+    for (std::size_t c = 0; c < bests.size(); ++c) {
+      out.rounds += rounds[c].rounds;
+      stats.nodes_visited += chain_stats[c].nodes_visited;
+      if (c > 0) evaluations_ += others[c - 1]->evaluations_;
+      if (better(bests[c].score, best.score)) {
+        best = bests[c];
+        out.best_round = rounds[c].best_round, out.best_chain = static_cast<int>(c);
+      }
+    }
+    return out;
+  }
+
+  /** A chain other than the first: starts from `best` with `share` evaluations and `deadline`. */
+  void adopt(const Best& best, std::int64_t share, std::chrono::steady_clock::time_point deadline) {
+    state_.restore(best.plan);
+    limit_ = share;
+    deadline_ = deadline;
+  }
 
   Score score() {
     ++evaluations_;
@@ -146,11 +257,43 @@ class Search {
     return order;
   }
 
-  /** Inserts the tables in `order` (greedy start, joint.h); the first that fits nowhere, or -1. */
+  /**
+   * Inserts the tables in `order` (greedy start, joint.h); past the deadline the rest go in
+   * unscored (`insert_quickly`). Returns the first table that fits nowhere, or -1.
+   */
   int greedy_start(const std::vector<int>& order) {
     for (int t : order)
-      if (!insert_best(t, start_layouts(t))) return t;
+      if (!(out_of_time() ? insert_quickly(t) : insert_best(t, start_layouts(t)))) return t;
     return -1;
+  }
+
+  /**
+   * Past the deadline: `t` whole on the least loaded device where it fits (HBM first, then with
+   * UVM), no move scored; other layouts as `insert_best` would.
+   */
+  bool insert_quickly(int t) {
+    const std::vector<Layout> layouts = start_layouts(t);
+    if (layouts.empty() || layouts.front().kind != Layout::Kind::kWhole) return insert_best(t, layouts);
+    const TableSpec& s = spec(t);
+    const Shard whole = layout_shards(layouts.front(), s.num_rows(), s.dim).front();
+    for (const bool uvm : {false, true}) {
+      if (uvm && !allows_uvm(t)) break;
+      std::vector<int> devices = candidates(t, s.size_bytes());
+      if (n_ <= kAllCandidatesUpTo) {
+        std::vector<double> load(static_cast<std::size_t>(n_));
+        for (int d : devices) load[static_cast<std::size_t>(d)] = state_.device_load_ms(d);
+        std::stable_sort(devices.begin(), devices.end(),
+                         [&](int a, int b) { return load[static_cast<std::size_t>(a)] < load[static_cast<std::size_t>(b)]; });
+      }
+      for (const int d : devices) {
+        Piece p;
+        if (!state_.make_piece(t, whole, d, uvm, p)) continue;
+        state_.set_layout(t, layouts.front());
+        state_.add(p);
+        return true;
+      }
+    }
+    return insert_best(t, layouts);
   }
 
   /** Tables by decreasing bytes (ties: task order). */
@@ -259,23 +402,16 @@ class Search {
    * with room for it in HBM (or, if none has, in UVM) (joint.h).
    */
   std::vector<int> candidates(int t, std::int64_t bytes) {
-    std::vector<bool> taken(static_cast<std::size_t>(n_), false);
-    for (const Piece& p : state_.pieces(t)) taken[static_cast<std::size_t>(p.placed.shard.device)] = true;
+    taken_.resize(static_cast<std::size_t>(n_), false);
+    for (const Piece& p : state_.pieces(t)) taken_[static_cast<std::size_t>(p.placed.shard.device)] = true;
     std::vector<int> out;
-    for (int d = 0; d < n_; ++d)
-      if (!taken[static_cast<std::size_t>(d)]) out.push_back(d);
-    if (n_ <= 32 || static_cast<int>(out.size()) <= options_.candidates) return out;
-    const auto room = [&](int d) {
-      return task_.topology.devices[static_cast<std::size_t>(d)].hbm_bytes - state_.load(d).hbm_bytes >= bytes;
-    };
-    if (std::any_of(out.begin(), out.end(), room)) std::erase_if(out, [&](int d) { return !room(d); });
-    if (static_cast<int>(out.size()) <= options_.candidates) return out;
-    std::vector<double> load(static_cast<std::size_t>(n_));
-    for (int d : out) load[static_cast<std::size_t>(d)] = state_.device_load_ms(d);
-    const auto key = [&](int d) { return std::pair(load[static_cast<std::size_t>(d)], state_.load(d).hbm_bytes); };
-    std::partial_sort(out.begin(), out.begin() + options_.candidates, out.end(),
-                      [&](int a, int b) { return key(a) < key(b); });
-    out.resize(static_cast<std::size_t>(options_.candidates));
+    if (n_ <= kAllCandidatesUpTo) {
+      for (int d = 0; d < n_; ++d)
+        if (!taken_[static_cast<std::size_t>(d)]) out.push_back(d);
+    } else {
+      state_.least_loaded(options_.candidates, bytes, taken_, out);
+    }
+    for (const Piece& p : state_.pieces(t)) taken_[static_cast<std::size_t>(p.placed.shard.device)] = false;
     return out;
   }
 
@@ -386,17 +522,15 @@ class Search {
     return true;
   }
 
-  /** Tables with a piece on one of `devices`, heaviest first. */
+  /** Tables with a piece on one of `devices`, heaviest first (the order of `order_`). */
   std::vector<int> tables_on(const std::vector<int>& devices) const {
     std::vector<int> out;
-    for (int t : order_) {
-      for (const Piece& p : state_.pieces(t)) {
-        if (std::find(devices.begin(), devices.end(), p.placed.shard.device) != devices.end()) {
-          out.push_back(t);
-          break;
-        }
-      }
+    for (const int d : devices) {
+      const std::vector<int>& held = state_.tables_on(d);
+      out.insert(out.end(), held.begin(), held.end());
     }
+    std::sort(out.begin(), out.end(), [&](int a, int b) { return rank_[static_cast<std::size_t>(a)] < rank_[static_cast<std::size_t>(b)]; });
+    out.erase(std::unique(out.begin(), out.end()), out.end());
     return out;
   }
 
@@ -426,7 +560,8 @@ class Search {
       if (u == t) continue;
       for (std::size_t j = 0; j < state_.pieces(u).size(); ++j) {
         const int to = state_.pieces(u)[j].placed.shard.device;
-        if (to == from || state_.layout(t).first_device >= 0 || state_.layout(u).first_device >= 0 || std::find(critical.begin(), critical.end(), to) != critical.end() ||
+        if (to == from || state_.layout(t).first_device >= 0 || state_.layout(u).first_device >= 0 ||
+            std::find(critical.begin(), critical.end(), to) != critical.end() ||
             !lighter(state_.pieces(u)[j], state_.pieces(t)[i]) || holds(t, to) || holds(u, from))
           continue;
         const Piece a = state_.lift(t, i);
@@ -529,7 +664,7 @@ class Search {
    * another device), then swaps, then new layouts for the heaviest tables there.
    */
   void improve(ShardStats& stats, bool swaps) {
-    while (!out_of_time()) {
+    while (!spent()) {
       const Score current = score();
       ++stats.nodes_visited;
       const std::vector<int> critical = state_.critical_devices();
@@ -550,7 +685,7 @@ class Search {
       for (std::size_t k = 0; k < tables.size() && !shifted; ++k)
         shifted = try_row_shift(tables[k], current, allows_uvm(tables[k]), critical);
       if (shifted) continue;
-      if (swaps && n_ <= 32 &&
+      if (swaps && n_ <= kAllCandidatesUpTo &&
           each_critical_piece([&](int t, std::size_t i, bool u) { return try_swaps(t, i, current, u, critical); }))
         continue;
       bool relaid = false;
@@ -600,17 +735,17 @@ class Search {
    * Data-parallel copies pay the all-reduce's latency and their device's second call once, however
    * many tables share them, so one table alone rarely pays, and the plan around them must change
    * too: for k = 1, 2, 4, …, the k most promising candidates become copies and the rest of the
-   * plan is built again (greedy start, `improve`); the best plan is kept in `best` / `best_plan`.
+   * plan is built again (greedy start, `settle`); the best plan is kept in `best`.
    * A k whose candidates' estimated gains do not exceed that fixed cost is skipped.
    */
-  void try_copy_groups(Score& best, State::Snapshot& best_plan, ShardStats& stats) {
+  void try_copy_groups(Best& best, ShardStats& stats) {
     const std::vector<std::pair<int, double>> ranked = copy_candidates();
     // What copies cost however many there are: the all-reduce's latency and a second call.
     double fixed = task_.topology.a2a_latency_us / 1000.0;
     if (state_.additive()) fixed += state_.overhead().fw_ms + state_.overhead().bw_ms;
     std::vector<double> gain_of_first(ranked.size() + 1, 0.0);
     for (std::size_t i = 0; i < ranked.size(); ++i) gain_of_first[i + 1] = gain_of_first[i] + ranked[i].second;
-    for (std::size_t k = 1; k <= ranked.size() && !out_of_time();
+    for (std::size_t k = 1; k <= ranked.size() && !spent();
          k = k < ranked.size() && 2 * k > ranked.size() ? ranked.size() : 2 * k) {
       // These copies cannot pay for themselves (gains are ms only where the model adds up).
       if (state_.additive() && gain_of_first[k] <= fixed) continue;
@@ -623,11 +758,9 @@ class Search {
       }
       for (std::size_t i = 0; i < order_.size() && placed; ++i)
         if (!copied[static_cast<std::size_t>(order_[i])]) placed = insert_best(order_[i], start_layouts(order_[i]));
-      if (!placed) continue;
-      improve(stats, false);
-      if (better(score(), best)) best = score(), best_plan = state_.snapshot();
+      if (placed) settle(best, stats);
     }
-    state_.restore(best_plan);
+    state_.restore(best.plan);
   }
 
   /** Re-lays out one to three random tables in random layouts (seeded). */
@@ -655,6 +788,7 @@ class Search {
   }
 
   const Task& task_;
+  CostModel& cost_;
   Options options_;
   const Context& ctx_;
   State state_;
@@ -663,8 +797,11 @@ class Search {
   Rng rng_;
   std::chrono::steady_clock::time_point deadline_;
   std::vector<int> order_;
+  std::vector<int> rank_;  ///< each table's place in order_
   bool copies_;  ///< data-parallel copies tried (the option, and the model can cost them)
+  std::vector<bool> taken_;  ///< candidates' scratch: the devices holding a piece of the table
   std::int64_t evaluations_ = 0;
+  std::int64_t limit_ = std::numeric_limits<std::int64_t>::max();  ///< evaluations at which the search stops
 };
 
 class JointSharder final : public Sharder {
@@ -675,6 +812,8 @@ class JointSharder final : public Sharder {
     ShardResult result = Search(task, *cost, options_, ctx).run();
     if (result.status != ShardStatus::kOk) return result;
     const std::optional<double> bound = cost->lower_bound(task, options_.objective);
+    result.lower_bound = bound;
+    result.bound_objective = options_.objective;
     if (bound && *bound > 0 && options_.objective != Objective::kBalance) {
       const double value = objective_value(cost->estimate(task, result.plan, ctx), options_.objective);
       result.stats.solver_gap = (value - *bound) / *bound;
@@ -696,13 +835,18 @@ void register_joint(Registry<Sharder>& registry) {
        "the device of every piece by local search on the cost model's objective (src/shard/joint/joint.h)",
        {{"objective", ParamType::kString, "step", {}, {}, {"step", "max_sum", "balance"},
          "what the plan minimises (balance: maximises)"},
-        {"time_ms", ParamType::kInt, "1500", 0, 1e9, {},
-         "deadline of the search in ms (the context's deadline when sooner); the best plan so far is returned"},
+        {"time_ms", ParamType::kInt, "60000", 0, 1e9, {},
+         "wall-clock safety stop in ms (the context's deadline when sooner), kept within 10% at every size: the "
+         "best plan so far is returned, and past it the greedy start places the remaining tables unscored"},
         {"patience", ParamType::kInt, "40", 0, 1000000, {},
          "rounds of perturbation without improvement before the search stops"},
         {"evaluations", ParamType::kInt, "0", 0, 1e15, {},
-         "objective evaluations after which no new round of perturbation starts (keeps runs deterministic); "
-         "0: 200,000, or 3,000,000 where the objective is kept per change (64 devices or more)"},
+         "the search's budget: objective evaluations after its start, shared by the chains; a run is the same "
+         "for its seed and budget however loaded the machine (unless time_ms cuts it) and a larger budget never "
+         "gives a worse plan; 0: 200,000, or 2,000,000 where the objective is kept per change (64 devices or more)"},
+        {"chains", ParamType::kInt, "2", 1, 64, {},
+         "chains of perturbation rounds, each with its own seed and share of the budget, run at once on the "
+         "context's threads (the plan does not depend on how many there are)"},
         {"max_parts", ParamType::kInt, "0", 0, 1 << 18, {}, "most pieces a table is split into (0: the device count, at most 64)"},
         {"rows", ParamType::kBool, "true", {}, {}, {}, "try row-wise layouts"},
         {"columns", ParamType::kBool, "true", {}, {}, {}, "try column-wise layouts"},
@@ -723,6 +867,7 @@ void register_joint(Registry<Sharder>& registry) {
         o.patience = static_cast<int>(p.get_int("patience"));
         o.max_parts = static_cast<int>(p.get_int("max_parts"));
         o.evaluations = p.get_int("evaluations");
+        o.chains = static_cast<int>(p.get_int("chains"));
         o.rows = p.get_bool("rows");
         o.columns = p.get_bool("columns");
         o.uvm = p.get_bool("uvm");

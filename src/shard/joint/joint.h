@@ -65,6 +65,7 @@
  */
 #include <array>
 #include <cstdint>
+#include <unordered_map>
 #include <vector>
 
 #include "embshard/cost/cost_model.h"
@@ -72,6 +73,9 @@
 #include "shard/joint/fast_step.h"
 
 namespace embshard::detail::joint {
+
+/** With more devices than this a piece is tried only on the `candidates` least loaded (joint.h). */
+inline constexpr int kAllCandidatesUpTo = 32;
 
 /** A table's layout: whole, or split into `parts` row ranges or column ranges. */
 struct Layout {
@@ -86,9 +90,10 @@ struct Layout {
 
 struct Options {
   Objective objective = Objective::kStep;
-  double time_ms = 1500.0;
+  double time_ms = 60000.0;     ///< wall-clock safety stop (joint.h)
   int patience = 40;
-  std::int64_t evaluations = 0;  ///< 0: the default budget of the path (joint.cpp)
+  std::int64_t evaluations = 0;  ///< the budget after the start; 0: the default of the path (joint.cpp)
+  int chains = 2;                ///< chains of perturbation rounds (joint.h)
   int max_parts = 0;            ///< 0: the number of devices, at most 64
   bool rows = true;
   bool columns = true;
@@ -122,7 +127,8 @@ struct DeviceLoad {
   std::int64_t bw_units = 0;
   int pieces = 0;
   int copies = 0;               ///< of them, copies of data-parallel tables (a second fused call)
-  std::int64_t dims = 0;
+  std::int64_t dims = 0;         ///< output columns (comm_model.h OutputDims: pooled + partial)
+  std::int64_t partial_dims = 0; ///< of them, partial sums of row ranges
   std::int64_t input_bytes = 0;
   std::int64_t hbm_bytes = 0;
   std::int64_t uvm_bytes = 0;
@@ -171,8 +177,16 @@ class State {
   [[nodiscard]] bool incremental() const { return fast_; }
   /** A device's own load in ms: its compute and its bytes over an intra-host link (ranks candidates). */
   [[nodiscard]] double device_load_ms(int device);
+  /**
+   * Appends to `out` up to k devices not marked in `skip`, least loaded first (device_load_ms, then
+   * HBM used, then index), among those with `bytes` of HBM free if any has, else among all; only
+   * with more than kAllCandidatesUpTo devices (kept in a LoadIndex, refreshed where pieces changed).
+   */
+  void least_loaded(int k, std::int64_t bytes, const std::vector<bool>& skip, std::vector<int>& out);
   /** Devices that set a term of the objective in the last `objective()`. */
   [[nodiscard]] std::vector<int> critical_devices() const;
+  /** The tables with a piece on `device` (in no particular order; a table once per piece). */
+  [[nodiscard]] const std::vector<int>& tables_on(int device) const { return device_tables_[static_cast<std::size_t>(device)]; }
 
   [[nodiscard]] Plan plan() const;
   /** A copy of the pieces and layouts (to restore the best plan found). */
@@ -185,8 +199,10 @@ class State {
 
  private:
   void apply(const Piece& piece, int sign);
+  void count_reduced(const Piece& piece, int sign);
   DeviceCompute device_compute(int device);
   void update_fast(int device);
+  void update_spread(int device, const DeviceCompute& compute);
 
   const Task& task_;
   CostModel& cost_;
@@ -198,12 +214,17 @@ class State {
   std::vector<DeviceLoad> devices_;
   std::vector<std::vector<Piece>> tables_;
   std::vector<Layout> layouts_;
+  std::vector<std::vector<int>> device_tables_;  ///< per device, the table of each of its pieces
   // Non-additive models: each device's shards and its cached compute.
   std::vector<std::vector<PlacedShard>> by_device_;
   std::vector<DeviceCompute> cached_;
   std::vector<bool> dirty_;
   CostBreakdown breakdown_;
-  std::vector<std::int64_t> dim_sums_;
+  OutputDims outputs_;
+  /// Per host the columns its partial sums reduce to (OutputDims::reduced), from the number of
+  /// row pieces of each (table, first column) on each host (`reduced_key`).
+  std::vector<std::int64_t> host_reduced_;
+  std::unordered_map<std::uint64_t, int> reduced_pieces_;
   std::vector<double> fw_comp_;
   std::vector<double> input_bytes_;
   std::vector<double> input_ms_;
@@ -211,16 +232,23 @@ class State {
   /// Σ of the data-parallel tables' gradient bytes (device 0's copies: every device holds all).
   std::int64_t gradient_bytes_ = 0;
   double spread_ = 0.0;
+  // More than kAllCandidatesUpTo devices: the devices by load, refreshed lazily (least_loaded).
+  LoadIndex loads_;
+  std::vector<int> stale_loads_;
+  std::vector<bool> load_is_stale_;
   // Many devices, an additive model, the link model and `step` (fast_step.h): kept per change.
   bool fast_ = false;
   bool input_exposed_ = false;
   FastExchange out_, in_;
   MaxTree fw_tree_, bw_tree_;
-  /// Σ_d of the squares of each device's fw, bw, 2 × output and input sending time in µs: the
-  /// fast path's spread, an integer so that add and remove undo exactly (no move sequence can
-  /// cycle); µs keep it far inside int64 (10 s per term on 4,096 devices: 4·10^17).
+  /// Σ_d of the squares of each device's fw, bw, 2 × output and input sending time in µs, and Σ_h
+  /// of the square of 2 × each host's reduced rows' sending time: the fast path's spread, an
+  /// integer so that add and remove undo exactly (no move sequence can cycle); µs keep it far
+  /// inside int64 (10 s per term on 4,096 devices: 4·10^17).
   std::int64_t fast_spread_ = 0;
   std::vector<std::array<std::int64_t, 4>> fast_terms_;
+  /// Per host, twice the whole µs its devices spend sending its reduced rows across hosts.
+  std::vector<std::int64_t> fast_host_terms_;
 };
 
 /** The pieces' shards of `layout` for a table of `rows` × `cols` (devices left 0). */

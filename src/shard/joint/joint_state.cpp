@@ -51,14 +51,17 @@ State::State(const Task& task, CostModel& cost, Objective objective, const Conte
       additive_(cost.compute().is_additive()),
       devices_(static_cast<std::size_t>(task.topology.num_devices())),
       tables_(task.workload.tables.size()),
-      layouts_(task.workload.tables.size()) {
+      layouts_(task.workload.tables.size()),
+      device_tables_(static_cast<std::size_t>(task.topology.num_devices())) {
   if (additive_) overhead_ = cost.compute().device_overhead();
   const std::size_t n = devices_.size();
   by_device_.resize(additive_ ? 0 : n);
   cached_.resize(n);
   dirty_.assign(n, false);
   breakdown_.devices.resize(n);
-  dim_sums_.resize(n);
+  outputs_.pooled.resize(n);
+  outputs_.partial.resize(n);
+  host_reduced_.assign(static_cast<std::size_t>(task.topology.num_hosts()), 0);
   fw_comp_.resize(n);
   input_bytes_.resize(n);
   input_ms_.resize(n);
@@ -66,6 +69,11 @@ State::State(const Task& task, CostModel& cost, Objective objective, const Conte
   const InputCommMode mode = cost.comm().input_options().mode;
   fast_ = additive_ && cost.comm().is_link_model() && objective == Objective::kStep &&
           mode != InputCommMode::kOverlap && n >= kFastFromDevices;
+  if (static_cast<int>(n) > kAllCandidatesUpTo) {
+    loads_ = LoadIndex(static_cast<int>(n));
+    load_is_stale_.assign(n, true);
+    for (std::size_t d = 0; d < n; ++d) stale_loads_.push_back(static_cast<int>(d));
+  }
   if (fast_) {
     input_exposed_ = mode == InputCommMode::kExposed;
     out_ = FastExchange(task.topology);
@@ -73,6 +81,7 @@ State::State(const Task& task, CostModel& cost, Objective objective, const Conte
     fw_tree_ = MaxTree(static_cast<int>(n));
     bw_tree_ = MaxTree(static_cast<int>(n));
     fast_terms_.assign(n, {0, 0, 0, 0});
+    fast_host_terms_.assign(static_cast<std::size_t>(task.topology.num_hosts()), 0);
   }
 }
 
@@ -82,14 +91,24 @@ void State::update_fast(int device) {
   bw_tree_.set(device, c.bw_ms);
   const DeviceLoad& load = devices_[static_cast<std::size_t>(device)];
   const double n = num_devices();
-  // The link model's bytes per peer (exchange_ms_into), output and input.
-  out_.set(device, static_cast<std::int64_t>(static_cast<double>(task_.workload.batch_size) *
-                                             static_cast<double>(load.dims) * 4 / n));
+  // The link model's bytes per peer (cost/link_model.cpp PeerBytes), output and input.
+  const auto batch = static_cast<double>(task_.workload.batch_size);
+  out_.set(device, static_cast<std::int64_t>(batch * static_cast<double>(load.dims - load.partial_dims) * 4 / n),
+           static_cast<std::int64_t>(batch * static_cast<double>(load.partial_dims) * 4 / task_.topology.host_size()));
   if (input_exposed_) in_.set(device, static_cast<std::int64_t>(static_cast<double>(load.input_bytes) / n));
+  update_spread(device, c);
+}
+
+namespace {
+/** Whole µs of a time in ms ≥ 0 (the fast path's spread). */
+std::int64_t whole_us(double ms) { return static_cast<std::int64_t>(ms * 1e3 + 0.5); }
+}  // namespace
+
+void State::update_spread(int device, const DeviceCompute& c) {
   auto& terms = fast_terms_[static_cast<std::size_t>(device)];
-  const auto us = [](double ms) { return std::llround(ms * 1e3); };
   for (const std::int64_t v : terms) fast_spread_ -= v * v;
-  terms = {us(c.fw_ms), us(c.bw_ms), 2 * us(out_.own_ms(device)), input_exposed_ ? us(in_.own_ms(device)) : 0};
+  terms = {whole_us(c.fw_ms), whole_us(c.bw_ms), 2 * whole_us(out_.own_ms(device)),
+           input_exposed_ ? whole_us(in_.own_ms(device)) : 0};
   for (const std::int64_t v : terms) fast_spread_ += v * v;
 }
 
@@ -100,6 +119,19 @@ double State::device_load_ms(int device) {
                        static_cast<double>(load.input_bytes);
   const double gbps = std::max(task_.topology.intra_host_gbps, 1e-9);
   return c.fw_ms + c.bw_ms + bytes / (gbps * 1e6);
+}
+
+void State::least_loaded(int k, std::int64_t bytes, const std::vector<bool>& skip, std::vector<int>& out) {
+  EMBSHARD_ASSERT(num_devices() > kAllCandidatesUpTo);
+  for (const int d : stale_loads_) {
+    const std::int64_t used = devices_[static_cast<std::size_t>(d)].hbm_bytes;
+    loads_.set(d, device_load_ms(d), used, task_.topology.devices[static_cast<std::size_t>(d)].hbm_bytes - used);
+    load_is_stale_[static_cast<std::size_t>(d)] = false;
+  }
+  stale_loads_.clear();
+  const std::size_t before = out.size();
+  loads_.least(k, bytes, true, skip, out);
+  if (out.size() == before) loads_.least(k, bytes, false, skip, out);
 }
 
 bool State::make_piece(int table, Shard shard, int device, bool uvm, Piece& out) {
@@ -151,11 +183,28 @@ void State::apply(const Piece& p, int sign) {
     if (d == 0) gradient_bytes_ += sign * p.gradient_bytes;
   } else {
     load.dims += sign * p.placed.shard.num_cols();
+    if (outputs_partial_sums(task_, p.placed)) {
+      load.partial_dims += sign * p.placed.shard.num_cols();
+      count_reduced(p, sign);
+    }
   }
   load.input_bytes += sign * p.input_bytes;
   load.hbm_bytes += sign * p.hbm_bytes;
   load.uvm_bytes += sign * p.uvm_bytes;
+  std::vector<int>& held = device_tables_[d];
+  if (sign > 0) {
+    held.push_back(p.placed.table);
+  } else {
+    const auto it = std::find(held.begin(), held.end(), p.placed.table);
+    EMBSHARD_ASSERT(it != held.end());
+    *it = held.back();
+    held.pop_back();
+  }
   if (fast_) update_fast(static_cast<int>(d));
+  if (!load_is_stale_.empty() && !load_is_stale_[d]) {
+    load_is_stale_[d] = true;
+    stale_loads_.push_back(static_cast<int>(d));
+  }
   if (additive_) return;
   dirty_[d] = true;
   auto& list = by_device_[d];
@@ -169,6 +218,28 @@ void State::apply(const Piece& p, int sign) {
   });
   EMBSHARD_ASSERT(it != list.end());
   list.erase(it);
+}
+
+void State::count_reduced(const Piece& p, int sign) {
+  // (table, first column, host): < 2^16, < 2^16, < 2^18 (data/table.h, data/topology.h limits).
+  const int host = task_.topology.host_of(p.placed.shard.device);
+  const std::uint64_t key = (static_cast<std::uint64_t>(p.placed.table) << 34) |
+                            (static_cast<std::uint64_t>(p.placed.shard.col_begin) << 18) | static_cast<std::uint64_t>(host);
+  int& count = reduced_pieces_[key];
+  count += sign;
+  EMBSHARD_ASSERT(count >= 0);
+  if (count > 1 || (count == 1 && sign < 0)) return;  // the host's reduced columns did not change
+  if (count == 0) reduced_pieces_.erase(key);
+  std::int64_t& cols = host_reduced_[static_cast<std::size_t>(host)];
+  cols += sign * p.placed.shard.num_cols();
+  if (!fast_) return;
+  out_.set_host(host, static_cast<std::int64_t>(static_cast<double>(task_.workload.batch_size) *
+                                                static_cast<double>(cols) * 4 / num_devices()));
+  // The host's term of the spread (joint.h): twice its devices' cross-host sending, once per host.
+  std::int64_t& term = fast_host_terms_[static_cast<std::size_t>(host)];
+  fast_spread_ -= term * term;
+  term = 2 * whole_us(out_.host_ms(host));
+  fast_spread_ += term * term;
 }
 
 void State::add(const Piece& piece) {
@@ -241,10 +312,13 @@ double State::objective() {
     cost = {};
     cost.fw_comp_ms = fw_comp_[static_cast<std::size_t>(d)] = c.fw_ms;
     cost.bw_comp_ms = c.bw_ms;
-    dim_sums_[static_cast<std::size_t>(d)] = devices_[static_cast<std::size_t>(d)].dims;
+    const DeviceLoad& load = devices_[static_cast<std::size_t>(d)];
+    outputs_.pooled[static_cast<std::size_t>(d)] = load.dims - load.partial_dims;
+    outputs_.partial[static_cast<std::size_t>(d)] = load.partial_dims;
     input_bytes_[static_cast<std::size_t>(d)] = static_cast<double>(devices_[static_cast<std::size_t>(d)].input_bytes);
   }
-  cost_.comm().device_comm_into(task_, dim_sums_, fw_comp_, comm_);
+  outputs_.reduced = host_reduced_;
+  cost_.comm().device_comm_into(task_, outputs_, fw_comp_, comm_);
   for (int d = 0; d < n; ++d) {
     breakdown_.devices[static_cast<std::size_t>(d)].fw_comm_ms = comm_[static_cast<std::size_t>(d)].fw_ms;
     breakdown_.devices[static_cast<std::size_t>(d)].bw_comm_ms = comm_[static_cast<std::size_t>(d)].bw_ms;
