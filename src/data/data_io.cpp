@@ -1,7 +1,9 @@
 #include "embshard/data/data_io.h"
 
 #include <climits>
+#include <map>
 #include <memory>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "core/json_reader.h"
@@ -109,14 +111,23 @@ DerivedStatsModel derived_model_from(const JsonNode& n) {
   return m;
 }
 
+/**
+ * The statistics already derived while reading one task, by (rows, pooling factor, coverage):
+ * models with many tables of one shape derive it once (a derivation takes milliseconds).
+ */
+using DerivedStatsMemo = std::map<std::tuple<std::int64_t, double, double>, TableStats>;
+
 /** A table's "stats" with only the shape (no "bins"): derived under `model` (derived_stats.h). */
-TableStats derived_stats_from(const JsonNode& s, std::int64_t batch_size,
-                              const DerivedStatsModel& model, const std::string& where) {
+TableStats derived_stats_from(const JsonNode& s, std::int64_t batch_size, const DerivedStatsModel& model,
+                              const std::string& where, DerivedStatsMemo& memo) {
   s.only_keys({"num_rows", "pooling_factor", "coverage"});
   // Absent coverage is -1 ("min(1, pooling)"); a given one must lie in [0, 1].
   const double coverage = s.has("coverage") ? s.at("coverage").as_double(0.0) : -1.0;
-  return derive_table_stats(s.at("num_rows").as_int(), s.at("pooling_factor").as_double(),
-                            coverage, batch_size, model, where);
+  const std::int64_t rows = s.at("num_rows").as_int();
+  const double pooling = s.at("pooling_factor").as_double();
+  const auto key = std::make_tuple(rows, pooling, coverage);
+  if (const auto it = memo.find(key); it != memo.end()) return it->second;
+  return memo.emplace(key, derive_table_stats(rows, pooling, coverage, batch_size, model, where)).first->second;
 }
 
 TableConstraints table_constraints_from(const JsonNode& n) {
@@ -147,7 +158,7 @@ json table_constraints_json(const TableConstraints& c) {
 }
 
 TableSpec table_from(const JsonNode& n, std::int64_t batch_size, const Pool* pool,
-                     const DerivedStatsModel& model) {
+                     const DerivedStatsModel& model, DerivedStatsMemo& memo) {
   n.only_keys({"name", "dim", "dtype", "pool_id", "source_id", "stats", "stats_origin", "optimizer",
                "constraints"});
   TableSpec t;
@@ -169,7 +180,7 @@ TableSpec table_from(const JsonNode& n, std::int64_t batch_size, const Pool* poo
       t.stats = stats_from(s, where);
     } else {
       if (n.has("stats_origin")) n.at("stats_origin").fail("is set on a table whose statistics are derived");
-      t.stats = derived_stats_from(s, batch_size, model, where);
+      t.stats = derived_stats_from(s, batch_size, model, where, memo);
       t.stats_origin = model.origin();
     }
   } else {
@@ -306,6 +317,7 @@ Task task_from_json(const std::string& text, const std::string& where) {
   const DerivedStatsModel model =
       root.has("derived_stats") ? derived_model_from(root.at("derived_stats")) : pool_median_model();
   std::unique_ptr<Pool> pool;
+  DerivedStatsMemo memo;
   const JsonNode tables = root.at("tables");
   tables.expect_array();
   if (tables.size() > static_cast<std::size_t>(kMaxTasksTables))
@@ -314,7 +326,7 @@ Task task_from_json(const std::string& text, const std::string& where) {
     const JsonNode t = tables.at(i);
     t.expect_object();
     if (!t.has("stats") && !pool) pool = std::make_unique<Pool>(Pool::generate(task.pool_seed));
-    task.workload.tables.push_back(table_from(t, task.workload.batch_size, pool.get(), model));
+    task.workload.tables.push_back(table_from(t, task.workload.batch_size, pool.get(), model, memo));
   }
   check_task(task, where);
   return task;

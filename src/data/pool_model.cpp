@@ -1,6 +1,7 @@
 #include "pool_model.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <utility>
 
@@ -16,10 +17,9 @@ constexpr double kDenseMeanLimit = 60.0;       // below: Poisson pmf summed term
 /** Upper edge of reuse bin j (bin 16 has none). */
 double bin_upper(int j) { return std::ldexp(1.0, j); }
 
+/** The reuse bin of a count c ≥ 1: the least j with c ≤ 2^j, at most the last bin. */
 int bin_of_count(std::int64_t c) {
-  int j = 0;
-  while (j < kNumReuseBins - 1 && static_cast<double>(c) > bin_upper(j)) ++j;
-  return j;
+  return std::min(kNumReuseBins - 1, static_cast<int>(std::bit_width(static_cast<std::uint64_t>(c - 1))));
 }
 
 /** ∫ x^-alpha dx up to a constant, stable at alpha = 1. */
@@ -111,13 +111,16 @@ class Accumulator {
       if (k > g.mean + spread) return 1.0;
       return 1.0 - gamma_p(k + 1.0, g.mean);
     };
+    // Bin j holds counts in (lo, hi] with lo = 2^(j−1) (0 for bin 0) and hi = 2^j (∞ for the last):
+    // each edge's P(X ≤ hi) and P(X ≤ hi − 1) is the next bin's at lo, so each is computed once.
+    double at_lo = cdf(0.0), below_lo = cdf(-1.0);
     for (int j = 0; j < kNumReuseBins; ++j) {
-      const double lo = j == 0 ? 0.0 : bin_upper(j - 1);
-      const double hi = j == kNumReuseBins - 1 ? INFINITY : bin_upper(j);
-      const double p = (std::isinf(hi) ? 1.0 : cdf(hi)) - cdf(lo);
-      const double pa = (std::isinf(hi) ? 1.0 : cdf(hi - 1)) - cdf(lo - 1);
-      out_.distinct_bins[j] += g.rows * p;
-      out_.access_bins[j] += g.rows * g.mean * pa;
+      const bool last = j == kNumReuseBins - 1;
+      const double at_hi = last ? 1.0 : cdf(bin_upper(j));
+      const double below_hi = last ? 1.0 : cdf(bin_upper(j) - 1);
+      out_.distinct_bins[j] += g.rows * (at_hi - at_lo);
+      out_.access_bins[j] += g.rows * g.mean * (below_hi - below_lo);
+      at_lo = at_hi, below_lo = below_hi;
     }
     point_masses_.emplace_back(g.mean, g.rows);
   }

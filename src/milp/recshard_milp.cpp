@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -295,7 +296,15 @@ std::vector<RecShardChoice> recshard_canonical(const RecShardInput& input,
   return choices;
 }
 
-RecShardMilp build_recshard_milp(const RecShardInput& input, const RecShardOptions& options) {
+double recshard_milp_variables(const RecShardInput& input) {
+  double steps = 0.0;
+  for (const RecShardTable& t : input.tables) steps += steps_of(t) + 1;
+  const auto tables = static_cast<double>(input.tables.size()), gpus = static_cast<double>(input.gpus.size());
+  return 3.0 * tables * gpus + steps + 3.0 * tables + gpus + 1.0;
+}
+
+RecShardMilp build_recshard_milp(const RecShardInput& input, const RecShardOptions& options,
+                                 const std::function<bool()>& stop) {
   check_input(input);
   RecShardMilp r;
   r.symmetry = options.symmetry;
@@ -314,7 +323,12 @@ RecShardMilp build_recshard_milp(const RecShardInput& input, const RecShardOptio
   for (std::size_t m = 0; m < num_gpus; ++m) {
     r.gpu_cost.push_back(model.add_continuous(detail::concat("c_gpu", m), 0.0, kMilpInfinity));
   }
+  const auto stopped = [&] {
+    r.complete = !stop();
+    return !r.complete;
+  };
   for (std::size_t j = 0; j < num_tables; ++j) {
+    if (stopped()) return r;
     const RecShardTable& t = input.tables[j];
     const int steps = steps_of(t);
     const double rb_mib = static_cast<double>(row_bytes(t)) / kMiB;
@@ -335,6 +349,7 @@ RecShardMilp build_recshard_milp(const RecShardInput& input, const RecShardOptio
 
   // Per-table rows: (2), (4), (5), (6), (11), (L1), (L2) and the (L1)/(L2) upper bounds.
   for (std::size_t j = 0; j < num_tables; ++j) {
+    if (stopped()) return r;
     const RecShardTable& t = input.tables[j];
     const int steps = steps_of(t);
     const double rb_mib = static_cast<double>(row_bytes(t)) / kMiB;
@@ -386,6 +401,7 @@ RecShardMilp build_recshard_milp(const RecShardInput& input, const RecShardOptio
 
   // Per-GPU rows: (1), (9), (10), (12).
   for (std::size_t m = 0; m < num_gpus; ++m) {
+    if (stopped()) return r;
     model.add_constraint(detail::concat("c1_g", m), {{r.gpu_cost[m], 1.0}, {r.max_cost, -1.0}},
                          MilpSense::kLessEqual, 0.0);
     std::vector<MilpTerm> hbm_terms, host_terms, cost_terms;
@@ -471,10 +487,22 @@ std::vector<RecShardChoice> recshard_decode(const RecShardMilp& milp, const std:
   return choices;
 }
 
-RecShardResult solve_recshard(const RecShardInput& input, const RecShardOptions& options,
-                              const CbcOptions& cbc) {
-  const RecShardMilp milp = build_recshard_milp(input, options);
+RecShardResult solve_recshard(const RecShardInput& input, const RecShardOptions& options, CbcOptions cbc,
+                              std::optional<std::chrono::steady_clock::time_point> deadline) {
+  const auto stop = [&] { return deadline && std::chrono::steady_clock::now() >= *deadline; };
+  const RecShardMilp milp = build_recshard_milp(input, options, stop);
   RecShardResult result;
+  if (!milp.complete) {
+    result.built = false;
+    result.milp.status = MilpStatus::kNoSolution;
+    result.milp.message = "the model was not built before the deadline";
+    if (auto greedy = recshard_greedy(input)) result.warm_start = evaluate_recshard(input, *greedy);
+    return result;
+  }
+  if (deadline) {
+    const double left = std::chrono::duration<double>(*deadline - std::chrono::steady_clock::now()).count();
+    cbc.time_limit_s = std::min(cbc.time_limit_s, std::max(left, 0.01));
+  }
   result.num_variables = milp.model.num_variables();
   result.num_constraints = milp.model.num_constraints();
   if (milp.warm_start) result.warm_start = evaluate_recshard(input, *milp.warm_start);

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 #include "embshard/cost/analytic.h"
@@ -246,6 +247,12 @@ TEST(LowerBound, EverySharderRespectsItOnProtocolSizedTasks) {
   }
 }
 
+/** The plan without its provenance, as JSON. */
+std::string plan_text(Plan plan) {
+  plan.provenance = {};
+  return plan_to_json(plan);
+}
+
 TEST(Joint, IsDeterministicForASeedAndReportsItsGap) {
   static constexpr int kDims[] = {16, 64, 128};
   const Task task = test_util::pool_task(30, "2080ti", 3, kDims);
@@ -254,12 +261,45 @@ TEST(Joint, IsDeterministicForASeedAndReportsItsGap) {
   const ShardResult a = plan_task("joint:time_ms=600000", task, cost.get(), quiet(5));
   const ShardResult b = plan_task("joint:time_ms=600000", task, cost.get(), quiet(5));
   ASSERT_EQ(a.status, ShardStatus::kOk) << a.reason;
-  Plan pa = a.plan, pb = b.plan;
-  pa.provenance = pb.provenance = {};
-  EXPECT_EQ(plan_to_json(pa), plan_to_json(pb));
+  EXPECT_EQ(plan_text(a.plan), plan_text(b.plan));
   const double value = value_of(*cost, task, a.plan, Objective::kStep);
   const double bound = *cost->lower_bound(task, Objective::kStep);
   EXPECT_NEAR(a.stats.solver_gap, (value - bound) / bound, 1e-12);
+}
+
+TEST(Joint, APlanDependsOnItsSeedAndBudgetNotOnTheThreadsItRunsOn) {
+  static constexpr int kDims[] = {16, 32, 64};
+  for (const char* topology : {"v100:gpus_per_node=8", "v100:nodes=8,gpus_per_node=8"}) {  // 64: the fast path
+    const Task task = test_util::pool_task(topology[5] == 'g' ? 40 : 200, topology, 4, kDims);
+    const auto cost = make_cost_model("sim", task);
+    std::string first;
+    for (const int threads : {1, 2, 3}) {
+      Context ctx = quiet(9);
+      ctx.num_threads = threads;
+      const ShardResult r = plan_task("joint:time_ms=600000,evaluations=60000,chains=3", task, cost.get(), ctx);
+      ASSERT_EQ(r.status, ShardStatus::kOk) << r.reason;
+      EXPECT_NE(r.stats.solver.find("3 chains"), std::string::npos) << r.stats.solver;
+      if (first.empty()) first = plan_text(r.plan);
+      EXPECT_EQ(plan_text(r.plan), first) << topology << ", " << threads << " threads";
+    }
+  }
+}
+
+TEST(Joint, ALargerBudgetNeverGivesAWorsePlan) {
+  static constexpr int kDims[] = {16, 64, 128};
+  for (std::uint64_t seed = 0; seed < 3; ++seed) {
+    const Task task = test_util::pool_task(60, seed == 2 ? "v100:nodes=8,gpus_per_node=8" : "2080ti", seed, kDims);
+    const auto cost = make_cost_model("sim", task);
+    double previous = std::numeric_limits<double>::infinity();
+    for (const int budget : {1, 300, 3000, 20000, 80000, 200000}) {
+      const ShardResult r = plan_task("joint:time_ms=600000,patience=1000000,evaluations=" + std::to_string(budget),
+                                      task, cost.get(), quiet(seed));
+      ASSERT_EQ(r.status, ShardStatus::kOk) << r.reason;
+      const double value = value_of(*cost, task, r.plan, Objective::kStep);
+      EXPECT_LE(value, previous * (1 + 1e-12)) << task.topology.name << " seed " << seed << ", budget " << budget;
+      previous = value;
+    }
+  }
 }
 
 TEST(Joint, ADeadlineInThePastStillGivesAValidPlan) {

@@ -2,6 +2,8 @@
 // task protocol, tier accounting in the evaluator and the remapping layer.
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -81,6 +83,24 @@ TEST(RecShardSharder, PlanIsValidAndIsTheMilpOptimum) {
           << "device " << d << " seed " << seed;
     }
   }
+}
+
+TEST(RecShardSharder, ADeadlineBeforeItsModelIsBuiltGivesItsWarmStartAndSaysWhy) {
+  const Task task = short_hbm_task(7, 2, 0.5, 1);
+  Context late = quiet_context();
+  late.deadline = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+  const ShardResult r = plan_task("recshard", task, nullptr, late);
+  EXPECT_EQ(r.status, ShardStatus::kTimeLimit);
+  EXPECT_NE(r.reason.find("was not built within the context's deadline; the plan is its greedy warm start"), std::string::npos)
+      << r.reason;
+  EXPECT_EQ(find_error_in_plan(task, r.plan), "");
+  // The same greedy that warm-starts the solver.
+  const RecShardInput input = detail::recshard_input_of(task);
+  const auto greedy = recshard_greedy(input);
+  ASSERT_TRUE(greedy.has_value());
+  EXPECT_EQ(detail::recshard_choices_of(task, input, r.plan).size(), greedy->size());
+  EXPECT_NEAR(evaluate_recshard(input, detail::recshard_choices_of(task, input, r.plan)).max_cost_ms,
+              evaluate_recshard(input, *greedy).max_cost_ms, 1e-9);
 }
 
 TEST(RecShardSharder, BeatsTheUvmFallbackGreedyWhenHbmIsShort) {

@@ -3,6 +3,8 @@
 // enumerator and shard sizing (§1.3–§1.4), partitioning (§1.8) and whole plans.
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -401,10 +403,32 @@ TEST(TorchrecSharder, CountsOptimizerStateInStorage) {
   EXPECT_EQ(hbm(OptimizerState::kAdagrad) - none, weights);              // m = 1
 }
 
+TEST(TorchrecSharder, StopsAtItsDeadlineWithTheBestPlanSoFarOrSaysWhereItWas) {
+  const Task task = pool_task(40, "v100:nodes=2,gpus_per_node=8", 5);
+  // A deadline already past: not even the options were enumerated.
+  Context late = quiet();
+  late.deadline = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+  const ShardResult none = plan_task("torchrec", task, nullptr, late);
+  EXPECT_EQ(none.status, ShardStatus::kTimeLimit);
+  EXPECT_NE(none.reason.find("while enumerating the sharding options (0 of 40 tables"), std::string::npos) << none.reason;
+  // Without one it runs every proposer; a time_ms that ends proposing early keeps its best plan
+  // (TorchRec's timeout_seconds) and says so.
+  const ShardResult all = plan_task("torchrec", task, nullptr, quiet());
+  ASSERT_EQ(all.status, ShardStatus::kOk) << all.reason;
+  EXPECT_EQ(all.stats.solver, "");
+  const ShardResult one = plan_task("torchrec:time_ms=1", task, nullptr, quiet());
+  if (one.status == ShardStatus::kOk && !one.stats.solver.empty()) {
+    EXPECT_NE(one.stats.solver.find("stopped proposing at the deadline after"), std::string::npos) << one.stats.solver;
+    EXPECT_LE(one.stats.nodes_visited, all.stats.nodes_visited);
+  } else {
+    EXPECT_EQ(one.status, ShardStatus::kTimeLimit) << one.reason;  // the millisecond ran out sooner
+  }
+}
+
 TEST(TorchrecSharder, SpecIsCanonicalAndRegistered) {
   EXPECT_EQ(canonical_sharder_spec("torchrec"),
             "torchrec:formulas=1.9.2,partitioner=greedy,proposers=default,bandwidths=task,storage_reservation=0.15,"
-            "reservation=heuristical,min_partition=128,threshold=0");
+            "reservation=heuristical,min_partition=128,threshold=0,time_ms=0");
 }
 
 }  // namespace

@@ -76,7 +76,9 @@
  * (naming it, its bytes, and the largest HBM + host there is). A set of tables that fit one by one
  * but not together is a solver status (kInfeasible), not an error.
  */
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -188,11 +190,20 @@ struct RecShardMilp {
   RecShardSymmetry symmetry = RecShardSymmetry::kNone;
   /** The greedy decisions in initial_solution (canonical for `symmetry`), if any. */
   std::optional<std::vector<RecShardChoice>> warm_start;
+  /** False when `stop` ended the build early: the model is incomplete and must not be solved. */
+  bool complete = true;
 };
 
-/** Builds the MILP of the file comment; throws Error with find_error_in_recshard_input's line. */
-[[nodiscard]] RecShardMilp build_recshard_milp(const RecShardInput& input,
-                                               const RecShardOptions& options = {});
+/**
+ * Builds the MILP of the file comment; throws Error with find_error_in_recshard_input's line. It
+ * grows with tables × GPUs (three variables per pair): `stop`, asked once per table and GPU row,
+ * ends the build early (the result is then not `complete`).
+ */
+[[nodiscard]] RecShardMilp build_recshard_milp(const RecShardInput& input, const RecShardOptions& options = {},
+                                               const std::function<bool()>& stop = [] { return false; });
+
+/** About how many variables `build_recshard_milp` makes for `input`: 3 per table and GPU, and the steps. */
+[[nodiscard]] double recshard_milp_variables(const RecShardInput& input);
 
 /** Every variable's value for `choices` (they must satisfy the model's symmetry rows to be feasible). */
 [[nodiscard]] std::vector<double> recshard_encode(const RecShardInput& input, const RecShardMilp& milp,
@@ -208,11 +219,15 @@ struct RecShardResult {
   std::optional<RecShardSolution> warm_start;  ///< the greedy's evaluation, if it placed everything
   int num_variables = 0;
   int num_constraints = 0;
+  bool built = true;  ///< false: `stop` ended the build; milp is kNoSolution and the solver never ran
 };
 
-/** Builds, solves with CBC and decodes. */
-[[nodiscard]] RecShardResult solve_recshard(const RecShardInput& input,
-                                            const RecShardOptions& options = {},
-                                            const CbcOptions& cbc = {});
+/**
+ * Builds, solves with CBC and decodes. With a `deadline`, the build stops there (not `built`; the
+ * greedy's evaluation is kept either way) and CBC gets what is left of it if less than its limit.
+ */
+[[nodiscard]] RecShardResult solve_recshard(
+    const RecShardInput& input, const RecShardOptions& options = {}, CbcOptions cbc = {},
+    std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt);
 
 }  // namespace embshard

@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "embshard/core/error.h"
+#include "embshard/core/file_io.h"
 #include "embshard/milp/cbc_solver.h"
 #include "shard/builtin_sharders.h"
 
@@ -148,6 +149,9 @@ std::string solver_line(const RecShardResult& r) {
   return text;
 }
 
+/** Memory of one MILP variable: itself, its name and its share of the rows' terms (about four). */
+constexpr double kBytesPerVariable = 160.0;
+
 class RecShardSharder final : public Sharder {
  public:
   RecShardSharder(double time_limit_s, RecShardOptions options, double gap)
@@ -162,19 +166,28 @@ class RecShardSharder final : public Sharder {
                       (task.constraints.allow_uvm ? "" : " (the task does not allow UVM)");
       return result;
     }
+    // time_limit_s covers building the model too (it grows with tables × GPUs), the context's
+    // deadline when sooner.
+    const auto start = std::chrono::steady_clock::now();
+    auto deadline = start + std::chrono::microseconds(static_cast<std::int64_t>(time_limit_s_ * 1e6));
+    const bool deadline_binds = ctx.deadline && *ctx.deadline < deadline;
+    if (deadline_binds) deadline = *ctx.deadline;
+    const double variables = recshard_milp_variables(input);
+    check_fits_in_memory(static_cast<std::uint64_t>(variables * kBytesPerVariable),
+                         concat("recshard: its MILP of about ", variables, " variables (3 per table and GPU)"));
     CbcOptions cbc;
     cbc.relative_gap = gap_;
-    cbc.time_limit_s = time_limit_s_;
-    bool deadline_binds = false;
-    if (ctx.deadline) {
-      const double left =
-          std::chrono::duration<double>(*ctx.deadline - std::chrono::steady_clock::now()).count();
-      if (left < cbc.time_limit_s) {
-        deadline_binds = true;
-        cbc.time_limit_s = std::max(left, 0.01);
-      }
+    cbc.time_limit_s = time_limit_s_;  // less what the build took (solve_recshard)
+    const RecShardResult solved = solve_recshard(input, options_, cbc, deadline);
+    if (!solved.built) {
+      result.status = ShardStatus::kTimeLimit;
+      result.reason = concat("recshard: its MILP (about ", static_cast<std::int64_t>(variables),
+                             " variables: 3 per table and GPU) was not built within ",
+                             deadline_binds ? "the context's deadline" : concat("time_limit_s = ", time_limit_s_, " s"),
+                             solved.warm_start ? "; the plan is its greedy warm start" : "; its greedy warm start placed no plan");
+      if (solved.warm_start) result.plan = recshard_plan_of(task, input, *solved.warm_start);
+      return result;
     }
-    const RecShardResult solved = solve_recshard(input, options_, cbc);
     result.stats.solver = solver_line(solved);
     result.stats.solver_gap = solved.milp.relative_gap;
     result.stats.nodes_visited = solved.milp.nodes;

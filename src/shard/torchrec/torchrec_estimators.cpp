@@ -318,12 +318,13 @@ Storage shard_storage(const TableSpec& table, ShardingType type, ComputeKernel k
   return {};
 }
 
-std::vector<std::vector<ShardingOption>> enumerate_options(const Task& task,
-                                                           const TorchrecTopology& topo,
-                                                           const PlannerOptions& options) {
+std::vector<std::vector<ShardingOption>> enumerate_options(const Task& task, const TorchrecTopology& topo,
+                                                           const PlannerOptions& options,
+                                                           const std::function<bool()>& stop) {
   const auto types = allowed_sharding_types(task.constraints);
-  std::vector<std::vector<ShardingOption>> by_table(task.workload.tables.size());
-  for (std::size_t t = 0; t < task.workload.tables.size(); ++t) {
+  std::vector<std::vector<ShardingOption>> by_table;
+  for (std::size_t t = 0; t < task.workload.tables.size() && !stop(); ++t) {
+    by_table.emplace_back();
     const TableSpec& table = task.workload.tables[t];
     // The table's own constraints narrow the task's (TorchRec's ParameterConstraints).
     const int min_partition =
@@ -334,9 +335,17 @@ std::vector<std::vector<ShardingOption>> enumerate_options(const Task& task,
         if (!table.constraints.allow_uvm && (kernel == ComputeKernel::kFusedUvm || kernel == ComputeKernel::kFusedUvmCaching)) continue;
         ShardingOption option{t, type, kernel,
                               shard_shapes(type, table.num_rows(), table.dim, topo, min_partition)};
+        // Row-wise options have a shard per rank, nearly all alike: each shape is estimated once
+        // (perf depends on the columns, storage on rows and columns).
+        const OptionShard* previous = nullptr;
         for (OptionShard& s : option.shards) {
-          s.perf = shard_perf(table, type, kernel, s.num_cols, topo);
-          s.storage = shard_storage(table, type, kernel, s, topo);
+          if (previous && previous->num_cols == s.num_cols && previous->num_rows == s.num_rows) {
+            s.perf = previous->perf, s.storage = previous->storage;
+          } else {
+            s.perf = shard_perf(table, type, kernel, s.num_cols, topo);
+            s.storage = shard_storage(table, type, kernel, s, topo);
+          }
+          previous = &s;
         }
         by_table[t].push_back(std::move(option));
       }

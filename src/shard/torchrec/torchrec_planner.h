@@ -35,6 +35,7 @@
  * reservation (a Task has no dense parameters: that term is 0), HeteroEmbeddingShardingPlanner.
  */
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -101,6 +102,7 @@ struct PlannerOptions {
   bool reserve_kjt = true;          ///< also hold back the KJT estimate (Heuristical vs FixedPercentage)
   int min_partition = kMinCwDim;    ///< column-wise block lower bound (§1.4)
   int greedy_threshold = 0;         ///< GreedyProposer early stop after N non-improving; 0 = never
+  double time_ms = 0.0;             ///< stop proposing after this long (TorchRec's timeout_seconds); 0 = never
 };
 
 // ---- search space (§1.3–§1.6) ---------------------------------------------------------------------
@@ -179,9 +181,13 @@ struct ShardingOption {
 [[nodiscard]] Storage shard_storage(const TableSpec& table, ShardingType type, ComputeKernel kernel,
                                     const OptionShard& shard, const TorchrecTopology& topo);
 
-/** Every option of every table (EmbeddingEnumerator, §1.3), estimators applied. */
+/**
+ * Every option of every table (EmbeddingEnumerator, §1.3), estimators applied; the tables
+ * enumerated before `stop()` said so (all, unless it did).
+ */
 [[nodiscard]] std::vector<std::vector<ShardingOption>> enumerate_options(
-    const Task& task, const TorchrecTopology& topo, const PlannerOptions& options);
+    const Task& task, const TorchrecTopology& topo, const PlannerOptions& options,
+    const std::function<bool()>& stop = [] { return false; });
 
 // ---- partitioning (§1.8) and rating (§1.10) --------------------------------------------------------
 

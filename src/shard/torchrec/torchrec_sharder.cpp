@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <numeric>
 #include <optional>
-#include <set>
+#include <chrono>
+#include <unordered_set>
 #include <tuple>
 
 #include "embshard/core/error.h"
+#include "embshard/core/file_io.h"
 #include "shard/builtin_sharders.h"
 #include "shard/torchrec/torchrec_planner.h"
 
@@ -17,8 +19,38 @@ namespace embshard::detail {
 namespace torchrec {
 namespace {
 
-/** Option indices per table (into the enumerated list); the proposal cache key. */
+/** Option indices per table (into the enumerated list). */
 using Choice = std::vector<int>;
+
+/**
+ * A proposal's cache key: two independent 64-bit hashes of its option indices. TorchRec keys its
+ * cache by the whole tuple; at 20,000 tables × 10^5 proposals that is gigabytes, while two
+ * colliding 128-bit keys among 10^6 proposals have a chance below 10^-26.
+ */
+struct ChoiceKey {
+  std::uint64_t a = 0, b = 0;
+  friend bool operator==(const ChoiceKey&, const ChoiceKey&) = default;
+};
+struct ChoiceKeyHash {
+  std::size_t operator()(const ChoiceKey& k) const { return static_cast<std::size_t>(k.a ^ (k.b * 0x9e3779b97f4a7c15ULL)); }
+};
+
+/** splitmix64's finaliser: a bijective mix of 64 bits. */
+std::uint64_t mix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+ChoiceKey key_of(const Choice& choice) {
+  ChoiceKey k{0x243f6a8885a308d3ULL, 0x13198a2e03707344ULL};
+  for (const int i : choice) {
+    k.a = mix64(k.a ^ static_cast<std::uint32_t>(i));
+    k.b = mix64(k.b + 0x632be59bd9b4e019ULL * (static_cast<std::uint64_t>(static_cast<std::uint32_t>(i)) + 1));
+  }
+  return k;
+}
 using OptionsByTable = std::vector<std::vector<ShardingOption>>;
 
 /** Per table, option indices sorted by score: max shard perf (use_depth) or summed perf (§1.9). */
@@ -53,12 +85,12 @@ StorageKey storage_key(const ShardingOption& o) {
 class PlanSearch {
  public:
   PlanSearch(const Task& task, const TorchrecTopology& topo, const OptionsByTable& options,
-             const PlannerOptions& planner, const Context& ctx)
-      : task_(task), topo_(topo), options_(options), planner_(planner), ctx_(ctx) {}
+             const PlannerOptions& planner, std::optional<std::chrono::steady_clock::time_point> deadline)
+      : task_(task), topo_(topo), options_(options), planner_(planner), deadline_(deadline) {}
 
   /** Partitions and rates `choice` unless seen before; returns the rating (or none). */
   std::optional<double> try_proposal(const Choice& choice) {
-    if (!seen_.insert(choice).second) return std::nullopt;
+    if (!seen_.insert(key_of(choice)).second) return std::nullopt;
     ++proposals_;
     std::vector<const ShardingOption*> proposal;
     for (std::size_t t = 0; t < choice.size(); ++t) proposal.push_back(&options_[t][choice[t]]);
@@ -78,7 +110,8 @@ class PlanSearch {
     return rating;
   }
 
-  [[nodiscard]] bool out_of_time() const { return ctx_.past_deadline(); }
+  /** Past the planner's `time_ms` or the context's deadline: no more proposals. */
+  [[nodiscard]] bool out_of_time() const { return deadline_ && std::chrono::steady_clock::now() >= *deadline_; }
   [[nodiscard]] bool found() const { return best_rating_.has_value(); }
   [[nodiscard]] ShardResult result() const;
   /** Whether even each table's smallest-HBM option sums above all ranks' HBM (§1.10). */
@@ -89,8 +122,8 @@ class PlanSearch {
   const TorchrecTopology& topo_;
   const OptionsByTable& options_;
   const PlannerOptions& planner_;
-  const Context& ctx_;
-  std::set<Choice> seen_;
+  std::optional<std::chrono::steady_clock::time_point> deadline_;
+  std::unordered_set<ChoiceKey, ChoiceKeyHash> seen_;
   std::optional<double> best_rating_;
   Plan best_plan_;
   std::string first_failure_;
@@ -116,10 +149,9 @@ ShardResult PlanSearch::result() const {
   ShardResult r;
   r.stats.plans_evaluated = plans_rated_;
   r.stats.nodes_visited = proposals_;
-  if (best_rating_) {
+  if (best_rating_) {  // past the deadline: the best plan so far, as TorchRec's timeout returns it
     r.plan = best_plan_;
-    r.status = out_of_time() ? ShardStatus::kTimeLimit : ShardStatus::kOk;
-    if (out_of_time()) r.reason = "deadline passed; best plan so far";
+    if (out_of_time()) r.stats.solver = concat("stopped proposing at the deadline after ", proposals_, " proposals");
     return r;
   }
   r.status = out_of_time() ? ShardStatus::kTimeLimit : ShardStatus::kInfeasible;
@@ -244,6 +276,28 @@ std::string find_unplaceable_table(const Task& task, const OptionsByTable& optio
   return "";
 }
 
+/**
+ * About how many bytes the enumerated options take: TorchRec makes a shard per rank for every
+ * row-wise and data-parallel option and per local rank for table-row-wise ones, so at thousands
+ * of ranks and tables they are gigabytes (checked before enumerating: an error with the estimate,
+ * never an allocation failure).
+ */
+std::uint64_t options_bytes(const Task& task, const TorchrecTopology& topo, const PlannerOptions& options) {
+  double shards = 0.0;
+  for (const TableSpec& table : task.workload.tables) {
+    const int min_partition = table.constraints.min_partition > 0 ? table.constraints.min_partition : options.min_partition;
+    for (ShardingType type : allowed_sharding_types(task.constraints)) {
+      if (!table.constraints.allows(type)) continue;
+      const double per_option = type == ShardingType::kRowWise || type == ShardingType::kDataParallel ? topo.world_size
+                                : type == ShardingType::kTableRowWise ? topo.local_world_size
+                                : type == ShardingType::kColumnWise ? table.dim / column_block_width(table.dim, min_partition)
+                                                                    : 1;
+      shards += per_option * static_cast<double>(allowed_kernels(task.constraints, type).size());
+    }
+  }
+  return static_cast<std::uint64_t>(shards * static_cast<double>(sizeof(OptionShard) + sizeof(void*)));
+}
+
 class TorchrecSharder final : public Sharder {
  public:
   explicit TorchrecSharder(PlannerOptions options) : options_(options) {}
@@ -253,11 +307,30 @@ class TorchrecSharder final : public Sharder {
     ShardResult infeasible;
     infeasible.status = ShardStatus::kInfeasible;
     if (infeasible.reason = find_reservation_error(topo); !infeasible.reason.empty()) return infeasible;
-    const OptionsByTable options = enumerate_options(task, topo, options_);
+    check_fits_in_memory(options_bytes(task, topo, options_),
+                         concat("torchrec: the sharding options of ", task.workload.tables.size(), " tables on ",
+                                topo.world_size, " ranks (TorchRec enumerates a shard per rank for row-wise)"));
+    // The planner's time_ms (TorchRec's timeout_seconds) or the context's deadline, if sooner.
+    std::optional<std::chrono::steady_clock::time_point> deadline = ctx.deadline;
+    if (options_.time_ms > 0) {
+      const auto own = std::chrono::steady_clock::now() +
+                       std::chrono::microseconds(static_cast<std::int64_t>(options_.time_ms * 1000.0));
+      if (!deadline || own < *deadline) deadline = own;
+    }
+    const auto past = [&] { return deadline && std::chrono::steady_clock::now() >= *deadline; };
+    const OptionsByTable options = enumerate_options(task, topo, options_, past);
+    if (options.size() < task.workload.tables.size()) {
+      ShardResult late;
+      late.status = ShardStatus::kTimeLimit;
+      late.reason = concat("the deadline passed while enumerating the sharding options (", options.size(), " of ",
+                           task.workload.tables.size(), " tables; TorchRec enumerates a shard per rank, ",
+                           topo.world_size, " here, for every row-wise option): no proposal was tried");
+      return late;
+    }
     if (infeasible.reason = find_unplaceable_table(task, options, topo); !infeasible.reason.empty()) {
       return infeasible;
     }
-    PlanSearch search(task, topo, options, options_, ctx);
+    PlanSearch search(task, topo, options, options_, deadline);
     if (options_.proposers == ProposerSet::kDefault) run_grid_search(options, search);
     run_greedy_proposer(options, /*use_depth=*/true, options_.greedy_threshold, search);
     run_greedy_proposer(options, /*use_depth=*/false, options_.greedy_threshold, search);
@@ -281,6 +354,7 @@ PlannerOptions options_from(const Params& p) {
   o.reserve_kjt = p.get_string("reservation") == "heuristical";
   o.min_partition = static_cast<int>(p.get_int("min_partition"));
   o.greedy_threshold = static_cast<int>(p.get_int("threshold"));
+  o.time_ms = static_cast<double>(p.get_int("time_ms"));
   return o;
 }
 
@@ -307,7 +381,10 @@ void register_torchrec(Registry<Sharder>& registry) {
         {"min_partition", ParamType::kInt, "128", 4, 65536, {},
          "column-wise block lower bound (MIN_CW_DIM), columns"},
         {"threshold", ParamType::kInt, "0", 0, 1e9, {},
-         "greedy proposers stop after more than this many non-improving plans; 0 = never"}}},
+         "greedy proposers stop after more than this many non-improving plans; 0 = never"},
+        {"time_ms", ParamType::kInt, "0", 0, 1e9, {},
+         "stop proposing after this many ms and keep the best plan so far (TorchRec's timeout_seconds; the "
+         "context's deadline when sooner); 0 = never, as TorchRec"}}},
       [](const Params& p, const Context&) {
         return std::make_unique<torchrec::TorchrecSharder>(torchrec::options_from(p));
       });
