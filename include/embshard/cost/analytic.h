@@ -190,7 +190,7 @@ struct SimTable {
  */
 [[nodiscard]] double sim_lower_bound(const Task& task, const SimHardware& hardware,
                                      Objective objective, const InputCommOptions& input,
-                                     double most_cell_tables = 2e6);
+                                     double most_cell_tables = 5e5);
 
 /** Fits non-negative coefficients minimising Σ ((pred − y) / y)² (y > 0 rows only). */
 [[nodiscard]] SimCoefficients fit_sim_coefficients(std::span<const SimFeatures> features,
