@@ -205,7 +205,7 @@ def dreamshard(args, judge, settings, work):
 
 # Table-wise placement searched on the judge's own model: what a placement could gain here.
 SEARCH = ("joint:objective=max_sum,rows=false,columns=false,uvm=false,grids=false,data_parallel=false,"
-          "evaluations=20000")
+          "work=20000")
 
 
 def headroom(test_dir, results, baseline, system):

@@ -21,7 +21,7 @@ constexpr std::uint64_t kMaxRedraws = 10000;
 /** Parameters every protocol shares. */
 std::vector<ParamSpec> common_params(int devices, int max_dim, const char* mem_gib, const char* dtype) {
   return {
-      {"devices", ParamType::kInt, std::to_string(devices), 1, 4096, {}, "devices per task"},
+      {"devices", ParamType::kInt, std::to_string(devices), 1, kMaxDevices, {}, "devices per task"},
       {"max_dim", ParamType::kInt, std::to_string(max_dim), 4, 2048, {},
        "largest embedding dim (a multiple of 4)"},
       {"mem_gib", ParamType::kFloat, mem_gib, 0.0, 1e6, {},

@@ -276,7 +276,7 @@ TEST(Joint, APlanDependsOnItsSeedAndBudgetNotOnTheThreadsItRunsOn) {
     for (const int threads : {1, 2, 3}) {
       Context ctx = quiet(9);
       ctx.num_threads = threads;
-      const ShardResult r = plan_task("joint:time_ms=600000,evaluations=60000,chains=3", task, cost.get(), ctx);
+      const ShardResult r = plan_task("joint:time_ms=600000,work=60000,chains=3", task, cost.get(), ctx);
       ASSERT_EQ(r.status, ShardStatus::kOk) << r.reason;
       EXPECT_NE(r.stats.solver.find("3 chains"), std::string::npos) << r.stats.solver;
       if (first.empty()) first = plan_text(r.plan);
@@ -292,7 +292,7 @@ TEST(Joint, ALargerBudgetNeverGivesAWorsePlan) {
     const auto cost = make_cost_model("sim", task);
     double previous = std::numeric_limits<double>::infinity();
     for (const int budget : {1, 300, 3000, 20000, 80000, 200000}) {
-      const ShardResult r = plan_task("joint:time_ms=600000,patience=1000000,evaluations=" + std::to_string(budget),
+      const ShardResult r = plan_task("joint:time_ms=600000,patience=1000000,work=" + std::to_string(budget),
                                       task, cost.get(), quiet(seed));
       ASSERT_EQ(r.status, ShardStatus::kOk) << r.reason;
       const double value = value_of(*cost, task, r.plan, Objective::kStep);

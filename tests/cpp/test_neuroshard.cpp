@@ -22,7 +22,7 @@ namespace ns = detail::neuroshard;
 using test_util::error_of;
 
 constexpr char kCanonical[] =
-    "neuroshard:beam_width=3,candidates=10,max_depth=10,scales=11,max_scale=1.5,objective=step";
+    "neuroshard:beam_width=3,candidates=10,max_depth=10,scales=11,max_scale=1.5,objective=step,time_ms=0";
 
 Context quiet() { return test_util::quiet_context(); }
 
@@ -365,13 +365,13 @@ TEST(NeuroShard, SpecIsCanonicalAndRoundTrips) {
   EXPECT_EQ(canonical_sharder_spec("neuroshard"), kCanonical);
   EXPECT_EQ(canonical_sharder_spec(kCanonical), kCanonical);
   EXPECT_EQ(canonical_sharder_spec("neuroshard:objective=max_sum,max_scale=2"),
-            "neuroshard:beam_width=3,candidates=10,max_depth=10,scales=11,max_scale=2,objective=max_sum");
+            "neuroshard:beam_width=3,candidates=10,max_depth=10,scales=11,max_scale=2,objective=max_sum,time_ms=0");
   const Task task = protocol_task(0, 4, 16);
   const auto cost = make_cost_model("sim", task);
   const ShardResult r = plan_task("neuroshard:max_depth=1", task, cost.get(), quiet());
   ASSERT_EQ(r.status, ShardStatus::kOk) << r.reason;
   EXPECT_EQ(r.plan.provenance.sharder,
-            "neuroshard:beam_width=3,candidates=10,max_depth=1,scales=11,max_scale=1.5,objective=step");
+            "neuroshard:beam_width=3,candidates=10,max_depth=1,scales=11,max_scale=1.5,objective=step,time_ms=0");
   EXPECT_EQ(r.plan.provenance.cost_model, "sim:coefficients=builtin,hardware=match,input_comm=exposed,index_bytes=8,length_bytes=4");
   EXPECT_TRUE(make_sharder("neuroshard")->uses_cost_model());
 }

@@ -21,13 +21,15 @@ namespace joint {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-/** The default evaluation budgets (`evaluations=0`): about 0.1 s on a protocol task, and on the
- *  fast path (fast_step.h) about 1.5 s at 5,000 tables × 1,024 devices on one core. */
-constexpr std::int64_t kEvaluations = 200000;
-constexpr std::int64_t kIncrementalEvaluations = 2000000;
+/** The default budgets in work units (`work=0`; joint.h): about 0.1 s on a protocol task, and on
+ *  the fast path (fast_step.h) about 1.5 s at 5,000 tables × 1,024 devices on one core. */
+constexpr std::int64_t kWork = 1000000;
+constexpr std::int64_t kIncrementalWork = 3000000;
 /** Copies are tried below this many devices: a copy is a piece per device, and at the sizes of the
  *  fast path the deadline is better spent on the other moves (docs/benchmarks.md, "At scale"). */
 constexpr int kCopiesBelowDevices = 64;
+/** Layouts placed piece by piece after the unscored first pass of a re-layout at scale (joint.h). */
+constexpr std::size_t kRelayoutFinalists = 3;
 /** Most pieces per table unless `max_parts` says otherwise (more only multiplies the output). */
 constexpr int kDefaultMaxParts = 64;
 
@@ -87,6 +89,7 @@ class Search {
     deadline_ = start + std::chrono::microseconds(static_cast<std::int64_t>((options.time_ms - finish_ms) * 1000.0));
     if (ctx.deadline && *ctx.deadline < deadline_) deadline_ = *ctx.deadline;
     order_ = tables_by_cost();
+    for (int t = 0; t < state_.num_tables(); ++t) mean_weight_ += weight(t) / n_;
     rank_.resize(order_.size());
     for (std::size_t i = 0; i < order_.size(); ++i) rank_[static_cast<std::size_t>(order_[i])] = static_cast<int>(i);
   }
@@ -103,11 +106,9 @@ class Search {
         if (greedy_start(tables_by_size()) >= 0) return infeasible(why);
       }
     }
-    const std::int64_t start_evaluations = evaluations_;
-    const std::int64_t budget = options_.evaluations > 0 ? options_.evaluations
-                                : state_.incremental()  ? kIncrementalEvaluations
-                                                        : kEvaluations;
-    limit_ = start_evaluations + budget;
+    const std::int64_t start_work = work();
+    const std::int64_t budget = options_.work > 0 ? options_.work : state_.incremental() ? kIncrementalWork : kWork;
+    limit_ = start_work + budget;
     Best best{score(), state_.snapshot()};
     settle(best, result.stats);
     if (copies_) try_copy_groups(best, result.stats);
@@ -115,20 +116,22 @@ class Search {
     state_.restore(best.plan);
     result.plan = state_.plan();
     result.stats.plans_evaluated += evaluations_;
-    const char* stop = out_of_time()          ? "stopped at the deadline"
-                       : evaluations_ >= limit_ ? "stopped when its evaluations were spent"
-                                                : "converged (no improvement in `patience` rounds)";
+    const char* stop = out_of_time()     ? "stopped at the deadline"
+                       : work() >= limit_ ? "stopped when its work was spent"
+                                          : "converged (no improvement in `patience` rounds)";
     result.stats.solver = detail::concat(
         "joint: ", exact ? "exact table-wise start, " : "greedy start, ", chains.rounds, " rounds of perturbation in ",
         chains.chains, chains.chains == 1 ? " chain" : " chains", " (best ",
         chains.best_round > 0 ? detail::concat("at round ", chains.best_round, " of chain ", chains.best_chain) : "the start's",
-        "), ", evaluations_, " evaluations (", start_evaluations, " in the start), ", stop);
+        "), ", work() + other_work_, " work units (", start_work, " in the start; ", evaluations_, " evaluations), ", stop);
     return result;
   }
 
  private:
-  /** Whether the search must stop: its evaluations are spent or the deadline has passed. */
-  [[nodiscard]] bool spent() const { return evaluations_ >= limit_ || out_of_time(); }
+  /** Work done so far: objective evaluations and pieces placed or taken off (joint.h). */
+  [[nodiscard]] std::int64_t work() const { return evaluations_ + state_.changes(); }
+  /** Whether the search must stop: its work is spent or the deadline has passed. */
+  [[nodiscard]] bool spent() const { return work() >= limit_ || out_of_time(); }
   [[nodiscard]] bool out_of_time() const { return std::chrono::steady_clock::now() >= deadline_; }
 
   /**
@@ -189,7 +192,7 @@ class Search {
       out.rounds = r.rounds, out.best_round = r.best_round;
       return out;
     }
-    const std::int64_t share = (limit_ - evaluations_) / out.chains;
+    const std::int64_t share = (limit_ - work()) / out.chains;
     std::vector<std::unique_ptr<CostModel>> models;
     bool together = ctx_.num_threads >= 2;
     for (int c = 1; c < out.chains && together; ++c) {
@@ -202,7 +205,7 @@ class Search {
       others.push_back(std::make_unique<Search>(task_, model, options_, ctx_, std::chrono::steady_clock::now(), c));
       others.back()->adopt(best, share, deadline_);
     }
-    limit_ = evaluations_ + share;
+    limit_ = work() + share;
     std::vector<Best> bests(static_cast<std::size_t>(out.chains), best);
     std::vector<Rounds> rounds(static_cast<std::size_t>(out.chains));
     std::vector<ShardStats> chain_stats(static_cast<std::size_t>(out.chains));
@@ -218,7 +221,7 @@ class Search {
     for (std::size_t c = 0; c < bests.size(); ++c) {
       out.rounds += rounds[c].rounds;
       stats.nodes_visited += chain_stats[c].nodes_visited;
-      if (c > 0) evaluations_ += others[c - 1]->evaluations_;
+      if (c > 0) evaluations_ += others[c - 1]->evaluations_, other_work_ += others[c - 1]->work();
       if (better(bests[c].score, best.score)) {
         best = bests[c];
         out.best_round = rounds[c].best_round, out.best_chain = static_cast<int>(c);
@@ -227,10 +230,10 @@ class Search {
     return out;
   }
 
-  /** A chain other than the first: starts from `best` with `share` evaluations and `deadline`. */
+  /** A chain other than the first: starts from `best` with `share` work and `deadline`. */
   void adopt(const Best& best, std::int64_t share, std::chrono::steady_clock::time_point deadline) {
     state_.restore(best.plan);
-    limit_ = share;
+    limit_ = work() + share;
     deadline_ = deadline;
   }
 
@@ -250,12 +253,14 @@ class Search {
   [[nodiscard]] const TableSpec& spec(int t) const { return task_.workload.tables[static_cast<std::size_t>(t)]; }
 
   /** Tables by decreasing compute of the whole table on an empty device (ties: task order). */
+  /** Lookups × dim: a table's first-order cost under every model. */
+  [[nodiscard]] double weight(int t) const { return static_cast<double>(spec(t).stats.num_indices) * spec(t).dim; }
+
   std::vector<int> tables_by_cost() {
     std::vector<double> cost(task_.workload.tables.size(), 0.0);
     for (int t = 0; t < state_.num_tables(); ++t) {
-      const TableSpec& s = spec(t);
-      // Lookups × dim: the first-order cost under every model (bytes break ties).
-      cost[static_cast<std::size_t>(t)] = static_cast<double>(s.stats.num_indices) * s.dim + 1e-3 * s.size_bytes();
+      // Lookups × dim (bytes break ties).
+      cost[static_cast<std::size_t>(t)] = weight(t) + 1e-3 * spec(t).size_bytes();
     }
     std::vector<int> order(cost.size());
     std::iota(order.begin(), order.end(), 0);
@@ -654,15 +659,74 @@ class Search {
     return false;
   }
 
-  /** Re-lays `t` out in whichever layout scores best; restores it when none helps. */
+  /**
+   * Re-lays `t` out in whichever layout scores best; restores it when none helps. Beyond
+   * kAllCandidatesUpTo devices, coarse to fine: row and column counts at powers of two (and the
+   * largest) first, then the counts around the best of them.
+   */
   bool try_relayout(int t, const Score& current) {
     const Layout old_layout = state_.layout(t);
     const std::vector<Piece> old = state_.remove_table(t);
-    if (insert_best(t, all_layouts(t)) && better(score(), current)) return true;
+    if (insert_relayout(t) && better(score(), current)) return true;
     state_.remove_table(t);
     state_.set_layout(t, old_layout);
     for (const Piece& p : old) state_.add(p);
     return false;
+  }
+
+  /**
+   * `t` in its best layout (try_relayout); false if none fits. Beyond kAllCandidatesUpTo devices
+   * each layout of at most twice the table's weight in average device loads pieces is first
+   * scored with its pieces on the least loaded devices, unscored (one evaluation a layout, not one
+   * per piece and candidate), and only the best kRelayoutFinalists are then placed piece by piece
+   * as `insert` does (docs/benchmarks.md "Scale": at 5,000 × 1,024, 31.7 ms against 33.7 with one
+   * finalist and 37.9 placing every layout piece by piece, at the same budget).
+   */
+  bool insert_relayout(int t) {
+    std::vector<Layout> layouts = all_layouts(t);
+    if (n_ <= kAllCandidatesUpTo) return insert_best(t, layouts);
+    // No more pieces than twice the table's weight in average devices' loads (at least 2).
+    const double cap = std::max(2.0, 2.0 * std::ceil(weight(t) / std::max(mean_weight_, 1e-300)));
+    std::erase_if(layouts, [&](const Layout& l) {
+      return l.kind != Layout::Kind::kCopies && static_cast<double>(l.parts) * l.row_parts > cap;
+    });
+    for (const bool uvm : {false, true}) {
+      if (uvm && !allows_uvm(t)) break;
+      std::vector<std::pair<Score, std::size_t>> scored;
+      for (std::size_t i = 0; i < layouts.size(); ++i) {
+        if (!insert_unscored(t, layouts[i], uvm)) continue;
+        scored.emplace_back(score(), i);
+        state_.remove_table(t);
+      }
+      if (scored.empty()) continue;
+      std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return better(a.first, b.first); });
+      std::vector<Layout> finalists;
+      for (std::size_t i = 0; i < scored.size() && i < kRelayoutFinalists; ++i) finalists.push_back(layouts[scored[i].second]);
+      if (insert_best(t, finalists)) return true;
+    }
+    return false;
+  }
+
+  /** `t` as `layout`, each piece on the least loaded device it fits (no move scored); false if one fits nowhere. */
+  bool insert_unscored(int t, Layout layout, bool uvm) {
+    state_.set_layout(t, layout);
+    const TableSpec& s = spec(t);
+    for (const Shard& shard : layout_shards(layout, s.num_rows(), s.dim)) {
+      Piece p;
+      bool placed = false;
+      if (layout.first_device >= 0) {
+        placed = state_.make_piece(t, shard, layout.first_device + static_cast<int>(state_.pieces(t).size()), uvm, p);
+      } else {
+        for (const int d : candidates(t, s.shard_bytes(shard.num_rows(), shard.num_cols())))
+          if ((placed = state_.make_piece(t, shard, d, uvm, p))) break;
+      }
+      if (!placed) {
+        state_.remove_table(t);
+        return false;
+      }
+      state_.add(p);
+    }
+    return true;
   }
 
   /**
@@ -804,10 +868,12 @@ class Search {
   std::chrono::steady_clock::time_point deadline_;
   std::vector<int> order_;
   std::vector<int> rank_;  ///< each table's place in order_
+  double mean_weight_ = 0.0;  ///< an average device's share of the tables' weights
   bool copies_;  ///< data-parallel copies tried (the option, and the model can cost them)
   std::vector<bool> taken_;  ///< candidates' scratch: the devices holding a piece of the table
   std::int64_t evaluations_ = 0;
-  std::int64_t limit_ = std::numeric_limits<std::int64_t>::max();  ///< evaluations at which the search stops
+  std::int64_t other_work_ = 0;  ///< the other chains' work (reported)
+  std::int64_t limit_ = std::numeric_limits<std::int64_t>::max();  ///< work at which the search stops
 };
 
 class JointSharder final : public Sharder {
@@ -848,10 +914,11 @@ void register_joint(Registry<Sharder>& registry) {
          "best plan so far is returned, and past it the greedy start places the remaining tables unscored"},
         {"patience", ParamType::kInt, "40", 0, 1000000, {},
          "rounds of perturbation without improvement before the search stops"},
-        {"evaluations", ParamType::kInt, "0", 0, 1e15, {},
-         "the search's budget: objective evaluations after its start, shared by the chains; a run is the same "
-         "for its seed and budget however loaded the machine (unless time_ms cuts it) and a larger budget never "
-         "gives a worse plan; 0: 200,000, or 2,000,000 where the objective is kept per change (64 devices or more)"},
+        {"work", ParamType::kInt, "0", 0, 1e15, {},
+         "the search's budget in work units (objective evaluations and pieces placed or taken off) after its "
+         "start, shared by the chains; a run is the same for its seed and budget however loaded the machine "
+         "(unless time_ms cuts it) and a larger budget never gives a worse plan; 0: 250,000, or 3,000,000 where "
+         "the objective is kept per change (64 devices or more)"},
         {"chains", ParamType::kInt, "2", 1, 64, {},
          "chains of perturbation rounds, each with its own seed and share of the budget, run at once on the "
          "context's threads (the plan does not depend on how many there are)"},
@@ -874,7 +941,7 @@ void register_joint(Registry<Sharder>& registry) {
         o.time_ms = static_cast<double>(p.get_int("time_ms"));
         o.patience = static_cast<int>(p.get_int("patience"));
         o.max_parts = static_cast<int>(p.get_int("max_parts"));
-        o.evaluations = p.get_int("evaluations");
+        o.work = p.get_int("work");
         o.chains = static_cast<int>(p.get_int("chains"));
         o.rows = p.get_bool("rows");
         o.columns = p.get_bool("columns");

@@ -92,7 +92,7 @@ struct Options {
   Objective objective = Objective::kStep;
   double time_ms = 60000.0;     ///< wall-clock safety stop (joint.h)
   int patience = 40;
-  std::int64_t evaluations = 0;  ///< the budget after the start; 0: the default of the path (joint.cpp)
+  std::int64_t work = 0;         ///< the budget in work units after the start; 0: the path's default (joint.cpp)
   int chains = 2;                ///< chains of perturbation rounds (joint.h)
   int max_parts = 0;            ///< 0: the number of devices, at most 64
   bool rows = true;
@@ -156,6 +156,8 @@ class State {
   /** Takes every piece of `table` off its devices and returns them. */
   std::vector<Piece> remove_table(int table);
   void set_layout(int table, Layout layout) { layouts_[static_cast<std::size_t>(table)] = layout; }
+  /** Pieces placed or taken off so far: with evaluations, the search's work units (joint.h). */
+  [[nodiscard]] std::int64_t changes() const { return changes_; }
   /** Takes the table's last piece off its device and returns it. */
   Piece pop_piece(int table);
   /** Takes piece `index` of `table` off its device (its slot stays until `place`). */
@@ -232,6 +234,7 @@ class State {
   /// Σ of the data-parallel tables' gradient bytes (device 0's copies: every device holds all).
   std::int64_t gradient_bytes_ = 0;
   double spread_ = 0.0;
+  std::int64_t changes_ = 0;
   // More than kAllCandidatesUpTo devices: the devices by load, refreshed lazily (least_loaded).
   LoadIndex loads_;
   std::vector<int> stale_loads_;

@@ -173,6 +173,7 @@ bool State::make_piece(int table, Shard shard, int device, bool uvm, Piece& out)
 }
 
 void State::apply(const Piece& p, int sign) {
+  ++changes_;
   const auto d = static_cast<std::size_t>(p.placed.shard.device);
   DeviceLoad& load = devices_[d];
   load.fw_units += sign * p.fw_units;
@@ -274,11 +275,28 @@ void State::place(std::size_t index, const Piece& piece) {
   apply(piece, +1);
 }
 
+namespace {
+bool same_pieces(const std::vector<Piece>& a, const std::vector<Piece>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const Piece& x, const Piece& y) {
+    const Shard& s = x.placed.shard;
+    const Shard& t = y.placed.shard;
+    return s.device == t.device && s.row_begin == t.row_begin && s.row_end == t.row_end &&
+           s.col_begin == t.col_begin && s.col_end == t.col_end && s.hbm_rows == t.hbm_rows &&
+           x.placed.replicas == y.placed.replicas;
+  });
+}
+}  // namespace
+
 void State::restore(const Snapshot& snapshot) {
-  for (int t = 0; t < num_tables(); ++t) remove_table(t);
-  layouts_ = snapshot.layouts;
-  for (const auto& pieces : snapshot.tables)
-    for (const Piece& p : pieces) add(p);
+  // Only the tables that differ are taken off and put back: the loads are exact sums, so the
+  // result does not depend on which (a perturbation round changes a few tables of thousands).
+  for (int t = 0; t < num_tables(); ++t) {
+    const auto i = static_cast<std::size_t>(t);
+    if (layouts_[i] == snapshot.layouts[i] && same_pieces(tables_[i], snapshot.tables[i])) continue;
+    remove_table(t);
+    layouts_[i] = snapshot.layouts[i];
+    for (const Piece& p : snapshot.tables[i]) add(p);
+  }
 }
 
 DeviceCompute State::device_compute(int device) {

@@ -2,8 +2,10 @@
 // per-device dim cap, on the cost model it is given (refs-zha.md §5.4; the algorithm and where
 // each rule comes from are in neuroshard.h).
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <numeric>
+#include <optional>
 
 #include "embshard/core/error.h"
 #include "shard/builtin_sharders.h"
@@ -71,7 +73,12 @@ class Search {
  public:
   Search(const Task& task, CostModel& cost, const SearchOptions& options, const Context& ctx)
       : task_(task), cost_(cost), options_(options), ctx_(ctx), cache_(cost.compute()),
-        scales_(grid_scales(options.scales, options.max_scale)) {}
+        scales_(grid_scales(options.scales, options.max_scale)) {
+    if (options.time_ms > 0) {
+      own_deadline_ = std::chrono::steady_clock::now() +
+                      std::chrono::microseconds(static_cast<std::int64_t>(options.time_ms * 1000.0));
+    }
+  }
 
   ShardResult run() {
     std::vector<BeamEntry> beam{{{}, grid_search({})}};
@@ -157,7 +164,7 @@ class Search {
   }
 
   bool out_of_time() {
-    if (!out_of_time_) out_of_time_ = ctx_.past_deadline();
+    if (!out_of_time_) out_of_time_ = ctx_.past_deadline() || (own_deadline_ && std::chrono::steady_clock::now() >= *own_deadline_);
     return out_of_time_;
   }
 
@@ -168,7 +175,9 @@ class Search {
     r.stats.cache_hits = cache_.hits();
     const bool found = std::isfinite(best_.value);
     if (found) r.plan = plan_of_pieces(task_, best_.pieces, best_.devices, task_order(best_.pieces));
-    if (out_of_time_) {
+    if (out_of_time_ && found && !ctx_.past_deadline()) {  // its own time_ms: the best plan so far
+      r.stats.solver = concat("stopped at time_ms after ", stats_.nodes_visited, " greedy runs: the best plan so far");
+    } else if (out_of_time_) {
       r.status = ShardStatus::kTimeLimit;
       r.reason = concat("deadline reached after ", stats_.nodes_visited, " greedy runs; ",
                         found ? "the plan is the best found so far" : "no plan found yet");
@@ -197,6 +206,7 @@ class Search {
   WorstFailure worst_;
   ShardStats stats_;
   bool out_of_time_ = false;
+  std::optional<std::chrono::steady_clock::time_point> own_deadline_;  ///< from time_ms
 };
 
 }  // namespace
@@ -232,6 +242,7 @@ neuroshard::SearchOptions search_options(const Params& p) {
   o.scales = static_cast<int>(p.get_int("scales"));
   o.max_scale = p.get_float("max_scale");
   o.objective = parse_objective(p.get_string("objective"));
+  o.time_ms = static_cast<double>(p.get_int("time_ms"));
   return o;
 }
 
@@ -252,7 +263,10 @@ void register_neuroshard(Registry<Sharder>& registry) {
         {"max_scale", ParamType::kFloat, "1.5", 1.0, 100.0, {},
          "largest dim cap, as a multiple of the mean device dim"},
         {"objective", ParamType::kString, "step", {}, {}, {"step", "max_sum"},
-         "what the grid search minimises"}}},
+         "what the grid search minimises"},
+        {"time_ms", ParamType::kInt, "0", 0, 1e9, {},
+         "stop after this many ms with the best plan so far (the context's deadline when sooner ends it as "
+         "time_limit); 0: never"}}},
       [](const Params& p, const Context&) {
         return std::make_unique<NeuroShardSharder>(search_options(p));
       });

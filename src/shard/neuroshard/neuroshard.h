@@ -175,6 +175,7 @@ struct SearchOptions {
   int scales = 11;
   double max_scale = 1.5;
   Objective objective = Objective::kStep;
+  double time_ms = 0.0;  ///< stop after this long with the best plan so far (ok); 0: never
 };
 
 /** The whole search (file comment); the status is ok, infeasible or time_limit. */
