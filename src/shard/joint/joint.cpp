@@ -21,9 +21,9 @@ namespace joint {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-/** The default budgets in work units (`work=0`; joint.h): about 0.1 s on a protocol task, and on
+/** The default budgets in work units (`work=0`; joint.h): about 0.15 s on a protocol task, and on
  *  the fast path (fast_step.h) about 1.5 s at 5,000 tables × 1,024 devices on one core. */
-constexpr std::int64_t kWork = 1000000;
+constexpr std::int64_t kWork = 1500000;
 constexpr std::int64_t kIncrementalWork = 3000000;
 /** Copies are tried below this many devices: a copy is a piece per device, and at the sizes of the
  *  fast path the deadline is better spent on the other moves (docs/benchmarks.md, "At scale"). */
@@ -917,7 +917,7 @@ void register_joint(Registry<Sharder>& registry) {
         {"work", ParamType::kInt, "0", 0, 1e15, {},
          "the search's budget in work units (objective evaluations and pieces placed or taken off) after its "
          "start, shared by the chains; a run is the same for its seed and budget however loaded the machine "
-         "(unless time_ms cuts it) and a larger budget never gives a worse plan; 0: 250,000, or 3,000,000 where "
+         "(unless time_ms cuts it) and a larger budget never gives a worse plan; 0: 1,500,000, or 3,000,000 where "
          "the objective is kept per change (64 devices or more)"},
         {"chains", ParamType::kInt, "2", 1, 64, {},
          "chains of perturbation rounds, each with its own seed and share of the budget, run at once on the "

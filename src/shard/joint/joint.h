@@ -33,7 +33,8 @@
  * receives and its memory. `objective()` is the model's exact objective of the current plan: the
  * same compute, comm and input all-to-all `assemble_breakdown` would produce.
  *
- * Algorithm (deterministic for a seed unless the deadline cuts it short):
+ * Algorithm (the same plan for a seed and budget on any machine and any number of threads,
+ * unless the wall-clock safety stop cuts it short):
  *   1. exact start on tiny tasks: when the table-wise plans number at most `exact_limit`
  *      (devices^tables, up to relabelling identical devices), every one is scored and the best
  *      starts the search — so `joint` is never worse than `exhaustive`;
@@ -41,27 +42,41 @@
  *      keeps the objective lowest (splits come from the search); a table that fits no device
  *      whole takes whichever layout, pieces placed the same way, leaves the lowest objective;
  *      when one fits nowhere (memory is tight), the start is made again, tables by decreasing bytes;
+ *      past the deadline the remaining tables go whole on the least loaded device they fit, unscored;
  *   3. local search until no move helps, around the critical devices (those that set a term of
- *      the objective): move a piece to another device; make a row layout uneven; re-lay out one of
- *      the four heaviest tables there (every layout, pieces placed greedily); and, once at the end
- *      (up to 32 devices), swap a piece with a lighter one elsewhere. A move is taken when it lowers the objective, or
- *      keeps it and lowers the spread Σ_d (device step)² (which breaks plateaus; the objective
- *      never rises along a chain of moves, so none can cycle);
- *   3b. once, groups of data-parallel copies (the k most promising tables for k = 1, 2, 4, …), the
- *      rest of the plan built again around them and searched as in 3; kept where better;
- *   4. iterated local search: re-lay out a few random tables (seeded), search again, keep the best;
- *      stops after `patience` rounds without improvement, once `evaluations` objective
- *      evaluations are spent (default 200,000; 3,000,000 on the fast path below), or at the
- *      deadline (`time_ms`, default 1.5 s, or the context's deadline when sooner).
+ *      the objective): move a piece to another device; make a row layout uneven; on up to 32
+ *      devices, when polishing (below), swap a piece with a lighter one elsewhere; re-lay out one
+ *      of the four heaviest tables there (every layout, pieces placed greedily; beyond 32 devices
+ *      each layout of at most twice the table's weight in average device loads pieces is first
+ *      scored with its pieces unscored on the least loaded devices, and the best three are placed
+ *      piece by piece). A move is taken when it lowers the objective, or keeps it and lowers the
+ *      spread Σ_d (device step)² (which breaks plateaus; the objective never rises along a chain
+ *      of moves, so none can cycle). A local optimum better than the best so far is polished
+ *      (the search again, with swaps) and kept;
+ *   3b. once, below 64 devices, groups of data-parallel copies (the k most promising tables for
+ *      k = 1, 2, 4, …), the rest of the plan built again around them and searched as in 3;
+ *   4. iterated local search in `chains` chains (default 2), each from the best plan with its own
+ *      seed and an equal share of what is left of the budget, run at once on the context's threads
+ *      where the cost model can be copied (`CostModel::clone`): re-lay out a few random tables,
+ *      search again, keep what is better; a chain stops after `patience` rounds without
+ *      improvement or when its share is spent; the best chain's plan wins.
+ * Budget. `work` counts work units after the start — objective evaluations and pieces placed or
+ * taken off (at scale a piece's trees cost more than reading an objective) —: 1,500,000 by
+ * default, 3,000,000 on the fast path (about 1.5 s at 5,000 tables × 1,024 devices on one core).
+ * Every phase keeps the best plan of its own deterministic trajectory and stops when the budget
+ * is spent, so a larger budget never returns a worse plan. `time_ms` (default 60 s, the context's
+ * deadline when sooner) is a safety stop that covers the bound, the search and finishing the plan
+ * (the search stops ~3 µs a table early): past it the best plan so far is returned.
  * With `torchrec=true` the row layouts are those TorchRec's training path can run (the export,
  * plan/torchrec_export.h, rejects others): rows over every device, or over every device of one
  * host (table_row_wise, multi-host topologies), in blocks of ⌈R/k⌉ in rank order, never moved or
  * made uneven; the Python package's TorchRec planner asks for it.
  * At large sizes (more than 32 devices) a piece is tried only on the `candidates` devices with the
- * least load. From 64 devices on, with an additive model, the link model and `step` (input
- * exposed or omitted), the objective is kept up to date per change (fast_step.h: O(devices per
- * host + log devices) instead of O(devices)), and the spread is the sum of the squares of each
- * device's compute and own sending times in whole µs, kept per change too.
+ * least load (fast_step.h `LoadIndex`: O(k log devices)). From 64 devices on, with an additive
+ * model, the link model and `step` (input exposed or omitted), the objective is kept up to date per
+ * change (fast_step.h: O(devices per host + log devices) instead of O(devices)), and the spread is
+ * the sum of the squares of each device's compute and own sending times, and of each host's
+ * reduced rows' sending time, in whole µs, kept per change too.
  */
 #include <array>
 #include <cstdint>
