@@ -23,7 +23,7 @@ warnings.filterwarnings("ignore")
 logging.disable(logging.WARNING)
 
 import embshard  # noqa: E402
-from embshard.torchrec import (RESERVATION_SHARE, _without_double_reservation,  # noqa: E402
+from embshard.torchrec import (RESERVATION_SHARE, _for_torchrec,  # noqa: E402
                                kjt_reservation_bytes, plan_with_torchrec, table_budget)
 
 
@@ -51,7 +51,7 @@ def main(tasks=20, seed=3907):
         ratios, ours_only, theirs_only = [], 0, 0
         for index in range(tasks):
             task = embshard.Task.generate(setting, seed=seed, index=index)
-            ours = embshard.plan(reserved(task), candidates=[_without_double_reservation(c) for c in
+            ours = embshard.plan(reserved(task), candidates=[_for_torchrec(c) for c in
                                                              embshard.default_sharders()])
             try:
                 theirs = plan_with_torchrec(task)

@@ -562,7 +562,7 @@ def load_sharding_plan(path: str):
 
 
 def plan_with_torchrec(task: embshard.Task, *, storage_reservation: float = RESERVATION_SHARE,
-                       hbm_mem_bw: Optional[float] = None):
+                       hbm_mem_bw: Optional[float] = None, proposer: str = "default"):
     """Plans an embshard task with real TorchRec's EmbeddingShardingPlanner and returns the
     embshard Plan of its ShardingPlan (so the same judge rates it), or raises embshard.Error with
     TorchRec's reason. The task maps onto TorchRec as the `torchrec` sharder maps it
@@ -570,7 +570,9 @@ def plan_with_torchrec(task: embshard.Task, *, storage_reservation: float = RESE
     feature per table with the task's pooling factor, world = devices, local world = devices per
     host, per-rank batch = global / world, per-rank HBM and DDR caps, TorchRec's bandwidth
     constants (or `hbm_mem_bw`, bytes/ms), the task's allowed sharding types, kernel "fused"
-    (with the UVM kernels when the task allows UVM), TorchRec's heuristical reservation."""
+    (with the UVM kernels when the task allows UVM), TorchRec's heuristical reservation.
+    `proposer`: "default" (TorchRec's default proposers) or "dynamic_programming" (its
+    DynamicProgrammingProposer, what its users turn to when the defaults take too long)."""
     import torch
     from torchrec.distributed.embeddingbag import EmbeddingBagCollectionSharder
     from torchrec.distributed.planner import EmbeddingShardingPlanner
@@ -605,9 +607,15 @@ def plan_with_torchrec(task: embshard.Task, *, storage_reservation: float = RESE
     if hbm_mem_bw is not None:
         kwargs["hbm_mem_bw"] = hbm_mem_bw
     topology = Topology(**kwargs)
+    if proposer not in ("default", "dynamic_programming"):
+        raise Error(f"plan_with_torchrec: proposer '{proposer}' is not one of default, dynamic_programming")
+    extra = {}
+    if proposer == "dynamic_programming":
+        from torchrec.distributed.planner.proposers import DynamicProgrammingProposer
+        extra["proposer"] = DynamicProgrammingProposer()
     planner = EmbeddingShardingPlanner(
         topology=topology, batch_size=max(1, doc["batch_size"] // world), constraints=constraints,
-        storage_reservation=HeuristicalStorageReservation(percentage=storage_reservation))
+        storage_reservation=HeuristicalStorageReservation(percentage=storage_reservation), **extra)
     try:
         sharding_plan = planner.plan(ebc, [EmbeddingBagCollectionSharder()])
     except PlannerError as e:

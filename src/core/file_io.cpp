@@ -181,10 +181,16 @@ std::uint64_t available_disk_bytes(const std::string& path) {
   return static_cast<std::uint64_t>(vfs.f_bavail) * static_cast<std::uint64_t>(vfs.f_frsize);
 }
 
-void check_fits_in_memory(std::uint64_t bytes, const std::string& what) {
+std::string find_memory_shortfall(std::uint64_t bytes, const std::string& what) {
   const std::uint64_t available = available_memory_bytes();
-  EMBSHARD_CHECK(bytes <= available, what, " needs about ", static_cast<double>(bytes) / kGiB,
-                 " GiB of memory but ", static_cast<double>(available) / kGiB, " GiB is available");
+  if (bytes <= available) return "";
+  return detail::concat(what, " needs about ", static_cast<double>(bytes) / kGiB, " GiB of memory but ",
+                        static_cast<double>(available) / kGiB, " GiB is available");
+}
+
+void check_fits_in_memory(std::uint64_t bytes, const std::string& what) {
+  const std::string shortfall = find_memory_shortfall(bytes, what);
+  EMBSHARD_CHECK(shortfall.empty(), shortfall);
 }
 
 void check_fits_on_disk(const std::string& path, std::uint64_t bytes, const std::string& what) {

@@ -65,7 +65,9 @@ void refuse_if_same_file(const std::vector<NamedPath>& inputs, const std::vector
 /** Bytes free for an unprivileged writer on the file system that would hold `path` (statvfs). */
 [[nodiscard]] std::uint64_t available_disk_bytes(const std::string& path);
 
-/** Throws Error "`what` needs about N GiB of memory but M GiB is available" when it does not fit. */
+/** "`what` needs about N GiB of memory but M GiB is available" when it does not fit, else "". */
+[[nodiscard]] std::string find_memory_shortfall(std::uint64_t bytes, const std::string& what);
+/** Throws Error with find_memory_shortfall's message when it does not fit. */
 void check_fits_in_memory(std::uint64_t bytes, const std::string& what);
 
 /** Throws Error "`what` needs about N GiB on disk at PATH but M GiB is free" when it does not fit. */

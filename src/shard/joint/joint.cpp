@@ -252,10 +252,10 @@ class Search {
 
   [[nodiscard]] const TableSpec& spec(int t) const { return task_.workload.tables[static_cast<std::size_t>(t)]; }
 
-  /** Tables by decreasing compute of the whole table on an empty device (ties: task order). */
   /** Lookups × dim: a table's first-order cost under every model. */
   [[nodiscard]] double weight(int t) const { return static_cast<double>(spec(t).stats.num_indices) * spec(t).dim; }
 
+  /** Tables by decreasing compute of the whole table on an empty device (ties: task order). */
   std::vector<int> tables_by_cost() {
     std::vector<double> cost(task_.workload.tables.size(), 0.0);
     for (int t = 0; t < state_.num_tables(); ++t) {
@@ -643,7 +643,7 @@ class Search {
     for (std::size_t i = 0; i < sizes.size(); ++i) {
       const int from = state_.pieces(t)[i].placed.shard.device;
       if (std::find(critical.begin(), critical.end(), from) == critical.end()) continue;
-      for (std::size_t j = 0; j < sizes.size(); ++j) {
+      for (std::size_t j = 0; j < sizes.size() && !spent(); ++j) {  // 2k pieces re-placed per try
         if (j == i) continue;
         for (const std::int64_t part : {2, 4, 8, 16, 32}) {
           const std::int64_t delta = sizes[i] / part;
@@ -659,11 +659,7 @@ class Search {
     return false;
   }
 
-  /**
-   * Re-lays `t` out in whichever layout scores best; restores it when none helps. Beyond
-   * kAllCandidatesUpTo devices, coarse to fine: row and column counts at powers of two (and the
-   * largest) first, then the counts around the best of them.
-   */
+  /** Re-lays `t` out in whichever layout scores best (`insert_relayout`); restores it when none helps. */
   bool try_relayout(int t, const Score& current) {
     const Layout old_layout = state_.layout(t);
     const std::vector<Piece> old = state_.remove_table(t);
@@ -743,23 +739,24 @@ class Search {
         const int d = state_.pieces(t)[i].placed.shard.device;
         return std::find(critical.begin(), critical.end(), d) != critical.end();
       };
+      // The budget is checked before every move tried (a re-layout alone can take milliseconds).
       const auto each_critical_piece = [&](auto&& move) {
         for (int t : tables) {
-          for (std::size_t i = 0; i < state_.pieces(t).size(); ++i)
+          for (std::size_t i = 0; i < state_.pieces(t).size() && !spent(); ++i)
             if (on_critical(t, i) && move(t, i, allows_uvm(t))) return true;
         }
         return false;
       };
       if (each_critical_piece([&](int t, std::size_t i, bool u) { return try_moves(t, i, current, u); })) continue;
       bool shifted = false;
-      for (std::size_t k = 0; k < tables.size() && !shifted; ++k)
+      for (std::size_t k = 0; k < tables.size() && !shifted && !spent(); ++k)
         shifted = try_row_shift(tables[k], current, allows_uvm(tables[k]), critical);
       if (shifted) continue;
       if (swaps && n_ <= kAllCandidatesUpTo &&
           each_critical_piece([&](int t, std::size_t i, bool u) { return try_swaps(t, i, current, u, critical); }))
         continue;
       bool relaid = false;
-      for (std::size_t k = 0; k < tables.size() && k < 4 && !relaid; ++k) relaid = try_relayout(tables[k], current);
+      for (std::size_t k = 0; k < tables.size() && k < 4 && !relaid && !spent(); ++k) relaid = try_relayout(tables[k], current);
       if (!relaid) break;
     }
   }
@@ -845,13 +842,19 @@ class Search {
     }
     std::sort(chosen.begin(), chosen.end());
     chosen.erase(std::unique(chosen.begin(), chosen.end()), chosen.end());
-    const State::Snapshot before = state_.snapshot();
-    for (int t : chosen) state_.remove_table(t);
+    // Only the chosen tables are saved (a snapshot of every table costs as much as the round at
+    // scale); past the budget or where a table fits nowhere they go back as they were.
+    std::vector<std::pair<Layout, std::vector<Piece>>> saved;
+    for (int t : chosen) saved.emplace_back(state_.layout(t), state_.remove_table(t));
     for (int t : chosen) {
       const std::vector<Layout> layouts = all_layouts(t);
       const Layout layout = layouts[rng_.below(layouts.size())];
-      if (!insert(t, layout, allows_uvm(t)) && !insert_best(t, layouts)) {
-        state_.restore(before);
+      if (spent() || (!insert(t, layout, allows_uvm(t)) && !insert_best(t, layouts))) {
+        for (std::size_t i = 0; i < chosen.size(); ++i) {
+          state_.remove_table(chosen[i]);
+          state_.set_layout(chosen[i], saved[i].first);
+          for (const Piece& p : saved[i].second) state_.add(p);
+        }
         return;
       }
     }

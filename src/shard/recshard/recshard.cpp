@@ -173,8 +173,12 @@ class RecShardSharder final : public Sharder {
     const bool deadline_binds = ctx.deadline && *ctx.deadline < deadline;
     if (deadline_binds) deadline = *ctx.deadline;
     const double variables = recshard_milp_variables(input);
-    check_fits_in_memory(static_cast<std::uint64_t>(variables * kBytesPerVariable),
-                         concat("recshard: its MILP of about ", variables, " variables (3 per table and GPU)"));
+    result.reason = find_memory_shortfall(static_cast<std::uint64_t>(variables * kBytesPerVariable),
+                                          concat("recshard: its MILP of about ", variables, " variables (3 per table and GPU)"));
+    if (!result.reason.empty()) {  // too big to plan in this machine's memory: a status naming the estimate
+      result.status = ShardStatus::kInfeasible;
+      return result;
+    }
     CbcOptions cbc;
     cbc.relative_gap = gap_;
     cbc.time_limit_s = time_limit_s_;  // less what the build took (solve_recshard)

@@ -307,9 +307,12 @@ class TorchrecSharder final : public Sharder {
     ShardResult infeasible;
     infeasible.status = ShardStatus::kInfeasible;
     if (infeasible.reason = find_reservation_error(topo); !infeasible.reason.empty()) return infeasible;
-    check_fits_in_memory(options_bytes(task, topo, options_),
-                         concat("torchrec: the sharding options of ", task.workload.tables.size(), " tables on ",
-                                topo.world_size, " ranks (TorchRec enumerates a shard per rank for row-wise)"));
+    // Too big to plan in this machine's memory: a status naming the estimate (compare's row says so).
+    infeasible.reason = find_memory_shortfall(
+        options_bytes(task, topo, options_), concat("torchrec: the sharding options of ", task.workload.tables.size(),
+                                                    " tables on ", topo.world_size,
+                                                    " ranks (TorchRec enumerates a shard per rank for row-wise)"));
+    if (!infeasible.reason.empty()) return infeasible;
     // The planner's time_ms (TorchRec's timeout_seconds) or the context's deadline, if sooner.
     std::optional<std::chrono::steady_clock::time_point> deadline = ctx.deadline;
     if (options_.time_ms > 0) {

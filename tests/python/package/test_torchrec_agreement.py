@@ -32,3 +32,17 @@ def test_torchrec_sharder_plans_as_real_torchrec_does(torchrec, protocol):
         identical += a == b
     assert compared >= 2, "too few tasks planned by both to compare"
     assert identical >= compared - 1, (identical, compared)
+
+
+def test_real_torchrec_plans_with_its_dynamic_programming_proposer_too(torchrec):
+    """The scale benchmark (bench/scale_torchrec.py) runs TorchRec's DynamicProgrammingProposer,
+    what its users turn to when the default proposers take too long: its plans are valid plans of
+    the task, and an unknown proposer is an error naming it."""
+    from embshard.torchrec import plan_with_torchrec
+
+    task = embshard.Task.generate("neuroshard:devices=4,max_dim=32", seed=4243, index=0)
+    plan = plan_with_torchrec(task, proposer="dynamic_programming")
+    embshard.check(task, plan)  # raises naming the problem if the plan is not valid
+    assert embshard.evaluate(task, plan).step_ms > 0
+    with pytest.raises(embshard.Error, match="proposer 'fastest' is not one of default, dynamic_programming"):
+        plan_with_torchrec(task, proposer="fastest")
