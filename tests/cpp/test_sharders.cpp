@@ -65,6 +65,27 @@ TEST(Sharders, ProvenanceCarriesTheCanonicalSpecWhichRoundTrips) {
   EXPECT_EQ(plan_task("exhaustive", task, cost.get(), quiet()).plan.provenance.cost_model, "sim:coefficients=builtin,hardware=match,input_comm=exposed,index_bytes=8,length_bytes=4");
 }
 
+TEST(Sharders, ATaskTooBigToPlanInMemoryIsAStatusNamingTheEstimate) {
+  // 20,000 tables on 262,144 GPUs: TorchRec's options (a shard per rank per row-wise option) and
+  // RecShard's MILP (3 variables per table and GPU) need terabytes, more than any test machine has;
+  // both say so, with the estimate, before allocating (never bad_alloc).
+  Task task = test_util::pool_task(1, "a100:nodes=4096,gpus_per_node=64", 3, std::vector<int>{64});
+  const TableSpec one = task.workload.tables.front();
+  task.workload.tables.clear();
+  for (int t = 0; t < 20000; ++t) {
+    TableSpec copy = one;
+    copy.name = "t" + std::to_string(t);
+    task.workload.tables.push_back(copy);
+  }
+  task.constraints.allow_uvm = true;
+  for (const char* spec : {"torchrec", "recshard"}) {
+    const ShardResult r = plan_task(spec, task, nullptr, quiet());
+    EXPECT_EQ(r.status, ShardStatus::kInfeasible) << spec;
+    EXPECT_NE(r.reason.find("GiB of memory but"), std::string::npos) << spec << ": " << r.reason;
+    EXPECT_NE(r.reason.find(std::string(spec) + ":"), std::string::npos) << r.reason;
+  }
+}
+
 TEST(Greedy, FollowsThePapersOrderAndTieBreaking) {
   // Costs (dim): a=8, b=8, c=8, d=4. Sizes: a 400 rows, b 800, c 800 (index 2 > 1), d 100.
   // Order: c (ties on cost and size → larger index), b, a, d.
