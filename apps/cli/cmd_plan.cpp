@@ -48,9 +48,13 @@ int run_plan(Args& args, const Context& base_ctx) {
   EMBSHARD_CHECK(format == "embshard" || format == "torchrec", "--format must be 'embshard' or "
                  "'torchrec', got '", format, "'");
   EMBSHARD_CHECK(device == "cuda" || device == "cpu", "--torchrec-device must be 'cuda' or 'cpu'");
-  // A TorchRec plan must be one TorchRec's training path runs: joint keeps to those layouts.
-  if (format == "torchrec" && sharder.rfind("joint", 0) == 0 && sharder.find("torchrec=") == std::string::npos)
-    sharder += sharder == "joint" ? ":torchrec=true" : ",torchrec=true";
+  // A TorchRec plan must be one TorchRec's training path runs: joint keeps to those layouts, and to
+  // 1D (DistributedModelParallel's) unless the spec asks for 2D groups (DMPCollection's).
+  for (const char* extra : {"torchrec=true", "groups=none"}) {
+    const std::string key = std::string(extra).substr(0, std::string(extra).find('=') + 1);
+    if (format == "torchrec" && sharder.rfind("joint", 0) == 0 && sharder.find(key) == std::string::npos)
+      sharder += (sharder == "joint" ? ":" : ",") + std::string(extra);
+  }
   std::vector<NamedPath> inputs = spec_inputs("--sharder", sharder);
   for (const NamedPath& p : spec_inputs("--cost", cost_spec)) inputs.push_back(p);
   inputs.push_back({"--task", task_path});
@@ -75,13 +79,19 @@ int run_plan(Args& args, const Context& base_ctx) {
     outputs.add(*report, plan_report_html(task, {{result.plan, judged, out.value_or("(not saved)")}}));
   }
   outputs.commit();
-  const CostBreakdown breakdown = cost->estimate(task, result.plan, ctx);
+  // A 2D plan is costed per sharding group by a model built for the group's task (sharding_groups.h).
+  const Task costed = sharding_group_task(task, result.plan.groups);
+  const auto group_cost = result.plan.groups.enabled() ? make_cost_model(cost_spec, costed) : nullptr;
+  CostModel& judge = group_cost ? *group_cost : *cost;
+  const CostBreakdown breakdown = judge.estimate(task, result.plan, ctx);
   const double value = objective_value(breakdown, objective);
   const auto bound = result.lower_bound && result.bound_objective == objective ? result.lower_bound
-                                                                              : cost->lower_bound(task, objective);
+                                                                               : cost->lower_bound(task, objective);
   std::cout << result.plan.provenance.sharder << " planned " << task.workload.tables.size()
-            << " tables in " << readable_ms(result.plan.provenance.wall_ms) << "\n"
-            << eval_result_table(eval_result_of(breakdown, task.workload.batch_size, cost->spec()), task.topology);
+            << " tables in " << readable_ms(result.plan.provenance.wall_ms) << "\n";
+  if (result.plan.groups.enabled())
+    std::cout << describe_groups(result.plan.groups, task.topology.num_devices()) << "; costs per rank of a group\n";
+  std::cout << eval_result_table(eval_result_of(breakdown, costed.workload.batch_size, cost->spec()), costed.topology);
   const ShardStats& st = result.stats;
   std::printf("search: %lld plans evaluated, %lld nodes visited, cost cache %lld queries, %lld hits\n",
               static_cast<long long>(st.plans_evaluated), static_cast<long long>(st.nodes_visited),

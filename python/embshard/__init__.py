@@ -138,15 +138,18 @@ class Task(_File):
                     batch_size: int, *, allow_column_split: bool = True,
                     allow_row_split: bool = True, allow_uvm: bool = False,
                     derived_stats: Optional[Mapping[str, float]] = None,
-                    task_id: str = "python") -> "Task":
+                    task_id: str = "python", replica_sync_every: int = 1) -> "Task":
         """A task from tables and a topology: a preset spec ("a100:nodes=2") or the task file's
-        explicit topology object. ``derived_stats`` overrides DERIVED_STATS_DEFAULTS."""
+        explicit topology object. ``derived_stats`` overrides DERIVED_STATS_DEFAULTS;
+        ``replica_sync_every`` is how many steps pass between a 2D plan's replica syncs."""
         doc: Dict[str, Any] = {
             "schema_version": 1, "id": task_id, "batch_size": batch_size,
             "topology": {"preset": topology} if isinstance(topology, str) else dict(topology),
             "constraints": {"allow_column_split": allow_column_split,
                             "allow_row_split": allow_row_split, "allow_uvm": allow_uvm},
             "tables": [t._json() for t in tables]}
+        if replica_sync_every != 1:
+            doc["replica_sync_every"] = replica_sync_every
         if derived_stats is not None:
             doc["derived_stats"] = dict(derived_stats)
         return cls.from_json(json.dumps(doc), where="embshard.Task")
@@ -216,6 +219,12 @@ class Plan(_File):
     @property
     def tables(self) -> List[Dict[str, Any]]:
         return json.loads(self.to_json())["tables"]
+
+    @property
+    def sharding_groups(self) -> Optional[Dict[str, Any]]:
+        """A 2D plan's layout ({"size": G, "ranks": "strided" | "contiguous"}: TorchRec's
+        DMPCollection, include/embshard/plan/sharding_groups.h); None for a 1D plan."""
+        return json.loads(self.to_json()).get("sharding_groups")
 
     def __repr__(self) -> str:
         if not self.ok:

@@ -5,6 +5,12 @@
     plan = planner.collective_plan(model, sharders, pg)      # a torchrec ShardingPlan
     model = DistributedModelParallel(model, plan=plan, sharders=sharders, ...)
 
+2D parallelism (TorchRec's DMPCollection; include/embshard/plan/sharding_groups.h): with
+`sharding_group_size="auto"` (joint chooses the group size, or none) or a number G, a 2D plan is
+one sharding group's ShardingPlan and `planner.dmp_collection_kwargs` holds the rest of what
+DMPCollection takes (world_size, sharding_group_size, node_group_size, use_inter_host_allreduce);
+it is None for a 1D plan, which DistributedModelParallel takes.
+
 How a TorchRec model becomes an embshard task (docs/python.md has the whole table):
   * every EmbeddingBagCollection / EmbeddingCollection in the module (nested too) that one of the
     `sharders` shards; its tables keep their names (qualified by module path if two modules share
@@ -32,7 +38,7 @@ import dataclasses
 import functools
 import json
 import math
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import embshard
 from embshard import Error
@@ -162,11 +168,19 @@ class EmbshardPlanner:
                  storage_reservation: float = RESERVATION_SHARE,
                  table_stats: Optional[Mapping[str, Mapping[str, Any]]] = None,
                  derived_stats: Optional[Mapping[str, float]] = None, seed: int = 0,
-                 threads: int = 1):
+                 threads: int = 1, sharding_group_size: Union[None, int, str] = None,
+                 replica_sync_every: int = 1):
         if not 0.0 <= storage_reservation < 1.0:
             raise Error(f"EmbshardPlanner: storage_reservation = {storage_reservation} must lie in [0, 1)")
         if batch_size is not None and batch_size < 1:
             raise Error(f"EmbshardPlanner: batch_size = {batch_size} must be at least 1")
+        if not (sharding_group_size is None or sharding_group_size == "auto"
+                or (isinstance(sharding_group_size, int) and not isinstance(sharding_group_size, bool)
+                    and sharding_group_size >= 1)):
+            raise Error(f"EmbshardPlanner: sharding_group_size = {sharding_group_size!r} must be None "
+                        "(a 1D plan for DistributedModelParallel), 'auto' or a number of ranks ≥ 1")
+        self._groups = "none" if sharding_group_size is None else str(sharding_group_size)
+        self._sync_every = replica_sync_every
         self._topology = topology
         self._batch_size = batch_size or TORCHREC_DEFAULT_BATCH
         self._constraints = dict(constraints or {})
@@ -182,6 +196,8 @@ class EmbshardPlanner:
         self.last_task: Optional[embshard.Task] = None
         self.last_plan: Optional[embshard.Plan] = None
         self.tables: List[PlannedTable] = []
+        #: What DMPCollection takes beside the last 2D plan (module docstring); None for a 1D plan.
+        self.dmp_collection_kwargs: Optional[Dict[str, Any]] = None
 
     # ---- TorchRec's interface -------------------------------------------------------------
 
@@ -290,7 +306,8 @@ class EmbshardPlanner:
         task = embshard.Task.from_tables(
             tables, self._embshard_topology(topology, dense_bytes, total_pooling),
             batch_size=self._batch_size * topology.world_size, allow_uvm=allow_uvm_any,
-            derived_stats=self._derived_stats, task_id="torchrec-model")
+            derived_stats=self._derived_stats, task_id="torchrec-model",
+            replica_sync_every=self._sync_every)
         self.last_task = task
         return task
 
@@ -309,6 +326,7 @@ class EmbshardPlanner:
                             f"allow ({', '.join(table.kernels)})")
             regrouped.setdefault(table.module_path, {})[table.name] = entry
         document["plan"] = regrouped
+        self.dmp_collection_kwargs = dmp_collection_kwargs(document)
         return sharding_plan_from_dict(document, {t.name: t.cache_params for t in self.tables})
 
     # ---- helpers ----------------------------------------------------------------------------
@@ -316,11 +334,11 @@ class EmbshardPlanner:
     def _plan_task(self, task: embshard.Task) -> embshard.Plan:
         sharder = self._sharder
         if sharder == "best":
-            candidates = [_for_torchrec(s) for s in embshard.default_sharders()]
+            candidates = [_for_torchrec(s, self._groups) for s in embshard.default_sharders()]
             plan = embshard.plan(task, "best", self._cost, seed=self._seed, threads=self._threads,
                                  judge=self._judge, candidates=candidates)
         else:
-            plan = embshard.plan(task, _for_torchrec(sharder), self._cost,
+            plan = embshard.plan(task, _for_torchrec(sharder, self._groups), self._cost,
                                  seed=self._seed, threads=self._threads)
         if not plan.ok:
             raise Error(f"EmbshardPlanner: no plan ({plan.status}): {plan.reason}")
@@ -432,15 +450,19 @@ class EmbshardPlanner:
                 "a2a_latency_us": base["a2a_latency_us"], "devices": devices}
 
 
-def _for_torchrec(spec: str) -> str:
+def _for_torchrec(spec: str, groups: str = "none") -> str:
     """A sharder spec as this planner runs it, unless the spec says otherwise: the task's HBM is
     already net of TorchRec's reservation, so the `torchrec` sharder must not hold it back again;
-    `joint` makes only the row-wise layouts TorchRec's training path runs (torchrec=true)."""
+    `joint` makes only the row-wise layouts TorchRec's training path runs (torchrec=true) and the
+    2D layouts the planner's `sharding_group_size` asks for (`groups`: none, auto or G)."""
     name, _, params = spec.partition(":")
     if name == "torchrec" and "storage_reservation" not in params and "reservation" not in params:
         extra = "storage_reservation=0,reservation=fixed_percentage"
-    elif name == "joint" and "torchrec" not in params:
-        extra = "torchrec=true"
+    elif name == "joint":
+        extra = ",".join(([] if "torchrec" in params else ["torchrec=true"])
+                         + ([] if "groups" in params else [f"groups={groups}"]))
+        if not extra:
+            return spec
     else:
         return spec
     return f"{name}:{params},{extra}" if params else f"{name}:{extra}"
@@ -553,6 +575,19 @@ def sharding_plan_from_dict(document: Mapping[str, Any], cache_params: Optional[
                 cache_params=cache_of(name, table))
         plan[module_path] = module_plan
     return ShardingPlan(plan=plan)
+
+
+def dmp_collection_kwargs(document: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
+    """The arguments torchrec's DMPCollection takes beside the plan, from the TorchRec plan JSON
+    embshard writes for a 2D plan (include/embshard/plan/sharding_groups.h): world_size,
+    sharding_group_size, node_group_size and use_inter_host_allreduce; None for a 1D plan, which
+    DistributedModelParallel takes as it is."""
+    if "sharding_group_size" not in document:
+        return None
+    return {"world_size": int(document["world_size"]),
+            "sharding_group_size": int(document["sharding_group_size"]),
+            "node_group_size": int(document["node_group_size"]),
+            "use_inter_host_allreduce": bool(document["use_inter_host_allreduce"])}
 
 
 def load_sharding_plan(path: str):

@@ -53,13 +53,6 @@ double hot_share(const TableStats& stats, double row_share, std::int64_t hbm_row
 /** Bytes a data-parallel table's dense optimizer moves per byte of the table (analytic.h). */
 constexpr double kDenseUpdateTraffic = 9.22;
 
-/** Distinct rows of a random `share` of a batch's bags (analytic.h, data-parallel copies). */
-double replica_distinct_rows(const TableStats& stats, double share) {
-  const double distinct = static_cast<double>(stats.num_distinct);
-  if (distinct <= 0.0 || share >= 1.0) return distinct;
-  const double per_row = static_cast<double>(stats.num_indices) / distinct;
-  return distinct * (1.0 - std::pow(1.0 - share, per_row));
-}
 
 // This project's 2-core VM (Intel Xeon, 480 MiB L3), fitted by `embshard profile calibrate` on 200
 // of 300 compute samples (batch 8192, seed 1; docs/benchmarks.md, "sim calibration"); held-out
@@ -190,7 +183,7 @@ SimFeatures sim_features(std::span<const SimTable> tables, std::int64_t batch_si
     const double batch_share = t.replicas > 0 ? 1.0 / t.replicas : 1.0;
     (t.replicas > 0 ? copies : shards) = true;
     const double lookups = batch_share * t.row_share * static_cast<double>(t.stats.num_indices);
-    const double distinct = t.replicas > 0 ? replica_distinct_rows(t.stats, batch_share)
+    const double distinct = t.replicas > 0 ? distinct_rows_in_share(t.stats, batch_share)
                                            : t.row_share * static_cast<double>(t.stats.num_distinct);
     const double reuse = std::max(0.0, lookups - distinct);
     const double working_set = distinct * row_bytes;
@@ -532,9 +525,11 @@ double bound_over(const Task& task, const SimHardware& hw, Objective objective, 
 
 }  // namespace
 
-double sim_lower_bound(const Task& task, const SimHardware& hw, Objective objective,
-                       const InputCommOptions& input, double most_cell_tables) {
-  if (objective == Objective::kBalance) return 1.0;
+namespace {
+
+/** sim_lower_bound over the 1D plans of `task` (analytic.h). */
+double one_layout_bound(const Task& task, const SimHardware& hw, Objective objective,
+                        const InputCommOptions& input, double most_cell_tables) {
   const double without = bound_over(task, hw, objective, input, false, most_cell_tables);
   const bool replicable = std::any_of(task.workload.tables.begin(), task.workload.tables.end(),
                                       [&](const TableSpec& t) { return may_replicate(task, t); });
@@ -542,6 +537,32 @@ double sim_lower_bound(const Task& task, const SimHardware& hw, Objective object
   // A plan with a data-parallel table also pays the all-reduce's latency on every device.
   return std::min(without, bound_over(task, hw, objective, input, true, most_cell_tables) +
                                task.topology.a2a_latency_us / 1000.0);
+}
+
+/** The replica sync its busiest rank pays in any plan of 2D layout `groups`: at least the
+ *  average rank's bytes (every cell of every table is on some rank of a group). */
+double replica_sync_floor_ms(const Task& task, const ShardingGroups& groups) {
+  double bytes = 0.0;
+  for (const TableSpec& t : task.workload.tables) bytes += static_cast<double>(t.size_bytes());
+  return replica_sync_ms(task.topology, groups, task.workload.replica_sync_every, bytes / groups.size);
+}
+
+}  // namespace
+
+double sim_lower_bound(const Task& task, const SimHardware& hw, Objective objective,
+                       const InputCommOptions& input, double most_cell_tables) {
+  if (objective == Objective::kBalance) return 1.0;
+  double bound = one_layout_bound(task, hw, objective, input, most_cell_tables);
+  const std::vector<ShardingGroups> layouts = sharding_group_layouts(task);
+  for (const ShardingGroups& groups : layouts) {
+    // step and max_sum both pay at least the busiest rank's sync on top of (or besides) the group's plan.
+    const double sync = replica_sync_floor_ms(task, groups);
+    if (sync >= bound) continue;
+    const double group = one_layout_bound(sharding_group_task(task, groups), hw, objective, input,
+                                          std::max(1.0, most_cell_tables / static_cast<double>(layouts.size())));
+    bound = std::min(bound, objective == Objective::kStep ? group + sync : std::max(group, sync));
+  }
+  return bound;
 }
 
 namespace {

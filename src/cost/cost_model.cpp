@@ -42,6 +42,9 @@ class SimCostModel final : public CostModel {
   [[nodiscard]] std::unique_ptr<CostModel> clone() const override {
     return std::make_unique<SimCostModel>(topology_, batch_size_, hardware_, params_);
   }
+  [[nodiscard]] std::unique_ptr<CostModel> for_task(const Task& task) const override {
+    return std::make_unique<SimCostModel>(task.topology, task.workload.batch_size, hardware_, params_);
+  }
 
   [[nodiscard]] std::string spec() const override { return canonical_spec("sim", params_); }
   [[nodiscard]] ComputeModel& compute() override { return *compute_; }
@@ -71,8 +74,11 @@ void add_input_comm(const Task& task, const std::vector<std::vector<PlacedShard>
 
 }  // namespace
 
-CostBreakdown assemble_breakdown(const Task& task, const Plan& plan, ComputeModel& compute,
-                                 CommModel& comm, const Context& ctx) {
+namespace {
+
+/** assemble_breakdown of `plan`'s shards on `task`'s devices, its layout aside. */
+CostBreakdown assemble_shards(const Task& task, const Plan& plan, ComputeModel& compute,
+                              CommModel& comm, const Context& ctx) {
   const auto by_device = shards_by_device(task, plan);
   const auto memory = plan_memory(task, plan);
   CostBreakdown b;
@@ -107,6 +113,22 @@ CostBreakdown assemble_breakdown(const Task& task, const Plan& plan, ComputeMode
   b.comm_source = CostSource::kModelled;
   b.comm_detail = comm.detail();
   fill_straggler_wait(b);
+  return b;
+}
+
+}  // namespace
+
+CostBreakdown assemble_breakdown(const Task& task, const Plan& plan, ComputeModel& compute,
+                                 CommModel& comm, const Context& ctx) {
+  if (!plan.groups.enabled()) return assemble_shards(task, plan, compute, comm, ctx);
+  const Task group = sharding_group_task(task, plan.groups);
+  CostBreakdown b = assemble_shards(group, plan, compute, comm, ctx);
+  const auto by_rank = shards_by_device(group, plan);
+  for (std::size_t r = 0; r < by_rank.size(); ++r)
+    b.devices[r].ar_comm_ms += replica_sync_ms(task.topology, plan.groups, task.workload.replica_sync_every,
+                                              replica_sync_bytes(group, by_rank[r]));
+  b.comm_detail += detail::concat("; ", describe_groups(plan.groups, task.topology.num_devices()), ", replicas synced every ",
+                                  task.workload.replica_sync_every, task.workload.replica_sync_every == 1 ? " step" : " steps");
   return b;
 }
 

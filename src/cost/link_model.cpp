@@ -210,14 +210,43 @@ double replica_gradient_bytes(const Task& task, std::span<const PlacedShard> sha
   return bytes;
 }
 
-double all_reduce_ms_per_byte(const Topology& topology) {
-  const int n = topology.num_devices();
-  if (n <= 1) return 0.0;
-  const double per_host = std::min(std::max(topology.devices_per_host, 1), n);
-  const double hosts = topology.num_hosts();
+namespace {
+
+/** ms per byte of a hierarchical all-reduce over `per_host` ranks on each of `hosts` hosts. */
+double hierarchical_all_reduce_ms_per_byte(const Topology& topology, double per_host, double hosts) {
   const auto per = [](double share, double gbps) { return gbps > 0 ? share / (gbps * 1e6) : 0.0; };
   return per(2.0 * (per_host - 1.0) / per_host, topology.intra_host_gbps) +
          per(2.0 * (hosts - 1.0) / hosts / per_host, topology.inter_host_gbps);
+}
+
+}  // namespace
+
+double all_reduce_ms_per_byte(const Topology& topology) {
+  const int n = topology.num_devices();
+  if (n <= 1) return 0.0;
+  return hierarchical_all_reduce_ms_per_byte(topology, std::min(std::max(topology.devices_per_host, 1), n),
+                                             topology.num_hosts());
+}
+
+double replica_sync_bytes(const Task& task, std::span<const PlacedShard> shards) {
+  double bytes = 0.0;
+  for (const PlacedShard& p : shards) {
+    const TableSpec& spec = task.workload.tables[static_cast<std::size_t>(p.table)];
+    bytes += static_cast<double>(spec.shard_bytes(p.shard.num_rows(), p.shard.num_cols()));
+  }
+  return bytes;
+}
+
+ReplicaSyncCost replica_sync_cost(const Topology& topology, const ShardingGroups& groups, int sync_every) {
+  if (!groups.enabled()) return {};
+  const ReplicaSpread spread = replica_spread(groups, topology.num_devices(), topology.host_size());
+  const double every = std::max(sync_every, 1);
+  return {topology.a2a_latency_us / 1000.0 / every,
+          hierarchical_all_reduce_ms_per_byte(topology, spread.per_host, spread.hosts) / every};
+}
+
+double replica_sync_ms(const Topology& topology, const ShardingGroups& groups, int sync_every, double bytes) {
+  return replica_sync_cost(topology, groups, sync_every).at(bytes);
 }
 
 double all_reduce_ms(const Topology& topology, double bytes) {
@@ -253,6 +282,8 @@ class LinkCommModel final : public CommModel {
   }
   void device_comm_into(const Task&, const OutputDims& outputs, std::span<const double>,
                         std::span<DeviceComm> out) override {
+    // A 2D plan is costed by a model built for its sharding group's task (plan/sharding_groups.h).
+    EMBSHARD_ASSERT(outputs.pooled.size() == topology_.devices.size());
     bytes_ = output_exchange_bytes(outputs, batch_size_);
     ms_.resize(outputs.pooled.size());
     exchange_ms_into(topology_, bytes_, ms_);

@@ -286,13 +286,14 @@ std::string task_to_json(const Task& task) {
                 {"allow_uvm", task.constraints.allow_uvm}}},
               {"tables", tables}};
   if (from_pool) doc["pool_seed"] = task.pool_seed;
+  if (task.workload.replica_sync_every != 1) doc["replica_sync_every"] = task.workload.replica_sync_every;
   return doc.dump(1) + "\n";
 }
 
 Task task_from_json(const std::string& text, const std::string& where) {
   const json doc = detail::parse_json(text, where);
   const JsonNode root(doc, where);
-  root.only_keys({"schema_version", "id", "protocol", "seed", "batch_size", "topology",
+  root.only_keys({"schema_version", "id", "protocol", "seed", "batch_size", "replica_sync_every", "topology",
                   "constraints", "pool_seed", "derived_stats", "tables"});
   const JsonNode version_node = root.at("schema_version");
   const std::int64_t version = version_node.as_int();
@@ -305,6 +306,8 @@ Task task_from_json(const std::string& text, const std::string& where) {
   task.protocol = root.has("protocol") ? root.at("protocol").as_string() : "";
   task.seed = root.has("seed") ? root.at("seed").as_uint64() : 0;
   task.workload.batch_size = root.at("batch_size").as_int(1, kMaxBatchSize);
+  if (root.has("replica_sync_every"))
+    task.workload.replica_sync_every = static_cast<int>(root.at("replica_sync_every").as_int(1, kMaxSyncEvery));
   task.topology = topology_from(root.at("topology"));
   if (root.has("constraints")) {
     const JsonNode c = root.at("constraints");

@@ -1,5 +1,6 @@
 #include "embshard/data/table.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -94,6 +95,31 @@ std::string find_error_in_stats(const TableStats& s, const std::string& where) {
     prev = v;
   }
   return "";
+}
+
+double distinct_rows_in_share(const TableStats& stats, double share) {
+  const double distinct = static_cast<double>(stats.num_distinct);
+  if (distinct <= 0.0 || share >= 1.0) return distinct;
+  const double per_row = static_cast<double>(stats.num_indices) / distinct;
+  return distinct * (1.0 - std::pow(1.0 - share, per_row));
+}
+
+TableStats stats_of_batch_share(const TableStats& stats, double share) {
+  if (share >= 1.0) return stats;
+  TableStats s = stats;
+  s.batch_size = std::llround(static_cast<double>(stats.batch_size) * share);
+  s.num_indices = std::llround(static_cast<double>(stats.num_indices) * share);
+  s.num_distinct = std::min<std::int64_t>(s.num_indices, std::llround(distinct_rows_in_share(stats, share)));
+  if (stats.num_distinct > 0) {
+    const double ratio = static_cast<double>(s.num_distinct) / static_cast<double>(stats.num_distinct);
+    for (double& v : s.icdf) v *= ratio;
+  }
+  if (s.num_indices == 0) {
+    s.num_distinct = 0;
+    s.bins.fill(0.0);
+    s.icdf.clear();
+  }
+  return s;
 }
 
 }  // namespace embshard

@@ -53,6 +53,9 @@ std::string find_error_in_task(const Task& task, const std::string& where) {
   if (task.workload.batch_size <= 0 || task.workload.batch_size > kMaxBatchSize)
     return where + ": batch_size = " + std::to_string(task.workload.batch_size) +
            " must lie in [1, " + std::to_string(kMaxBatchSize) + "]";
+  if (task.workload.replica_sync_every < 1 || task.workload.replica_sync_every > kMaxSyncEvery)
+    return where + ": replica_sync_every = " + std::to_string(task.workload.replica_sync_every) +
+           " must lie in [1, " + std::to_string(kMaxSyncEvery) + "]";
   std::set<std::string> names;
   for (std::size_t i = 0; i < tables.size(); ++i) {
     const TableSpec& t = tables[i];

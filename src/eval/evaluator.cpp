@@ -1,6 +1,7 @@
 #include "embshard/eval/evaluator.h"
 
 #include <algorithm>
+#include <optional>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -160,12 +161,20 @@ EvalResult evaluate_plan(const Task& task, const Plan& plan, const EvalOptions& 
   check_task(task, "eval: task");
   const std::string plan_error = find_error_in_plan(task, plan);
   EMBSHARD_CHECK(plan_error.empty(), "eval: the plan does not fit the task: ", plan_error);
-  const auto judge = make_judge(task, options);
-  const std::int64_t batch_size = eval_batch_size(task, options);
+  // A 2D plan is judged per sharding group (plan/sharding_groups.h): the judge is built for the
+  // group's task and a measured batch is the global one, of which the group runs its share.
+  const std::optional<Task> group = plan.groups.enabled() ? std::optional(sharding_group_task(task, plan.groups)) : std::nullopt;
+  const Task& costed = group ? *group : task;
+  EvalOptions o = options;
+  if (group && o.batch_size > 0) o.batch_size = std::max<std::int64_t>(1, o.batch_size * plan.groups.size / task.topology.num_devices());
+  EMBSHARD_CHECK(measured_comm.empty() || !group, "eval: measured all-to-alls cannot judge a 2D plan (its exchanges run "
+                 "inside each sharding group); judge it with the link model");
+  const auto judge = make_judge(costed, o);
+  const std::int64_t batch_size = eval_batch_size(costed, o);
   CostBreakdown breakdown = judge->estimate(task, plan, ctx);
   if (!measured_comm.empty()) fill_measured_comm(measured_comm, options.input_comm, breakdown);
   EvalResult result = eval_result_of(std::move(breakdown), batch_size, judge->spec());
-  result.lookups = tier_lookups(task, plan, batch_size);
+  result.lookups = tier_lookups(costed, plan, batch_size);
   result.wall_ms = now_ms() - start_ms;
   return result;
 }
@@ -175,9 +184,11 @@ std::vector<DeviceLookups> measured_tier_lookups(const Task& task, const Plan& p
   check_task(task, "eval: task");
   const std::string plan_error = find_error_in_plan(task, plan);
   EMBSHARD_CHECK(plan_error.empty(), "eval: the plan does not fit the task: ", plan_error);
-  const std::int64_t batch_size = measured_batch_size(task, options.batch_size);
-  detail::MeasuredShards measured(task);
-  const auto by_device = shards_by_device(task, plan);
+  const std::optional<Task> group = plan.groups.enabled() ? std::optional(sharding_group_task(task, plan.groups)) : std::nullopt;
+  const Task& costed = group ? *group : task;
+  const std::int64_t batch_size = measured_batch_size(costed, options.batch_size);
+  detail::MeasuredShards measured(costed);
+  const auto by_device = shards_by_device(costed, plan);
   std::vector<DeviceLookups> out(by_device.size());
   for (std::size_t d = 0; d < by_device.size(); ++d) {
     // The device's shards at the whole batch, its data-parallel copies at their share (all HBM).
@@ -185,7 +196,7 @@ std::vector<DeviceLookups> measured_tier_lookups(const Task& task, const Plan& p
     for (const auto& [shards, batch] : {std::pair{&calls.shards, batch_size}, std::pair{&calls.copies, calls.copy_batch}}) {
       if (shards->empty()) continue;
       std::vector<ShardTableSpec> specs =
-          measured.specs(task, *shards, batch, options.batch_number, options.remap_held_out);
+          measured.specs(costed, *shards, batch, options.batch_number, options.remap_held_out);
       std::vector<std::int64_t> hbm_rows;
       for (const ShardTableSpec& spec : specs) hbm_rows.push_back(spec.hbm_rows);
       const ShardTimer bench(std::move(specs), batch, options.batch_number, kernels::EmbeddingBagImpl::kReference);

@@ -238,8 +238,10 @@ std::string find_error_in_placement(const Task& task, const TableSpec& spec,
   return "";
 }
 
+std::vector<DeviceMemory> shard_memory(const Task& task, const Plan& plan);
+
 std::string find_memory_error(const Task& task, const Plan& plan) {
-  const auto use = plan_memory(task, plan);
+  const auto use = shard_memory(task, plan);
   for (int d = 0; d < task.topology.num_devices(); ++d) {
     const Device& dev = task.topology.devices[static_cast<std::size_t>(d)];
     const DeviceMemory& m = use[static_cast<std::size_t>(d)];
@@ -263,7 +265,10 @@ std::unordered_map<std::string, std::size_t> table_index(const Task& task) {
 
 }  // namespace
 
-std::vector<DeviceMemory> plan_memory(const Task& task, const Plan& plan) {
+namespace {
+
+/** plan_memory of `plan`'s shards on `task`'s devices, its layout aside. */
+std::vector<DeviceMemory> shard_memory(const Task& task, const Plan& plan) {
   std::vector<DeviceMemory> use(task.topology.devices.size());
   const auto index = table_index(task);
   for (const TablePlacement& tp : plan.tables) {
@@ -286,6 +291,13 @@ std::vector<DeviceMemory> plan_memory(const Task& task, const Plan& plan) {
     }
   }
   return use;
+}
+
+}  // namespace
+
+std::vector<DeviceMemory> plan_memory(const Task& task, const Plan& plan) {
+  if (!plan.groups.enabled() || !find_error_in_groups(task, plan.groups).empty()) return shard_memory(task, plan);
+  return shard_memory(sharding_group_task(task, plan.groups), plan);
 }
 
 namespace {
@@ -323,7 +335,10 @@ std::string find_table_constraint_violation(const Task& task, const Plan& plan) 
   return constraint_violation(task, plan, table_index(task));
 }
 
-std::string find_error_in_plan(const Task& task, const Plan& plan) {
+namespace {
+
+/** find_error_in_plan of `plan`'s shards on `task`'s devices, its layout aside. */
+std::string find_error_in_shards(const Task& task, const Plan& plan) {
   const auto index = table_index(task);
   std::vector<std::int64_t> entry_of(task.workload.tables.size(), -1);
   for (std::size_t p = 0; p < plan.tables.size(); ++p) {
@@ -343,6 +358,16 @@ std::string find_error_in_plan(const Task& task, const Plan& plan) {
       return table_prefix(task.workload.tables[t].name) + " of the task has no placement";
   if (auto err = constraint_violation(task, plan, index); !err.empty()) return err;
   return find_memory_error(task, plan);
+}
+
+}  // namespace
+
+std::string find_error_in_plan(const Task& task, const Plan& plan) {
+  if (!plan.groups.enabled()) return find_error_in_shards(task, plan);
+  if (auto err = find_error_in_groups(task, plan.groups); !err.empty()) return "plan: " + err;
+  const std::string err = find_error_in_shards(sharding_group_task(task, plan.groups), plan);
+  if (err.empty()) return "";
+  return err + " (in a sharding group of " + std::to_string(plan.groups.size) + " ranks)";
 }
 
 bool may_replicate(const Task& task, const TableSpec& table) {

@@ -63,6 +63,11 @@ void write_table(std::ostringstream& out, const TablePlacement& tp) {
   out << (tp.shards.empty() ? "]}" : "\n    ]}");
 }
 
+void write_groups(std::ostringstream& out, const ShardingGroups& g) {
+  if (!g.enabled()) return;
+  out << "  \"sharding_groups\": {\"size\": " << g.size << ", \"ranks\": \"" << to_string(g.ranks) << "\"},\n";
+}
+
 // ---- reading ---------------------------------------------------------------------------------
 
 using detail::JsonNode;
@@ -129,6 +134,14 @@ TablePlacement read_table(const JsonNode& n) {
   return tp;
 }
 
+ShardingGroups read_groups(const JsonNode& n) {
+  n.only_keys({"size", "ranks"});
+  ShardingGroups g;
+  g.size = static_cast<int>(n.at("size").as_int(1, kMaxDevices - 1));
+  if (n.has("ranks")) g.ranks = parse_group_ranks(n.at("ranks").as_string(), n.at("ranks").label());
+  return g;
+}
+
 void check_schema_version(const JsonNode& n) {
   const std::int64_t version = n.as_int();
   if (version != kPlanSchemaVersion)
@@ -142,6 +155,7 @@ std::string plan_to_json(const Plan& plan) {
   std::ostringstream out;
   out << "{\n  \"schema_version\": " << kPlanSchemaVersion << ",\n";
   write_provenance(out, plan.provenance);
+  write_groups(out, plan.groups);
   out << "  \"tables\": [";
   for (std::size_t i = 0; i < plan.tables.size(); ++i) {
     out << (i == 0 ? "\n" : ",\n");
@@ -154,10 +168,11 @@ std::string plan_to_json(const Plan& plan) {
 Plan plan_from_json(const std::string& text, const std::string& where) {
   const nlohmann::json document = detail::parse_json(text, where);
   const JsonNode root(document, where);
-  root.only_keys({"schema_version", "provenance", "tables"});
+  root.only_keys({"schema_version", "provenance", "sharding_groups", "tables"});
   check_schema_version(root.at("schema_version"));
   Plan plan;
   if (root.has("provenance")) plan.provenance = read_provenance(root.at("provenance"));
+  if (root.has("sharding_groups")) plan.groups = read_groups(root.at("sharding_groups"));
   const JsonNode tables = root.at("tables");
   tables.expect_array();
   plan.tables.reserve(tables.size());

@@ -213,16 +213,26 @@ std::string torchrec_plan_json(const Task& task, const Plan& plan,
   EMBSHARD_CHECK(error.empty(), "torchrec export: ", error);
   std::unordered_map<std::string, const TableSpec*> spec_by_name;
   for (const TableSpec& spec : task.workload.tables) spec_by_name[spec.name] = &spec;
+  // A 2D plan is one sharding group's plan over its ranks (plan/sharding_groups.h).
+  EMBSHARD_CHECK(!plan.groups.enabled() || options.compute_device == TorchrecDevice::kCuda,
+                 "torchrec export: a 2D plan runs under TorchRec's DMPCollection, which supports compute_device "
+                 "cuda only");
+  const Task group = sharding_group_task(task, plan.groups);
 
   std::ostringstream out;
   out << "{\"world_size\": " << task.topology.num_devices()
       << ", \"local_world_size\": " << task.topology.devices_per_host
-      << ", \"compute_device\": \"" << to_string(options.compute_device) << "\",\n"
-      << "  \"plan\": {\n    " << json_string_exact(options.module_path) << ": {";
+      << ", \"compute_device\": \"" << to_string(options.compute_device) << "\",\n";
+  if (plan.groups.enabled()) {
+    out << "  \"sharding_group_size\": " << plan.groups.size << ", \"node_group_size\": "
+        << group.topology.devices_per_host << ", \"use_inter_host_allreduce\": "
+        << (plan.groups.ranks == GroupRanks::kContiguous ? "true" : "false") << ",\n";
+  }
+  out << "  \"plan\": {\n    " << json_string_exact(options.module_path) << ": {";
   for (std::size_t i = 0; i < plan.tables.size(); ++i) {
     out << (i == 0 ? "\n" : ",\n");
     const TablePlacement& tp = plan.tables[i];
-    write_table(out, task, *spec_by_name.at(tp.table), tp, options);
+    write_table(out, group, *spec_by_name.at(tp.table), tp, options);
   }
   out << "\n    }\n  }\n}\n";
   return out.str();

@@ -25,6 +25,8 @@ using test_util::quiet;
 using test_util::tiny_task;
 
 double value_of(CostModel& cost, const Task& task, const Plan& plan, Objective objective) {
+  if (plan.groups.enabled())  // a 2D plan: costed on its group's task (plan/sharding_groups.h)
+    return objective_value(cost.for_task(sharding_group_task(task, plan.groups))->estimate(task, plan, quiet()), objective);
   return objective_value(cost.estimate(task, plan, quiet()), objective);
 }
 
@@ -141,6 +143,35 @@ TEST(LowerBound, NoPlanWithAnySplitsBeatsIt) {
     }
   }
   EXPECT_GT(checked, 3000);
+}
+
+TEST(LowerBound, No2DPlanBeatsIt) {
+  // Random plans of every 2D layout the multi-host topologies allow (plan/sharding_groups.h),
+  // replicas synced every step to every 1,000 steps: the task's bound covers them too.
+  int checked = 0;
+  for (std::uint64_t seed = 0; seed < 12; ++seed) {
+    Task task = tiny_task(6 + static_cast<int>(seed % 6), kBoundTopologies[3 + seed % 3], seed);
+    task.workload.batch_size = seed % 2 ? 65536 : 6144;
+    task.workload.replica_sync_every = seed % 3 == 0 ? 1 : seed % 3 == 1 ? 10 : 1000;
+    for (Device& d : task.topology.devices) d.hbm_bytes = std::int64_t{1} << 40;  // every plan fits
+    const auto cost = make_cost_model("sim", task);
+    Rng rng(seed);
+    for (const ShardingGroups& groups : sharding_group_layouts(task)) {
+      const Task group = sharding_group_task(task, groups);
+      const auto group_cost = make_cost_model("sim", group);
+      for (int draw = 0; draw < 10; ++draw) {
+        Plan plan = random_split_plan(group, rng);
+        plan.groups = groups;
+        ASSERT_EQ(find_error_in_plan(task, plan), "");
+        for (const Objective o : {Objective::kStep, Objective::kMaxSum}) {
+          EXPECT_GE(value_of(*group_cost, task, plan, o) * (1 + 1e-12), *cost->lower_bound(task, o))
+              << task.topology.name << " seed " << seed << " " << describe_groups(groups, task.topology.num_devices());
+          ++checked;
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 500);
 }
 
 TEST(LowerBound, HoldsWhereHeavyTablesAreSplitInsideAHost) {
@@ -288,7 +319,9 @@ TEST(Joint, APlanDependsOnItsSeedAndBudgetNotOnTheThreadsItRunsOn) {
 TEST(Joint, ALargerBudgetNeverGivesAWorsePlan) {
   static constexpr int kDims[] = {16, 64, 128};
   for (std::uint64_t seed = 0; seed < 3; ++seed) {
-    const Task task = test_util::pool_task(60, seed == 2 ? "v100:nodes=8,gpus_per_node=8" : "2080ti", seed, kDims);
+    Task task = test_util::pool_task(60, seed == 2 ? "v100:nodes=8,gpus_per_node=8" : "2080ti", seed, kDims);
+    // Replicas synced rarely: 2D layouts are searched too (joint.h, "2D").
+    if (seed == 2) task.workload.replica_sync_every = 1000;
     const auto cost = make_cost_model("sim", task);
     double previous = std::numeric_limits<double>::infinity();
     for (const int budget : {1, 300, 3000, 20000, 80000, 200000}) {
@@ -296,7 +329,7 @@ TEST(Joint, ALargerBudgetNeverGivesAWorsePlan) {
                                       task, cost.get(), quiet(seed));
       ASSERT_EQ(r.status, ShardStatus::kOk) << r.reason;
       const double value = value_of(*cost, task, r.plan, Objective::kStep);
-      EXPECT_LE(value, previous * (1 + 1e-12)) << task.topology.name << " seed " << seed << ", budget " << budget;
+      EXPECT_LE(value, previous * (1 + 1e-12)) << task.topology.name << " seed " << seed << ", budget " << budget << r.stats.solver;
       previous = value;
     }
   }
@@ -452,19 +485,25 @@ TEST(Joint, UnknownParametersListWhatExists) {
 namespace embshard::detail::joint {
 namespace {
 
-/** The state's objective against the evaluator's, through random adds, moves and removals. */
-void expect_state_matches_estimate(const Task& task, const std::string& cost_spec, std::uint64_t seed) {
+/** The state's objective against the evaluator's, through random adds, moves and removals; with
+ *  `groups`, the state of a 2D plan's group (its task, the replica sync) against the 2D plan's. */
+void expect_state_matches_estimate(const Task& whole, const std::string& cost_spec, std::uint64_t seed,
+                                   ShardingGroups groups = {}) {
+  const Task task = sharding_group_task(whole, groups);
   const auto cost = make_cost_model(cost_spec, task);
   const Context ctx = test_util::quiet();
   State state(task, *cost, Objective::kStep, ctx);
+  state.set_replica_sync(replica_sync_cost(whole.topology, groups, whole.workload.replica_sync_every));
   Rng rng(seed);
   const int n = task.topology.num_devices();
   const auto check = [&](const char* when) {
-    const Plan plan = state.plan();
-    const double want = objective_value(cost->estimate(task, plan, ctx), Objective::kStep);
+    Plan plan = state.plan();
+    plan.groups = groups;
+    const double want = objective_value(cost->estimate(whole, plan, ctx), Objective::kStep);
     // Costs in integer units, index bytes rounded per piece: agreement to rounding (a byte is
     // 1e-7 ms on a slow link).
-    EXPECT_NEAR(state.objective(), want, 1e-7 * want) << when << ", " << cost_spec << ", " << task.topology.name;
+    EXPECT_NEAR(state.objective(), want, 1e-7 * want) << when << ", " << cost_spec << ", " << task.topology.name << ", "
+                                                      << describe_groups(groups, whole.topology.num_devices());
   };
   for (int t = 0; t < state.num_tables(); ++t) {
     const TableSpec& spec = task.workload.tables[static_cast<std::size_t>(t)];
@@ -506,6 +545,19 @@ TEST(JointState, ObjectiveIsTheEvaluatorsOnSmallAndLargeTopologies) {
     for (const char* spec : {"sim", "sim:input_comm=omit", "sim:input_comm=overlap"}) {
       expect_state_matches_estimate(task, spec, 7);
     }
+  }
+}
+
+TEST(JointState, ObjectiveIsThe2DPlansWithItsReplicaSync) {
+  // Groups of 64 (the fast path), 16 and 8 ranks of 128, replicas synced every 10 steps.
+  static constexpr int kDims[] = {8, 32, 128};
+  Task task = test_util::pool_task(200, "a100:nodes=16,gpus_per_node=8", 3, kDims);
+  task.workload.batch_size = 65536;
+  task.workload.replica_sync_every = 10;
+  for (Device& d : task.topology.devices) d.hbm_bytes = std::int64_t{1} << 40;
+  for (const ShardingGroups groups : {ShardingGroups{64, GroupRanks::kStrided}, ShardingGroups{16, GroupRanks::kContiguous},
+                                      ShardingGroups{8, GroupRanks::kStrided}}) {
+    for (const char* spec : {"sim", "sim:input_comm=overlap"}) expect_state_matches_estimate(task, spec, 7, groups);
   }
 }
 

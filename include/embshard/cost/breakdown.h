@@ -20,7 +20,8 @@
  *   bw_comm_d   d's part of the backward all-to-all (gradients of the pooled vectors)
  *   bw_comp_d   backward kernel of d's shard with the fused optimizer update
  *   ar_comm_d   the all-reduce of the data-parallel tables' gradients (cost/link_model.h; the
- *               same on every device, 0 when the plan has no data-parallel table)
+ *               same on every device, 0 when the plan has no data-parallel table), plus in a 2D
+ *               plan the rank's replica sync per step (plan/sharding_groups.h)
  *
  * Objectives (lower is better, except that `balance` is reported as-is, higher is better):
  *
@@ -47,7 +48,7 @@ struct DeviceCost {
   double fw_wait_ms = 0.0;
   double bw_comm_ms = 0.0;
   double bw_comp_ms = 0.0;
-  double ar_comm_ms = 0.0;      ///< gradient all-reduce of the data-parallel tables
+  double ar_comm_ms = 0.0;      ///< all-reduce of data-parallel gradients (+ a 2D plan's replica sync)
   std::int64_t hbm_bytes = 0;   ///< memory the device's shards use (weights only)
   std::int64_t uvm_bytes = 0;
 
@@ -61,6 +62,7 @@ enum class CostSource { kMeasured, kModelled };
 [[nodiscard]] const char* to_string(CostSource source);
 
 struct CostBreakdown {
+  /// One entry per device; for a 2D plan one per rank of a sharding group (every group alike).
   std::vector<DeviceCost> devices;
   CostSource compute_source = CostSource::kModelled;
   CostSource comm_source = CostSource::kModelled;

@@ -46,7 +46,10 @@ namespace embshard {
 
 /**
  * The breakdown of `plan` on `task`: compute from `compute` per device, the all-to-alls from
- * `comm`, straggler wait, memory. The plan must be valid for the task.
+ * `comm`, straggler wait, memory. The plan must be valid for the task. A 2D plan is costed on its
+ * sharding group's task (plan/sharding_groups.h), per rank of a group, with each rank's replica
+ * sync added to ar_comm_ms; `compute` and `comm` must then be built for that group's task
+ * (`make_cost_model(spec, sharding_group_task(task, plan.groups))`).
  */
 [[nodiscard]] CostBreakdown assemble_breakdown(const Task& task, const Plan& plan,
                                                ComputeModel& compute, CommModel& comm,
@@ -74,6 +77,12 @@ class CostModel {
    * need not be thread-safe; copies share nothing mutable.
    */
   [[nodiscard]] virtual std::unique_ptr<CostModel> clone() const { return nullptr; }
+  /**
+   * The same model built for another task — a 2D plan's sharding group (plan/sharding_groups.h),
+   * whose devices and batch differ — or none when this model cannot be rebuilt so (search code
+   * then keeps to 1D plans).
+   */
+  [[nodiscard]] virtual std::unique_ptr<CostModel> for_task(const Task&) const { return nullptr; }
   /** The breakdown of a valid plan: `assemble_breakdown` with this model's two parts. */
   [[nodiscard]] CostBreakdown estimate(const Task& task, const Plan& plan, const Context& ctx) {
     return assemble_breakdown(task, plan, compute(), comm(), ctx);

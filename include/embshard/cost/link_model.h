@@ -76,6 +76,7 @@
 #include "embshard/cost/comm_model.h"
 #include "embshard/cost/compute_model.h"
 #include "embshard/data/topology.h"
+#include "embshard/plan/sharding_groups.h"
 
 namespace embshard {
 
@@ -160,6 +161,28 @@ struct InputCommOptions {
 
 /** all_reduce_ms's time per byte, without the latency: what a lower bound may charge per byte. */
 [[nodiscard]] double all_reduce_ms_per_byte(const Topology& topology);
+
+/** The bytes a 2D plan's replica sync all-reduces for a rank holding `shards`: each shard's
+ *  weights and optimizer state, both memory tiers (plan/sharding_groups.h). */
+[[nodiscard]] double replica_sync_bytes(const Task& task, std::span<const PlacedShard> shards);
+
+/**
+ * A 2D plan's replica sync of `bytes` in ms per step on the whole job's `topology`: the
+ * hierarchical all-reduce above over the rank's replicas — `replica_spread`'s k per host on m
+ * hosts: latency + 2 (k − 1) / k · S / intra_gbps + 2 (m − 1) / m · (S / k) / inter_gbps — once
+ * every `sync_every` steps (Workload::replica_sync_every; 0 for a 1D layout or no bytes).
+ */
+[[nodiscard]] double replica_sync_ms(const Topology& topology, const ShardingGroups& groups, int sync_every,
+                                     double bytes);
+
+/** replica_sync_ms as latency + time per byte, for search code that keeps it per device. */
+struct ReplicaSyncCost {
+  double latency_ms = 0.0;
+  double ms_per_byte = 0.0;
+  [[nodiscard]] bool enabled() const { return latency_ms > 0.0 || ms_per_byte > 0.0; }
+  [[nodiscard]] double at(double bytes) const { return bytes > 0.0 ? latency_ms + bytes * ms_per_byte : 0.0; }
+};
+[[nodiscard]] ReplicaSyncCost replica_sync_cost(const Topology& topology, const ShardingGroups& groups, int sync_every);
 
 /** The link model as a `CommModel` of `topology` at `batch_size` (spec "link"). */
 [[nodiscard]] std::unique_ptr<CommModel> make_link_comm_model(const Topology& topology,

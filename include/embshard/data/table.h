@@ -91,6 +91,21 @@ struct TableStats {
 };
 
 /**
+ * Expected distinct rows among a `share` in (0, 1] of the batch's samples: each distinct row, hit
+ * num_indices / num_distinct times in the whole batch, is missed by the share with probability
+ * (1 − share)^(hits), spreading its hits evenly (the one definition; a data-parallel copy's rows,
+ * cost/analytic.h, and a 2D plan's sharding group, plan/sharding_groups.h, use it).
+ */
+[[nodiscard]] double distinct_rows_in_share(const TableStats& stats, double share);
+
+/**
+ * The statistics of `share` of the batch's samples: samples and lookups scale by the share,
+ * distinct rows by `distinct_rows_in_share`, the icdf's row counts by the same ratio; pooling
+ * factor, coverage and the reuse bins (the shape of the access distribution) are kept.
+ */
+[[nodiscard]] TableStats stats_of_batch_share(const TableStats& stats, double share);
+
+/**
  * What one table may use, on top of the task's `Constraints` (TorchRec's `ParameterConstraints`):
  * every sharder's plan is checked against them (`find_table_constraint_violation`, plan.h).
  */

@@ -16,12 +16,18 @@
 
 namespace embshard {
 
+/** Most steps between a 2D plan's replica syncs a task may name. */
+inline constexpr int kMaxSyncEvery = 1'000'000;
+
 /** Largest global batch a task may name (the dataset's batches are 65,536 and 131,072). */
 inline constexpr std::int64_t kMaxBatchSize = kMaxStatsBatchSize;
 
 struct Workload {
   std::vector<TableSpec> tables;
   std::int64_t batch_size = 65536;  ///< global batch (samples per training step)
+  /// Steps between replica syncs of a 2D plan (plan/sharding_groups.h; TorchRec's
+  /// DMPCollection.sync(), which its docs call after every step), in [1, kMaxSyncEvery].
+  int replica_sync_every = 1;
 
   [[nodiscard]] std::int64_t total_bytes() const;
   [[nodiscard]] std::int64_t total_dim() const;

@@ -39,6 +39,7 @@
 #include "embshard/core/version.h"
 #include "embshard/data/sharding_type.h"
 #include "embshard/data/task.h"
+#include "embshard/plan/sharding_groups.h"
 
 namespace embshard {
 
@@ -80,6 +81,9 @@ struct Provenance {
 
 struct Plan {
   std::vector<TablePlacement> tables;
+  /** A 2D layout (plan/sharding_groups.h): shards then name ranks 0..G−1 of a sharding group,
+   *  every group holding the same shards; the default is a 1D plan over all devices. */
+  ShardingGroups groups;
   Provenance provenance;
 };
 
@@ -89,7 +93,8 @@ struct DeviceMemory {
   std::int64_t uvm_bytes = 0;
 };
 
-/** Per-device memory use of `plan` on `task` (devices outside the topology are ignored). */
+/** Per-device memory use of `plan` on `task` (devices outside the topology are ignored); for a 2D
+ *  plan, per rank of a sharding group (every replica holds the same). */
 [[nodiscard]] std::vector<DeviceMemory> plan_memory(const Task& task, const Plan& plan);
 
 /**
@@ -99,7 +104,11 @@ struct DeviceMemory {
  */
 [[nodiscard]] std::string find_table_constraint_violation(const Task& task, const Plan& plan);
 
-/** "" if `plan` is a valid plan for `task` (constraints and memory included), else one line naming the first problem. */
+/**
+ * "" if `plan` is a valid plan for `task` (constraints and memory included), else one line naming
+ * the first problem. A 2D plan must have a layout the task allows (`find_error_in_groups`) and be
+ * a valid plan of its sharding group's task (`sharding_group_task`).
+ */
 [[nodiscard]] std::string find_error_in_plan(const Task& task, const Plan& plan);
 
 /**

@@ -11,6 +11,8 @@
  *                   "created_utc": "2024-01-01T00:00:00Z",
  *                   "derived_stats_tables": ["t3"]},   (only when some table's statistics
  *                                                       were derived, derived_stats.h)
+ *    "sharding_groups": {"size": 8, "ranks": "strided"},
+ *                      (only in a 2D plan, plan/sharding_groups.h; ranks optional)
  *    "tables": [{"table": "t0", "sharding_type": "table_wise",
  *                "shards": [{"device": 0, "rows": [0, 1000], "cols": [0, 64],
  *                            "hbm_rows": 1000}]}]}

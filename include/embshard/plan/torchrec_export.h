@@ -16,7 +16,13 @@
  *        "cache_params": {"algorithm": "LRU", "load_factor": 0.25}}}}}   // only with a UVM tier
  *
  * W is the topology's device count, L its `devices_per_host`; rank r is embshard device r and its
- * placement is "rank:r/cuda:(r % L)" (cuda) or "rank:r/cpu" (cpu). Offsets and sizes are
+ * placement is "rank:r/cuda:(r % L)" (cuda) or "rank:r/cpu" (cpu). A 2D plan (plan/sharding_groups.h)
+ * is exported as what TorchRec's `DMPCollection` takes: the plan of one sharding group over its
+ * ranks 0..G−1 (checked against the group's task: row-wise over the G ranks, table-row-wise over a
+ * group's host), and after "compute_device" the arguments
+ *   "sharding_group_size": G, "node_group_size": the group's devices per host,
+ *   "use_inter_host_allreduce": false for strided ranks, true for contiguous ones
+ * (DMPCollection remaps the ranks to each group's). Offsets and sizes are
  * [row, column]. Tables appear in plan order, each shard on its own line (readers such as
  * `python/embshard/torchrec.py` do not depend on the layout).
  *

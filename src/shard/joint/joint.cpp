@@ -83,6 +83,7 @@ class Search {
                         : derive_seed(derive_seed(ctx.seed, 0x6a6f696e74), static_cast<std::uint64_t>(chain))),
         copies_(options.data_parallel && cost.compute().costs_replicas() && n_ < kCopiesBelowDevices) {
     state_.set_cold_rows_to_uvm(options.uvm);
+    state_.set_replica_sync(options.sync);
     // Restoring the best plan, writing it out and judging its gap take about 3 µs a table at
     // 20,000 tables (docs/benchmarks.md): the search stops that much early, at most 10% of time_ms.
     const double finish_ms = std::min(0.1 * options.time_ms, 3e-3 * static_cast<double>(task.workload.tables.size()));
@@ -107,7 +108,8 @@ class Search {
       }
     }
     const std::int64_t start_work = work();
-    const std::int64_t budget = options_.work > 0 ? options_.work : state_.incremental() ? kIncrementalWork : kWork;
+    const std::int64_t whole = options_.work > 0 ? options_.work : state_.incremental() ? kIncrementalWork : kWork;
+    const auto budget = static_cast<std::int64_t>(static_cast<double>(whole) * options_.work_share);
     limit_ = start_work + budget;
     Best best{score(), state_.snapshot()};
     settle(best, result.stats);
@@ -879,6 +881,45 @@ class Search {
   std::int64_t limit_ = std::numeric_limits<std::int64_t>::max();  ///< work at which the search stops
 };
 
+/** 2D layouts searched after the 1D plan under `groups=auto`, each with kLayoutShare of the
+ *  budget on top of the 1D search's (joint.h, "2D"). */
+constexpr std::size_t kLayoutsSearched = 3;
+constexpr double kLayoutShare = 1.0 / 6.0;
+
+/**
+ * How long an evenly spread all-to-all of `share` of the batch's outputs takes among `topology`'s
+ * devices, up to a common factor (cost/link_model.h): each device sends 1/N² of the outputs to
+ * each peer, L − 1 of them on its host's links and N − L over its NIC, running concurrently.
+ */
+double even_exchange_time(const Topology& topology, double share) {
+  const double n = topology.num_devices();
+  const double l = topology.host_size();
+  if (n <= 1) return 0.0;
+  return share * std::max((l - 1) / topology.intra_host_gbps, (n - l) / topology.inter_host_gbps) / (n * n);
+}
+
+/** The replica sync floor of `groups` on `task` (cost/analytic.h: the average rank's bytes). */
+double sync_floor_ms(const Task& task, const ShardingGroups& groups) {
+  double bytes = 0.0;
+  for (const TableSpec& t : task.workload.tables) bytes += static_cast<double>(t.size_bytes());
+  return replica_sync_ms(task.topology, groups, task.workload.replica_sync_every, bytes / groups.size);
+}
+
+/** The layouts `groups` names for `task` (Options::groups); throws Error for a G it cannot take. */
+std::vector<ShardingGroups> layouts_named(const Task& task, int groups) {
+  if (groups == 0) return {};
+  if (groups == kAutoGroups) return sharding_group_layouts(task);
+  std::vector<ShardingGroups> layouts;
+  std::string why;
+  for (GroupRanks ranks : {GroupRanks::kStrided, GroupRanks::kContiguous}) {
+    const ShardingGroups g{groups, ranks};
+    const std::string problem = find_error_in_groups(task, g);
+    (problem.empty() ? layouts.push_back(g) : void(why = problem));
+  }
+  EMBSHARD_CHECK(!layouts.empty(), "joint: groups=", groups, ": ", why);
+  return layouts;
+}
+
 class JointSharder final : public Sharder {
  public:
   explicit JointSharder(Options options) : options_(options) {}
@@ -887,23 +928,139 @@ class JointSharder final : public Sharder {
     // time_ms covers everything: the bound first, the search, then the plan's gap (joint.h).
     const auto start = std::chrono::steady_clock::now();
     const std::optional<double> bound = cost->lower_bound(task, options_.objective);
-    ShardResult result = Search(task, *cost, options_, ctx, start).run();
+    ShardResult result = plan_layouts(task, *cost, ctx, start);
     if (result.status != ShardStatus::kOk) return result;
     result.lower_bound = bound;
     result.bound_objective = options_.objective;
     if (bound && *bound > 0 && options_.objective != Objective::kBalance) {
-      const double value = objective_value(cost->estimate(task, result.plan, ctx), options_.objective);
+      const double value = plan_value(task, *cost, result.plan, ctx);
       result.stats.solver_gap = (value - *bound) / *bound;
     }
     return result;
   }
 
  private:
+  /** The objective of `plan` on `task`, a 2D plan by a model built for its group's task. */
+  double plan_value(const Task& task, CostModel& cost, const Plan& plan, const Context& ctx) const {
+    if (!plan.groups.enabled()) return objective_value(cost.estimate(task, plan, ctx), options_.objective);
+    const auto group_cost = cost.for_task(sharding_group_task(task, plan.groups));
+    return objective_value(group_cost->estimate(task, plan, ctx), options_.objective);
+  }
+
+  /** The best plan among 1D and the 2D layouts the options name (joint.h, "2D"). */
+  ShardResult plan_layouts(const Task& task, CostModel& cost, const Context& ctx,
+                           std::chrono::steady_clock::time_point start) const {
+    std::vector<ShardingGroups> layouts = layouts_named(task, options_.groups);
+    const bool only_2d = options_.groups > 0;
+    if (layouts.empty() || options_.objective == Objective::kBalance) return Search(task, cost, options_, ctx, start).run();
+    EMBSHARD_CHECK(!only_2d || cost.for_task(task), "joint: groups=", options_.groups, ": the cost model ",
+                   cost.spec(), " cannot cost a 2D plan's sharding group (use sim)");
+    if (!cost.for_task(task)) {
+      ShardResult result = Search(task, cost, options_, ctx, start).run();
+      result.stats.solver += "; 2D layouts not tried: the cost model cannot be built for a sharding group";
+      return result;
+    }
+    ShardResult best;
+    double best_value = kInf;
+    std::int64_t evaluated = 0;
+    std::string tried;
+    if (!only_2d) {
+      best = Search(task, cost, options_, ctx, start).run();
+      if (best.status != ShardStatus::kOk) return best;  // 2D needs more memory per device, not less
+      evaluated = best.stats.plans_evaluated;
+      const CostBreakdown b = cost.estimate(task, best.plan, ctx);
+      best_value = objective_value(b, options_.objective);
+      layouts = most_promising(task, b, best_value, std::move(layouts));
+    }
+    const double share = only_2d ? 1.0 / static_cast<double>(layouts.size()) : kLayoutShare;
+    const auto deadline = start + std::chrono::microseconds(static_cast<std::int64_t>(options_.time_ms * 1000.0));
+    for (const ShardingGroups& groups : layouts) {
+      if (!only_2d && std::chrono::steady_clock::now() >= deadline) break;
+      const Task group_task = sharding_group_task(task, groups);
+      const auto group_cost = cost.for_task(group_task);
+      Options o = options_;
+      o.work_share = share;
+      o.sync = replica_sync_cost(task.topology, groups, task.workload.replica_sync_every);
+      ShardResult r = Search(group_task, *group_cost, o, ctx, start).run();
+      tried += detail::concat(tried.empty() ? "" : ", ", groups.size, " ", to_string(groups.ranks));
+      if (r.status != ShardStatus::kOk) {
+        tried += " (no plan)";
+        if (only_2d && best_value == kInf) best = std::move(r);
+        continue;
+      }
+      r.plan.groups = groups;
+      const double value = objective_value(group_cost->estimate(task, r.plan, ctx), options_.objective);
+      tried += detail::concat(" ", value);
+      evaluated += r.stats.plans_evaluated;
+      if (value < best_value) {
+        best_value = value;
+        best = std::move(r);
+      }
+    }
+    best.stats.plans_evaluated = evaluated;
+    if (!tried.empty())
+      best.stats.solver += detail::concat("; 2D layouts searched (ranks per group, ranks, objective): ", tried, "; chose ",
+                                          describe_groups(best.plan.groups, task.topology.num_devices()));
+    return best;
+  }
+
+  /** The 2D layouts worth a search after the 1D plan of breakdown `b` (joint.h, "2D"), best first. */
+  std::vector<ShardingGroups> most_promising(const Task& task, const CostBreakdown& b, double value,
+                                             std::vector<ShardingGroups> layouts) const {
+    double comm = 0.0;
+    const auto most = [&b](auto field) {
+      double m = 0.0;
+      for (const DeviceCost& c : b.devices) m = std::max(m, c.*field);
+      return m;
+    };
+    comm = most(&DeviceCost::in_comm_ms) + most(&DeviceCost::fw_comm_ms) + most(&DeviceCost::bw_comm_ms);
+    const double whole = even_exchange_time(task.topology, 1.0);
+    double bytes = 0.0;
+    for (const TableSpec& t : task.workload.tables) bytes += static_cast<double>(t.size_bytes());
+    std::vector<std::pair<double, ShardingGroups>> predicted;
+    for (const ShardingGroups& g : layouts) {
+      const double sync = sync_floor_ms(task, g);
+      if (sync >= value) continue;
+      const Topology group = sharding_group_topology(task.topology, g);
+      double room = 0.0;  // a group holds every table: no layout whose ranks cannot
+      for (const Device& d : group.devices)
+        room += static_cast<double>(d.hbm_bytes) + (task.constraints.allow_uvm ? static_cast<double>(d.uvm_bytes) : 0.0);
+      if (room < bytes) continue;
+      const double share = static_cast<double>(g.size) / task.topology.num_devices();  // of the batch
+      const double ratio = whole > 0 ? even_exchange_time(group, share) / whole : 1.0;
+      predicted.emplace_back(value - comm + comm * ratio + sync, g);
+    }
+    std::stable_sort(predicted.begin(), predicted.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+    std::vector<ShardingGroups> out;
+    for (std::size_t i = 0; i < predicted.size() && i < kLayoutsSearched; ++i) out.push_back(predicted[i].second);
+    return out;
+  }
+
   Options options_;
 };
 
 }  // namespace
 }  // namespace joint
+
+namespace {
+
+/** The `groups` parameter: auto, none or a positive group size (joint.h). */
+int parse_groups(const std::string& text) {
+  if (text == "auto") return joint::kAutoGroups;
+  if (text == "none") return 0;
+  std::size_t used = 0;
+  int g = 0;
+  try {
+    g = std::stoi(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  EMBSHARD_CHECK(used == text.size() && g > 0, "joint: groups='", one_line(text),
+                 "' must be auto, none or a positive number of ranks per sharding group");
+  return g;
+}
+
+}  // namespace
 
 void register_joint(Registry<Sharder>& registry) {
   registry.add(
@@ -937,7 +1094,10 @@ void register_joint(Registry<Sharder>& registry) {
         {"exact_limit", ParamType::kInt, "200000", 0, 1 << 30, {},
          "score every table-wise plan when there are at most this many (tiny tasks)"},
         {"candidates", ParamType::kInt, "8", 1, 1 << 18, {},
-         "devices a piece is tried on when there are more than 32 (the least loaded)"}}},
+         "devices a piece is tried on when there are more than 32 (the least loaded)"},
+        {"groups", ParamType::kString, "auto", {}, {}, {},
+         "2D parallelism (TorchRec's DMPCollection, plan/sharding_groups.h): auto chooses among 1D and the 2D "
+         "layouts the task allows, none keeps to 1D, a number G plans sharding groups of G ranks"}}},
       [](const Params& p, const Context&) {
         joint::Options o;
         o.objective = parse_objective(p.get_string("objective"));
@@ -954,6 +1114,7 @@ void register_joint(Registry<Sharder>& registry) {
         o.torchrec = p.get_bool("torchrec");
         o.exact_limit = p.get_int("exact_limit");
         o.candidates = static_cast<int>(p.get_int("candidates"));
+        o.groups = parse_groups(p.get_string("groups"));
         return std::make_unique<joint::JointSharder>(o);
       });
 }

@@ -64,7 +64,8 @@
  * taken off (at scale a piece's trees cost more than reading an objective) —: 1,500,000 by
  * default, 3,000,000 on the fast path (about 1.5 s at 5,000 tables × 1,024 devices on one core).
  * Every phase keeps the best plan of its own deterministic trajectory and stops when the budget
- * is spent, so a larger budget never returns a worse plan. `time_ms` (default 60 s, the context's
+ * is spent, so a larger budget never returns a worse plan (under `groups=auto` the 2D layouts
+ * searched follow the 1D plan, so there this holds for each layout's search). `time_ms` (default 60 s, the context's
  * deadline when sooner) is a safety stop that covers the bound, the search and finishing the plan
  * (the search stops ~3 µs a table early): past it the best plan so far is returned.
  * With `torchrec=true` the row layouts are those TorchRec's training path can run (the export,
@@ -77,6 +78,19 @@
  * change (fast_step.h: O(devices per host + log devices) instead of O(devices)), and the spread is
  * the sum of the squares of each device's compute and own sending times, and of each host's
  * reduced rows' sending time, in whole µs, kept per change too.
+ *
+ * 2D (plan/sharding_groups.h; `groups=auto`, the default, on more than one host). The 1D search
+ * runs first, on its whole budget (its plan is `groups=none`'s). Each 2D layout the task allows is
+ * then predicted from the 1D plan: its step with its exchanges' time scaled by that of an
+ * evenly spread all-to-all in a group (the group's share of the batch, its peers on and off their
+ * hosts) against one over all ranks, plus the floor of the replica sync (the average rank's
+ * bytes). The three best predictions whose sync floor is below the 1D plan's objective and whose
+ * group's memory can hold every table are searched on their group's task (a model of the same
+ * kind built for it, `CostModel::for_task`), each with a sixth of the budget more, and judged on
+ * the whole objective; the best plan, 1D or 2D, wins. A group's search sees the sync: each
+ * device's all-reduce term carries its bytes' sync (`State::set_replica_sync`), so its objective
+ * is the 2D plan's. `groups=G` searches only the layouts of G ranks (strided and contiguous, where
+ * valid) with the whole budget; `groups=none` keeps to 1D.
  */
 #include <array>
 #include <cstdint>
@@ -84,6 +98,7 @@
 #include <vector>
 
 #include "embshard/cost/cost_model.h"
+#include "embshard/cost/link_model.h"
 #include "embshard/plan/plan.h"
 #include "shard/joint/fast_step.h"
 
@@ -118,7 +133,16 @@ struct Options {
   bool torchrec = false;        ///< only layouts TorchRec's training path runs (joint.h)
   std::int64_t exact_limit = 200000;
   int candidates = 8;
+  /// 2D layouts tried (plan/sharding_groups.h): kAutoGroups every one the task allows, 0 none,
+  /// G > 0 only layouts of G ranks per group (joint.h, "2D")
+  int groups = 0;
+  double work_share = 1.0;      ///< the share of the budget this search gets (a 2D candidate's)
+  /// A 2D layout's replica sync, per device by its bytes (the search of a group's task; joint.h)
+  ReplicaSyncCost sync;
 };
+
+/** `Options::groups`: choose among every 2D layout the task allows, and 1D. */
+inline constexpr int kAutoGroups = -1;
 
 /**
  * One piece of a table on a device, with what it adds to the device. Costs are kept in integer
@@ -165,6 +189,9 @@ class State {
    * UVM when `uvm` allows; false when it does not fit at all.
    */
   [[nodiscard]] bool make_piece(int table, Shard shard, int device, bool uvm, Piece& out);
+  /** Charges every device `sync` of its bytes (hbm + uvm) in its all-reduce term: a 2D layout's
+   *  replica sync (plan/sharding_groups.h); before any piece is added. */
+  void set_replica_sync(const ReplicaSyncCost& sync);
   /** Whether pieces keep only the rows the profile saw in HBM, where the task allows UVM (default). */
   void set_cold_rows_to_uvm(bool on) { cold_rows_to_uvm_ = on; }
   void add(const Piece& piece);
@@ -259,6 +286,8 @@ class State {
   bool input_exposed_ = false;
   FastExchange out_, in_;
   MaxTree fw_tree_, bw_tree_;
+  ReplicaSyncCost sync_;
+  MaxTree sync_tree_;  ///< the fast path's per-device replica sync (enabled sync_ only)
   /// Σ_d of the squares of each device's fw, bw, 2 × output and input sending time in µs, and Σ_h
   /// of the square of 2 × each host's reduced rows' sending time: the fast path's spread, an
   /// integer so that add and remove undo exactly (no move sequence can cycle); µs keep it far

@@ -85,11 +85,17 @@ State::State(const Task& task, CostModel& cost, Objective objective, const Conte
   }
 }
 
+void State::set_replica_sync(const ReplicaSyncCost& sync) {
+  sync_ = sync;
+  if (fast_ && sync_.enabled()) sync_tree_ = MaxTree(num_devices());
+}
+
 void State::update_fast(int device) {
   const DeviceCompute c = device_compute(device);
   fw_tree_.set(device, c.fw_ms);
   bw_tree_.set(device, c.bw_ms);
   const DeviceLoad& load = devices_[static_cast<std::size_t>(device)];
+  if (sync_.enabled()) sync_tree_.set(device, sync_.at(static_cast<double>(load.hbm_bytes + load.uvm_bytes)));
   const double n = num_devices();
   // The link model's bytes per peer (cost/link_model.cpp PeerBytes), output and input.
   const auto batch = static_cast<double>(task_.workload.batch_size);
@@ -321,7 +327,7 @@ double State::objective() {
     const double out = out_.max_ms();
     spread_ = static_cast<double>(fast_spread_);
     return (input_exposed_ ? in_.max_ms() : 0.0) + fw_tree_.max() + out + out + bw_tree_.max() +
-           all_reduce_ms(task_.topology, static_cast<double>(gradient_bytes_));
+           all_reduce_ms(task_.topology, static_cast<double>(gradient_bytes_)) + (sync_.enabled() ? sync_tree_.max() : 0.0);
   }
   const int n = num_devices();
   for (int d = 0; d < n; ++d) {
@@ -342,7 +348,10 @@ double State::objective() {
     breakdown_.devices[static_cast<std::size_t>(d)].bw_comm_ms = comm_[static_cast<std::size_t>(d)].bw_ms;
   }
   const double ar_ms = all_reduce_ms(task_.topology, static_cast<double>(gradient_bytes_));
-  for (DeviceCost& c : breakdown_.devices) c.ar_comm_ms = ar_ms;
+  for (int d = 0; d < n; ++d) {
+    const DeviceLoad& load = devices_[static_cast<std::size_t>(d)];
+    breakdown_.devices[static_cast<std::size_t>(d)].ar_comm_ms = ar_ms + sync_.at(static_cast<double>(load.hbm_bytes + load.uvm_bytes));
+  }
   const InputCommOptions& input = cost_.comm().input_options();
   if (input.mode != InputCommMode::kOmit) {
     // input_all_to_all_ms is the exchange of the input bytes (cost/link_model.h).
@@ -362,6 +371,7 @@ std::vector<int> State::critical_devices() const {
   if (fast_) {
     out = {fw_tree_.argmax(), bw_tree_.argmax(), out_.busiest()};
     if (input_exposed_) out.push_back(in_.busiest());
+    if (sync_.enabled()) out.push_back(sync_tree_.argmax());
     std::sort(out.begin(), out.end());
     out.erase(std::unique(out.begin(), out.end()), out.end());
     return out;
@@ -379,6 +389,7 @@ std::vector<int> State::critical_devices() const {
       argmax([](const DeviceCost& c) { return c.fw_comm_ms; });
       argmax([](const DeviceCost& c) { return c.bw_comm_ms; });
       argmax([](const DeviceCost& c) { return c.bw_comp_ms; });
+      if (sync_.enabled()) argmax([](const DeviceCost& c) { return c.ar_comm_ms; });
       break;
     case Objective::kMaxSum:
       argmax([](const DeviceCost& c) { return c.sum_ms(); });

@@ -94,6 +94,41 @@ def test_dlrm_with_every_sharding_type_forced(torchrec, sharder):
     assert embshard.evaluate(task, planner.last_plan).step_ms > 0
 
 
+def test_a_2d_plan_is_one_sharding_groups_plan_with_what_dmp_collection_takes(torchrec):
+    import torch
+
+    from embshard.torchrec import EmbshardPlanner
+
+    # 2 hosts of 8: groups of 8 ranks (strided: 4 per host; contiguous: one host each).
+    planner = EmbshardPlanner(topology=topology(world=16, local=8), batch_size=512, sharder="joint",
+                              sharding_group_size=8)
+    plan = planner.plan(dlrm(torch), sharders())
+    groups = planner.last_plan.sharding_groups
+    assert groups["size"] == 8
+    contiguous = groups["ranks"] == "contiguous"
+    assert planner.dmp_collection_kwargs == {"world_size": 16, "sharding_group_size": 8,
+                                             "node_group_size": 8 if contiguous else 4,
+                                             "use_inter_host_allreduce": contiguous}
+    for ps in plan.plan["sparse_arch.embedding_bag_collection"].values():
+        assert set(ps.ranks) <= set(range(8)), ps.ranks
+        for shard in ps.sharding_spec.shards if ps.sharding_spec else []:
+            assert shard.placement.rank() < 8
+    embshard.check(planner.last_task, planner.last_plan)
+    # The default is a 1D plan for DistributedModelParallel, over all 16 ranks.
+    one_d = EmbshardPlanner(topology=topology(world=16, local=8), batch_size=512, sharder="joint")
+    one_d.plan(dlrm(torch), sharders())
+    assert one_d.dmp_collection_kwargs is None
+    assert one_d.last_plan.sharding_groups is None
+    for bad in ("many", 0, True):
+        with pytest.raises(Error, match="sharding_group_size"):
+            EmbshardPlanner(topology=topology(), sharding_group_size=bad)
+    with pytest.raises(Error, match="replica_sync_every"):
+        EmbshardPlanner(topology=topology(), replica_sync_every=0).plan(dlrm(torch), sharders())
+    with pytest.raises(Error, match="groups=3"):
+        EmbshardPlanner(topology=topology(world=16, local=8), sharder="joint",
+                        sharding_group_size=3).plan(dlrm(torch), sharders())
+
+
 def test_nested_collections_of_both_kinds_and_shared_names(torchrec):
     import torch
     from torchrec.distributed.embedding import EmbeddingCollectionSharder
