@@ -20,7 +20,7 @@ namespace {
 void report(const EvalResult& result, const Task& task, const Plan& plan, Objective objective,
             const std::optional<std::string>& out) {
   if (out) write_file_atomic(*out, eval_result_json(result, task, plan));
-  std::cout << eval_result_table(result, task.topology) << to_string(objective) << " = "
+  std::cout << eval_result_table(result, sharding_group_topology(task.topology, plan.groups)) << to_string(objective) << " = "
             << objective_value(result.breakdown, objective) << "\n";
 }
 
@@ -85,6 +85,8 @@ int run_eval(Args& args, const Context& ctx) {
   const Plan plan = read_plan_file(plan_path);
   const std::string problem = find_error_in_plan(task, plan);
   EMBSHARD_CHECK(problem.empty(), plan_path, ": the plan does not fit the task ", task_path, ": ", problem);
+  EMBSHARD_CHECK(comm != "mpi" || !plan.groups.enabled(), plan_path, ": --comm mpi cannot measure a 2D plan's "
+                 "exchanges (they run inside each sharding group); judge it with --comm model");
   if (comm == "mpi") return eval_with_measured_comm(task, plan, options, objective, out, ctx);
   const EvalResult result = evaluate_plan(task, plan, options, ctx);
   report(result, task, plan, objective, out);

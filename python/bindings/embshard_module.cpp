@@ -244,7 +244,8 @@ PYBIND11_MODULE(_embshard, m) {
         options.batch_size = batch_size;
         options.input_comm = input_comm;
         const EvalResult r = evaluate_plan(task, plan.plan, options, call_context(seed, threads));
-        return std::make_pair(eval_result_json(r, task, plan.plan), eval_result_table(r, task.topology));
+        return std::make_pair(eval_result_json(r, task, plan.plan),
+                              eval_result_table(r, sharding_group_topology(task.topology, plan.plan.groups)));
       },
       py::arg("task"), py::arg("plan"), py::arg("backend"), py::arg("batch_size"), py::arg("seed"),
       py::arg("threads"), py::arg("input_comm") = "exposed", py::call_guard<py::gil_scoped_release>());

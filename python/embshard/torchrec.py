@@ -179,6 +179,9 @@ class EmbshardPlanner:
                     and sharding_group_size >= 1)):
             raise Error(f"EmbshardPlanner: sharding_group_size = {sharding_group_size!r} must be None "
                         "(a 1D plan for DistributedModelParallel), 'auto' or a number of ranks ≥ 1")
+        if sharding_group_size is not None and sharder != "best" and sharder.partition(":")[0] != "joint":
+            raise Error(f"EmbshardPlanner: sharding_group_size needs sharder 'joint' or 'best' (only joint plans "
+                        f"2D layouts), not '{sharder}'")
         self._groups = "none" if sharding_group_size is None else str(sharding_group_size)
         self._sync_every = replica_sync_every
         self._topology = topology
@@ -332,6 +335,10 @@ class EmbshardPlanner:
     # ---- helpers ----------------------------------------------------------------------------
 
     def _plan_task(self, task: embshard.Task) -> embshard.Plan:
+        if self._groups != "none" and self._torchrec_topology().compute_device != "cuda":
+            raise Error("EmbshardPlanner: sharding_group_size asks for a 2D plan, which TorchRec's "
+                        "DMPCollection runs on CUDA only; the topology's compute_device is "
+                        f"{self._torchrec_topology().compute_device}")
         sharder = self._sharder
         if sharder == "best":
             candidates = [_for_torchrec(s, self._groups) for s in embshard.default_sharders()]

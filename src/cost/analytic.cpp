@@ -527,10 +527,12 @@ double bound_over(const Task& task, const SimHardware& hw, Objective objective, 
 
 namespace {
 
-/** sim_lower_bound over the 1D plans of `task` (analytic.h). */
+/** sim_lower_bound over the 1D plans of `task` (analytic.h); with `copies` false, over those
+ *  without a data-parallel table (a 2D plan's group). */
 double one_layout_bound(const Task& task, const SimHardware& hw, Objective objective,
-                        const InputCommOptions& input, double most_cell_tables) {
+                        const InputCommOptions& input, double most_cell_tables, bool copies = true) {
   const double without = bound_over(task, hw, objective, input, false, most_cell_tables);
+  if (!copies) return without;
   const bool replicable = std::any_of(task.workload.tables.begin(), task.workload.tables.end(),
                                       [&](const TableSpec& t) { return may_replicate(task, t); });
   if (!replicable) return without;
@@ -559,7 +561,8 @@ double sim_lower_bound(const Task& task, const SimHardware& hw, Objective object
     const double sync = replica_sync_floor_ms(task, groups);
     if (sync >= bound) continue;
     const double group = one_layout_bound(sharding_group_task(task, groups), hw, objective, input,
-                                          std::max(1.0, most_cell_tables / static_cast<double>(layouts.size())));
+                                          std::max(1.0, most_cell_tables / static_cast<double>(layouts.size())),
+                                          false);
     bound = std::min(bound, objective == Objective::kStep ? group + sync : std::max(group, sync));
   }
   return bound;

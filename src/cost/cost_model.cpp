@@ -127,6 +127,7 @@ CostBreakdown assemble_breakdown(const Task& task, const Plan& plan, ComputeMode
   for (std::size_t r = 0; r < by_rank.size(); ++r)
     b.devices[r].ar_comm_ms += replica_sync_ms(task.topology, plan.groups, task.workload.replica_sync_every,
                                               replica_sync_bytes(group, by_rank[r]));
+  b.groups = plan.groups;
   b.comm_detail += detail::concat("; ", describe_groups(plan.groups, task.topology.num_devices()), ", replicas synced every ",
                                   task.workload.replica_sync_every, task.workload.replica_sync_every == 1 ? " step" : " steps");
   return b;

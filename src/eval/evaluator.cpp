@@ -155,6 +155,17 @@ std::unique_ptr<CostModel> make_judge(const Task& task, const EvalOptions& optio
   }
 }
 
+namespace {
+
+/** A measured batch for `plan`: the global `batch` (0: the task's), of which a 2D plan's group
+ *  runs its share G / N. */
+std::int64_t group_batch(const Task& task, const Plan& plan, std::int64_t batch) {
+  if (!plan.groups.enabled() || batch <= 0) return batch;
+  return std::max<std::int64_t>(1, batch * plan.groups.size / task.topology.num_devices());
+}
+
+}  // namespace
+
 EvalResult evaluate_plan(const Task& task, const Plan& plan, const EvalOptions& options,
                          const Context& ctx, std::span<const DeviceTiming> measured_comm) {
   const double start_ms = now_ms();
@@ -166,7 +177,7 @@ EvalResult evaluate_plan(const Task& task, const Plan& plan, const EvalOptions& 
   const std::optional<Task> group = plan.groups.enabled() ? std::optional(sharding_group_task(task, plan.groups)) : std::nullopt;
   const Task& costed = group ? *group : task;
   EvalOptions o = options;
-  if (group && o.batch_size > 0) o.batch_size = std::max<std::int64_t>(1, o.batch_size * plan.groups.size / task.topology.num_devices());
+  o.batch_size = group_batch(task, plan, options.batch_size);
   EMBSHARD_CHECK(measured_comm.empty() || !group, "eval: measured all-to-alls cannot judge a 2D plan (its exchanges run "
                  "inside each sharding group); judge it with the link model");
   const auto judge = make_judge(costed, o);
@@ -186,7 +197,7 @@ std::vector<DeviceLookups> measured_tier_lookups(const Task& task, const Plan& p
   EMBSHARD_CHECK(plan_error.empty(), "eval: the plan does not fit the task: ", plan_error);
   const std::optional<Task> group = plan.groups.enabled() ? std::optional(sharding_group_task(task, plan.groups)) : std::nullopt;
   const Task& costed = group ? *group : task;
-  const std::int64_t batch_size = measured_batch_size(costed, options.batch_size);
+  const std::int64_t batch_size = measured_batch_size(costed, group_batch(task, plan, options.batch_size));
   detail::MeasuredShards measured(costed);
   const auto by_device = shards_by_device(costed, plan);
   std::vector<DeviceLookups> out(by_device.size());
@@ -268,6 +279,8 @@ std::string eval_result_json(const EvalResult& r, const Task& task, const Plan& 
                     {"detail", r.breakdown.compute_detail}};
   doc["comm"] = {{"source", to_string(r.breakdown.comm_source)}, {"detail", r.breakdown.comm_detail}};
   doc["objectives"] = {{"step_ms", r.step_ms}, {"max_sum_ms", r.max_sum_ms}, {"balance", r.balance}};
+  if (plan.groups.enabled())  // "devices" are then the ranks of one group, batch_size the group's
+    doc["sharding_groups"] = {{"size", plan.groups.size}, {"ranks", to_string(plan.groups.ranks)}};
   doc["devices"] = devices;
   doc["device_spread"] = {{"comp_ms", spread_json(compute_spread(r))},
                           {"sum_ms", spread_json(step_spread(r))}};
@@ -303,7 +316,17 @@ std::string eval_result_table(const EvalResult& r, const Topology& topology) {
     }
     out << line << '\n';
   }
-  if (!r.breakdown.devices.empty() && r.breakdown.devices.front().ar_comm_ms > 0.0) {
+  if (r.breakdown.groups.enabled()) {  // a 2D plan: per rank of a group, ar_comm is its replica sync
+    double lo = 0.0, hi = 0.0;
+    for (std::size_t d = 0; d < r.breakdown.devices.size(); ++d) {
+      const double ms = r.breakdown.devices[d].ar_comm_ms;
+      lo = d == 0 ? ms : std::min(lo, ms);
+      hi = std::max(hi, ms);
+    }
+    std::snprintf(line, sizeof line, "2D plan, sharding groups of %d ranks (%s): the rows are one group's ranks; replica sync "
+                  "%.3f to %.3f ms per step (in sum_ms)\n", r.breakdown.groups.size, to_string(r.breakdown.groups.ranks), lo, hi);
+    out << line;
+  } else if (!r.breakdown.devices.empty() && r.breakdown.devices.front().ar_comm_ms > 0.0) {
     std::snprintf(line, sizeof line, "gradient all-reduce of the data-parallel tables: %.3f ms on every device (in sum_ms)\n",
                   r.breakdown.devices.front().ar_comm_ms);
     out << line;

@@ -296,8 +296,10 @@ std::vector<DeviceMemory> shard_memory(const Task& task, const Plan& plan) {
 }  // namespace
 
 std::vector<DeviceMemory> plan_memory(const Task& task, const Plan& plan) {
-  if (!plan.groups.enabled() || !find_error_in_groups(task, plan.groups).empty()) return shard_memory(task, plan);
-  return shard_memory(sharding_group_task(task, plan.groups), plan);
+  std::vector<DeviceMemory> use = shard_memory(task, plan);
+  // A 2D plan's shards name the ranks 0..G−1 of a group (memory depends on the table's shape only).
+  if (plan.groups.size > 0 && plan.groups.size < static_cast<int>(use.size())) use.resize(static_cast<std::size_t>(plan.groups.size));
+  return use;
 }
 
 namespace {
@@ -365,6 +367,10 @@ std::string find_error_in_shards(const Task& task, const Plan& plan) {
 std::string find_error_in_plan(const Task& task, const Plan& plan) {
   if (!plan.groups.enabled()) return find_error_in_shards(task, plan);
   if (auto err = find_error_in_groups(task, plan.groups); !err.empty()) return "plan: " + err;
+  for (const TablePlacement& tp : plan.tables)
+    if (tp.type == ShardingType::kDataParallel)
+      return table_prefix(tp.table) + " is data_parallel, which a 2D plan (sharding_groups) does not take: "
+             "its tables are sharded within each group";
   const std::string err = find_error_in_shards(sharding_group_task(task, plan.groups), plan);
   if (err.empty()) return "";
   return err + " (in a sharding group of " + std::to_string(plan.groups.size) + " ranks)";

@@ -26,6 +26,25 @@ int group_devices_per_host(const ShardingGroups& groups, int world, int host_siz
 
 }  // namespace
 
+namespace {
+
+bool same_devices(const Device& a, const Device& b) {
+  return a.hbm_bytes == b.hbm_bytes && a.uvm_bytes == b.uvm_bytes && a.hbm_gbps == b.hbm_gbps && a.uvm_gbps == b.uvm_gbps;
+}
+
+/** Whether two valid layouts cost every plan alike: the same group devices and hosts, replica spread. */
+bool same_layout(const Topology& topology, const ShardingGroups& a, const ShardingGroups& b) {
+  const int world = topology.num_devices();
+  const ReplicaSpread sa = replica_spread(a, world, topology.host_size());
+  const ReplicaSpread sb = replica_spread(b, world, topology.host_size());
+  if (sa.per_host != sb.per_host || sa.hosts != sb.hosts) return false;
+  const Topology ga = sharding_group_topology(topology, a), gb = sharding_group_topology(topology, b);
+  return ga.devices_per_host == gb.devices_per_host &&
+         std::equal(ga.devices.begin(), ga.devices.end(), gb.devices.begin(), gb.devices.end(), same_devices);
+}
+
+}  // namespace
+
 const char* to_string(GroupRanks ranks) {
   return ranks == GroupRanks::kStrided ? "strided" : "contiguous";
 }
@@ -124,14 +143,11 @@ std::vector<ShardingGroups> sharding_group_layouts(const Task& task) {
     for (GroupRanks ranks : {GroupRanks::kStrided, GroupRanks::kContiguous}) {
       const ShardingGroups g{size, ranks};
       if (!find_error_in_groups(task, g).empty()) continue;
-      // Contiguous ranks that spread over hosts exactly as strided ones do (one group of one
-      // rank, say) make the same group and the same replicas: the strided layout stands for both.
+      // Contiguous ranks that make the same group (devices, hosts) and the same replica spread as
+      // strided ones (one rank per group, say, on identical devices): the strided layout stands for both.
       const ShardingGroups strided{size, GroupRanks::kStrided};
-      const auto spread = [&](const ShardingGroups& l) {
-        const ReplicaSpread s = replica_spread(l, world, host_size);
-        return std::array{group_devices_per_host(l, world, host_size), s.per_host, s.hosts};
-      };
-      if (ranks == GroupRanks::kContiguous && find_error_in_groups(task, strided).empty() && spread(g) == spread(strided))
+      if (ranks == GroupRanks::kContiguous && find_error_in_groups(task, strided).empty() &&
+          same_layout(task.topology, g, strided))
         continue;
       layouts.push_back(g);
     }

@@ -55,6 +55,8 @@ std::string provenance_table(const JudgedPlan& j, const Task& task) {
                     "); comm: " + to_string(b.comm_source) + " (" + b.comm_detail + ")"},
       {"task", task.id + (task.protocol.empty() ? "" : " (" + task.protocol + ")")},
       {"topology", task.topology.name + ", " + std::to_string(task.topology.num_devices()) + " devices"},
+      {"layout", describe_groups(j.plan.groups, task.topology.num_devices()) +
+                     (j.plan.groups.enabled() ? ": every figure below is one group's ranks" : "")},
       {"plan file", j.source},
       {"embshard version", p.embshard_version},
       {"seed", std::to_string(p.seed)},
@@ -212,7 +214,7 @@ std::string placement_map_svg(const Task& task, const Plan& plan, const std::str
   const std::size_t shown = std::min(order.size(), kMaxTables);
   std::vector<std::size_t> row_of(task.workload.tables.size(), kMaxTables);
   for (std::size_t i = 0; i < shown; ++i) row_of[order[i]] = i;
-  const int devices = task.topology.num_devices();
+  const int devices = plan.groups.enabled() ? plan.groups.size : task.topology.num_devices();  // a 2D plan: a group's ranks
   const double cell_w = std::clamp(640.0 / devices, 3.0, 90.0), cell_h = 14;
   const double left = 130, top = 40;
   Svg svg(std::max({left + cell_w * devices + 20, 520.0, title_width(title)}),
@@ -536,7 +538,8 @@ std::string plan_report_html(const Task& task, const std::vector<JudgedPlan>& pl
          << "<figcaption>Each bar is one device's step: forward kernel, its part of the forward all-to-all, "
             "the wait for the slowest forward kernel, the backward all-to-all and the backward kernel. The "
             "dashed line is the step time (each phase as long as its slowest device).</figcaption></figure>\n";
-    body << "<figure>" << memory_svg(j.eval, task.topology, "Memory per device, " + name)
+    const Topology ranks = sharding_group_topology(task.topology, j.plan.groups);  // a 2D plan: one group's
+    body << "<figure>" << memory_svg(j.eval, ranks, "Memory per device, " + name)
          << "<figcaption>Weights only, as the papers count; the black line is the device's budget."
             "</figcaption></figure>\n";
     body << "<figure>" << placement_map_svg(task, j.plan, "Where each table lives, " + name)

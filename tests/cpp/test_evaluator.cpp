@@ -351,6 +351,41 @@ TEST_P(EvaluatorBackends, DataParallelCopiesServeTheirDevicesSamplesAndAllReduce
   EXPECT_NE(eval_result_table(r, task.topology).find("gradient all-reduce of the data-parallel tables"), std::string::npos);
 }
 
+TEST_P(EvaluatorBackends, A2DPlanIsCostedPerRankOfAGroupWithItsReplicaSync) {
+  // 2 hosts of 2 devices, strided groups of 2 ranks (one per host; a rank's 2 replicas share a
+  // host): every backend judges the group's plan at its half of the batch, plus the modelled sync.
+  Task task = small_task();
+  task.topology = make_topology("cpu:devices=4");
+  task.topology.devices_per_host = 2;
+  task.topology.inter_host_gbps = task.topology.intra_host_gbps / 4;
+  Plan plan = table_wise_plan(task, {0, 1, 0, 1});
+  plan.groups = {2, GroupRanks::kStrided};
+  ASSERT_EQ(find_error_in_plan(task, plan), "");
+  EvalOptions options;
+  options.backend = GetParam();
+  options.measure = {0, 1, false, 0.0};
+  const EvalResult r = evaluate_plan(task, plan, options, test_util::quiet_context());
+  ASSERT_EQ(r.breakdown.devices.size(), 2u);
+  EXPECT_EQ(r.batch_size, task.workload.batch_size / 2);
+  const Topology group = sharding_group_topology(task.topology, plan.groups);
+  EXPECT_EQ(group.devices_per_host, 1);
+  const auto a2a = all_to_all_ms(group, {32, 32}, r.batch_size);
+  for (int rank = 0; rank < 2; ++rank) {
+    const DeviceCost& c = r.breakdown.devices[static_cast<std::size_t>(rank)];
+    const double bytes = static_cast<double>(task.workload.tables[static_cast<std::size_t>(rank)].size_bytes() +
+                                             task.workload.tables[static_cast<std::size_t>(rank) + 2].size_bytes());
+    EXPECT_DOUBLE_EQ(c.fw_comm_ms, a2a[static_cast<std::size_t>(rank)]);
+    EXPECT_DOUBLE_EQ(c.ar_comm_ms, replica_sync_ms(task.topology, plan.groups, 1, bytes));
+    EXPECT_GT(c.fw_comp_ms, 0.0);
+  }
+  EXPECT_NE(r.breakdown.comm_detail.find("2D: 2 groups of 2 ranks (strided)"), std::string::npos) << r.breakdown.comm_detail;
+  // Measured all-to-alls cannot stand for a group's exchanges.
+  const std::vector<DeviceTiming> measured(2);
+  EXPECT_NE(error_of([&] { (void)evaluate_plan(task, plan, options, test_util::quiet_context(), measured); })
+                .find("cannot judge a 2D plan"),
+            std::string::npos);
+}
+
 TEST(SimModel, ADataParallelCopyCostsItsShareOfTheBatchPlusADenseUpdateInASecondCall) {
   const Task task = small_task();
   const SimHardware hw = sim_hardware_for(make_topology("2080ti"));

@@ -58,8 +58,8 @@ TEST(Joint, FindsTheExhaustiveOptimumOnTinyTasksAndSplitsOnlyToBeatIt) {
 }
 
 /** A valid plan with random layouts: whole, columns or uneven rows over random distinct devices,
- *  2 × 2 grids, or data-parallel copies. */
-Plan random_split_plan(const Task& task, Rng& rng) {
+ *  2 × 2 grids, or data-parallel copies (unless `copies` is false: a 2D plan's group). */
+Plan random_split_plan(const Task& task, Rng& rng, bool copies = true) {
   Plan plan;
   const int n = task.topology.num_devices();
   for (const TableSpec& t : task.workload.tables) {
@@ -67,7 +67,7 @@ Plan random_split_plan(const Task& task, Rng& rng) {
     std::vector<int> devices(static_cast<std::size_t>(n));
     for (int d = 0; d < n; ++d) devices[static_cast<std::size_t>(d)] = d;
     for (int i = n - 1; i > 0; --i) std::swap(devices[static_cast<std::size_t>(i)], devices[rng.below(i + 1)]);
-    if (may_replicate(task, t) && rng.below(5) == 0) {  // a data-parallel copy on every device
+    if (copies && may_replicate(task, t) && rng.below(5) == 0) {  // a data-parallel copy on every device
       tp.type = ShardingType::kDataParallel;
       for (int d = 0; d < n; ++d) tp.shards.push_back({d, 0, t.num_rows(), 0, t.dim, -1});
       plan.tables.push_back(tp);
@@ -160,7 +160,7 @@ TEST(LowerBound, No2DPlanBeatsIt) {
       const Task group = sharding_group_task(task, groups);
       const auto group_cost = make_cost_model("sim", group);
       for (int draw = 0; draw < 10; ++draw) {
-        Plan plan = random_split_plan(group, rng);
+        Plan plan = random_split_plan(group, rng, false);
         plan.groups = groups;
         ASSERT_EQ(find_error_in_plan(task, plan), "");
         for (const Objective o : {Objective::kStep, Objective::kMaxSum}) {

@@ -97,11 +97,38 @@ TEST(ShardingGroups, LayoutsATaskCannotTakeAreErrorsNamingTheField) {
   std::string json = plan_to_json(round_robin(task, 4, {4, GroupRanks::kContiguous}));
   json.replace(json.find("\"size\": 4"), 9, "\"size\": 0");
   EXPECT_THROW((void)plan_from_json(json, "p.json"), Error);
+  // No data-parallel table in a 2D plan.
+  Plan copies = round_robin(task, 4, {4, GroupRanks::kContiguous});
+  copies.tables[0].type = ShardingType::kDataParallel;
+  copies.tables[0].shards.clear();
+  for (int r = 0; r < 4; ++r)
+    copies.tables[0].shards.push_back({r, 0, task.workload.tables[0].num_rows(), 0, task.workload.tables[0].dim, -1});
+  EXPECT_NE(find_error_in_plan(task, copies).find("is data_parallel, which a 2D plan"), std::string::npos)
+      << find_error_in_plan(task, copies);
   // A shard on a rank outside its group.
   Plan outside = round_robin(task, 4, {4, GroupRanks::kContiguous});
   outside.tables[0].shards[0].device = 5;
   EXPECT_NE(find_error_in_plan(task, outside).find("in a sharding group of 4 ranks"), std::string::npos)
       << find_error_in_plan(task, outside);
+}
+
+TEST(ShardingGroups, LayoutsThatPlaceGroupsAlikeAreListedOnceAndOthersEachTime) {
+  // 4 hosts of 1 device: strided and contiguous groups of 2 spread over hosts alike; they are the
+  // same layout when the devices are, and two when memory differs ([big, small, big, small]: a
+  // strided rank's replicas include a small device, a contiguous rank's do not for rank 0).
+  Task task = tiny_task(4, "v100:nodes=4,gpus_per_node=1", 4);
+  task.workload.batch_size = 4096;
+  const auto count = [&](int size) {
+    int n = 0;
+    for (const ShardingGroups& g : sharding_group_layouts(task)) n += g.size == size;
+    return n;
+  };
+  EXPECT_EQ(count(2), 1);
+  task.topology.devices[1].hbm_bytes /= 2;
+  task.topology.devices[3].hbm_bytes /= 2;
+  EXPECT_EQ(count(2), 2);
+  EXPECT_NE(sharding_group_topology(task.topology, {2, GroupRanks::kStrided}).devices[0].hbm_bytes,
+            sharding_group_topology(task.topology, {2, GroupRanks::kContiguous}).devices[0].hbm_bytes);
 }
 
 TEST(ShardingGroups, AStepIsTheGroupsStepPlusTheSyncWorkedByHand) {
@@ -234,6 +261,13 @@ TEST(Joint, Chooses2DWhereItPaysAnd1DWhereTheSyncCostsMore) {
     EXPECT_NE(std::string(e.what()).find("groups=3"), std::string::npos) << e.what();
   }
   EXPECT_THROW((void)plan_task("joint:groups=many", cheap, cost.get(), quiet(1)), Error);
+  EXPECT_THROW((void)plan_task("joint:groups=4,objective=balance", cheap, cost.get(), quiet(1)), Error);
+  // The plan's breakdown says what its rows are.
+  const EvalResult judged = evaluate_plan(cheap, four.plan, EvalOptions{}, quiet());
+  EXPECT_NE(eval_result_table(judged, sharding_group_topology(cheap.topology, four.plan.groups))
+                .find("sharding groups of 4 ranks"),
+            std::string::npos);
+  EXPECT_NE(eval_result_json(judged, cheap, four.plan).find("\"sharding_groups\""), std::string::npos);
 }
 
 TEST(Joint, A2DPlanIsTheSameForItsSeedAndBudget) {

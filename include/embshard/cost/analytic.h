@@ -191,8 +191,9 @@ struct SimTable {
  * 2D plans (plan/sharding_groups.h). A plan of layout G costs its sharding group's 1D plan plus
  * the busiest rank's replica sync, at least the sync of the average rank's bytes (Σ table bytes /
  * G). The bound is the smaller of the 1D bound and, for every layout the task allows whose sync
- * floor is below it, the group task's 1D bound plus that floor (step; max_sum: the larger of the
- * two), each layout's enumeration capped at `most_cell_tables` / layouts.
+ * floor is below it, the group task's 1D bound without data-parallel tables (a 2D plan has none)
+ * plus that floor (step; max_sum: the larger of the two), each layout's enumeration capped at
+ * `most_cell_tables` / layouts.
  */
 [[nodiscard]] double sim_lower_bound(const Task& task, const SimHardware& hardware,
                                      Objective objective, const InputCommOptions& input,

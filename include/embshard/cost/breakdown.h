@@ -38,6 +38,8 @@
 #include <string>
 #include <vector>
 
+#include "embshard/plan/sharding_groups.h"
+
 namespace embshard {
 
 struct DeviceCost {
@@ -64,6 +66,7 @@ enum class CostSource { kMeasured, kModelled };
 struct CostBreakdown {
   /// One entry per device; for a 2D plan one per rank of a sharding group (every group alike).
   std::vector<DeviceCost> devices;
+  ShardingGroups groups;        ///< the plan's 2D layout, if any (plan/sharding_groups.h)
   CostSource compute_source = CostSource::kModelled;
   CostSource comm_source = CostSource::kModelled;
   std::string compute_detail;   ///< e.g. "cpu kernels, batch 8192, median of 5" or "sim:preset=v100"

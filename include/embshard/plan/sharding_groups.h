@@ -14,8 +14,8 @@
  *              so its all-to-alls stay on the host's links where G ≤ L
  *
  * (L devices per host, H hosts). Every group's ranks must spread over hosts alike — each host of
- * the group holding as many of them — and so must every rank's replicas, which holds when R and G
- * divide L or are multiples of it (`find_error_in_groups`).
+ * the group holding as many of them — and so must every rank's replicas, which holds when R
+ * (strided ranks) or G (contiguous ranks) divides L or is a multiple of it (`find_error_in_groups`).
  *
  * Cost. A group's step is the 1D step of the plan on the group's task (`sharding_group_task`:
  * the G devices with their hosts as the layout places them, each with the smallest memory among
@@ -27,7 +27,9 @@
  * train step), charged per step to the rank's `ar_comm_ms` (cost/breakdown.h).
  *
  * A 2D layout needs more than one host (on one host the groups would share its links and gain
- * nothing TorchRec offers), G dividing N, and R dividing the global batch.
+ * nothing TorchRec offers), G dividing N, and R dividing the global batch. A 2D plan has no
+ * data-parallel table: TorchRec would all-reduce its gradient over all N ranks and leave it out
+ * of the replica sync, which embshard does not cost; `find_error_in_plan` rejects one.
  */
 #include <cstdint>
 #include <string>
@@ -81,8 +83,8 @@ struct ReplicaSpread {
 [[nodiscard]] std::string describe_groups(const ShardingGroups& groups, int world);
 
 /** Every 2D layout `find_error_in_groups` accepts for `task`, by increasing group size; a
- *  contiguous layout that places its groups and replicas on hosts as the strided one of the same
- *  size does (devices of a group per host, replicas per host and hosts) is left out for it. */
+ *  contiguous layout whose group (devices, hosts) and replica spread are the strided one's of the
+ *  same size is left out for it. */
 [[nodiscard]] std::vector<ShardingGroups> sharding_group_layouts(const Task& task);
 
 }  // namespace embshard

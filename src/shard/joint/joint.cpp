@@ -952,6 +952,8 @@ class JointSharder final : public Sharder {
                            std::chrono::steady_clock::time_point start) const {
     std::vector<ShardingGroups> layouts = layouts_named(task, options_.groups);
     const bool only_2d = options_.groups > 0;
+    EMBSHARD_CHECK(!only_2d || options_.objective != Objective::kBalance, "joint: groups=", options_.groups,
+                   " with objective=balance: 2D layouts are chosen on step or max_sum");
     if (layouts.empty() || options_.objective == Objective::kBalance) return Search(task, cost, options_, ctx, start).run();
     EMBSHARD_CHECK(!only_2d || cost.for_task(task), "joint: groups=", options_.groups, ": the cost model ",
                    cost.spec(), " cannot cost a 2D plan's sharding group (use sim)");
@@ -981,6 +983,7 @@ class JointSharder final : public Sharder {
       Options o = options_;
       o.work_share = share;
       o.sync = replica_sync_cost(task.topology, groups, task.workload.replica_sync_every);
+      o.data_parallel = false;  // a 2D plan has no data-parallel table (plan/sharding_groups.h)
       ShardResult r = Search(group_task, *group_cost, o, ctx, start).run();
       tried += detail::concat(tried.empty() ? "" : ", ", groups.size, " ", to_string(groups.ranks));
       if (r.status != ShardStatus::kOk) {

@@ -90,7 +90,8 @@
  * the whole objective; the best plan, 1D or 2D, wins. A group's search sees the sync: each
  * device's all-reduce term carries its bytes' sync (`State::set_replica_sync`), so its objective
  * is the 2D plan's. `groups=G` searches only the layouts of G ranks (strided and contiguous, where
- * valid) with the whole budget; `groups=none` keeps to 1D.
+ * valid) with the whole budget; `groups=none` keeps to 1D. A group's search makes no data-parallel
+ * copies (a 2D plan has none), and `objective=balance` keeps to 1D.
  */
 #include <array>
 #include <cstdint>

@@ -122,6 +122,11 @@ def test_a_2d_plan_is_one_sharding_groups_plan_with_what_dmp_collection_takes(to
     for bad in ("many", 0, True):
         with pytest.raises(Error, match="sharding_group_size"):
             EmbshardPlanner(topology=topology(), sharding_group_size=bad)
+    with pytest.raises(Error, match="needs sharder 'joint' or 'best'"):
+        EmbshardPlanner(topology=topology(), sharder="greedy", sharding_group_size=8)
+    with pytest.raises(Error, match="CUDA only"):
+        EmbshardPlanner(topology=topology(world=16, local=8, device="cpu"), sharder="joint",
+                        sharding_group_size="auto").plan(dlrm(torch), sharders())
     with pytest.raises(Error, match="replica_sync_every"):
         EmbshardPlanner(topology=topology(), replica_sync_every=0).plan(dlrm(torch), sharders())
     with pytest.raises(Error, match="groups=3"):
