@@ -245,7 +245,8 @@ class Breakdown:
     max_sum_ms = property(lambda self: self._doc["objectives"]["max_sum_ms"])
     balance = property(lambda self: self._doc["objectives"]["balance"])
     devices = property(lambda self: self._doc["devices"],
-                       doc="per device: input comm, fw/bw compute and comm, wait, sum (ms), memory, lookups")
+                       doc="per device: input comm, fw/bw compute and comm, wait, sum (ms), memory, lookups; "
+                           "for a 2D plan per rank of one sharding group (every group alike)")
 
     def __getitem__(self, key: str) -> Any:
         return self._doc[key]
