@@ -884,6 +884,9 @@ class Search {
 /** 2D layouts searched after the 1D plan under `groups=auto`, each with kLayoutShare of the
  *  budget on top of the 1D search's (joint.h, "2D"). */
 constexpr std::size_t kLayoutsSearched = 3;
+/** A layout is searched only if predicted within this share above the 1D plan's objective: the
+ *  prediction misses what a group's search gains in balance, never by this much (joint.h). */
+constexpr double kPredictionMargin = 0.1;
 constexpr double kLayoutShare = 1.0 / 6.0;
 
 /**
@@ -1031,7 +1034,8 @@ class JointSharder final : public Sharder {
       if (room < bytes) continue;
       const double share = static_cast<double>(g.size) / task.topology.num_devices();  // of the batch
       const double ratio = whole > 0 ? even_exchange_time(group, share) / whole : 1.0;
-      predicted.emplace_back(value - comm + comm * ratio + sync, g);
+      const double prediction = value - comm + comm * ratio + sync;
+      if (prediction <= value * (1.0 + kPredictionMargin)) predicted.emplace_back(prediction, g);
     }
     std::stable_sort(predicted.begin(), predicted.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
     std::vector<ShardingGroups> out;

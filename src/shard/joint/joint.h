@@ -84,8 +84,9 @@
  * then predicted from the 1D plan: its step with its exchanges' time scaled by that of an
  * evenly spread all-to-all in a group (the group's share of the batch, its peers on and off their
  * hosts) against one over all ranks, plus the floor of the replica sync (the average rank's
- * bytes). The three best predictions whose sync floor is below the 1D plan's objective and whose
- * group's memory can hold every table are searched on their group's task (a model of the same
+ * bytes). The three best predictions at most 10% above the 1D plan's objective (the prediction
+ * misses what a group's search gains in balance), whose sync floor is below that objective and whose
+ * group's memory can hold every table, are searched on their group's task (a model of the same
  * kind built for it, `CostModel::for_task`), each with a sixth of the budget more, and judged on
  * the whole objective; the best plan, 1D or 2D, wins. A group's search sees the sync: each
  * device's all-reduce term carries its bytes' sync (`State::set_replica_sync`), so its objective
