@@ -137,7 +137,6 @@ std::string describe_groups(const ShardingGroups& groups, int world) {
 std::vector<ShardingGroups> sharding_group_layouts(const Task& task) {
   std::vector<ShardingGroups> layouts;
   const int world = task.topology.num_devices();
-  const int host_size = task.topology.host_size();
   for (int size = 1; size < world; ++size) {
     if (world % size != 0) continue;
     for (GroupRanks ranks : {GroupRanks::kStrided, GroupRanks::kContiguous}) {
