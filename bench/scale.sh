@@ -20,17 +20,13 @@ presets=${3:-"v100 h100"}
 sharders=${4:-"joint;neuroshard:time_ms=60000;torchrec:proposers=greedy,time_ms=60000;greedy:balance=dim"}
 seed=${5:-3200}
 mkdir -p "$out"
+. "$(dirname "$0")/scale_tasks.sh"
 echo "preset,devices,tables,sharder,status,step_ms,plan_ms,lower_bound_ms,gap"
 for preset in $presets; do
   for size in $sizes; do
     tables=${size%x*}
     devices=${size#*x}
-    dir="$out/$preset-$tables-$devices"
-    if [ ! -f "$dir/000.json" ]; then
-      rm -rf "$dir"
-      "$E" task gen --quiet --protocol "neuroshard:tables=$tables,max_dim=32,preset=$preset" --devices "$devices" \
-        --count 1 --seed "$seed" --out "$dir"
-    fi
+    dir=$(scale_task "$out" "$preset" "$tables" "$devices" "$seed")
     "$E" compare --quiet --threads 1 --tasks "$dir" --sharders "$sharders" --cost sim --backend sim \
       --out "$dir.csv" > /dev/null
     python3 - "$dir.csv" "$preset" "$devices" "$tables" <<'EOF'

@@ -19,17 +19,14 @@ presets=${3:-"h100 v100"}
 syncs=${4:-"1 100 10000"}
 seed=${5:-3200}
 hbm=${6:-64}
+mkdir -p "$out"
+. "$(dirname "$0")/scale_tasks.sh"
 echo "preset,devices,tables,hbm_gib,sync_every,sharder,status,step_ms,plan_ms,layout"
 for preset in $presets; do
   for size in $sizes; do
     tables=${size%x*}
     devices=${size#*x}
-    base="$out/$preset-$tables-$devices"
-    if [ ! -f "$base/000.json" ]; then
-      rm -rf "$base"
-      "$E" task gen --quiet --protocol "neuroshard:tables=$tables,max_dim=32,preset=$preset" --devices "$devices" \
-        --count 1 --seed "$seed" --out "$base"
-    fi
+    base=$(scale_task "$out" "$preset" "$tables" "$devices" "$seed")
     for k in $syncs; do
       dir="$base-hbm$hbm-sync$k"
       mkdir -p "$dir"

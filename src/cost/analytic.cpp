@@ -541,14 +541,6 @@ double one_layout_bound(const Task& task, const SimHardware& hw, Objective objec
                                task.topology.a2a_latency_us / 1000.0);
 }
 
-/** The replica sync its busiest rank pays in any plan of 2D layout `groups`: at least the
- *  average rank's bytes (every cell of every table is on some rank of a group). */
-double replica_sync_floor_ms(const Task& task, const ShardingGroups& groups) {
-  double bytes = 0.0;
-  for (const TableSpec& t : task.workload.tables) bytes += static_cast<double>(t.size_bytes());
-  return replica_sync_ms(task.topology, groups, task.workload.replica_sync_every, bytes / groups.size);
-}
-
 }  // namespace
 
 double sim_lower_bound(const Task& task, const SimHardware& hw, Objective objective,

@@ -249,6 +249,11 @@ double replica_sync_ms(const Topology& topology, const ShardingGroups& groups, i
   return replica_sync_cost(topology, groups, sync_every).at(bytes);
 }
 
+double replica_sync_floor_ms(const Task& task, const ShardingGroups& groups) {
+  return replica_sync_ms(task.topology, groups, task.workload.replica_sync_every,
+                         static_cast<double>(task.workload.total_bytes()) / groups.size);
+}
+
 double all_reduce_ms(const Topology& topology, double bytes) {
   if (bytes <= 0.0 || topology.num_devices() <= 1) return 0.0;
   return topology.a2a_latency_us / 1000.0 + bytes * all_reduce_ms_per_byte(topology);

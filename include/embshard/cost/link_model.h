@@ -175,6 +175,10 @@ struct InputCommOptions {
 [[nodiscard]] double replica_sync_ms(const Topology& topology, const ShardingGroups& groups, int sync_every,
                                      double bytes);
 
+/** The replica sync the busiest rank of any plan of 2D layout `groups` pays at least: that of the
+ *  average rank's bytes (every cell of every table is on some rank of a group; sync is affine). */
+[[nodiscard]] double replica_sync_floor_ms(const Task& task, const ShardingGroups& groups);
+
 /** replica_sync_ms as latency + time per byte, for search code that keeps it per device. */
 struct ReplicaSyncCost {
   double latency_ms = 0.0;

@@ -901,13 +901,6 @@ double even_exchange_time(const Topology& topology, double share) {
   return share * std::max((l - 1) / topology.intra_host_gbps, (n - l) / topology.inter_host_gbps) / (n * n);
 }
 
-/** The replica sync floor of `groups` on `task` (cost/analytic.h: the average rank's bytes). */
-double sync_floor_ms(const Task& task, const ShardingGroups& groups) {
-  double bytes = 0.0;
-  for (const TableSpec& t : task.workload.tables) bytes += static_cast<double>(t.size_bytes());
-  return replica_sync_ms(task.topology, groups, task.workload.replica_sync_every, bytes / groups.size);
-}
-
 /** The layouts `groups` names for `task` (Options::groups); throws Error for a G it cannot take. */
 std::vector<ShardingGroups> layouts_named(const Task& task, int groups) {
   if (groups == 0) return {};
@@ -1013,19 +1006,17 @@ class JointSharder final : public Sharder {
   /** The 2D layouts worth a search after the 1D plan of breakdown `b` (joint.h, "2D"), best first. */
   std::vector<ShardingGroups> most_promising(const Task& task, const CostBreakdown& b, double value,
                                              std::vector<ShardingGroups> layouts) const {
-    double comm = 0.0;
     const auto most = [&b](auto field) {
       double m = 0.0;
       for (const DeviceCost& c : b.devices) m = std::max(m, c.*field);
       return m;
     };
-    comm = most(&DeviceCost::in_comm_ms) + most(&DeviceCost::fw_comm_ms) + most(&DeviceCost::bw_comm_ms);
+    const double comm = most(&DeviceCost::in_comm_ms) + most(&DeviceCost::fw_comm_ms) + most(&DeviceCost::bw_comm_ms);
     const double whole = even_exchange_time(task.topology, 1.0);
-    double bytes = 0.0;
-    for (const TableSpec& t : task.workload.tables) bytes += static_cast<double>(t.size_bytes());
+    const auto bytes = static_cast<double>(task.workload.total_bytes());
     std::vector<std::pair<double, ShardingGroups>> predicted;
     for (const ShardingGroups& g : layouts) {
-      const double sync = sync_floor_ms(task, g);
+      const double sync = replica_sync_floor_ms(task, g);
       if (sync >= value) continue;
       const Topology group = sharding_group_topology(task.topology, g);
       double room = 0.0;  // a group holds every table: no layout whose ranks cannot
