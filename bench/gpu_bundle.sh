@@ -2,8 +2,9 @@
 # Packs what bench/gpu_checks.sh runs on a lent GPU machine (the device tool) into
 # DIR/bundle.tar.xz: the CLI, the test binary and the kernel bench of a CUDA build made here,
 # stripped, with the shared libraries they load beyond glibc and libstdc++ (that machine has
-# neither Debian's COIN-OR, OpenBLAS nor Open MPI). DIR must be ignored by git (.git/info/exclude)
-# and named in the run's `carry`.
+# neither Debian's COIN-OR, OpenBLAS nor Open MPI), and the tasks, plans and sim predictions of
+# bench/gpu_plans.sh, which gpu_checks.sh measures there. DIR must be ignored by git
+# (.git/info/exclude) and named in the run's `carry`.
 # Usage: bench/gpu_bundle.sh [BUILD_DIR] [DIR]   (defaults: build .gpu)
 set -euo pipefail
 build=${1:-build}
@@ -18,6 +19,7 @@ for b in "${bins[@]}"; do strip -o "$stage/bin/$(basename "$b")" "$b"; done
 ldd "${bins[@]}" | awk '$3 ~ /^\// {print $3}' | sort -u |
   grep -Ev '/(libc|libm|libpthread|libdl|librt|libstdc\+\+|libgcc_s)\.so' |
   while read -r lib; do cp -L "$lib" "$stage/lib/"; done
+EMBSHARD=${bins[0]} bash "$(dirname "$0")/gpu_plans.sh" "$stage/judged"
 mkdir -p "$dir"
-tar -C "$stage" -cJf "$dir/bundle.tar.xz" bin lib
+tar -C "$stage" -cJf "$dir/bundle.tar.xz" bin lib judged
 du -h "$dir/bundle.tar.xz"

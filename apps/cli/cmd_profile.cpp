@@ -94,6 +94,8 @@ int run_profile_compute(Args& args, const Context& ctx) {
   run.sampler.max_bytes = args.get_int("max-bytes", run.sampler.max_bytes);
   run.impl = parse_impl(args.get_or("backend", "cpu"));
   run.measure = measure_options(args, run.measure);
+  const bool gpu = run.impl == kernels::EmbeddingBagImpl::kCuda;
+  run.prepare_ahead = args.get_int("prepare-ahead", gpu ? ctx.num_threads : 0);
   args.finish(1);
   check_paths({}, {}, {{"--out", out}});  // a directory is refused here; the file is appended to
   EMBSHARD_CHECK(run.num_samples >= 1, "--samples must be at least 1");
@@ -102,6 +104,8 @@ int run_profile_compute(Args& args, const Context& ctx) {
   EMBSHARD_CHECK(run.sampler.max_tables >= 1 && run.sampler.max_tables <= 1000,
                  "--max-tables must lie in [1, 1000]");
   EMBSHARD_CHECK(run.sampler.max_bytes >= 1, "--max-bytes must be positive");
+  EMBSHARD_CHECK(run.prepare_ahead >= 0 && run.prepare_ahead <= 256,
+                 "--prepare-ahead must lie in [0, 256], got ", run.prepare_ahead);
   const Pool pool = Pool::generate(pool_seed);
   const std::int64_t done = collect_compute_samples(pool, run, out, ctx);
   ctx.info(detail::concat(out, ": ", done, " samples"));

@@ -1,9 +1,12 @@
 #include "embshard/profile/compute_sampler.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <memory>
 
 #include "embshard/core/clock.h"
 #include "embshard/core/error.h"
+#include "embshard/core/parallel.h"
 #include "embshard/core/progress.h"
 #include "embshard/core/version.h"
 #include "embshard/data/random.h"
@@ -36,19 +39,42 @@ CostSampleHeader compute_header(const Pool& pool, const ComputeProfileRun& run, 
   return h;
 }
 
-ComputeSample measure_sample(const Pool& pool, const ComputeProfileRun& run, std::int64_t index) {
+/** A sample drawn and set up (lookups drawn, rows materialised), ready to be timed. */
+struct PreparedSample {
   ComputeSample sample;
-  sample.index = index;
-  sample.tables = draw_compute_sample(pool, run.sampler, run.seed, index);
+  std::unique_ptr<ShardTimer> bench;
+};
+
+PreparedSample prepare_sample(const Pool& pool, const ComputeProfileRun& run, std::int64_t index) {
+  PreparedSample prepared;
+  prepared.sample.index = index;
+  prepared.sample.tables = draw_compute_sample(pool, run.sampler, run.seed, index);
   std::vector<ShardTableSpec> specs;
-  for (const SampleTable& t : sample.tables) specs.push_back({pool.table(t.pool_id), t.dim});
-  ShardTimer bench(std::move(specs), run.batch_size, static_cast<std::uint64_t>(index), run.impl);
-  const ShardTiming timing = bench.measure(run.measure);
+  for (const SampleTable& t : prepared.sample.tables) specs.push_back({pool.table(t.pool_id), t.dim});
+  prepared.bench = std::make_unique<ShardTimer>(std::move(specs), run.batch_size,
+                                                static_cast<std::uint64_t>(index), run.impl);
+  return prepared;
+}
+
+ComputeSample measure_sample(PreparedSample prepared, const MeasureOptions& options) {
+  const ShardTiming timing = prepared.bench->measure(options);
+  prepared.bench.reset();  // frees the shard's tables before the next one is set up
+  ComputeSample sample = std::move(prepared.sample);
   sample.fw_ms = timing.fw.median_ms;
   sample.bw_ms = timing.bw.median_ms;
   sample.fw_trimmed_ms = timing.fw.trimmed_mean_ms;
   sample.bw_trimmed_ms = timing.bw.trimmed_mean_ms;
   return sample;
+}
+
+/** Samples [first, last) set up on up to `threads` threads, in index order. */
+std::vector<PreparedSample> prepare_samples(const Pool& pool, const ComputeProfileRun& run,
+                                            std::int64_t first, std::int64_t last, int threads) {
+  std::vector<PreparedSample> prepared(static_cast<std::size_t>(last - first));
+  parallel_for(prepared.size(), threads, [&](std::size_t k) {
+    prepared[k] = prepare_sample(pool, run, first + static_cast<std::int64_t>(k));
+  });
+  return prepared;
 }
 
 }  // namespace
@@ -85,13 +111,19 @@ std::int64_t collect_compute_samples(const Pool& pool, const ComputeProfileRun& 
   CostSampleWriter writer(path, compute_header(pool, run, ctx.num_threads), ctx);
   const std::int64_t first = writer.next_index();
   Progress progress(ctx, "profile compute: samples", run.num_samples, first);
-  for (std::int64_t i = first; i < run.num_samples; ++i) {
-    if (ctx.past_deadline()) {
-      ctx.warn(detail::concat(path, ": deadline reached after ", i, " samples"));
-      break;
+  const std::int64_t chunk = std::max<std::int64_t>(1, run.prepare_ahead);
+  for (std::int64_t i = first; i < run.num_samples && !ctx.past_deadline();) {
+    const std::int64_t last = std::min(run.num_samples, i + chunk);
+    const int threads = run.prepare_ahead > 0 ? ctx.num_threads : 1;
+    for (PreparedSample& prepared : prepare_samples(pool, run, i, last, threads)) {
+      if (ctx.past_deadline()) break;  // a set-up sample left untimed is drawn again on resume
+      writer.append(measure_sample(std::move(prepared), run.measure));
+      progress.advance();
+      ++i;
     }
-    writer.append(measure_sample(pool, run, i));
-    progress.advance();
+  }
+  if (writer.next_index() < run.num_samples) {
+    ctx.warn(detail::concat(path, ": deadline reached after ", writer.next_index(), " samples"));
   }
   progress.finish(detail::concat(path, " holds ", writer.next_index(), " samples"));
   return writer.next_index();

@@ -364,6 +364,31 @@ TEST(ComputeSampler, CollectsAndResumesWithoutLosingOrDuplicating) {
   EXPECT_EQ(all[2].tables, draw_compute_sample(pool, run.sampler, run.seed, 2));
 }
 
+TEST(ComputeSampler, SamplesSetUpAheadInParallelAreTheSameSamplesInOrder) {
+  const Pool pool = Pool::generate(0);
+  ComputeProfileRun run;
+  run.sampler.max_tables = 4;
+  run.sampler.max_bytes = std::int64_t{64} << 20;
+  run.batch_size = 32;
+  run.num_samples = 5;
+  run.measure = {0, 1, false, 0.0};
+  run.prepare_ahead = 3;  // chunks of 3, 2: the last chunk is short
+  Context ctx = quiet();
+  ctx.num_threads = 3;
+  const std::string path = temp_path("ahead.jsonl");
+  EXPECT_EQ(collect_compute_samples(pool, run, path, ctx), 5);
+  run.num_samples = 7;  // resumed from sample 5, again ahead
+  EXPECT_EQ(collect_compute_samples(pool, run, path, ctx), 7);
+  const auto all = read_cost_samples(path, ctx).compute;
+  ASSERT_EQ(all.size(), 7u);
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    EXPECT_EQ(all[i].index, static_cast<std::int64_t>(i));
+    EXPECT_EQ(all[i].tables, draw_compute_sample(pool, run.sampler, run.seed, static_cast<std::int64_t>(i)));
+    EXPECT_GE(all[i].fw_ms, 0.0);
+    EXPECT_GE(all[i].bw_ms, 0.0);
+  }
+}
+
 // ---- lookup models from statistics ------------------------------------------------------------------
 
 TEST(ModelFromStats, ReproducesTheDistinctCountOfPoolTables) {

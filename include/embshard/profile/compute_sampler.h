@@ -45,6 +45,10 @@ struct ComputeProfileRun {
   std::int64_t num_samples = 100;        ///< the file holds this many samples when done
   MeasureOptions measure;
   kernels::EmbeddingBagImpl impl = kernels::EmbeddingBagImpl::kCpu;
+  /// Set up (draw lookups, materialise rows) this many samples at a time on the context's threads
+  /// before timing them one after another; 0 = set each up just before it is timed. Only for a
+  /// GPU: on the CPU the set-up threads would share the cores being measured.
+  std::int64_t prepare_ahead = 0;
 };
 
 /**
