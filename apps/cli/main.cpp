@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "verbs.h"
 #include "embshard/core/error.h"
+#include "embshard/core/version.h"
 
 namespace {
 
@@ -21,6 +22,10 @@ int main(int argc, char** argv) {
   std::vector<std::string> words(argv + 1, argv + argc);
   if (!words.empty() && (words[0] == "-h" || words[0] == "--help")) {
     std::cout << usage();
+    return 0;
+  }
+  if (words.size() == 1 && words[0] == "--version") {
+    std::cout << "embshard " << embshard::embshard_version() << "\n";
     return 0;
   }
   const std::map<std::string, Runner> verbs = {

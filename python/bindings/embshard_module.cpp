@@ -19,6 +19,7 @@
 #include "embshard/data/derived_stats.h"
 #include "embshard/data/dlrm_file.h"
 #include "embshard/data/index_batch.h"
+#include "embshard/data/task_lookups.h"
 #include "embshard/data/topology.h"
 #include "embshard/eval/compare.h"
 #include "embshard/eval/cost_models.h"
@@ -135,8 +136,17 @@ std::string csr_stats(py::array_t<IndexT, py::array::c_style> indices,
                  kMaxTableRows, "], got ", num_rows);
   TableBatch batch;
   batch.offsets.assign(offsets.data(), offsets.data() + offsets.size());
+  // Offsets are re-based to start at 0; checked first, so a huge or decreasing one is an error,
+  // never an overflow.
   const std::int64_t base = batch.offsets.front();
-  for (auto& o : batch.offsets) o -= base;
+  for (std::size_t i = 0; i < batch.offsets.size(); ++i) {
+    EMBSHARD_CHECK(i == 0 || batch.offsets[i] >= batch.offsets[i - 1], where, ": offsets decrease at entry ",
+                   i, " (", batch.offsets[i - (i > 0)], " then ", batch.offsets[i], ")");
+    std::int64_t rebased = 0;
+    EMBSHARD_CHECK(!__builtin_sub_overflow(batch.offsets[i], base, &rebased), where, ": offset ",
+                   batch.offsets[i], " at entry ", i, " is too far from the first, ", base);
+    batch.offsets[i] = rebased;
+  }
   EMBSHARD_CHECK(batch.offsets.back() == indices.size(), where, ": offsets end at ",
                  batch.offsets.back(), " lookups but indices holds ", indices.size());
   batch.indices.assign(indices.data(), indices.data() + indices.size());
@@ -314,6 +324,22 @@ PYBIND11_MODULE(_embshard, m) {
         return stats_to_json(compute_file_stats(path, call_context(0, threads)));
       },
       py::arg("path"), py::arg("threads"), py::call_guard<py::gil_scoped_release>());
+  m.def(
+      "task_lookups",
+      [](const Task& task, std::int64_t batch_size, std::uint64_t batch_number, int threads) {
+        std::vector<TableBatch> batches;
+        {
+          py::gil_scoped_release release;
+          batches = draw_task_batch(task, batch_size, batch_number, std::max(1, threads));
+        }
+        const auto array = [](const std::vector<std::int64_t>& v) {
+          return py::array_t<std::int64_t>(static_cast<py::ssize_t>(v.size()), v.data());
+        };
+        py::list out;
+        for (const TableBatch& b : batches) out.append(py::make_tuple(array(b.offsets), array(b.indices)));
+        return out;
+      },
+      py::arg("task"), py::arg("batch_size"), py::arg("batch_number"), py::arg("threads"));
   m.def("derived_model_defaults", [] {
     const DerivedStatsModel d = pool_median_model();
     py::dict out;

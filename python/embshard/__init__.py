@@ -21,6 +21,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
+import operator
+import os
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
 from . import _embshard
@@ -41,6 +44,29 @@ _list = list  # `list` below is the registry listing, as on the command line
 def version() -> str:
     """The library's version and git hash."""
     return _embshard.version()
+
+
+def _integer(value: Any, where: str) -> int:
+    """An int from a Python or numpy integer; anything else (bools and floats too) is an Error."""
+    if isinstance(value, bool):
+        raise Error(f"{where} must be an integer, got {value!r}")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise Error(f"{where} must be an integer, got {value!r}") from None
+
+
+def _finite(value: Any, where: str) -> float:
+    """A finite float from a Python or numpy number; NaN, infinities and non-numbers are an Error."""
+    if isinstance(value, (bool, str, bytes)):
+        raise Error(f"{where} must be a number, got {value!r}")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise Error(f"{where} must be a number, got {value!r}") from None
+    if not math.isfinite(number):
+        raise Error(f"{where} must be finite, got {number}")
+    return number
 
 
 @dataclasses.dataclass
@@ -67,19 +93,21 @@ class Table:
     min_partition: int = 0
 
     def _json(self) -> Dict[str, Any]:
+        where = f"embshard.Table '{self.name}'"
+        rows, dim = _integer(self.rows, f"{where}: rows"), _integer(self.dim, f"{where}: dim")
         if self.stats is not None:
             stats = dict(self.stats)
-            if stats.get("num_rows") != self.rows:
+            if stats.get("num_rows") != rows:
                 raise Error(f"embshard.Table '{self.name}': stats.num_rows = "
                             f"{stats.get('num_rows')} but the table has {self.rows} rows")
         else:
             if self.pooling_factor is None:
                 raise Error(f"embshard.Table '{self.name}': give pooling_factor (mean lookups "
                             f"per sample) or measured stats")
-            stats = {"num_rows": self.rows, "pooling_factor": self.pooling_factor}
+            stats = {"num_rows": rows, "pooling_factor": _finite(self.pooling_factor, f"{where}: pooling_factor")}
             if self.coverage is not None:
-                stats["coverage"] = self.coverage
-        out: Dict[str, Any] = {"name": self.name, "dim": self.dim, "dtype": self.dtype,
+                stats["coverage"] = _finite(self.coverage, f"{where}: coverage")
+        out: Dict[str, Any] = {"name": self.name, "dim": dim, "dtype": self.dtype,
                                "stats": stats}
         if self.optimizer != "none":
             out["optimizer"] = self.optimizer
@@ -89,7 +117,7 @@ class Table:
         if not self.allow_uvm:
             constraints["allow_uvm"] = False
         if self.min_partition:
-            constraints["min_partition"] = self.min_partition
+            constraints["min_partition"] = _integer(self.min_partition, f"{where}: min_partition")
         if constraints:
             out["constraints"] = constraints
         return out
@@ -142,14 +170,20 @@ class Task(_File):
         """A task from tables and a topology: a preset spec ("a100:nodes=2") or the task file's
         explicit topology object. ``derived_stats`` overrides DERIVED_STATS_DEFAULTS;
         ``replica_sync_every`` is how many steps pass between a 2D plan's replica syncs."""
+        if isinstance(topology, str):
+            topo: Dict[str, Any] = {"preset": topology}
+        else:
+            topo = dict(topology)
+            topo.pop("name", None)  # Task.topology's label of the form; the fields define it
         doc: Dict[str, Any] = {
-            "schema_version": 1, "id": task_id, "batch_size": batch_size,
-            "topology": {"preset": topology} if isinstance(topology, str) else dict(topology),
+            "schema_version": 1, "id": task_id,
+            "batch_size": _integer(batch_size, "embshard.Task: batch_size"),
+            "topology": topo,
             "constraints": {"allow_column_split": allow_column_split,
                             "allow_row_split": allow_row_split, "allow_uvm": allow_uvm},
             "tables": [t._json() for t in tables]}
         if replica_sync_every != 1:
-            doc["replica_sync_every"] = replica_sync_every
+            doc["replica_sync_every"] = _integer(replica_sync_every, "embshard.Task: replica_sync_every")
         if derived_stats is not None:
             doc["derived_stats"] = dict(derived_stats)
         return cls.from_json(json.dumps(doc), where="embshard.Task")
@@ -202,8 +236,14 @@ class Plan(_File):
 
     @classmethod
     def load(cls, path: str) -> "Plan":
-        with open(path, encoding="utf-8") as f:
-            return cls.from_json(f.read(), where=str(path))
+        """The plan file at `path`; embshard.Error (as Task.load) when it cannot be read or parsed."""
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except (OSError, UnicodeDecodeError) as error:
+            reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+            raise Error(f"{os.fspath(path)}: cannot read the plan: {reason}") from None
+        return cls.from_json(text, where=str(path))
 
     @property
     def ok(self) -> bool:
@@ -341,6 +381,9 @@ def stats_from_csr(indices, offsets, num_rows: int, *, where: str = "stats_from_
 
     idx = np.ascontiguousarray(indices)
     off = np.ascontiguousarray(offsets)
+    for name, array in (("indices", idx), ("offsets", off)):
+        if array.size and not np.issubdtype(array.dtype, np.integer):
+            raise Error(f"{where}: {name} must be integers, got an array of {array.dtype}")
     if idx.dtype not in (np.int32, np.int64):
         idx = idx.astype(np.int64)
     if off.dtype not in (np.int32, np.int64) or (off.dtype == np.int32 and idx.dtype == np.int64):

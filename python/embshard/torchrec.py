@@ -44,6 +44,10 @@ import embshard
 from embshard import Error
 
 SUPPORTED_TYPES = ("table_wise", "column_wise", "row_wise", "table_row_wise", "data_parallel")
+# What the TorchRec export gives on compute_device cpu (include/embshard/plan/torchrec_export.h):
+# TorchRec's EmbeddingBagCollection sharder has no row-wise there. Its EmbeddingCollection sharder
+# offers row_wise on cpu, but the planner keeps to what every collection can run.
+CPU_TYPES = ("table_wise", "column_wise", "data_parallel")
 HBM_KERNELS = ("fused", "dense")
 UVM_KERNELS = ("fused_uvm", "fused_uvm_caching")
 TORCHREC_DEFAULT_BATCH = 512          # torchrec.distributed.planner.constants.BATCH_SIZE
@@ -374,14 +378,15 @@ class EmbshardPlanner:
                     raise Error(f"{where}: constraints.sharding_types names '{t}', not a sharding "
                                 f"type the sharder offers on {device}")
             types = [t for t in types if t in constraint.sharding_types]
-        usable = [t for t in types if t in SUPPORTED_TYPES]
+        usable = [t for t in types if t in (CPU_TYPES if device == "cpu" else SUPPORTED_TYPES)]
         if not types:
             raise Error(f"{where}: constraints.sharding_types {list(constraint.sharding_types)}: "
                         f"the sharder offers none of them on {device} "
                         f"({', '.join(sharder.sharding_types(device))})")
         if not usable:
+            offered = CPU_TYPES if device == "cpu" else SUPPORTED_TYPES
             raise Error(f"{where}: sharding types {types} — embshard plans only "
-                        f"{', '.join(SUPPORTED_TYPES)}")
+                        f"{', '.join(offered)}{' on cpu' if device == 'cpu' else ''}")
         # Data-parallel runs only on "dense"; every other type on "fused" (and the UVM kernels).
         sharded = [t for t in usable if t != "data_parallel"]
         kernels = list(sharder.compute_kernels(sharded[0], device)) if sharded else []
@@ -598,7 +603,7 @@ def dmp_collection_kwargs(document: Mapping[str, Any]) -> Optional[Dict[str, Any
 
 
 def load_sharding_plan(path: str):
-    """The ShardingPlan stored in a TorchRec plan file (`embshard export --torchrec`)."""
+    """The ShardingPlan stored in a TorchRec plan file (`embshard plan --format torchrec --out FILE`)."""
     with open(path, encoding="utf-8") as f:
         return sharding_plan_from_dict(json.load(f))
 
@@ -665,3 +670,7 @@ def plan_with_torchrec(task: embshard.Task, *, storage_reservation: float = RESE
     mapped = [PlannedTable(t["name"], "", t["name"], [f"f_{t['name']}"], kernels) for t in tables]
     return plan_from_sharding_plan(task, sharding_plan, mapped)
 
+
+
+# The TorchRec runtime judge (python/embshard/torchrec_runtime.py): plans run under real TorchRec.
+from embshard.torchrec_runtime import PlanRun, RuntimeReport, measure  # noqa: E402,F401

@@ -14,27 +14,7 @@
 
 namespace embshard::detail {
 
-MeasuredShards::MeasuredShards(const Task& task) {
-  for (std::size_t t = 0; t < task.workload.tables.size(); ++t) {
-    models_.push_back(lookup_model(task, t));
-  }
-}
-
-/** The pool table a task table came from, else a model fitted to its statistics. */
-PoolTable MeasuredShards::lookup_model(const Task& task, std::size_t t) {
-  const TableSpec& table = task.workload.tables[t];
-  if (table.source_id < 0) return model_from_stats(table.stats, derive_seed(task.seed, t));
-  if (!pool_) pool_ = Pool::generate(task.pool_seed);
-  EMBSHARD_CHECK(table.source_id < static_cast<std::int64_t>(pool_->tables().size()),
-                 "task table '", table.name, "': pool_id ", table.source_id, " is not in pool ",
-                 task.pool_seed);
-  const PoolTable& model = pool_->table(table.source_id);
-  EMBSHARD_CHECK(model.num_rows == table.num_rows(), "task table '", table.name, "': pool_id ",
-                 table.source_id, " of pool ", task.pool_seed, " has ", model.num_rows,
-                 " rows but the task says ", table.num_rows(),
-                 " (was the task made from another pool?)");
-  return model;
-}
+MeasuredShards::MeasuredShards(const Task& task) : models_(task_lookup_models(task)) {}
 
 const std::vector<std::int64_t>& MeasuredShards::access_counts(const Task& task, std::size_t t,
                                                                std::int64_t batch_size,

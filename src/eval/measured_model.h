@@ -27,6 +27,7 @@
 #include "embshard/cost/compute_model.h"
 #include "embshard/cost/cost_model.h"
 #include "embshard/data/pool.h"
+#include "embshard/data/task_lookups.h"
 #include "embshard/eval/evaluator.h"
 #include "embshard/kernels/embedding_bag.h"
 #include "embshard/profile/shard_timer.h"
@@ -51,13 +52,11 @@ class MeasuredShards {
                                                   std::uint64_t batch_number, bool held_out);
 
  private:
-  PoolTable lookup_model(const Task& task, std::size_t t);
   const std::vector<std::int64_t>& access_counts(const Task& task, std::size_t t,
                                                  std::int64_t batch_size,
                                                  std::uint64_t batch_number, bool held_out);
 
-  std::optional<Pool> pool_;
-  std::vector<PoolTable> models_;
+  std::vector<PoolTable> models_;  ///< task_lookup_models (data/task_lookups.h)
   std::map<std::tuple<std::size_t, std::int64_t, std::uint64_t, bool>, std::vector<std::int64_t>>
       counts_;
 };

@@ -43,6 +43,46 @@ std::unique_ptr<Sharder> make_sharder(const std::string& spec) {
   return sharder_registry().create(spec, Context{});
 }
 
+namespace {
+
+/**
+ * On one device a data-parallel table is one whole copy on device 0, which is also what a
+ * table-wise one is. The tables that allow data_parallel but not table_wise, which sharders placing
+ * whole tables would call infeasible there; empty on more devices.
+ */
+std::vector<std::size_t> one_device_copies(const Task& task) {
+  std::vector<std::size_t> copies;
+  if (task.topology.num_devices() != 1) return copies;
+  for (std::size_t t = 0; t < task.workload.tables.size(); ++t) {
+    const TableConstraints& c = task.workload.tables[t].constraints;
+    if (c.allows(ShardingType::kDataParallel) && !c.allows(ShardingType::kTableWise)) copies.push_back(t);
+  }
+  return copies;
+}
+
+/** `task` with those tables offered to the sharder as table-wise too. */
+Task offering_table_wise(Task task, const std::vector<std::size_t>& copies) {
+  for (std::size_t t : copies) task.workload.tables[t].constraints.sharding_types.push_back(ShardingType::kTableWise);
+  return task;
+}
+
+/** Names those tables' whole-table shards data_parallel again (a split one stays as it is and is
+ *  reported against the table's constraints). */
+void name_copies(const Task& task, const std::vector<std::size_t>& copies, Plan& plan) {
+  for (std::size_t t : copies) {
+    for (TablePlacement& tp : plan.tables) {
+      const TableSpec& table = task.workload.tables[t];
+      if (tp.table != table.name || tp.type != ShardingType::kTableWise || tp.shards.size() != 1) continue;
+      const Shard& s = tp.shards.front();
+      if (s.row_begin == 0 && s.row_end == table.num_rows() && s.col_begin == 0 && s.col_end == table.dim &&
+          s.rows_in_hbm() == s.num_rows())
+        tp.type = ShardingType::kDataParallel;
+    }
+  }
+}
+
+}  // namespace
+
 ShardResult plan_task(const std::string& spec, const Task& task, CostModel* cost,
                       const Context& ctx) {
   check_task(task, "plan: task");
@@ -50,7 +90,10 @@ ShardResult plan_task(const std::string& spec, const Task& task, CostModel* cost
   EMBSHARD_CHECK(!sharder->uses_cost_model() || cost != nullptr, "sharder '", spec,
                  "' needs a cost model (--cost sim)");
   const double start_ms = now_ms();
-  ShardResult result = sharder->shard(task, cost, ctx);
+  const std::vector<std::size_t> copies = one_device_copies(task);
+  ShardResult result = copies.empty() ? sharder->shard(task, cost, ctx)
+                                      : sharder->shard(offering_table_wise(task, copies), cost, ctx);
+  if (result.status == ShardStatus::kOk) name_copies(task, copies, result.plan);
   Provenance& p = result.plan.provenance;
   p.sharder = canonical_sharder_spec(spec);
   p.cost_model = sharder->uses_cost_model() ? cost->spec() : "";

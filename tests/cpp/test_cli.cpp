@@ -14,6 +14,7 @@
 #include <sstream>
 #include <thread>
 
+#include "embshard/core/version.h"
 #include "embshard/core/file_io.h"
 #include "embshard/data/data_io.h"
 #include "embshard/data/topology.h"
@@ -137,6 +138,13 @@ TEST_F(Cli, MainJobShowsTheBuiltInWorkload) {
   const CliResult plan = run_cli("plan --quiet");  // no options: the same main job
   ASSERT_EQ(plan.status, 0) << plan.out;
   EXPECT_NE(plan.out.find("best plan: "), std::string::npos) << plan.out;
+}
+
+TEST_F(Cli, VersionPrintsTheLibrarysVersionAndNothingElse) {
+  const CliResult r = run_cli("--version");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.out, "embshard " + embshard_version() + "\n");
+  EXPECT_NE(run_cli("--help").out.find("embshard --version"), std::string::npos);
 }
 
 TEST_F(Cli, StatsReproducesTheFixtures) {

@@ -86,6 +86,27 @@ TEST(Sharders, ATaskTooBigToPlanInMemoryIsAStatusNamingTheEstimate) {
   }
 }
 
+TEST(Sharders, OnOneDeviceATableThatMayOnlyBeDataParallelIsPlannedAsOne) {
+  // One device: a data-parallel table is one whole copy, as a table-wise one is; every sharder
+  // that places whole tables plans it (it used to be infeasible for greedy and joint) and the plan
+  // names it data_parallel, as its constraints ask. On two devices nothing changes.
+  Task task = hand_task({table("dp", 16, 1000, 2.0), table("free", 16, 5000, 3.0)}, 1, 4);
+  task.workload.batch_size = 1024;
+  task.workload.tables[0].constraints.sharding_types = {ShardingType::kDataParallel};
+  const auto cost = make_cost_model("sim", task);
+  for (const char* spec : {"greedy", "greedy:balance=size", "random", "joint", "torchrec", "neuroshard", "exhaustive"}) {
+    const ShardResult r = plan_task(spec, task, cost.get(), quiet());
+    ASSERT_EQ(r.status, ShardStatus::kOk) << spec << ": " << r.reason;
+    EXPECT_EQ(r.plan.tables.at(0).type, ShardingType::kDataParallel) << spec;
+    EXPECT_EQ(find_error_in_plan(task, r.plan), "") << spec;
+  }
+  Task two = hand_task(task.workload.tables, 2, 4);
+  two.workload.batch_size = 1024;
+  const ShardResult greedy = plan_task("greedy", two, nullptr, quiet());
+  EXPECT_EQ(greedy.status, ShardStatus::kInfeasible);
+  EXPECT_NE(greedy.reason.find("table 'dp'"), std::string::npos) << greedy.reason;
+}
+
 TEST(Greedy, FollowsThePapersOrderAndTieBreaking) {
   // Costs (dim): a=8, b=8, c=8, d=4. Sizes: a 400 rows, b 800, c 800 (index 2 > 1), d 100.
   // Order: c (ties on cost and size → larger index), b, a, d.

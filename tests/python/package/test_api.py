@@ -218,3 +218,54 @@ def test_failed_plans_have_no_file_form_and_candidates_must_be_given():
         embshard.stats_from_csr([1], [0, 1], -5)
     with pytest.raises(Error, match=r"stats.coverage"):
         Task.from_tables([Table("a", rows=10, dim=8, pooling_factor=1.0, coverage=-0.5)], "v100", 512)
+
+
+def test_a_tasks_own_topology_object_makes_a_task_on_the_same_devices():
+    task = shape_only_task()
+    again = Task.from_tables([Table("x", rows=1000, dim=8, pooling_factor=1.0)], task.topology, batch_size=64)
+    mine = {k: v for k, v in task.topology.items() if k != "name"}
+    assert {k: v for k, v in again.topology.items() if k != "name"} == mine
+
+
+def test_numbers_are_checked_where_they_are_given():
+    # numpy integers and floats are numbers like any other
+    task = Task.from_tables([Table("np", rows=np.int64(5000), dim=np.int32(8), pooling_factor=np.float32(2.0),
+                                   coverage=np.float64(0.5), min_partition=np.int64(4))],
+                            "v100:gpus_per_node=2", batch_size=np.int64(256))
+    assert task.tables[0]["stats"]["num_rows"] == 5000 and task.batch_size == 256
+    bad = [(dict(pooling_factor=float("nan")), "embshard.Table 't': pooling_factor must be finite"),
+           (dict(pooling_factor=float("inf")), "embshard.Table 't': pooling_factor must be finite"),
+           (dict(pooling_factor=1.0, coverage=float("nan")), "embshard.Table 't': coverage must be finite"),
+           (dict(pooling_factor="2"), "embshard.Table 't': pooling_factor must be a number"),
+           (dict(rows=1000.5, pooling_factor=1.0), "embshard.Table 't': rows must be an integer"),
+           (dict(rows=True, pooling_factor=1.0), "embshard.Table 't': rows must be an integer"),
+           (dict(dim=8.0, pooling_factor=1.0), "embshard.Table 't': dim must be an integer")]
+    for fields, message in bad:
+        kwargs = {"rows": 1000, "dim": 8, **fields}
+        with pytest.raises(Error) as error:
+            Task.from_tables([Table("t", **kwargs)], "v100", batch_size=64)
+        assert str(error.value).startswith(message + ", got "), str(error.value)
+    with pytest.raises(Error, match="embshard.Task: batch_size must be an integer"):
+        Task.from_tables([Table("t", 1000, 8, pooling_factor=1.0)], "v100", batch_size=64.0)
+
+
+def test_plan_load_fails_as_task_load_does(tmp_path):
+    missing = tmp_path / "missing.json"
+    for load in (embshard.Plan.load, Task.load):
+        with pytest.raises(Error) as error:
+            load(str(missing))
+        assert "missing.json" in str(error.value)
+
+
+def test_csr_statistics_refuse_what_they_would_get_wrong():
+    with pytest.raises(Error, match="indices must be integers, got an array of float64"):
+        embshard.stats_from_csr(np.array([0.5, 1.7]), np.array([0, 1, 2]), 10)
+    with pytest.raises(Error, match="offsets must be integers"):
+        embshard.stats_from_csr(np.array([0, 1]), np.array([0.0, 1.0, 2.0]), 10)
+    with pytest.raises(Error, match="too far from the first"):
+        embshard.stats_from_csr(np.array([0, 1]), np.array([-2**63, 2**63 - 1], dtype=np.int64), 10)
+    with pytest.raises(Error, match="offsets decrease at entry 2"):
+        embshard.stats_from_csr(np.array([0, 1]), np.array([0, 2, 1]), 10)
+    # a base other than 0 is fine: only differences matter
+    shifted = embshard.stats_from_csr(np.array([1, 2, 2]), np.array([2**40, 2**40 + 1, 2**40 + 3]), 10)
+    assert shifted == embshard.stats_from_csr(np.array([1, 2, 2]), np.array([0, 1, 3]), 10)

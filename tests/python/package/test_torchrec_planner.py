@@ -160,6 +160,34 @@ def test_nested_collections_of_both_kinds_and_shared_names(torchrec):
     assert u["stats"]["pooling_factor"] == 1.0  # TorchRec's default: POOLING_FACTOR per table
 
 
+@pytest.mark.parametrize("sharder", ["best", "joint", "torchrec"])
+def test_on_cpu_the_planner_chooses_only_what_the_export_gives(torchrec, sharder):
+    # An EmbeddingCollection on a CPU topology: TorchRec's EC sharder offers row_wise there, which
+    # the export (TorchRec's CPU EmbeddingBagCollection sharder has none) cannot give. Big, hot
+    # tables that row-wise would suit on a GPU must plan, and with a CPU type.
+    import torch
+    from torchrec.distributed.embedding import EmbeddingCollectionSharder
+    from torchrec.distributed.planner.types import ParameterConstraints
+    from torchrec.modules.embedding_configs import EmbeddingConfig
+    from torchrec.modules.embedding_modules import EmbeddingCollection
+
+    from embshard.torchrec import CPU_TYPES, EmbshardPlanner
+
+    model = EmbeddingCollection(device=torch.device("meta"), tables=[
+        EmbeddingConfig(name=f"s{i}", num_embeddings=rows, embedding_dim=64, feature_names=[f"f{i}"])
+        for i, rows in enumerate([4_000_000, 3_000_000, 1000, 500])])
+    hot = {f"s{i}": ParameterConstraints(pooling_factors=[40.0]) for i in range(2)}
+    planner = EmbshardPlanner(topology=topology(world=2, local=2, device="cpu"), batch_size=4096,
+                              sharder=sharder, constraints=hot)
+    plan = planner.plan(model, [EmbeddingCollectionSharder()])
+    types = {name: ps.sharding_type for name, ps in plan.plan[""].items()}
+    assert sorted(types) == ["s0", "s1", "s2", "s3"] and set(types.values()) <= set(CPU_TYPES), types
+    forced = EmbshardPlanner(topology=topology(world=2, local=2, device="cpu"), batch_size=64,
+                             constraints={"s2": ParameterConstraints(sharding_types=["row_wise"])})
+    with pytest.raises(Error, match="s2.*embshard plans only table_wise, column_wise, data_parallel on cpu"):
+        forced.plan(model, [EmbeddingCollectionSharder()])
+
+
 def test_optimizer_state_is_counted_as_torchrec_counts_it(torchrec):
     import torch
     from fbgemm_gpu.split_embedding_configs import EmbOptimType

@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""joint's plans against TorchRec's planner's plans on TorchRec's own runtime (issue 28), with what
+embshard's judges predicted for the same plans beside each measured figure.
+
+    $(bash scripts/setup_python.sh --torchrec) bench/torchrec_runtime.py OUT [--tasks 20] ...
+
+For each of --tasks NeuroShard-protocol tasks of the `cpu` preset on --devices ranks (max dim 128,
+--mem-gib per rank so the models fit here, global batch --batch, row-wise splits off: TorchRec's
+CPU sharder offers table-wise, column-wise and data-parallel only), plans it with `joint`
+(torchrec=true: only what TorchRec can run; once more without data-parallel tables) and with the
+`torchrec` sharder (TorchRec's planner logic, equal to torchrec 1.9.2 plan for plan), runs them under DistributedModelParallel on gloo
+ranks (embshard.torchrec.measure: interleaved repeats), and judges each with `sim` and, unless
+--no-cpu-judge, the `cpu` backend (the kernels measured, all-to-alls modelled). Writes OUT/rows.csv
+(one row per task and plan) and prints a summary: joint's step over TorchRec's, measured and
+predicted, and each judge's error against the measured step.
+"""
+
+import argparse
+import csv
+import hashlib
+import json
+import os
+import statistics
+import sys
+import time
+
+import embshard
+import embshard.torchrec
+
+PLANNERS = "torchrec=torchrec;joint=joint:torchrec=true;joint_no_dp=joint:torchrec=true,data_parallel=false"
+MEASURED = ("step_ms", "step_min_ms", "step_max_ms", "input_a2a_ms", "lookup_ms", "output_a2a_ms",
+            "forward_ms", "backward_ms")
+
+
+def make_task(args, index):
+    protocol = (f"neuroshard:devices={args.devices},preset=cpu,max_dim=128,mem_gib={args.mem_gib},"
+                f"batch_size={args.batch}")
+    doc = json.loads(embshard.Task.generate(protocol, seed=args.seed, index=index).to_json())
+    doc["constraints"]["allow_row_split"] = False  # TorchRec's CPU sharder has no row-wise
+    doc["id"] = f"{doc['id']}-s{args.seed}-{index:03d}"
+    return embshard.Task.from_json(json.dumps(doc), where=f"task {index}")
+
+
+def predicted(task, plan, backend):
+    """The judge's step and phases of the slowest device (in, fw compute, fw comm, backward)."""
+    breakdown = embshard.evaluate(task, plan, backend, threads=1)
+    devices = breakdown.devices
+    return {"step_ms": breakdown.step_ms,
+            "in_comm_ms": max(d["in_comm_ms"] for d in devices),
+            "fw_comp_ms": max(d["fw_comp_ms"] for d in devices),
+            "fw_comm_ms": max(d["fw_comm_ms"] for d in devices),
+            "bw_ms": max(d["bw_comm_ms"] + d["bw_comp_ms"] for d in devices)}
+
+
+def run_task(args, index, writer):
+    task = make_task(args, index)
+    plans = {}
+    for name, spec in args.planners.items():
+        started = time.perf_counter()
+        plan = embshard.plan(task, spec, args.cost, threads=1)
+        if not plan.ok:
+            print(f"{task.id}: {name} found no plan ({plan.reason})", file=sys.stderr)
+            return None
+        plans[name] = (plan, time.perf_counter() - started)
+    report = embshard.torchrec.measure(task, {n: p for n, (p, _) in plans.items()}, warmup=args.warmup,
+                                       repeats=args.repeats)
+    rows = {}
+    for name, (plan, plan_s) in plans.items():
+        run = report.runs[name]
+        layout = json.dumps(json.loads(plan.to_json())["tables"], sort_keys=True)
+        row = {"task": task.id, "tables": task.num_tables, "plan": name, "plan_s": round(plan_s, 3),
+               "layout": hashlib.sha256(layout.encode()).hexdigest()[:12]}
+        row.update({f"measured_{k}": round(getattr(run, k) if hasattr(run, k) else run.slowest(k), 4)
+                    for k in MEASURED})
+        row.update({f"sim_{k}": round(v, 4) for k, v in predicted(task, plan, "sim").items()})
+        if args.cpu_judge:
+            row["cpu_step_ms"] = round(predicted(task, plan, "cpu")["step_ms"], 4)
+        writer.writerow(row)
+        rows[name] = row
+    return rows, report.warnings
+
+
+def ratio_summary(label, ratios):
+    ratios = sorted(ratios)
+    q = statistics.quantiles(ratios, n=4) if len(ratios) >= 2 else [ratios[0]] * 3
+    faster = sum(r < 1 for r in ratios)
+    return (f"{label}: median {statistics.median(ratios):.3f} (quartiles {q[0]:.3f}–{q[2]:.3f}, "
+            f"range {ratios[0]:.3f}–{ratios[-1]:.3f}); below 1 on {faster} of {len(ratios)}")
+
+
+def linear_fit(points):
+    """Least squares measured ≈ a + b · predicted."""
+    n = len(points)
+    mx = sum(x for x, _ in points) / n
+    my = sum(y for _, y in points) / n
+    sxx = sum((x - mx) ** 2 for x, _ in points)
+    b = sum((x - mx) * (y - my) for x, y in points) / sxx if sxx > 0 else 0.0
+    return my - b * mx, b
+
+
+def summarise(results, judges, names):
+    tasks = [r for r in results if r is not None]
+    print(f"\n{len(tasks)} tasks with every plan")
+    if not tasks:
+        return
+    pairs = [(t[a], t[b]) for t in tasks for i, a in enumerate(names) for b in names[i + 1:]]
+    same = [abs(x["measured_step_ms"] / y["measured_step_ms"] - 1) for x, y in pairs if x["layout"] == y["layout"]]
+    if same:
+        print(f"noise: {len(same)} pairs of identical plans measured {100 * statistics.median(same):.1f}% apart "
+              f"on the median (max {100 * max(same):.1f}%)")
+    others = [n for n in names if n != "torchrec"]
+    for name in others:
+        print(ratio_summary(f"measured {name} / torchrec step",
+                            [t[name]["measured_step_ms"] / t["torchrec"]["measured_step_ms"] for t in tasks]))
+    apart = [(x, y) for x, y in pairs if x["layout"] != y["layout"]
+             and abs(x["measured_step_ms"] / y["measured_step_ms"] - 1) > 0.10]
+    for judge in judges:
+        key = f"{judge}_step_ms"
+        for name in others:
+            print(ratio_summary(f"{judge} predicted {name} / torchrec", [t[name][key] / t["torchrec"][key] for t in tasks]))
+        errors = [abs(r[key] / r["measured_step_ms"] - 1) for t in tasks for r in t.values()]
+        print(f"{judge} step vs measured: median |error| {100 * statistics.median(errors):.1f}%, "
+              f"max {100 * max(errors):.1f}% over {len(errors)} plans")
+        train = [(r[key], r["measured_step_ms"]) for t in tasks[0::2] for r in t.values()]
+        test = [r for t in tasks[1::2] for r in t.values()]
+        if len(train) >= 2 and test:
+            a, b = linear_fit(train)
+            held = [abs((a + b * r[key]) / r["measured_step_ms"] - 1) for r in test]
+            print(f"{judge} refitted to the runtime (even tasks): measured ≈ {a:.2f} ms + {b:.2f} × {judge}; "
+                  f"held-out (odd tasks) median |error| {100 * statistics.median(held):.1f}%")
+        agree = sum((x["measured_step_ms"] < y["measured_step_ms"]) == (x[key] < y[key]) for x, y in apart)
+        print(f"{judge} orders {agree} of {len(apart)} pairs of different plans of one task as measured "
+              "(pairs whose measured steps differ by > 10%)")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out")
+    parser.add_argument("--tasks", type=int, default=20)
+    parser.add_argument("--seed", type=int, default=9400)
+    parser.add_argument("--devices", type=int, default=2)
+    parser.add_argument("--batch", type=int, default=8192)
+    parser.add_argument("--mem-gib", type=float, default=1.0)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=11)
+    parser.add_argument("--cost", default="sim", help="the cost model joint plans with")
+    parser.add_argument("--planners", default=PLANNERS,
+                        help="name=sharder spec;...: the plans of each task (torchrec is the reference)")
+    parser.add_argument("--no-cpu-judge", dest="cpu_judge", action="store_false")
+    args = parser.parse_args()
+    args.planners = dict(item.split("=", 1) for item in args.planners.split(";"))
+    if "torchrec" not in args.planners:
+        parser.error("--planners must name a plan 'torchrec' (the reference)")
+    os.makedirs(args.out, exist_ok=True)
+    fields = (["task", "tables", "plan", "plan_s", "layout"] + [f"measured_{k}" for k in MEASURED]
+              + [f"sim_{k}" for k in ("step_ms", "in_comm_ms", "fw_comp_ms", "fw_comm_ms", "bw_ms")]
+              + (["cpu_step_ms"] if args.cpu_judge else []))
+    results, notes = [], set()
+    with open(os.path.join(args.out, "rows.csv"), "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=fields)
+        writer.writeheader()
+        for index in range(args.tasks):
+            started = time.perf_counter()
+            outcome = run_task(args, index, writer)
+            f.flush()
+            if outcome is None:
+                results.append(None)
+                continue
+            rows, warnings = outcome
+            notes.update(warnings)
+            results.append(rows)
+            print(f"{rows['torchrec']['task']}: measured (sim) " + ", ".join(
+                f"{n} {r['measured_step_ms']:.2f} ({r['sim_step_ms']:.2f})" for n, r in rows.items())
+                + f" ms ({time.perf_counter() - started:.0f} s)", flush=True)
+    for note in sorted(notes):
+        print(f"note: {note}")
+    summarise(results, ["sim"] + (["cpu"] if args.cpu_judge else []), list(args.planners))
+
+
+if __name__ == "__main__":
+    main()

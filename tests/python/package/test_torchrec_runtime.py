@@ -1,0 +1,83 @@
+"""The TorchRec runtime judge (embshard.torchrec.measure): embshard plans run under real TorchRec's
+DistributedModelParallel on 2 CPU ranks (gloo), every plan on every rank, what ran is the plan,
+and bad input is refused with one line before any rank starts."""
+
+import json
+
+import pytest
+
+import embshard
+import embshard.torchrec
+from conftest import torchrec_or_skip
+
+TABLES = [("users", 5000, 16, 3.0), ("items", 3000, 8, 1.0), ("ads", 800, 8, 2.0), ("geo", 200, 4, 1.0)]
+
+
+def make_task(batch=64, rows_scale=1):
+    return embshard.Task.from_tables(
+        [embshard.Table(name, rows * rows_scale, dim, pooling_factor=pf) for name, rows, dim, pf in TABLES],
+        "cpu:devices=2,mem_gib=1000", batch_size=batch, allow_row_split=False, task_id="runtime-test")
+
+
+def plan_of(task, placement, row_wise=False):
+    """A hand-made plan: table name -> device (whole tables), or row-wise over both devices."""
+    tables = []
+    for t in json.loads(task.to_json())["tables"]:
+        rows, dim = t["stats"]["num_rows"], t["dim"]
+        if row_wise:
+            half = rows // 2
+            shards = [{"device": 0, "rows": [0, half], "cols": [0, dim]},
+                      {"device": 1, "rows": [half, rows], "cols": [0, dim]}]
+            tables.append({"table": t["name"], "sharding_type": "row_wise", "shards": shards})
+        else:
+            shards = [{"device": placement[t["name"]], "rows": [0, rows], "cols": [0, dim]}]
+            tables.append({"table": t["name"], "sharding_type": "table_wise", "shards": shards})
+    return embshard.Plan.from_json(json.dumps({"schema_version": 1, "tables": tables}))
+
+
+def test_every_plan_runs_on_every_rank_as_planned():
+    torchrec_or_skip()
+    task = make_task()
+    spread = {"users": 0, "items": 1, "ads": 1, "geo": 0}
+    plans = {"spread": plan_of(task, spread), "one_rank": plan_of(task, {n: 0 for n, *_ in TABLES}),
+             "joint": embshard.plan(task, "joint:torchrec=true", "sim")}
+    report = embshard.torchrec.measure(task, plans, warmup=1, repeats=3)
+    assert list(report.runs) == list(plans)
+    assert report.world_size == 2 and report.batch_size == 64 and report.device == "cpu"
+    for name, run in report.runs.items():
+        assert len(run.ranks) == 2 and len(run.steps_ms) == 3
+        assert run.step_min_ms <= run.step_ms <= run.step_max_ms
+        for rank in run.ranks:
+            assert all(rank[p] >= 0 for p in embshard.torchrec_runtime.PHASES), rank
+            assert rank["step_ms"] >= rank["lookup_ms"] and rank["forward_ms"] > 0 and rank["backward_ms"] > 0
+    # What ran is the plan: each rank held exactly the tables the plan put there.
+    assert report.runs["spread"].rank_tables == [["users", "geo"], ["items", "ads"]]  # task order
+    assert report.runs["one_rank"].rank_tables == [[n for n, *_ in TABLES], []]
+    joint = json.loads(plans["joint"].to_json())["tables"]
+    for rank in range(2):
+        want = [t["table"] for t in joint if any(s["device"] == rank for s in t["shards"])]
+        assert report.runs["joint"].rank_tables[rank] == want
+    assert "spread" in report.table() and json.loads(report.to_json())["world_size"] == 2
+
+
+def test_bad_input_is_one_line_before_any_rank_starts():
+    torchrec_or_skip()
+    task = make_task()
+    plan = plan_of(task, {n: 0 for n, *_ in TABLES})
+    cases = [
+        (dict(plans={"a": plan}, batch_size=63), "does not split evenly over 2 ranks"),
+        (dict(plans={"rw": plan_of(task, {}, row_wise=True)}), "plan 'rw'"),
+        (dict(plans={}), "no plans"),
+        (dict(plans={"x": "plan.json"}), "plan 'x' is a str"),
+        (dict(plans={"a": plan}, optimizer="adam"), "optimizer 'adam'"),
+        (dict(plans={"a": plan}, device="tpu"), "device 'tpu'"),
+        (dict(plans={"a": plan}, repeats=0), "repeats"),
+    ]
+    for kwargs, message in cases:
+        plans = kwargs.pop("plans")
+        with pytest.raises(embshard.Error) as error:
+            embshard.torchrec.measure(task, plans, **kwargs)
+        assert message in str(error.value) and "\n" not in str(error.value), (kwargs, str(error.value))
+    huge = make_task(rows_scale=10**6)  # 5e9 rows × 16 dims: far more than this machine has
+    with pytest.raises(embshard.Error, match="GiB of memory together"):
+        embshard.torchrec.measure(huge, {"a": plan_of(huge, {n: 0 for n, *_ in TABLES})})
