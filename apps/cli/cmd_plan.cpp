@@ -60,7 +60,7 @@ int run_plan(Args& args, const Context& base_ctx) {
   inputs.push_back({"--task", task_path});
   check_paths(inputs, {}, {{"--out", out.value_or("")}, {"--report", report.value_or("")}});
   const Task task = read_task_file(task_path);
-  const auto cost = make_cost_model(cost_spec, task);
+  const auto cost = make_cost_model(cost_spec, task, ctx);
   const ShardResult result = plan_task(sharder, task, cost.get(), ctx);
   if (result.status != ShardStatus::kOk) {
     std::cerr << "error: " << result.plan.provenance.sharder << ": " << to_string(result.status)
@@ -81,7 +81,7 @@ int run_plan(Args& args, const Context& base_ctx) {
   outputs.commit();
   // A 2D plan is costed per sharding group by a model built for the group's task (sharding_groups.h).
   const Task costed = sharding_group_task(task, result.plan.groups);
-  const auto group_cost = result.plan.groups.enabled() ? make_cost_model(cost_spec, costed) : nullptr;
+  const auto group_cost = result.plan.groups.enabled() ? make_cost_model(cost_spec, costed, ctx) : nullptr;
   CostModel& judge = group_cost ? *group_cost : *cost;
   const CostBreakdown breakdown = judge.estimate(task, result.plan, ctx);
   const double value = objective_value(breakdown, objective);

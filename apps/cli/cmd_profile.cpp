@@ -1,9 +1,11 @@
 // embshard profile compute | comm
+#include <filesystem>
 #include <iostream>
 
 #include "commands.h"
 #include "embshard/core/error.h"
 #include "embshard/core/file_io.h"
+#include "embshard/cost/machine_calibration.h"
 #include "embshard/data/pool.h"
 #include "embshard/eval/calibrate.h"
 #include "embshard/eval/paper_calibration.h"
@@ -68,6 +70,7 @@ int run_profile_calibrate(Args& args, const Context& ctx) {
   const auto test_every = static_cast<int>(args.get_int("test-every", 3));
   const auto out = args.get("out");
   const auto report = args.get("report");
+  const bool install = args.flag("install");
   args.finish(1);
   std::vector<NamedPath> inputs;
   for (const std::string& path : samples) inputs.push_back({"--samples", path});
@@ -75,11 +78,23 @@ int run_profile_calibrate(Args& args, const Context& ctx) {
   std::vector<CostSampleFile> files;
   for (const std::string& path : samples) files.push_back(read_cost_samples(path, ctx));
   const SimCalibration calibration = calibrate_sim(files, test_every, ctx, samples);
-  OutputSet outputs;  // the JSON and the report are replaced together or not at all
+  std::string installed;
+  if (install) {
+    EMBSHARD_CHECK(calibration.device_kind == "cpu" && calibration.hardware.calibrated_on, "--install: the samples are of '",
+                   calibration.device_kind, "' devices; only a CPU's calibration is installed (use --out C.json and sim:coefficients=C.json)");
+    installed = machine_calibration_path(*calibration.hardware.calibrated_on);
+    std::filesystem::create_directories(std::filesystem::path(installed).parent_path());
+  }
+  OutputSet outputs;  // the JSON, the installed copy and the report are replaced together or not at all
   if (out) outputs.add(*out, sim_calibration_json(calibration));
+  if (install) outputs.add(installed, sim_calibration_json(calibration));
   if (report) outputs.add(*report, fit_report_html(sim_calibration_report(calibration)));
   outputs.commit();
   std::cout << sim_calibration_text(calibration);
+  if (install) {
+    const bool here = installed == machine_calibration_path(this_machine("cpu", 0));
+    std::cout << "installed as " << (here ? "this" : "the measuring") << " machine's calibration: " << installed << "\n";
+  }
   return 0;
 }
 

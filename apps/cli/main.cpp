@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "verbs.h"
 #include "embshard/core/error.h"
+#include "embshard/core/markup.h"
 #include "embshard/core/version.h"
 
 namespace {
@@ -42,7 +43,7 @@ int main(int argc, char** argv) {
       }
       exec_train(rest);
     } catch (const embshard::Error& e) {
-      std::cerr << "error: " << e.what() << "\n";
+      std::cerr << "error: " << embshard::one_line(e.what()) << "\n";
       return 1;
     }
   }
@@ -55,7 +56,7 @@ int main(int argc, char** argv) {
       if (it == verbs.end()) {
         std::string known;
         for (const auto& [name, run] : verbs) known += name + ", ";
-        std::cerr << "error: unknown verb '" << verb << "' (verbs: " << known << "train; embshard --help shows them all)\n";
+        std::cerr << "error: unknown verb '" << embshard::one_line(verb) << "' (verbs: " << known << "train; embshard --help shows them all)\n";
         return 1;
       }
       runner = it->second;
@@ -68,13 +69,13 @@ int main(int argc, char** argv) {
     apply_common_options(args, ctx);
     return runner(args, ctx);
   } catch (const embshard::Error& e) {
-    std::cerr << "error: " << e.what() << "\n";
+    std::cerr << "error: " << embshard::one_line(e.what()) << "\n";
     return 1;
   } catch (const embshard::InternalError& e) {
-    std::cerr << e.what() << "\nplease report this bug\n";
+    std::cerr << embshard::one_line(e.what()) << "\nplease report this bug\n";
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << "\n";
+    std::cerr << "error: " << embshard::one_line(e.what()) << "\n";
     return 1;
   }
 }

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -34,12 +36,42 @@ namespace py = pybind11;
 namespace embshard::python {
 namespace {
 
-/** The context of one call: its seed and threads, logs only at warning level and above. */
-Context call_context(std::uint64_t seed, int threads) {
+/**
+ * The warnings of one call, collected from any of its threads while the GIL is released, then
+ * issued as Python RuntimeWarnings (so `warnings` filters and `logging.captureWarnings` see them).
+ */
+class CallWarnings {
+ public:
+  void add(const std::string& message) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    messages_.push_back(message);
+  }
+  /** Issues the collected warnings; needs the GIL. Raises the Python error if a filter turns one into one. */
+  void issue() {
+    std::vector<std::string> messages;
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      messages.swap(messages_);
+    }
+    for (const std::string& m : messages) {
+      if (PyErr_WarnEx(PyExc_RuntimeWarning, m.c_str(), 2) != 0) throw py::error_already_set();
+    }
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::string> messages_;
+};
+
+/** The context of one call: its seed and threads; warnings go to `warnings` (errors are thrown). */
+Context call_context(std::uint64_t seed, int threads, const std::shared_ptr<CallWarnings>& warnings) {
   Context ctx;
   ctx.seed = seed;
   ctx.num_threads = std::max(1, threads);
   ctx.verbosity = LogLevel::kWarning;
+  ctx.sink = [warnings](LogLevel level, const std::string& message) {
+    if (level == LogLevel::kWarning) warnings->add(message);
+  };
   return ctx;
 }
 
@@ -52,10 +84,16 @@ struct PlanResult {
 
 PlanResult plan_with(const Task& task, const std::string& sharder, const std::string& cost,
                      std::uint64_t seed, int threads) {
-  const Context ctx = call_context(seed, threads);
-  std::unique_ptr<CostModel> model;
-  if (make_sharder(sharder)->uses_cost_model()) model = make_cost_model(cost, task, ctx);
-  ShardResult r = plan_task(sharder, task, model.get(), ctx);
+  const auto warnings = std::make_shared<CallWarnings>();
+  ShardResult r;
+  {
+    py::gil_scoped_release release;
+    const Context ctx = call_context(seed, threads, warnings);
+    std::unique_ptr<CostModel> model;
+    if (make_sharder(sharder)->uses_cost_model()) model = make_cost_model(cost, task, ctx);
+    r = plan_task(sharder, task, model.get(), ctx);
+  }
+  warnings->issue();
   return {std::move(r.plan), to_string(r.status), std::move(r.reason)};
 }
 
@@ -241,7 +279,7 @@ PYBIND11_MODULE(_embshard, m) {
       .def_readonly("reason", &PlanResult::reason);
 
   m.def("plan", &plan_with, py::arg("task"), py::arg("sharder"), py::arg("cost"), py::arg("seed"),
-        py::arg("threads"), py::call_guard<py::gil_scoped_release>());
+        py::arg("threads"));
 
   m.def(
       "evaluate",
@@ -253,12 +291,19 @@ PYBIND11_MODULE(_embshard, m) {
         options.backend = backend;
         options.batch_size = batch_size;
         options.input_comm = input_comm;
-        const EvalResult r = evaluate_plan(task, plan.plan, options, call_context(seed, threads));
-        return std::make_pair(eval_result_json(r, task, plan.plan),
-                              eval_result_table(r, sharding_group_topology(task.topology, plan.plan.groups)));
+        const auto warnings = std::make_shared<CallWarnings>();
+        std::pair<std::string, std::string> out;
+        {
+          py::gil_scoped_release release;
+          const EvalResult r = evaluate_plan(task, plan.plan, options, call_context(seed, threads, warnings));
+          out = {eval_result_json(r, task, plan.plan),
+                 eval_result_table(r, sharding_group_topology(task.topology, plan.plan.groups))};
+        }
+        warnings->issue();
+        return out;
       },
       py::arg("task"), py::arg("plan"), py::arg("backend"), py::arg("batch_size"), py::arg("seed"),
-      py::arg("threads"), py::arg("input_comm") = "exposed", py::call_guard<py::gil_scoped_release>());
+      py::arg("threads"), py::arg("input_comm") = "exposed");
 
   m.def(
       "check",
@@ -276,10 +321,12 @@ PYBIND11_MODULE(_embshard, m) {
         options.eval.input_comm = input_comm;
         std::vector<Plan> plans;
         std::vector<CompareRow> rows;
+        const auto warnings = std::make_shared<CallWarnings>();
         {
           py::gil_scoped_release release;
-          rows = run_compare(tasks, options, call_context(seed, threads), &plans);
+          rows = run_compare(tasks, options, call_context(seed, threads, warnings), &plans);
         }
+        warnings->issue();
         py::list out;
         const std::size_t per_task = options.sharders.size();
         EMBSHARD_ASSERT(rows.size() == tasks.size() * per_task && plans.size() == rows.size());
@@ -321,9 +368,16 @@ PYBIND11_MODULE(_embshard, m) {
   m.def(
       "dlrm_file_stats",
       [](const std::string& path, int threads) {
-        return stats_to_json(compute_file_stats(path, call_context(0, threads)));
+        const auto warnings = std::make_shared<CallWarnings>();
+        std::string out;
+        {
+          py::gil_scoped_release release;
+          out = stats_to_json(compute_file_stats(path, call_context(0, threads, warnings)));
+        }
+        warnings->issue();
+        return out;
       },
-      py::arg("path"), py::arg("threads"), py::call_guard<py::gil_scoped_release>());
+      py::arg("path"), py::arg("threads"));
   m.def(
       "task_lookups",
       [](const Task& task, std::int64_t batch_size, std::uint64_t batch_number, int threads) {

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "embshard/core/error.h"
+#include "embshard/core/markup.h"
 
 namespace embshard {
 
@@ -36,7 +37,7 @@ void Context::log(LogLevel level, const std::string& message) const {
     return;
   }
   static const char* const kNames[] = {"debug", "info", "warning"};
-  std::cerr << "[" << kNames[static_cast<int>(level)] << "] " << message << "\n";
+  std::cerr << "[" << kNames[static_cast<int>(level)] << "] " << one_line(message) << "\n";
 }
 
 bool Context::past_deadline() const {

@@ -9,14 +9,23 @@
 #include "embshard/core/progress.h"
 #include "embshard/cost/analytic.h"
 #include "embshard/cost/link_model.h"
+#include "embshard/cost/machine_calibration.h"
 
 namespace embshard {
 namespace {
 
-/** The built-in coefficients of the task's preset, or a preset file's for its device kind. */
-SimHardware sim_hardware_of(const Task& task, const Params& params) {
+/** The coefficients file `params` names; for `builtin` on cpu devices, this machine's installed
+ *  calibration where there is one (cost/machine_calibration.h); "" for the built-in ones. */
+std::string coefficients_file(const Task& task, const Params& params) {
   const std::string& file = params.get_string("coefficients");
-  if (file == "builtin") return sim_hardware_for(task.topology);
+  if (file != "builtin") return file;
+  if (task.topology.device_kind != "cpu") return "";
+  return installed_calibration_of_this_machine().value_or("");
+}
+
+/** The built-in coefficients of the task's preset (file ""), or a file's for its device kind. */
+SimHardware sim_hardware_of(const Task& task, const std::string& file) {
+  if (file.empty()) return sim_hardware_for(task.topology);
   auto [hardware, device_kind] = read_sim_hardware_file(file);
   EMBSHARD_CHECK(device_kind == task.topology.device_kind, "sim: ", file, " holds coefficients for '", device_kind,
                  "' devices but the task's topology has '", task.topology.device_kind, "' devices");
@@ -25,8 +34,11 @@ SimHardware sim_hardware_of(const Task& task, const Params& params) {
 
 class SimCostModel final : public CostModel {
  public:
-  SimCostModel(const Task& task, Params params, const Context& ctx)
-      : SimCostModel(task.topology, task.workload.batch_size, sim_hardware_of(task, params), params) {
+  SimCostModel(const Task& task, const Params& params, const Context& ctx)
+      : SimCostModel(task, params, coefficients_file(task, params), ctx) {}
+  SimCostModel(const Task& task, const Params& params, const std::string& file, const Context& ctx)
+      : SimCostModel(task.topology, task.workload.batch_size, sim_hardware_of(task, file), params) {
+    file_ = file;
     if (hardware_.calibrated_on && params_.get_string("hardware") == "match") {
       warn_if_calibrated_elsewhere(*hardware_.calibrated_on, "sim's " + task.topology.device_kind + " coefficients", ctx);
     }
@@ -39,14 +51,17 @@ class SimCostModel final : public CostModel {
         topology_(topology),
         batch_size_(batch_size) {}
 
-  [[nodiscard]] std::unique_ptr<CostModel> clone() const override {
-    return std::make_unique<SimCostModel>(topology_, batch_size_, hardware_, params_);
-  }
+  [[nodiscard]] std::unique_ptr<CostModel> clone() const override { return with(topology_, batch_size_); }
   [[nodiscard]] std::unique_ptr<CostModel> for_task(const Task& task) const override {
-    return std::make_unique<SimCostModel>(task.topology, task.workload.batch_size, hardware_, params_);
+    return with(task.topology, task.workload.batch_size);
   }
 
-  [[nodiscard]] std::string spec() const override { return canonical_spec("sim", params_); }
+  /** The canonical spec, naming the coefficients file in use (an installed calibration too). */
+  [[nodiscard]] std::string spec() const override {
+    Spec spec = parse_spec(canonical_spec("sim", params_));
+    if (!file_.empty()) set_spec_value(spec, "coefficients", file_);
+    return format_spec(spec);
+  }
   [[nodiscard]] ComputeModel& compute() override { return *compute_; }
   [[nodiscard]] CommModel& comm() override { return *comm_; }
 
@@ -59,7 +74,15 @@ class SimCostModel final : public CostModel {
   SimHardware hardware_;
   std::unique_ptr<ComputeModel> compute_;
   std::unique_ptr<CommModel> comm_;
+  /** This model with its coefficients for another topology and batch (its link model is rebuilt). */
+  [[nodiscard]] std::unique_ptr<SimCostModel> with(const Topology& topology, std::int64_t batch_size) const {
+    auto model = std::make_unique<SimCostModel>(topology, batch_size, hardware_, params_);
+    model->file_ = file_;
+    return model;
+  }
+
   Params params_;
+  std::string file_;           ///< the coefficients file in use; "" = the preset's built-in ones
   Topology topology_;          ///< of the task it was built for (clone builds its link model again)
   std::int64_t batch_size_;
 };
@@ -157,8 +180,9 @@ void warn_if_calibrated_elsewhere(const HardwareFingerprint& calibrated_on, cons
   const std::string message = detail::concat(
       what, " were measured on '", calibrated_on.cpu_model, "' (", calibrated_on.llc_bytes >> 20,
       " MiB last-level cache), this machine is '", here.cpu_model, "' (", here.llc_bytes >> 20,
-      " MiB): its costs may differ; calibrate here with `embshard profile compute` and `embshard profile "
-      "calibrate --samples S --out C.json`, then use sim:coefficients=C.json (hardware=any silences this)");
+      " MiB): its costs may differ; calibrate this machine with `embshard profile compute --out S.jsonl` and "
+      "`embshard profile calibrate --samples S.jsonl --install`, which every cpu plan here then uses "
+      "(hardware=any silences this)");
   static std::mutex mutex;
   static std::set<std::string> warned;
   const std::lock_guard<std::mutex> lock(mutex);

@@ -44,7 +44,7 @@ std::string setting_of(const Task& task) {
 /** Plans one task with one sharder (no evaluation yet); the plan goes to `plan`. */
 CompareRow plan_row(const Task& task, const std::string& sharder, const CompareOptions& options,
                     const Context& ctx, Plan& plan) {
-  const auto cost = make_cost_model(options.cost, task);
+  const auto cost = make_cost_model(options.cost, task, ctx);
   ShardResult r = plan_task(sharder, task, cost.get(), ctx);
   plan = std::move(r.plan);
   CompareRow row;

@@ -146,10 +146,10 @@ std::string judge_spec(const EvalOptions& options) {
       ",remap=", options.remap_held_out ? "held_out" : "in_sample", ",input_comm=", options.input_comm));
 }
 
-std::unique_ptr<CostModel> make_judge(const Task& task, const EvalOptions& options) {
+std::unique_ptr<CostModel> make_judge(const Task& task, const EvalOptions& options, const Context& ctx) {
   const std::string spec = judge_spec(options);
   try {
-    return make_cost_model(spec, task);
+    return make_cost_model(spec, task, ctx);
   } catch (const Error& e) {
     EMBSHARD_THROW("eval: ", e.what());
   }
@@ -180,7 +180,7 @@ EvalResult evaluate_plan(const Task& task, const Plan& plan, const EvalOptions& 
   o.batch_size = group_batch(task, plan, options.batch_size);
   EMBSHARD_CHECK(measured_comm.empty() || !group, "eval: measured all-to-alls cannot judge a 2D plan (its exchanges run "
                  "inside each sharding group); judge it with the link model");
-  const auto judge = make_judge(costed, o);
+  const auto judge = make_judge(costed, o, ctx);
   const std::int64_t batch_size = eval_batch_size(costed, o);
   CostBreakdown breakdown = judge->estimate(task, plan, ctx);
   if (!measured_comm.empty()) fill_measured_comm(measured_comm, options.input_comm, breakdown);

@@ -147,6 +147,20 @@ TEST_F(Cli, VersionPrintsTheLibrarysVersionAndNothingElse) {
   EXPECT_NE(run_cli("--help").out.find("embshard --version"), std::string::npos);
 }
 
+TEST_F(Cli, AnErrorNamingATableWithControlCharactersIsOneLineWithoutThem) {
+  // A table name with a newline and a terminal escape sequence, in a task with a problem that
+  // names it: the error is one line, the characters escaped, no raw control byte printed.
+  std::ofstream(path("t.json")) << R"({"schema_version": 1, "id": "x", "batch_size": 64,
+    "topology": {"preset": "v100:gpus_per_node=2"},
+    "tables": [{"name": "a\nb\u001b[2Jc", "dim": 6, "stats": {"num_rows": 100, "pooling_factor": 1.0}}]})";
+  const CliResult r = run_cli("plan --task " + path("t.json"));
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+  EXPECT_NE(r.out.find("a\\nb\\x1b[2Jc"), std::string::npos) << r.out;
+  EXPECT_EQ(std::count_if(r.out.begin(), r.out.end() - 1, [](char c) { return static_cast<unsigned char>(c) < 0x20; }), 0)
+      << r.out;
+}
+
 TEST_F(Cli, StatsReproducesTheFixtures) {
   for (const char* name : {"dlrm_t4_bs64_offsets_i64.pt.gz", "dlrm_t5_bs128_lengths_i64.pt"}) {
     const CliResult r = run_cli("stats --quiet --data " + fixture(name) + " --out " + path("t.json"));

@@ -2,11 +2,18 @@
 // every compute backend this build has.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
 #include <random>
 
 #include "embshard/cost/analytic.h"
 #include "embshard/cost/breakdown.h"
 #include "embshard/cost/link_model.h"
+#include "embshard/cost/machine_calibration.h"
+#include "embshard/core/file_io.h"
+#include "embshard/eval/cost_models.h"
+#include "embshard/shard/sharder.h"
 #include "embshard/data/pool.h"
 #include "embshard/data/topology.h"
 #include "embshard/eval/calibrate.h"
@@ -14,6 +21,7 @@
 #include "embshard/profile/compute_sampler.h"
 #include "embshard/kernels/cuda_embedding_bag.h"
 #include "embshard/plan/plan.h"
+#include "shard_test_util.h"
 #include "test_util.h"
 
 namespace embshard {
@@ -460,6 +468,67 @@ TEST(Evaluator, BadInputIsAClearError) {
   cpu.measure = {0, 1, false, 0.0};
   EXPECT_NE(error_of([&] { (void)evaluate_plan(other_pool, plan, cpu, ctx); }).find("another pool"),
             std::string::npos);
+}
+
+}  // namespace
+}  // namespace embshard
+
+namespace embshard {
+namespace {
+
+/** Sets an environment variable for one scope, then restores it. */
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    ::setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() { old_ ? (void)::setenv(name_, old_->c_str(), 1) : (void)::unsetenv(name_); }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+TEST(Calibrate, AnInstalledCalibrationOfThisMachineIsWhatSimsBuiltinCoefficientsMeanHere) {
+  const std::string dir = test_util::temp_file("calibrations", "dir");
+  std::filesystem::create_directories(dir);
+  const ScopedEnv env(kCalibrationsEnv, dir);
+  const Task task = test_util::tiny_task(6, "cpu:devices=2", 1);
+  const Context ctx = test_util::quiet_context();
+  const ShardResult planned = plan_task("greedy", task, nullptr, ctx);
+  ASSERT_EQ(planned.status, ShardStatus::kOk);
+  const auto step = [&](const std::string& spec) {
+    return objective_value(make_cost_model(spec, task, ctx)->estimate(task, planned.plan, ctx), Objective::kStep);
+  };
+  const auto builtin = make_cost_model("sim", task, ctx);
+  EXPECT_NE(builtin->spec().find("coefficients=builtin"), std::string::npos) << builtin->spec();
+  const double before = step("sim");
+
+  // Another machine's installed calibration is not this one's.
+  SimHardware hw = sim_hardware_for(task.topology);
+  for (double& c : hw.fw) c *= 2;
+  for (double& c : hw.bw) c *= 2;
+  HardwareFingerprint other = this_machine("cpu", 0);
+  other.cpu_model += " (another)";
+  hw.calibrated_on = other;
+  write_file_atomic(machine_calibration_path(other), sim_hardware_json(hw, "cpu"));
+  EXPECT_EQ(step("sim"), before);
+
+  // This machine's is what `builtin` means here: the spec names its file and rebuilds the model.
+  hw.calibrated_on = this_machine("cpu", 0);
+  const std::string mine = machine_calibration_path(*hw.calibrated_on);
+  write_file_atomic(mine, sim_hardware_json(hw, "cpu"));
+  const auto calibrated = make_cost_model("sim", task, ctx);
+  EXPECT_NE(calibrated->spec().find("coefficients=" + mine), std::string::npos) << calibrated->spec();
+  const double after = step("sim");
+  EXPECT_GT(after, before);
+  EXPECT_EQ(step(calibrated->spec()), after);
+  EXPECT_EQ(objective_value(calibrated->clone()->estimate(task, planned.plan, ctx), Objective::kStep), after);
+  EXPECT_EQ(calibrated->clone()->spec(), calibrated->spec());
+  // GPU presets keep their own coefficients.
+  const Task gpu = test_util::tiny_task(6, "v100:gpus_per_node=2", 1);
+  EXPECT_NE(make_cost_model("sim", gpu, ctx)->spec().find("coefficients=builtin"), std::string::npos);
 }
 
 }  // namespace

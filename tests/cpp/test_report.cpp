@@ -32,6 +32,15 @@ std::size_t count_of(const std::string& text, const std::string& needle) {
 TEST(Markup, EscapesEveryCharacterThatBreaksMarkup) {
   EXPECT_EQ(xml_escape("a<b>&\"c'd"), "a&lt;b&gt;&amp;&quot;c&#39;d");
   EXPECT_EQ(xml_escape("plain /path/x.json"), "plain /path/x.json");
+  // Control characters XML cannot hold (even as references) become U+FFFD; tab and newline stay.
+  EXPECT_EQ(xml_escape(std::string("t\x01" "a\0b\x1b[31m\x7f\tc\n", 14)), "t\uFFFDa\uFFFDb\uFFFD[31m\uFFFD\tc\n");
+  EXPECT_EQ(xml_escape("ü→"), "ü→");
+}
+
+TEST(Markup, OneLineKeepsAMessageOneLineAndTheTerminalAsItWas) {
+  EXPECT_EQ(one_line("table 'a\nb'\r\t"), "table 'a\\nb'\\r\\t");
+  EXPECT_EQ(one_line(std::string("\x1b[2J\0\x7f", 6)), "\\x1b[2J\\x00\\x7f");
+  EXPECT_EQ(one_line("plain 'ü' /path"), "plain 'ü' /path");
 }
 
 TEST(ReportPlot, AxesCoverTheirRangeWithRoundTicks) {

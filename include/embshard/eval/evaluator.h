@@ -123,7 +123,8 @@ struct EvalResult {
 [[nodiscard]] std::string judge_spec(const EvalOptions& options);
 
 /** The judge of `options` built for `task` (an unavailable backend fails here, before any work). */
-[[nodiscard]] std::unique_ptr<CostModel> make_judge(const Task& task, const EvalOptions& options);
+[[nodiscard]] std::unique_ptr<CostModel> make_judge(const Task& task, const EvalOptions& options,
+                                                    const Context& ctx = Context{});
 
 /** The batch a measured judge runs: `batch` when positive, else the task's (the one place of this rule). */
 [[nodiscard]] std::int64_t measured_batch_size(const Task& task, std::int64_t batch);

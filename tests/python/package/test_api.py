@@ -269,3 +269,35 @@ def test_csr_statistics_refuse_what_they_would_get_wrong():
     # a base other than 0 is fine: only differences matter
     shifted = embshard.stats_from_csr(np.array([1, 2, 2]), np.array([2**40, 2**40 + 1, 2**40 + 3]), 10)
     assert shifted == embshard.stats_from_csr(np.array([1, 2, 2]), np.array([0, 1, 3]), 10)
+
+
+def test_the_librarys_warnings_are_python_warnings(tmp_path):
+    # A cpu judge measured on another CPU warns (once per process); the warning reaches Python's
+    # `warnings` (where filters and logging.captureWarnings see it), not stderr, and an "error"
+    # filter raises it.
+    import os
+    import subprocess
+    import sys
+
+    code = """
+import sys, warnings, embshard
+task = embshard.Task.generate('neuroshard:devices=2,preset=cpu,max_dim=16', seed=1)
+if sys.argv[1] == 'record':
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        embshard.plan(task, 'joint', 'sim')
+    print([(w.category.__name__, str(w.message)[:60]) for w in caught])
+else:
+    warnings.simplefilter('error')
+    try:
+        embshard.evaluate(task, embshard.plan(task, 'greedy'), 'sim')
+    except RuntimeWarning as w:
+        print('raised', str(w)[:30])
+"""
+    env = dict(os.environ, EMBSHARD_FAKE_FINGERPRINT="host:cpu_model=Test CPU", EMBSHARD_CALIBRATIONS=str(tmp_path))
+    run = [subprocess.run([sys.executable, "-c", code, mode], env=env, capture_output=True, text=True, timeout=120)
+           for mode in ("record", "error")]
+    for r in run:
+        assert r.returncode == 0 and r.stderr == "", r.stderr
+    assert "('RuntimeWarning', \"sim's cpu coefficients were measured on" in run[0].stdout, run[0].stdout
+    assert "raised sim's cpu coefficients" in run[1].stdout, run[1].stdout
