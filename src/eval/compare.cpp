@@ -28,9 +28,16 @@ namespace {
 constexpr const char* kCsvHeader =
     "task_id,setting,sharder,status,step_ms,max_sum_ms,balance,plan_ms,lower_bound_ms,reason";
 
+/** The setting a task's row is grouped by: "d4 m128"-style for a protocol's task; its protocol
+ *  text as is when that is no protocol spec (a hand-written task's free text); else "hand-written". */
 std::string setting_of(const Task& task) {
   if (task.protocol.empty()) return "hand-written";
-  const Spec spec = parse_spec(task.protocol);
+  Spec spec;
+  try {
+    spec = parse_spec(task.protocol);
+  } catch (const Error&) {
+    return task.protocol;  // free text: the CSV and reports quote and escape it
+  }
   std::string devices;
   std::string max_dim;
   for (const auto& [key, value] : spec.pairs) {
@@ -67,6 +74,14 @@ std::string csv_field(const std::string& text) {
   std::string quoted = "\"";
   for (char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c == '\n' ? ' ' : c);
   return quoted + "\"";
+}
+
+/** Text for one Markdown table cell: control characters escaped (core/markup.h `one_line`) and
+ *  '|' — the cell separator, which the HTML report splits on too — as '¦'. */
+std::string markdown_cell(const std::string& text) {
+  std::string out;
+  for (const char c : one_line(text)) out += c == '|' ? std::string("\u00a6") : std::string(1, c);
+  return out;
 }
 
 std::string number(double value, int decimals = 3) {
@@ -365,7 +380,7 @@ std::string compare_markdown(const std::vector<CompareRow>& rows) {
       ++all;
       n += task.all_ok();
     }
-    out << ' ' << setting << " (n=" << n << " of " << all << ") |";
+    out << ' ' << markdown_cell(setting) << " (n=" << n << " of " << all << ") |";
   }
   out << " own mean | valid | W/T/L | plan ms | gap |" << (any_uvm ? " UVM lookups |" : "") << "\n|---|";
   for (std::size_t i = 0; i < settings.size() + 5 + (any_uvm ? 1 : 0); ++i) out << "---|";

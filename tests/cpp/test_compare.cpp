@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <set>
+#include <sstream>
 
 #include "embshard/core/file_io.h"
 #include "embshard/data/data_io.h"
@@ -88,6 +90,29 @@ CompareRow summary_row(const std::string& task, const std::string& setting, cons
   r.eval.step_ms = step_ms;
   r.plan_ms = 1.0;
   return r;
+}
+
+TEST(Compare, AHandWrittenTasksFreeTextProtocolIsItsSetting) {
+  // `plan`, `check` and `eval` accept a task whose protocol is free text; compare did not (it parsed
+  // it as a spec). Its rows carry the text, and the summary's table keeps one line per row and its
+  // columns whatever the text holds.
+  std::vector<Task> tasks = neuroshard_tasks(2, 16);
+  tasks[0].protocol = "my hand-made | task\nfrom prod";
+  CompareOptions options;
+  options.sharders = {"greedy:balance=lookup"};
+  Context ctx;
+  ctx.verbosity = LogLevel::kQuiet;
+  const std::vector<CompareRow> rows = run_compare(tasks, options, ctx);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].status, "ok") << rows[0].reason;
+  EXPECT_EQ(rows[0].setting, tasks[0].protocol);
+  EXPECT_EQ(rows[1].setting, "neuroshard d4 m16");
+  const std::string md = compare_markdown(rows);
+  std::istringstream lines(md.substr(md.find("\n| sharder") + 1));
+  std::set<long> bars;
+  for (std::string line; std::getline(lines, line) && !line.empty();) bars.insert(std::count(line.begin(), line.end(), '|'));
+  EXPECT_EQ(bars.size(), 1u) << md;
+  EXPECT_NE(md.find("my hand-made \u00a6 task\\nfrom prod"), std::string::npos) << md;
 }
 
 TEST(Compare, SummarySaysSomethingWhenSomeTasksFail) {
