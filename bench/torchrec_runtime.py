@@ -35,15 +35,19 @@ MEASURED = ("step_ms", "step_min_ms", "step_max_ms", "input_a2a_ms", "lookup_ms"
 def make_task(args, index):
     protocol = (f"neuroshard:devices={args.devices},preset=cpu,max_dim=128,mem_gib={args.mem_gib},"
                 f"batch_size={args.batch}")
-    doc = json.loads(embshard.Task.generate(protocol, seed=args.seed, index=index).to_json())
+    task = embshard.Task.generate(protocol, seed=args.seed, index=index)
+    doc = json.loads(task.to_json())
     doc["constraints"]["allow_row_split"] = False  # TorchRec's CPU sharder has no row-wise
     doc["id"] = f"{doc['id']}-s{args.seed}-{index:03d}"
+    if getattr(args, "latency_us", None) is not None:  # the runtime's cost per exchange
+        doc["topology"] = {k: v for k, v in task.topology.items() if k != "name"}
+        doc["topology"]["a2a_latency_us"] = args.latency_us
     return embshard.Task.from_json(json.dumps(doc), where=f"task {index}")
 
 
-def predicted(task, plan, backend):
+def predicted(task, plan, backend, exchanges="fused"):
     """The judge's step and phases of the slowest device (in, fw compute, fw comm, backward)."""
-    breakdown = embshard.evaluate(task, plan, backend, threads=1)
+    breakdown = embshard.evaluate(task, plan, backend, threads=1, exchanges=exchanges)
     devices = breakdown.devices
     return {"step_ms": breakdown.step_ms,
             "in_comm_ms": max(d["in_comm_ms"] for d in devices),
@@ -56,8 +60,9 @@ def run_task(args, index, writer):
     task = make_task(args, index)
     plans = {}
     for name, spec in args.planners.items():
+        sharder, _, cost = spec.partition("|")
         started = time.perf_counter()
-        plan = embshard.plan(task, spec, args.cost, threads=1)
+        plan = embshard.plan(task, sharder, cost or args.cost, threads=1)
         if not plan.ok:
             print(f"{task.id}: {name} found no plan ({plan.reason})", file=sys.stderr)
             return None
@@ -72,9 +77,9 @@ def run_task(args, index, writer):
                "layout": hashlib.sha256(layout.encode()).hexdigest()[:12]}
         row.update({f"measured_{k}": round(getattr(run, k) if hasattr(run, k) else run.slowest(k), 4)
                     for k in MEASURED})
-        row.update({f"sim_{k}": round(v, 4) for k, v in predicted(task, plan, "sim").items()})
+        row.update({f"sim_{k}": round(v, 4) for k, v in predicted(task, plan, "sim", args.exchanges).items()})
         if args.cpu_judge:
-            row["cpu_step_ms"] = round(predicted(task, plan, "cpu")["step_ms"], 4)
+            row["cpu_step_ms"] = round(predicted(task, plan, "cpu", args.exchanges)["step_ms"], 4)
         writer.writerow(row)
         rows[name] = row
     return rows, report.warnings
@@ -145,10 +150,16 @@ def main():
     parser.add_argument("--repeats", type=int, default=11)
     parser.add_argument("--cost", default="sim", help="the cost model joint plans with")
     parser.add_argument("--planners", default=PLANNERS,
-                        help="name=sharder spec;...: the plans of each task (torchrec is the reference)")
+                        help="name=sharder spec[|cost spec];...: the plans of each task (torchrec is the reference)")
+    parser.add_argument("--exchanges", default="fused", choices=["fused", "per_type"],
+                        help="how the judges count the plans' exchanges (cost/link_model.h)")
+    parser.add_argument("--latency-us", type=float, default=None,
+                        help="the tasks' all-to-all latency in µs (default: the cpu preset's)")
     parser.add_argument("--no-cpu-judge", dest="cpu_judge", action="store_false")
     args = parser.parse_args()
     args.planners = dict(item.split("=", 1) for item in args.planners.split(";"))
+    if args.exchanges == "per_type" and args.latency_us is None:
+        parser.error("--exchanges per_type needs --latency-us: the cpu preset's 10 µs is not TorchRec's runtime")
     if "torchrec" not in args.planners:
         parser.error("--planners must name a plan 'torchrec' (the reference)")
     os.makedirs(args.out, exist_ok=True)

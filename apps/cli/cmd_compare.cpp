@@ -16,6 +16,7 @@ int run_compare(Args& args, const Context& ctx) {
   options.cost = args.get_or("cost", "default");
   options.eval.backend = args.get_or("backend", "sim");
   options.eval.input_comm = args.get_or("input-comm", "exposed");
+  options.eval.exchanges = args.get_or("exchanges", "fused");
   options.eval.batch_size = args.get_int("batch", 0);
   options.eval.measure = measure_options(args, options.eval.measure);
   const std::string out = args.require("out");

@@ -65,6 +65,7 @@ int run_eval(Args& args, const Context& ctx) {
   EvalOptions options;
   options.backend = args.get_or("backend", "sim");
   options.input_comm = args.get_or("input-comm", "exposed");
+  options.exchanges = args.get_or("exchanges", "fused");
   options.batch_size = args.get_int("batch", 0);
   options.batch_number = static_cast<std::uint64_t>(args.get_int("draw", 0));
   options.measure = measure_options(args, options.measure);

@@ -284,13 +284,14 @@ PYBIND11_MODULE(_embshard, m) {
   m.def(
       "evaluate",
       [](const Task& task, const PlanResult& plan, const std::string& backend, std::int64_t batch_size,
-         std::uint64_t seed, int threads, const std::string& input_comm) {
+         std::uint64_t seed, int threads, const std::string& input_comm, const std::string& exchanges) {
         EMBSHARD_CHECK(plan.status == "ok", "embshard.evaluate: the plan is ", plan.status,
                        " (", plan.reason, "); there is nothing to evaluate");
         EvalOptions options;
         options.backend = backend;
         options.batch_size = batch_size;
         options.input_comm = input_comm;
+        options.exchanges = exchanges;
         const auto warnings = std::make_shared<CallWarnings>();
         std::pair<std::string, std::string> out;
         {
@@ -303,7 +304,7 @@ PYBIND11_MODULE(_embshard, m) {
         return out;
       },
       py::arg("task"), py::arg("plan"), py::arg("backend"), py::arg("batch_size"), py::arg("seed"),
-      py::arg("threads"), py::arg("input_comm") = "exposed");
+      py::arg("threads"), py::arg("input_comm") = "exposed", py::arg("exchanges") = "fused");
 
   m.def(
       "check",

@@ -322,12 +322,14 @@ def plan(task: Task, sharder: str = "best", cost: str = "default", *, seed: int 
 
 
 def evaluate(task: Task, plan: Plan, backend: str = "sim", *, batch_size: int = 0, seed: int = 0,
-             threads: int = 1, input_comm: str = "exposed") -> Breakdown:
+             threads: int = 1, input_comm: str = "exposed", exchanges: str = "fused") -> Breakdown:
     """Judges `plan` on `task` with a backend (`list("backend")`: sim, cpu, reference, ...);
     `input_comm` as for `compare`. Each device's entry has `in_comm_ms` (the input all-to-all the
-    step pays) and `in_hidden_ms` (the part an overlapping pipeline hides)."""
+    step pays) and `in_hidden_ms` (the part an overlapping pipeline hides). `exchanges`: "fused"
+    (one exchange set for the plan) or "per_type" (one per sharding type, as TorchRec runs them:
+    each further type pays the all-to-all latency again)."""
     document, table = _embshard.evaluate(task._native, plan._native, backend, batch_size, seed,
-                                         threads, input_comm)
+                                         threads, input_comm, exchanges)
     return Breakdown(document, table)
 
 

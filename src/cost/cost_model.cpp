@@ -87,12 +87,14 @@ class SimCostModel final : public CostModel {
   std::int64_t batch_size_;
 };
 
-/** Fills in_comm_ms / in_hidden_ms under the link model (cost/link_model.h); needs fw/bw_comp. */
+/** Fills in_comm_ms / in_hidden_ms under the link model (cost/link_model.h), each device's input
+ *  exchange paying `extra_ms` more (further exchange groups); needs fw/bw_comp. */
 void add_input_comm(const Task& task, const std::vector<std::vector<PlacedShard>>& by_device,
-                    const InputCommOptions& options, CostBreakdown& b) {
+                    const InputCommOptions& options, double extra_ms, CostBreakdown& b) {
   if (options.mode == InputCommMode::kOmit) return;
-  apply_input_comm(input_all_to_all_ms(task.topology, device_input_bytes(task, by_device, options)),
-                   options.mode, b);
+  std::vector<double> ms = input_all_to_all_ms(task.topology, device_input_bytes(task, by_device, options));
+  for (double& m : ms) m += extra_ms;
+  apply_input_comm(ms, options.mode, b);
 }
 
 }  // namespace
@@ -125,14 +127,16 @@ CostBreakdown assemble_shards(const Task& task, const Plan& plan, ComputeModel& 
   b.compute_detail = compute.detail();
   const std::vector<DeviceComm> a2a = comm.device_comm(task, device_output_dims(task, by_device), fw_comp_ms);
   EMBSHARD_ASSERT(a2a.size() == b.devices.size());
+  // Under per-type exchanges every further sharding type pays each exchange's latency again.
+  const double extra_ms = extra_group_latency_ms(task.topology, comm.input_options(), exchange_groups(plan));
   for (std::size_t d = 0; d < a2a.size(); ++d) {
-    b.devices[d].fw_comm_ms = a2a[d].fw_ms;
-    b.devices[d].bw_comm_ms = a2a[d].bw_ms;
+    b.devices[d].fw_comm_ms = a2a[d].fw_ms + extra_ms;
+    b.devices[d].bw_comm_ms = a2a[d].bw_ms + extra_ms;
   }
   // Every device holds every data-parallel table: device 0's copies are all of them.
   const double ar_ms = by_device.empty() ? 0.0 : all_reduce_ms(task.topology, replica_gradient_bytes(task, by_device[0]));
   for (DeviceCost& c : b.devices) c.ar_comm_ms = ar_ms;
-  add_input_comm(task, by_device, comm.input_options(), b);
+  add_input_comm(task, by_device, comm.input_options(), extra_ms, b);
   b.comm_source = CostSource::kModelled;
   b.comm_detail = comm.detail();
   fill_straggler_wait(b);

@@ -1,6 +1,7 @@
 #include "embshard/cost/link_model.h"
 
 #include <algorithm>
+#include <array>
 
 #include "embshard/core/error.h"
 
@@ -162,8 +163,22 @@ std::vector<ParamSpec> with_input_comm_params(std::vector<ParamSpec> own) {
        "the input all-to-all of indices: paid by the step (exposed), hidden under the previous "
        "step's compute where it fits (overlap, TorchRec's pipeline) or not costed (omit, the papers' benchmarks)"},
       {"index_bytes", ParamType::kInt, "8", 1, 8, {}, "bytes per index in the input all-to-all (int64: 8)"},
-      {"length_bytes", ParamType::kInt, "4", 1, 8, {}, "bytes per length in the input all-to-all (int32: 4)"}});
+      {"length_bytes", ParamType::kInt, "4", 1, 8, {}, "bytes per length in the input all-to-all (int32: 4)"},
+      {"exchanges", ParamType::kString, "fused", {}, {}, {"fused", "per_type"},
+       "one input and one output exchange for the whole plan (fused, the papers' benchmarks) or one per "
+       "sharding type it uses (per_type, as TorchRec runs them: each further type pays the latency again)"}});
   return own;
+}
+
+int exchange_groups(const Plan& plan) {
+  std::array<bool, kNumShardingTypes> used{};
+  for (const TablePlacement& t : plan.tables) used[static_cast<std::size_t>(t.type)] = true;
+  used[static_cast<std::size_t>(ShardingType::kDataParallel)] = false;
+  return std::max(1, static_cast<int>(std::count(used.begin(), used.end(), true)));
+}
+
+double extra_group_latency_ms(const Topology& topology, const InputCommOptions& options, int groups) {
+  return options.per_type_exchanges ? (groups - 1) * topology.a2a_latency_us / 1000.0 : 0.0;
 }
 
 InputCommMode parse_input_comm_mode(const std::string& name) {
@@ -178,6 +193,7 @@ InputCommOptions input_comm_options(const Params& params) {
   o.mode = parse_input_comm_mode(params.get_string("input_comm"));
   o.index_bytes = static_cast<int>(params.get_int("index_bytes"));
   o.length_bytes = static_cast<int>(params.get_int("length_bytes"));
+  o.per_type_exchanges = params.get_string("exchanges") == "per_type";
   return o;
 }
 

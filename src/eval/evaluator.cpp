@@ -128,7 +128,7 @@ std::vector<std::string> eval_backends() {
 
 std::string judge_spec(const EvalOptions& options) {
   if (options.backend == "sim") {
-    return cost_model_registry().canonical("sim:input_comm=" + options.input_comm);
+    return cost_model_registry().canonical("sim:input_comm=" + options.input_comm + ",exchanges=" + options.exchanges);
   }
   const std::vector<std::string> built = eval_backends();
   if (std::find(built.begin(), built.end(), options.backend) == built.end()) {
@@ -143,7 +143,8 @@ std::string judge_spec(const EvalOptions& options) {
       "measured:impl=", options.backend, ",batch=", options.batch_size, ",warmup=", options.measure.warmup,
       ",repeats=", options.measure.repeats, ",flush=", options.measure.flush_cache ? "true" : "false",
       ",trim=", options.measure.trim, ",draw=", options.batch_number,
-      ",remap=", options.remap_held_out ? "held_out" : "in_sample", ",input_comm=", options.input_comm));
+      ",remap=", options.remap_held_out ? "held_out" : "in_sample", ",input_comm=", options.input_comm,
+      ",exchanges=", options.exchanges));
 }
 
 std::unique_ptr<CostModel> make_judge(const Task& task, const EvalOptions& options, const Context& ctx) {

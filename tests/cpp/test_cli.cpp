@@ -440,7 +440,7 @@ TEST_F(Cli, TrainCostWritesWeightsThePlannerUsesOrSaysItIsNotBuilt) {
   r = run_cli("plan --task " + path("t/000.json") + " --sharder neuroshard --cost neural:weights=" + path("m.json") +
               " --out " + path("p.json"));
   ASSERT_EQ(r.status, 0) << r.out;
-  EXPECT_EQ(read_plan_file(path("p.json")).provenance.cost_model, "neural:weights=" + path("m.json") + ",comm=auto,hardware=match,input_comm=exposed,index_bytes=8,length_bytes=4");
+  EXPECT_EQ(read_plan_file(path("p.json")).provenance.cost_model, "neural:weights=" + path("m.json") + ",comm=auto,hardware=match,input_comm=exposed,index_bytes=8,length_bytes=4,exchanges=fused");
   ASSERT_EQ(run_cli("task gen --quiet --protocol neuroshard --devices 4 --max-dim 16 --count 1 --seed 0 --out " + path("g")).status, 0);
   r = run_cli("plan --task " + path("g/000.json") + " --sharder neuroshard --cost neural:weights=" + path("m.json"));
   EXPECT_EQ(r.status, 1);

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "embshard/cost/link_model.h"
 #include "embshard/cost/neural_cost.h"
 #include "embshard/eval/cost_models.h"
 #include "embshard/eval/evaluator.h"
@@ -54,14 +55,14 @@ TEST(CostModels, TheJudgeOfEvalIsAMemberWhoseSpecSaysItsBatch) {
   const ShardResult planned = plan_task("greedy:balance=lookup", task, nullptr, quiet_context());
   ASSERT_EQ(planned.status, ShardStatus::kOk) << planned.reason;
   EvalOptions options;
-  EXPECT_EQ(judge_spec(options), "sim:coefficients=builtin,hardware=match,input_comm=exposed,index_bytes=8,length_bytes=4");
+  EXPECT_EQ(judge_spec(options), "sim:coefficients=builtin,hardware=match,input_comm=exposed,index_bytes=8,length_bytes=4,exchanges=fused");
   options.backend = "reference";
   options.measure = {0, 1, false, 0.0};
   EXPECT_EQ(judge_spec(options),
-            "measured:impl=reference,batch=0,warmup=0,repeats=1,flush=false,trim=0,draw=0,remap=in_sample,input_comm=exposed,index_bytes=8,length_bytes=4");
+            "measured:impl=reference,batch=0,warmup=0,repeats=1,flush=false,trim=0,draw=0,remap=in_sample,input_comm=exposed,index_bytes=8,length_bytes=4,exchanges=fused");
   const EvalResult result = evaluate_plan(task, planned.plan, options, quiet_context());
   EXPECT_EQ(result.backend,
-            "measured:impl=reference,batch=4096,warmup=0,repeats=1,flush=false,trim=0,draw=0,remap=in_sample,input_comm=exposed,index_bytes=8,length_bytes=4");
+            "measured:impl=reference,batch=4096,warmup=0,repeats=1,flush=false,trim=0,draw=0,remap=in_sample,input_comm=exposed,index_bytes=8,length_bytes=4,exchanges=fused");
   EXPECT_EQ(make_cost_model(result.backend, task)->spec(), result.backend);
   options.backend = "tpu";
   EXPECT_NE(error_of([&] { (void)judge_spec(options); }).find("unknown backend 'tpu'"), std::string::npos);
@@ -84,8 +85,62 @@ TEST(CostModels, DefaultIsNeuralWhereTheBuiltInWeightsFitElseSim) {
   Task gpu = cpu_task();
   gpu.topology = make_topology("v100:gpus_per_node=2");
   EXPECT_FALSE(builtin_weights_fit(gpu));
-  EXPECT_EQ(make_cost_model("default", gpu)->spec(), "sim:coefficients=builtin,hardware=match,input_comm=exposed,index_bytes=8,length_bytes=4");
+  EXPECT_EQ(make_cost_model("default", gpu)->spec(), "sim:coefficients=builtin,hardware=match,input_comm=exposed,index_bytes=8,length_bytes=4,exchanges=fused");
   EXPECT_EQ(builtin_weights_fit(cpu_task()), !builtin_weights_text().empty());
+}
+
+}  // namespace
+}  // namespace embshard
+
+namespace embshard {
+namespace {
+
+TEST(CostModels, PerTypeExchangesPayTheLatencyOncePerFurtherShardingType) {
+  // TorchRec runs an input and an output exchange per sharding type: under exchanges=per_type a
+  // plan with table-wise and column-wise tables pays each exchange's latency once more on every
+  // device; data-parallel copies exchange nothing and add no group; `fused` is unchanged.
+  Task task = test_util::tiny_task(6, "v100:gpus_per_node=4", 2);
+  task.workload.batch_size = 4096;
+  const Context ctx = test_util::quiet();
+  Plan plan = plan_task("greedy", task, nullptr, ctx).plan;
+  ASSERT_FALSE(plan.tables.empty());
+  const double latency = task.topology.a2a_latency_us / 1000.0;
+  const auto breakdown = [&](const Plan& p, const std::string& spec) { return make_cost_model(spec, task, ctx)->estimate(task, p, ctx); };
+  const auto same_but = [&](const Plan& p, double extra) {
+    const CostBreakdown fused = breakdown(p, "sim");
+    const CostBreakdown per_type = breakdown(p, "sim:exchanges=per_type");
+    for (std::size_t d = 0; d < fused.devices.size(); ++d) {
+      EXPECT_NEAR(per_type.devices[d].fw_comm_ms, fused.devices[d].fw_comm_ms + extra, 1e-12);
+      EXPECT_NEAR(per_type.devices[d].bw_comm_ms, fused.devices[d].bw_comm_ms + extra, 1e-12);
+      EXPECT_NEAR(per_type.devices[d].in_comm_ms, fused.devices[d].in_comm_ms + extra, 1e-12);
+    }
+    EXPECT_NEAR(objective_value(per_type, Objective::kStep), objective_value(fused, Objective::kStep) + 3 * extra, 1e-9);
+  };
+  EXPECT_EQ(exchange_groups(plan), 1);
+  same_but(plan, 0.0);  // table-wise only: one group
+  // One table column-wise in two halves: two groups.
+  TablePlacement& cw = plan.tables[0];
+  const TableSpec& spec = task.workload.tables[0];
+  ASSERT_GE(spec.dim, 8);
+  cw.type = ShardingType::kColumnWise;
+  cw.shards = {{0, 0, spec.num_rows(), 0, spec.dim / 2}, {1, 0, spec.num_rows(), spec.dim / 2, spec.dim}};
+  ASSERT_EQ(find_error_in_plan(task, plan), "");
+  EXPECT_EQ(exchange_groups(plan), 2);
+  same_but(plan, latency);
+  // Another table data-parallel: still two groups.
+  TablePlacement& dp = plan.tables[1];
+  const TableSpec& small = task.workload.tables[1];
+  dp.type = ShardingType::kDataParallel;
+  dp.shards.clear();
+  for (int d = 0; d < 4; ++d) dp.shards.push_back({d, 0, small.num_rows(), 0, small.dim});
+  if (find_error_in_plan(task, plan).empty()) {
+    EXPECT_EQ(exchange_groups(plan), 2);
+    same_but(plan, latency);
+  }
+  EvalOptions options;
+  options.exchanges = "per_type";
+  EXPECT_EQ(judge_spec(options),
+            "sim:coefficients=builtin,hardware=match,input_comm=exposed,index_bytes=8,length_bytes=4,exchanges=per_type");
 }
 
 }  // namespace

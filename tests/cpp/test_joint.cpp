@@ -542,7 +542,8 @@ TEST(JointState, ObjectiveIsTheEvaluatorsOnSmallAndLargeTopologies) {
     Task task = test_util::pool_task(200, topology, 3, kDims);
     task.workload.batch_size = 65536;
     for (Device& d : task.topology.devices) d.hbm_bytes = std::int64_t{1} << 40;
-    for (const char* spec : {"sim", "sim:input_comm=omit", "sim:input_comm=overlap"}) {
+    for (const char* spec : {"sim", "sim:input_comm=omit", "sim:input_comm=overlap", "sim:exchanges=per_type",
+                             "sim:input_comm=omit,exchanges=per_type", "sim:input_comm=overlap,exchanges=per_type"}) {
       expect_state_matches_estimate(task, spec, 7);
     }
   }
@@ -557,7 +558,9 @@ TEST(JointState, ObjectiveIsThe2DPlansWithItsReplicaSync) {
   for (Device& d : task.topology.devices) d.hbm_bytes = std::int64_t{1} << 40;
   for (const ShardingGroups groups : {ShardingGroups{64, GroupRanks::kStrided}, ShardingGroups{16, GroupRanks::kContiguous},
                                       ShardingGroups{8, GroupRanks::kStrided}}) {
-    for (const char* spec : {"sim", "sim:input_comm=overlap"}) expect_state_matches_estimate(task, spec, 7, groups);
+    for (const char* spec : {"sim", "sim:input_comm=overlap", "sim:exchanges=per_type"}) {
+      expect_state_matches_estimate(task, spec, 7, groups);
+    }
   }
 }
 

@@ -148,7 +148,7 @@ TEST(NeuralCostModel, ComputeIsTheHeadOnTheSumOfTableEncodings) {
   const Task task = cpu_task(4);
   const NeuralWeights w = random_weights(11, 2, 4);
   const auto cost = neural_model(w, "compute.json", task);
-  EXPECT_EQ(cost->spec(), "neural:weights=" + temp_path("compute.json") + ",comm=auto,hardware=match,input_comm=exposed,index_bytes=8,length_bytes=4");
+  EXPECT_EQ(cost->spec(), "neural:weights=" + temp_path("compute.json") + ",comm=auto,hardware=match,input_comm=exposed,index_bytes=8,length_bytes=4,exchanges=fused");
   const ShardResult r = plan_task("greedy:balance=lookup", task, nullptr, quiet());
   ASSERT_EQ(r.status, ShardStatus::kOk);
   const CostBreakdown b = cost->estimate(task, r.plan, quiet());
@@ -224,9 +224,9 @@ TEST(NeuralCostModel, NonFiniteTableStatisticsAreAnErrorNamingTheTable) {
 TEST(NeuralCostModel, DefaultIsTheBuiltInModelOnItsHardwareAndSimElsewhere) {
   Task gpu = cpu_task(4);
   gpu.topology = make_topology("v100:gpus_per_node=4");
-  EXPECT_EQ(make_cost_model("default", gpu)->spec(), "sim:coefficients=builtin,hardware=match,input_comm=exposed,index_bytes=8,length_bytes=4");
+  EXPECT_EQ(make_cost_model("default", gpu)->spec(), "sim:coefficients=builtin,hardware=match,input_comm=exposed,index_bytes=8,length_bytes=4,exchanges=fused");
   const auto on_cpu = make_cost_model("default", cpu_task(4));
-  EXPECT_EQ(on_cpu->spec(), builtin_weights_text().empty() ? "sim" : "neural:weights=builtin,comm=auto,hardware=match,input_comm=exposed,index_bytes=8,length_bytes=4");
+  EXPECT_EQ(on_cpu->spec(), builtin_weights_text().empty() ? "sim" : "neural:weights=builtin,comm=auto,hardware=match,input_comm=exposed,index_bytes=8,length_bytes=4,exchanges=fused");
 }
 
 }  // namespace

@@ -372,7 +372,7 @@ TEST(NeuroShard, SpecIsCanonicalAndRoundTrips) {
   ASSERT_EQ(r.status, ShardStatus::kOk) << r.reason;
   EXPECT_EQ(r.plan.provenance.sharder,
             "neuroshard:beam_width=3,candidates=10,max_depth=1,scales=11,max_scale=1.5,objective=step,time_ms=0");
-  EXPECT_EQ(r.plan.provenance.cost_model, "sim:coefficients=builtin,hardware=match,input_comm=exposed,index_bytes=8,length_bytes=4");
+  EXPECT_EQ(r.plan.provenance.cost_model, "sim:coefficients=builtin,hardware=match,input_comm=exposed,index_bytes=8,length_bytes=4,exchanges=fused");
   EXPECT_TRUE(make_sharder("neuroshard")->uses_cost_model());
 }
 

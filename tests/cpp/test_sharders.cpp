@@ -62,7 +62,7 @@ TEST(Sharders, ProvenanceCarriesTheCanonicalSpecWhichRoundTrips) {
   EXPECT_FALSE(r.plan.provenance.created_utc.empty());
   const ShardResult again = plan_task(r.plan.provenance.sharder, task, cost.get(), quiet(5));
   EXPECT_EQ(devices_of(again.plan), devices_of(r.plan));
-  EXPECT_EQ(plan_task("exhaustive", task, cost.get(), quiet()).plan.provenance.cost_model, "sim:coefficients=builtin,hardware=match,input_comm=exposed,index_bytes=8,length_bytes=4");
+  EXPECT_EQ(plan_task("exhaustive", task, cost.get(), quiet()).plan.provenance.cost_model, "sim:coefficients=builtin,hardware=match,input_comm=exposed,index_bytes=8,length_bytes=4,exchanges=fused");
 }
 
 TEST(Sharders, ATaskTooBigToPlanInMemoryIsAStatusNamingTheEstimate) {

@@ -196,7 +196,7 @@ TEST(AutoShardTraining, TinyRunWritesAPolicyTheSharderPlansWith) {
   EXPECT_EQ(one.training.iterations, 1);
   EXPECT_EQ(one.training.env_steps, 12);
   EXPECT_GT(one.training.real_evaluations, 0);   // 4-table episodes: 3 per 12 steps
-  EXPECT_EQ(one.training.backend, "sim:coefficients=builtin,hardware=match,input_comm=exposed,index_bytes=8,length_bytes=4");
+  EXPECT_EQ(one.training.backend, "sim:coefficients=builtin,hardware=match,input_comm=exposed,index_bytes=8,length_bytes=4,exchanges=fused");
   EXPECT_EQ(one.training.seed, 5U);
   // The first batch was acted with the initial weights, which the learner also holds: its forward
   // pass on the recorded unrolls reproduces the actors' plain C++ logits.

@@ -71,7 +71,7 @@ TEST(DreamShardTraining, WritesAPolicyTheSharderPlansWithAndResumesExactly) {
   const DreamShardPolicy p = read_dreamshard_policy(straight);
   EXPECT_EQ(p.training.iterations, 2);
   EXPECT_EQ(p.training.real_evaluations, 6);
-  EXPECT_EQ(p.training.backend, "sim:coefficients=builtin,hardware=match,input_comm=exposed,index_bytes=8,length_bytes=4");
+  EXPECT_EQ(p.training.backend, "sim:coefficients=builtin,hardware=match,input_comm=exposed,index_bytes=8,length_bytes=4,exchanges=fused");
   EXPECT_EQ(p.training.device_kind, "cpu");
   EXPECT_GT(p.training.metrics.at("mean_real_step_ms"), 0.0);
 

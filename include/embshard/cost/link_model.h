@@ -76,6 +76,7 @@
 #include "embshard/cost/comm_model.h"
 #include "embshard/cost/compute_model.h"
 #include "embshard/data/topology.h"
+#include "embshard/plan/plan.h"
 #include "embshard/plan/sharding_groups.h"
 
 namespace embshard {
@@ -126,12 +127,26 @@ void exchange_ms_into(const Topology& topology, const ExchangeBytes& bytes, std:
 [[nodiscard]] std::vector<double> exchange_ms(const Topology& topology, const std::vector<double>& bytes);
 void exchange_ms_into(const Topology& topology, std::span<const double> bytes, std::span<double> times);
 
-/** The input all-to-all's bytes (file comment); defaults follow TorchRec's KJT (int64, int32). */
+/** The input all-to-all's bytes (file comment); defaults follow TorchRec's KJT (int64, int32).
+ *  `per_type_exchanges`: the plan's exchanges run once per sharding type it uses, as TorchRec runs
+ *  them (`exchange_groups`), rather than fused into one (the papers' benchmarks). */
 struct InputCommOptions {
   InputCommMode mode = InputCommMode::kExposed;
   int index_bytes = 8;
   int length_bytes = 4;
+  bool per_type_exchanges = false;
 };
+
+/**
+ * TorchRec groups a collection's tables by sharding type and runs, for each group, its own input
+ * all-to-all, lookup and output all-to-all (forward and backward). The groups a plan has: its
+ * sharding types other than data_parallel (whose copies exchange nothing), at least 1.
+ */
+[[nodiscard]] int exchange_groups(const Plan& plan);
+/** Under `per_type_exchanges`, what each of the step's exchanges (input, output forward, output
+ *  backward) costs every device beyond one group: the all-to-all latency per further group. */
+[[nodiscard]] double extra_group_latency_ms(const Topology& topology, const InputCommOptions& options,
+                                            int groups);
 
 /** "exposed", "overlap" or "omit"; anything else is an Error listing them. */
 [[nodiscard]] InputCommMode parse_input_comm_mode(const std::string& name);

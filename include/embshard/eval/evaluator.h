@@ -62,6 +62,9 @@ struct EvalOptions {
   bool remap_held_out = false;
   /// Whether the step pays the input all-to-all: exposed | overlap | omit (cost/link_model.h).
   std::string input_comm = "exposed";
+  /// fused | per_type: one exchange set for the plan, or one per sharding type as TorchRec runs
+  /// them (cost/link_model.h `exchange_groups`).
+  std::string exchanges = "fused";
 };
 
 /** Expected lookups per step of one device, by the memory tier that serves them. */

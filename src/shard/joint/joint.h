@@ -199,7 +199,10 @@ class State {
   void add(const Piece& piece);
   /** Takes every piece of `table` off its devices and returns them. */
   std::vector<Piece> remove_table(int table);
-  void set_layout(int table, Layout layout) { layouts_[static_cast<std::size_t>(table)] = layout; }
+  void set_layout(int table, Layout layout) {
+    layouts_[static_cast<std::size_t>(table)] = layout;
+    refresh_type(table);
+  }
   /** Pieces placed or taken off so far: with evaluations, the search's work units (joint.h). */
   [[nodiscard]] std::int64_t changes() const { return changes_; }
   /** Takes the table's last piece off its device and returns it. */
@@ -249,6 +252,12 @@ class State {
   DeviceCompute device_compute(int device);
   void update_fast(int device);
   void update_spread(int device, const DeviceCompute& compute);
+  /** The sharding type `plan()` gives `table` for its layout and pieces. */
+  [[nodiscard]] ShardingType type_of(int table) const;
+  /** Recounts `table`'s sharding type after its layout or pieces changed. */
+  void refresh_type(int table);
+  /** The current plan's exchange groups, as `exchange_groups(plan())` counts them. */
+  [[nodiscard]] int exchange_groups() const;
 
   const Task& task_;
   CostModel& cost_;
@@ -261,6 +270,10 @@ class State {
   std::vector<std::vector<Piece>> tables_;
   std::vector<Layout> layouts_;
   std::vector<std::vector<int>> device_tables_;  ///< per device, the table of each of its pieces
+  /// Per table the sharding type its plan entry has now (−1: no pieces), and per type how many
+  /// tables have it: the plan's exchange groups (cost/link_model.h `exchange_groups`) in O(1).
+  std::vector<int> table_type_;
+  std::array<int, kNumShardingTypes> type_tables_{};
   // Non-additive models: each device's shards and its cached compute.
   std::vector<std::vector<PlacedShard>> by_device_;
   std::vector<DeviceCompute> cached_;

@@ -52,7 +52,8 @@ State::State(const Task& task, CostModel& cost, Objective objective, const Conte
       devices_(static_cast<std::size_t>(task.topology.num_devices())),
       tables_(task.workload.tables.size()),
       layouts_(task.workload.tables.size()),
-      device_tables_(static_cast<std::size_t>(task.topology.num_devices())) {
+      device_tables_(static_cast<std::size_t>(task.topology.num_devices())),
+      table_type_(task.workload.tables.size(), -1) {
   if (additive_) overhead_ = cost.compute().device_overhead();
   const std::size_t n = devices_.size();
   by_device_.resize(additive_ ? 0 : n);
@@ -252,12 +253,14 @@ void State::count_reduced(const Piece& p, int sign) {
 void State::add(const Piece& piece) {
   tables_[static_cast<std::size_t>(piece.placed.table)].push_back(piece);
   apply(piece, +1);
+  refresh_type(piece.placed.table);
 }
 
 std::vector<Piece> State::remove_table(int table) {
   std::vector<Piece> pieces = std::move(tables_[static_cast<std::size_t>(table)]);
   tables_[static_cast<std::size_t>(table)].clear();
   for (const Piece& p : pieces) apply(p, -1);
+  refresh_type(table);
   return pieces;
 }
 
@@ -267,6 +270,7 @@ Piece State::pop_piece(int table) {
   Piece p = pieces.back();
   pieces.pop_back();
   apply(p, -1);
+  refresh_type(table);
   return p;
 }
 
@@ -279,6 +283,38 @@ Piece State::lift(int table, std::size_t index) {
 void State::place(std::size_t index, const Piece& piece) {
   tables_[static_cast<std::size_t>(piece.placed.table)][index] = piece;
   apply(piece, +1);
+  refresh_type(piece.placed.table);
+}
+
+ShardingType State::type_of(int table) const {
+  const Layout& layout = layouts_[static_cast<std::size_t>(table)];
+  switch (layout.kind) {
+    case Layout::Kind::kWhole: return ShardingType::kTableWise;
+    case Layout::Kind::kCopies: return ShardingType::kDataParallel;
+    case Layout::Kind::kColumns: return ShardingType::kColumnWise;
+    case Layout::Kind::kGrid: return ShardingType::kGridShard;
+    default: break;
+  }
+  const std::vector<Piece>& pieces = tables_[static_cast<std::size_t>(table)];
+  const bool one_host = std::all_of(pieces.begin(), pieces.end(), [&](const Piece& p) {
+    return task_.topology.same_host(p.placed.shard.device, pieces.front().placed.shard.device);
+  });
+  return task_.topology.num_hosts() > 1 && one_host ? ShardingType::kTableRowWise : ShardingType::kRowWise;
+}
+
+void State::refresh_type(int table) {
+  int& type = table_type_[static_cast<std::size_t>(table)];
+  if (type >= 0) --type_tables_[static_cast<std::size_t>(type)];
+  type = tables_[static_cast<std::size_t>(table)].empty() ? -1 : static_cast<int>(type_of(table));
+  if (type >= 0) ++type_tables_[static_cast<std::size_t>(type)];
+}
+
+int State::exchange_groups() const {
+  int groups = 0;
+  for (int t = 0; t < kNumShardingTypes; ++t) {
+    if (t != static_cast<int>(ShardingType::kDataParallel) && type_tables_[static_cast<std::size_t>(t)] > 0) ++groups;
+  }
+  return std::max(1, groups);
 }
 
 namespace {
@@ -326,7 +362,8 @@ double State::objective() {
     // objective_value's order: in, fw, fw_comm, bw_comm, bw.
     const double out = out_.max_ms();
     spread_ = static_cast<double>(fast_spread_);
-    return (input_exposed_ ? in_.max_ms() : 0.0) + fw_tree_.max() + out + out + bw_tree_.max() +
+    const double extra = extra_group_latency_ms(task_.topology, cost_.comm().input_options(), exchange_groups());
+    return (input_exposed_ ? in_.max_ms() + extra : 0.0) + fw_tree_.max() + out + out + 2 * extra + bw_tree_.max() +
            all_reduce_ms(task_.topology, static_cast<double>(gradient_bytes_)) + (sync_.enabled() ? sync_tree_.max() : 0.0);
   }
   const int n = num_devices();
@@ -343,9 +380,11 @@ double State::objective() {
   }
   outputs_.reduced = host_reduced_;
   cost_.comm().device_comm_into(task_, outputs_, fw_comp_, comm_);
+  // Every further exchange group pays each exchange's latency again (cost_model.cpp does the same).
+  const double extra = extra_group_latency_ms(task_.topology, cost_.comm().input_options(), exchange_groups());
   for (int d = 0; d < n; ++d) {
-    breakdown_.devices[static_cast<std::size_t>(d)].fw_comm_ms = comm_[static_cast<std::size_t>(d)].fw_ms;
-    breakdown_.devices[static_cast<std::size_t>(d)].bw_comm_ms = comm_[static_cast<std::size_t>(d)].bw_ms;
+    breakdown_.devices[static_cast<std::size_t>(d)].fw_comm_ms = comm_[static_cast<std::size_t>(d)].fw_ms + extra;
+    breakdown_.devices[static_cast<std::size_t>(d)].bw_comm_ms = comm_[static_cast<std::size_t>(d)].bw_ms + extra;
   }
   const double ar_ms = all_reduce_ms(task_.topology, static_cast<double>(gradient_bytes_));
   for (int d = 0; d < n; ++d) {
@@ -356,6 +395,7 @@ double State::objective() {
   if (input.mode != InputCommMode::kOmit) {
     // input_all_to_all_ms is the exchange of the input bytes (cost/link_model.h).
     exchange_ms_into(task_.topology, input_bytes_, input_ms_);
+    for (double& m : input_ms_) m += extra;
     apply_input_comm(input_ms_, input.mode, breakdown_);
   }
   fill_straggler_wait(breakdown_);
@@ -406,30 +446,15 @@ std::vector<int> State::critical_devices() const {
 
 Plan State::plan() const {
   Plan plan;
-  const bool multi_host = task_.topology.num_hosts() > 1;
   for (int t = 0; t < num_tables(); ++t) {
     TablePlacement tp;
     tp.table = task_.workload.tables[static_cast<std::size_t>(t)].name;
-    const Layout& layout = layouts_[static_cast<std::size_t>(t)];
     for (const Piece& p : tables_[static_cast<std::size_t>(t)]) tp.shards.push_back(p.placed.shard);
     std::sort(tp.shards.begin(), tp.shards.end(), [](const Shard& a, const Shard& b) {
       if (a.row_begin != b.row_begin) return a.row_begin < b.row_begin;
       return a.col_begin != b.col_begin ? a.col_begin < b.col_begin : a.device < b.device;
     });
-    if (layout.kind == Layout::Kind::kWhole) {
-      tp.type = ShardingType::kTableWise;
-    } else if (layout.kind == Layout::Kind::kCopies) {
-      tp.type = ShardingType::kDataParallel;
-    } else if (layout.kind == Layout::Kind::kColumns) {
-      tp.type = ShardingType::kColumnWise;
-    } else if (layout.kind == Layout::Kind::kGrid) {
-      tp.type = ShardingType::kGridShard;
-    } else {
-      const bool one_host = std::all_of(tp.shards.begin(), tp.shards.end(), [&](const Shard& s) {
-        return task_.topology.same_host(s.device, tp.shards.front().device);
-      });
-      tp.type = multi_host && one_host ? ShardingType::kTableRowWise : ShardingType::kRowWise;
-    }
+    tp.type = type_of(t);
     plan.tables.push_back(std::move(tp));
   }
   return plan;
