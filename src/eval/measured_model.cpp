@@ -6,6 +6,7 @@
 
 #include "embshard/core/context.h"
 #include "embshard/core/error.h"
+#include "embshard/core/file_io.h"
 #include "embshard/core/spec.h"
 #include "embshard/cost/link_model.h"
 #include "embshard/data/remap.h"
@@ -70,6 +71,23 @@ DeviceCalls device_calls(std::span<const PlacedShard> shards, std::int64_t batch
 
 namespace {
 
+/**
+ * About the most a fused call of `shards` at `batch` holds at once (profile/shard_timer.h): each
+ * table's drawn batch (int64 indices and offsets), the int32 indices kept for the shard, and the
+ * fp32 output and its gradient. Checked before measuring, so a batch too big is an error with the
+ * estimate, not std::bad_alloc.
+ */
+std::uint64_t fused_call_bytes(const Task& task, std::span<const PlacedShard> shards, std::int64_t batch) {
+  double bytes = 0.0;
+  for (const PlacedShard& p : shards) {
+    const TableSpec& table = task.workload.tables[static_cast<std::size_t>(p.table)];
+    const double lookups = table.stats.pooling_factor * static_cast<double>(batch);
+    bytes += lookups * (8 + 4) + static_cast<double>(batch) * (8 + 8) +
+             static_cast<double>(batch) * p.shard.num_cols() * 4 * 2;
+  }
+  return bytes >= 1.8e19 ? UINT64_MAX : static_cast<std::uint64_t>(bytes);
+}
+
 class MeasuredModel final : public ComputeModel {
  public:
   MeasuredModel(const Task& task, kernels::EmbeddingBagImpl impl, const EvalOptions& options)
@@ -109,6 +127,8 @@ class MeasuredModel final : public ComputeModel {
  private:
   DeviceCompute time_fused(const Task& task, std::span<const PlacedShard> shards, std::int64_t batch) {
     if (shards.empty()) return {};
+    check_fits_in_memory(fused_call_bytes(task, shards, batch),
+                         concat("measuring ", shards.size(), " shards at batch ", batch, " (eval --batch)"));
     ShardTimer bench(shards_.specs(task, shards, batch, options_.batch_number, options_.remap_held_out),
                      batch, options_.batch_number, impl_);
     const ShardTiming timing = bench.measure(options_.measure);

@@ -533,3 +533,31 @@ TEST(Calibrate, AnInstalledCalibrationOfThisMachineIsWhatSimsBuiltinCoefficients
 
 }  // namespace
 }  // namespace embshard
+
+namespace embshard {
+namespace {
+
+TEST(Evaluator, AMeasuredBatchTooBigForMemoryIsAnErrorWithTheEstimate) {
+  // 2^24 samples of 20,000 lookups each would need terabytes: refused with the estimate before any
+  // allocation, not std::bad_alloc.
+  Task task;
+  task.id = "huge-batch";
+  task.workload.batch_size = 4096;
+  TableSpec t = test_util::hand_table("hot", 4, 1000, 20000.0);
+  t.stats.batch_size = 4096;
+  task.workload.tables = {t};
+  task.topology = make_topology("cpu:devices=1");
+  check_task(task, "test");
+  Plan plan;
+  plan.tables.push_back({"hot", ShardingType::kTableWise, {{0, 0, 1000, 0, 4}}});
+  EvalOptions options;
+  options.backend = "reference";
+  options.batch_size = std::int64_t{1} << 24;
+  options.measure = {0, 1, false, 0.0};
+  const std::string message = test_util::error_of([&] { (void)evaluate_plan(task, plan, options, test_util::quiet_context()); });
+  EXPECT_NE(message.find("at batch 16777216 (eval --batch) needs about"), std::string::npos) << message;
+  EXPECT_NE(message.find("GiB of memory but"), std::string::npos) << message;
+}
+
+}  // namespace
+}  // namespace embshard
