@@ -15,8 +15,7 @@ int run_compare(Args& args, const Context& ctx) {
   options.sharders = split_list(args.require("sharders"));
   options.cost = args.get_or("cost", "default");
   options.eval.backend = args.get_or("backend", "sim");
-  options.eval.input_comm = args.get_or("input-comm", "exposed");
-  options.eval.exchanges = args.get_or("exchanges", "fused");
+  read_exchange_options(args, options.eval);
   options.eval.batch_size = args.get_int("batch", 0);
   options.eval.measure = measure_options(args, options.eval.measure);
   const std::string out = args.require("out");

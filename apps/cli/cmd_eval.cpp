@@ -64,8 +64,7 @@ int run_eval(Args& args, const Context& ctx) {
   const std::string plan_path = args.require("plan");
   EvalOptions options;
   options.backend = args.get_or("backend", "sim");
-  options.input_comm = args.get_or("input-comm", "exposed");
-  options.exchanges = args.get_or("exchanges", "fused");
+  read_exchange_options(args, options);
   options.batch_size = args.get_int("batch", 0);
   options.batch_number = static_cast<std::uint64_t>(args.get_int("draw", 0));
   options.measure = measure_options(args, options.measure);

@@ -37,6 +37,11 @@ MeasureOptions measure_options(Args& args, const MeasureOptions& defaults) {
   return options;
 }
 
+void read_exchange_options(Args& args, EvalOptions& options) {
+  options.input_comm = args.get_or("input-comm", "exposed");
+  options.exchanges = args.get_or("exchanges", "fused");
+}
+
 int run_profile(Args& args, const Context& ctx) {
   const auto& words = args.positional();
   EMBSHARD_CHECK(!words.empty() && (words[0] == "compute" || words[0] == "comm" ||
@@ -92,7 +97,7 @@ int run_profile_calibrate(Args& args, const Context& ctx) {
   outputs.commit();
   std::cout << sim_calibration_text(calibration);
   if (install) {
-    const bool here = installed == machine_calibration_path(this_machine("cpu", 0));
+    const bool here = installed == machine_calibration_path(this_cpu());
     std::cout << "installed as " << (here ? "this" : "the measuring") << " machine's calibration: " << installed << "\n";
   }
   return 0;

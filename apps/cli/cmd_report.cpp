@@ -17,8 +17,7 @@ int report_plans(Args& args, const Context& ctx, const std::string& out) {
   const std::vector<std::string> plan_paths = split_list(args.require("plan"));
   EvalOptions options;
   options.backend = args.get_or("backend", "sim");
-  options.input_comm = args.get_or("input-comm", "exposed");
-  options.exchanges = args.get_or("exchanges", "fused");
+  read_exchange_options(args, options);
   options.batch_size = args.get_int("batch", 0);
   options.measure = measure_options(args, options.measure);
   args.finish();

@@ -7,6 +7,7 @@
 #include "embshard/core/context.h"
 #include "embshard/core/file_io.h"
 #include "embshard/cost/breakdown.h"
+#include "embshard/eval/evaluator.h"
 #include "embshard/profile/measure.h"
 
 namespace embshard::cli {
@@ -45,5 +46,8 @@ Objective objective_option(Args& args);
 
 /** --warmup, --repeats and --no-flush folded into `defaults`. */
 MeasureOptions measure_options(Args& args, const MeasureOptions& defaults);
+
+/** --input-comm and --exchanges (how the judge counts the exchanges) into `options`. */
+void read_exchange_options(Args& args, EvalOptions& options);
 
 }  // namespace embshard::cli

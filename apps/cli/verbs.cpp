@@ -14,6 +14,18 @@ const std::vector<OptionDoc> kMeasure = {
     {"no-flush", "", "", "do not flush the caches between repeats"},
 };
 
+/** How a judge counts the exchanges (cost/link_model.h), for every verb that judges plans. */
+const std::vector<OptionDoc> kExchangeOptions = {
+    {"input-comm", "M", "exposed", "the input all-to-all: exposed | overlap (hidden under compute) | omit (the papers' benchmarks)"},
+    {"exchanges", "E", "fused", "fused: one exchange set for the plan (the papers' benchmarks) | per_type: one per sharding type, as TorchRec runs them"},
+};
+
+/** `options` followed by the exchange options of a judge. */
+std::vector<OptionDoc> with_exchanges(std::vector<OptionDoc> options) {
+  options.insert(options.end(), kExchangeOptions.begin(), kExchangeOptions.end());
+  return options;
+}
+
 /** `options` followed by the measurement options with this verb's defaults (`no-flush` only
  *  where the caches are flushed by default). */
 std::vector<OptionDoc> with_measure(std::vector<OptionDoc> options, const char* warmup, const char* repeats,
@@ -82,7 +94,7 @@ std::vector<VerbDoc> make_docs() {
       {"check", "validate a plan against its task",
        {{"task", "T.json", "", "the task (required)"}, {"plan", "P.json", "", "the plan (required)"}}, ""},
       {"eval", "judge a plan: per-device compute, communication, memory and the objectives",
-       with_measure({{"task", "T.json", "", "the task (required)"},
+       with_measure(with_exchanges({{"task", "T.json", "", "the task (required)"},
         {"plan", "P.json", "", "the plan (required)"},
         {"backend", "B", "sim", "sim | cpu | reference | cuda (where built)"},
         {"batch", "B", "0", "measured backends: the batch to run (0: the task's)"},
@@ -90,13 +102,11 @@ std::vector<VerbDoc> make_docs() {
         {"objective", "O", "step", "step | max_sum | balance"},
         {"out", "R.json", "", "the evaluation as JSON"},
         {"comm", "C", "auto", "auto | model | mpi (measured all-to-alls, input one included; run under mpirun -n D). auto: mpi for a measured backend started by mpirun, else the link model"},
-        {"remap", "R", "in_sample", "tiered shards: in_sample | held_out (which draw ranks the hot rows)"},
-        {"input-comm", "M", "exposed", "the input all-to-all: exposed | overlap (hidden under compute) | omit (the papers' benchmarks)"},
-        {"exchanges", "E", "fused", "fused: one exchange set for the plan (the papers' benchmarks) | per_type: one per sharding type, as TorchRec runs them"}},
+        {"remap", "R", "in_sample", "tiered shards: in_sample | held_out (which draw ranks the hot rows)"}}),
                     "2", "5"),
        metrics},
       {"compare", "every sharder on every task of a directory, one judge",
-       with_measure({{"tasks", "DIR", "", "the task directory (required)"},
+       with_measure(with_exchanges({{"tasks", "DIR", "", "the task directory (required)"},
         {"sharders", "'S1;S2;...'", "", "sharder specs (required)"},
         {"cost", "SPEC", "default", "the cost model sharders that search use"},
         {"backend", "B", "sim", "the judge: sim | cpu | reference | cuda"},
@@ -106,21 +116,17 @@ std::vector<VerbDoc> make_docs() {
         {"chart", "R.svg", "", "per-device step bars of one task for every sharder"},
         {"chart-task", "ID", "", "with --chart: which task (default: the first)"},
         {"report", "R.html", "", "an HTML report of the comparison"},
-        {"reference", "SPEC", "", "with --report: the sharder the others are compared with"},
-        {"input-comm", "M", "exposed", "the input all-to-all: exposed | overlap (hidden under compute) | omit (the papers' benchmarks)"},
-        {"exchanges", "E", "fused", "fused: one exchange set for the plan (the papers' benchmarks) | per_type: one per sharding type, as TorchRec runs them"}},
+        {"reference", "SPEC", "", "with --report: the sharder the others are compared with"}}),
                     "2", "5"),
        metrics},
       {"report", "an HTML report: plans of one task, or a saved comparison",
-       with_measure({{"task", "T.json", "", "the task whose plans to show"},
+       with_measure(with_exchanges({{"task", "T.json", "", "the task whose plans to show"},
         {"plan", "'P1.json;P2.json'", "", "the plans (with --task)"},
         {"backend", "B", "sim", "the judge of the plans"},
         {"batch", "B", "0", "measured backends: the batch to run (0: the task's)"},
         {"compare", "R.csv", "", "a compare CSV to show instead"},
         {"reference", "SPEC", "", "with --compare: the sharder the others are compared with"},
-        {"out", "R.html", "", "the report (required)"},
-        {"input-comm", "M", "exposed", "the input all-to-all: exposed | overlap (hidden under compute) | omit (the papers' benchmarks)"},
-        {"exchanges", "E", "fused", "fused: one exchange set for the plan (the papers' benchmarks) | per_type: one per sharding type, as TorchRec runs them"}},
+        {"out", "R.html", "", "the report (required)"}}),
                     "2", "5"),
        "Give --task and --plan, or --compare."},
       {"profile compute", "measure random fused shards on this machine's kernels (cost samples, resumable)",

@@ -11,6 +11,7 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,8 +64,13 @@ class CallWarnings {
   std::vector<std::string> messages_;
 };
 
-/** The context of one call: its seed and threads; warnings go to `warnings` (errors are thrown). */
-Context call_context(std::uint64_t seed, int threads, const std::shared_ptr<CallWarnings>& warnings) {
+/**
+ * Runs `body(ctx)` with the GIL released under the context of one call (its seed and threads,
+ * warnings collected), then issues the warnings; returns what `body` returns. Errors are thrown.
+ */
+template <class Body>
+auto run_call(std::uint64_t seed, int threads, Body&& body) {
+  const auto warnings = std::make_shared<CallWarnings>();
   Context ctx;
   ctx.seed = seed;
   ctx.num_threads = std::max(1, threads);
@@ -72,7 +78,13 @@ Context call_context(std::uint64_t seed, int threads, const std::shared_ptr<Call
   ctx.sink = [warnings](LogLevel level, const std::string& message) {
     if (level == LogLevel::kWarning) warnings->add(message);
   };
-  return ctx;
+  std::optional<decltype(body(ctx))> out;
+  {
+    py::gil_scoped_release release;
+    out.emplace(body(ctx));
+  }
+  warnings->issue();
+  return std::move(*out);
 }
 
 /** A plan with the status the sharder reported (infeasible plans are empty). */
@@ -84,16 +96,11 @@ struct PlanResult {
 
 PlanResult plan_with(const Task& task, const std::string& sharder, const std::string& cost,
                      std::uint64_t seed, int threads) {
-  const auto warnings = std::make_shared<CallWarnings>();
-  ShardResult r;
-  {
-    py::gil_scoped_release release;
-    const Context ctx = call_context(seed, threads, warnings);
+  ShardResult r = run_call(seed, threads, [&](const Context& ctx) {
     std::unique_ptr<CostModel> model;
     if (make_sharder(sharder)->uses_cost_model()) model = make_cost_model(cost, task, ctx);
-    r = plan_task(sharder, task, model.get(), ctx);
-  }
-  warnings->issue();
+    return plan_task(sharder, task, model.get(), ctx);
+  });
   return {std::move(r.plan), to_string(r.status), std::move(r.reason)};
 }
 
@@ -292,16 +299,11 @@ PYBIND11_MODULE(_embshard, m) {
         options.batch_size = batch_size;
         options.input_comm = input_comm;
         options.exchanges = exchanges;
-        const auto warnings = std::make_shared<CallWarnings>();
-        std::pair<std::string, std::string> out;
-        {
-          py::gil_scoped_release release;
-          const EvalResult r = evaluate_plan(task, plan.plan, options, call_context(seed, threads, warnings));
-          out = {eval_result_json(r, task, plan.plan),
-                 eval_result_table(r, sharding_group_topology(task.topology, plan.plan.groups))};
-        }
-        warnings->issue();
-        return out;
+        return run_call(seed, threads, [&](const Context& ctx) {
+          const EvalResult r = evaluate_plan(task, plan.plan, options, ctx);
+          return std::make_pair(eval_result_json(r, task, plan.plan),
+                                eval_result_table(r, sharding_group_topology(task.topology, plan.plan.groups)));
+        });
       },
       py::arg("task"), py::arg("plan"), py::arg("backend"), py::arg("batch_size"), py::arg("seed"),
       py::arg("threads"), py::arg("input_comm") = "exposed", py::arg("exchanges") = "fused");
@@ -321,13 +323,8 @@ PYBIND11_MODULE(_embshard, m) {
         options.eval.backend = backend;
         options.eval.input_comm = input_comm;
         std::vector<Plan> plans;
-        std::vector<CompareRow> rows;
-        const auto warnings = std::make_shared<CallWarnings>();
-        {
-          py::gil_scoped_release release;
-          rows = run_compare(tasks, options, call_context(seed, threads, warnings), &plans);
-        }
-        warnings->issue();
+        const std::vector<CompareRow> rows =
+            run_call(seed, threads, [&](const Context& ctx) { return run_compare(tasks, options, ctx, &plans); });
         py::list out;
         const std::size_t per_task = options.sharders.size();
         EMBSHARD_ASSERT(rows.size() == tasks.size() * per_task && plans.size() == rows.size());
@@ -369,14 +366,7 @@ PYBIND11_MODULE(_embshard, m) {
   m.def(
       "dlrm_file_stats",
       [](const std::string& path, int threads) {
-        const auto warnings = std::make_shared<CallWarnings>();
-        std::string out;
-        {
-          py::gil_scoped_release release;
-          out = stats_to_json(compute_file_stats(path, call_context(0, threads, warnings)));
-        }
-        warnings->issue();
-        return out;
+        return run_call(0, threads, [&](const Context& ctx) { return stats_to_json(compute_file_stats(path, ctx)); });
       },
       py::arg("path"), py::arg("threads"));
   m.def(

@@ -249,7 +249,7 @@ def _write_batches(task: embshard.Task, batch: int, world: int, work: str) -> No
 
     local = batch // world
     for b in range(DISTINCT_BATCHES):
-        csr = _embshard.task_lookups(task._native, batch, b, 2)
+        csr = _embshard.task_lookups(task._native, batch, b, os.cpu_count() or 1)
         for rank in range(world):
             lengths, values = [], []
             for offsets, indices in csr:

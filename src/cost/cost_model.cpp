@@ -179,7 +179,7 @@ ParamSpec hardware_param(const std::string& what) {
 void warn_if_calibrated_elsewhere(const HardwareFingerprint& calibrated_on, const std::string& what,
                                   const Context& ctx) {
   if (calibrated_on.device_kind != "cpu") return;
-  static const HardwareFingerprint here = this_machine("cpu", 0);
+  const HardwareFingerprint& here = this_cpu();
   if (here.cpu_model == calibrated_on.cpu_model && here.llc_bytes == calibrated_on.llc_bytes) return;
   const std::string message = detail::concat(
       what, " were measured on '", calibrated_on.cpu_model, "' (", calibrated_on.llc_bytes >> 20,

@@ -171,10 +171,17 @@ std::vector<ParamSpec> with_input_comm_params(std::vector<ParamSpec> own) {
 }
 
 int exchange_groups(const Plan& plan) {
-  std::array<bool, kNumShardingTypes> used{};
-  for (const TablePlacement& t : plan.tables) used[static_cast<std::size_t>(t.type)] = true;
-  used[static_cast<std::size_t>(ShardingType::kDataParallel)] = false;
-  return std::max(1, static_cast<int>(std::count(used.begin(), used.end(), true)));
+  std::array<int, kNumShardingTypes> tables_per_type{};
+  for (const TablePlacement& t : plan.tables) ++tables_per_type[static_cast<std::size_t>(t.type)];
+  return exchange_groups(tables_per_type);
+}
+
+int exchange_groups(const std::array<int, kNumShardingTypes>& tables_per_type) {
+  int groups = 0;
+  for (int t = 0; t < kNumShardingTypes; ++t) {
+    if (t != static_cast<int>(ShardingType::kDataParallel) && tables_per_type[static_cast<std::size_t>(t)] > 0) ++groups;
+  }
+  return std::max(1, groups);
 }
 
 double extra_group_latency_ms(const Topology& topology, const InputCommOptions& options, int groups) {

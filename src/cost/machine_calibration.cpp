@@ -34,8 +34,13 @@ std::string machine_calibration_path(const HardwareFingerprint& machine) {
   return machine_calibration_dir() + "/sim-cpu-" + std::string(hex, 12) + ".json";
 }
 
+const HardwareFingerprint& this_cpu() {
+  static const HardwareFingerprint here = this_machine("cpu", 0);
+  return here;
+}
+
 std::optional<std::string> installed_calibration_of_this_machine() {
-  const std::string path = machine_calibration_path(this_machine("cpu", 0));
+  const std::string path = machine_calibration_path(this_cpu());
   std::error_code ec;
   if (std::filesystem::is_regular_file(path, ec)) return path;
   return std::nullopt;

@@ -344,14 +344,20 @@ TEST(ComputeSampler, DrawsNeuroShardShardsDeterministically) {
   EXPECT_NE(draw_compute_sample(pool, params, 9, 0), draw_compute_sample(pool, params, 10, 0));
 }
 
+/** A quick collection run: small shards (at most `max_tables` tables, 64 MiB), one repeat. */
+ComputeProfileRun small_run(int max_tables, std::int64_t batch, std::int64_t samples) {
+  ComputeProfileRun run;
+  run.sampler.max_tables = max_tables;
+  run.sampler.max_bytes = std::int64_t{64} << 20;
+  run.batch_size = batch;
+  run.num_samples = samples;
+  run.measure = {0, 1, false, 0.0};
+  return run;
+}
+
 TEST(ComputeSampler, CollectsAndResumesWithoutLosingOrDuplicating) {
   const Pool pool = Pool::generate(0);
-  ComputeProfileRun run;
-  run.sampler.max_tables = 3;
-  run.sampler.max_bytes = std::int64_t{64} << 20;
-  run.batch_size = 64;
-  run.num_samples = 2;
-  run.measure = {0, 1, false, 0.0};
+  ComputeProfileRun run = small_run(3, 64, 2);
   const std::string path = temp_path("collect.jsonl");
   const Context ctx = quiet();
   EXPECT_EQ(collect_compute_samples(pool, run, path, ctx), 2);
@@ -366,12 +372,7 @@ TEST(ComputeSampler, CollectsAndResumesWithoutLosingOrDuplicating) {
 
 TEST(ComputeSampler, SamplesSetUpAheadInParallelAreTheSameSamplesInOrder) {
   const Pool pool = Pool::generate(0);
-  ComputeProfileRun run;
-  run.sampler.max_tables = 4;
-  run.sampler.max_bytes = std::int64_t{64} << 20;
-  run.batch_size = 32;
-  run.num_samples = 5;
-  run.measure = {0, 1, false, 0.0};
+  ComputeProfileRun run = small_run(4, 32, 5);
   run.prepare_ahead = 3;  // chunks of 3, 2: the last chunk is short
   Context ctx = quiet();
   ctx.num_threads = 3;

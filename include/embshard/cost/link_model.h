@@ -67,6 +67,7 @@
  *
  * (0 with one device or no data-parallel table), the same on every device (`all_reduce_ms`).
  */
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -143,6 +144,9 @@ struct InputCommOptions {
  * sharding types other than data_parallel (whose copies exchange nothing), at least 1.
  */
 [[nodiscard]] int exchange_groups(const Plan& plan);
+/** The same rule for a plan in which `tables_per_type[type]` tables have each sharding type (a
+ *  search's running counts). */
+[[nodiscard]] int exchange_groups(const std::array<int, kNumShardingTypes>& tables_per_type);
 /** Under `per_type_exchanges`, what each of the step's exchanges (input, output forward, output
  *  backward) costs every device beyond one group: the all-to-all latency per further group. */
 [[nodiscard]] double extra_group_latency_ms(const Topology& topology, const InputCommOptions& options,

@@ -32,6 +32,10 @@ inline constexpr const char* kCalibrationsEnv = "EMBSHARD_CALIBRATIONS";
 /** Where the calibration of `machine`'s CPU is installed (file comment). */
 [[nodiscard]] std::string machine_calibration_path(const HardwareFingerprint& machine);
 
+/** This machine's CPU fingerprint (`this_machine("cpu", 0)`), read once per process: every sim
+ *  model built for a cpu task asks for it, some once per evaluation. */
+[[nodiscard]] const HardwareFingerprint& this_cpu();
+
 /** This machine's installed CPU calibration, if there is one. */
 [[nodiscard]] std::optional<std::string> installed_calibration_of_this_machine();
 

@@ -309,13 +309,7 @@ void State::refresh_type(int table) {
   if (type >= 0) ++type_tables_[static_cast<std::size_t>(type)];
 }
 
-int State::exchange_groups() const {
-  int groups = 0;
-  for (int t = 0; t < kNumShardingTypes; ++t) {
-    if (t != static_cast<int>(ShardingType::kDataParallel) && type_tables_[static_cast<std::size_t>(t)] > 0) ++groups;
-  }
-  return std::max(1, groups);
-}
+int State::exchange_groups() const { return embshard::exchange_groups(type_tables_); }
 
 namespace {
 bool same_pieces(const std::vector<Piece>& a, const std::vector<Piece>& b) {
