@@ -32,7 +32,8 @@ int main(int argc, char** argv) {
   const std::map<std::string, Runner> verbs = {
       {"stats", run_stats}, {"pool", run_pool},       {"task", run_task},       {"check", run_check},
       {"list", run_list},   {"profile", run_profile}, {"eval", run_eval},       {"plan", run_plan},
-      {"compare", run_compare}, {"report", run_report}, {"help", run_help}};
+      {"compare", run_compare}, {"report", run_report}, {"help", run_help},  {"size", run_size},
+      {"fit", run_fit}};
   if (!words.empty() && words[0] == "train") {
     try {
       const std::vector<std::string> rest(words.begin() + 1, words.end());

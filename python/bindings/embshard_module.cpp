@@ -28,6 +28,7 @@
 #include "embshard/eval/cost_models.h"
 #include "embshard/eval/evaluator.h"
 #include "embshard/eval/task_gen.h"
+#include "embshard/eval/what_if.h"
 #include "embshard/plan/plan_io.h"
 #include "embshard/plan/torchrec_export.h"
 #include "embshard/shard/sharder.h"
@@ -337,6 +338,29 @@ PYBIND11_MODULE(_embshard, m) {
       },
       py::arg("tasks"), py::arg("sharders"), py::arg("cost"), py::arg("backend"), py::arg("seed"),
       py::arg("threads"), py::arg("input_comm") = "exposed");
+
+  m.def(
+      "size",
+      [](const Task& task, int min_devices, int max_devices, double target_ms, const std::string& sharder,
+         const std::string& cost, const std::string& backend, std::uint64_t seed, int threads) {
+        WhatIfOptions options{sharder, cost, {}};
+        options.judge.backend = backend;
+        return run_call(seed, threads, [&](const Context& ctx) {
+          return capacity_json(plan_capacity(task, min_devices, max_devices, target_ms, options, ctx));
+        });
+      },
+      py::arg("task"), py::arg("min_devices"), py::arg("max_devices"), py::arg("target_ms"), py::arg("sharder"),
+      py::arg("cost"), py::arg("backend"), py::arg("seed"), py::arg("threads"));
+
+  m.def(
+      "fit",
+      [](const Task& task, const std::string& sharder, const std::string& cost, const std::string& backend,
+         std::uint64_t seed, int threads) {
+        WhatIfOptions options{sharder, cost, {}};
+        options.judge.backend = backend;
+        return run_call(seed, threads, [&](const Context& ctx) { return fit_advice_json(advise_fit(task, options, ctx)); });
+      },
+      py::arg("task"), py::arg("sharder"), py::arg("cost"), py::arg("backend"), py::arg("seed"), py::arg("threads"));
 
   m.def(
       "topology", [](const std::string& spec) { return topology_dict(make_topology(spec)); },

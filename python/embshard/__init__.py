@@ -29,7 +29,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 from . import _embshard
 
 __all__ = ["Error", "Table", "Task", "Plan", "Breakdown", "plan", "evaluate", "compare", "check",
-           "list", "default_sharders", "stats_from_csr", "stats_from_dlrm_file", "version",
+           "size", "fit", "Capacity", "FitAdvice", "list", "default_sharders", "stats_from_csr", "stats_from_dlrm_file", "version",
            "DERIVED_STATS_DEFAULTS"]
 
 Error = _embshard.Error
@@ -361,6 +361,57 @@ def compare(tasks: Union[Task, Sequence[Task]], sharders: Optional[Sequence[str]
     return [CompareRow(r["task_id"], r["sharder"], r["status"], r["reason"], r["step_ms"],
                        r["max_sum_ms"], r["balance"], r["plan_ms"], r["lower_bound_ms"],
                        Plan(r["plan"])) for r in rows]
+
+
+@dataclasses.dataclass
+class Capacity:
+    """`size`'s answer: `points` (one dict per device count planned: devices, hosts, status,
+    reason, step_ms, lower_bound_ms, plan_ms, meets), `fewest` (0: none met the target) and
+    `verdict`, the one line `embshard size` prints last."""
+    fewest: int
+    verdict: str
+    target_ms: float
+    points: List[Dict[str, Any]]
+
+
+def size(task: Task, target_step_ms: Optional[float] = None, *, devices: Optional[Sequence[int]] = None,
+         sharder: str = "joint", cost: str = "default", judge: str = "sim", seed: int = 0,
+         threads: int = 1) -> Capacity:
+    """Capacity planning (`embshard size`, docs/what_if.md): the task planned at each device count
+    of its hardware in `devices` = (min, max) (default 1 to 16 × today's), the global batch and the
+    memory per device kept; with `target_step_ms`, the fewest devices whose plan meets it."""
+    if devices is None:
+        devices = (1, 16 * task._native.num_devices)
+    if isinstance(devices, (str, bytes)) or len(devices) != 2:
+        raise Error(f"size: devices must be (min, max), got {devices!r}")
+    lo, hi = devices
+    target = 0.0 if target_step_ms is None else _finite(target_step_ms, "size: target_step_ms")
+    doc = json.loads(_embshard.size(task._native, _integer(lo, "size: devices[0]"), _integer(hi, "size: devices[1]"),
+                                    target, sharder, cost, judge, seed, threads))
+    return Capacity(doc["fewest"], doc["verdict"], doc["target_ms"], doc["points"])
+
+
+@dataclasses.dataclass
+class FitAdvice:
+    """`fit`'s answer: whether the task `fits` as it is; else its `conflicts` (one line each), the
+    `changes` that make it fit, ranked (dicts: kind, description, added_share, step_ms,
+    next_smaller, and `task`, the changed Task), and the kinds that did not help (`not_helping`)."""
+    fits: bool
+    conflicts: List[str]
+    changes: List[Dict[str, Any]]
+    not_helping: List[str]
+
+
+def fit(task: Task, *, sharder: str = "joint", cost: str = "default", judge: str = "sim", seed: int = 0,
+        threads: int = 1) -> FitAdvice:
+    """Why `task` does not fit and the smallest changes that make it fit, each verified by planning
+    the changed task with `sharder` (`embshard fit`, docs/what_if.md)."""
+    doc = json.loads(_embshard.fit(task._native, sharder, cost, judge, seed, threads))
+    changes = []
+    for change in doc["changes"]:
+        change["task"] = Task.from_json(change["task"], where=f"fit: the {change['kind']} change")
+        changes.append(change)
+    return FitAdvice(doc["fits"], doc["conflicts"], changes, doc["not_helping"])
 
 
 def check(task: Task, plan: Plan) -> None:

@@ -1,7 +1,11 @@
 #include "embshard/data/topology.h"
 
 #include <cmath>
+#include <optional>
 #include <sstream>
+
+#include "embshard/core/error.h"
+#include "embshard/core/spec.h"
 
 namespace embshard {
 namespace {
@@ -200,6 +204,85 @@ std::string find_error_in_topology(const Topology& t, const std::string& where) 
   if (!(t.a2a_latency_us >= 0 && t.a2a_latency_us <= kMaxLatencyUs))
     return at + ": a2a_latency_us must lie in [0, 1e9]";
   return "";
+}
+
+}  // namespace embshard
+
+namespace embshard {
+namespace {
+
+/** A number as a spec value that parses back to the same double (17 significant digits). */
+std::string exact_number(double value) {
+  std::ostringstream o;
+  o.precision(17);
+  o << value;
+  return o.str();
+}
+
+/** The preset's spec with `changes` applied, built; nullopt for a custom topology. */
+std::optional<Topology> edited_preset(const Topology& topology,
+                                      const std::vector<std::pair<std::string, std::string>>& changes) {
+  if (topology.name.empty() || topology.name == "custom") return std::nullopt;
+  Spec spec = parse_spec(topology.name);
+  for (const auto& [key, value] : changes) set_spec_value(spec, key, value);
+  return make_topology(format_spec(spec));
+}
+
+/** The devices of a custom topology are all device 0's, else Error naming the first that differs. */
+void check_uniform(const Topology& topology, const std::string& what) {
+  const Device& first = topology.devices.front();
+  for (std::size_t d = 1; d < topology.devices.size(); ++d) {
+    const Device& dev = topology.devices[d];
+    EMBSHARD_CHECK(dev.hbm_bytes == first.hbm_bytes && dev.uvm_bytes == first.uvm_bytes &&
+                       dev.hbm_gbps == first.hbm_gbps && dev.uvm_gbps == first.uvm_gbps,
+                   "topology: device ", d, " differs from device 0; ", what,
+                   " needs devices of one kind (mixed hardware has no single rule to scale by)");
+  }
+}
+
+bool is_cpu_preset(const Topology& topology) { return topology.name.rfind("cpu", 0) == 0; }
+
+}  // namespace
+
+std::vector<int> device_counts(const Topology& topology, int lo, int hi) {
+  const int host = is_cpu_preset(topology) ? 4096 : std::max(topology.devices_per_host, 1);
+  const int most = static_cast<int>(std::min<std::int64_t>(hi, kMaxDevices));
+  std::vector<int> counts;
+  for (int n = std::max(lo, 1); n <= std::min(host, most); ++n) counts.push_back(n);
+  for (std::int64_t n = 2 * static_cast<std::int64_t>(host); n <= most; n += host) {
+    if (n >= lo) counts.push_back(static_cast<int>(n));
+  }
+  return counts;
+}
+
+Topology topology_with_devices(const Topology& topology, int devices) {
+  const std::vector<int> counts = device_counts(topology, devices, devices);
+  EMBSHARD_CHECK(!counts.empty(), "topology: ", devices, " devices is not a size this topology comes in: one host "
+                 "of 1 to ", topology.devices_per_host, " devices, or whole hosts of ", topology.devices_per_host);
+  const int host = std::max(topology.devices_per_host, 1);
+  const bool one_host = devices <= host;
+  const std::string n = std::to_string(devices);
+  const auto preset = is_cpu_preset(topology)
+      ? edited_preset(topology, {{"devices", n}})
+      : edited_preset(topology, {{"nodes", one_host ? "1" : std::to_string(devices / host)},
+                                 {"gpus_per_node", one_host ? n : std::to_string(host)}});
+  if (preset) return *preset;
+  check_uniform(topology, "changing the number of devices");
+  Topology t = topology;
+  t.devices.assign(static_cast<std::size_t>(devices), topology.devices.front());
+  return t;
+}
+
+Topology topology_with_hbm(const Topology& topology, std::int64_t hbm_bytes) {
+  EMBSHARD_CHECK(hbm_bytes >= 0 && hbm_bytes <= kMaxDeviceBytes, "topology: ", hbm_bytes,
+                 " bytes of HBM per device is outside [0, 2^44]");
+  const std::string gib = exact_number(static_cast<double>(hbm_bytes) / kGiB);
+  const auto preset = edited_preset(topology, {{is_cpu_preset(topology) ? "mem_gib" : "hbm_gib", gib}});
+  if (preset) return *preset;
+  check_uniform(topology, "changing the memory per device");
+  Topology t = topology;
+  for (Device& d : t.devices) d.hbm_bytes = hbm_bytes;
+  return t;
 }
 
 }  // namespace embshard

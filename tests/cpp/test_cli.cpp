@@ -161,6 +161,33 @@ TEST_F(Cli, AnErrorNamingATableWithControlCharactersIsOneLineWithoutThem) {
       << r.out;
 }
 
+TEST_F(Cli, FitWritesAChangedTaskThatPlansAndSizeAnswersInOneLine) {
+  // Tables of ~3× the devices' HBM: fit names the conflict, writes its top change, and plan plans it.
+  std::ofstream(path("t.json")) << R"({"schema_version": 1, "id": "tight", "batch_size": 4096,
+    "topology": {"preset": "v100:gpus_per_node=4,hbm_gib=0.125"},
+    "tables": [{"name": "a", "dim": 64, "stats": {"num_rows": 3000000, "pooling_factor": 2.0}},
+               {"name": "b", "dim": 32, "stats": {"num_rows": 2000000, "pooling_factor": 1.0}}]})";
+  EXPECT_EQ(run_cli("plan --quiet --task " + path("t.json")).status, 1);
+  CliResult r = run_cli("fit --quiet --task " + path("t.json") + " --out " + path("fixed.json"));
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("tables need"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("table 'a' (0.715256 GiB) leaves at least 0.178814 GiB"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1. [uvm] allow UVM for the largest table of 2: 'a'"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[memory] 0.25 GiB of HBM per device"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("smaller: "), std::string::npos) << r.out;
+  r = run_cli("plan --quiet --task " + path("fixed.json"));
+  EXPECT_EQ(r.status, 0) << r.out;
+  r = run_cli("size --quiet --task " + path("fixed.json") + " --target-step 1e-9 --devices 1-8");
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(r.out.find("no device count tried between 1 and 8 meets"), std::string::npos) << r.out;
+  r = run_cli("size --task " + path("fixed.json") + " --devices 5-7");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.out, "error: size: no device count between 5 and 7 that this topology comes in (1 to 4 on one host, "
+                   "then whole hosts of 4)\n");
+  r = run_cli("size --task " + path("fixed.json") + " --devices 8-2x");
+  EXPECT_NE(r.out.find("--devices: expected MIN-MAX"), std::string::npos) << r.out;
+}
+
 TEST_F(Cli, StatsReproducesTheFixtures) {
   for (const char* name : {"dlrm_t4_bs64_offsets_i64.pt.gz", "dlrm_t5_bs128_lengths_i64.pt"}) {
     const CliResult r = run_cli("stats --quiet --data " + fixture(name) + " --out " + path("t.json"));

@@ -87,4 +87,26 @@ inline constexpr double kMaxLatencyUs = 1e9;
 /** Builds a preset from its spec string (e.g. "h100:nodes=2"); throws Error listing presets. */
 [[nodiscard]] Topology make_topology(const std::string& spec);
 
+/**
+ * The device counts `topology_with_devices` accepts in [lo, hi], ascending: 1 to the host size
+ * (one host), then whole hosts (multiples of the host size). The host size is `devices_per_host`
+ * (for the `cpu` preset, whose devices share one host, every count up to its limit).
+ */
+[[nodiscard]] std::vector<int> device_counts(const Topology& topology, int lo, int hi);
+
+/**
+ * The same hardware with `devices` devices (one of `device_counts`): a preset's spec with its
+ * `nodes` / `gpus_per_node` (`devices` for cpu) changed, so the task file still names the
+ * preset; a custom topology with device 0 repeated. Error naming the count when it is not one of
+ * `device_counts`, and naming the device when a custom topology's devices differ (mixed hardware
+ * cannot be resized by one rule).
+ */
+[[nodiscard]] Topology topology_with_devices(const Topology& topology, int devices);
+
+/**
+ * The same hardware with `hbm_bytes` of HBM available to embeddings on every device (a preset's
+ * `hbm_gib` / `mem_gib` changed). Error when it is outside [0, kMaxDeviceBytes].
+ */
+[[nodiscard]] Topology topology_with_hbm(const Topology& topology, std::int64_t hbm_bytes);
+
 }  // namespace embshard

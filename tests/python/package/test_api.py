@@ -301,3 +301,40 @@ else:
         assert r.returncode == 0 and r.stderr == "", r.stderr
     assert "('RuntimeWarning', \"sim's cpu coefficients were measured on" in run[0].stdout, run[0].stdout
     assert "raised sim's cpu coefficients" in run[1].stdout, run[1].stdout
+
+
+def test_size_finds_the_fewest_devices_and_its_answer_plans_as_promised():
+    task = shape_only_task()
+    curve = embshard.size(task, devices=(1, 8), sharder="joint")
+    assert [p["devices"] for p in curve.points] == [1, 2, 3, 4, 8]
+    steps = {p["devices"]: p["step_ms"] for p in curve.points if p["status"] == "ok"}
+    assert len(steps) >= 2, curve.verdict
+    target = sorted(steps.values())[1]  # the second-fastest count meets it
+    answer = embshard.size(task, target, devices=(1, 8), sharder="joint")
+    assert answer.fewest == min(n for n, s in steps.items() if s <= target)
+    assert f"{answer.fewest} devices" in answer.verdict
+    none = embshard.size(task, 1e-6, devices=(1, 4))
+    assert none.fewest == 0 and "meets" in none.verdict
+    with pytest.raises(Error, match="devices must be"):
+        embshard.size(task, devices=(1,))
+    with pytest.raises(Error, match="target_step_ms must be finite"):
+        embshard.size(task, float("nan"))
+
+
+def test_fit_names_the_conflict_and_every_change_it_offers_plans():
+    task = Task.from_tables(
+        [Table("user", rows=40_000_000, dim=64, pooling_factor=1.0),
+         Table("item", rows=3_000_000, dim=32, pooling_factor=12.5)],
+        topology="v100:gpus_per_node=4,hbm_gib=1", batch_size=65536)
+    assert not embshard.plan(task, "joint").ok
+    advice = embshard.fit(task)
+    assert not advice.fits
+    assert any("tables need" in c for c in advice.conflicts), advice.conflicts
+    assert {c["kind"] for c in advice.changes} >= {"memory", "devices"}
+    for change in advice.changes:
+        assert isinstance(change["task"], Task)
+        plan = embshard.plan(change["task"], "joint")
+        assert plan.ok, (change["description"], plan.reason)
+        assert embshard.evaluate(change["task"], plan).step_ms == pytest.approx(change["step_ms"])
+    fits = embshard.fit(shape_only_task())
+    assert fits.fits and not fits.changes

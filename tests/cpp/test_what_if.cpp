@@ -1,0 +1,287 @@
+// What-if planning (eval/what_if.h): device counts and memory changed on a topology, capacity
+// curves against planning every count, and fit advice whose every change plans and whose next
+// smaller change does not — each checked by planning the changed task independently.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "embshard/data/data_io.h"
+#include "embshard/eval/cost_models.h"
+#include "embshard/eval/what_if.h"
+#include "embshard/plan/plan.h"
+#include "embshard/report/capacity_report.h"
+#include "embshard/shard/sharder.h"
+#include "shard_test_util.h"
+#include "test_util.h"
+
+namespace embshard {
+namespace {
+
+using test_util::error_of;
+using test_util::quiet;
+using test_util::tiny_task;
+
+constexpr std::int64_t kStep = std::int64_t{1} << 26;  // fit's memory step, 1/16 GiB
+
+/** A fast sharder for the many plans these tests make; joint is covered once below. */
+WhatIfOptions greedy_options() {
+  WhatIfOptions o;
+  o.sharder = "greedy:balance=lookup";
+  return o;
+}
+
+/** `task` planned and judged on its own, as a user would (`plan` then `eval`). */
+std::optional<double> independent_step(const Task& task, const WhatIfOptions& options) {
+  const auto cost = make_cost_model(options.cost, task, quiet());
+  const ShardResult r = plan_task(options.sharder, task, cost.get(), quiet());
+  if (r.status != ShardStatus::kOk) return std::nullopt;
+  EXPECT_EQ(find_error_in_plan(task, r.plan), "");
+  return evaluate_plan(task, r.plan, options.judge, quiet()).step_ms;
+}
+
+Task with_devices(const Task& task, int devices) {
+  Task t = task;
+  t.topology = topology_with_devices(task.topology, devices);
+  return t;
+}
+
+Task with_hbm(const Task& task, std::int64_t bytes) {
+  Task t = task;
+  t.topology = topology_with_hbm(task.topology, bytes);
+  return t;
+}
+
+/** The HBM of device 0. */
+std::int64_t hbm(const Task& task) { return task.topology.devices.front().hbm_bytes; }
+
+TEST(WhatIfTopology, DeviceCountsAreOneHostThenWholeHosts) {
+  const Topology t = make_topology("v100:nodes=1,gpus_per_node=4");
+  EXPECT_EQ(device_counts(t, 1, 20), (std::vector<int>{1, 2, 3, 4, 8, 12, 16, 20}));
+  EXPECT_EQ(device_counts(t, 5, 7), std::vector<int>{});
+  EXPECT_EQ(device_counts(make_topology("cpu:devices=2"), 1, 6), (std::vector<int>{1, 2, 3, 4, 5, 6}));
+}
+
+TEST(WhatIfTopology, APresetKeepsItsNameAndFiguresAndRoundTripsThroughTheTaskFile) {
+  Task task = tiny_task(6, "v100:nodes=1,gpus_per_node=4,hbm_gib=4", 1);
+  const Task bigger = with_devices(task, 12);
+  EXPECT_EQ(bigger.topology.num_devices(), 12);
+  EXPECT_EQ(bigger.topology.num_hosts(), 3);
+  EXPECT_NE(bigger.topology.name.find("nodes=3"), std::string::npos) << bigger.topology.name;
+  EXPECT_EQ(hbm(bigger), hbm(task));
+  EXPECT_EQ(bigger.topology.inter_host_gbps, task.topology.inter_host_gbps);
+  const Task smaller = with_devices(task, 3);
+  EXPECT_EQ(smaller.topology.num_devices(), 3);
+  EXPECT_EQ(smaller.topology.num_hosts(), 1);
+  // An odd memory figure survives the preset's GiB parameter exactly.
+  const Task odd = with_hbm(task, 77 * kStep + 12345);
+  EXPECT_EQ(hbm(odd), 77 * kStep + 12345);
+  EXPECT_EQ(hbm(task_from_json(task_to_json(odd), "odd")), 77 * kStep + 12345);
+  EXPECT_NE(error_of([&] { (void)with_devices(task, 6); }).find("6 devices is not a size"), std::string::npos);
+  EXPECT_NE(error_of([&] { (void)with_hbm(task, -1); }).find("outside"), std::string::npos);
+}
+
+TEST(WhatIfTopology, ACustomTopologyRepeatsItsDeviceAndRefusesMixedHardware) {
+  Task task = tiny_task(6, "v100:nodes=1,gpus_per_node=4", 2);
+  task.topology.name = "custom";
+  const Task bigger = with_devices(task, 8);
+  EXPECT_EQ(bigger.topology.num_devices(), 8);
+  EXPECT_EQ(hbm(with_hbm(task, 5 * kStep)), 5 * kStep);
+  task.topology.devices[1].hbm_gbps *= 2;
+  EXPECT_NE(error_of([&] { (void)with_devices(task, 8); }).find("device 1 differs"), std::string::npos);
+  EXPECT_NE(error_of([&] { (void)with_hbm(task, kStep); }).find("device 1 differs"), std::string::npos);
+}
+
+TEST(WhatIfCapacity, TheFewestDevicesAreThoseOfPlanningEveryCount) {
+  const Task task = tiny_task(12, "v100:nodes=1,gpus_per_node=4,hbm_gib=4", 3);
+  const WhatIfOptions options = greedy_options();
+  const std::vector<int> counts = device_counts(task.topology, 1, 16);  // 7 counts: every one planned
+  std::vector<std::optional<double>> reference;
+  for (int n : counts) reference.push_back(independent_step(with_devices(task, n), options));
+  // A target the middle of the curve meets: between the steps of two counts.
+  ASSERT_TRUE(reference[3] && reference[4]);
+  const double target = 0.5 * (*reference[3] + *reference[4]);
+  const CapacityCurve curve = plan_capacity(task, 1, 16, target, options, quiet());
+  ASSERT_EQ(curve.points.size(), counts.size());
+  int first = 0;
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    const CapacityPoint& p = curve.points[i];
+    EXPECT_EQ(p.devices, counts[i]);
+    EXPECT_EQ(p.run.status == "ok", reference[i].has_value()) << p.devices;
+    if (reference[i] && p.run.status == "ok") {
+      EXPECT_DOUBLE_EQ(p.run.eval.step_ms, *reference[i]) << p.devices;
+      EXPECT_LE(p.bound_ms, p.run.eval.step_ms * (1 + 1e-9)) << p.devices;
+    }
+    if (!first && reference[i] && *reference[i] <= target) first = counts[i];
+  }
+  EXPECT_EQ(curve.fewest, first);
+  EXPECT_NE(curve.verdict.find(std::to_string(first) + " devices"), std::string::npos) << curve.verdict;
+}
+
+TEST(WhatIfCapacity, BeyondTheGridTheAnswersNextSmallerCountIsPlannedAndMisses) {
+  const Task task = tiny_task(12, "v100:nodes=1,gpus_per_node=4,hbm_gib=4", 4);
+  const WhatIfOptions options = greedy_options();
+  const std::vector<int> counts = device_counts(task.topology, 1, 64);  // 19 counts: a grid, then bisection
+  const auto at24 = independent_step(with_devices(task, 24), options);
+  ASSERT_TRUE(at24);
+  const double target = *at24 * 1.0001;
+  const CapacityCurve curve = plan_capacity(task, 1, 64, target, options, quiet());
+  ASSERT_GT(curve.fewest, 0) << curve.verdict;
+  EXPECT_LT(curve.points.size(), counts.size());
+  const auto fewest = independent_step(with_devices(task, curve.fewest), options);
+  ASSERT_TRUE(fewest);
+  EXPECT_LE(*fewest, target);
+  const auto below = *(std::find(counts.begin(), counts.end(), curve.fewest) - 1);
+  const auto below_step = independent_step(with_devices(task, below), options);
+  EXPECT_TRUE(!below_step || *below_step > target) << below;
+  for (const CapacityPoint& p : curve.points) {
+    if (p.devices < curve.fewest) {
+      EXPECT_FALSE(p.meets(target)) << p.devices;
+    }
+  }
+  EXPECT_TRUE(std::is_sorted(curve.points.begin(), curve.points.end(),
+                             [](const CapacityPoint& a, const CapacityPoint& b) { return a.devices < b.devices; }));
+  // The CSV and the report carry every point.
+  const std::string csv = capacity_csv(curve);
+  EXPECT_EQ(static_cast<std::size_t>(std::count(csv.begin(), csv.end(), '\n')), curve.points.size() + 1);
+  EXPECT_NE(capacity_report_html(curve).find("<svg"), std::string::npos);
+}
+
+TEST(WhatIfCapacity, ATargetNoCountMeetsSaysSoWithTheBound) {
+  const Task task = tiny_task(8, "v100:nodes=1,gpus_per_node=4,hbm_gib=4", 5);
+  const CapacityCurve curve = plan_capacity(task, 1, 8, 1e-6, greedy_options(), quiet());
+  EXPECT_EQ(curve.fewest, 0);
+  EXPECT_NE(curve.verdict.find("no device count tried between 1 and 8 meets"), std::string::npos) << curve.verdict;
+  EXPECT_NE(curve.verdict.find("lower bound is at least"), std::string::npos) << curve.verdict;
+}
+
+TEST(WhatIfCapacity, BadInputIsOneLineNamingIt) {
+  const Task task = tiny_task(4, "v100:nodes=1,gpus_per_node=4", 6);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_NE(error_of([&] { (void)plan_capacity(task, 1, 4, nan, greedy_options(), quiet()); }).find("target step"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { (void)plan_capacity(task, 5, 7, 1, greedy_options(), quiet()); })
+                .find("no device count between 5 and 7"),
+            std::string::npos);
+}
+
+/** A pool task whose tables need about 3× the devices' HBM. */
+Task infeasible_task(std::uint64_t seed) {
+  Task task = tiny_task(14, "v100:nodes=1,gpus_per_node=4,hbm_gib=4,uvm_gib=64", seed);
+  task.constraints.allow_uvm = false;
+  const std::int64_t need = task.workload.total_bytes() / task.topology.num_devices();
+  task.topology = topology_with_hbm(task.topology, need / 3);
+  return task;
+}
+
+/** The change's task with this kind's field put back to the original's: equal to the original. */
+void expect_only_its_kind_changed(const Task& original, const FitChange& change) {
+  Task undone = change.task;
+  if (change.kind == "memory" || change.kind == "devices") undone.topology = original.topology;
+  if (change.kind == "uvm") {
+    undone.constraints.allow_uvm = original.constraints.allow_uvm;
+    for (std::size_t i = 0; i < undone.workload.tables.size(); ++i)
+      undone.workload.tables[i].constraints.allow_uvm = original.workload.tables[i].constraints.allow_uvm;
+  }
+  if (change.kind == "table_types") undone.workload.tables = original.workload.tables;
+  EXPECT_EQ(task_to_json(undone), task_to_json(original)) << change.kind;
+}
+
+TEST(WhatIfFit, EveryChangePlansAndTheNextSmallerOfItsKindDoesNot) {
+  for (const std::uint64_t seed : {7u, 8u}) {
+    const Task task = infeasible_task(seed);
+    const WhatIfOptions options;  // joint: it splits tables, so more devices help too
+    ASSERT_FALSE(independent_step(task, options));
+    const FitAdvice advice = advise_fit(task, options, quiet());
+    ASSERT_NE(advice.run.status, "ok");
+    ASSERT_FALSE(advice.conflicts.empty());
+    EXPECT_NE(advice.conflicts.front().find("tables need"), std::string::npos) << advice.conflicts.front();
+    std::vector<std::string> kinds;
+    for (const FitChange& c : advice.changes) kinds.push_back(c.kind);
+    EXPECT_EQ(std::count(kinds.begin(), kinds.end(), "memory"), 1);
+    EXPECT_EQ(std::count(kinds.begin(), kinds.end(), "devices"), 1);
+    EXPECT_EQ(std::count(kinds.begin(), kinds.end(), "uvm"), 1);
+    for (const std::string& n : advice.not_helping) ADD_FAILURE() << n;
+    for (const FitChange& c : advice.changes) {
+      SCOPED_TRACE(c.kind + ": " + c.description);
+      const auto step = independent_step(c.task, options);
+      ASSERT_TRUE(step);
+      EXPECT_DOUBLE_EQ(*step, c.run.eval.step_ms);
+      expect_only_its_kind_changed(task, c);
+      EXPECT_FALSE(c.next_smaller.empty());
+      if (c.kind == "memory") {
+        EXPECT_EQ(hbm(c.task) % kStep, 0);
+        EXPECT_FALSE(independent_step(with_hbm(task, hbm(c.task) - kStep), options));
+      }
+      if (c.kind == "devices") {
+        const std::vector<int> counts = device_counts(task.topology, 1, c.task.topology.num_devices() - 1);
+        EXPECT_FALSE(independent_step(with_devices(task, counts.back()), options)) << counts.back();
+      }
+      if (c.kind == "uvm") {  // the same relaxation with its smallest table taken back
+        Task smaller = c.task;
+        TableSpec* least = nullptr;
+        for (TableSpec& t : smaller.workload.tables) {
+          if (t.constraints.allow_uvm && (!least || t.size_bytes() <= least->size_bytes())) least = &t;
+        }
+        ASSERT_NE(least, nullptr);
+        least->constraints.allow_uvm = false;
+        EXPECT_FALSE(independent_step(smaller, options));
+      }
+    }
+    // Relaxations (no hardware) first, then the hardware added, least first.
+    for (std::size_t i = 1; i < advice.changes.size(); ++i) {
+      const FitChange &a = advice.changes[i - 1], &b = advice.changes[i];
+      EXPECT_TRUE(a.added_share == 0 || (b.added_share != 0 && a.added_share <= b.added_share)) << a.kind << " " << b.kind;
+    }
+  }
+}
+
+TEST(WhatIfFit, ATableThatMayNotBeSplitIsNamedAndFreeingItsTypesIsOffered) {
+  Task task = tiny_task(8, "v100:nodes=1,gpus_per_node=4,hbm_gib=4", 9);
+  auto largest = std::max_element(task.workload.tables.begin(), task.workload.tables.end(),
+                                  [](const TableSpec& a, const TableSpec& b) { return a.size_bytes() < b.size_bytes(); });
+  largest->constraints.sharding_types = {ShardingType::kTableWise};
+  task.topology = topology_with_hbm(task.topology, largest->size_bytes() * 3 / 4);
+  const WhatIfOptions options;  // joint: it splits the table once it may
+  const FitAdvice advice = advise_fit(task, options, quiet());
+  ASSERT_NE(advice.run.status, "ok");
+  const bool named = std::any_of(advice.conflicts.begin(), advice.conflicts.end(), [&](const std::string& c) {
+    return c.find("table '" + largest->name + "'") != std::string::npos;
+  });
+  EXPECT_TRUE(named) << advice.conflicts.front();
+  const auto types = std::find_if(advice.changes.begin(), advice.changes.end(),
+                                  [](const FitChange& c) { return c.kind == "table_types"; });
+  ASSERT_NE(types, advice.changes.end()) << (advice.not_helping.empty() ? "" : advice.not_helping.front());
+  EXPECT_NE(types->description.find(largest->name), std::string::npos) << types->description;
+  EXPECT_TRUE(independent_step(types->task, options));
+  expect_only_its_kind_changed(task, *types);
+}
+
+TEST(WhatIfFit, MixedHardwareIsListedAsNotResizableAndTheOtherKindsAreStillTried) {
+  Task task = infeasible_task(11);
+  task.topology.name = "custom";
+  task.topology.devices[1].hbm_gbps *= 2;
+  const FitAdvice advice = advise_fit(task, WhatIfOptions{}, quiet());
+  const auto listed = [&](const std::string& kind) {
+    return std::any_of(advice.not_helping.begin(), advice.not_helping.end(), [&](const std::string& line) {
+      return line.rfind(kind + ": topology: device 1 differs from device 0", 0) == 0;
+    });
+  };
+  EXPECT_TRUE(listed("memory"));
+  EXPECT_TRUE(listed("devices"));
+  ASSERT_EQ(advice.changes.size(), 1u);
+  EXPECT_EQ(advice.changes.front().kind, "uvm");
+}
+
+TEST(WhatIfFit, ATaskThatFitsNeedsNoChangeAndJointIsTheDefault) {
+  const Task task = tiny_task(6, "v100:nodes=1,gpus_per_node=4,hbm_gib=4", 10);
+  const FitAdvice advice = advise_fit(task, WhatIfOptions{}, quiet());
+  EXPECT_EQ(advice.run.status, "ok");
+  EXPECT_EQ(advice.run.sharder.rfind("joint", 0), 0u);
+  EXPECT_TRUE(advice.changes.empty());
+  EXPECT_TRUE(advice.conflicts.empty());
+}
+
+}  // namespace
+}  // namespace embshard
