@@ -1,12 +1,18 @@
 // embshard size --task T [--target-step MS] [--devices MIN-MAX] [--sharder S] [--cost C] [--out C.csv] [--report R.html]
 // embshard fit  --task T [--sharder S] [--cost C] [--out T2.json [--apply K]]
+// embshard replan --task NEW --from OLD_PLAN [--max-move SHARE|BYTES] [--out P.json] [--curve C.csv]
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
+#include <limits>
 
 #include "commands.h"
 #include "embshard/core/markup.h"
 #include "embshard/data/data_io.h"
+#include "embshard/eval/replan.h"
 #include "embshard/eval/what_if.h"
+#include "embshard/plan/plan_io.h"
 #include "embshard/report/capacity_report.h"
 
 namespace embshard::cli {
@@ -20,6 +26,13 @@ WhatIfOptions what_if_options(Args& args) {
   options.judge.backend = args.get_or("backend", "sim");
   read_exchange_options(args, options.judge);
   return options;
+}
+
+/** The context with --seed, the seed of every plan made (sharders that draw use it). */
+Context seeded(Args& args, const Context& base) {
+  Context ctx = base;
+  ctx.seed = static_cast<std::uint64_t>(args.get_int("seed", 0));
+  return ctx;
 }
 
 /** --devices MIN-MAX (or N: that count alone); default 1 to 16 × today's count. */
@@ -43,8 +56,9 @@ std::string report_number(double value) {
 
 }  // namespace
 
-int run_size(Args& args, const Context& ctx) {
+int run_size(Args& args, const Context& base) {
   const std::string task_path = args.require("task");
+  const Context ctx = seeded(args, base);
   const WhatIfOptions options = what_if_options(args);
   const double target = args.get_double("target-step", 0.0);
   const auto out = args.get("out");
@@ -70,8 +84,9 @@ int run_size(Args& args, const Context& ctx) {
   return target > 0 && curve.fewest == 0 ? 1 : 0;
 }
 
-int run_fit(Args& args, const Context& ctx) {
+int run_fit(Args& args, const Context& base) {
   const std::string task_path = args.require("task");
+  const Context ctx = seeded(args, base);
   const WhatIfOptions options = what_if_options(args);
   const auto out = args.get("out");
   const auto apply = args.get_int("apply", 1);
@@ -104,6 +119,69 @@ int run_fit(Args& args, const Context& ctx) {
     std::cout << "wrote change " << apply << " to " << *out << "\n";
   }
   return advice.changes.empty() ? 1 : 0;
+}
+
+}  // namespace embshard::cli
+
+namespace embshard::cli {
+namespace {
+
+/** --max-move: a share of the task's table bytes ("0.1", "10%") or bytes ("5e9", "4GiB"). */
+double max_move_bytes(const std::string& text, const Task& task) {
+  if (text.empty()) return std::numeric_limits<double>::infinity();
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  const std::string unit = end ? std::string(end) : "";
+  EMBSHARD_CHECK(end != text.c_str() && std::isfinite(value) && value >= 0 &&
+                     (unit.empty() || unit == "%" || unit == "GiB" || unit == "MiB"),
+                 "--max-move: expected a share (0.1 or 10%) or bytes (5e9, 4GiB, 512MiB), got '", one_line(text), "'");
+  const double total = static_cast<double>(task.workload.total_bytes());
+  if (unit == "%") return value / 100.0 * total;
+  if (unit == "GiB") return value * 1024.0 * 1024.0 * 1024.0;
+  if (unit == "MiB") return value * 1024.0 * 1024.0;
+  return value <= 1.0 ? value * total : value;
+}
+
+}  // namespace
+
+int run_replan(Args& args, const Context& base) {
+  const std::string task_path = args.require("task");
+  const Context ctx = seeded(args, base);
+  const std::string from = args.require("from");
+  ReplanOptions options;
+  options.sharder = args.get_or("sharder", options.sharder);
+  options.cost = args.get_or("cost", options.cost);
+  options.judge.backend = args.get_or("backend", "sim");
+  read_exchange_options(args, options.judge);
+  const std::string max_move = args.get_or("max-move", "");
+  const auto out = args.get("out");
+  const auto curve_out = args.get("curve");
+  args.finish();
+  check_paths({{"--task", task_path}, {"--from", from}}, {}, {{"--out", out.value_or("")}, {"--curve", curve_out.value_or("")}});
+  const Task task = read_task_file(task_path);
+  const Plan old_plan = read_plan_file(from);
+  options.max_move_bytes = max_move_bytes(max_move, task);
+  const ReplanResult r = replan(task, old_plan, options, ctx);
+  OutputSet outputs;
+  if (out) outputs.add(*out, plan_to_json(r.plan));
+  if (curve_out) outputs.add(*curve_out, replan_curve_csv(r));
+  outputs.commit();
+  std::printf("%14s %8s %10s %8s\n", "moved GiB", "share", "step ms", "tables");
+  const std::size_t stride = std::max<std::size_t>(1, r.curve.size() / 12);
+  for (std::size_t i = 0; i < r.curve.size(); ++i) {
+    const ReplanPoint& p = r.curve[i];
+    const bool chosen = p.tables_switched == r.chosen.tables_switched;
+    if (i % stride != 0 && i + 1 != r.curve.size() && !chosen) continue;
+    std::printf("%14.4f %7.2f%% %10.3f %8d%s\n", p.moved_bytes / 1073741824.0, 100.0 * p.moved_share, p.step_ms,
+                p.tables_switched, chosen ? "  <- chosen" : "");
+  }
+  double most_sent = 0, most_received = 0;
+  for (double b : r.movement.sent) most_sent = std::max(most_sent, b);
+  for (double b : r.movement.received) most_received = std::max(most_received, b);
+  std::printf("per device: at most %.4f GiB sent, %.4f GiB received; %.4f GiB of new tables created\n",
+              most_sent / 1073741824.0, most_received / 1073741824.0, r.movement.created_bytes / 1073741824.0);
+  std::cout << r.verdict << "\n";
+  return 0;
 }
 
 }  // namespace embshard::cli

@@ -26,7 +26,8 @@ int run_eval(Args& args, const Context& ctx);     ///< embshard eval --task T --
 int run_compare(Args& args, const Context& ctx);  ///< embshard compare --tasks DIR --sharders ...
 int run_report(Args& args, const Context& ctx);
 int run_size(Args& args, const Context& ctx);     ///< embshard size --task T --target-step MS ...
-int run_fit(Args& args, const Context& ctx);      ///< embshard fit --task T ...   ///< embshard report --task T --plan P | --compare R.csv --out R.html
+int run_fit(Args& args, const Context& ctx);      ///< embshard fit --task T ...
+int run_replan(Args& args, const Context& ctx);   ///< embshard replan --task NEW --from OLD_PLAN ...   ///< embshard report --task T --plan P | --compare R.csv --out R.html
 int run_default(Args& args, const Context& ctx);  ///< embshard (no verb): the main job
 int run_help(Args& args, const Context& ctx);     ///< embshard help [--markdown]
 /** embshard train ...: replaces this process with embshard-train (the learn module). */

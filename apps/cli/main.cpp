@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
       {"stats", run_stats}, {"pool", run_pool},       {"task", run_task},       {"check", run_check},
       {"list", run_list},   {"profile", run_profile}, {"eval", run_eval},       {"plan", run_plan},
       {"compare", run_compare}, {"report", run_report}, {"help", run_help},  {"size", run_size},
-      {"fit", run_fit}};
+      {"fit", run_fit}, {"replan", run_replan}};
   if (!words.empty() && words[0] == "train") {
     try {
       const std::vector<std::string> rest(words.begin() + 1, words.end());

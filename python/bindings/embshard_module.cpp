@@ -27,6 +27,7 @@
 #include "embshard/eval/compare.h"
 #include "embshard/eval/cost_models.h"
 #include "embshard/eval/evaluator.h"
+#include "embshard/eval/replan.h"
 #include "embshard/eval/task_gen.h"
 #include "embshard/eval/what_if.h"
 #include "embshard/plan/plan_io.h"
@@ -263,6 +264,7 @@ PYBIND11_MODULE(_embshard, m) {
       .def_property_readonly("num_devices", [](const Task& t) { return t.topology.num_devices(); })
       .def_property_readonly("topology", [](const Task& t) { return t.topology.name; })
       .def_property_readonly("num_tables", [](const Task& t) { return t.workload.tables.size(); })
+      .def_property_readonly("total_bytes", [](const Task& t) { return t.workload.total_bytes(); })
       .def("topology_detail", [](const Task& t) { return topology_dict(t.topology); })
       .def("__repr__", [](const Task& t) {
         return "<embshard.Task '" + t.id + "': " + std::to_string(t.workload.tables.size()) +
@@ -351,6 +353,22 @@ PYBIND11_MODULE(_embshard, m) {
       },
       py::arg("task"), py::arg("min_devices"), py::arg("max_devices"), py::arg("target_ms"), py::arg("sharder"),
       py::arg("cost"), py::arg("backend"), py::arg("seed"), py::arg("threads"));
+
+  m.def(
+      "replan",
+      [](const Task& task, const PlanResult& old_plan, double max_move_bytes, const std::string& sharder,
+         const std::string& cost, const std::string& backend, std::uint64_t seed, int threads) {
+        EMBSHARD_CHECK(old_plan.status == "ok", "embshard.replan: the old plan is ", old_plan.status, "; there is nothing to start from");
+        ReplanOptions options;
+        options.sharder = sharder, options.cost = cost, options.judge.backend = backend;
+        options.max_move_bytes = max_move_bytes;
+        return run_call(seed, threads, [&](const Context& ctx) {
+          ReplanResult r = replan(task, old_plan.plan, options, ctx);
+          return std::make_pair(PlanResult{r.plan, "ok", ""}, replan_json(r));
+        });
+      },
+      py::arg("task"), py::arg("old_plan"), py::arg("max_move_bytes"), py::arg("sharder"), py::arg("cost"),
+      py::arg("backend"), py::arg("seed"), py::arg("threads"));
 
   m.def(
       "fit",

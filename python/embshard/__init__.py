@@ -29,7 +29,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 from . import _embshard
 
 __all__ = ["Error", "Table", "Task", "Plan", "Breakdown", "plan", "evaluate", "compare", "check",
-           "size", "fit", "Capacity", "FitAdvice", "list", "default_sharders", "stats_from_csr", "stats_from_dlrm_file", "version",
+           "size", "fit", "replan", "Capacity", "FitAdvice", "Replan", "list", "default_sharders", "stats_from_csr", "stats_from_dlrm_file", "version",
            "DERIVED_STATS_DEFAULTS"]
 
 Error = _embshard.Error
@@ -412,6 +412,39 @@ def fit(task: Task, *, sharder: str = "joint", cost: str = "default", judge: str
         change["task"] = Task.from_json(change["task"], where=f"fit: the {change['kind']} change")
         changes.append(change)
     return FitAdvice(doc["fits"], doc["conflicts"], changes, doc["not_helping"])
+
+
+@dataclasses.dataclass
+class Replan:
+    """`replan`'s answer: the chosen `plan`, its point (`chosen`: moved_bytes, moved_share of the
+    task's table bytes, step_ms), the curve's ends (`kept`: the old plan kept where it can be;
+    `target`: the from-scratch plan relabelled), every point of the `curve`, the bytes each device
+    sends and receives, the bytes of tables `created`, and the one-line `verdict`."""
+    plan: Plan
+    chosen: Dict[str, Any]
+    kept: Dict[str, Any]
+    target: Dict[str, Any]
+    curve: List[Dict[str, Any]]
+    sent_bytes: List[float]
+    received_bytes: List[float]
+    created_bytes: float
+    verdict: str
+
+
+def replan(task: Task, old_plan: Plan, *, max_move: Optional[float] = None, sharder: str = "joint:groups=none",
+           cost: str = "default", judge: str = "sim", seed: int = 0, threads: int = 1) -> Replan:
+    """Re-plans a changed `task` (new statistics, tables, world size) from the plan running today
+    (`embshard replan`, docs/what_if.md): the fastest plan moving at most `max_move` — a share of
+    the task's table bytes when ≤ 1, else bytes; None: no limit."""
+    limit = math.inf if max_move is None else _finite(max_move, "replan: max_move")
+    if limit < 0:
+        raise Error(f"replan: max_move must be >= 0, got {max_move!r}")
+    if limit <= 1:
+        limit *= task._native.total_bytes
+    native, document = _embshard.replan(task._native, old_plan._native, limit, sharder, cost, judge, seed, threads)
+    doc = json.loads(document)
+    return Replan(Plan(native), doc["chosen"], doc["kept"], doc["target"], doc["curve"], doc["sent_bytes"],
+                  doc["received_bytes"], doc["created_bytes"], doc["verdict"])
 
 
 def check(task: Task, plan: Plan) -> None:

@@ -401,4 +401,10 @@ Plan table_wise_plan(const Task& task, const std::vector<int>& devices) {
   return plan;
 }
 
+std::int64_t shared_bytes(const TableSpec& table, const Shard& a, const Shard& b) {
+  const std::int64_t rows = std::min(a.row_end, b.row_end) - std::max(a.row_begin, b.row_begin);
+  const int cols = std::min(a.col_end, b.col_end) - std::max(a.col_begin, b.col_begin);
+  return rows > 0 && cols > 0 ? table.shard_bytes(rows, cols) : 0;
+}
+
 }  // namespace embshard

@@ -1,5 +1,7 @@
 #include "embshard/shard/sharder.h"
 
+#include <functional>
+
 #include "embshard/core/clock.h"
 #include "embshard/core/error.h"
 #include "shard/builtin_sharders.h"
@@ -83,16 +85,22 @@ void name_copies(const Task& task, const std::vector<std::size_t>& copies, Plan&
 
 }  // namespace
 
-ShardResult plan_task(const std::string& spec, const Task& task, CostModel* cost,
-                      const Context& ctx) {
+ShardResult Sharder::shard_from(const Task&, CostModel*, const PlanOrigin&, const Context&) const {
+  EMBSHARD_THROW("this sharder cannot search from a plan (re-planning uses joint)");
+}
+
+namespace {
+
+/** plan_task and plan_task_from: the sharder run by `run`, its plan checked and stamped. */
+ShardResult run_sharder(const std::string& spec, const Task& task, CostModel* cost, const Context& ctx,
+                        const std::function<ShardResult(const Sharder&, const Task&)>& run) {
   check_task(task, "plan: task");
   const std::unique_ptr<Sharder> sharder = sharder_registry().create(spec, ctx);
   EMBSHARD_CHECK(!sharder->uses_cost_model() || cost != nullptr, "sharder '", spec,
                  "' needs a cost model (--cost sim)");
   const double start_ms = now_ms();
   const std::vector<std::size_t> copies = one_device_copies(task);
-  ShardResult result = copies.empty() ? sharder->shard(task, cost, ctx)
-                                      : sharder->shard(offering_table_wise(task, copies), cost, ctx);
+  ShardResult result = copies.empty() ? run(*sharder, task) : run(*sharder, offering_table_wise(task, copies));
   if (result.status == ShardStatus::kOk) name_copies(task, copies, result.plan);
   Provenance& p = result.plan.provenance;
   p.sharder = canonical_sharder_spec(spec);
@@ -117,6 +125,19 @@ ShardResult plan_task(const std::string& spec, const Task& task, CostModel* cost
     }
   }
   return result;
+}
+
+}  // namespace
+
+ShardResult plan_task(const std::string& spec, const Task& task, CostModel* cost, const Context& ctx) {
+  return run_sharder(spec, task, cost, ctx, [&](const Sharder& s, const Task& t) { return s.shard(t, cost, ctx); });
+}
+
+ShardResult plan_task_from(const std::string& spec, const Task& task, CostModel* cost, const PlanOrigin& origin,
+                           const Context& ctx) {
+  EMBSHARD_CHECK(origin.start && origin.old, "plan_task_from: a start plan and the old plan are both needed");
+  return run_sharder(spec, task, cost, ctx,
+                     [&](const Sharder& s, const Task& t) { return s.shard_from(t, cost, origin, ctx); });
 }
 
 }  // namespace embshard

@@ -118,6 +118,9 @@ struct DeviceMemory {
  */
 [[nodiscard]] bool may_replicate(const Task& task, const TableSpec& table);
 
+/** Bytes (TableSpec::shard_bytes) of the cells two shards of `table` share; 0 when disjoint. */
+[[nodiscard]] std::int64_t shared_bytes(const TableSpec& table, const Shard& a, const Shard& b);
+
 /** A table-wise plan from one device per table (index i of `devices` is task table i). */
 [[nodiscard]] Plan table_wise_plan(const Task& task, const std::vector<int>& devices);
 

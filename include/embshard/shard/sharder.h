@@ -61,6 +61,19 @@ struct ShardResult {
   Objective bound_objective = Objective::kStep;
 };
 
+/**
+ * Where a re-plan starts and what moving data costs it (eval/replan.h): `start` is a valid plan of
+ * the task to search from, `old` the plan that runs today (devices keep their ranks; its tables are
+ * matched by name and shape), and every byte a piece holds that its device did not hold in `old`
+ * adds `ms_per_moved_byte` to the objective the search minimises (a Lagrangian price: 0 searches
+ * from `start` for the step alone). Only sharders that search from a plan take it (joint).
+ */
+struct PlanOrigin {
+  const Plan* start = nullptr;
+  const Plan* old = nullptr;
+  double ms_per_moved_byte = 0.0;
+};
+
 class Sharder {
  public:
   virtual ~Sharder() = default;
@@ -69,6 +82,9 @@ class Sharder {
   /** The plan for `task`; provenance is filled by `plan_task`. */
   [[nodiscard]] virtual ShardResult shard(const Task& task, CostModel* cost,
                                           const Context& ctx) const = 0;
+  /** The plan for `task` searched from `origin` (PlanOrigin); Error for sharders that cannot. */
+  [[nodiscard]] virtual ShardResult shard_from(const Task& task, CostModel* cost, const PlanOrigin& origin,
+                                               const Context& ctx) const;
 };
 
 /** Every built-in sharder with its parameters. */
@@ -90,5 +106,9 @@ class Sharder {
  */
 [[nodiscard]] ShardResult plan_task(const std::string& spec, const Task& task, CostModel* cost,
                                     const Context& ctx);
+
+/** `plan_task` searching from `origin` (PlanOrigin; `Sharder::shard_from`), checked and stamped alike. */
+[[nodiscard]] ShardResult plan_task_from(const std::string& spec, const Task& task, CostModel* cost,
+                                         const PlanOrigin& origin, const Context& ctx);
 
 }  // namespace embshard

@@ -5,11 +5,14 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <map>
 #include <memory>
+#include <set>
 #include <numeric>
 #include <sstream>
 
 #include "embshard/core/error.h"
+#include "embshard/core/markup.h"
 #include "embshard/core/parallel.h"
 #include "embshard/cost/link_model.h"
 #include "embshard/data/random.h"
@@ -84,6 +87,7 @@ class Search {
         copies_(options.data_parallel && cost.compute().costs_replicas() && n_ < kCopiesBelowDevices) {
     state_.set_cold_rows_to_uvm(options.uvm);
     state_.set_replica_sync(options.sync);
+    if (options.origin) state_.set_origin(origin_of(*options.origin->old));
     // Restoring the best plan, writing it out and judging its gap take about 3 µs a table at
     // 20,000 tables (docs/benchmarks.md): the search stops that much early, at most 10% of time_ms.
     const double finish_ms = std::min(0.1 * options.time_ms, 3e-3 * static_cast<double>(task.workload.tables.size()));
@@ -98,8 +102,11 @@ class Search {
   ShardResult run() {
     ShardResult result;
     if (std::string why = find_memory_infeasibility(); !why.empty()) return infeasible(why);
-    const bool exact = exact_start();  // bounded by exact_limit, outside the budget
-    if (!exact) {
+    if (options_.origin) {
+      if (std::string why = load(*options_.origin->start); !why.empty()) return infeasible(why);
+    }
+    const bool exact = !options_.origin && exact_start();  // bounded by exact_limit, outside the budget
+    if (!exact && !options_.origin) {
       if (const int t = greedy_start(order_); t >= 0) {
         // Memory is tight: the largest tables first, while the devices are still empty.
         const std::string why = no_fit_reason(t);
@@ -122,7 +129,7 @@ class Search {
                        : work() >= limit_ ? "stopped when its work was spent"
                                           : "converged (no improvement in `patience` rounds)";
     result.stats.solver = detail::concat(
-        "joint: ", exact ? "exact table-wise start, " : "greedy start, ", chains.rounds, " rounds of perturbation in ",
+        "joint: ", options_.origin ? "start from the given plan, " : exact ? "exact table-wise start, " : "greedy start, ", chains.rounds, " rounds of perturbation in ",
         chains.chains, chains.chains == 1 ? " chain" : " chains", " (best ",
         chains.best_round > 0 ? detail::concat("at round ", chains.best_round, " of chain ", chains.best_chain) : "the start's",
         "), ", work() + other_work_, " work units (", start_work, " in the start; ", evaluations_, " evaluations), ", stop);
@@ -241,8 +248,69 @@ class Search {
 
   Score score() {
     ++evaluations_;
-    const double value = state_.objective();
+    double value = state_.objective();
+    if (options_.origin) value += options_.origin->ms_per_moved_byte * static_cast<double>(state_.moved_bytes());
     return {value, state_.spread()};
+  }
+
+  /** The old plan's shards per table of the task, matched by name and shape (joint.h `Origin`). */
+  Origin origin_of(const Plan& old) const {
+    std::map<std::string, const TablePlacement*> by_name;
+    for (const TablePlacement& p : old.tables) by_name[p.table] = &p;
+    Origin o;
+    for (const TableSpec& t : task_.workload.tables) {
+      const auto it = by_name.find(t.name);
+      std::vector<Shard> shards;
+      bool copies = false;
+      if (it != by_name.end()) {
+        std::int64_t rows = 0;
+        int cols = 0;
+        for (const Shard& sh : it->second->shards) rows = std::max(rows, sh.row_end), cols = std::max(cols, sh.col_end);
+        if (rows == t.num_rows() && cols == t.dim) shards = it->second->shards, copies = it->second->type == ShardingType::kDataParallel;
+      }
+      for (const Shard& sh : shards) o.old_devices = std::max(o.old_devices, sh.device + 1);
+      o.shards.push_back(std::move(shards));
+      o.copies.push_back(copies ? 1 : 0);
+    }
+    return o;
+  }
+
+  /** The layout a plan's placement has in the search's terms (joint.h "Search space"). */
+  static Layout layout_of(const TablePlacement& p) {
+    const int n = static_cast<int>(p.shards.size());
+    switch (p.type) {
+      case ShardingType::kTableWise: return {Layout::Kind::kWhole, 1};
+      case ShardingType::kRowWise:
+      case ShardingType::kTableRowWise: return {Layout::Kind::kRows, n};
+      case ShardingType::kColumnWise: return {Layout::Kind::kColumns, n};
+      case ShardingType::kDataParallel: return {Layout::Kind::kCopies, n, 0};
+      case ShardingType::kGridShard: {
+        std::set<int> columns;
+        for (const Shard& sh : p.shards) columns.insert(sh.col_begin);
+        const int c = static_cast<int>(columns.size());
+        return {Layout::Kind::kGrid, c, -1, n / c};
+      }
+    }
+    return {};
+  }
+
+  /** Puts every piece of `start` in the state; "" or why it cannot (a piece that does not fit). */
+  std::string load(const Plan& start) {
+    std::map<std::string, int> index;
+    for (int t = 0; t < state_.num_tables(); ++t) index[spec(t).name] = t;
+    for (const TablePlacement& p : start.tables) {
+      const auto it = index.find(p.table);
+      if (it == index.end()) return "the start plan places table '" + one_line(p.table) + "', which the task does not have";
+      const int t = it->second;
+      state_.set_layout(t, layout_of(p));
+      for (const Shard& sh : p.shards) {
+        Piece piece;
+        if (!state_.make_piece(t, sh, sh.device, sh.hbm_rows >= 0, piece))
+          return "the start plan's table '" + one_line(p.table) + "' does not fit device " + std::to_string(sh.device);
+        state_.add(piece);
+      }
+    }
+    return "";
   }
 
   ShardResult infeasible(const std::string& why) const {
@@ -423,6 +491,12 @@ class Search {
         if (!taken_[static_cast<std::size_t>(d)]) out.push_back(d);
     } else {
       state_.least_loaded(options_.candidates, bytes, taken_, out);
+      // A re-plan: the devices that held the table before, where a piece moves nothing.
+      for (const Shard& old : state_.origin_shards(t)) {
+        if (old.device < n_ && !taken_[static_cast<std::size_t>(old.device)] &&
+            std::find(out.begin(), out.end(), old.device) == out.end())
+          out.push_back(old.device);
+      }
     }
     for (const Piece& p : state_.pieces(t)) taken_[static_cast<std::size_t>(p.placed.shard.device)] = false;
     return out;
@@ -920,6 +994,13 @@ class JointSharder final : public Sharder {
  public:
   explicit JointSharder(Options options) : options_(options) {}
   [[nodiscard]] bool uses_cost_model() const override { return true; }
+  [[nodiscard]] ShardResult shard_from(const Task& task, CostModel* cost, const PlanOrigin& origin,
+                                       const Context& ctx) const override {
+    Options o = options_;
+    o.origin = &origin;
+    o.groups = 0;  // a re-plan is 1D (eval/replan.h)
+    return Search(task, *cost, o, ctx, std::chrono::steady_clock::now()).run();
+  }
   [[nodiscard]] ShardResult shard(const Task& task, CostModel* cost, const Context& ctx) const override {
     // time_ms covers everything: the bound first, the search, then the plan's gap (joint.h).
     const auto start = std::chrono::steady_clock::now();

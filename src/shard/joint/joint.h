@@ -79,6 +79,12 @@
  * the sum of the squares of each device's compute and own sending times, and of each host's
  * reduced rows' sending time, in whole µs, kept per change too.
  *
+ * Re-planning (`Sharder::shard_from`, shard/sharder.h `PlanOrigin`; eval/replan.h). The search starts
+ * from the given plan (each placement loaded as its layout, each piece on its device, its HBM/UVM
+ * split made again) instead of steps 1–2, and its score adds `ms_per_moved_byte` × the bytes its
+ * pieces hold that their devices did not hold in the old plan (`State::moved_bytes`, kept per
+ * change: a piece's own count, `Piece::moved_bytes`). 1D only.
+ *
  * 2D (plan/sharding_groups.h; `groups=auto`, the default, on more than one host). The 1D search
  * runs first, on its whole budget (its plan is `groups=none`'s). Each 2D layout the task allows is
  * then predicted from the 1D plan: its step with its exchanges' time scaled by that of an
@@ -102,6 +108,7 @@
 #include "embshard/cost/cost_model.h"
 #include "embshard/cost/link_model.h"
 #include "embshard/plan/plan.h"
+#include "embshard/shard/sharder.h"
 #include "shard/joint/fast_step.h"
 
 namespace embshard::detail::joint {
@@ -141,6 +148,17 @@ struct Options {
   double work_share = 1.0;      ///< the share of the budget this search gets (a 2D candidate's)
   /// A 2D layout's replica sync, per device by its bytes (the search of a group's task; joint.h)
   ReplicaSyncCost sync;
+  /// A re-plan (shard/sharder.h PlanOrigin): the search starts from `start` instead of its own
+  /// start, and each byte moved from `old` is priced into the score (1D only)
+  const PlanOrigin* origin = nullptr;
+};
+
+/** Per table of the task, the old plan's shards of it when it has the table with the same shape
+ *  (else none: the table is created, and its bytes never count as moved); `copies`: data-parallel. */
+struct Origin {
+  std::vector<std::vector<Shard>> shards;
+  std::vector<char> copies;
+  int old_devices = 0;
 };
 
 /** `Options::groups`: choose among every 2D layout the task allows, and 1D. */
@@ -160,6 +178,7 @@ struct Piece {
   std::int64_t hbm_bytes = 0;
   std::int64_t uvm_bytes = 0;
   std::int64_t gradient_bytes = 0;  ///< a data-parallel copy's gradient (all-reduced), else 0
+  std::int64_t moved_bytes = 0;     ///< what its device did not hold in the origin's old plan (State::set_origin)
 };
 
 /** What one device holds. */
@@ -194,6 +213,15 @@ class State {
   /** Charges every device `sync` of its bytes (hbm + uvm) in its all-reduce term: a 2D layout's
    *  replica sync (plan/sharding_groups.h); before any piece is added. */
   void set_replica_sync(const ReplicaSyncCost& sync);
+  /** Where a re-plan came from: pieces count the bytes their device did not hold (`moved_bytes`). */
+  void set_origin(Origin origin) { origin_ = std::move(origin); }
+  /** The origin's old shards of `table` (empty without an origin, or for a created table). */
+  [[nodiscard]] const std::vector<Shard>& origin_shards(int table) const {
+    static const std::vector<Shard> kNone;
+    return origin_.shards.empty() ? kNone : origin_.shards[static_cast<std::size_t>(table)];
+  }
+  /** Σ over the pieces of the bytes moved from the origin's old plan (0 without one). */
+  [[nodiscard]] std::int64_t moved_bytes() const { return moved_; }
   /** Whether pieces keep only the rows the profile saw in HBM, where the task allows UVM (default). */
   void set_cold_rows_to_uvm(bool on) { cold_rows_to_uvm_ = on; }
   void add(const Piece& piece);
@@ -254,6 +282,8 @@ class State {
   void update_spread(int device, const DeviceCompute& compute);
   /** The sharding type `plan()` gives `table` for its layout and pieces. */
   [[nodiscard]] ShardingType type_of(int table) const;
+  /** The bytes of `shard` of `table` its device did not hold in the origin's old plan. */
+  [[nodiscard]] std::int64_t moved_bytes_of(int table, const Shard& shard) const;
   /** Recounts `table`'s sharding type after its layout or pieces changed. */
   void refresh_type(int table);
   /** The current plan's exchange groups, as `exchange_groups(plan())` counts them. */
@@ -292,6 +322,8 @@ class State {
   std::int64_t gradient_bytes_ = 0;
   double spread_ = 0.0;
   std::int64_t changes_ = 0;
+  Origin origin_;
+  std::int64_t moved_ = 0;
   // More than kAllCandidatesUpTo devices: the devices by load, refreshed lazily (least_loaded).
   LoadIndex loads_;
   std::vector<int> stale_loads_;

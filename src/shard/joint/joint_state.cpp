@@ -141,6 +141,20 @@ void State::least_loaded(int k, std::int64_t bytes, const std::vector<bool>& ski
   if (out.size() == before) loads_.least(k, bytes, false, skip, out);
 }
 
+std::int64_t State::moved_bytes_of(int table, const Shard& shard) const {
+  if (origin_.shards.empty()) return 0;
+  const auto& before = origin_.shards[static_cast<std::size_t>(table)];
+  if (before.empty()) return 0;  // a table the old plan did not have: created, not moved
+  const TableSpec& spec = task_.workload.tables[static_cast<std::size_t>(table)];
+  const std::int64_t whole = spec.shard_bytes(shard.num_rows(), shard.num_cols());
+  if (origin_.copies[static_cast<std::size_t>(table)]) return shard.device < origin_.old_devices ? 0 : whole;
+  std::int64_t kept = 0;
+  for (const Shard& o : before) {
+    if (o.device == shard.device) kept += shared_bytes(spec, o, shard);
+  }
+  return whole - kept;
+}
+
 bool State::make_piece(int table, Shard shard, int device, bool uvm, Piece& out) {
   const TableSpec& spec = task_.workload.tables[static_cast<std::size_t>(table)];
   const Device& dev = task_.topology.devices[static_cast<std::size_t>(device)];
@@ -171,6 +185,7 @@ bool State::make_piece(int table, Shard shard, int device, bool uvm, Piece& out)
   out.hbm_bytes = hbm_bytes;
   out.uvm_bytes = uvm_bytes;
   out.input_bytes = std::llround(shard_input_bytes(task_, out.placed, cost_.comm().input_options()));
+  out.moved_bytes = moved_bytes_of(table, shard);
   if (additive_) {
     const DeviceCompute c = cost_.compute().shard_compute(task_, out.placed);
     out.fw_units = std::llround(c.fw_ms * kUnitsPerMs);
@@ -197,6 +212,7 @@ void State::apply(const Piece& p, int sign) {
     }
   }
   load.input_bytes += sign * p.input_bytes;
+  moved_ += sign * p.moved_bytes;
   load.hbm_bytes += sign * p.hbm_bytes;
   load.uvm_bytes += sign * p.uvm_bytes;
   std::vector<int>& held = device_tables_[d];

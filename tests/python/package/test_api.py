@@ -338,3 +338,17 @@ def test_fit_names_the_conflict_and_every_change_it_offers_plans():
         assert embshard.evaluate(change["task"], plan).step_ms == pytest.approx(change["step_ms"])
     fits = embshard.fit(shape_only_task())
     assert fits.fits and not fits.changes
+
+
+def test_replan_keeps_its_budget_and_its_plan_evaluates_as_reported():
+    task = Task.generate("neuroshard:devices=4,max_dim=64", seed=5)
+    old = embshard.plan(task, "joint:groups=none")
+    grown = Task.from_json(task.to_json().replace("gpus_per_node=4", "gpus_per_node=8"), where="grown")
+    r = embshard.replan(grown, old, max_move=0.1)
+    assert r.chosen["moved_share"] <= 0.1 + 1e-12
+    assert embshard.evaluate(grown, r.plan).step_ms == pytest.approx(r.chosen["step_ms"])
+    assert r.chosen["step_ms"] <= r.kept["step_ms"] * (1 + 1e-12)
+    assert len(r.sent_bytes) == grown.num_devices and sum(r.received_bytes) == pytest.approx(r.chosen["moved_bytes"])
+    assert r.plan.ok and "replan(" in r.plan.provenance["sharder"]
+    with pytest.raises(Error, match="max_move must be"):
+        embshard.replan(grown, old, max_move=-1)

@@ -1,0 +1,98 @@
+#pragma once
+/**
+ * @file replan.h
+ * @brief Re-planning with little movement (`embshard replan`): the best plan for a changed task
+ *        (new statistics, tables added or removed, another world size) among those that move at
+ *        most a given number of bytes from the plan that runs today, with the trade-off curve.
+ *
+ * Movement. Devices keep their ranks across the change (rank r before is rank r after; added
+ * ranks come last, as a job that grows does). A plan moves, for every shard, the bytes of its
+ * region (rows × columns, weights and optimizer state: `TableSpec::shard_bytes`) that its device
+ * did not hold in the old plan; each moved region is sent by the old devices that held it. A table
+ * the old plan does not have with the same shape (added, or its rows or dim changed) is created,
+ * not moved: its bytes count as `created`, never as moved. Where a row or column piece is
+ * re-cut, only the part not already on its device travels.
+ *
+ * The search, between two plans:
+ *   kept      every table the old plan has, with the same shape and every shard on a device that
+ *             still exists, stays as it was; the others take the target's layout. It moves only
+ *             what the change forces.
+ *   target    the sharder's plan of the new task from scratch (default `joint:groups=none`), its
+ *             devices relabelled to keep the most bytes in place: hosts matched to hosts, then
+ *             devices within them, each by a maximum-weight assignment (Hungarian algorithm) of
+ *             the bytes already there. On devices of one kind a relabelling leaves the step as it
+ *             was (the link model is symmetric in hosts and in a host's devices), so this costs
+ *             nothing.
+ * From the kept plan, tables switch to their target layout one at a time, in the order of their
+ * step gain alone per byte they move (the largest gains per byte first, free switches first of
+ * all); each prefix is a point of the curve (bytes moved, step), kept where it fits memory. The
+ * answer is the fastest point within `max_move_bytes`. The last point is the target itself.
+ */
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "embshard/core/context.h"
+#include "embshard/data/task.h"
+#include "embshard/eval/evaluator.h"
+#include "embshard/plan/plan.h"
+
+namespace embshard {
+
+/** What a plan moves from an old plan (file comment). */
+struct Movement {
+  double moved_bytes = 0;              ///< bytes that travel between devices
+  double created_bytes = 0;            ///< bytes of tables the old plan did not hold
+  double kept_bytes = 0;               ///< bytes already on their device
+  std::vector<double> sent, received;  ///< per device (max of the old and new device counts)
+};
+
+/**
+ * The movement of `plan` (for `task`) from `old_plan` (file comment). Table shapes of the old
+ * plan are read off its shards. Error when the old plan shares no table with the task (a plan
+ * of another task) or either plan is 2D.
+ */
+[[nodiscard]] Movement plan_movement(const Task& task, const Plan& plan, const Plan& old_plan);
+
+struct ReplanOptions {
+  std::string sharder = "joint:groups=none";  ///< the from-scratch plan (1D)
+  std::string cost = "default";
+  EvalOptions judge;                          ///< the step of every point (sim unless said)
+  double max_move_bytes = std::numeric_limits<double>::infinity();
+};
+
+struct ReplanPoint {
+  double moved_bytes = 0;
+  double moved_share = 0;   ///< of the task's table bytes (Workload::total_bytes)
+  double step_ms = 0;
+  int tables_switched = 0;  ///< a point of the curve: tables on their target layout; −1 for a search
+  double price = -1;        ///< a search from the kept plan: its price of movement (× the kept step per
+                            ///< table bytes moved); −1 for a point of the curve
+};
+
+struct ReplanResult {
+  Plan plan;                         ///< the fastest point moving at most max_move_bytes
+  ReplanPoint chosen;
+  Movement movement;                 ///< of `plan`
+  ReplanPoint kept, target;          ///< the curve's ends
+  double scratch_moved_bytes = 0;    ///< the from-scratch plan before relabelling
+  std::vector<ReplanPoint> curve;    ///< the valid points, by bytes moved
+  std::string verdict;               ///< one line
+};
+
+/**
+ * Re-plans `task` from `old_plan` (file comment). Error naming the cause when the old plan is of
+ * another task or 2D, the sharder finds no plan of the new task, or no point of the curve moves at
+ * most `max_move_bytes` (the message gives the least any valid point moves).
+ */
+[[nodiscard]] ReplanResult replan(const Task& task, const Plan& old_plan, const ReplanOptions& options,
+                                  const Context& ctx);
+
+/** The result as JSON (Python's `embshard.replan`): chosen, kept and target points, the curve,
+ *  per-device sent and received bytes, created bytes and the verdict (the plan is not in it). */
+[[nodiscard]] std::string replan_json(const ReplanResult& result);
+
+/** The curve as CSV: moved_bytes,moved_share,step_ms,tables_switched,price,chosen. */
+[[nodiscard]] std::string replan_curve_csv(const ReplanResult& result);
+
+}  // namespace embshard

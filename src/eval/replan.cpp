@@ -1,0 +1,503 @@
+#include "embshard/eval/replan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <numeric>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "embshard/core/error.h"
+#include "embshard/core/markup.h"
+#include "embshard/eval/cost_models.h"
+#include "embshard/shard/sharder.h"
+
+namespace embshard {
+namespace {
+
+constexpr std::size_t kMostCurvePoints = 400;
+/** The prices of movement the search from the kept plan is run at: moving every table byte costs
+ *  this many times the kept plan's step (0: the step alone). */
+constexpr double kMovePrices[] = {0.0, 0.03, 0.1, 0.3, 1.0, 3.0};
+constexpr int kPriceBisections = 3;  // between the two prices that straddle the budget
+
+/** A table of the old plan: its shape read off its shards, and its placement. */
+struct OldTable {
+  std::int64_t rows = 0;
+  int cols = 0;
+  const TablePlacement* placement = nullptr;
+};
+
+std::map<std::string, OldTable> old_tables(const Plan& old_plan) {
+  std::map<std::string, OldTable> out;
+  for (const TablePlacement& p : old_plan.tables) {
+    OldTable& o = out[p.table];
+    o.placement = &p;
+    for (const Shard& s : p.shards) o.rows = std::max(o.rows, s.row_end), o.cols = std::max(o.cols, s.col_end);
+  }
+  return out;
+}
+
+/** The old placement of `table` when the old plan has it with the same shape, else nullptr. */
+const TablePlacement* same_shape(const std::map<std::string, OldTable>& old, const TableSpec& table) {
+  const auto it = old.find(table.name);
+  if (it == old.end() || it->second.rows != table.num_rows() || it->second.cols != table.dim) return nullptr;
+  return it->second.placement;
+}
+
+double overlap_bytes(const TableSpec& t, const Shard& a, const Shard& b) { return static_cast<double>(shared_bytes(t, a, b)); }
+
+/**
+ * Adds one table's movement to `m` (file comment of replan.h): per shard of `now`, what its device
+ * held before is kept, what other devices held is sent by them; copies on devices the old plan
+ * did not reach are sent by the copy on device d mod (old devices).
+ */
+void add_table_movement(const TableSpec& t, const TablePlacement& now, const TablePlacement* before, Movement& m) {
+  const auto grow = [&](int device) {
+    if (static_cast<std::size_t>(device) >= m.sent.size()) m.sent.resize(device + 1, 0.0), m.received.resize(device + 1, 0.0);
+  };
+  for (const Shard& s : now.shards) {
+    grow(s.device);
+    const double bytes = static_cast<double>(t.shard_bytes(s.num_rows(), s.num_cols()));
+    if (!before) {
+      m.created_bytes += bytes;
+      continue;
+    }
+    if (before->type == ShardingType::kDataParallel) {
+      const bool here = std::any_of(before->shards.begin(), before->shards.end(), [&](const Shard& o) { return o.device == s.device; });
+      if (here) {
+        m.kept_bytes += bytes;
+      } else {
+        const int from = before->shards[static_cast<std::size_t>(s.device) % before->shards.size()].device;
+        grow(from);
+        m.moved_bytes += bytes, m.received[s.device] += bytes, m.sent[from] += bytes;
+      }
+      continue;
+    }
+    for (const Shard& o : before->shards) {
+      const double shared = overlap_bytes(t, s, o);
+      if (shared <= 0) continue;
+      grow(o.device);
+      if (o.device == s.device) {
+        m.kept_bytes += shared;
+      } else {
+        m.moved_bytes += shared, m.received[s.device] += shared, m.sent[o.device] += shared;
+      }
+    }
+  }
+}
+
+void check_old_plan(const Task& task, const Plan& old_plan, const std::map<std::string, OldTable>& old) {
+  EMBSHARD_CHECK(!old_plan.groups.enabled(), "replan: the old plan is 2D (sharding groups); re-planning starts from 1D plans");
+  const bool shared = std::any_of(task.workload.tables.begin(), task.workload.tables.end(),
+                                  [&](const TableSpec& t) { return old.count(t.name) > 0; });
+  EMBSHARD_CHECK(shared, "replan: the old plan (of task '", one_line(old_plan.provenance.task_id),
+                 "') shares no table with task '", one_line(task.id), "': it is a plan of another task");
+}
+
+// ---- relabelling ----
+
+/**
+ * The assignment of rows to columns of the square matrix `weight` with the largest total weight
+ * (the Hungarian algorithm with potentials, O(n³)); result[i] is row i's column.
+ */
+std::vector<int> max_weight_assignment(const std::vector<std::vector<double>>& weight) {
+  const int n = static_cast<int>(weight.size());
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> u(n + 1, 0.0), v(n + 1, 0.0);
+  std::vector<int> p(n + 1, 0), way(n + 1, 0);
+  for (int i = 1; i <= n; ++i) {
+    p[0] = i;
+    int j0 = 0;
+    std::vector<double> minv(n + 1, inf);
+    std::vector<char> used(n + 1, 0);
+    do {
+      used[j0] = 1;
+      const int i0 = p[j0];
+      double delta = inf;
+      int j1 = 0;
+      for (int j = 1; j <= n; ++j) {
+        if (used[j]) continue;
+        const double cur = -weight[i0 - 1][j - 1] - u[i0] - v[j];
+        if (cur < minv[j]) minv[j] = cur, way[j] = j0;
+        if (minv[j] < delta) delta = minv[j], j1 = j;
+      }
+      for (int j = 0; j <= n; ++j) {
+        if (used[j]) u[p[j]] += delta, v[j] -= delta;
+        else minv[j] -= delta;
+      }
+      j0 = j1;
+    } while (p[j0] != 0);
+    do {
+      const int j1 = way[j0];
+      p[j0] = p[j1];
+      j0 = j1;
+    } while (j0);
+  }
+  std::vector<int> row_to_col(n, 0);
+  for (int j = 1; j <= n; ++j) row_to_col[p[j] - 1] = j - 1;
+  return row_to_col;
+}
+
+bool devices_of_one_kind(const Topology& t) {
+  return std::all_of(t.devices.begin(), t.devices.end(), [&](const Device& d) {
+    const Device& f = t.devices.front();
+    return d.hbm_bytes == f.hbm_bytes && d.uvm_bytes == f.uvm_bytes && d.hbm_gbps == f.hbm_gbps && d.uvm_gbps == f.uvm_gbps;
+  });
+}
+
+/** keep[d][e]: bytes of `plan`'s shards on device d that the old plan holds on device e. */
+std::vector<std::vector<double>> bytes_in_place(const Task& task, const Plan& plan, const std::map<std::string, OldTable>& old) {
+  const int n = task.topology.num_devices();
+  std::vector<std::vector<double>> keep(n, std::vector<double>(n, 0.0));
+  std::map<std::string, const TableSpec*> spec;
+  for (const TableSpec& t : task.workload.tables) spec[t.name] = &t;
+  for (const TablePlacement& p : plan.tables) {
+    const TablePlacement* before = same_shape(old, *spec.at(p.table));
+    if (!before) continue;
+    for (const Shard& s : p.shards) {
+      for (const Shard& o : before->shards) {
+        if (o.device < n) keep[s.device][o.device] += overlap_bytes(*spec.at(p.table), s, o);
+      }
+    }
+  }
+  return keep;
+}
+
+/**
+ * `plan` with its devices relabelled to keep the most bytes where the old plan has them: hosts to
+ * hosts by the bytes between them, then devices within each matched pair (file comment).
+ */
+Plan relabelled(const Task& task, Plan plan, const std::map<std::string, OldTable>& old) {
+  const Topology& topo = task.topology;
+  if (!devices_of_one_kind(topo)) return plan;
+  const std::vector<std::vector<double>> keep = bytes_in_place(task, plan, old);
+  const int hosts = topo.num_hosts(), per_host = topo.host_size();
+  std::vector<std::vector<double>> host_weight(hosts, std::vector<double>(hosts, 0.0));
+  for (int d = 0; d < topo.num_devices(); ++d) {
+    for (int e = 0; e < topo.num_devices(); ++e) host_weight[topo.host_of(d)][topo.host_of(e)] += keep[d][e];
+  }
+  const std::vector<int> host_to = max_weight_assignment(host_weight);
+  std::vector<int> label(topo.num_devices(), 0);
+  for (int g = 0; g < hosts; ++g) {
+    const int h = host_to[g];
+    std::vector<std::vector<double>> w(per_host, std::vector<double>(per_host, 0.0));
+    for (int i = 0; i < per_host; ++i) {
+      for (int j = 0; j < per_host; ++j) w[i][j] = keep[g * per_host + i][h * per_host + j];
+    }
+    const std::vector<int> to = max_weight_assignment(w);
+    for (int i = 0; i < per_host; ++i) label[g * per_host + i] = h * per_host + to[i];
+  }
+  for (TablePlacement& p : plan.tables) {
+    for (Shard& s : p.shards) s.device = label[s.device];
+  }
+  return plan;
+}
+
+// ---- the curve ----
+
+/** The old placement of a table, kept as it is where its devices still exist (file comment). */
+std::optional<TablePlacement> kept_placement(const TablePlacement* before, int devices) {
+  if (!before) return std::nullopt;
+  TablePlacement p = *before;
+  if (p.type == ShardingType::kDataParallel) {  // a copy per device of the new world
+    const Shard whole = p.shards.front();
+    p.shards.clear();
+    for (int d = 0; d < devices; ++d) {
+      Shard s = whole;
+      s.device = d;
+      p.shards.push_back(s);
+    }
+    return p;
+  }
+  const bool alive = std::all_of(p.shards.begin(), p.shards.end(), [&](const Shard& s) { return s.device < devices; });
+  if (!alive) return std::nullopt;
+  return p;
+}
+
+bool same_placement(const TablePlacement& a, const TablePlacement& b) {
+  if (a.type != b.type || a.shards.size() != b.shards.size()) return false;
+  for (std::size_t i = 0; i < a.shards.size(); ++i) {
+    const Shard &x = a.shards[i], &y = b.shards[i];
+    if (x.device != y.device || x.row_begin != y.row_begin || x.row_end != y.row_end || x.col_begin != y.col_begin ||
+        x.col_end != y.col_end || x.rows_in_hbm() != y.rows_in_hbm())
+      return false;
+  }
+  return true;
+}
+
+std::string gib(double bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.4g GiB", bytes / (1024.0 * 1024.0 * 1024.0));
+  return text;
+}
+
+std::string describe(const ReplanPoint& p) {
+  char text[96];
+  std::snprintf(text, sizeof text, "step %.3f ms moving %s (%.1f%%)", p.step_ms, gib(p.moved_bytes).c_str(), 100.0 * p.moved_share);
+  return text;
+}
+
+/** The plan between the kept and the target plans with the first `k` of `order` switched. */
+class Curve {
+ public:
+  Curve(const Task& task, const Plan& old_plan, std::vector<TablePlacement> kept, std::vector<TablePlacement> target,
+        CostModel& judge, const Context& ctx)
+      : task_(task), old_(old_tables(old_plan)), kept_(std::move(kept)), target_(std::move(target)), judge_(judge), ctx_(ctx) {
+    for (std::size_t i = 0; i < kept_.size(); ++i) {
+      const TableSpec& t = task_.workload.tables[i];
+      kept_moved_.push_back(table_movement(t, kept_[i]));
+      target_moved_.push_back(table_movement(t, target_[i]));
+      if (!same_placement(kept_[i], target_[i])) differing_.push_back(i);
+    }
+  }
+
+  /** The order tables switch in: the step gain of each alone per byte it adds (file comment). */
+  std::vector<std::size_t> order() {
+    const double base = step(plan_with(0, {}));
+    std::vector<std::pair<double, std::size_t>> keyed;
+    for (std::size_t i : differing_) {
+      const double gain = base - step(plan_with(1, {i}));
+      const double bytes = std::max(0.0, target_moved_[i] - kept_moved_[i]);
+      // Free switches first by their gain; then gain per byte; switches that lose come last.
+      const double key = bytes <= 0 ? -1e300 - gain : gain > 0 ? -gain / bytes : bytes - gain;
+      keyed.emplace_back(key, i);
+    }
+    std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<std::size_t> out;
+    for (const auto& k : keyed) out.push_back(k.second);
+    return out;
+  }
+
+  /** The plan with the first `k` tables of `order` switched to their target layout. */
+  Plan plan_with(std::size_t k, const std::vector<std::size_t>& order) const {
+    Plan p;
+    p.tables = kept_;
+    for (std::size_t j = 0; j < k; ++j) p.tables[order[j]] = target_[order[j]];
+    return p;
+  }
+
+  ReplanPoint point(std::size_t k, const std::vector<std::size_t>& order) {
+    ReplanPoint pt;
+    double moved = std::accumulate(kept_moved_.begin(), kept_moved_.end(), 0.0);
+    for (std::size_t j = 0; j < k; ++j) moved += target_moved_[order[j]] - kept_moved_[order[j]];
+    pt.moved_bytes = moved;
+    pt.tables_switched = static_cast<int>(k);
+    return pt;
+  }
+
+  [[nodiscard]] double step(const Plan& plan) { return objective_value(judge_.estimate(task_, plan, ctx_), Objective::kStep); }
+  [[nodiscard]] std::size_t size() const { return differing_.size(); }
+
+ private:
+  double table_movement(const TableSpec& t, const TablePlacement& p) const {
+    Movement m;
+    add_table_movement(t, p, same_shape(old_, t), m);
+    return m.moved_bytes;
+  }
+
+  const Task& task_;
+  std::map<std::string, OldTable> old_;
+  std::vector<TablePlacement> kept_, target_;
+  std::vector<double> kept_moved_, target_moved_;
+  std::vector<std::size_t> differing_;
+  CostModel& judge_;
+  const Context& ctx_;
+};
+
+}  // namespace
+
+Movement plan_movement(const Task& task, const Plan& plan, const Plan& old_plan) {
+  const auto old = old_tables(old_plan);
+  check_old_plan(task, old_plan, old);
+  EMBSHARD_CHECK(!plan.groups.enabled(), "replan: the new plan is 2D; movement is measured between 1D plans");
+  std::map<std::string, const TableSpec*> spec;
+  for (const TableSpec& t : task.workload.tables) spec[t.name] = &t;
+  Movement m;
+  m.sent.assign(task.topology.num_devices(), 0.0);
+  m.received.assign(task.topology.num_devices(), 0.0);
+  for (const TablePlacement& p : plan.tables) {
+    const auto it = spec.find(p.table);
+    EMBSHARD_CHECK(it != spec.end(), "replan: the plan places table '", one_line(p.table), "', which the task does not have");
+    add_table_movement(*it->second, p, same_shape(old, *it->second), m);
+  }
+  return m;
+}
+
+namespace {
+
+/** One run of `replan` (replan.h): the points found so far, their plans, the best within budget. */
+class ReplanSearch {
+ public:
+  ReplanSearch(const Task& task, const Plan& old_plan, const ReplanOptions& options, const Context& ctx)
+      : task_(task), old_plan_(old_plan), old_(old_tables(old_plan)), options_(options), ctx_(ctx),
+        cost_(make_cost_model(options.cost, task, ctx)), judge_(make_judge(task, options.judge, ctx)),
+        table_bytes_(static_cast<double>(task.workload.total_bytes())) {}
+
+  ReplanResult run() {
+    const Plan scratch = from_scratch();
+    result_.scratch_moved_bytes = plan_movement(task_, scratch, old_plan_).moved_bytes;
+    Curve curve = curve_to(relabelled(task_, scratch, old_));
+    const std::optional<Plan> start = walk(curve);
+    search_priced(start ? *start : curve.plan_with(curve.size(), order_));
+    return finish(scratch.provenance);
+  }
+
+ private:
+  /** The sharder's plan of the new task, 1D. */
+  Plan from_scratch() {
+    ShardResult r = plan_task(options_.sharder, task_, cost_.get(), ctx_);
+    EMBSHARD_CHECK(r.status == ShardStatus::kOk, "replan: ", r.plan.provenance.sharder, " finds no plan of the new task: ",
+                   to_string(r.status), " (", one_line(r.reason), ")");
+    EMBSHARD_CHECK(!r.plan.groups.enabled(), "replan: the sharder made a 2D plan; give a 1D one (e.g. joint:groups=none)");
+    return std::move(r.plan);
+  }
+
+  /** The curve from the kept plan to `target`, table by table in the task's order. */
+  Curve curve_to(const Plan& target) {
+    std::map<std::string, const TablePlacement*> by_name;
+    for (const TablePlacement& p : target.tables) by_name[p.table] = &p;
+    std::vector<TablePlacement> kept, ends;
+    for (const TableSpec& t : task_.workload.tables) {
+      const TablePlacement& to = *by_name.at(t.name);
+      kept.push_back(kept_placement(same_shape(old_, t), task_.topology.num_devices()).value_or(to));
+      ends.push_back(to);
+    }
+    Curve curve(task_, old_plan_, std::move(kept), std::move(ends), *judge_, ctx_);
+    order_ = curve.order();
+    return curve;
+  }
+
+  /** Every kMostCurvePoints-th plan of the curve that fits becomes a point; returns the first
+   *  that fits (the kept plan, where it fits). */
+  std::optional<Plan> walk(Curve& curve) {
+    const std::size_t n = curve.size();
+    const std::size_t stride = std::max<std::size_t>(1, (n + kMostCurvePoints - 1) / kMostCurvePoints);
+    std::optional<Plan> first;
+    for (std::size_t k = 0; k <= n; k = k == n ? n + 1 : std::min(n, k + stride)) {
+      Plan p = curve.plan_with(k, order_);
+      if (!find_error_in_plan(task_, p).empty()) continue;
+      ReplanPoint pt = curve.point(k, order_);
+      pt.step_ms = curve.step(p);
+      if (k == 0) result_.kept = with_share(pt), kept_fits_ = true;
+      if (k == n) result_.target = with_share(pt);
+      if (!first) first = p;
+      add(pt, std::move(p));
+    }
+    return first;
+  }
+
+  /** joint from `start` with movement priced (replan.h): the fixed prices, then bisected between
+   *  the two that straddle the budget. From the target the search would have to move back pieces
+   *  it never looks at (those off the critical devices), so only the kept side is a start. */
+  void search_priced(const Plan& start) {
+    const double base = step_of(start);
+    const auto at = [&](double price) {
+      const PlanOrigin origin{&start, &old_plan_, price * base / table_bytes_};
+      ShardResult r = plan_task_from(options_.sharder, task_, cost_.get(), origin, ctx_);
+      if (r.status != ShardStatus::kOk) return false;
+      ReplanPoint pt;
+      pt.moved_bytes = plan_movement(task_, r.plan, old_plan_).moved_bytes;
+      pt.step_ms = step_of(r.plan);
+      pt.tables_switched = -1;
+      pt.price = price;
+      const bool within = pt.moved_bytes <= budget();
+      add(pt, std::move(r.plan));
+      return within;
+    };
+    double under = 0.0, over = std::numeric_limits<double>::infinity();  // within budget at `over`, not at `under`
+    for (const double price : kMovePrices) {
+      if (at(price)) over = std::min(over, price);
+      else under = std::max(under, price);
+    }
+    for (int i = 0; i < kPriceBisections && under > 0 && std::isfinite(over) && under < over; ++i) {
+      const double price = std::sqrt(under * over);
+      (at(price) ? over : under) = price;
+    }
+  }
+
+  ReplanResult finish(const Provenance& scratch) {
+    if (!best_) {
+      double least = std::numeric_limits<double>::infinity();
+      for (const ReplanPoint& p : result_.curve) least = std::min(least, p.moved_bytes);
+      EMBSHARD_THROW("replan: no plan that fits moves at most ", gib(options_.max_move_bytes), "; the least any does is ", gib(least));
+    }
+    result_.chosen = result_.curve[*best_];
+    result_.plan = std::move(plans_[*best_]);
+    result_.plan.provenance = scratch;
+    result_.plan.provenance.sharder = "replan(" + scratch.sharder + ")";
+    result_.movement = plan_movement(task_, result_.plan, old_plan_);
+    std::stable_sort(result_.curve.begin(), result_.curve.end(),
+                     [](const ReplanPoint& x, const ReplanPoint& y) { return x.moved_bytes < y.moved_bytes; });
+    result_.verdict = "chosen: " + describe(result_.chosen) + "; from scratch: " +
+                      (result_.target.step_ms > 0 ? describe(result_.target) : std::string("does not fit")) + " (" +
+                      gib(result_.scratch_moved_bytes) + " before relabelling); kept: " +
+                      (kept_fits_ ? describe(result_.kept) : std::string("does not fit"));
+    return std::move(result_);
+  }
+
+  void add(ReplanPoint pt, Plan plan) {
+    pt = with_share(pt);
+    result_.curve.push_back(pt);
+    plans_.push_back(std::move(plan));
+    if (pt.moved_bytes <= budget() && (!best_ || pt.step_ms < result_.curve[*best_].step_ms)) best_ = result_.curve.size() - 1;
+  }
+  ReplanPoint with_share(ReplanPoint pt) const {
+    pt.moved_share = pt.moved_bytes / table_bytes_;
+    return pt;
+  }
+  double budget() const { return options_.max_move_bytes * (1 + 1e-12); }
+  double step_of(const Plan& plan) const { return objective_value(judge_->estimate(task_, plan, ctx_), Objective::kStep); }
+
+  const Task& task_;
+  const Plan& old_plan_;
+  std::map<std::string, OldTable> old_;
+  const ReplanOptions& options_;
+  const Context& ctx_;
+  std::unique_ptr<CostModel> cost_, judge_;
+  double table_bytes_;
+  std::vector<std::size_t> order_;
+  ReplanResult result_;
+  std::vector<Plan> plans_;  ///< the plan of each point of result_.curve (before it is sorted)
+  std::optional<std::size_t> best_;
+  bool kept_fits_ = false;
+};
+
+}  // namespace
+
+ReplanResult replan(const Task& task, const Plan& old_plan, const ReplanOptions& options, const Context& ctx) {
+  check_old_plan(task, old_plan, old_tables(old_plan));
+  EMBSHARD_CHECK(!(options.max_move_bytes < 0), "replan: the most bytes to move must be ≥ 0");
+  return ReplanSearch(task, old_plan, options, ctx).run();
+}
+
+std::string replan_json(const ReplanResult& r) {
+  const auto point = [](const ReplanPoint& p) {
+    return nlohmann::json{{"moved_bytes", p.moved_bytes}, {"moved_share", p.moved_share}, {"step_ms", p.step_ms},
+                          {"tables_switched", p.tables_switched}, {"price", p.price}};
+  };
+  nlohmann::json curve = nlohmann::json::array();
+  for (const ReplanPoint& p : r.curve) curve.push_back(point(p));
+  return nlohmann::json{{"chosen", point(r.chosen)}, {"kept", point(r.kept)}, {"target", point(r.target)},
+                        {"scratch_moved_bytes", r.scratch_moved_bytes}, {"curve", curve},
+                        {"sent_bytes", r.movement.sent}, {"received_bytes", r.movement.received},
+                        {"created_bytes", r.movement.created_bytes}, {"verdict", r.verdict}}
+      .dump();
+}
+
+std::string replan_curve_csv(const ReplanResult& r) {
+  std::ostringstream out;
+  out << "moved_bytes,moved_share,step_ms,tables_switched,price,chosen\n";
+  for (const ReplanPoint& p : r.curve) {
+    char row[160];
+    const bool chosen = p.moved_bytes == r.chosen.moved_bytes && p.step_ms == r.chosen.step_ms;
+    std::snprintf(row, sizeof row, "%.0f,%.6f,%.4f,%d,%g,%s\n", p.moved_bytes, p.moved_share, p.step_ms, p.tables_switched,
+                  p.price, chosen ? "yes" : "no");
+    out << row;
+  }
+  return out.str();
+}
+
+}  // namespace embshard

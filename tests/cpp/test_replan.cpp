@@ -1,0 +1,137 @@
+// Re-planning with little movement (eval/replan.h): movement counted on a hand-worked example,
+// the chosen plan within its budget and judged as the user would judge it, the relabelled
+// from-scratch plan as fast as the sharder's own, joint searching from a plan, and bad input.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "embshard/eval/cost_models.h"
+#include "embshard/eval/replan.h"
+#include "embshard/plan/plan.h"
+#include "embshard/shard/sharder.h"
+#include "shard_test_util.h"
+#include "test_util.h"
+
+namespace embshard {
+namespace {
+
+using test_util::error_of;
+using test_util::hand_table;
+using test_util::quiet;
+using test_util::tiny_task;
+
+double step_of(const Task& task, const Plan& plan) { return evaluate_plan(task, plan, EvalOptions{}, quiet()).step_ms; }
+
+Plan planned(const Task& task, const std::string& sharder = "joint:groups=none") {
+  const auto cost = make_cost_model("default", task, quiet());
+  ShardResult r = plan_task(sharder, task, cost.get(), quiet());
+  EXPECT_EQ(r.status, ShardStatus::kOk) << r.reason;
+  return r.plan;
+}
+
+Shard shard(int device, std::int64_t r0, std::int64_t r1, int c0, int c1) {
+  Shard s;
+  s.device = device, s.row_begin = r0, s.row_end = r1, s.col_begin = c0, s.col_end = c1;
+  return s;
+}
+
+TEST(ReplanMovement, AHandWorkedExampleCountsWhatTravelsAndWhatIsCreated) {
+  Task task;
+  task.id = "moves";
+  task.topology = make_topology("v100:nodes=1,gpus_per_node=4");
+  task.workload.tables = {hand_table("a", 8, 1000, 1.0), hand_table("b", 4, 500, 1.0), hand_table("c", 16, 100, 1.0)};
+  Plan old;
+  old.tables = {{"a", ShardingType::kTableWise, {shard(0, 0, 1000, 0, 8)}},
+                {"c", ShardingType::kTableWise, {shard(2, 0, 90, 0, 16)}}};  // c had 90 rows then: another shape
+  Plan now;
+  now.tables = {{"a", ShardingType::kRowWise, {shard(0, 0, 400, 0, 8), shard(1, 400, 1000, 0, 8)}},
+                {"b", ShardingType::kTableWise, {shard(3, 0, 500, 0, 4)}},
+                {"c", ShardingType::kTableWise, {shard(2, 0, 100, 0, 16)}}};
+  const Movement m = plan_movement(task, now, old);
+  const TableSpec &a = task.workload.tables[0], &b = task.workload.tables[1], &c = task.workload.tables[2];
+  EXPECT_DOUBLE_EQ(m.moved_bytes, static_cast<double>(a.shard_bytes(600, 8)));
+  EXPECT_DOUBLE_EQ(m.kept_bytes, static_cast<double>(a.shard_bytes(400, 8)));
+  EXPECT_DOUBLE_EQ(m.created_bytes, static_cast<double>(b.size_bytes() + c.size_bytes()));
+  ASSERT_EQ(m.sent.size(), 4u);
+  EXPECT_DOUBLE_EQ(m.sent[0], m.moved_bytes);
+  EXPECT_DOUBLE_EQ(m.received[1], m.moved_bytes);
+  EXPECT_DOUBLE_EQ(std::accumulate(m.received.begin(), m.received.end(), 0.0), m.moved_bytes);
+  // A plan moves nothing from itself.
+  old.tables.pop_back();
+  EXPECT_EQ(plan_movement(task, old, old).moved_bytes, 0.0);
+}
+
+TEST(Replan, AnUnchangedTaskWithNoBudgetKeepsItsPlan) {
+  const Task task = tiny_task(10, "v100:nodes=1,gpus_per_node=4", 21);
+  const Plan old = planned(task);
+  ReplanOptions options;
+  options.max_move_bytes = 0;
+  const ReplanResult r = replan(task, old, options, quiet());
+  EXPECT_EQ(r.chosen.moved_bytes, 0.0);
+  EXPECT_EQ(plan_movement(task, r.plan, old).moved_bytes, 0.0);
+  EXPECT_NEAR(r.chosen.step_ms, step_of(task, old), 1e-9 * step_of(task, old));
+}
+
+TEST(Replan, AfterAHostIsAddedTheChosenPlanKeepsItsBudgetAndIsJudgedAsReported) {
+  const Task before = tiny_task(24, "v100:nodes=2,gpus_per_node=4,hbm_gib=4", 22);
+  Task after = before;
+  after.topology = topology_with_devices(before.topology, 12);
+  const Plan old = planned(before);
+  const double total = static_cast<double>(after.workload.total_bytes());
+  for (const double share : {0.05, 0.2, 1.0}) {
+    ReplanOptions options;
+    options.max_move_bytes = share * total;
+    const ReplanResult r = replan(after, old, options, quiet());
+    SCOPED_TRACE(r.verdict);
+    EXPECT_EQ(find_error_in_plan(after, r.plan), "");
+    const Movement m = plan_movement(after, r.plan, old);
+    EXPECT_LE(m.moved_bytes, options.max_move_bytes * (1 + 1e-12));
+    EXPECT_DOUBLE_EQ(m.moved_bytes, r.chosen.moved_bytes);
+    EXPECT_NEAR(step_of(after, r.plan), r.chosen.step_ms, 1e-9 * r.chosen.step_ms);
+    EXPECT_LE(r.chosen.step_ms, r.kept.step_ms * (1 + 1e-12));  // the kept plan is a candidate
+    // The relabelled from-scratch plan is as fast as the sharder's own, and moves no more.
+    EXPECT_NEAR(r.target.step_ms, step_of(after, planned(after)), 1e-9 * r.target.step_ms);
+    EXPECT_LE(r.target.moved_bytes, r.scratch_moved_bytes * (1 + 1e-12));
+    EXPECT_TRUE(std::is_sorted(r.curve.begin(), r.curve.end(),
+                               [](const ReplanPoint& x, const ReplanPoint& y) { return x.moved_bytes < y.moved_bytes; }));
+  }
+}
+
+TEST(Replan, JointSearchingFromAPlanNeverEndsWorseThanItAndOthersRefuse) {
+  const Task task = tiny_task(16, "v100:nodes=1,gpus_per_node=4", 23);
+  const Plan start = planned(task, "greedy:balance=lookup");
+  const auto cost = make_cost_model("sim", task, quiet());
+  const PlanOrigin origin{&start, &start, 0.0};
+  const ShardResult r = plan_task_from("joint", task, cost.get(), origin, quiet());
+  ASSERT_EQ(r.status, ShardStatus::kOk) << r.reason;
+  EXPECT_LE(step_of(task, r.plan), step_of(task, start) * (1 + 1e-12));
+  // Movement priced very high: nothing moves.
+  const PlanOrigin dear{&start, &start, 1e3};
+  const ShardResult still = plan_task_from("joint", task, cost.get(), dear, quiet());
+  EXPECT_EQ(plan_movement(task, still.plan, start).moved_bytes, 0.0);
+  EXPECT_NE(error_of([&] { (void)plan_task_from("greedy", task, cost.get(), origin, quiet()); }).find("cannot search from a plan"),
+            std::string::npos);
+}
+
+TEST(Replan, BadInputIsOneLineNamingIt) {
+  const Task task = tiny_task(8, "v100:nodes=2,gpus_per_node=4", 24);
+  const Plan old = planned(task);
+  Task other = tiny_task(8, "v100:nodes=2,gpus_per_node=4", 25);
+  for (TableSpec& t : other.workload.tables) t.name = "other_" + t.name;
+  EXPECT_NE(error_of([&] { (void)replan(other, old, ReplanOptions{}, quiet()); }).find("shares no table"), std::string::npos);
+  Plan two_d = old;
+  two_d.groups.size = 4;
+  EXPECT_NE(error_of([&] { (void)replan(task, two_d, ReplanOptions{}, quiet()); }).find("2D"), std::string::npos);
+  Task shrunk = task;
+  shrunk.topology = topology_with_devices(task.topology, 4);  // the tables on devices 4..7 must move
+  ReplanOptions none;
+  none.max_move_bytes = 0;
+  EXPECT_NE(error_of([&] { (void)replan(shrunk, old, none, quiet()); }).find("no plan that fits moves at most"),
+            std::string::npos);
+  none.max_move_bytes = -1;
+  EXPECT_NE(error_of([&] { (void)replan(task, old, none, quiet()); }).find("≥ 0"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace embshard
