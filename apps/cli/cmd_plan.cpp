@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <sstream>
 
 #include "commands.h"
 #include "verbs.h"
@@ -19,6 +20,21 @@
 #include "embshard/shard/sharder.h"
 
 namespace embshard::cli {
+
+namespace {
+
+/** --colocate / --separate 'a,b;c,d,e': groups of table names, added to the task's (data/task.h). */
+void add_table_groups(const std::string& text, std::vector<std::vector<std::string>>& groups) {
+  std::stringstream all(text);
+  for (std::string group; std::getline(all, group, ';');) {
+    std::vector<std::string> names;
+    std::stringstream one(group);
+    for (std::string name; std::getline(one, name, ',');) names.push_back(name);
+    groups.push_back(std::move(names));
+  }
+}
+
+}  // namespace
 
 int run_plan(Args& args, const Context& base_ctx) {
   const auto task_given = args.get("task");
@@ -42,6 +58,8 @@ int run_plan(Args& args, const Context& base_ctx) {
   const auto report = args.get("report");
   const std::string format = args.get_or("format", "embshard");
   const std::string device = args.get_or("torchrec-device", "cuda");
+  const std::string colocate = args.get_or("colocate", "");
+  const std::string separate = args.get_or("separate", "");
   Context ctx = base_ctx;
   ctx.seed = static_cast<std::uint64_t>(args.get_int("seed", 0));
   args.finish();
@@ -59,7 +77,9 @@ int run_plan(Args& args, const Context& base_ctx) {
   for (const NamedPath& p : spec_inputs("--cost", cost_spec)) inputs.push_back(p);
   inputs.push_back({"--task", task_path});
   check_paths(inputs, {}, {{"--out", out.value_or("")}, {"--report", report.value_or("")}});
-  const Task task = read_task_file(task_path);
+  Task task = read_task_file(task_path);
+  add_table_groups(colocate, task.constraints.groups.colocate);
+  add_table_groups(separate, task.constraints.groups.separate);
   const auto cost = make_cost_model(cost_spec, task, ctx);
   const ShardResult result = plan_task(sharder, task, cost.get(), ctx);
   if (result.status != ShardStatus::kOk) {

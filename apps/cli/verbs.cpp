@@ -89,6 +89,8 @@ std::vector<VerbDoc> make_docs() {
         {"report", "R.html", "", "also write the plan's report"},
         {"format", "F", "embshard", "embshard | torchrec (the ShardingPlan JSON embshard.torchrec.load_sharding_plan reads)"},
         {"torchrec-device", "D", "cuda", "with --format torchrec: cuda | cpu"},
+        {"colocate", "'A,B;C,D'", "", "groups of tables each placed whole on one device (added to the task's constraints.colocate)"},
+        {"separate", "'A,B;C,D'", "", "groups of tables that share no device (added to constraints.separate)"},
         {"seed", "S", "0", "seed of randomised sharders"}},
        metrics},
       {"size", "capacity planning: the step at each device count, and the fewest devices that meet a target",

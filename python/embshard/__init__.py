@@ -166,10 +166,13 @@ class Task(_File):
                     batch_size: int, *, allow_column_split: bool = True,
                     allow_row_split: bool = True, allow_uvm: bool = False,
                     derived_stats: Optional[Mapping[str, float]] = None,
-                    task_id: str = "python", replica_sync_every: int = 1) -> "Task":
+                    task_id: str = "python", replica_sync_every: int = 1,
+                    colocate: Sequence[Sequence[str]] = (), separate: Sequence[Sequence[str]] = ()) -> "Task":
         """A task from tables and a topology: a preset spec ("a100:nodes=2") or the task file's
         explicit topology object. ``derived_stats`` overrides DERIVED_STATS_DEFAULTS;
-        ``replica_sync_every`` is how many steps pass between a 2D plan's replica syncs."""
+        ``replica_sync_every`` is how many steps pass between a 2D plan's replica syncs;
+        ``colocate`` / ``separate``: groups of table names placed whole on one device / on no
+        common device (docs/data.md, "Placement groups")."""
         if isinstance(topology, str):
             topo: Dict[str, Any] = {"preset": topology}
         else:
@@ -184,6 +187,11 @@ class Task(_File):
             "tables": [t._json() for t in tables]}
         if replica_sync_every != 1:
             doc["replica_sync_every"] = _integer(replica_sync_every, "embshard.Task: replica_sync_every")
+        for key, groups in (("colocate", colocate), ("separate", separate)):
+            if isinstance(groups, (str, bytes)) or any(isinstance(g, (str, bytes)) for g in groups):
+                raise Error(f"embshard.Task: {key} must be a list of lists of table names, got {groups!r}")
+            if groups:
+                doc["constraints"][key] = [[str(name) for name in group] for group in groups]
         if derived_stats is not None:
             doc["derived_stats"] = dict(derived_stats)
         return cls.from_json(json.dumps(doc), where="embshard.Task")

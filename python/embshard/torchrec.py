@@ -147,6 +147,11 @@ def _optimizer_of(weight, sharder, where: str) -> str:
     return _OPTIMIZER_BY_NAME.get(name, "adagrad")  # one value per weight: "1 otherwise"
 
 
+def _no_such_table(name: str, key: str, known: List[str]) -> Error:
+    return Error(f"EmbshardPlanner: {key} names table '{name}', which the model does not have "
+                 f"(its tables: {', '.join(known[:12])}{', ...' if len(known) > 12 else ''})")
+
+
 def _dtype(config, where: str) -> str:
     name = getattr(config.data_type, "name", str(config.data_type))
     if name in ("FP32", "FLOAT32"):
@@ -173,7 +178,8 @@ class EmbshardPlanner:
                  table_stats: Optional[Mapping[str, Mapping[str, Any]]] = None,
                  derived_stats: Optional[Mapping[str, float]] = None, seed: int = 0,
                  threads: int = 1, sharding_group_size: Union[None, int, str] = None,
-                 replica_sync_every: int = 1):
+                 replica_sync_every: int = 1, colocate: Sequence[Sequence[str]] = (),
+                 separate: Sequence[Sequence[str]] = ()):
         if not 0.0 <= storage_reservation < 1.0:
             raise Error(f"EmbshardPlanner: storage_reservation = {storage_reservation} must lie in [0, 1)")
         if batch_size is not None and batch_size < 1:
@@ -186,6 +192,7 @@ class EmbshardPlanner:
         if sharding_group_size is not None and sharder != "best" and sharder.partition(":")[0] != "joint":
             raise Error(f"EmbshardPlanner: sharding_group_size needs sharder 'joint' or 'best' (only joint plans "
                         f"2D layouts), not '{sharder}'")
+        self._placement_groups = {"colocate": [list(g) for g in colocate], "separate": [list(g) for g in separate]}
         self._groups = "none" if sharding_group_size is None else str(sharding_group_size)
         self._sync_every = replica_sync_every
         self._topology = topology
@@ -314,7 +321,9 @@ class EmbshardPlanner:
             tables, self._embshard_topology(topology, dense_bytes, total_pooling),
             batch_size=self._batch_size * topology.world_size, allow_uvm=allow_uvm_any,
             derived_stats=self._derived_stats, task_id="torchrec-model",
-            replica_sync_every=self._sync_every)
+            replica_sync_every=self._sync_every,
+            **{key: [[self._task_table(name, key) for name in group] for group in groups]
+               for key, groups in self._placement_groups.items()})
         self.last_task = task
         return task
 
@@ -422,6 +431,17 @@ class EmbshardPlanner:
                 raise Error(f"{where}: constraints.pooling_factors {factors} must be finite and ≥ 0")
             return sum(factors)
         return TORCHREC_DEFAULT_POOLING
+
+    def _task_table(self, name: str, key: str) -> str:
+        """The task's name of a model table named in a placement group: its TorchRec name, or the
+        task name ("path.name") where two modules have tables of one name."""
+        matches = [t.task_name for t in self.tables if name in (t.task_name, t.name)]
+        if len(matches) != 1:
+            if matches:
+                raise Error(f"EmbshardPlanner: {key} names table '{name}', which several modules have: "
+                            f"name it as one of {', '.join(matches)}")
+            raise _no_such_table(name, key, [t.task_name for t in self.tables])
+        return matches[0]
 
     def _embshard_topology(self, topology, dense_bytes: int, total_pooling: float) -> Dict[str, Any]:
         world, local = topology.world_size, topology.local_world_size

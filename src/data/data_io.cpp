@@ -130,6 +130,20 @@ TableStats derived_stats_from(const JsonNode& s, std::int64_t batch_size, const 
   return memo.emplace(key, derive_table_stats(rows, pooling, coverage, batch_size, model, where)).first->second;
 }
 
+/** A list of groups of table names: [["a", "b"], ["c", "d", "e"]] (task.h PlacementGroups). */
+std::vector<std::vector<std::string>> table_groups_from(const JsonNode& n) {
+  n.expect_array();
+  std::vector<std::vector<std::string>> groups;
+  for (std::size_t g = 0; g < n.size(); ++g) {
+    const JsonNode group = n.at(g);
+    group.expect_array();
+    std::vector<std::string> names;
+    for (std::size_t i = 0; i < group.size(); ++i) names.push_back(group.at(i).as_string());
+    groups.push_back(std::move(names));
+  }
+  return groups;
+}
+
 TableConstraints table_constraints_from(const JsonNode& n) {
   n.only_keys({"sharding_types", "allow_uvm", "min_partition"});
   TableConstraints c;
@@ -285,6 +299,8 @@ std::string task_to_json(const Task& task) {
                 {"allow_row_split", task.constraints.allow_row_split},
                 {"allow_uvm", task.constraints.allow_uvm}}},
               {"tables", tables}};
+  if (!task.constraints.groups.colocate.empty()) doc["constraints"]["colocate"] = task.constraints.groups.colocate;
+  if (!task.constraints.groups.separate.empty()) doc["constraints"]["separate"] = task.constraints.groups.separate;
   if (from_pool) doc["pool_seed"] = task.pool_seed;
   if (task.workload.replica_sync_every != 1) doc["replica_sync_every"] = task.workload.replica_sync_every;
   return doc.dump(1) + "\n";
@@ -311,10 +327,12 @@ Task task_from_json(const std::string& text, const std::string& where) {
   task.topology = topology_from(root.at("topology"));
   if (root.has("constraints")) {
     const JsonNode c = root.at("constraints");
-    c.only_keys({"allow_column_split", "allow_row_split", "allow_uvm"});
+    c.only_keys({"allow_column_split", "allow_row_split", "allow_uvm", "colocate", "separate"});
     if (c.has("allow_column_split")) task.constraints.allow_column_split = c.at("allow_column_split").as_bool();
     if (c.has("allow_row_split")) task.constraints.allow_row_split = c.at("allow_row_split").as_bool();
     if (c.has("allow_uvm")) task.constraints.allow_uvm = c.at("allow_uvm").as_bool();
+    if (c.has("colocate")) task.constraints.groups.colocate = table_groups_from(c.at("colocate"));
+    if (c.has("separate")) task.constraints.groups.separate = table_groups_from(c.at("separate"));
   }
   task.pool_seed = root.has("pool_seed") ? root.at("pool_seed").as_uint64() : 0;
   const DerivedStatsModel model =

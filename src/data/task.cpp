@@ -1,8 +1,10 @@
 #include "embshard/data/task.h"
 
+#include <map>
 #include <set>
 
 #include "embshard/core/error.h"
+#include "embshard/core/markup.h"
 
 namespace embshard {
 
@@ -44,6 +46,64 @@ std::string find_error_in_table_constraints(const TableSpec& t, const Constraint
   return "";
 }
 
+std::string describe_placement_group(const std::string& kind, std::size_t index, const std::vector<std::string>& tables) {
+  std::string names;
+  for (std::size_t i = 0; i < tables.size() && i < 6; ++i) names += (i ? ", '" : "'") + one_line(tables[i]) + "'";
+  if (tables.size() > 6) names += ", ...";
+  return kind + " group " + std::to_string(index + 1) + " (" + names + ")";
+}
+
+namespace {
+
+/** find_error_in_task's checks of the placement groups (task.h `PlacementGroups`). */
+std::string find_error_in_groups(const Task& task, const std::string& where) {
+  std::map<std::string, const TableSpec*> tables;
+  for (const TableSpec& t : task.workload.tables) tables[t.name] = &t;
+  const std::string at = where + ": constraints.";
+  std::map<std::string, std::size_t> colocated;  // table → its colocate group
+  const auto check_names = [&](const std::string& kind, std::size_t g, const std::vector<std::string>& group) {
+    const std::string name = describe_placement_group(kind, g, group);
+    if (group.size() < 2) return at + name + " must name at least 2 tables";
+    std::set<std::string> seen;
+    for (const std::string& t : group) {
+      if (!tables.count(t)) return at + name + " names table '" + one_line(t) + "', which the task does not have";
+      if (!seen.insert(t).second) return at + name + " names table '" + one_line(t) + "' twice";
+    }
+    return std::string();
+  };
+  const auto& groups = task.constraints.groups;
+  for (std::size_t g = 0; g < groups.colocate.size(); ++g) {
+    if (auto e = check_names("colocate", g, groups.colocate[g]); !e.empty()) return e;
+    for (const std::string& t : groups.colocate[g]) {
+      const std::string name = describe_placement_group("colocate", g, groups.colocate[g]);
+      if (!colocated.emplace(t, g).second)
+        return at + name + ": table '" + one_line(t) + "' is already in " +
+               describe_placement_group("colocate", colocated[t], groups.colocate[colocated[t]]);
+      if (!tables[t]->constraints.allows(ShardingType::kTableWise))
+        return at + name + ": table '" + one_line(t) + "' does not allow table_wise, which colocated tables take";
+    }
+  }
+  for (std::size_t g = 0; g < groups.separate.size(); ++g) {
+    const auto& group = groups.separate[g];
+    if (auto e = check_names("separate", g, group); !e.empty()) return e;
+    const std::string name = describe_placement_group("separate", g, group);
+    if (static_cast<int>(group.size()) > task.topology.num_devices())
+      return at + name + " has " + std::to_string(group.size()) + " tables but the task has " +
+             std::to_string(task.topology.num_devices()) + " devices";
+    for (std::size_t i = 0; i < group.size(); ++i) {
+      for (std::size_t j = i + 1; j < group.size(); ++j) {
+        const auto a = colocated.find(group[i]), b = colocated.find(group[j]);
+        if (a != colocated.end() && b != colocated.end() && a->second == b->second)
+          return at + name + " contradicts " + describe_placement_group("colocate", a->second, groups.colocate[a->second]) +
+                 ": tables '" + one_line(group[i]) + "' and '" + one_line(group[j]) + "' must share a device and must not";
+      }
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
 std::string find_error_in_task(const Task& task, const std::string& where) {
   const auto& tables = task.workload.tables;
   if (tables.empty()) return where + ": the task has no tables";
@@ -72,7 +132,8 @@ std::string find_error_in_task(const Task& task, const std::string& where) {
              (t.optimizer == OptimizerState::kNone ? "" : " with optimizer state") + ", more than the 2^46 bytes (64 TiB) a table may hold";
     if (auto err = find_error_in_table_constraints(t, task.constraints, at); !err.empty()) return err;
   }
-  return find_error_in_topology(task.topology, where);
+  if (auto err = find_error_in_topology(task.topology, where); !err.empty()) return err;
+  return find_error_in_groups(task, where);
 }
 
 void check_task(const Task& task, const std::string& where) {

@@ -4,10 +4,12 @@
 #include <cstdio>
 #include <iterator>
 #include <map>
+#include <set>
 #include <unordered_map>
 #include <utility>
 
 #include "embshard/core/error.h"
+#include "embshard/core/markup.h"
 
 #ifndef EMBSHARD_VERSION
 #define EMBSHARD_VERSION "0.0.0"
@@ -359,10 +361,54 @@ std::string find_error_in_shards(const Task& task, const Plan& plan) {
     if (entry_of[t] < 0)
       return table_prefix(task.workload.tables[t].name) + " of the task has no placement";
   if (auto err = constraint_violation(task, plan, index); !err.empty()) return err;
+  if (auto err = find_placement_group_violation(task, plan); !err.empty()) return err;
   return find_memory_error(task, plan);
 }
 
 }  // namespace
+
+std::string find_placement_group_violation(const Task& task, const Plan& plan) {
+  const PlacementGroups& groups = task.constraints.groups;
+  if (groups.empty()) return "";
+  std::map<std::string, const TablePlacement*> placed;
+  for (const TablePlacement& tp : plan.tables) placed[tp.table] = &tp;
+  const auto devices_of = [&](const std::string& table) {
+    std::set<int> devices;
+    if (const auto it = placed.find(table); it != placed.end())
+      for (const Shard& s : it->second->shards) devices.insert(s.device);
+    return devices;
+  };
+  for (std::size_t g = 0; g < groups.colocate.size(); ++g) {
+    const auto& group = groups.colocate[g];
+    const std::string at = "plan: " + describe_placement_group("colocate", g, group) + ": table '";
+    int device = -1;
+    std::string first;
+    for (const std::string& t : group) {
+      const auto it = placed.find(t);
+      if (it == placed.end()) continue;  // find_error_in_plan names a missing table
+      if (it->second->shards.size() != 1 || it->second->type != ShardingType::kTableWise)
+        return at + one_line(t) + "' is " + to_string(it->second->type) + "; colocated tables are whole (table_wise)";
+      const int d = it->second->shards.front().device;
+      if (device >= 0 && d != device)
+        return at + one_line(t) + "' is on device " + std::to_string(d) + ", table '" + one_line(first) + "' on device " +
+               std::to_string(device);
+      if (device < 0) device = d, first = t;
+    }
+  }
+  for (std::size_t g = 0; g < groups.separate.size(); ++g) {
+    const auto& group = groups.separate[g];
+    std::map<int, std::string> holder;
+    for (const std::string& t : group) {
+      for (const int d : devices_of(t)) {
+        const auto [it, fresh] = holder.emplace(d, t);
+        if (!fresh)
+          return "plan: " + describe_placement_group("separate", g, group) + ": tables '" + one_line(it->second) +
+                 "' and '" + one_line(t) + "' both have a shard on device " + std::to_string(d);
+      }
+    }
+  }
+  return "";
+}
 
 std::string find_error_in_plan(const Task& task, const Plan& plan) {
   if (!plan.groups.enabled()) return find_error_in_shards(task, plan);

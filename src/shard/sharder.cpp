@@ -119,6 +119,11 @@ ShardResult run_sharder(const std::string& spec, const Task& task, CostModel* co
       result.reason = "sharder '" + short_sharder_spec(spec) + "' cannot honour the table constraints: " + violation;
       return result;
     }
+    if (std::string violation = find_placement_group_violation(task, result.plan); !violation.empty()) {
+      result.status = ShardStatus::kInfeasible;
+      result.reason = "sharder '" + short_sharder_spec(spec) + "' does not keep the placement groups: " + violation;
+      return result;
+    }
     const std::string problem = find_error_in_plan(task, result.plan);
     if (!problem.empty()) {
       throw InternalError(detail::concat("sharder '", p.sharder, "' returned an invalid plan: ", problem));

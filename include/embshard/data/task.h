@@ -33,12 +33,33 @@ struct Workload {
   [[nodiscard]] std::int64_t total_dim() const;
 };
 
+/**
+ * Groups of tables placed together or apart (TorchRec users ask for both: pytorch/torchrec #2642,
+ * #662). A `colocate` group's tables are each whole (table_wise) on one device, the same for all
+ * of them; a `separate` group's tables share no device (no two of them have a shard on one device,
+ * whatever their layouts). Each group names 2 or more distinct tables of the task; a table is in
+ * at most one colocate group; two tables of one colocate group are never in one separate group; a
+ * separate group has at most as many tables as the task has devices (a 2D plan: ranks per group);
+ * a colocate group's tables allow table_wise. `find_error_in_task` checks this, `find_error_in_plan`
+ * checks a plan against it (plan.h `find_placement_group_violation`).
+ */
+struct PlacementGroups {
+  std::vector<std::vector<std::string>> colocate;
+  std::vector<std::vector<std::string>> separate;
+  [[nodiscard]] bool empty() const { return colocate.empty() && separate.empty(); }
+};
+
 /** What a plan may do beyond table-wise placement in HBM. */
 struct Constraints {
   bool allow_column_split = true;  ///< tables may be split into column ranges (multiples of 4)
   bool allow_row_split = true;     ///< tables may be split into row ranges
   bool allow_uvm = false;          ///< rows may live in host memory reached through UVM
+  PlacementGroups groups;          ///< tables placed together or apart
 };
+
+/** "colocate group 2 ('a', 'b', 'c')": how messages name a group (`index` from 0). */
+[[nodiscard]] std::string describe_placement_group(const std::string& kind, std::size_t index,
+                                                   const std::vector<std::string>& tables);
 
 struct Task {
   std::string id;                  ///< e.g. "neuroshard-d4-m128-007"; free text for users

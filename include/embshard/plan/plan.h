@@ -105,6 +105,13 @@ struct DeviceMemory {
 [[nodiscard]] std::string find_table_constraint_violation(const Task& task, const Plan& plan);
 
 /**
+ * "" if `plan` keeps the task's placement groups (data/task.h `PlacementGroups`: colocated tables
+ * whole on one device, separated tables on no common device), else one line naming the group, the
+ * tables and the device. Tables without a placement are skipped (find_error_in_plan names them).
+ */
+[[nodiscard]] std::string find_placement_group_violation(const Task& task, const Plan& plan);
+
+/**
  * "" if `plan` is a valid plan for `task` (constraints and memory included), else one line naming
  * the first problem. A 2D plan must have a layout the task allows (`find_error_in_groups`) and be
  * a valid plan of its sharding group's task (`sharding_group_task`).

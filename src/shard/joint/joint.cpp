@@ -440,6 +440,7 @@ class Search {
 
   /** Every layout the task and the table allow. */
   [[nodiscard]] std::vector<Layout> all_layouts(int t) const {
+    if (state_.colocated(t)) return {{Layout::Kind::kWhole, 1}};  // data/task.h PlacementGroups
     std::vector<Layout> out;
     const TableSpec& s = spec(t);
     const int min_width = std::max(4, s.constraints.min_partition);
@@ -491,12 +492,14 @@ class Search {
         if (!taken_[static_cast<std::size_t>(d)]) out.push_back(d);
     } else {
       state_.least_loaded(options_.candidates, bytes, taken_, out);
-      // A re-plan: the devices that held the table before, where a piece moves nothing.
-      for (const Shard& old : state_.origin_shards(t)) {
-        if (old.device < n_ && !taken_[static_cast<std::size_t>(old.device)] &&
-            std::find(out.begin(), out.end(), old.device) == out.end())
-          out.push_back(old.device);
-      }
+      // A re-plan: the devices that held the table before, where a piece moves nothing; a
+      // colocated table: its group's device, the only one it may take.
+      const auto also = [&](int d) {
+        if (d >= 0 && d < n_ && !taken_[static_cast<std::size_t>(d)] && std::find(out.begin(), out.end(), d) == out.end())
+          out.push_back(d);
+      };
+      for (const Shard& old : state_.origin_shards(t)) also(old.device);
+      also(state_.colocated_device(t));
     }
     for (const Piece& p : state_.pieces(t)) taken_[static_cast<std::size_t>(p.placed.shard.device)] = false;
     return out;
@@ -624,6 +627,7 @@ class Search {
   /** Moves piece `i` of `t` to the best other device if that helps. */
   bool try_moves(int t, std::size_t i, const Score& current, bool uvm) {
     if (state_.layout(t).first_device >= 0) return false;
+    if (state_.colocated(t)) return try_group_moves(t, current, uvm);
     const Piece old = state_.lift(t, i);
     Score best = current;
     Piece chosen;
@@ -638,6 +642,40 @@ class Search {
     }
     state_.place(i, found ? chosen : old);
     return found;
+  }
+
+  /** Moves `t`'s colocate group, every member whole, to the device that scores best if that helps. */
+  bool try_group_moves(int t, const Score& current, bool uvm) {
+    const std::vector<int>& members = state_.colocated_members(t);
+    std::vector<std::vector<Piece>> old;
+    std::int64_t bytes = 0;
+    for (int u : members) {
+      old.push_back(state_.remove_table(u));
+      for (const Piece& p : old.back()) bytes += p.hbm_bytes + p.uvm_bytes;
+    }
+    const auto put = [&](int d) {  // every member whole on d; false (nothing left placed) if one does not fit
+      for (std::size_t m = 0; m < members.size(); ++m) {
+        Piece p;
+        if (old[m].size() != 1 || !state_.make_piece(members[m], old[m].front().placed.shard, d, uvm, p)) {
+          for (std::size_t k = 0; k < m; ++k) state_.remove_table(members[k]);
+          return false;
+        }
+        state_.add(p);
+      }
+      return true;
+    };
+    Score best = current;
+    int chosen = -1;
+    for (int d : candidates(t, bytes)) {
+      if (!put(d)) continue;
+      const Score now = score();
+      for (int u : members) state_.remove_table(u);
+      if (better(now, best)) best = now, chosen = d;
+    }
+    if (chosen >= 0 && put(chosen)) return true;
+    for (std::size_t m = 0; m < members.size(); ++m)
+      for (const Piece& p : old[m]) state_.add(p);
+    return false;
   }
 
   /** Swaps piece `i` of `t` with a piece of another table on another device if that helps. */

@@ -201,13 +201,25 @@ class State {
 
   [[nodiscard]] int num_devices() const { return static_cast<int>(devices_.size()); }
   [[nodiscard]] int num_tables() const { return static_cast<int>(tables_.size()); }
+  /** The device of a placed member of `table`'s colocate group (where it must go), else −1. */
+  [[nodiscard]] int colocated_device(int table) const;
+  /** The members of `table`'s colocate group, itself included (empty when it has none). */
+  [[nodiscard]] const std::vector<int>& colocated_members(int table) const {
+    static const std::vector<int> kNone;
+    return colocated_with_.empty() ? kNone : colocated_with_[static_cast<std::size_t>(table)];
+  }
+  /** Whether `table` is in a colocate group (it then takes the whole layout only). */
+  [[nodiscard]] bool colocated(int table) const {
+    return !colocated_with_.empty() && !colocated_with_[static_cast<std::size_t>(table)].empty();
+  }
   [[nodiscard]] const std::vector<Piece>& pieces(int table) const { return tables_[static_cast<std::size_t>(table)]; }
   [[nodiscard]] const Layout& layout(int table) const { return layouts_[static_cast<std::size_t>(table)]; }
   [[nodiscard]] const DeviceLoad& load(int device) const { return devices_[static_cast<std::size_t>(device)]; }
 
   /**
    * `shard` of `table` as a piece on `device`: rows that do not fit the device's free HBM go to
-   * UVM when `uvm` allows; false when it does not fit at all.
+   * UVM when `uvm` allows; false when it does not fit at all, or the task's placement groups forbid
+   * the device (a colocated table away from its placed group, a separated one beside another).
    */
   [[nodiscard]] bool make_piece(int table, Shard shard, int device, bool uvm, Piece& out);
   /** Charges every device `sync` of its bytes (hbm + uvm) in its all-reduce term: a 2D layout's
@@ -282,6 +294,10 @@ class State {
   void update_spread(int device, const DeviceCompute& compute);
   /** The sharding type `plan()` gives `table` for its layout and pieces. */
   [[nodiscard]] ShardingType type_of(int table) const;
+  /** The task's placement groups per table (data/task.h `PlacementGroups`), for make_piece. */
+  void index_placement_groups();
+  /** Whether a piece of `table` on `device` keeps the placement groups given the pieces placed. */
+  [[nodiscard]] bool keeps_placement_groups(int table, int device) const;
   /** The bytes of `shard` of `table` its device did not hold in the origin's old plan. */
   [[nodiscard]] std::int64_t moved_bytes_of(int table, const Shard& shard) const;
   /** Recounts `table`'s sharding type after its layout or pieces changed. */
@@ -324,6 +340,9 @@ class State {
   std::int64_t changes_ = 0;
   Origin origin_;
   std::int64_t moved_ = 0;
+  /// Per table the members of its colocate group (itself included; empty if none) and the tables
+  /// it must not share a device with; both empty when the task has no placement groups.
+  std::vector<std::vector<int>> colocated_with_, separated_from_;
   // More than kAllCandidatesUpTo devices: the devices by load, refreshed lazily (least_loaded).
   LoadIndex loads_;
   std::vector<int> stale_loads_;

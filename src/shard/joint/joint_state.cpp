@@ -55,6 +55,7 @@ State::State(const Task& task, CostModel& cost, Objective objective, const Conte
       device_tables_(static_cast<std::size_t>(task.topology.num_devices())),
       table_type_(task.workload.tables.size(), -1) {
   if (additive_) overhead_ = cost.compute().device_overhead();
+  index_placement_groups();
   const std::size_t n = devices_.size();
   by_device_.resize(additive_ ? 0 : n);
   cached_.resize(n);
@@ -141,6 +142,56 @@ void State::least_loaded(int k, std::int64_t bytes, const std::vector<bool>& ski
   if (out.size() == before) loads_.least(k, bytes, false, skip, out);
 }
 
+void State::index_placement_groups() {
+  const PlacementGroups& groups = task_.constraints.groups;
+  if (groups.empty()) return;
+  std::unordered_map<std::string, int> index;
+  for (std::size_t t = 0; t < task_.workload.tables.size(); ++t) index[task_.workload.tables[t].name] = static_cast<int>(t);
+  const auto members = [&](const std::vector<std::string>& names) {
+    std::vector<int> out;
+    for (const std::string& name : names) out.push_back(index.at(name));
+    return out;
+  };
+  colocated_with_.assign(task_.workload.tables.size(), {});
+  separated_from_.assign(task_.workload.tables.size(), {});
+  for (const auto& group : groups.colocate) {
+    const std::vector<int> m = members(group);
+    for (int t : m) colocated_with_[static_cast<std::size_t>(t)] = m;
+  }
+  for (const auto& group : groups.separate) {
+    const std::vector<int> m = members(group);
+    for (int t : m) {
+      auto& others = separated_from_[static_cast<std::size_t>(t)];
+      for (int u : m)
+        if (u != t) others.push_back(u);
+    }
+  }
+}
+
+int State::colocated_device(int table) const {
+  if (colocated_with_.empty()) return -1;
+  for (int u : colocated_with_[static_cast<std::size_t>(table)]) {
+    const auto& pieces = tables_[static_cast<std::size_t>(u)];
+    if (u != table && !pieces.empty()) return pieces.front().placed.shard.device;
+  }
+  return -1;
+}
+
+bool State::keeps_placement_groups(int table, int device) const {
+  if (colocated_with_.empty()) return true;
+  const auto holds = [&](int u) {
+    const auto& pieces = tables_[static_cast<std::size_t>(u)];
+    return std::any_of(pieces.begin(), pieces.end(), [&](const Piece& p) { return p.placed.shard.device == device; });
+  };
+  for (int u : colocated_with_[static_cast<std::size_t>(table)]) {
+    // Another member placed elsewhere: this one must go where it is.
+    if (u != table && !tables_[static_cast<std::size_t>(u)].empty() && !holds(u)) return false;
+  }
+  for (int u : separated_from_[static_cast<std::size_t>(table)])
+    if (holds(u)) return false;
+  return true;
+}
+
 std::int64_t State::moved_bytes_of(int table, const Shard& shard) const {
   if (origin_.shards.empty()) return 0;
   const auto& before = origin_.shards[static_cast<std::size_t>(table)];
@@ -156,6 +207,7 @@ std::int64_t State::moved_bytes_of(int table, const Shard& shard) const {
 }
 
 bool State::make_piece(int table, Shard shard, int device, bool uvm, Piece& out) {
+  if (!keeps_placement_groups(table, device)) return false;
   const TableSpec& spec = task_.workload.tables[static_cast<std::size_t>(table)];
   const Device& dev = task_.topology.devices[static_cast<std::size_t>(device)];
   const DeviceLoad& load = devices_[static_cast<std::size_t>(device)];

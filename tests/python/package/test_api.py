@@ -352,3 +352,17 @@ def test_replan_keeps_its_budget_and_its_plan_evaluates_as_reported():
     assert r.plan.ok and "replan(" in r.plan.provenance["sharder"]
     with pytest.raises(Error, match="max_move must be"):
         embshard.replan(grown, old, max_move=-1)
+
+
+def test_placement_groups_are_kept_or_named():
+    task = shape_only_task(colocate=[["user", "query"]], separate=[["item", "ads"]])
+    plan = embshard.plan(task, "joint")
+    assert plan.ok, plan.reason
+    embshard.check(task, plan)
+    devices = {t["table"]: {s["device"] for s in t["shards"]} for t in plan.tables}
+    assert devices["user"] == devices["query"] and len(devices["user"]) == 1
+    assert not devices["item"] & devices["ads"]
+    with pytest.raises(Error, match="names table 'nope', which the task does not have"):
+        shape_only_task(colocate=[["user", "nope"]])
+    with pytest.raises(Error, match="must be a list of lists"):
+        shape_only_task(separate=["item", "ads"])

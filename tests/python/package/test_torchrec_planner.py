@@ -298,3 +298,18 @@ def test_bad_input_names_the_table_or_field(torchrec):
         "t_cat_4": ParameterConstraints(batch_sizes=[64])}})
     with pytest.raises(Error, match="storage_reservation"):
         EmbshardPlanner(topology=topology(), storage_reservation=1.5)
+
+
+def test_placement_groups_reach_the_plan_by_torchrec_table_names(torchrec):
+    import torch
+    from embshard.torchrec import EmbshardPlanner
+
+    planner = EmbshardPlanner(topology(world=4, local=4), sharder="joint",
+                              colocate=[["t_cat_0", "t_cat_1"]], separate=[["t_cat_2", "t_cat_3"]])
+    plan = planner.plan(dlrm(torch), sharders())
+    assert plan is not None
+    devices = {t["table"]: {s["device"] for s in t["shards"]} for t in planner.last_plan.tables}
+    assert devices["t_cat_0"] == devices["t_cat_1"] and len(devices["t_cat_0"]) == 1
+    assert not devices["t_cat_2"] & devices["t_cat_3"]
+    with pytest.raises(embshard.Error, match="colocate names table 'nope', which the model does not have"):
+        EmbshardPlanner(topology(world=4, local=4), colocate=[["t_cat_0", "nope"]]).plan(dlrm(torch), sharders())
