@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
-#include <sstream>
 
 #include "commands.h"
 #include "verbs.h"
@@ -14,6 +13,8 @@
 #include "embshard/data/data_io.h"
 #include "embshard/eval/cost_models.h"
 #include "embshard/eval/evaluator.h"
+#include "embshard/eval/what_if.h"
+#include "embshard/core/markup.h"
 #include "embshard/plan/plan_io.h"
 #include "embshard/plan/torchrec_export.h"
 #include "embshard/report/html_report.h"
@@ -25,13 +26,27 @@ namespace {
 
 /** --colocate / --separate 'a,b;c,d,e': groups of table names, added to the task's (data/task.h). */
 void add_table_groups(const std::string& text, std::vector<std::vector<std::string>>& groups) {
-  std::stringstream all(text);
-  for (std::string group; std::getline(all, group, ';');) {
-    std::vector<std::string> names;
-    std::stringstream one(group);
-    for (std::string name; std::getline(one, name, ',');) names.push_back(name);
-    groups.push_back(std::move(names));
+  for (const std::string& group : split_list(text, ';')) groups.push_back(split_list(group, ','));
+}
+
+/** --explain: per table its placement and the best single change of it (eval/what_if.h). */
+void print_explanations(const Task& task, const Plan& plan, CostModel& judge, const Context& ctx) {
+  if (plan.groups.enabled()) {
+    std::printf("explain: a 2D plan is not explained\n");
+    return;
   }
+  const std::vector<TableExplanation> why = explain_plan(task, plan, judge, ctx);
+  std::printf("why each table is where it is (heaviest first; the best single change of the table alone):\n");
+  for (const TableExplanation& e : why) {
+    if (e.next_best.empty()) {
+      std::printf("  %-24s %-34s no other placement tried fits\n", one_line(e.table).c_str(), e.placement.c_str());
+    } else {
+      std::printf("  %-24s %-34s next best: %s, %+.3f ms\n", one_line(e.table).c_str(), e.placement.c_str(),
+                  e.next_best.c_str(), e.next_best_delta_ms);
+    }
+  }
+  if (why.size() < task.workload.tables.size())
+    std::printf("  (%zu lighter tables not explained)\n", task.workload.tables.size() - why.size());
 }
 
 }  // namespace
@@ -58,6 +73,7 @@ int run_plan(Args& args, const Context& base_ctx) {
   const auto report = args.get("report");
   const std::string format = args.get_or("format", "embshard");
   const std::string device = args.get_or("torchrec-device", "cuda");
+  const bool explain = args.flag("explain");
   const std::string colocate = args.get_or("colocate", "");
   const std::string separate = args.get_or("separate", "");
   Context ctx = base_ctx;
@@ -123,6 +139,7 @@ int run_plan(Args& args, const Context& base_ctx) {
     std::printf("statistics derived from shape (rows, pooling factor) for %zu of %zu tables: %s%s\n",
                 derived.size(), task.workload.tables.size(), names.c_str(), derived.size() > 8 ? ", ..." : "");
   }
+  if (explain) print_explanations(task, result.plan, judge, ctx);
   if (bound) {
     std::printf("%s %.3f under %s; lower bound %.3f (gap %.1f%%)\n", to_string(objective), value,
                 cost->spec().c_str(), *bound, *bound > 0 ? 100.0 * (value - *bound) / *bound : 0.0);

@@ -89,6 +89,7 @@ std::vector<VerbDoc> make_docs() {
         {"report", "R.html", "", "also write the plan's report"},
         {"format", "F", "embshard", "embshard | torchrec (the ShardingPlan JSON embshard.torchrec.load_sharding_plan reads)"},
         {"torchrec-device", "D", "cuda", "with --format torchrec: cuda | cpu"},
+        {"explain", "", "", "per table, its placement and what the best single change of it would cost (docs/what_if.md)"},
         {"colocate", "'A,B;C,D'", "", "groups of tables each placed whole on one device (added to the task's constraints.colocate)"},
         {"separate", "'A,B;C,D'", "", "groups of tables that share no device (added to constraints.separate)"},
         {"seed", "S", "0", "seed of randomised sharders"}},

@@ -5,7 +5,10 @@
 #include <cstdio>
 #include <functional>
 #include <limits>
+#include <map>
+#include <numeric>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -461,6 +464,94 @@ FitAdvice advise_fit(const Task& task, const WhatIfOptions& options, const Conte
   search.attempt("devices", &FitSearch::devices);
   rank(advice.changes);
   return advice;
+}
+
+namespace {
+
+constexpr int kExplainAllDevicesUpTo = 16;
+constexpr int kExplainCandidates = 8;
+
+std::string describe_placement(const TablePlacement& p) {
+  std::set<int> devices;
+  for (const Shard& s : p.shards) devices.insert(s.device);
+  std::string list;
+  int count = 0;
+  for (int d : devices) {
+    if (++count > 6) {
+      list += ", ...";
+      break;
+    }
+    list += (list.empty() ? "" : ", ") + std::to_string(d);
+  }
+  return std::string(to_string(p.type)) + (devices.size() == 1 ? " on device " : " on devices ") + list;
+}
+
+/** The placements `explain_plan` tries for table `t` instead of `now`. */
+std::vector<TablePlacement> alternatives(const Task& task, const TableSpec& t, const TablePlacement& now,
+                                         const std::vector<int>& devices) {
+  std::vector<TablePlacement> out;
+  Shard whole;
+  whole.row_end = t.num_rows(), whole.col_end = t.dim;
+  const bool is_whole = now.shards.size() == 1;
+  for (int d : devices) {
+    if (is_whole && now.shards.front().device == d) continue;
+    whole.device = d;
+    out.push_back({t.name, ShardingType::kTableWise, {whole}});
+  }
+  const int n = task.topology.num_devices();
+  if (is_whole && n > 1 && t.num_rows() >= n) {
+    TablePlacement rows{t.name, ShardingType::kRowWise, {}};
+    const std::int64_t block = (t.num_rows() + n - 1) / n;
+    for (int d = 0; d < n && d * block < t.num_rows(); ++d) {
+      Shard s = whole;
+      s.device = d, s.row_begin = d * block, s.row_end = std::min(t.num_rows(), (d + 1) * block);
+      rows.shards.push_back(s);
+    }
+    out.push_back(std::move(rows));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<TableExplanation> explain_plan(const Task& task, const Plan& plan, CostModel& judge, const Context& ctx,
+                                           std::size_t most_tables) {
+  EMBSHARD_CHECK(!plan.groups.enabled(), "explain: 2D plans are not explained (a sharding group's plan is)");
+  const CostBreakdown base = judge.estimate(task, plan, ctx);
+  const double step = objective_value(base, Objective::kStep);
+  // The devices tried: all when few, else the least loaded (by their summed time).
+  std::vector<int> by_load(base.devices.size());
+  std::iota(by_load.begin(), by_load.end(), 0);
+  std::stable_sort(by_load.begin(), by_load.end(),
+                   [&](int a, int b) { return base.devices[a].sum_ms() < base.devices[b].sum_ms(); });
+  if (static_cast<int>(by_load.size()) > kExplainAllDevicesUpTo) by_load.resize(kExplainCandidates);
+  std::map<std::string, const TableSpec*> spec;
+  for (const TableSpec& t : task.workload.tables) spec[t.name] = &t;
+  std::vector<std::size_t> order(plan.tables.size());
+  std::iota(order.begin(), order.end(), 0);
+  const auto weight = [&](std::size_t i) {
+    const TableSpec& t = *spec.at(plan.tables[i].table);
+    return static_cast<double>(t.stats.num_indices) * t.dim;
+  };
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return weight(a) > weight(b); });
+  if (order.size() > most_tables) order.resize(most_tables);
+  std::vector<TableExplanation> out;
+  for (std::size_t i : order) {
+    const TablePlacement& now = plan.tables[i];
+    TableExplanation e{now.table, describe_placement(now), "", 0.0};
+    std::vector<int> devices = by_load;
+    for (const Shard& s : now.shards)
+      if (std::find(devices.begin(), devices.end(), s.device) == devices.end()) devices.push_back(s.device);
+    Plan changed = plan;
+    for (const TablePlacement& alt : alternatives(task, *spec.at(now.table), now, devices)) {
+      changed.tables[i] = alt;
+      if (!find_error_in_plan(task, changed).empty()) continue;
+      const double delta = objective_value(judge.estimate(task, changed, ctx), Objective::kStep) - step;
+      if (e.next_best.empty() || delta < e.next_best_delta_ms) e.next_best = describe_placement(alt), e.next_best_delta_ms = delta;
+    }
+    out.push_back(std::move(e));
+  }
+  return out;
 }
 
 std::string capacity_json(const CapacityCurve& c) {

@@ -175,8 +175,11 @@ TEST_F(Cli, FitWritesAChangedTaskThatPlansAndSizeAnswersInOneLine) {
   EXPECT_NE(r.out.find("1. [uvm] allow UVM for the largest table of 2: 'a'"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("[memory] 0.25 GiB of HBM per device"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("smaller: "), std::string::npos) << r.out;
-  r = run_cli("plan --quiet --task " + path("fixed.json"));
+  r = run_cli("plan --quiet --explain --task " + path("fixed.json"));
   EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("why each table is where it is"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  a  "), std::string::npos) << r.out;  // both tables explained
+  EXPECT_NE(r.out.find("  b  "), std::string::npos) << r.out;
   r = run_cli("size --quiet --task " + path("fixed.json") + " --target-step 1e-9 --devices 1-8");
   EXPECT_EQ(r.status, 1) << r.out;
   EXPECT_NE(r.out.find("no device count tried between 1 and 8 meets"), std::string::npos) << r.out;

@@ -274,6 +274,46 @@ TEST(WhatIfFit, MixedHardwareIsListedAsNotResizableAndTheOtherKindsAreStillTried
   EXPECT_EQ(advice.changes.front().kind, "uvm");
 }
 
+TEST(WhatIfExplain, EachTablesNextBestIsTheBestOfMovingItWholeOrSpreadingItsRows) {
+  const Task task = tiny_task(8, "v100:nodes=1,gpus_per_node=4,hbm_gib=4", 12);
+  const std::vector<int> devices = {0, 0, 0, 0, 1, 1, 2, 3};  // device 0 overloaded
+  const Plan plan = table_wise_plan(task, devices);
+  const auto judge = make_cost_model("sim", task, quiet());
+  const auto step = [&](const Plan& p) { return objective_value(judge->estimate(task, p, quiet()), Objective::kStep); };
+  const double base = step(plan);
+  const std::vector<TableExplanation> why = explain_plan(task, plan, *judge, quiet());
+  ASSERT_EQ(why.size(), task.workload.tables.size());
+  bool some_move_helps = false;
+  for (const TableExplanation& e : why) {
+    const auto i = static_cast<std::size_t>(std::find_if(task.workload.tables.begin(), task.workload.tables.end(),
+                                                         [&](const TableSpec& t) { return t.name == e.table; }) -
+                                            task.workload.tables.begin());
+    double best = std::numeric_limits<double>::infinity();
+    for (int d = 0; d < 4; ++d) {  // the slow reference: every other device, then rows over all four
+      if (d == devices[i]) continue;
+      std::vector<int> moved = devices;
+      moved[i] = d;
+      const Plan p = table_wise_plan(task, moved);
+      if (find_error_in_plan(task, p).empty()) best = std::min(best, step(p) - base);
+    }
+    Plan rows = plan;
+    const TableSpec& t = task.workload.tables[i];
+    rows.tables[i].type = ShardingType::kRowWise;
+    rows.tables[i].shards.clear();
+    const std::int64_t block = (t.num_rows() + 3) / 4;
+    for (int d = 0; d < 4; ++d) {
+      Shard s;
+      s.device = d, s.row_begin = d * block, s.row_end = std::min(t.num_rows(), (d + 1) * block), s.col_end = t.dim;
+      rows.tables[i].shards.push_back(s);
+    }
+    if (find_error_in_plan(task, rows).empty()) best = std::min(best, step(rows) - base);
+    EXPECT_EQ(e.placement, "table_wise on device " + std::to_string(devices[i]));
+    EXPECT_NEAR(e.next_best_delta_ms, best, 1e-9 * base) << e.table << ": " << e.next_best;
+    some_move_helps = some_move_helps || e.next_best_delta_ms < 0;
+  }
+  EXPECT_TRUE(some_move_helps);  // device 0 holds half the tables
+}
+
 TEST(WhatIfFit, ATaskThatFitsNeedsNoChangeAndJointIsTheDefault) {
   const Task task = tiny_task(6, "v100:nodes=1,gpus_per_node=4,hbm_gib=4", 10);
   const FitAdvice advice = advise_fit(task, WhatIfOptions{}, quiet());

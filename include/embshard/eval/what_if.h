@@ -32,11 +32,16 @@
  * smaller one planned; the next smaller change is always planned and shown failing. Ranking:
  * relaxed constraints first (they add no hardware), by the step of their plan; then hardware, by
  * the share it adds to today's (memory: added HBM / HBM; devices: added / devices), then step.
+ *
+ * Explain (`embshard plan --explain`). For a plan that fits, per table, what the best single change
+ * of that table alone would cost: a plan no single move improves shows every delta ≥ 0, and the
+ * smallest delta says how firmly the table sits where it is (near 0: another place is as good).
  */
 #include <string>
 #include <vector>
 
 #include "embshard/core/context.h"
+#include "embshard/cost/cost_model.h"
 #include "embshard/data/task.h"
 #include "embshard/eval/compare.h"
 
@@ -102,6 +107,24 @@ struct FitAdvice {
 
 /** The structural conflicts of `task` (file comment), without planning. */
 [[nodiscard]] std::vector<std::string> memory_conflicts(const Task& task);
+
+/** Why one table of a plan is where it is: the next-best placement and what it would cost. */
+struct TableExplanation {
+  std::string table;
+  std::string placement;      ///< "row_wise on devices 0-3", "table_wise on device 2"
+  std::string next_best;      ///< "table_wise on device 1", or "" when no other placement fits
+  double next_best_delta_ms = 0;  ///< its step minus the plan's (≥ 0 for a plan no single move improves)
+};
+
+/**
+ * Per table of `plan` (file comment of what_if.h, "Explain"): its placement and the best of the
+ * alternatives tried — the table whole on each other device, or split row-wise evenly over every
+ * device when it is whole — each a valid plan judged by `judge` with every other table kept.
+ * Devices tried per table: all up to 16, else the 8 least loaded and its own; tables explained:
+ * all up to `most_tables`, else that many with the most lookups × dim (the rest are left out).
+ */
+[[nodiscard]] std::vector<TableExplanation> explain_plan(const Task& task, const Plan& plan, CostModel& judge,
+                                                         const Context& ctx, std::size_t most_tables = 200);
 
 /** Both results as JSON documents (Python's `embshard.size` / `embshard.fit`); changes carry their task. */
 [[nodiscard]] std::string capacity_json(const CapacityCurve& curve);
