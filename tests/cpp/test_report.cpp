@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <sstream>
 
 #include "embshard/core/file_io.h"
 #include "embshard/core/markup.h"
@@ -27,6 +29,15 @@ std::size_t count_of(const std::string& text, const std::string& needle) {
   std::size_t n = 0;
   for (std::size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
   return n;
+}
+
+/** The specs of a `;`-separated list. */
+std::vector<std::string> split_specs(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  for (std::string spec; std::getline(in, spec, ';');)
+    if (!spec.empty()) out.push_back(spec);
+  return out;
 }
 
 TEST(Markup, EscapesEveryCharacterThatBreaksMarkup) {
@@ -247,6 +258,35 @@ TEST(ReportCli, TheMainJobReportsEveryPlanItFound) {
   for (const std::string& spec : default_sharders()) {
     EXPECT_NE(html.find(xml_escape(short_sharder_spec(spec))), std::string::npos) << spec;
   }
+}
+
+/** The sharders the summary table of a committed plan report names (its `#planN` links). */
+std::set<std::string> report_sharders(const std::string& html) {
+  std::set<std::string> names;
+  for (std::size_t at = html.find("<td><a href='#plan"); at != std::string::npos; at = html.find("<td><a href='#plan", at + 1)) {
+    const std::size_t from = html.find('>', at + 4) + 1;
+    names.insert(html.substr(from, html.find('<', from) - from));
+  }
+  return names;
+}
+
+TEST(Reports, TheCommittedReportsShowTodaysSharders) {
+  // docs/reports (bench/show_reports.sh) go stale when the sharders change: the main job's page
+  // must show every default sharder, joint included, and the comparison the script's sharders.
+  const std::string docs = std::string(EMBSHARD_SOURCE_DIR_FOR_TESTS) + "/docs/reports/";
+  std::set<std::string> expected;
+  for (const std::string& spec : default_sharders()) expected.insert(xml_escape(short_sharder_spec(spec)));
+  const std::set<std::string> shown = report_sharders(read_file(docs + "main-job.html"));
+  for (const std::string& name : expected) EXPECT_TRUE(shown.count(name)) << name << " is missing: run bench/show_reports.sh";
+  EXPECT_TRUE(shown.count("joint")) << "the default planner is missing: run bench/show_reports.sh";
+  // The comparison: the sharders the script names, no more, no fewer.
+  const std::string script = read_file(std::string(EMBSHARD_SOURCE_DIR_FOR_TESTS) + "/bench/show_reports.sh");
+  const std::size_t at = script.find("\nsharders=\"") + 11;
+  std::set<std::string> named, compared;
+  for (const std::string& spec : split_specs(script.substr(at, script.find('"', at) - at))) named.insert(canonical_sharder_spec(spec));
+  for (const CompareRow& r : read_compare_csv(docs + "compare-100.csv")) compared.insert(r.sharder);
+  EXPECT_EQ(compared, named) << "run bench/show_reports.sh";
+  EXPECT_TRUE(named.count(canonical_sharder_spec("joint")));
 }
 
 TEST(ReportCli, CalibrateWritesItsFitAsAReportAndATableForPeople) {
