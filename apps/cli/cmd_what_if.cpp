@@ -39,11 +39,11 @@ Context seeded(Args& args, const Context& base) {
 std::pair<int, int> device_range(Args& args, const Task& task) {
   const std::string text = args.get_or("devices", "");
   if (text.empty()) return {1, std::min<int>(kMaxDevices, 16 * task.topology.num_devices())};
-  int lo = 0, hi = 0;
-  char end = 0;
-  const int read = std::sscanf(text.c_str(), "%d-%d%c", &lo, &hi, &end);
-  if (read == 1) hi = lo;
-  EMBSHARD_CHECK((read == 1 || read == 2) && lo >= 1 && hi >= lo && hi <= kMaxDevices, "--devices: expected MIN-MAX with ",
+  int lo = 0, hi = 0, used = 0;
+  const bool range = std::sscanf(text.c_str(), "%d-%d%n", &lo, &hi, &used) == 2 && used == static_cast<int>(text.size());
+  const bool one = !range && std::sscanf(text.c_str(), "%d%n", &lo, &used) == 1 && used == static_cast<int>(text.size());
+  if (one) hi = lo;
+  EMBSHARD_CHECK((range || one) && lo >= 1 && hi >= lo && hi <= kMaxDevices, "--devices: expected MIN-MAX with ",
                  "1 <= MIN <= MAX <= ", kMaxDevices, ", got '", one_line(text), "'");
   return {lo, hi};
 }
@@ -170,7 +170,7 @@ int run_replan(Args& args, const Context& base) {
   const std::size_t stride = std::max<std::size_t>(1, r.curve.size() / 12);
   for (std::size_t i = 0; i < r.curve.size(); ++i) {
     const ReplanPoint& p = r.curve[i];
-    const bool chosen = p.tables_switched == r.chosen.tables_switched;
+    const bool chosen = p.moved_bytes == r.chosen.moved_bytes && p.step_ms == r.chosen.step_ms;
     if (i % stride != 0 && i + 1 != r.curve.size() && !chosen) continue;
     std::printf("%14.4f %7.2f%% %10.3f %8d%s\n", p.moved_bytes / 1073741824.0, 100.0 * p.moved_share, p.step_ms,
                 p.tables_switched, chosen ? "  <- chosen" : "");

@@ -118,6 +118,22 @@ SimHardware sim_roofline(const Topology& topology) {
 
 namespace {
 
+/**
+ * A device's features in the terms of device 0's hardware, whose coefficients the model holds
+ * (mixed hardware, data/topology.h): every term but the calls scales with device 0's HBM bandwidth
+ * over this device's, as the GPU judges scale from the 2080 Ti's, and the UVM term with their host
+ * links. Devices of one kind: every factor is exactly 1.
+ */
+SimFeatures on_device(SimFeatures f, const Task& task, int device) {
+  const auto& devices = task.topology.devices;
+  if (device <= 0 || static_cast<std::size_t>(device) >= devices.size()) return f;
+  const Device &ref = devices.front(), &dev = devices[static_cast<std::size_t>(device)];
+  const double hbm = ref.hbm_gbps / dev.hbm_gbps, uvm = ref.uvm_gbps / dev.uvm_gbps;
+  for (int i = kTables; i < kUvmBytes; ++i) f[i] *= hbm;
+  f[kUvmBytes] *= uvm;
+  return f;
+}
+
 class SimModel final : public ComputeModel {
  public:
   explicit SimModel(SimHardware hardware) : hardware_(std::move(hardware)) {}
@@ -127,14 +143,16 @@ class SimModel final : public ComputeModel {
 
   [[nodiscard]] DeviceCompute device_compute(const Task& task, std::span<const PlacedShard> shards,
                                              const Context&) override {
-    const SimFeatures f = sim_device_features(task, shards, hardware_.cache_bytes);
+    const SimFeatures f = on_device(sim_device_features(task, shards, hardware_.cache_bytes), task,
+                                    shards.empty() ? 0 : shards.front().shard.device);
     return {sim_pass_ms(hardware_.fw, f), sim_pass_ms(hardware_.bw, f)};
   }
 
   // Every feature but `calls` is a sum over the device's tables (sim_features).
   [[nodiscard]] bool is_additive() const override { return true; }
   [[nodiscard]] DeviceCompute shard_compute(const Task& task, const PlacedShard& shard) override {
-    SimFeatures f = sim_device_features(task, std::span<const PlacedShard>(&shard, 1), hardware_.cache_bytes);
+    SimFeatures f = on_device(sim_device_features(task, std::span<const PlacedShard>(&shard, 1), hardware_.cache_bytes),
+                              task, shard.shard.device);
     f[kCalls] = 0.0;  // the device's calls are device_overhead()'s (compute_model.h)
     return {sim_pass_ms(hardware_.fw, f), sim_pass_ms(hardware_.bw, f)};
   }
@@ -543,9 +561,32 @@ double one_layout_bound(const Task& task, const SimHardware& hw, Objective objec
 
 }  // namespace
 
+namespace {
+
+/** Whether the devices differ in speed (mixed hardware: the sim model's `on_device` factors). */
+bool mixed_speeds(const Topology& topology) {
+  return std::any_of(topology.devices.begin(), topology.devices.end(), [&](const Device& d) {
+    return d.hbm_gbps != topology.devices.front().hbm_gbps || d.uvm_gbps != topology.devices.front().uvm_gbps;
+  });
+}
+
+}  // namespace
+
 double sim_lower_bound(const Task& task, const SimHardware& hw, Objective objective,
                        const InputCommOptions& input, double most_cell_tables) {
   if (objective == Objective::kBalance) return 1.0;
+  if (mixed_speeds(task.topology)) {
+    // Every device no slower than the fastest: a plan costs no more there, so its bound holds here.
+    Task fastest = task;
+    Device top = task.topology.devices.front();
+    for (const Device& d : task.topology.devices) top.hbm_gbps = std::max(top.hbm_gbps, d.hbm_gbps), top.uvm_gbps = std::max(top.uvm_gbps, d.uvm_gbps);
+    SimHardware quick = hw;
+    const Device& ref = task.topology.devices.front();
+    for (int i = kTables; i < kUvmBytes; ++i) quick.fw[i] *= ref.hbm_gbps / top.hbm_gbps, quick.bw[i] *= ref.hbm_gbps / top.hbm_gbps;
+    quick.fw[kUvmBytes] *= ref.uvm_gbps / top.uvm_gbps, quick.bw[kUvmBytes] *= ref.uvm_gbps / top.uvm_gbps;
+    for (Device& d : fastest.topology.devices) d.hbm_gbps = top.hbm_gbps, d.uvm_gbps = top.uvm_gbps;
+    return sim_lower_bound(fastest, quick, objective, input, most_cell_tables);
+  }
   double bound = one_layout_bound(task, hw, objective, input, most_cell_tables);
   const std::vector<ShardingGroups> layouts = sharding_group_layouts(task);
   for (const ShardingGroups& groups : layouts) {

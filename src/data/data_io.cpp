@@ -8,6 +8,7 @@
 
 #include "core/json_reader.h"
 #include "embshard/core/file_io.h"
+#include "embshard/core/spec.h"
 #include "embshard/data/derived_stats.h"
 
 namespace embshard {
@@ -68,8 +69,53 @@ json topology_json(const Topology& t) {
           {"a2a_latency_us", t.a2a_latency_us},   {"devices", devices}};
 }
 
+/**
+ * Mixed hardware: `{"hosts": ["h200", "h100:nodes=2"]}`, hosts of preset specs one after another
+ * (data/topology.h). Every preset's hosts must be the same size; the links are the slowest of them
+ * and the latency the largest; device_kind is the first preset's (the sim model costs every device
+ * in its terms, cost/analytic.h).
+ */
+Topology mixed_topology_from(const JsonNode& hosts) {
+  hosts.expect_array(1);
+  Topology t;
+  t.name = "custom";
+  for (std::size_t i = 0; i < hosts.size(); ++i) {
+    const JsonNode entry = hosts.at(i);
+    Topology part;
+    try {
+      part = make_topology(entry.as_string());
+    } catch (const Error& e) {
+      entry.fail(e.what());
+    }
+    if (i == 0) {
+      t = part, t.name = "custom";
+      continue;
+    }
+    if (part.host_size() != t.host_size())
+      entry.fail(detail::concat("hosts of ", part.host_size(), " devices beside hosts of ", t.host_size(),
+                                " (every host must have as many devices)"));
+    t.devices.insert(t.devices.end(), part.devices.begin(), part.devices.end());
+    t.intra_host_gbps = std::min(t.intra_host_gbps, part.intra_host_gbps);
+    t.inter_host_gbps = std::min(t.inter_host_gbps, part.inter_host_gbps);
+    t.a2a_latency_us = std::max(t.a2a_latency_us, part.a2a_latency_us);
+  }
+  t.devices_per_host = t.host_size();
+  if (t.num_hosts() > 1) {  // an all-to-all across hosts: each preset's latency as it has across its own hosts
+    for (std::size_t i = 0; i < hosts.size(); ++i) {
+      Spec spec = parse_spec(hosts.at(i).as_string());
+      set_spec_value(spec, "nodes", "2");
+      t.a2a_latency_us = std::max(t.a2a_latency_us, make_topology(format_spec(spec)).a2a_latency_us);
+    }
+  }
+  return t;
+}
+
 Topology topology_from(const JsonNode& n) {
   n.expect_object();
+  if (n.has("hosts")) {
+    n.only_keys({"hosts"});
+    return mixed_topology_from(n.at("hosts"));
+  }
   if (n.has("preset")) {
     n.only_keys({"preset"});
     const JsonNode preset = n.at("preset");

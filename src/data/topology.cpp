@@ -244,9 +244,24 @@ bool is_cpu_preset(const Topology& topology) { return topology.name.rfind("cpu",
 
 }  // namespace
 
+namespace {
+
+/** Most devices and hosts the `cpu` and GPU presets take (topology.cpp's parameters). */
+constexpr int kMostCpuDevices = 4096;
+constexpr std::int64_t kMostNodes = 4096;
+
+/** The devices on one host as device_counts counts them: all of a `cpu` preset's. */
+int host_of_counts(const Topology& topology) {
+  return is_cpu_preset(topology) ? kMostCpuDevices : std::max(topology.devices_per_host, 1);
+}
+
+}  // namespace
+
 std::vector<int> device_counts(const Topology& topology, int lo, int hi) {
-  const int host = is_cpu_preset(topology) ? 4096 : std::max(topology.devices_per_host, 1);
-  const int most = static_cast<int>(std::min<std::int64_t>(hi, kMaxDevices));
+  const int host = host_of_counts(topology);
+  const bool preset = !topology.name.empty() && topology.name != "custom";
+  const std::int64_t limit = is_cpu_preset(topology) ? kMostCpuDevices : preset ? kMostNodes * host : kMaxDevices;
+  const int most = static_cast<int>(std::min<std::int64_t>(hi, limit));
   std::vector<int> counts;
   for (int n = std::max(lo, 1); n <= std::min(host, most); ++n) counts.push_back(n);
   for (std::int64_t n = 2 * static_cast<std::int64_t>(host); n <= most; n += host) {
@@ -255,10 +270,16 @@ std::vector<int> device_counts(const Topology& topology, int lo, int hi) {
   return counts;
 }
 
+std::string describe_device_counts(const Topology& topology) {
+  const int host = host_of_counts(topology);
+  if (is_cpu_preset(topology)) return "1 to " + std::to_string(host) + " on one host";
+  return "1 to " + std::to_string(host) + " on one host, then whole hosts of " + std::to_string(host);
+}
+
 Topology topology_with_devices(const Topology& topology, int devices) {
   const std::vector<int> counts = device_counts(topology, devices, devices);
-  EMBSHARD_CHECK(!counts.empty(), "topology: ", devices, " devices is not a size this topology comes in: one host "
-                 "of 1 to ", topology.devices_per_host, " devices, or whole hosts of ", topology.devices_per_host);
+  EMBSHARD_CHECK(!counts.empty(), "topology: ", devices, " devices is not a size this topology comes in (",
+                 describe_device_counts(topology), ")");
   const int host = std::max(topology.devices_per_host, 1);
   const bool one_host = devices <= host;
   const std::string n = std::to_string(devices);

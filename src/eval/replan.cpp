@@ -18,6 +18,8 @@ namespace embshard {
 namespace {
 
 constexpr std::size_t kMostCurvePoints = 400;
+/** Hosts matched by their best device matchings (H² of them); beyond, by the bytes between them. */
+constexpr int kMostMatchedHosts = 128;
 /** The prices of movement the search from the kept plan is run at: moving every table byte costs
  *  this many times the kept plan's step (0: the step alone). */
 constexpr double kMovePrices[] = {0.0, 0.03, 0.1, 0.3, 1.0, 3.0};
@@ -166,30 +168,54 @@ std::vector<std::vector<double>> bytes_in_place(const Task& task, const Plan& pl
   return keep;
 }
 
+/** The bytes a host pair (g of the plan, h of the old) keeps at best, and its device matching. */
+struct HostMatch {
+  double kept = 0;
+  std::vector<int> to;  ///< per device of g, the device of h it becomes (offsets in the host)
+};
+
+HostMatch match_devices(const std::vector<std::vector<double>>& keep, int g, int h, int per_host) {
+  std::vector<std::vector<double>> w(per_host, std::vector<double>(per_host, 0.0));
+  for (int i = 0; i < per_host; ++i)
+    for (int j = 0; j < per_host; ++j) w[i][j] = keep[g * per_host + i][h * per_host + j];
+  HostMatch m{0.0, max_weight_assignment(w)};
+  for (int i = 0; i < per_host; ++i) m.kept += w[i][m.to[i]];
+  return m;
+}
+
 /**
- * `plan` with its devices relabelled to keep the most bytes where the old plan has them: hosts to
- * hosts by the bytes between them, then devices within each matched pair (file comment).
+ * `plan` with its devices relabelled to keep the most bytes where the old plan has them: every
+ * host pair's best device matching (Hungarian), then hosts matched by what those keep (Hungarian
+ * again; beyond kMostMatchedHosts hosts, by the pair's total bytes), and the identity labelling
+ * where it keeps more (file comment).
  */
 Plan relabelled(const Task& task, Plan plan, const std::map<std::string, OldTable>& old) {
   const Topology& topo = task.topology;
   if (!devices_of_one_kind(topo)) return plan;
   const std::vector<std::vector<double>> keep = bytes_in_place(task, plan, old);
-  const int hosts = topo.num_hosts(), per_host = topo.host_size();
+  const int hosts = topo.num_hosts(), per_host = topo.host_size(), n = topo.num_devices();
+  const bool exact = hosts <= kMostMatchedHosts;
   std::vector<std::vector<double>> host_weight(hosts, std::vector<double>(hosts, 0.0));
-  for (int d = 0; d < topo.num_devices(); ++d) {
-    for (int e = 0; e < topo.num_devices(); ++e) host_weight[topo.host_of(d)][topo.host_of(e)] += keep[d][e];
+  for (int g = 0; g < hosts; ++g) {
+    for (int h = 0; h < hosts; ++h) {
+      if (exact) {
+        host_weight[g][h] = match_devices(keep, g, h, per_host).kept;
+      } else {
+        for (int i = 0; i < per_host; ++i)
+          for (int j = 0; j < per_host; ++j) host_weight[g][h] += keep[g * per_host + i][h * per_host + j];
+      }
+    }
   }
   const std::vector<int> host_to = max_weight_assignment(host_weight);
-  std::vector<int> label(topo.num_devices(), 0);
+  std::vector<int> label(n, 0);
+  double kept = 0, in_place = 0;
   for (int g = 0; g < hosts; ++g) {
-    const int h = host_to[g];
-    std::vector<std::vector<double>> w(per_host, std::vector<double>(per_host, 0.0));
-    for (int i = 0; i < per_host; ++i) {
-      for (int j = 0; j < per_host; ++j) w[i][j] = keep[g * per_host + i][h * per_host + j];
-    }
-    const std::vector<int> to = max_weight_assignment(w);
-    for (int i = 0; i < per_host; ++i) label[g * per_host + i] = h * per_host + to[i];
+    const HostMatch m = match_devices(keep, g, host_to[g], per_host);
+    for (int i = 0; i < per_host; ++i) label[g * per_host + i] = host_to[g] * per_host + m.to[i];
+    kept += m.kept;
   }
+  for (int d = 0; d < n; ++d) in_place += keep[d][d];
+  if (in_place >= kept) return plan;
   for (TablePlacement& p : plan.tables) {
     for (Shard& s : p.shards) s.device = label[s.device];
   }
@@ -254,16 +280,17 @@ class Curve {
     }
   }
 
-  /** The order tables switch in: the step gain of each alone per byte it adds (file comment). */
+  /** The order tables switch in: the step gain of each alone per byte it adds (file comment).
+   *  One whole-plan evaluation per differing table: O(T²) at T tables, ~1 s at 500 × 72. */
   std::vector<std::size_t> order() {
     const double base = step(plan_with(0, {}));
-    std::vector<std::pair<double, std::size_t>> keyed;
+    std::vector<std::pair<std::pair<int, double>, std::size_t>> keyed;  // (tier, key) then table
     for (std::size_t i : differing_) {
       const double gain = base - step(plan_with(1, {i}));
       const double bytes = std::max(0.0, target_moved_[i] - kept_moved_[i]);
       // Free switches first by their gain; then gain per byte; switches that lose come last.
-      const double key = bytes <= 0 ? -1e300 - gain : gain > 0 ? -gain / bytes : bytes - gain;
-      keyed.emplace_back(key, i);
+      const int tier = bytes <= 0 ? 0 : gain > 0 ? 1 : 2;
+      keyed.push_back({{tier, tier == 0 ? -gain : tier == 1 ? -gain / bytes : bytes - gain}, i});
     }
     std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     std::vector<std::size_t> out;
@@ -394,27 +421,34 @@ class ReplanSearch {
    *  it never looks at (those off the critical devices), so only the kept side is a start. */
   void search_priced(const Plan& start) {
     const double base = step_of(start);
+    // At each price: within budget, over it, or no plan (which says nothing of the budget).
+    enum class Outcome { kWithin, kOver, kNone };
     const auto at = [&](double price) {
       const PlanOrigin origin{&start, &old_plan_, price * base / table_bytes_};
-      ShardResult r = plan_task_from(options_.sharder, task_, cost_.get(), origin, ctx_);
-      if (r.status != ShardStatus::kOk) return false;
+      ShardResult r = plan_task_from(searcher(), task_, cost_.get(), origin, ctx_);
+      if (r.status != ShardStatus::kOk) return Outcome::kNone;
       ReplanPoint pt;
       pt.moved_bytes = plan_movement(task_, r.plan, old_plan_).moved_bytes;
       pt.step_ms = step_of(r.plan);
       pt.tables_switched = -1;
       pt.price = price;
-      const bool within = pt.moved_bytes <= budget();
+      const Outcome outcome = pt.moved_bytes <= budget() ? Outcome::kWithin : Outcome::kOver;
       add(pt, std::move(r.plan));
-      return within;
+      return outcome;
     };
     double under = 0.0, over = std::numeric_limits<double>::infinity();  // within budget at `over`, not at `under`
     for (const double price : kMovePrices) {
-      if (at(price)) over = std::min(over, price);
-      else under = std::max(under, price);
+      const Outcome o = at(price);
+      if (o == Outcome::kWithin) over = std::min(over, price);
+      if (o == Outcome::kOver) under = std::max(under, price);
     }
+    // Bisected geometrically; below the first price within budget when price 0 was over it.
+    if (under == 0 && std::isfinite(over) && over > 0) under = over / 30;
     for (int i = 0; i < kPriceBisections && under > 0 && std::isfinite(over) && under < over; ++i) {
       const double price = std::sqrt(under * over);
-      (at(price) ? over : under) = price;
+      const Outcome o = at(price);
+      if (o == Outcome::kNone) break;
+      (o == Outcome::kWithin ? over : under) = price;
     }
   }
 
@@ -436,6 +470,12 @@ class ReplanSearch {
                       gib(result_.scratch_moved_bytes) + " before relabelling); kept: " +
                       (kept_fits_ ? describe(result_.kept) : std::string("does not fit"));
     return std::move(result_);
+  }
+
+  /** The sharder of the priced searches: the options' when it is joint, else joint (only joint
+   *  searches from a plan, shard/sharder.h PlanOrigin). */
+  std::string searcher() const {
+    return options_.sharder.rfind("joint", 0) == 0 ? options_.sharder : std::string("joint:groups=none");
   }
 
   void add(ReplanPoint pt, Plan plan) {

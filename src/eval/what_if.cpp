@@ -75,6 +75,12 @@ CapacityPoint capacity_point(const Task& task, int devices, const WhatIfOptions&
   CapacityPoint p;
   p.devices = devices;
   p.hosts = changed.topology.num_hosts();
+  // A task the count makes invalid (a separate group larger than the devices) is a point too.
+  if (std::string why = find_error_in_task(changed, "the task"); !why.empty()) {
+    p.run.status = "invalid";
+    p.run.reason = why;
+    return p;
+  }
   p.run = plan_changed(changed, options, ctx);
   if (options.judge.backend == "sim") {
     const auto judge = make_cost_model(judge_spec(options.judge), changed, ctx);
@@ -371,8 +377,7 @@ CapacityCurve plan_capacity(const Task& task, int min_devices, int max_devices, 
   EMBSHARD_CHECK(std::isfinite(target_ms) && target_ms >= 0, "size: the target step must be a finite number of ms ≥ 0");
   const std::vector<int> counts = device_counts(task.topology, min_devices, max_devices);
   EMBSHARD_CHECK(!counts.empty(), "size: no device count between ", min_devices, " and ", max_devices,
-                 " that this topology comes in (1 to ", task.topology.devices_per_host, " on one host, then whole hosts of ",
-                 task.topology.devices_per_host, ")");
+                 " that this topology comes in (", describe_device_counts(task.topology), ")");
   CapacityCurve c;
   c.task_id = task.id;
   c.sharder = canonical_sharder_spec(options.sharder);
@@ -385,17 +390,21 @@ CapacityCurve plan_capacity(const Task& task, int min_devices, int max_devices, 
   if (target_ms > 0) {
     const auto first = std::find_if(c.points.begin(), c.points.end(), [&](const CapacityPoint& p) { return p.meets(target_ms); });
     if (first != c.points.end()) {
-      // Bisect the counts strictly between the grid count before and this one.
-      auto lo = first == c.points.begin() ? counts.begin() - 1 : std::find(counts.begin(), counts.end(), (first - 1)->devices);
-      auto hi = std::find(counts.begin(), counts.end(), first->devices);
+      // Bisect the counts strictly between the grid count before and this one (indices in
+      // `counts`; −1 stands below the first).
+      const auto index_of = [&](int devices) {
+        return static_cast<std::ptrdiff_t>(std::find(counts.begin(), counts.end(), devices) - counts.begin());
+      };
+      std::ptrdiff_t lo = first == c.points.begin() ? -1 : index_of((first - 1)->devices);
+      std::ptrdiff_t hi = index_of(first->devices);
       while (hi - lo > 1) {
-        const auto mid = lo + (hi - lo) / 2;
-        CapacityPoint p = capacity_point(task, *mid, options, ctx);
+        const std::ptrdiff_t mid = lo + (hi - lo) / 2;
+        CapacityPoint p = capacity_point(task, counts[static_cast<std::size_t>(mid)], options, ctx);
         const bool meets = p.meets(target_ms);
         c.points.push_back(std::move(p));
         (meets ? hi : lo) = mid;
       }
-      c.fewest = *hi;
+      c.fewest = counts[static_cast<std::size_t>(hi)];
       std::sort(c.points.begin(), c.points.end(), [](const CapacityPoint& a, const CapacityPoint& b) { return a.devices < b.devices; });
     }
   }

@@ -141,6 +141,8 @@ ShardResult plan_task(const std::string& spec, const Task& task, CostModel* cost
 ShardResult plan_task_from(const std::string& spec, const Task& task, CostModel* cost, const PlanOrigin& origin,
                            const Context& ctx) {
   EMBSHARD_CHECK(origin.start && origin.old, "plan_task_from: a start plan and the old plan are both needed");
+  const std::string problem = find_error_in_plan(task, *origin.start);
+  EMBSHARD_CHECK(problem.empty(), "plan_task_from: the start plan is not a valid plan of the task: ", problem);
   return run_sharder(spec, task, cost, ctx,
                      [&](const Sharder& s, const Task& t) { return s.shard_from(t, cost, origin, ctx); });
 }

@@ -549,6 +549,24 @@ TEST(JointState, ObjectiveIsTheEvaluatorsOnSmallAndLargeTopologies) {
   }
 }
 
+TEST(JointState, ObjectiveIsTheEvaluatorsOnMixedHardware) {
+  // Half the devices as fast as H100s, half as A100s (data/topology.h mixed hardware), small and
+  // large (the fast path): every device costed in its own terms, the same in the search.
+  static constexpr int kDims[] = {8, 32, 128};
+  for (const char* topology : {"h100:nodes=2,gpus_per_node=4", "h100:nodes=16,gpus_per_node=8"}) {
+    Task task = test_util::pool_task(200, topology, 3, kDims);
+    task.workload.batch_size = 65536;
+    const Topology slow = make_topology("a100");
+    for (std::size_t d = 0; d < task.topology.devices.size(); ++d) {
+      Device& dev = task.topology.devices[d];
+      dev.hbm_bytes = std::int64_t{1} << 40;
+      if (d >= task.topology.devices.size() / 2) dev.hbm_gbps = slow.devices[0].hbm_gbps, dev.uvm_gbps = slow.devices[0].uvm_gbps;
+    }
+    task.topology.name = "custom";
+    for (const char* spec : {"sim", "sim:input_comm=overlap", "sim:exchanges=per_type"}) expect_state_matches_estimate(task, spec, 7);
+  }
+}
+
 TEST(JointState, ObjectiveIsThe2DPlansWithItsReplicaSync) {
   // Groups of 64 (the fast path), 16 and 8 ranks of 128, replicas synced every 10 steps.
   static constexpr int kDims[] = {8, 32, 128};

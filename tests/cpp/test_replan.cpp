@@ -98,6 +98,22 @@ TEST(Replan, AfterAHostIsAddedTheChosenPlanKeepsItsBudgetAndIsJudgedAsReported) 
   }
 }
 
+TEST(Replan, AnOldPlanWithItsDevicesRelabelledIsRecognisedAndMovesNothing) {
+  // The old plan is the from-scratch plan with hosts swapped and devices permuted in them: the
+  // relabelling finds the labels back, so the target moves nothing, at the same step.
+  const Task task = tiny_task(16, "v100:nodes=2,gpus_per_node=4", 26);
+  const Plan scratch = planned(task);
+  const std::vector<int> label = {6, 4, 7, 5, 1, 3, 0, 2};
+  Plan old = scratch;
+  for (TablePlacement& p : old.tables)
+    for (Shard& s : p.shards) s.device = label[static_cast<std::size_t>(s.device)];
+  ASSERT_GT(plan_movement(task, scratch, old).moved_bytes, 0.0);
+  const ReplanResult r = replan(task, old, ReplanOptions{}, quiet());
+  EXPECT_EQ(r.target.moved_bytes, 0.0);
+  EXPECT_NEAR(r.target.step_ms, step_of(task, scratch), 1e-9 * r.target.step_ms);
+  EXPECT_EQ(r.chosen.moved_bytes, 0.0);
+}
+
 TEST(Replan, JointSearchingFromAPlanNeverEndsWorseThanItAndOthersRefuse) {
   const Task task = tiny_task(16, "v100:nodes=1,gpus_per_node=4", 23);
   const Plan start = planned(task, "greedy:balance=lookup");
@@ -112,6 +128,15 @@ TEST(Replan, JointSearchingFromAPlanNeverEndsWorseThanItAndOthersRefuse) {
   EXPECT_EQ(plan_movement(task, still.plan, start).moved_bytes, 0.0);
   EXPECT_NE(error_of([&] { (void)plan_task_from("greedy", task, cost.get(), origin, quiet()); }).find("cannot search from a plan"),
             std::string::npos);
+  Plan partial = start;
+  partial.tables.pop_back();
+  const PlanOrigin broken{&partial, &start, 0.0};
+  EXPECT_NE(error_of([&] { (void)plan_task_from("joint", task, cost.get(), broken, quiet()); }).find("the start plan is not a valid plan"),
+            std::string::npos);
+  // Replan with another sharder from scratch still searches with joint.
+  ReplanOptions greedy;
+  greedy.sharder = "greedy:balance=lookup";
+  EXPECT_EQ(find_error_in_plan(task, replan(task, start, greedy, quiet()).plan), "");
 }
 
 TEST(Replan, BadInputIsOneLineNamingIt) {

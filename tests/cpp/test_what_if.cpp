@@ -82,6 +82,16 @@ TEST(WhatIfTopology, APresetKeepsItsNameAndFiguresAndRoundTripsThroughTheTaskFil
   EXPECT_NE(error_of([&] { (void)with_hbm(task, -1); }).find("outside"), std::string::npos);
 }
 
+TEST(WhatIfTopology, CountsStopWhereThePresetStopsAndEveryOneBuilds) {
+  const Topology gpu = make_topology("v100:gpus_per_node=8");
+  EXPECT_EQ(device_counts(gpu, 1, 1 << 20).back(), 4096 * 8);  // the preset's 4096 nodes
+  EXPECT_EQ(topology_with_devices(gpu, 4096 * 8).num_devices(), 4096 * 8);
+  const Topology cpu = make_topology("cpu:devices=2");
+  EXPECT_EQ(device_counts(cpu, 1, 1 << 20).back(), 4096);
+  EXPECT_EQ(topology_with_devices(cpu, 4096).num_devices(), 4096);
+  EXPECT_NE(error_of([&] { (void)topology_with_devices(cpu, 4097); }).find("(1 to 4096 on one host)"), std::string::npos);
+}
+
 TEST(WhatIfTopology, ACustomTopologyRepeatsItsDeviceAndRefusesMixedHardware) {
   Task task = tiny_task(6, "v100:nodes=1,gpus_per_node=4", 2);
   task.topology.name = "custom";
@@ -154,6 +164,16 @@ TEST(WhatIfCapacity, ATargetNoCountMeetsSaysSoWithTheBound) {
   EXPECT_EQ(curve.fewest, 0);
   EXPECT_NE(curve.verdict.find("no device count tried between 1 and 8 meets"), std::string::npos) << curve.verdict;
   EXPECT_NE(curve.verdict.find("lower bound is at least"), std::string::npos) << curve.verdict;
+}
+
+TEST(WhatIfCapacity, ACountTooSmallForASeparateGroupIsAPointNotAnError) {
+  Task task = tiny_task(8, "v100:nodes=1,gpus_per_node=4", 13);
+  task.constraints.groups.separate = {{task.workload.tables[0].name, task.workload.tables[1].name, task.workload.tables[2].name}};
+  const CapacityCurve curve = plan_capacity(task, 1, 8, 0, greedy_options(), quiet());
+  ASSERT_EQ(curve.points.size(), 5u);
+  EXPECT_EQ(curve.points[0].run.status, "invalid");
+  EXPECT_NE(curve.points[1].run.reason.find("has 3 tables but the task has 2 devices"), std::string::npos);
+  EXPECT_NE(curve.points[2].run.status, "invalid");
 }
 
 TEST(WhatIfCapacity, BadInputIsOneLineNamingIt) {

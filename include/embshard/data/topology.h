@@ -89,10 +89,13 @@ inline constexpr double kMaxLatencyUs = 1e9;
 
 /**
  * The device counts `topology_with_devices` accepts in [lo, hi], ascending: 1 to the host size
- * (one host), then whole hosts (multiples of the host size). The host size is `devices_per_host`
- * (for the `cpu` preset, whose devices share one host, every count up to its limit).
+ * (one host), then whole hosts (multiples of the host size), up to what the preset takes (4096
+ * nodes; the `cpu` preset, whose devices share one host: 4096 devices) or kMaxDevices.
  */
 [[nodiscard]] std::vector<int> device_counts(const Topology& topology, int lo, int hi);
+
+/** The sizes `device_counts` gives, for messages: "1 to 8 on one host, then whole hosts of 8". */
+[[nodiscard]] std::string describe_device_counts(const Topology& topology);
 
 /**
  * The same hardware with `devices` devices (one of `device_counts`): a preset's spec with its

@@ -18,15 +18,19 @@
  *             still exists, stays as it was; the others take the target's layout. It moves only
  *             what the change forces.
  *   target    the sharder's plan of the new task from scratch (default `joint:groups=none`), its
- *             devices relabelled to keep the most bytes in place: hosts matched to hosts, then
- *             devices within them, each by a maximum-weight assignment (Hungarian algorithm) of
- *             the bytes already there. On devices of one kind a relabelling leaves the step as it
- *             was (the link model is symmetric in hosts and in a host's devices), so this costs
- *             nothing.
+ *             devices relabelled to keep the most bytes in place: each host pair's best device
+ *             matching, then hosts matched by what those keep, each a maximum-weight assignment
+ *             (Hungarian algorithm) of the bytes already there (beyond 128 hosts, hosts by the
+ *             bytes between them), unless the labels as they are keep more. On devices of one kind
+ *             a relabelling leaves the step as it was (the link model is symmetric in hosts and in
+ *             a host's devices), so this costs nothing.
  * From the kept plan, tables switch to their target layout one at a time, in the order of their
  * step gain alone per byte they move (the largest gains per byte first, free switches first of
  * all); each prefix is a point of the curve (bytes moved, step), kept where it fits memory. The
- * answer is the fastest point within `max_move_bytes`. The last point is the target itself.
+ * last point is the target itself. Then joint searches from the kept plan with every moved byte
+ * priced (`plan_task_from`, shard/sharder.h `PlanOrigin`; the options' sharder when it is joint,
+ * else joint): at fixed prices, then bisected between the two that straddle the budget. The
+ * answer is the fastest point within `max_move_bytes`.
  */
 #include <limits>
 #include <string>

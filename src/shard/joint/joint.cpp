@@ -294,20 +294,31 @@ class Search {
     return {};
   }
 
-  /** Puts every piece of `start` in the state; "" or why it cannot (a piece that does not fit). */
+  /**
+   * Puts every piece of `start` in the state; "" or why it cannot (a piece that does not fit).
+   * Tables all in HBM go first, so that those with UVM rows take what HBM is left, as in the plan
+   * (make_piece splits each piece again); a table's pieces keep their order (its row ranges').
+   */
   std::string load(const Plan& start) {
     std::map<std::string, int> index;
     for (int t = 0; t < state_.num_tables(); ++t) index[spec(t).name] = t;
     for (const TablePlacement& p : start.tables) {
       const auto it = index.find(p.table);
       if (it == index.end()) return "the start plan places table '" + one_line(p.table) + "', which the task does not have";
-      const int t = it->second;
-      state_.set_layout(t, layout_of(p));
-      for (const Shard& sh : p.shards) {
-        Piece piece;
-        if (!state_.make_piece(t, sh, sh.device, sh.hbm_rows >= 0, piece))
-          return "the start plan's table '" + one_line(p.table) + "' does not fit device " + std::to_string(sh.device);
-        state_.add(piece);
+      state_.set_layout(it->second, layout_of(p));
+    }
+    const auto tiered = [](const TablePlacement& p) {
+      return std::any_of(p.shards.begin(), p.shards.end(), [](const Shard& sh) { return sh.hbm_rows >= 0; });
+    };
+    for (const bool second : {false, true}) {
+      for (const TablePlacement& p : start.tables) {
+        if (tiered(p) != second) continue;
+        for (const Shard& sh : p.shards) {
+          Piece piece;
+          if (!state_.make_piece(index.at(p.table), sh, sh.device, second, piece))
+            return "the start plan's table '" + one_line(p.table) + "' does not fit device " + std::to_string(sh.device);
+          state_.add(piece);
+        }
       }
     }
     return "";
@@ -468,7 +479,7 @@ class Search {
         for (int r = 2; r <= 4 && r <= s.num_rows() && c * r <= max_parts_; ++r)
           out.push_back({Layout::Kind::kGrid, c, -1, r});
     }
-    if (copies_ && may_replicate(task_, s)) out.push_back({Layout::Kind::kCopies, n_, 0});
+    if (copies_ && may_replicate(task_, s) && !state_.in_placement_group(t)) out.push_back({Layout::Kind::kCopies, n_, 0});
     return out;
   }
 
@@ -888,7 +899,7 @@ class Search {
     const double latency = task_.topology.a2a_latency_us / 1000.0;
     for (int t = 0; t < state_.num_tables(); ++t) {
       const TableSpec& s = spec(t);
-      if (!may_replicate(task_, s)) continue;
+      if (!may_replicate(task_, s) || state_.in_placement_group(t)) continue;  // a copy is on every device
       const auto gradient = static_cast<double>(s.weight_bytes());
       bytes[0] = static_cast<double>(task_.workload.batch_size) * 4.0 * s.dim;
       const double out_ms = exchange_ms(task_.topology, bytes)[0] - latency;

@@ -208,6 +208,10 @@ class State {
     static const std::vector<int> kNone;
     return colocated_with_.empty() ? kNone : colocated_with_[static_cast<std::size_t>(table)];
   }
+  /** Whether `table` is in any placement group (it then never takes copies on every device). */
+  [[nodiscard]] bool in_placement_group(int table) const {
+    return colocated(table) || (!separated_from_.empty() && !separated_from_[static_cast<std::size_t>(table)].empty());
+  }
   /** Whether `table` is in a colocate group (it then takes the whole layout only). */
   [[nodiscard]] bool colocated(int table) const {
     return !colocated_with_.empty() && !colocated_with_[static_cast<std::size_t>(table)].empty();

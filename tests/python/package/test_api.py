@@ -344,6 +344,7 @@ def test_replan_keeps_its_budget_and_its_plan_evaluates_as_reported():
     task = Task.generate("neuroshard:devices=4,max_dim=64", seed=5)
     old = embshard.plan(task, "joint:groups=none")
     grown = Task.from_json(task.to_json().replace("gpus_per_node=4", "gpus_per_node=8"), where="grown")
+    assert (task.num_devices, grown.num_devices) == (4, 8)
     r = embshard.replan(grown, old, max_move=0.1)
     assert r.chosen["moved_share"] <= 0.1 + 1e-12
     assert embshard.evaluate(grown, r.plan).step_ms == pytest.approx(r.chosen["step_ms"])

@@ -1,0 +1,74 @@
+// Mixed hardware (data/topology.h, cost/analytic.h): hosts of different presets in one task, each
+// device costed by its own speed — the faster devices take more of the work, every sharder's plan
+// stays above the bound, and the task file carries the hosts.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "embshard/data/data_io.h"
+#include "embshard/eval/cost_models.h"
+#include "embshard/eval/evaluator.h"
+#include "embshard/plan/plan.h"
+#include "embshard/shard/sharder.h"
+#include "shard_test_util.h"
+#include "test_util.h"
+
+namespace embshard {
+namespace {
+
+using test_util::error_of;
+using test_util::quiet;
+
+/** A pool task on one host of 4 H100-class devices and one of 4 A100-class ones. */
+Task mixed_task(int tables, std::uint64_t seed) {
+  static constexpr int kDims[] = {16, 32, 64};
+  Task task = test_util::pool_task(tables, "h100:gpus_per_node=4", seed, kDims);
+  task.workload.batch_size = 65536;
+  nlohmann::json doc = nlohmann::json::parse(task_to_json(task));
+  doc["topology"] = {{"hosts", {"h100:gpus_per_node=4", "a100:gpus_per_node=4"}}};
+  return task_from_json(doc.dump(), "mixed");
+}
+
+TEST(MixedHardware, TheTaskFileCarriesHostsOfTwoKinds) {
+  const Task task = mixed_task(20, 1);
+  ASSERT_EQ(task.topology.num_devices(), 8);
+  EXPECT_EQ(task.topology.num_hosts(), 2);
+  EXPECT_GT(task.topology.devices[0].hbm_gbps, task.topology.devices[7].hbm_gbps);
+  EXPECT_EQ(task.topology.inter_host_gbps, std::min(make_topology("h100:nodes=2").inter_host_gbps,
+                                                    make_topology("a100:nodes=2").inter_host_gbps));
+  const Task back = task_from_json(task_to_json(task), "back");  // written as explicit devices
+  EXPECT_EQ(back.topology.devices[7].hbm_gbps, task.topology.devices[7].hbm_gbps);
+  EXPECT_NE(error_of([] {
+              (void)task_from_json(R"({"schema_version": 1, "batch_size": 8, "topology": {"hosts": ["h100:gpus_per_node=4", "a100"]},
+                                      "tables": [{"name": "t", "dim": 4, "stats": {"num_rows": 10, "pooling_factor": 1}}]})",
+                                   "t.json");
+            }).find("hosts of 8 devices beside hosts of 4"),
+            std::string::npos);
+}
+
+TEST(MixedHardware, FasterDevicesTakeMoreOfTheWorkAndNoPlanBeatsTheBound) {
+  for (const std::uint64_t seed : {2u, 3u}) {
+    const Task task = mixed_task(40, seed);
+    const auto cost = make_cost_model("sim", task, quiet());
+    const double bound = cost->lower_bound(task, Objective::kStep).value();
+    const ShardResult r = plan_task("joint", task, cost.get(), quiet());
+    ASSERT_EQ(r.status, ShardStatus::kOk) << r.reason;
+    // Work: what each device's shards would take on device 0 (one yardstick for both kinds).
+    double fast = 0, slow = 0;
+    std::vector<std::vector<PlacedShard>> by_device = shards_by_device(task, r.plan);
+    for (std::size_t d = 0; d < by_device.size(); ++d) {
+      for (PlacedShard& p : by_device[d]) p.shard.device = 0;
+      const DeviceCompute c = cost->compute().device_compute(task, by_device[d], quiet());
+      (d < 4 ? fast : slow) += c.fw_ms + c.bw_ms;
+    }
+    EXPECT_GT(fast, 1.3 * slow) << seed;  // H100s have 1.64× the A100s' bandwidth
+    for (const char* spec : {"joint", "greedy", "torchrec", "neuroshard", "random"}) {
+      const ShardResult p = plan_task(spec, task, cost.get(), quiet());
+      if (p.status != ShardStatus::kOk) continue;
+      EXPECT_LE(bound, evaluate_plan(task, p.plan, EvalOptions{}, quiet()).step_ms * (1 + 1e-9)) << spec;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace embshard
