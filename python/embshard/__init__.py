@@ -56,6 +56,13 @@ def _integer(value: Any, where: str) -> int:
         raise Error(f"{where} must be an integer, got {value!r}") from None
 
 
+def _table_groups(groups: Any, where: str) -> List[List[str]]:
+    """Placement groups as lists of table names; a plain string (a group, not a list of them) is an Error."""
+    if isinstance(groups, (str, bytes)) or any(isinstance(g, (str, bytes)) for g in groups):
+        raise Error(f"{where} must be a list of lists of table names, got {groups!r}")
+    return [[str(name) for name in group] for group in groups]
+
+
 def _finite(value: Any, where: str) -> float:
     """A finite float from a Python or numpy number; NaN, infinities and non-numbers are an Error."""
     if isinstance(value, (bool, str, bytes)):
@@ -188,10 +195,8 @@ class Task(_File):
         if replica_sync_every != 1:
             doc["replica_sync_every"] = _integer(replica_sync_every, "embshard.Task: replica_sync_every")
         for key, groups in (("colocate", colocate), ("separate", separate)):
-            if isinstance(groups, (str, bytes)) or any(isinstance(g, (str, bytes)) for g in groups):
-                raise Error(f"embshard.Task: {key} must be a list of lists of table names, got {groups!r}")
             if groups:
-                doc["constraints"][key] = [[str(name) for name in group] for group in groups]
+                doc["constraints"][key] = _table_groups(groups, f"embshard.Task: {key}")
         if derived_stats is not None:
             doc["derived_stats"] = dict(derived_stats)
         return cls.from_json(json.dumps(doc), where="embshard.Task")

@@ -192,10 +192,8 @@ class EmbshardPlanner:
         if sharding_group_size is not None and sharder != "best" and sharder.partition(":")[0] != "joint":
             raise Error(f"EmbshardPlanner: sharding_group_size needs sharder 'joint' or 'best' (only joint plans "
                         f"2D layouts), not '{sharder}'")
-        for key, groups in (("colocate", colocate), ("separate", separate)):
-            if isinstance(groups, (str, bytes)) or any(isinstance(g, (str, bytes)) for g in groups):
-                raise Error(f"EmbshardPlanner: {key} must be a list of lists of table names, got {groups!r}")
-        self._placement_groups = {"colocate": [list(g) for g in colocate], "separate": [list(g) for g in separate]}
+        self._placement_groups = {key: embshard._table_groups(groups, f"EmbshardPlanner: {key}")
+                                  for key, groups in (("colocate", colocate), ("separate", separate))}
         self._groups = "none" if sharding_group_size is None else str(sharding_group_size)
         self._sync_every = replica_sync_every
         self._topology = topology

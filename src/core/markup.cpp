@@ -1,5 +1,7 @@
 #include "embshard/core/markup.h"
 
+#include <cstdio>
+
 namespace embshard {
 
 std::string xml_escape(const std::string& text) {
@@ -43,6 +45,12 @@ std::string one_line(std::string_view text) {
     }
   }
   return out;
+}
+
+std::string gib_text(double bytes, int significant_digits) {
+  char text[48];
+  std::snprintf(text, sizeof text, "%.*g GiB", significant_digits, bytes / (1024.0 * 1024.0 * 1024.0));
+  return text;
 }
 
 }  // namespace embshard

@@ -20,25 +20,25 @@ std::int64_t Workload::total_dim() const {
   return sum;
 }
 
+bool Constraints::allows(ShardingType type) const {
+  if (type == ShardingType::kColumnWise) return allow_column_split;
+  if (type == ShardingType::kRowWise || type == ShardingType::kTableRowWise) return allow_row_split;
+  if (type == ShardingType::kGridShard) return allow_row_split && allow_column_split;
+  return true;
+}
+
 std::string find_error_in_table_constraints(const TableSpec& t, const Constraints& task_wide,
                                            const std::string& at) {
   const TableConstraints& c = t.constraints;
   if (c.min_partition < 0 || c.min_partition > kMaxTableDim)
     return at + ": constraints.min_partition = " + std::to_string(c.min_partition) +
            " must lie in [0, " + std::to_string(kMaxTableDim) + "]";
-  const auto task_allows = [&](ShardingType type) {
-    if (type == ShardingType::kColumnWise) return task_wide.allow_column_split;
-    if (type == ShardingType::kRowWise || type == ShardingType::kTableRowWise)
-      return task_wide.allow_row_split;
-    if (type == ShardingType::kGridShard) return task_wide.allow_row_split && task_wide.allow_column_split;
-    return true;
-  };
   std::set<int> seen;
   bool any = c.sharding_types.empty();
   for (ShardingType type : c.sharding_types) {
     if (!seen.insert(static_cast<int>(type)).second)
       return at + ": constraints.sharding_types names " + to_string(type) + " twice";
-    any = any || task_allows(type);
+    any = any || task_wide.allows(type);
   }
   if (!any)
     return at + ": constraints.sharding_types allows only types the task's constraints forbid "

@@ -155,16 +155,17 @@ std::string preset_for_gpu(const std::string& cuda_name) {
   EMBSHARD_THROW("no topology preset describes the GPU '", cuda_name, "'; known GPUs: ", known);
 }
 
-bool Topology::devices_interchangeable() const {
-  for (const Device& d : devices) {
-    const Device& first = devices.front();
-    if (d.hbm_bytes != first.hbm_bytes || d.uvm_bytes != first.uvm_bytes ||
-        d.hbm_gbps != first.hbm_gbps || d.uvm_gbps != first.uvm_gbps) {
-      return false;
-    }
+int Topology::first_unlike_device() const {
+  for (std::size_t i = 1; i < devices.size(); ++i) {
+    const Device &d = devices[i], &first = devices.front();
+    if (d.hbm_bytes != first.hbm_bytes || d.uvm_bytes != first.uvm_bytes || d.hbm_gbps != first.hbm_gbps ||
+        d.uvm_gbps != first.uvm_gbps)
+      return static_cast<int>(i);
   }
-  return num_hosts() == 1;
+  return -1;
 }
+
+bool Topology::devices_interchangeable() const { return first_unlike_device() < 0 && num_hosts() == 1; }
 
 Topology make_topology(const std::string& spec) {
   const Context ctx;
@@ -230,14 +231,9 @@ std::optional<Topology> edited_preset(const Topology& topology,
 
 /** The devices of a custom topology are all device 0's, else Error naming the first that differs. */
 void check_uniform(const Topology& topology, const std::string& what) {
-  const Device& first = topology.devices.front();
-  for (std::size_t d = 1; d < topology.devices.size(); ++d) {
-    const Device& dev = topology.devices[d];
-    EMBSHARD_CHECK(dev.hbm_bytes == first.hbm_bytes && dev.uvm_bytes == first.uvm_bytes &&
-                       dev.hbm_gbps == first.hbm_gbps && dev.uvm_gbps == first.uvm_gbps,
-                   "topology: device ", d, " differs from device 0; ", what,
-                   " needs devices of one kind (mixed hardware has no single rule to scale by)");
-  }
+  const int d = topology.first_unlike_device();
+  EMBSHARD_CHECK(d < 0, "topology: device ", d, " differs from device 0; ", what,
+                 " needs devices of one kind (mixed hardware has no single rule to scale by)");
 }
 
 bool is_cpu_preset(const Topology& topology) { return topology.name.rfind("cpu", 0) == 0; }

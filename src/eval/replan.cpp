@@ -143,13 +143,6 @@ std::vector<int> max_weight_assignment(const std::vector<std::vector<double>>& w
   return row_to_col;
 }
 
-bool devices_of_one_kind(const Topology& t) {
-  return std::all_of(t.devices.begin(), t.devices.end(), [&](const Device& d) {
-    const Device& f = t.devices.front();
-    return d.hbm_bytes == f.hbm_bytes && d.uvm_bytes == f.uvm_bytes && d.hbm_gbps == f.hbm_gbps && d.uvm_gbps == f.uvm_gbps;
-  });
-}
-
 /** keep[d][e]: bytes of `plan`'s shards on device d that the old plan holds on device e. */
 std::vector<std::vector<double>> bytes_in_place(const Task& task, const Plan& plan, const std::map<std::string, OldTable>& old) {
   const int n = task.topology.num_devices();
@@ -191,7 +184,7 @@ HostMatch match_devices(const std::vector<std::vector<double>>& keep, int g, int
  */
 Plan relabelled(const Task& task, Plan plan, const std::map<std::string, OldTable>& old) {
   const Topology& topo = task.topology;
-  if (!devices_of_one_kind(topo)) return plan;
+  if (topo.first_unlike_device() >= 0) return plan;
   const std::vector<std::vector<double>> keep = bytes_in_place(task, plan, old);
   const int hosts = topo.num_hosts(), per_host = topo.host_size(), n = topo.num_devices();
   const bool exact = hosts <= kMostMatchedHosts;
@@ -254,11 +247,7 @@ bool same_placement(const TablePlacement& a, const TablePlacement& b) {
   return true;
 }
 
-std::string gib(double bytes) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.4g GiB", bytes / (1024.0 * 1024.0 * 1024.0));
-  return text;
-}
+std::string gib(double bytes) { return gib_text(bytes, 4); }
 
 std::string describe(const ReplanPoint& p) {
   char text[96];
@@ -269,9 +258,9 @@ std::string describe(const ReplanPoint& p) {
 /** The plan between the kept and the target plans with the first `k` of `order` switched. */
 class Curve {
  public:
-  Curve(const Task& task, const Plan& old_plan, std::vector<TablePlacement> kept, std::vector<TablePlacement> target,
-        CostModel& judge, const Context& ctx)
-      : task_(task), old_(old_tables(old_plan)), kept_(std::move(kept)), target_(std::move(target)), judge_(judge), ctx_(ctx) {
+  Curve(const Task& task, const std::map<std::string, OldTable>& old, std::vector<TablePlacement> kept,
+        std::vector<TablePlacement> target, CostModel& judge, const Context& ctx)
+      : task_(task), old_(old), kept_(std::move(kept)), target_(std::move(target)), judge_(judge), ctx_(ctx) {
     for (std::size_t i = 0; i < kept_.size(); ++i) {
       const TableSpec& t = task_.workload.tables[i];
       kept_moved_.push_back(table_movement(t, kept_[i]));
@@ -326,7 +315,7 @@ class Curve {
   }
 
   const Task& task_;
-  std::map<std::string, OldTable> old_;
+  const std::map<std::string, OldTable>& old_;
   std::vector<TablePlacement> kept_, target_;
   std::vector<double> kept_moved_, target_moved_;
   std::vector<std::size_t> differing_;
@@ -336,9 +325,10 @@ class Curve {
 
 }  // namespace
 
-Movement plan_movement(const Task& task, const Plan& plan, const Plan& old_plan) {
-  const auto old = old_tables(old_plan);
-  check_old_plan(task, old_plan, old);
+namespace {
+
+/** plan_movement once the old plan is read (its tables by name) and checked. */
+Movement movement_from(const Task& task, const Plan& plan, const std::map<std::string, OldTable>& old) {
   EMBSHARD_CHECK(!plan.groups.enabled(), "replan: the new plan is 2D; movement is measured between 1D plans");
   std::map<std::string, const TableSpec*> spec;
   for (const TableSpec& t : task.workload.tables) spec[t.name] = &t;
@@ -353,6 +343,14 @@ Movement plan_movement(const Task& task, const Plan& plan, const Plan& old_plan)
   return m;
 }
 
+}  // namespace
+
+Movement plan_movement(const Task& task, const Plan& plan, const Plan& old_plan) {
+  const auto old = old_tables(old_plan);
+  check_old_plan(task, old_plan, old);
+  return movement_from(task, plan, old);
+}
+
 namespace {
 
 /** One run of `replan` (replan.h): the points found so far, their plans, the best within budget. */
@@ -365,7 +363,7 @@ class ReplanSearch {
 
   ReplanResult run() {
     const Plan scratch = from_scratch();
-    result_.scratch_moved_bytes = plan_movement(task_, scratch, old_plan_).moved_bytes;
+    result_.scratch_moved_bytes = movement_from(task_, scratch, old_).moved_bytes;
     Curve curve = curve_to(relabelled(task_, scratch, old_));
     const std::optional<Plan> start = walk(curve);
     search_priced(start ? *start : curve.plan_with(curve.size(), order_));
@@ -392,7 +390,7 @@ class ReplanSearch {
       kept.push_back(kept_placement(same_shape(old_, t), task_.topology.num_devices()).value_or(to));
       ends.push_back(to);
     }
-    Curve curve(task_, old_plan_, std::move(kept), std::move(ends), *judge_, ctx_);
+    Curve curve(task_, old_, std::move(kept), std::move(ends), *judge_, ctx_);
     order_ = curve.order();
     return curve;
   }
@@ -428,7 +426,7 @@ class ReplanSearch {
       ShardResult r = plan_task_from(searcher(), task_, cost_.get(), origin, ctx_);
       if (r.status != ShardStatus::kOk) return Outcome::kNone;
       ReplanPoint pt;
-      pt.moved_bytes = plan_movement(task_, r.plan, old_plan_).moved_bytes;
+      pt.moved_bytes = movement_from(task_, r.plan, old_).moved_bytes;
       pt.step_ms = step_of(r.plan);
       pt.tables_switched = -1;
       pt.price = price;
@@ -462,7 +460,7 @@ class ReplanSearch {
     result_.plan = std::move(plans_[*best_]);
     result_.plan.provenance = scratch;
     result_.plan.provenance.sharder = "replan(" + scratch.sharder + ")";
-    result_.movement = plan_movement(task_, result_.plan, old_plan_);
+    result_.movement = movement_from(task_, result_.plan, old_);
     std::stable_sort(result_.curve.begin(), result_.curve.end(),
                      [](const ReplanPoint& x, const ReplanPoint& y) { return x.moved_bytes < y.moved_bytes; });
     result_.verdict = "chosen: " + describe(result_.chosen) + "; from scratch: " +

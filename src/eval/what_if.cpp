@@ -22,15 +22,10 @@
 namespace embshard {
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr std::int64_t kMemoryStep = std::int64_t{1} << 26;  // 1/16 GiB
 constexpr int kMostAllPlanned = 16;                            // counts planned without a grid
 
-std::string gib(double bytes) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.6g GiB", bytes / kGiB);
-  return text;
-}
+std::string gib(double bytes) { return gib_text(bytes, 6); }
 
 std::string ms(double value) {
   char text[32];
@@ -82,7 +77,9 @@ CapacityPoint capacity_point(const Task& task, int devices, const WhatIfOptions&
     return p;
   }
   p.run = plan_changed(changed, options, ctx);
-  if (options.judge.backend == "sim") {
+  if (p.run.lower_bound_ms > 0) {  // compare's bound, where the sharder's model is the judge
+    p.bound_ms = p.run.lower_bound_ms;
+  } else if (options.judge.backend == "sim") {
     const auto judge = make_cost_model(judge_spec(options.judge), changed, ctx);
     p.bound_ms = judge->lower_bound(changed, Objective::kStep).value_or(0.0);
   }
@@ -125,13 +122,7 @@ std::string capacity_verdict(const CapacityCurve& c) {
 
 /** The fewest bytes of one table some device must hold under its constraints (file comment). */
 double smallest_piece_bytes(const Task& task, const TableSpec& t) {
-  const auto allows = [&](ShardingType type) {
-    if (!t.constraints.allows(type)) return false;
-    if (type == ShardingType::kColumnWise) return task.constraints.allow_column_split;
-    if (type == ShardingType::kRowWise || type == ShardingType::kTableRowWise) return task.constraints.allow_row_split;
-    if (type == ShardingType::kGridShard) return task.constraints.allow_row_split && task.constraints.allow_column_split;
-    return true;
-  };
+  const auto allows = [&](ShardingType type) { return t.constraints.allows(type) && task.constraints.allows(type); };
   const double size = static_cast<double>(t.size_bytes());
   const double n = task.topology.num_devices();
   if (allows(ShardingType::kRowWise) || allows(ShardingType::kTableRowWise) || allows(ShardingType::kGridShard))

@@ -20,4 +20,7 @@ namespace embshard {
  *  control characters (escape sequences included) and DEL as `\xNN`; everything else as is. */
 [[nodiscard]] std::string one_line(std::string_view text);
 
+/** `bytes` in GiB with `significant_digits` (printf's %g): "0.715256 GiB" at 6, "10.6 GiB" at 3. */
+[[nodiscard]] std::string gib_text(double bytes, int significant_digits);
+
 }  // namespace embshard

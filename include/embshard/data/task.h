@@ -55,6 +55,9 @@ struct Constraints {
   bool allow_row_split = true;     ///< tables may be split into row ranges
   bool allow_uvm = false;          ///< rows may live in host memory reached through UVM
   PlacementGroups groups;          ///< tables placed together or apart
+
+  /** Whether the task-wide switches allow `type` (splits of rows, of columns, or both for grids). */
+  [[nodiscard]] bool allows(ShardingType type) const;
 };
 
 /** "colocate group 2 ('a', 'b', 'c')": how messages name a group (`index` from 0). */

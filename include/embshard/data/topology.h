@@ -53,6 +53,8 @@ struct Topology {
   /** Whether all devices are interchangeable: the same figures, one host (search may then
    *  relabel devices freely: exhaustive enumeration visits each partition once). */
   [[nodiscard]] bool devices_interchangeable() const;
+  /** The first device whose memory or bandwidths differ from device 0's; −1 when all are alike. */
+  [[nodiscard]] int first_unlike_device() const;
 };
 
 /** Most devices in a topology: 2^18 (the presets' 4096 nodes × 64 devices). */

@@ -52,12 +52,7 @@ bool better(const Score& a, const Score& b) {
   return a.value <= b.value && a.spread < b.spread * (1.0 - 1e-9);
 }
 
-std::string gib(std::int64_t bytes) {
-  std::ostringstream s;
-  s.precision(3);
-  s << static_cast<double>(bytes) / static_cast<double>(std::int64_t{1} << 30) << " GiB";
-  return s.str();
-}
+std::string gib(std::int64_t bytes) { return gib_text(static_cast<double>(bytes), 3); }
 
 /** The best plan found so far and its score. */
 struct Best {
