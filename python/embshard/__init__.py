@@ -85,6 +85,8 @@ class Table:
     file's "stats" form, e.g. from `stats_from_csr`) gives measured statistics instead.
     ``optimizer`` is the state kept beside the weights ("none", "rowwise_adagrad", "adagrad",
     "adam"); ``sharding_types`` / ``allow_uvm`` / ``min_partition`` constrain this table alone.
+    ``pooled=False`` makes it a sequence table (TorchRec's EmbeddingCollection): every lookup is
+    an output row of its own, and its outputs are costed so.
     """
 
     name: str
@@ -98,6 +100,7 @@ class Table:
     sharding_types: Optional[Sequence[str]] = None
     allow_uvm: bool = True
     min_partition: int = 0
+    pooled: bool = True
 
     def _json(self) -> Dict[str, Any]:
         where = f"embshard.Table '{self.name}'"
@@ -118,6 +121,11 @@ class Table:
                                "stats": stats}
         if self.optimizer != "none":
             out["optimizer"] = self.optimizer
+        import numpy as np
+        if not isinstance(self.pooled, (bool, np.bool_)):
+            raise Error(f"{where}: pooled must be True or False, got {self.pooled!r}")
+        if not self.pooled:
+            out["pooled"] = False
         constraints: Dict[str, Any] = {}
         if self.sharding_types is not None:
             constraints["sharding_types"] = _list(self.sharding_types)

@@ -268,6 +268,7 @@ class EmbshardPlanner:
 
     def task(self, module, sharders) -> embshard.Task:
         """The embshard task of `module` under `sharders` and this planner's topology."""
+        from torchrec.modules.embedding_modules import EmbeddingCollection
         topology = self._torchrec_topology()
         device = topology.compute_device
         by_type = {s.module_type: s for s in sharders}
@@ -309,7 +310,8 @@ class EmbshardPlanner:
                     pooling_factor=None if stats else pooling, dtype=_dtype(config, where),
                     stats=stats, optimizer=_optimizer_of(weight, sharder, where),
                     sharding_types=types, allow_uvm=allow_uvm,
-                    min_partition=(constraint.min_partition or 0) if constraint else 0))
+                    min_partition=(constraint.min_partition or 0) if constraint else 0,
+                    pooled=not isinstance(m, EmbeddingCollection)))
                 self.tables.append(PlannedTable(task_name, path, config.name, list(config.feature_names),
                                                 kernels, getattr(constraint, "cache_params", None)))
         # TorchRec's dense estimate (storage_reservations.py): the module less its shardable

@@ -15,7 +15,6 @@
 #include <iostream>
 #include <mutex>
 #include <optional>
-#include <sstream>
 
 #include "embshard/core/error.h"
 
@@ -122,10 +121,15 @@ std::string read_file(const std::string& path) {
   check_input_file(path, "");
   std::ifstream in(path, std::ios::binary);
   EMBSHARD_CHECK(in.good(), path, ": cannot open (", std::strerror(errno), ")");
-  std::ostringstream out;
-  out << in.rdbuf();
-  EMBSHARD_CHECK(!in.bad(), path, ": read failed");
-  return out.str();
+  std::error_code ec;
+  const std::uintmax_t size = fs::file_size(path, ec);
+  EMBSHARD_CHECK(!ec, path, ": cannot read its size (", ec.message(), ")");
+  check_fits_in_memory(size, path + ": reading the file");
+  std::string text(static_cast<std::size_t>(size), '\0');  // one allocation, no growth
+  in.read(text.data(), static_cast<std::streamsize>(size));
+  EMBSHARD_CHECK(!in.bad() && in.gcount() == static_cast<std::streamsize>(size), path,
+                 ": read failed (the file changed while it was read?)");
+  return text;
 }
 
 void refuse_if_same_file(const std::vector<NamedPath>& inputs, const std::vector<NamedPath>& outputs) {

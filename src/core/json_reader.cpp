@@ -1,11 +1,14 @@
 #include "core/json_reader.h"
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <new>
 #include <set>
 #include <vector>
 
 #include "embshard/core/error.h"
+#include "embshard/core/file_io.h"
 
 namespace embshard::detail {
 namespace {
@@ -22,12 +25,21 @@ class DuplicateKeyCheck final : public nlohmann::json_sax<Json> {
  public:
   explicit DuplicateKeyCheck(const std::string& where) : where_(where) {}
 
+  /** Values read so far (each scalar, object and array counts one). */
+  [[nodiscard]] std::uint64_t values() const { return values_; }
+  /** Object members and bytes of strings read so far (keys included). */
+  [[nodiscard]] std::uint64_t members() const { return members_; }
+  [[nodiscard]] std::uint64_t string_bytes() const { return string_bytes_; }
+
   bool null() override { return count_entry(); }
   bool boolean(bool) override { return count_entry(); }
   bool number_integer(number_integer_t) override { return count_entry(); }
   bool number_unsigned(number_unsigned_t) override { return count_entry(); }
   bool number_float(number_float_t, const string_t&) override { return count_entry(); }
-  bool string(string_t&) override { return count_entry(); }
+  bool string(string_t& text) override {
+    string_bytes_ += text.size();
+    return count_entry();
+  }
   bool binary(binary_t&) override { return count_entry(); }
   bool start_object(std::size_t) override { return open(true); }
   bool start_array(std::size_t) override { return open(false); }
@@ -53,12 +65,16 @@ class DuplicateKeyCheck final : public nlohmann::json_sax<Json> {
 
   /** A value starts: in an array, it is the next entry. */
   bool count_entry() {
+    ++values_;
     if (!levels_.empty() && !levels_.back().is_object) ++levels_.back().entries;
     return true;
   }
 
   bool open(bool is_object) {
     count_entry();
+    if (levels_.size() >= kMaxJsonDepth)
+      EMBSHARD_THROW(where_, ": ", printable(path()), ": nested deeper than ", kMaxJsonDepth,
+                     " levels (no embshard file nests more than a few)");
     levels_.push_back({is_object, {}, 0, {}});
     return true;
   }
@@ -69,6 +85,8 @@ class DuplicateKeyCheck final : public nlohmann::json_sax<Json> {
   }
 
   void on_key(const std::string& key) {
+    ++members_;
+    string_bytes_ += key.size();
     Level& level = levels_.back();
     level.key = key;
     if (!level.seen.insert(key).second)
@@ -88,7 +106,18 @@ class DuplicateKeyCheck final : public nlohmann::json_sax<Json> {
 
   const std::string& where_;
   std::vector<Level> levels_;
+  std::uint64_t values_ = 0;
+  std::uint64_t members_ = 0;
+  std::uint64_t string_bytes_ = 0;
 };
+
+/**
+ * Bytes nlohmann's DOM of a document holds, roughly: a 16-byte value for each value, a map node
+ * (~80 bytes with its key's string) for each object member, and the strings' characters.
+ */
+std::uint64_t dom_bytes_estimate(const DuplicateKeyCheck& counts) {
+  return counts.values() * 16 + counts.members() * 80 + counts.string_bytes();
+}
 
 /** nlohmann's message without its "[json.exception.name.id] " prefix. */
 std::string without_exception_id(const std::string& what) {
@@ -144,9 +173,14 @@ Json parse_json(const std::string& text, const std::string& where) {
   DuplicateKeyCheck check(where);
   try {
     Json::sax_parse(text, &check);
+    check_fits_in_memory(dom_bytes_estimate(check),
+                         concat(where, ": reading its ", check.values(), " JSON values"));
     return Json::parse(text);
   } catch (const Json::exception& e) {  // parse_error, or out_of_range for a number too large
     EMBSHARD_THROW(where, ": malformed JSON: ", printable(without_exception_id(e.what()), false));
+  } catch (const std::bad_alloc&) {  // the estimate above was short, or memory went meanwhile
+    EMBSHARD_THROW(where, ": out of memory reading its ", check.values(), " JSON values (",
+                   static_cast<double>(text.size()) / (1 << 20), " MiB of text)");
   }
 }
 

@@ -14,7 +14,9 @@
  * path are escaped and long paths are cut, so a message always stays on one line.
  *
  * Strictness: `parse_json` rejects malformed JSON (naming line and column), numbers too large for
- * a double and objects that name a key twice; `JsonNode` rejects wrong types, missing fields,
+ * a double, objects that name a key twice, nesting deeper than `kMaxJsonDepth` and documents
+ * whose parsed form would not fit in the memory available (estimated before it is built);
+ * `JsonNode` rejects wrong types, missing fields,
  * numbers out of range and, where the caller asks (`only_keys`), unknown keys.
  *
  * nlohmann/json is a private dependency: include this header only from `src/`, never from a
@@ -30,6 +32,9 @@
 
 namespace embshard::detail {
 
+/** The deepest nesting of objects and arrays `parse_json` reads; embshard's files nest ~5 deep. */
+inline constexpr std::size_t kMaxJsonDepth = 128;
+
 /**
  * `text` cut to its first 200 bytes (then "..." appended), with control bytes written as `\xNN`
  * so that it fits on one line. Bytes above 0x7f are kept when `keep_utf8` and escaped otherwise
@@ -44,7 +49,11 @@ namespace embshard::detail {
  * Parses `text` strictly. Throws `Error` naming `where` for malformed JSON
  * (`<where>: malformed JSON: parse error at line L, column C: ...`), for a number too large to
  * represent, and for an object that names a key twice (`<where>: <path>: duplicate key ...`),
- * which nlohmann would otherwise resolve silently by keeping the last value.
+ * which nlohmann would otherwise resolve silently by keeping the last value. Nesting deeper than
+ * `kMaxJsonDepth` (`<where>: <path>: nested deeper than 128 levels …`) and a document whose
+ * parsed form would not fit in memory (`<where>: reading its N JSON values needs about X GiB of
+ * memory but Y GiB is available`) are errors too, found by a first pass that allocates nothing
+ * per value.
  */
 [[nodiscard]] nlohmann::json parse_json(const std::string& text, const std::string& where);
 

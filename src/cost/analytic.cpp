@@ -187,6 +187,7 @@ SimFeatures sim_device_features(const Task& task, std::span<const PlacedShard> s
                   static_cast<double>(std::max<std::int64_t>(spec.num_rows(), 1));
     t.hbm_rows = p.shard.hbm_rows < 0 ? -1 : p.shard.hbm_rows;
     t.replicas = p.replicas;
+    t.pooled = spec.pooled;
     tables.push_back(std::move(t));
   }
   return sim_features(tables, task.workload.batch_size, cache_bytes);
@@ -213,7 +214,8 @@ SimFeatures sim_features(std::span<const SimTable> tables, std::int64_t batch_si
     f[kLookups] += lookups;
     f[kMissBytes] += hot * row_bytes * (distinct + reuse * evict);
     f[kHitBytes] += hot * row_bytes * reuse * (1.0 - evict);
-    f[kOutputBytes] += batch_share * static_cast<double>(batch_size) * t.cols * 4.0;
+    const double outputs_per_sample = t.pooled ? 1.0 : t.stats.pooling_factor * t.row_share;
+    f[kOutputBytes] += batch_share * static_cast<double>(batch_size) * t.cols * outputs_per_sample * 4.0;
     f[kUpdateBytes] += t.replicas > 0 ? kDenseUpdateTraffic * row_bytes * static_cast<double>(t.stats.num_rows)
                                       : 2.0 * row_bytes * distinct;
     f[kUvmBytes] += row_bytes * lookups * (1.0 - hot);
@@ -242,6 +244,7 @@ DeviceCompute table_floor_ms(const SimHardware& hw, const TableSpec& spec, std::
   t.stats = spec.stats;
   t.cols = spec.dim;
   t.bytes_per_element = bytes_per_element(spec.dtype);
+  t.pooled = spec.pooled;
   const std::array<SimTable, 1> one{t};
   SimFeatures cached = sim_features(one, batch, std::numeric_limits<std::int64_t>::max());
   SimFeatures evicted = sim_features(one, batch, 0);
@@ -322,6 +325,9 @@ struct SplitTable {
   double out_inter_ms = 0.0;                 ///< the inter-host part, paid at least once
   double in_ms = 0.0;                        ///< γ_t: step ms per copy of its lookups received
   double replicated_ms = kNever;             ///< δ_t: its gradient all-reduce if data-parallel
+  /// false for a sequence table: its row pieces send their rows' lookups, not partial sums, so
+  /// copies of its columns add no output (α_t is paid once however it is split)
+  bool output_per_copy = true;
 };
 
 /**
@@ -388,7 +394,9 @@ namespace {
 double exchange_floors_ms(const Task& task, const std::vector<SplitTable>& tables,
                           const InputCommOptions& input, bool replicable) {
   const bool exposed = input.mode == InputCommMode::kExposed;
-  const double output_bytes = static_cast<double>(task.workload.batch_size) * 4.0 * static_cast<double>(task.workload.total_dim());
+  double output_width = 0.0;  // every table's columns output once (a sequence table's per lookup)
+  for (const TableSpec& t : task.workload.tables) output_width += t.output_width(t.dim);
+  const double output_bytes = static_cast<double>(task.workload.batch_size) * 4.0 * output_width;
   const double input_ms = exposed ? exchange_floor_ms(task, input_floor_bytes(task, input)) : 0.0;
   const double sharded = 2.0 * exchange_floor_ms(task, output_bytes) + input_ms;
   if (!replicable || task.topology.num_devices() <= 1) return sharded;
@@ -421,7 +429,8 @@ double bound_over(const Task& task, const SimHardware& hw, Objective objective, 
     s.lookup_bw = hw.bw[kLookups] * lookups;
     s.rest_fw = std::max(0.0, floor.fw_ms - s.lookup_fw - hw.fw[kTables]);
     s.rest_bw = std::max(0.0, floor.bw_ms - s.lookup_bw - hw.bw[kTables]);
-    const double out_bytes = 2.0 * static_cast<double>(batch) * 4.0 * t.dim;
+    const double out_bytes = 2.0 * static_cast<double>(batch) * 4.0 * t.output_width(t.dim);
+    s.output_per_copy = t.pooled;
     s.out_ms = per_byte * out_bytes;
     s.out_intra_ms = rates.intra * out_bytes;
     s.out_inter_ms = rates.inter * out_bytes;
@@ -529,7 +538,9 @@ double bound_over(const Task& task, const SimHardware& hw, Objective objective, 
           const double copy_ms = s.in_ms + (1.0 - lambda) * (s.lookup_fw + s.lookup_bw) / n;
           // Data-parallel: no copies of its columns or lookups, its lookups counted once.
           const double replicated = s.replicated_ms + (1.0 - lambda) * (s.lookup_fw + s.lookup_bw) / n;
-          intra += std::min(cheapest_split(s.out_intra_ms, copy_ms, k, c, d), replicated);
+          const double split = s.output_per_copy ? cheapest_split(s.out_intra_ms, copy_ms, k, c, d)
+                                                 : s.out_intra_ms + cheapest_split(0.0, copy_ms, k, c, d);
+          intra += std::min(split, replicated);
           if (s.out_inter_ms > 0) inter += std::min(s.out_inter_ms + copy_ms, replicated);
           if (base + std::max(intra, inter) >= best) break;
         }

@@ -1,5 +1,7 @@
 #include "embshard/cost/compute_model.h"
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <tuple>
@@ -42,7 +44,17 @@ std::vector<std::int64_t> device_dim_sums(const std::vector<std::vector<PlacedSh
 }
 
 bool outputs_partial_sums(const Task& task, const PlacedShard& p) {
-  return !p.is_replica() && p.shard.num_rows() < task.workload.tables[static_cast<std::size_t>(p.table)].num_rows();
+  const TableSpec& table = task.workload.tables[static_cast<std::size_t>(p.table)];
+  return table.pooled && !p.is_replica() && p.shard.num_rows() < table.num_rows();
+}
+
+std::int64_t output_columns(const Task& task, const PlacedShard& p) {
+  const TableSpec& table = task.workload.tables[static_cast<std::size_t>(p.table)];
+  if (table.pooled) return p.shard.num_cols();
+  const double row_share = static_cast<double>(p.shard.num_rows()) /
+                           static_cast<double>(std::max<std::int64_t>(table.num_rows(), 1));
+  const double width = table.output_width(p.shard.num_cols(), row_share);
+  return width > 0.0 ? std::max<std::int64_t>(1, std::llround(width)) : 0;
 }
 
 OutputDims device_output_dims(const Task& task, const std::vector<std::vector<PlacedShard>>& by_device) {
@@ -56,7 +68,7 @@ OutputDims device_output_dims(const Task& task, const std::vector<std::vector<Pl
     for (const PlacedShard& p : by_device[d]) {
       if (p.is_replica()) continue;
       if (!outputs_partial_sums(task, p)) {
-        out.pooled[d] += p.shard.num_cols();
+        out.pooled[d] += output_columns(task, p);
         continue;
       }
       out.partial[d] += p.shard.num_cols();

@@ -220,7 +220,7 @@ json table_constraints_json(const TableConstraints& c) {
 TableSpec table_from(const JsonNode& n, std::int64_t batch_size, const Pool* pool,
                      const DerivedStatsModel& model, DerivedStatsMemo& memo) {
   n.only_keys({"name", "dim", "dtype", "pool_id", "source_id", "stats", "stats_origin", "optimizer",
-               "constraints"});
+               "constraints", "pooled"});
   TableSpec t;
   t.name = n.at("name").as_string();
   t.dim = static_cast<int>(n.at("dim").as_int(1, kMaxTableDim));
@@ -232,6 +232,7 @@ TableSpec table_from(const JsonNode& n, std::int64_t batch_size, const Pool* poo
   if (n.has("optimizer"))
     t.optimizer = parse_optimizer_state(n.at("optimizer").as_string(), n.at("optimizer").label());
   if (n.has("constraints")) t.constraints = table_constraints_from(n.at("constraints"));
+  if (n.has("pooled")) t.pooled = n.at("pooled").as_bool();
   if (n.has("stats")) {
     const JsonNode s = n.at("stats");
     const std::string where = detail::concat(s.label(), " (table '", t.name, "')");
@@ -332,6 +333,7 @@ std::string task_to_json(const Task& task) {
     if (!t.stats_origin.empty()) j["stats_origin"] = t.stats_origin;
     if (t.optimizer != OptimizerState::kNone) j["optimizer"] = to_string(t.optimizer);
     if (!t.constraints.is_default()) j["constraints"] = table_constraints_json(t.constraints);
+    if (!t.pooled) j["pooled"] = false;
     tables.push_back(std::move(j));
   }
   json doc = {{"schema_version", kTaskSchemaVersion},

@@ -47,6 +47,16 @@ TEST_F(FileIo, WriteFileAtomicReplacesAndLeavesNoTemporary) {
   EXPECT_TRUE(temporaries().empty());
 }
 
+TEST_F(FileIo, AFileBiggerThanMemoryIsRefusedBeforeItIsRead) {
+  // A sparse file of 1 TiB (2 GiB of leading whitespace once ended in std::bad_alloc).
+  const std::string huge = path("huge.json");
+  std::ofstream(huge).close();
+  fs::resize_file(huge, std::uintmax_t{1} << 40);
+  const std::string message = error_of([&] { (void)read_file(huge); });
+  EXPECT_EQ(message.rfind(huge + ": reading the file needs about 1024 GiB of memory but ", 0), 0u) << message;
+  EXPECT_NE(message.find(" GiB is available"), std::string::npos) << message;
+}
+
 TEST_F(FileIo, FullDiskLeavesTheOldFileAndNoTemporary) {
   write_file_atomic(path("a.json"), "old");
   std::string message;

@@ -122,27 +122,60 @@ const char* const kBoundTopologies[] = {"cpu:devices=3", "v100:gpus_per_node=2",
                                         "a100:nodes=2,gpus_per_node=2", "h100:nodes=3,gpus_per_node=2",
                                         "v100:nodes=2,gpus_per_node=4"};
 
+/** `draws` random split plans of `task` (every plan fits), each checked against the bound on
+ *  both objectives; returns the checks made. `label` names the case in failures. */
+int expect_random_plans_above_bound(const Task& task, CostModel& cost, std::uint64_t seed, int draws,
+                                    const std::string& label) {
+  Rng rng(seed);
+  int checked = 0;
+  for (int draw = 0; draw < draws; ++draw) {
+    const Plan plan = random_split_plan(task, rng);
+    EXPECT_EQ(find_error_in_plan(task, plan), "");
+    for (const Objective o : {Objective::kStep, Objective::kMaxSum}) {
+      EXPECT_GE(value_of(cost, task, plan, o) * (1 + 1e-12), *cost.lower_bound(task, o))
+          << task.topology.name << " " << label << " draw " << draw;
+      ++checked;
+    }
+  }
+  return checked;
+}
+
+/** tiny_task(6 + seed % 6) on the seed's bound topology, every plan fitting its memory. */
+Task bound_task(std::uint64_t seed) {
+  Task task = tiny_task(6 + static_cast<int>(seed % 6), kBoundTopologies[seed % 6], seed);
+  task.workload.batch_size = seed % 2 ? 65536 : 4096;
+  for (Device& d : task.topology.devices) d.hbm_bytes = std::int64_t{1} << 40;
+  return task;
+}
+
 TEST(LowerBound, NoPlanWithAnySplitsBeatsIt) {
   int checked = 0;
   for (std::uint64_t seed = 0; seed < 18; ++seed) {
     for (const char* input : {"exposed", "overlap", "omit"}) {
-      Task task = tiny_task(6 + static_cast<int>(seed % 6), kBoundTopologies[seed % 6], seed);
-      task.workload.batch_size = seed % 2 ? 65536 : 4096;
-      for (Device& d : task.topology.devices) d.hbm_bytes = std::int64_t{1} << 40;  // every plan fits
+      const Task task = bound_task(seed);
       const auto cost = make_cost_model(std::string("sim:input_comm=") + input, task);
-      Rng rng(seed);
-      for (int draw = 0; draw < 40; ++draw) {
-        const Plan plan = random_split_plan(task, rng);
-        ASSERT_EQ(find_error_in_plan(task, plan), "");
-        for (const Objective o : {Objective::kStep, Objective::kMaxSum}) {
-          EXPECT_GE(value_of(*cost, task, plan, o) * (1 + 1e-12), *cost->lower_bound(task, o))
-              << task.topology.name << " seed " << seed << " input " << input << " draw " << draw;
-          ++checked;
-        }
-      }
+      checked += expect_random_plans_above_bound(task, *cost, seed, 40,
+                                                 "seed " + std::to_string(seed) + " input " + input);
     }
   }
   EXPECT_GT(checked, 3000);
+}
+
+TEST(LowerBound, NoPlanBeatsItWithSequenceTables) {
+  // Every other table a sequence table (TableSpec::pooled false): its row pieces send their rows'
+  // lookups instead of partial sums, so splitting it adds no output — the bound charges it once.
+  int checked = 0;
+  for (std::uint64_t seed = 0; seed < 12; ++seed) {
+    Task task = bound_task(seed);
+    for (std::size_t t = seed % 2; t < task.workload.tables.size(); t += 2) task.workload.tables[t].pooled = false;
+    const auto cost = make_cost_model(seed % 3 ? "sim" : "sim:input_comm=omit", task);
+    checked += expect_random_plans_above_bound(task, *cost, seed, 40, "seed " + std::to_string(seed));
+    // joint plans sequence tables too, within the bound.
+    const ShardResult joint = plan_task("joint", task, cost.get(), quiet(seed));
+    ASSERT_EQ(joint.status, ShardStatus::kOk) << joint.reason;
+    EXPECT_GE(value_of(*cost, task, joint.plan, Objective::kStep) * (1 + 1e-12), *cost->lower_bound(task, Objective::kStep));
+  }
+  EXPECT_GT(checked, 900);
 }
 
 TEST(LowerBound, No2DPlanBeatsIt) {
@@ -546,6 +579,19 @@ TEST(JointState, ObjectiveIsTheEvaluatorsOnSmallAndLargeTopologies) {
                              "sim:input_comm=omit,exchanges=per_type", "sim:input_comm=overlap,exchanges=per_type"}) {
       expect_state_matches_estimate(task, spec, 7);
     }
+  }
+}
+
+TEST(JointState, ObjectiveIsTheEvaluatorsWithSequenceTables) {
+  // A third of the tables sequence tables: their outputs, per lookup, in the state's incremental
+  // sums as in the evaluator's, small and large (the fast path).
+  static constexpr int kDims[] = {8, 32, 128};
+  for (const char* topology : {"v100:gpus_per_node=8", "a100:nodes=16,gpus_per_node=8"}) {
+    Task task = test_util::pool_task(200, topology, 3, kDims);
+    task.workload.batch_size = 65536;
+    for (std::size_t t = 0; t < task.workload.tables.size(); t += 3) task.workload.tables[t].pooled = false;
+    for (Device& d : task.topology.devices) d.hbm_bytes = std::int64_t{1} << 40;
+    for (const char* spec : {"sim", "sim:input_comm=overlap", "sim:exchanges=per_type"}) expect_state_matches_estimate(task, spec, 7);
   }
 }
 

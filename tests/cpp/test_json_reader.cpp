@@ -114,6 +114,23 @@ TEST(JsonReader, RejectsDuplicateKeysNamingTheirPath) {
   EXPECT_EQ(parse_error(R"([{"a": 1}, {"a": 1}])"), "(no error)");
 }
 
+TEST(JsonReader, RefusesDeepNestingBeforeBuildingIt) {
+  const auto parse_error = [](const std::string& text) {
+    return error_or_none([&] { (void)parse_json(text, "x.json"); });
+  };
+  const std::string deep = std::string(kMaxJsonDepth, '[') + std::string(kMaxJsonDepth, ']');
+  EXPECT_EQ(parse_error(deep), "(no error)");
+  // 50 MB of '[' used to grow the duplicate-key pass to gigabytes and end in std::bad_alloc.
+  const std::string hostile(50'000'000, '[');
+  const std::string message = parse_error(hostile);
+  EXPECT_NE(message.find("x.json: "), std::string::npos) << message.substr(0, 300);
+  EXPECT_NE(message.find(": nested deeper than 128 levels"), std::string::npos) << message.substr(0, 300);
+  EXPECT_LT(message.size(), 300u);
+  const std::string in_member = parse_error(R"({"a": )" + std::string(kMaxJsonDepth, '['));
+  EXPECT_EQ(in_member.rfind("x.json: a[0][0][0]", 0), 0u) << in_member;
+  EXPECT_NE(in_member.find("...: nested deeper than 128 levels"), std::string::npos) << in_member;
+}
+
 TEST(JsonReader, KeepsMessagesOnOneLineAndShort) {
   const std::string control =
       read_error(R"({"a\nb": 1})", [](const JsonNode& r) { r.only_keys({"ab"}); });

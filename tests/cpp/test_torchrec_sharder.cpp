@@ -365,6 +365,23 @@ TEST(TorchrecSharder, FormulaSetsDifferOnlyInPooledOutputsBelowOneLookup) {
             ShardStatus::kOk);
 }
 
+TEST(TorchrecSharder, ASequenceTableOutputsARowPerLookup) {
+  // TorchRec's estimator counts an EmbeddingCollection's outputs as its inputs (O = I): pf = 3,
+  // B = 256 per rank, W = 4, D = 128, fp32: output bytes O·W·D·4 = 768·4·128·4 = 1,572,864;
+  // pooled, O = B: 524,288.
+  Task task = hand_task({table("t", 128, 1000, 3.0)}, "v100:gpus_per_node=4", 1024);
+  tr::PlannerOptions options;
+  options.bandwidths = tr::BandwidthSource::kTorchrec;
+  const auto comms_ms = [&](bool pooled) {
+    task.workload.tables[0].pooled = pooled;
+    return tr::shard_perf(task.workload.tables[0], ShardingType::kTableWise, tr::ComputeKernel::kFused, 128,
+                          tr::make_torchrec_topology(task, options)).fwd_comms_ms;
+  };
+  EXPECT_NEAR(comms_ms(true), 524288.0 / tr::kIntraHostBwBytesPerMs, 1e-15);
+  EXPECT_NEAR(comms_ms(false), 1572864.0 / tr::kIntraHostBwBytesPerMs, 1e-15);
+  EXPECT_EQ(plan_task("torchrec", task, nullptr, quiet()).status, ShardStatus::kOk);
+}
+
 TEST(TorchrecSharder, HonoursEachTablesOwnConstraints) {
   Task task = pool_task(12, "v100:gpus_per_node=4", 11);
   size_memory(task, 1.5);

@@ -29,7 +29,10 @@
 
 namespace embshard {
 
-/** The whole content of `path`; throws Error naming the file if it cannot be read. */
+/**
+ * The whole content of `path`; throws Error naming the file if it cannot be read, or, before
+ * allocating, if it is bigger than the memory available (`path: reading the file needs about …`).
+ */
 [[nodiscard]] std::string read_file(const std::string& path);
 
 /** Writes `content` to `path` as described in the file comment (one-file `OutputSet`). */

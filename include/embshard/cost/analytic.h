@@ -13,9 +13,12 @@
  *   lookups        Σ L_t                                       (index reads, loop, sorting)
  *   miss_bytes     Σ h_t · r_t · (U_t + (L_t − U_t) · evict_t)   (rows fetched from HBM)
  *   hit_bytes      Σ h_t · r_t · (L_t − U_t) · (1 − evict_t)   (re-reads served by the cache)
- *   output_bytes   B · Σ cols · 4                              (pooled output / its gradient)
+ *   output_bytes   B · Σ cols · o_t · 4                        (the output / its gradient)
  *   update_bytes   Σ 2 · r_t · U_t                             (backward: read + write each row once)
  *   uvm_bytes      Σ (1 − h_t) · r_t · L_t                     (every cold lookup crosses the host link)
+ *
+ * where o_t is 1 for a pooled table and, for a sequence table (TableSpec::pooled false: every
+ * lookup an output row), the lookups per sample its rows serve, pooling_factor · rows/num_rows.
  *
  * Two memory tiers: h_t = `sim_hbm_access_share(stats, shard_rows, hbm_rows)`, the share of the
  * shard's lookups that its first hbm_rows rows serve (`Shard::hbm_rows` counts rows of the shard,
@@ -109,6 +112,7 @@ struct SimTable {
   double row_share = 1.0;      ///< rows of the shard / rows of the table
   std::int64_t hbm_rows = -1;  ///< rows of the shard in HBM (its hottest); -1: all
   int replicas = 0;            ///< a copy of a data-parallel table among this many (file comment)
+  bool pooled = true;          ///< false: a sequence table, one output row per lookup (file comment)
 };
 
 [[nodiscard]] SimFeatures sim_features(std::span<const SimTable> tables, std::int64_t batch_size,

@@ -44,9 +44,18 @@ struct PlacedShard {
 [[nodiscard]] std::vector<std::int64_t> device_dim_sums(
     const std::vector<std::vector<PlacedShard>>& by_device);
 
-/** Whether `shard` outputs partial sums (it holds a row range of its table, not a data-parallel
- *  copy) rather than pooled vectors (comm_model.h `OutputDims`). */
+/** Whether `shard` outputs partial sums (it holds a row range of a pooled table, not a
+ *  data-parallel copy) rather than pooled vectors or a sequence table's looked-up rows
+ *  (comm_model.h `OutputDims`). */
 [[nodiscard]] bool outputs_partial_sums(const Task& task, const PlacedShard& shard);
+
+/**
+ * The columns `shard` puts into the output exchange (comm_model.h `OutputDims`): its columns for
+ * a pooled table; for a sequence table its output values per sample (`TableSpec::output_width`:
+ * columns × the lookups per sample its rows serve), rounded to a whole number and at least 1, so
+ * at most one value per sample off.
+ */
+[[nodiscard]] std::int64_t output_columns(const Task& task, const PlacedShard& shard);
 
 /** What every device puts into the output exchange (comm_model.h `OutputDims`). */
 [[nodiscard]] OutputDims device_output_dims(const Task& task,

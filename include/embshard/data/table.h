@@ -136,6 +136,13 @@ struct TableSpec {
   std::string stats_origin;
   OptimizerState optimizer = OptimizerState::kNone;
   TableConstraints constraints;
+  /**
+   * true: a sample's lookups are summed into one vector (TorchRec's EmbeddingBagCollection).
+   * false: a sequence table (TorchRec's EmbeddingCollection): every lookup is an output row of
+   * its own, so a shard's outputs and their exchanges scale with the lookups it serves, and a
+   * row range sends its rows' lookups instead of partial sums (`output_width`).
+   */
+  bool pooled = true;
 
   [[nodiscard]] std::int64_t num_rows() const { return stats.num_rows; }
   /** Whether `stats` were derived from the table's shape rather than given (stats_origin). */
@@ -145,6 +152,14 @@ struct TableSpec {
   /** Bytes of the whole table's weights alone (no optimizer state): what a data-parallel copy's
    *  dense gradient all-reduces and its dense update moves. */
   [[nodiscard]] std::int64_t weight_bytes() const { return stats.num_rows * dim * bytes_per_element(dtype); }
+  /**
+   * Output values per sample of `cols` columns of the share `row_share` of the table's rows:
+   * `cols` when pooled; `cols` × pooling_factor × `row_share` for a sequence table (a row range
+   * serves that share of the lookups, as the sim model assumes: cost/analytic.h).
+   */
+  [[nodiscard]] double output_width(int cols, double row_share = 1.0) const {
+    return pooled ? cols : cols * stats.pooling_factor * row_share;
+  }
   /** shard_bytes of the whole table; exact for any table `find_error_in_task` accepts (≤ 2^46). */
   [[nodiscard]] std::int64_t size_bytes() const { return shard_bytes(stats.num_rows, dim); }
 };

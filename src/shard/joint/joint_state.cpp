@@ -257,7 +257,7 @@ void State::apply(const Piece& p, int sign) {
     load.copies += sign;
     if (d == 0) gradient_bytes_ += sign * p.gradient_bytes;
   } else {
-    load.dims += sign * p.placed.shard.num_cols();
+    load.dims += sign * output_columns(task_, p.placed);
     if (outputs_partial_sums(task_, p.placed)) {
       load.partial_dims += sign * p.placed.shard.num_cols();
       count_reduced(p, sign);

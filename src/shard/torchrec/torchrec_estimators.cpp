@@ -40,17 +40,19 @@ double block_usage_penalty(int num_cols) {
 }
 
 /** The per-table quantities of §1.5: I = pf·B (batch inputs), O = B (pooled outputs; 1.9.2:
- *  min(1, pf)·B, torchrec_planner.h). */
+ *  min(1, pf)·B, torchrec_planner.h), O = I for a sequence table (EmbeddingCollection). */
 struct BatchShape {
   double inputs = 0.0;   ///< I, ids per rank
   double outputs = 0.0;  ///< O, pooled rows per rank
 };
 
 BatchShape batch_shape(const TableSpec& table, const TorchrecTopology& topo) {
+  const double inputs = table.stats.pooling_factor * topo.batch_size_per_rank;
+  if (!table.pooled) return {inputs, inputs};  // a sequence table: O = I (an output row per id)
   const double pooled = topo.formulas == TorchrecFormulas::k1_9_2
                             ? std::min(1.0, table.stats.pooling_factor) * topo.batch_size_per_rank
                             : topo.batch_size_per_rank;
-  return {table.stats.pooling_factor * topo.batch_size_per_rank, pooled};
+  return {inputs, pooled};
 }
 
 /** TW / CW shard (§1.5): the shard serves the whole global batch (× W). */

@@ -249,6 +249,23 @@ def test_numbers_are_checked_where_they_are_given():
         Task.from_tables([Table("t", 1000, 8, pooling_factor=1.0)], "v100", batch_size=64.0)
 
 
+def test_sequence_tables_are_costed_an_output_row_per_lookup():
+    # Table(pooled=False): TorchRec's EmbeddingCollection. The same tables as sequence tables send
+    # pooling_factor rows per sample where pooled ones send one: a slower step, a higher bound.
+    def task(pooled):
+        return Task.from_tables([Table(f"t{i}", rows=100_000, dim=64, pooling_factor=8.0, pooled=pooled)
+                                 for i in range(8)], "v100:gpus_per_node=4", batch_size=4096)
+    pooled, sequence = task(True), task(False)
+    assert "pooled" not in pooled.tables[0] and sequence.tables[0]["pooled"] is False
+    plan = embshard.plan(pooled, "greedy")
+    assert embshard.evaluate(sequence, plan).step_ms > embshard.evaluate(pooled, plan).step_ms
+    joint = embshard.plan(sequence, "joint")
+    assert joint.ok and embshard.evaluate(sequence, joint).step_ms <= embshard.evaluate(sequence, plan).step_ms
+    assert Task.from_json(sequence.to_json()).tables[0]["pooled"] is False
+    with pytest.raises(Error, match="embshard.Table 't': pooled must be True or False, got 'no'"):
+        Task.from_tables([Table("t", 1000, 8, pooling_factor=1.0, pooled="no")], "v100", batch_size=64)
+
+
 def test_plan_load_fails_as_task_load_does(tmp_path):
     missing = tmp_path / "missing.json"
     for load in (embshard.Plan.load, Task.load):

@@ -182,6 +182,8 @@ def test_on_cpu_the_planner_chooses_only_what_the_export_gives(torchrec, sharder
     plan = planner.plan(model, [EmbeddingCollectionSharder()])
     types = {name: ps.sharding_type for name, ps in plan.plan[""].items()}
     assert sorted(types) == ["s0", "s1", "s2", "s3"] and set(types.values()) <= set(CPU_TYPES), types
+    # An EmbeddingCollection's tables are sequence tables: costed an output row per lookup.
+    assert [t.get("pooled", True) for t in planner.last_task.tables] == [False] * 4
     forced = EmbshardPlanner(topology=topology(world=2, local=2, device="cpu"), batch_size=64,
                              constraints={"s2": ParameterConstraints(sharding_types=["row_wise"])})
     with pytest.raises(Error, match="s2.*embshard plans only table_wise, column_wise, data_parallel on cpu"):

@@ -1,0 +1,112 @@
+// Sequence tables (TableSpec::pooled false, TorchRec's EmbeddingCollection): every lookup is an
+// output row, so outputs scale with the lookups a shard serves and row pieces send their rows'
+// lookups rather than partial sums — in the task file, the output exchange, the sim model and
+// the bound (issue 31 item 2). The TorchRec port's estimate: test_torchrec_sharder.cpp; the
+// bound against random plans and joint's search state: test_joint.cpp.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "embshard/cost/analytic.h"
+#include "embshard/cost/breakdown.h"
+#include "embshard/cost/compute_model.h"
+#include "embshard/data/data_io.h"
+#include "embshard/eval/cost_models.h"
+#include "embshard/plan/plan.h"
+#include "shard_test_util.h"
+#include "test_util.h"
+
+namespace embshard {
+namespace {
+
+using test_util::quiet;
+
+/** The two tables of most lookups per sample among 40 of the pool, on 2 hosts × 2 GPUs, each
+ *  pooled or a sequence table. */
+Task two_tables(bool first_pooled, bool second_pooled) {
+  static constexpr int kDims[] = {16};
+  Task task = test_util::pool_task(40, "a100:nodes=2,gpus_per_node=2", 5, kDims);
+  std::vector<TableSpec>& tables = task.workload.tables;
+  std::sort(tables.begin(), tables.end(), [](const TableSpec& a, const TableSpec& b) {
+    return a.stats.pooling_factor > b.stats.pooling_factor;
+  });
+  tables.resize(2);
+  task.workload.tables[0].pooled = first_pooled;
+  task.workload.tables[1].pooled = second_pooled;
+  return task;
+}
+
+/** Table 0 in two row halves on devices 0 and 1, table 1 whole on device 2. */
+Plan rows_and_whole(const Task& task) {
+  const TableSpec& t0 = task.workload.tables[0];
+  const TableSpec& t1 = task.workload.tables[1];
+  const std::int64_t half = t0.num_rows() / 2;
+  Plan plan;
+  plan.tables.push_back({t0.name, ShardingType::kRowWise,
+                         {{0, 0, half, 0, t0.dim, -1}, {1, half, t0.num_rows(), 0, t0.dim, -1}}});
+  plan.tables.push_back({t1.name, ShardingType::kTableWise, {{2, 0, t1.num_rows(), 0, t1.dim, -1}}});
+  return plan;
+}
+
+TEST(SequenceTables, TheTaskFileKeepsThemAndWritesPooledTablesAsBefore) {
+  const Task task = two_tables(false, true);
+  const std::string text = task_to_json(task);
+  EXPECT_EQ(text.find("\"pooled\": true"), std::string::npos) << "a pooled table's entry is unchanged";
+  const Task back = task_from_json(text, "x.json");
+  EXPECT_FALSE(back.workload.tables[0].pooled);
+  EXPECT_TRUE(back.workload.tables[1].pooled);
+  EXPECT_EQ(task_to_json(back), text);
+  std::string bad = text;
+  bad.replace(bad.find("\"pooled\": false"), 15, "\"pooled\": 0");
+  const std::string message = test_util::error_of([&] { (void)task_from_json(bad, "x.json"); });
+  EXPECT_NE(message.find("x.json: tables[0].pooled: expected true or false, got 0"), std::string::npos) << message;
+}
+
+TEST(SequenceTables, OutputsScaleWithTheLookupsAndRowPiecesSendNoPartialSums) {
+  for (const bool pooled : {true, false}) {
+    const Task task = two_tables(pooled, pooled);
+    const Plan plan = rows_and_whole(task);
+    const OutputDims out = device_output_dims(task, shards_by_device(task, plan));
+    const TableSpec& t0 = task.workload.tables[0];
+    const TableSpec& t1 = task.workload.tables[1];
+    const double half = static_cast<double>(t0.num_rows() / 2) / static_cast<double>(t0.num_rows());
+    if (pooled) {  // row halves: partial sums of all 16 columns, reduced once on host 0
+      EXPECT_EQ(out.partial, (std::vector<std::int64_t>{16, 16, 0, 0}));
+      EXPECT_EQ(out.pooled, (std::vector<std::int64_t>{0, 0, 16, 0}));
+      EXPECT_EQ(out.reduced, (std::vector<std::int64_t>{16, 0}));
+    } else {  // each half sends the lookups its rows serve; the whole table one row per lookup
+      EXPECT_EQ(out.partial, (std::vector<std::int64_t>{0, 0, 0, 0}));
+      EXPECT_EQ(out.reduced, (std::vector<std::int64_t>{0, 0}));
+      EXPECT_EQ(out.pooled[0], std::llround(16 * t0.stats.pooling_factor * half));
+      EXPECT_EQ(out.pooled[1], std::llround(16 * t0.stats.pooling_factor * (1 - half)));
+      EXPECT_EQ(out.pooled[2], std::llround(16 * t1.stats.pooling_factor));
+      EXPECT_GT(t1.stats.pooling_factor, 1.5) << "the test needs tables of several lookups";
+    }
+    // The sim model's output bytes: B · cols per pooled table, B · cols · lookups per sequence one.
+    const auto by_device = shards_by_device(task, plan);
+    const SimFeatures f = sim_device_features(task, by_device[2], 1 << 20);
+    const double want = static_cast<double>(task.workload.batch_size) * 16 * 4 * (pooled ? 1.0 : t1.stats.pooling_factor);
+    EXPECT_NEAR(f[5], want, 1e-9 * want) << sim_feature_names()[5];
+  }
+}
+
+TEST(SequenceTables, CostMoreToExchangeThanTheSamePooledTablesAndTheBoundFollows) {
+  const Task pooled = two_tables(true, true);
+  const Task sequence = two_tables(false, false);
+  const auto cost_pooled = make_cost_model("sim", pooled);
+  const auto cost_sequence = make_cost_model("sim", sequence);
+  const CostBreakdown a = cost_pooled->estimate(pooled, rows_and_whole(pooled), quiet());
+  const CostBreakdown b = cost_sequence->estimate(sequence, rows_and_whole(sequence), quiet());
+  EXPECT_GT(b.devices[2].fw_comm_ms, a.devices[2].fw_comm_ms);
+  // It writes an output row per lookup (the output_bytes feature, above); the derived presets
+  // put no forward cost on output bytes, so its compute is no less.
+  EXPECT_GE(b.devices[2].fw_comp_ms, a.devices[2].fw_comp_ms);
+  EXPECT_GT(objective_value(b, Objective::kStep), objective_value(a, Objective::kStep));
+  EXPECT_GT(*cost_sequence->lower_bound(sequence, Objective::kStep), *cost_pooled->lower_bound(pooled, Objective::kStep));
+}
+
+}  // namespace
+}  // namespace embshard
