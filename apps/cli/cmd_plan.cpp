@@ -1,5 +1,6 @@
 // embshard plan --task T --sharder SPEC [--cost sim] [--objective O] [--seed S] --out P
-//               [--format embshard|torchrec [--torchrec-device cuda|cpu]] [--report R.html]
+//               [--format embshard|torchrec [--torchrec-device cuda|cpu] [--torchrec-module FQN]]
+//               [--report R.html]
 // embshard plan (no options): the main job on the built-in default task
 #include <algorithm>
 #include <cstdio>
@@ -73,6 +74,7 @@ int run_plan(Args& args, const Context& base_ctx) {
   const auto report = args.get("report");
   const std::string format = args.get_or("format", "embshard");
   const std::string device = args.get_or("torchrec-device", "cuda");
+  const std::string module_path = args.get_or("torchrec-module", TorchrecExportOptions{}.module_path);
   const bool explain = args.flag("explain");
   const std::string colocate = args.get_or("colocate", "");
   const std::string separate = args.get_or("separate", "");
@@ -108,6 +110,7 @@ int run_plan(Args& args, const Context& base_ctx) {
   if (out && format == "torchrec") {
     TorchrecExportOptions options;
     options.compute_device = device == "cpu" ? TorchrecDevice::kCpu : TorchrecDevice::kCuda;
+    options.module_path = module_path == "." ? "" : module_path;
     outputs.add(*out, torchrec_plan_json(task, result.plan, options));
   }
   if (report) {  // judged by the sim backend, as `embshard report --task T --plan P` would

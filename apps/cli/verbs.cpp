@@ -89,6 +89,8 @@ std::vector<VerbDoc> make_docs() {
         {"report", "R.html", "", "also write the plan's report"},
         {"format", "F", "embshard", "embshard | torchrec (the ShardingPlan JSON embshard.torchrec.load_sharding_plan reads)"},
         {"torchrec-device", "D", "cuda", "with --format torchrec: cuda | cpu"},
+        {"torchrec-module", "FQN", "sparse_arch.embedding_bag_collection",
+         "with --format torchrec: the path of the EmbeddingBagCollection in the model given to DistributedModelParallel (torchrec.models.dlrm.DLRM's by default; '.' when the collection itself is the model)"},
         {"explain", "", "", "per table, its placement and what the best single change of it would cost (docs/what_if.md)"},
         {"colocate", "'A,B;C,D'", "", "groups of tables each placed whole on one device (added to the task's constraints.colocate)"},
         {"separate", "'A,B;C,D'", "", "groups of tables that share no device (added to constraints.separate)"},

@@ -347,6 +347,13 @@ TEST_F(Cli, PlanWritesEmbshardAndTorchrecPlans) {
   const auto tr = nlohmann::json::parse(read_file(path("tr.json")));
   EXPECT_EQ(tr["world_size"], 4);
   EXPECT_EQ(tr["plan"].begin().value().size(), plan.tables.size());
+  EXPECT_EQ(tr["plan"].begin().key(), "sparse_arch.embedding_bag_collection");  // torchrec's DLRM
+  for (const std::string module : {"model.ebc", "."}) {  // another model's collection, a bare one
+    r = run_cli("plan --quiet --task " + path("t/000.json") + " --format torchrec --torchrec-module " + module +
+                " --out " + path("tr.json"));
+    ASSERT_EQ(r.status, 0) << r.out;
+    EXPECT_EQ(nlohmann::json::parse(read_file(path("tr.json")))["plan"].begin().key(), module == "." ? "" : module);
+  }
   r = run_cli("plan --task " + path("t/000.json") + " --sharder sideways");
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.out.find("known: random, greedy, exhaustive"), std::string::npos) << r.out;

@@ -58,7 +58,8 @@ enum class TorchrecDevice { kCuda, kCpu };
 [[nodiscard]] const char* to_string(TorchrecDevice device);
 
 struct TorchrecExportOptions {
-  /** FQN of the EmbeddingBagCollection in the model handed to DMP ("" when it is the root). */
+  /** FQN of the EmbeddingBagCollection in the model handed to DMP ("" when it is the root); the
+   *  default is where torchrec.models.dlrm.DLRM keeps it (`plan --torchrec-module`). */
   std::string module_path = "sparse_arch.embedding_bag_collection";
   TorchrecDevice compute_device = TorchrecDevice::kCuda;
 };
