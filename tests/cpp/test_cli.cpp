@@ -359,6 +359,20 @@ TEST_F(Cli, PlanWritesEmbshardAndTorchrecPlans) {
   EXPECT_NE(r.out.find("known: random, greedy, exhaustive"), std::string::npos) << r.out;
 }
 
+TEST_F(Cli, APlanUnderATrainedModelStillGetsTheSimJudgesBound) {
+  // The cpu preset plans with the built-in neural model, which has no bound: the plan's step and
+  // bound under sim are printed beside it, named (issue 31 item 10: it printed "lower bound 0.000").
+  ASSERT_EQ(run_cli("task gen --quiet --protocol neuroshard:preset=cpu --count 1 --seed 3 --out " + path("t")).status, 0);
+  const CliResult r = run_cli("plan --task " + path("t/000.json") + " --sharder greedy");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("under neural:weights=builtin"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(a trained model offers no lower bound)"), std::string::npos) << r.out;
+  const auto at = r.out.find("under sim:");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("; lower bound ", at), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("lower bound 0.000"), std::string::npos) << r.out;
+}
+
 TEST_F(Cli, PlansATaskWhoseTablesAreKnownByShapeAndSaysWhichTables) {
   write_file_atomic(path("shape.json"), R"({"schema_version": 1, "batch_size": 4096,
     "topology": {"preset": "v100:gpus_per_node=2"},
