@@ -89,7 +89,7 @@ void print_against(const std::vector<CompareRow>& rows) {
   const CompareRow* heuristic = best_row(rows, is_baseline);
   if (joint == nullptr) return;
   std::printf("\nembshard's planner (joint): step %.3f ms, %.1f%% above the lower bound %.3f ms\n",
-              joint->eval.step_ms, 100.0 * (joint->eval.step_ms / joint->lower_bound_ms - 1.0), joint->lower_bound_ms);
+              joint->eval.step_ms, 100.0 * gap_to_bound(joint->eval.step_ms, joint->lower_bound_ms), joint->lower_bound_ms);
   const std::pair<const char*, const CompareRow*> others[] = {{"TorchRec's planner", torchrec},
                                                               {"the best heuristic", heuristic}};
   for (const auto& other : others) {
@@ -126,7 +126,7 @@ void print_planning(const Task& task, const Context& ctx, const std::optional<st
   for (const CompareRow& r : rows) {
     if (r.status == "ok") {
       std::printf("  %-32s step %9.3f ms  gap %5.1f%%  (planned in %s)\n", short_sharder_spec(r.sharder).c_str(),
-                  r.eval.step_ms, 100.0 * (r.eval.step_ms / r.lower_bound_ms - 1.0), readable_ms(r.plan_ms).c_str());
+                  r.eval.step_ms, 100.0 * gap_to_bound(r.eval.step_ms, r.lower_bound_ms), readable_ms(r.plan_ms).c_str());
     } else {
       std::printf("  %-32s %s\n", short_sharder_spec(r.sharder).c_str(), r.status.c_str());
     }

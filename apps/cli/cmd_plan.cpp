@@ -16,6 +16,7 @@
 #include "embshard/eval/evaluator.h"
 #include "embshard/eval/what_if.h"
 #include "embshard/core/markup.h"
+#include "embshard/core/spec.h"
 #include "embshard/plan/plan_io.h"
 #include "embshard/plan/torchrec_export.h"
 #include "embshard/report/html_report.h"
@@ -28,6 +29,22 @@ namespace {
 /** --colocate / --separate 'a,b;c,d,e': groups of table names, added to the task's (data/task.h). */
 void add_table_groups(const std::string& text, std::vector<std::vector<std::string>>& groups) {
   for (const std::string& group : split_list(text, ';')) groups.push_back(split_list(group, ','));
+}
+
+/**
+ * `sharder` told to optimise `objective` (--objective) where it takes one (joint, neuroshard,
+ * exhaustive: an `objective` parameter); a spec naming another objective is an error. Other
+ * sharders have one aim of their own and --objective only chooses the figure printed.
+ */
+std::string with_objective(const std::string& sharder, Objective objective) {
+  Spec spec = parse_spec(sharder);
+  if (!sharder_registry().declares(spec.name, "objective")) return sharder;
+  for (const auto& [key, value] : spec.pairs) {
+    EMBSHARD_CHECK(key != "objective" || value == to_string(objective), "--objective ", to_string(objective),
+                   " contradicts the sharder spec's objective=", one_line(value));
+  }
+  set_spec_value(spec, "objective", to_string(objective));
+  return format_spec(spec);
 }
 
 /** --explain: per table its placement and the best single change of it (eval/what_if.h). */
@@ -69,7 +86,9 @@ int run_plan(Args& args, const Context& base_ctx) {
   const std::string task_path = *task_given;
   std::string sharder = args.get_or("sharder", "joint");
   const std::string cost_spec = args.get_or("cost", "default");
+  const bool objective_given = args.get("objective").has_value();
   const Objective objective = objective_option(args);
+  if (objective_given) sharder = with_objective(sharder, objective);
   const auto out = args.get("out");
   const auto report = args.get("report");
   const std::string format = args.get_or("format", "embshard");
@@ -145,7 +164,7 @@ int run_plan(Args& args, const Context& base_ctx) {
   if (explain) print_explanations(task, result.plan, judge, ctx);
   const auto print_with_bound = [&](double v, const std::string& spec, double b) {
     std::printf("%s %.3f under %s; lower bound %.3f (gap %.1f%%)\n", to_string(objective), v, spec.c_str(), b,
-                b > 0 ? 100.0 * (v - b) / b : 0.0);
+                100.0 * gap_to_bound(v, b));
   };
   if (bound) {
     print_with_bound(value, cost->spec(), *bound);

@@ -84,7 +84,7 @@ std::vector<VerbDoc> make_docs() {
        {{"task", "T.json", "", "the task (without it: the main job)"},
         {"sharder", "SPEC", "joint", "a registered sharder spec (embshard list); with --format torchrec, joint plans as torchrec=true"},
         {"cost", "SPEC", "default", "the cost model sharders that search use"},
-        {"objective", "O", "step", "step | max_sum | balance"},
+        {"objective", "O", "step", "step | max_sum | balance: what a sharder with an objective parameter (joint, neuroshard, exhaustive) optimises, and the figure printed"},
         {"out", "P.json", "", "the plan file to write"},
         {"report", "R.html", "", "also write the plan's report"},
         {"format", "F", "embshard", "embshard | torchrec (the ShardingPlan JSON embshard.torchrec.load_sharding_plan reads)"},

@@ -235,7 +235,7 @@ SharderSummary summarise(const std::string& sharder, const std::vector<TaskRows>
     s.step += mine->eval.step_ms;
     s.uvm_share += uvm_lookup_share(mine->eval);
     if (mine->lower_bound_ms > 0) {
-      s.gap += (mine->eval.step_ms - mine->lower_bound_ms) / mine->lower_bound_ms;
+      s.gap += gap_to_bound(mine->eval.step_ms, mine->lower_bound_ms);
       ++s.bounded;
     }
     double best_other = std::numeric_limits<double>::infinity();

@@ -359,6 +359,22 @@ TEST_F(Cli, PlanWritesEmbshardAndTorchrecPlans) {
   EXPECT_NE(r.out.find("known: random, greedy, exhaustive"), std::string::npos) << r.out;
 }
 
+TEST_F(Cli, ObjectiveIsWhatTheSharderOptimises) {
+  // --objective reaches a sharder that takes one (issue 29: it only changed what was printed);
+  // a spec naming another objective is an error; sharders without one keep their own aim.
+  ASSERT_EQ(run_cli("task gen --quiet --protocol neuroshard --devices 4 --max-dim 16 --count 1 --seed 0 --out " + path("t")).status, 0);
+  CliResult r = run_cli("plan --quiet --task " + path("t/000.json") + " --objective max_sum --out " + path("p.json"));
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(read_plan_file(path("p.json")).provenance.sharder.find("objective=max_sum"), std::string::npos);
+  EXPECT_NE(r.out.find("max_sum "), std::string::npos) << r.out;
+  r = run_cli("plan --quiet --task " + path("t/000.json") + " --sharder joint:objective=step --objective max_sum");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("--objective max_sum contradicts the sharder spec's objective=step"), std::string::npos) << r.out;
+  r = run_cli("plan --quiet --task " + path("t/000.json") + " --sharder greedy --objective max_sum --out " + path("g.json"));
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(read_plan_file(path("g.json")).provenance.sharder.find("objective"), std::string::npos);
+}
+
 TEST_F(Cli, APlanUnderATrainedModelStillGetsTheSimJudgesBound) {
   // The cpu preset plans with the built-in neural model, which has no bound: the plan's step and
   // bound under sim are printed beside it, named (issue 31 item 10: it printed "lower bound 0.000").

@@ -178,7 +178,9 @@ TEST(ShardingGroups, APlanReadBackFromItsFileEvaluatesAsInMemory) {
   task.workload.replica_sync_every = 4;
   const Task read_task = task_from_json(task_to_json(task), "t.json");
   EXPECT_EQ(read_task.workload.replica_sync_every, 4);
-  for (const ShardingGroups& groups : sharding_group_layouts(task)) {
+  const std::vector<ShardingGroups> layouts = sharding_group_layouts(task);
+  ASSERT_GE(layouts.size(), 2u) << "2 hosts of 4 have groups of 4, strided and contiguous at least";
+  for (const ShardingGroups& groups : layouts) {
     const Plan plan = round_robin(task, groups.size, groups);
     ASSERT_EQ(find_error_in_plan(task, plan), "");
     const Plan back = plan_from_json(plan_to_json(plan), "p.json");

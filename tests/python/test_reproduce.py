@@ -41,7 +41,10 @@ def main(cli) -> int:
         assert cells[1:4] == ["size-lookup 18.38", "17.74", "0.965"], cells  # the paper's Table 1
         ours = float(cells[6])  # NeuroShard ÷ the strongest baseline, measured here
         assert 0.5 < ours < 1.5, cells
-        assert cells[7] in ("yes", "larger gain", "smaller gain", "no"), cells
+        # The verdict is the one the paper's ratio and ours give (not any verdict at all).
+        sys.path.insert(0, str(SCRIPT.parent))
+        import reproduce
+        assert cells[7] == reproduce.verdict(float(cells[3]), ours), cells
         assert sorted(p.name for p in out.parent.iterdir()) == ["reproduction.md", "work"]  # no temporary left
 
     sys.path.insert(0, str(SCRIPT.parent))
@@ -58,6 +61,10 @@ def check_helpers(reproduce):
     assert reproduce.span([0.4531, 0.4534]) == "0.45" and reproduce.span([0.5, 1.234]) == "0.50 to 1.23"
     # paper 001 §5.5's statement: >= 80% and 1.6x up to ratio 0.8; > 70% and about 1.6x at 1.0; above the baselines
     row = lambda balance, speedup, against_best: (None,) * 3 + (against_best, 0, balance, speedup)
+    # verdict: within max(0.02, a quarter of the paper's gain) of its ratio, else which side
+    assert [reproduce.verdict(0.965, x) for x in (0.96, 0.9, 0.99, 1.1)] == ["yes", "larger gain", "smaller gain", "no"]
+    assert reproduce.verdict(0.6, 0.69) == "yes" and reproduce.verdict(0.6, 0.71) == "smaller gain"
+    assert reproduce.verdict(None, 1.0) == "-"
     assert reproduce.unseen_verdict(0.2, row(0.85, 1.7, 0.9)) == "holds"
     assert reproduce.unseen_verdict(0.4, row(0.79, 1.7, 0.9)) == "does not hold"
     assert reproduce.unseen_verdict(1.0, row(0.72, 1.56, 0.95)) == "holds"

@@ -81,6 +81,14 @@ class Registry {
     return out;
   }
 
+  /** Whether the plug-in `name` declares the parameter `param` (an unknown name is an error). */
+  [[nodiscard]] bool declares(const std::string& name, const std::string& param) const {
+    for (const ParamSpec& p : entry(name).info.params) {
+      if (p.name == param) return true;
+    }
+    return false;
+  }
+
   [[nodiscard]] std::vector<RegistryEntryInfo> list() const {
     std::vector<RegistryEntryInfo> out;
     for (const auto& e : entries_) out.push_back(e.info);

@@ -83,6 +83,12 @@ enum class Objective { kStep, kMaxSum, kBalance };
 /** The objective's value (definitions in the file comment); 0 for a breakdown with no devices. */
 [[nodiscard]] double objective_value(const CostBreakdown& breakdown, Objective objective);
 
+/** How far `value` lies above a lower `bound`, as a share of the bound: (value − bound) / bound;
+ *  0 when the bound is not positive. The one gap formula of reports, `compare` and solvers. */
+[[nodiscard]] inline double gap_to_bound(double value, double bound) {
+  return bound > 0.0 ? (value - bound) / bound : 0.0;
+}
+
 /** Fills every device's fw_wait_ms from the fw_comp_ms values. */
 void fill_straggler_wait(CostBreakdown& breakdown);
 

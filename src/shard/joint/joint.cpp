@@ -1055,7 +1055,7 @@ class JointSharder final : public Sharder {
     result.bound_objective = options_.objective;
     if (bound && *bound > 0 && options_.objective != Objective::kBalance) {
       const double value = plan_value(task, *cost, result.plan, ctx);
-      result.stats.solver_gap = (value - *bound) / *bound;
+      result.stats.solver_gap = gap_to_bound(value, *bound);
     }
     return result;
   }

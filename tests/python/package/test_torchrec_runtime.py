@@ -47,9 +47,12 @@ def test_every_plan_runs_on_every_rank_as_planned():
     for name, run in report.runs.items():
         assert len(run.ranks) == 2 and len(run.steps_ms) == 3
         assert run.step_min_ms <= run.step_ms <= run.step_max_ms
-        for rank in run.ranks:
+        for i, rank in enumerate(run.ranks):
             assert all(rank[p] >= 0 for p in embshard.torchrec_runtime.PHASES), rank
             assert rank["step_ms"] >= rank["lookup_ms"] and rank["forward_ms"] > 0 and rank["backward_ms"] > 0
+            # The hooks fired: a rank holding tables timed their lookups; 2 ranks exchange inputs.
+            assert rank["lookup_ms"] > 0 or not run.rank_tables[i], (name, i, rank)
+            assert rank["input_a2a_ms"] > 0, (name, i, rank)
     # What ran is the plan: each rank held exactly the tables the plan put there.
     assert report.runs["spread"].rank_tables == [["users", "geo"], ["items", "ads"]]  # task order
     assert report.runs["one_rank"].rank_tables == [[n for n, *_ in TABLES], []]

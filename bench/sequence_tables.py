@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""What costing an EmbeddingCollection's tables as sequence tables changes (issue 31 item 2).
+
+    $(bash scripts/setup_python.sh) bench/sequence_tables.py [--protocol P] [--count N] [--seed S] [--share K]
+
+Each task of the protocol has every K-th table made a sequence table (`pooled: false`: an output
+row per lookup). `joint` plans it twice: as it is, and as if every table were pooled (what
+embshard did before sequence tables were costed). Both plans are judged by `sim` on the task as it
+is. One CSV row per task: the steps, their ratio and joint's planning times.
+"""
+import argparse
+import json
+import sys
+import time
+
+import embshard
+
+
+def with_sequence(task, every, pooled):
+    doc = json.loads(task.to_json())
+    for i, table in enumerate(doc["tables"]):
+        if i % every == 0 and not pooled:
+            table["pooled"] = False
+        else:
+            table.pop("pooled", None)
+    return embshard.Task.from_json(json.dumps(doc), where="sequence task")
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--protocol", default="neuroshard:preset=v100,devices=8")
+    parser.add_argument("--count", type=int, default=10)
+    parser.add_argument("--seed", type=int, default=9600)
+    parser.add_argument("--share", type=int, default=3, help="every K-th table is a sequence table")
+    args = parser.parse_args(argv)
+    print("task,tables,sequence_tables,step_sequence_aware_ms,step_planned_as_pooled_ms,ratio,plan_s_aware,plan_s_pooled")
+    for index in range(args.count):
+        base = embshard.Task.generate(args.protocol, seed=args.seed, index=index)
+        task = with_sequence(base, args.share, pooled=False)
+        as_pooled = with_sequence(base, args.share, pooled=True)
+        t0 = time.perf_counter()
+        aware = embshard.plan(task, "joint", seed=index)
+        t1 = time.perf_counter()
+        blind = embshard.plan(as_pooled, "joint", seed=index)
+        t2 = time.perf_counter()
+        if not (aware.ok and blind.ok):
+            print(f"{index},{len(task.tables)},,{aware.status},{blind.status},,,")
+            continue
+        a = embshard.evaluate(task, aware).step_ms
+        b = embshard.evaluate(task, blind).step_ms
+        seq = sum(1 for t in task.tables if t.get("pooled", True) is False)
+        print(f"{index},{len(task.tables)},{seq},{a:.4f},{b:.4f},{b / a:.4f},{t1 - t0:.2f},{t2 - t1:.2f}")
+        sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
