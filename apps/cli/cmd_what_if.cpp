@@ -1,6 +1,6 @@
 // embshard size --task T [--target-step MS] [--devices MIN-MAX] [--sharder S] [--cost C] [--out C.csv] [--report R.html]
 // embshard fit  --task T [--sharder S] [--cost C] [--out T2.json [--apply K]]
-// embshard replan --task NEW --from OLD_PLAN [--max-move SHARE|BYTES] [--out P.json] [--curve C.csv]
+// embshard replan --task NEW --from OLD_PLAN [--max-move SHARE|BYTES] [--out P.json] [--curve C.csv] [--report R.html]
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +14,7 @@
 #include "embshard/eval/what_if.h"
 #include "embshard/plan/plan_io.h"
 #include "embshard/report/capacity_report.h"
+#include "embshard/report/replan_report.h"
 
 namespace embshard::cli {
 namespace {
@@ -156,8 +157,10 @@ int run_replan(Args& args, const Context& base) {
   const std::string max_move = args.get_or("max-move", "");
   const auto out = args.get("out");
   const auto curve_out = args.get("curve");
+  const auto report = args.get("report");
   args.finish();
-  check_paths({{"--task", task_path}, {"--from", from}}, {}, {{"--out", out.value_or("")}, {"--curve", curve_out.value_or("")}});
+  check_paths({{"--task", task_path}, {"--from", from}}, {},
+              {{"--out", out.value_or("")}, {"--curve", curve_out.value_or("")}, {"--report", report.value_or("")}});
   const Task task = read_task_file(task_path);
   const Plan old_plan = read_plan_file(from);
   options.max_move_bytes = max_move_bytes(max_move, task);
@@ -165,6 +168,7 @@ int run_replan(Args& args, const Context& base) {
   OutputSet outputs;
   if (out) outputs.add(*out, plan_to_json(r.plan));
   if (curve_out) outputs.add(*curve_out, replan_curve_csv(r));
+  if (report) outputs.add(*report, replan_report_html(r));
   outputs.commit();
   std::printf("%14s %8s %10s %8s\n", "moved GiB", "share", "step ms", "tables");
   const std::size_t stride = std::max<std::size_t>(1, r.curve.size() / 12);

@@ -126,6 +126,7 @@ std::vector<VerbDoc> make_docs() {
         {"backend", "B", "sim", "the judge of each point"},
         {"out", "P.json", "", "the chosen plan"},
         {"curve", "C.csv", "", "the curve: moved_bytes, moved_share, step_ms, tables_switched, price, chosen"},
+        {"report", "R.html", "", "the re-plan's report: step against bytes moved, the budget, each device's traffic"},
         {"seed", "S", "0", "seed of every plan made"}}),
        "docs/what_if.md says what counts as moved and how the curve is searched."},
       {"check", "validate a plan against its task",

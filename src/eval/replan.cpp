@@ -467,6 +467,12 @@ class ReplanSearch {
                       (result_.target.step_ms > 0 ? describe(result_.target) : std::string("does not fit")) + " (" +
                       gib(result_.scratch_moved_bytes) + " before relabelling); kept: " +
                       (kept_fits_ ? describe(result_.kept) : std::string("does not fit"));
+    result_.kept_fits = kept_fits_;
+    result_.task_id = task_.id;
+    result_.sharder = scratch.sharder;
+    result_.judge = judge_->spec();
+    result_.max_move_bytes = options_.max_move_bytes;
+    result_.table_bytes = table_bytes_;
     return std::move(result_);
   }
 

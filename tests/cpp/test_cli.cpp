@@ -180,6 +180,14 @@ TEST_F(Cli, FitWritesAChangedTaskThatPlansAndSizeAnswersInOneLine) {
   EXPECT_NE(r.out.find("why each table is where it is"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("  a  "), std::string::npos) << r.out;  // both tables explained
   EXPECT_NE(r.out.find("  b  "), std::string::npos) << r.out;
+  // A re-plan of the same task from its own plan, with its report.
+  ASSERT_EQ(run_cli("plan --quiet --task " + path("fixed.json") + " --out " + path("p.json")).status, 0);
+  r = run_cli("replan --quiet --task " + path("fixed.json") + " --from " + path("p.json") + " --max-move 10% --report " +
+              path("replan.html"));
+  ASSERT_EQ(r.status, 0) << r.out;
+  const std::string page = read_file(path("replan.html"));
+  EXPECT_NE(page.find("<h1>Re-plan: tight</h1>"), std::string::npos);
+  EXPECT_NE(page.find("<svg"), std::string::npos);
   r = run_cli("size --quiet --task " + path("fixed.json") + " --target-step 1e-9 --devices 1-8");
   EXPECT_EQ(r.status, 1) << r.out;
   EXPECT_NE(r.out.find("no device count tried between 1 and 8 meets"), std::string::npos) << r.out;

@@ -9,6 +9,7 @@
 #include "embshard/eval/cost_models.h"
 #include "embshard/eval/replan.h"
 #include "embshard/plan/plan.h"
+#include "embshard/report/replan_report.h"
 #include "embshard/shard/sharder.h"
 #include "shard_test_util.h"
 #include "test_util.h"
@@ -96,6 +97,39 @@ TEST(Replan, AfterAHostIsAddedTheChosenPlanKeepsItsBudgetAndIsJudgedAsReported) 
     EXPECT_TRUE(std::is_sorted(r.curve.begin(), r.curve.end(),
                                [](const ReplanPoint& x, const ReplanPoint& y) { return x.moved_bytes < y.moved_bytes; }));
   }
+}
+
+TEST(ReplanReport, ShowsEveryCandidateTheBudgetAndEachDevicesTraffic) {
+  Task before = tiny_task(16, "v100:nodes=2,gpus_per_node=4,hbm_gib=4", 22);
+  before.id = "host<added>";
+  Task after = before;
+  after.topology = topology_with_devices(before.topology, 12);
+  ReplanOptions options;
+  options.max_move_bytes = 0.1 * static_cast<double>(after.workload.total_bytes());
+  const ReplanResult r = replan(after, planned(before), options, quiet());
+  EXPECT_EQ(r.task_id, "host<added>");
+  EXPECT_EQ(r.max_move_bytes, options.max_move_bytes);
+  EXPECT_NE(r.judge.find("sim"), std::string::npos);
+  const std::string html = replan_report_html(r);
+  EXPECT_EQ(html.find("host<added>"), std::string::npos) << "the task id is escaped";
+  EXPECT_NE(html.find("Re-plan: host&lt;added&gt;"), std::string::npos);
+  EXPECT_NE(html.find("<svg"), std::string::npos);
+  EXPECT_NE(html.find("<title>chosen: "), std::string::npos);
+  EXPECT_NE(html.find("(10.00% of the tables)"), std::string::npos);
+  // One row per device (12 now) in the traffic table, one per candidate in the last.
+  const std::size_t traffic = html.find("<h2>What each device sends and receives</h2>");
+  const std::size_t candidates = html.find("<h2>Every candidate</h2>");
+  ASSERT_NE(traffic, std::string::npos);
+  ASSERT_NE(candidates, std::string::npos);
+  const auto rows = [&](std::size_t from, std::size_t to) {
+    std::size_t n = 0;
+    for (std::size_t at = html.find("<tr><td>", from); at < to; at = html.find("<tr><td>", at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(rows(traffic, candidates), 12u);
+  EXPECT_EQ(rows(candidates, std::string::npos), r.curve.size());
+  ReplanResult empty;
+  EXPECT_NE(error_of([&] { (void)replan_report_html(empty); }).find("has no point"), std::string::npos);
 }
 
 TEST(Replan, AnOldPlanWithItsDevicesRelabelledIsRecognisedAndMovesNothing) {

@@ -104,6 +104,18 @@ def main():
         "greedy;torchrec:reservation=fixed_percentage,storage_reservation=0;neuroshard", "--out", str(out / "results.csv"), "--report", str(compare_page))
     check_report(browser, compare_page, 2, ["W/T/L", "Step relative to", "step ÷ reference step"],
                  out / "compare.png", profile)
+    # A re-plan after a host is added (8 devices on 2 hosts of 4: the task's own 4 as the old plan's).
+    old_plan = out / "old.json"
+    run(cli, "plan", "--quiet", "--task", str(task), "--out", str(old_plan))
+    grown = json.loads(task.read_text())
+    grown["topology"] = {"preset": "v100:nodes=2,gpus_per_node=4"}
+    grown_task = out / "grown.json"
+    grown_task.write_text(json.dumps(grown))
+    replan_page = out / "replan.html"
+    run(cli, "replan", "--quiet", "--task", str(grown_task), "--from", str(old_plan), "--max-move", "25%",
+        "--report", str(replan_page))
+    check_report(browser, replan_page, 1, ["GiB moved", "What each device sends and receives", "Every candidate"],
+                 out / "replan.png", profile)
     samples = out / "compute.jsonl"
     run(cli, "profile", "compute", "--quiet", "--samples", "15", "--batch", "64", "--repeats", "1",
         "--warmup", "0", "--max-tables", "3", "--max-bytes", "100000000", "--out", str(samples))

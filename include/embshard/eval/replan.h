@@ -82,6 +82,13 @@ struct ReplanResult {
   double scratch_moved_bytes = 0;    ///< the from-scratch plan before relabelling
   std::vector<ReplanPoint> curve;    ///< the valid points, by bytes moved
   std::string verdict;               ///< one line
+  bool kept_fits = false;            ///< whether the kept plan fits the new task (else `kept` is not a plan)
+  // What the run was, for reports (report/replan_report.h):
+  std::string task_id;
+  std::string sharder;               ///< the from-scratch plan's sharder, canonical
+  std::string judge;                 ///< the judge of every point's step, canonical
+  double max_move_bytes = std::numeric_limits<double>::infinity();
+  double table_bytes = 0;            ///< the task's table bytes (the budget's share is of them)
 };
 
 /**
