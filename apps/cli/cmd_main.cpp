@@ -72,7 +72,7 @@ void print_task(const Task& task) {
 const CompareRow* best_row(const std::vector<CompareRow>& rows, bool (*pick)(const std::string&)) {
   const CompareRow* best = nullptr;
   for (const CompareRow& r : rows) {
-    if (r.status == "ok" && pick(r.sharder) && (best == nullptr || r.eval.step_ms < best->eval.step_ms)) best = &r;
+    if (r.ok() && pick(r.sharder) && (best == nullptr || r.eval.step_ms < best->eval.step_ms)) best = &r;
   }
   return best;
 }
@@ -104,7 +104,7 @@ void print_against(const std::vector<CompareRow>& rows) {
 std::string report_of(const Task& task, const std::vector<CompareRow>& rows, const std::vector<Plan>& plans) {
   std::vector<JudgedPlan> judged;
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    if (rows[i].status == "ok") judged.push_back({plans[i], rows[i].eval, "the main job (" + short_sharder_spec(rows[i].sharder) + ")"});
+    if (rows[i].ok()) judged.push_back({plans[i], rows[i].eval, "the main job (" + short_sharder_spec(rows[i].sharder) + ")"});
   }
   std::stable_sort(judged.begin(), judged.end(),
                    [](const JudgedPlan& a, const JudgedPlan& b) { return a.eval.step_ms < b.eval.step_ms; });
@@ -124,7 +124,7 @@ void print_planning(const Task& task, const Context& ctx, const std::optional<st
   std::printf("\nevery sharder on it, judged by the sim backend (lower bound %.3f ms):\n",
               rows.front().lower_bound_ms);
   for (const CompareRow& r : rows) {
-    if (r.status == "ok") {
+    if (r.ok()) {
       std::printf("  %-32s step %9.3f ms  gap %5.1f%%  (planned in %s)\n", short_sharder_spec(r.sharder).c_str(),
                   r.eval.step_ms, 100.0 * gap_to_bound(r.eval.step_ms, r.lower_bound_ms), readable_ms(r.plan_ms).c_str());
     } else {

@@ -75,7 +75,7 @@ int run_size(Args& args, const Context& base) {
   outputs.commit();
   std::printf("%8s %6s %12s %12s %10s  %s\n", "devices", "hosts", "step ms", "bound ms", "plan s", "");
   for (const CapacityPoint& p : curve.points) {
-    const bool ok = p.run.status == "ok";
+    const bool ok = p.run.ok();
     std::printf("%8d %6d %12s %12s %10.2f  %s\n", p.devices, p.hosts,
                 ok ? report_number(p.run.eval.step_ms).c_str() : p.run.status.c_str(),
                 p.bound_ms > 0 ? report_number(p.bound_ms).c_str() : "-", p.run.plan_ms / 1000.0,
@@ -96,7 +96,7 @@ int run_fit(Args& args, const Context& base) {
   check_paths({{"--task", task_path}}, {}, {{"--out", out.value_or("")}});
   const Task task = read_task_file(task_path);
   const FitAdvice advice = advise_fit(task, options, ctx);
-  if (advice.run.status == "ok") {
+  if (advice.run.ok()) {
     std::printf("the task fits: %s plans it, step %.3f ms\n", advice.run.sharder.substr(0, advice.run.sharder.find(':')).c_str(),
                 advice.run.eval.step_ms);
     EMBSHARD_CHECK(!out, "--out: the task fits as it is; there is no change to write");

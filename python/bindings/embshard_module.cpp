@@ -223,7 +223,7 @@ py::dict compare_row_dict(const CompareRow& r, const Task& task, const Plan& pla
   d["step_ms"] = r.eval.step_ms;
   d["max_sum_ms"] = r.eval.max_sum_ms;
   d["balance"] = r.eval.balance;
-  d["evaluation_json"] = r.status == "ok" ? eval_result_json(r.eval, task, plan) : std::string();
+  d["evaluation_json"] = r.ok() ? eval_result_json(r.eval, task, plan) : std::string();
   return d;
 }
 

@@ -165,7 +165,7 @@ std::vector<CompareRow> run_compare(const std::vector<Task>& tasks, const Compar
   const bool measured = options.eval.backend != "sim";
   const auto evaluate = [&](std::size_t i) {
     CompareRow& row = rows[i];
-    if (row.status == "ok") row.eval = evaluate_plan(tasks[i / per_task], plans[i], options.eval, inner);
+    if (row.ok()) row.eval = evaluate_plan(tasks[i / per_task], plans[i], options.eval, inner);
     progress.advance();
   };
   parallel_for(rows.size(), measured ? 1 : ctx.num_threads, evaluate);
@@ -196,7 +196,7 @@ struct TaskRows {
   std::string setting;
   std::vector<const CompareRow*> rows;
   [[nodiscard]] bool all_ok() const {
-    return std::all_of(rows.begin(), rows.end(), [](const CompareRow* r) { return r->status == "ok"; });
+    return std::all_of(rows.begin(), rows.end(), [](const CompareRow* r) { return r->ok(); });
   }
   [[nodiscard]] const CompareRow* of(const std::string& sharder) const {
     for (const CompareRow* r : rows) {
@@ -230,7 +230,7 @@ SharderSummary summarise(const std::string& sharder, const std::vector<TaskRows>
     if (mine == nullptr) continue;
     ++s.count;
     s.plan_ms += mine->plan_ms;
-    if (mine->status != "ok") continue;
+    if (!mine->ok()) continue;
     ++s.valid;
     s.step += mine->eval.step_ms;
     s.uvm_share += uvm_lookup_share(mine->eval);
@@ -240,7 +240,7 @@ SharderSummary summarise(const std::string& sharder, const std::vector<TaskRows>
     }
     double best_other = std::numeric_limits<double>::infinity();
     for (const CompareRow* r : task.rows) {
-      if (r != mine && r->status == "ok") best_other = std::min(best_other, r->eval.step_ms);
+      if (r != mine && r->ok()) best_other = std::min(best_other, r->eval.step_ms);
     }
     if (!std::isfinite(best_other)) continue;  // nobody else planned it: no contest
     if (mine->eval.step_ms < best_other * (1.0 - kTieTolerance)) {
@@ -261,7 +261,7 @@ std::string setting_cell(const std::string& sharder, const std::string& setting,
   int n_common = 0, n_own = 0;
   for (const TaskRows& task : tasks) {
     const CompareRow* mine = task.of(sharder);
-    if (task.setting != setting || mine == nullptr || mine->status != "ok") continue;
+    if (task.setting != setting || mine == nullptr || !mine->ok()) continue;
     own += mine->eval.step_ms;
     ++n_own;
     if (task.all_ok()) {
@@ -362,7 +362,7 @@ std::string compare_markdown(const std::vector<CompareRow>& rows) {
   const std::vector<TaskRows> tasks = rows_by_task(rows);
   // The UVM column appears only when some evaluated plan serves lookups from UVM.
   const bool any_uvm = std::any_of(rows.begin(), rows.end(), [](const CompareRow& r) {
-    return r.status == "ok" && uvm_lookup_share(r.eval) > 0.0;
+    return r.ok() && uvm_lookup_share(r.eval) > 0.0;
   });
   std::ostringstream out;
   out << "Step time in ms (docs/metrics.md). Per setting: the mean over the setting's tasks that "

@@ -46,7 +46,7 @@ CompareRow plan_changed(const Task& task, const WhatIfOptions& options, const Co
   return run_compare({task}, compare, quiet).front();
 }
 
-bool planned(const CompareRow& row) { return row.status == "ok"; }
+bool planned(const CompareRow& row) { return row.ok(); }
 
 /** What a failed run says, in one line. */
 std::string failure(const CompareRow& row) { return row.status + " (" + one_line(row.reason) + ")"; }

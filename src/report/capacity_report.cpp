@@ -16,7 +16,7 @@ constexpr const char* kStepColour = "#4c78a8";
 constexpr const char* kBoundColour = "#9c9c9c";
 constexpr const char* kTargetColour = "#e45756";
 
-bool ok(const CapacityPoint& p) { return p.run.status == "ok"; }
+bool ok(const CapacityPoint& p) { return p.run.ok(); }
 
 std::string point_table(const CapacityCurve& c) {
   std::ostringstream out;

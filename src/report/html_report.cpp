@@ -318,7 +318,7 @@ std::vector<const CompareRow*> ok_rows(const std::vector<CompareRow>& rows, cons
                                        const std::string& setting) {
   std::vector<const CompareRow*> out;
   for (const CompareRow& r : rows) {
-    if (r.sharder == sharder && r.status == "ok" && (setting.empty() || r.setting == setting)) out.push_back(&r);
+    if (r.sharder == sharder && r.ok() && (setting.empty() || r.setting == setting)) out.push_back(&r);
   }
   return out;
 }
@@ -554,7 +554,7 @@ std::string compare_chart_svg(const std::vector<CompareRow>& rows, const std::st
   std::vector<const CompareRow*> planned;
   double top = 0.0;  // one ms scale for every panel
   for (const CompareRow& r : rows) {
-    if (r.task_id != task_id || r.status != "ok") continue;
+    if (r.task_id != task_id || !r.ok()) continue;
     planned.push_back(&r);
     top = std::max(top, step_bars_top(r.eval));
   }

@@ -118,8 +118,8 @@ TEST(WhatIfCapacity, TheFewestDevicesAreThoseOfPlanningEveryCount) {
   for (std::size_t i = 0; i < counts.size(); ++i) {
     const CapacityPoint& p = curve.points[i];
     EXPECT_EQ(p.devices, counts[i]);
-    EXPECT_EQ(p.run.status == "ok", reference[i].has_value()) << p.devices;
-    if (reference[i] && p.run.status == "ok") {
+    EXPECT_EQ(p.run.ok(), reference[i].has_value()) << p.devices;
+    if (reference[i] && p.run.ok()) {
       EXPECT_DOUBLE_EQ(p.run.eval.step_ms, *reference[i]) << p.devices;
       EXPECT_LE(p.bound_ms, p.run.eval.step_ms * (1 + 1e-9)) << p.devices;
     }

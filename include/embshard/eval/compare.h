@@ -38,11 +38,14 @@ struct CompareRow {
   std::string task_id;
   std::string setting;            ///< see the file comment
   std::string sharder;            ///< canonical spec
-  std::string status;             ///< ok | infeasible | time_limit
+  std::string status;             ///< ok | infeasible | time_limit (`to_string(ShardStatus)`); invalid: what_if.h
   std::string reason;
   double plan_ms = 0.0;
   double lower_bound_ms = 0.0;    ///< of the step objective under `cost`; 0 if the judge differs
   EvalResult eval;                ///< the judge's verdict, when ok (all zero otherwise)
+  /** Whether the sharder planned it (and `eval` holds the plan's verdict). */
+  [[nodiscard]] bool ok() const { return status == kOkStatus; }
+  static constexpr const char* kOkStatus = "ok";  ///< to_string(ShardStatus::kOk)
 };
 
 /**

@@ -60,7 +60,7 @@ struct CapacityPoint {
   int hosts = 0;
   CompareRow run;        ///< status, the judged step, planning time
   double bound_ms = 0;   ///< the judge's lower bound on the step at this count; 0 when it has none
-  [[nodiscard]] bool meets(double target_ms) const { return run.status == "ok" && run.eval.step_ms <= target_ms; }
+  [[nodiscard]] bool meets(double target_ms) const { return run.ok() && run.eval.step_ms <= target_ms; }
 };
 
 struct CapacityCurve {
