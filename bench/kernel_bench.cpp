@@ -76,10 +76,10 @@ double median_ms(const std::function<void()>& run) {
   return embshard::measure(run, kMeasure, [] { flusher.flush(); }).median_ms;
 }
 
-void print_row(const char* kind, int dim, std::int64_t batch, int pooling, std::int64_t rows,
-               const char* impl, double ms, double bytes) {
-  std::printf("%s,%d,%lld,%d,%lld,fp32,%s,%.3f,%.2f\n", kind, dim, static_cast<long long>(batch),
-              pooling, static_cast<long long>(rows), impl, ms, bytes / (ms * 1e6));
+void print_row(const char* kind, int dim, std::int64_t batch, int pooling, std::int64_t rows, const char* impl,
+               double ms, double bytes) {
+  std::printf("%s,%d,%lld,%d,%lld,fp32,%s,%.3f,%.2f\n", kind, dim, static_cast<long long>(batch), pooling,
+              static_cast<long long>(rows), impl, ms, bytes / (ms * 1e6));
   std::fflush(stdout);
 }
 
@@ -124,8 +124,7 @@ void bench_cuda(const TableView& table, const BagBatch& batch, const std::vector
     forward();
     if (!device.backward(sgd).ok()) std::abort();
   });
-  print_row("forward_backward_sgd", table.dim, kBatch, kPooling, table.rows, "cuda", fwd_bwd_ms,
-            3 * bytes);
+  print_row("forward_backward_sgd", table.dim, kBatch, kPooling, table.rows, "cuda", fwd_bwd_ms, 3 * bytes);
 }
 
 void bench_dim(int dim, std::uint64_t& rng) {
@@ -167,8 +166,7 @@ void print_cuda_bandwidth() {
     std::printf("hbm_peak,0,0,0,0,fp32,cuda,0.000,%.2f\n", bandwidth.hbm_peak_gbps);
   }
   std::printf("stream,0,0,0,0,fp32,cuda_d2d_copy,%.3f,%.2f\n",
-              2.0 * static_cast<double>(std::size_t{1} << 30) / (bandwidth.copy_gbps * 1e6),
-              bandwidth.copy_gbps);
+              2.0 * static_cast<double>(std::size_t{1} << 30) / (bandwidth.copy_gbps * 1e6), bandwidth.copy_gbps);
   std::fflush(stdout);
 }
 
@@ -178,8 +176,10 @@ int main(int argc, char** argv) {
   std::printf("kind,dim,batch,pooling,rows,dtype,impl,median_ms,gbps\n");
   {
     std::vector<float> big(std::size_t{1} << 28, 1.0f);  // 1 GiB
-    const double ms = median_ms([&] { g_sink = g_sink + sum_floats(big.data(), static_cast<std::int64_t>(big.size())); });
-    print_row("stream", 0, 0, 0, static_cast<std::int64_t>(big.size()), "sum", ms, static_cast<double>(std::size_t{1} << 30));
+    const double ms =
+        median_ms([&] { g_sink = g_sink + sum_floats(big.data(), static_cast<std::int64_t>(big.size())); });
+    print_row("stream", 0, 0, 0, static_cast<std::int64_t>(big.size()), "sum", ms,
+              static_cast<double>(std::size_t{1} << 30));
   }
   if (cuda_device_available()) print_cuda_bandwidth();
   std::uint64_t rng = 12345;

@@ -52,24 +52,42 @@ Args parse(int argc, char** argv) {
       EMBSHARD_CHECK(k + 1 < argc, flag, " needs a value");
       return argv[++k];
     };
-    if (flag == "--seed") a.seed = std::strtoull(value().c_str(), nullptr, 10);
-    else if (flag == "--scale") a.scale = std::atof(value().c_str());
-    else if (flag == "--time-limit") a.time_limit_s = std::atof(value().c_str());
-    else if (flag == "--tables") a.tables = std::atoi(value().c_str());
-    else if (flag == "--gpus") a.gpus = std::atoi(value().c_str());
-    else if (flag == "--steps") a.steps = std::atoi(value().c_str());
-    else if (flag == "--hbm-gib") a.hbm_gib = std::atof(value().c_str());
-    else if (flag == "--host-gib") a.host_gib = std::atof(value().c_str());
-    else if (flag == "--hbm-gbps") a.hbm_gbps = std::atof(value().c_str());
-    else if (flag == "--uvm-gbps") a.uvm_gbps = std::atof(value().c_str());
-    else if (flag == "--batch") a.batch = std::atoll(value().c_str());
-    else if (flag == "--gap") a.gap = std::atof(value().c_str());
-    else if (flag == "--strategy") a.strategy = value();
-    else if (flag == "--symmetry") a.symmetry = value();
-    else if (flag == "--no-warm-start") a.warm_start = false;
-    else if (flag == "--log") a.log = true;
-    else if (flag == "--cbc-arg") a.cbc_args.push_back(value());
-    else EMBSHARD_THROW("unknown option ", flag);
+    if (flag == "--seed")
+      a.seed = std::strtoull(value().c_str(), nullptr, 10);
+    else if (flag == "--scale")
+      a.scale = std::atof(value().c_str());
+    else if (flag == "--time-limit")
+      a.time_limit_s = std::atof(value().c_str());
+    else if (flag == "--tables")
+      a.tables = std::atoi(value().c_str());
+    else if (flag == "--gpus")
+      a.gpus = std::atoi(value().c_str());
+    else if (flag == "--steps")
+      a.steps = std::atoi(value().c_str());
+    else if (flag == "--hbm-gib")
+      a.hbm_gib = std::atof(value().c_str());
+    else if (flag == "--host-gib")
+      a.host_gib = std::atof(value().c_str());
+    else if (flag == "--hbm-gbps")
+      a.hbm_gbps = std::atof(value().c_str());
+    else if (flag == "--uvm-gbps")
+      a.uvm_gbps = std::atof(value().c_str());
+    else if (flag == "--batch")
+      a.batch = std::atoll(value().c_str());
+    else if (flag == "--gap")
+      a.gap = std::atof(value().c_str());
+    else if (flag == "--strategy")
+      a.strategy = value();
+    else if (flag == "--symmetry")
+      a.symmetry = value();
+    else if (flag == "--no-warm-start")
+      a.warm_start = false;
+    else if (flag == "--log")
+      a.log = true;
+    else if (flag == "--cbc-arg")
+      a.cbc_args.push_back(value());
+    else
+      EMBSHARD_THROW("unknown option ", flag);
   }
   EMBSHARD_CHECK(a.tables > 0 && a.gpus > 0 && a.steps > 0 && a.scale > 0, "bad sizes");
   return a;
@@ -123,16 +141,21 @@ int main(int argc, char** argv) {
     const embshard::RecShardInput in = instance(a);
     embshard::RecShardOptions options;
     options.warm_start = a.warm_start;
-    if (a.symmetry == "none") options.symmetry = embshard::RecShardSymmetry::kNone;
-    else if (a.symmetry == "table_index") options.symmetry = embshard::RecShardSymmetry::kTableIndex;
-    else EMBSHARD_CHECK(a.symmetry == "ordered_loads", "unknown --symmetry ", a.symmetry);
+    if (a.symmetry == "none")
+      options.symmetry = embshard::RecShardSymmetry::kNone;
+    else if (a.symmetry == "table_index")
+      options.symmetry = embshard::RecShardSymmetry::kTableIndex;
+    else
+      EMBSHARD_CHECK(a.symmetry == "ordered_loads", "unknown --symmetry ", a.symmetry);
     embshard::CbcOptions cbc;
     cbc.time_limit_s = a.time_limit_s;
     cbc.relative_gap = a.gap;
     cbc.log = a.log;
     cbc.extra_args = a.cbc_args;
-    if (a.strategy == "plain") cbc.strategy = embshard::CbcStrategy::kPlain;
-    else EMBSHARD_CHECK(a.strategy == "default", "unknown --strategy ", a.strategy);
+    if (a.strategy == "plain")
+      cbc.strategy = embshard::CbcStrategy::kPlain;
+    else
+      EMBSHARD_CHECK(a.strategy == "default", "unknown --strategy ", a.strategy);
 
     std::int64_t total_rows = 0, total_bytes = 0;
     for (const auto& t : in.tables) {
@@ -150,13 +173,12 @@ int main(int argc, char** argv) {
         "\"message\":\"%s\"}\n",
         a.tables, a.gpus, a.steps, static_cast<unsigned long long>(a.seed), num(a.scale).c_str(),
         static_cast<long long>(total_rows), num(static_cast<double>(total_bytes) / (1024.0 * 1024.0 * 1024.0)).c_str(),
-        num(a.hbm_gib).c_str(), num(a.host_gib).c_str(), r.num_variables, r.num_constraints,
-        a.strategy.c_str(), embshard::to_string(options.symmetry), num(a.time_limit_s).c_str(),
-        num(r.milp.wall_seconds).c_str(), embshard::to_string(r.milp.status), num(r.milp.objective).c_str(),
-        num(r.milp.best_bound).c_str(), num(r.milp.relative_gap).c_str(), static_cast<long long>(r.milp.nodes),
-        num(r.warm_start ? r.warm_start->max_cost_ms : NAN).c_str(), r.milp.warm_start.c_str(),
-        num(decoded).c_str(), r.solution ? r.solution->capacity_error.c_str() : "",
-        r.milp.message.c_str());
+        num(a.hbm_gib).c_str(), num(a.host_gib).c_str(), r.num_variables, r.num_constraints, a.strategy.c_str(),
+        embshard::to_string(options.symmetry), num(a.time_limit_s).c_str(), num(r.milp.wall_seconds).c_str(),
+        embshard::to_string(r.milp.status), num(r.milp.objective).c_str(), num(r.milp.best_bound).c_str(),
+        num(r.milp.relative_gap).c_str(), static_cast<long long>(r.milp.nodes),
+        num(r.warm_start ? r.warm_start->max_cost_ms : NAN).c_str(), r.milp.warm_start.c_str(), num(decoded).c_str(),
+        r.solution ? r.solution->capacity_error.c_str() : "", r.milp.message.c_str());
     return 0;
   } catch (const embshard::Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

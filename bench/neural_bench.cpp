@@ -50,8 +50,8 @@ void bench(const char* model, const embshard::Task& task, int k, int repeats, co
     for (int i = 0; i < kBatch; ++i) sink = sink + cost->compute().device_compute(task, shards, ctx).fw_ms;
     warm.push_back(std::chrono::duration<double, std::nano>(Clock::now() - start).count() / kBatch);
   }
-  std::printf("%s,%d,cold,%.0f,%d\n%s,%d,warm,%.0f,%d\n", model, k, median(cold), repeats, model, k,
-              median(warm), repeats * 1000);
+  std::printf("%s,%d,cold,%.0f,%d\n%s,%d,warm,%.0f,%d\n", model, k, median(cold), repeats, model, k, median(warm),
+              repeats * 1000);
 }
 
 }  // namespace

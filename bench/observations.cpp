@@ -27,8 +27,8 @@
 
 namespace {
 
-using embshard::ShardTimer;
 using embshard::ShardTableSpec;
+using embshard::ShardTimer;
 
 constexpr embshard::MeasureOptions kMeasure{1, 5, true, 0.2};
 constexpr int kDims[] = {4, 8, 16, 32, 64, 128};
@@ -65,9 +65,8 @@ void fused_vs_singles(int shards, std::int64_t batch) {
     }
     const auto fused = time_shard(tables, batch);
     const double fused_total = fused.fw.median_ms + fused.bw.median_ms;
-    std::printf("fused,%d,10,%lld,%.4f,%.4f,%.4f,%.4f,%.4f\n", s, static_cast<long long>(batch),
-                fused.fw.median_ms, fused.bw.median_ms, singles_fw, singles_bw,
-                fused_total / (singles_fw + singles_bw));
+    std::printf("fused,%d,10,%lld,%.4f,%.4f,%.4f,%.4f,%.4f\n", s, static_cast<long long>(batch), fused.fw.median_ms,
+                fused.bw.median_ms, singles_fw, singles_bw, fused_total / (singles_fw + singles_bw));
     std::fflush(stdout);
   }
 }
@@ -80,8 +79,8 @@ void cost_vs_dim(std::int64_t batch) {
     for (const int dim : kDims) {
       const auto t = time_shard({{model, dim}}, batch);
       std::printf("dim,%lld,%lld,%.2f,%d,%lld,%.4f,%.4f\n", static_cast<long long>(id),
-                  static_cast<long long>(model.num_rows), model.pooling_factor, dim,
-                  static_cast<long long>(batch), t.fw.median_ms, t.bw.median_ms);
+                  static_cast<long long>(model.num_rows), model.pooling_factor, dim, static_cast<long long>(batch),
+                  t.fw.median_ms, t.bw.median_ms);
       std::fflush(stdout);
     }
   }
@@ -104,8 +103,9 @@ void evaluate_tasks(int count, std::int64_t batch, int repeats) {
   embshard::Context ctx;
   ctx.verbosity = embshard::LogLevel::kQuiet;
   const embshard::Pool pool = embshard::Pool::generate(0);
-  std::printf("kind,task,tables,batch,repeats,cpu_step_ms,cpu_max_sum_ms,cpu_wall_s,sim_step_ms,"
-              "cpu_compute_ms,sim_cpu_compute_ms\n");
+  std::printf(
+      "kind,task,tables,batch,repeats,cpu_step_ms,cpu_max_sum_ms,cpu_wall_s,sim_step_ms,"
+      "cpu_compute_ms,sim_cpu_compute_ms\n");
   for (int i = 0; i < count; ++i) {
     const embshard::Task task = gen->generate(source, 0, i);
     const embshard::Plan plan = embshard::plan_task("greedy:balance=size", task, nullptr, ctx).plan;
@@ -121,10 +121,10 @@ void evaluate_tasks(int count, std::int64_t batch, int repeats) {
     on_cpu.workload.batch_size = batch;
     for (auto& t : on_cpu.workload.tables) t.stats = pool.expected_stats(t.source_id, batch);
     const auto sim_cpu = embshard::evaluate_plan(on_cpu, plan, {}, ctx);
-    std::printf("task,%d,%zu,%lld,%d,%.3f,%.3f,%.1f,%.3f,%.3f,%.3f\n", i,
-                task.workload.tables.size(), static_cast<long long>(batch), repeats,
-                measured.step_ms, measured.max_sum_ms, measured.wall_ms / 1000.0, modelled.step_ms,
-                compute_ms(measured.breakdown), compute_ms(sim_cpu.breakdown));
+    std::printf("task,%d,%zu,%lld,%d,%.3f,%.3f,%.1f,%.3f,%.3f,%.3f\n", i, task.workload.tables.size(),
+                static_cast<long long>(batch), repeats, measured.step_ms, measured.max_sum_ms,
+                measured.wall_ms / 1000.0, modelled.step_ms, compute_ms(measured.breakdown),
+                compute_ms(sim_cpu.breakdown));
     std::fflush(stdout);
   }
 }
@@ -141,8 +141,9 @@ int main(int argc, char** argv) {
     evaluate_tasks(argc > 2 ? std::atoi(argv[2]) : 3, argc > 3 ? std::atoll(argv[3]) : 8192,
                    argc > 4 ? std::atoi(argv[4]) : 3);
   } else {
-    std::fprintf(stderr, "usage: embshard_observations fused [shards] [batch] | dim [batch] | "
-                         "tasks [count] [batch] [repeats]\n");
+    std::fprintf(stderr,
+                 "usage: embshard_observations fused [shards] [batch] | dim [batch] | "
+                 "tasks [count] [batch] [repeats]\n");
     return 1;
   }
   return 0;

@@ -21,9 +21,8 @@ bool read_all(const std::uint8_t* data, std::size_t size, bool verify_crc) {
   try {
     embshard::DlrmFileReader reader = embshard::DlrmFileReader::from_bytes(
         std::string(reinterpret_cast<const char*>(data), size), "fuzz.pt", verify_crc);
-    reader.for_each_table([](std::int64_t, const embshard::TableBatch& batch) {
-      (void)embshard::compute_table_stats(batch);
-    });
+    reader.for_each_table(
+        [](std::int64_t, const embshard::TableBatch& batch) { (void)embshard::compute_table_stats(batch); });
     embshard::Context ctx;
     ctx.verbosity = embshard::LogLevel::kQuiet;
     (void)reader.compute_stats(ctx);

@@ -28,8 +28,8 @@ Args::Args(const VerbDoc& verb, const std::vector<std::string>& words)
       std::string known;
       for (const auto* list : {&doc_.options, &common_options()})
         for (const OptionDoc& o : *list) known += (known.empty() ? "--" : ", --") + o.name;
-      EMBSHARD_THROW("embshard ", verb_, ": unknown option --", name, "; accepted: ", known,
-                     " (embshard ", doc_.name, doc_.name.empty() ? "" : " ", "--help explains them)");
+      EMBSHARD_THROW("embshard ", verb_, ": unknown option --", name, "; accepted: ", known, " (embshard ", doc_.name,
+                     doc_.name.empty() ? "" : " ", "--help explains them)");
     }
     if (eq != std::string::npos) {
       EMBSHARD_CHECK(!option->value.empty(), "embshard ", verb_, ": option --", name, " takes no value");
@@ -39,8 +39,8 @@ Args::Args(const VerbDoc& verb, const std::vector<std::string>& words)
     } else {
       // A following option is never taken as the value (`--out --quiet`); `-` (stdout) and
       // negative numbers (`--x -1`) are values. `--key=--v` passes such a value on purpose.
-      EMBSHARD_CHECK(i + 1 < words.size() && words[i + 1].rfind("--", 0) != 0, "embshard ", verb_,
-                     ": option --", name, " needs a value");
+      EMBSHARD_CHECK(i + 1 < words.size() && words[i + 1].rfind("--", 0) != 0, "embshard ", verb_, ": option --", name,
+                     " needs a value");
       values_[name] = words[++i];
     }
   }
@@ -89,8 +89,8 @@ std::string Args::require(const std::string& key) {
 std::string Args::get_or(const std::string& key, const std::string& fallback) {
   const std::string& documented = declared(key).fallback;
   if (!documented.empty() && documented != fallback)
-    throw InternalError("embshard " + verb_ + ": --" + key + " defaults to '" + fallback +
-                        "' in the code but to '" + documented + "' in apps/cli/verbs.cpp");
+    throw InternalError("embshard " + verb_ + ": --" + key + " defaults to '" + fallback + "' in the code but to '" +
+                        documented + "' in apps/cli/verbs.cpp");
   return get(key).value_or(fallback);
 }
 
@@ -100,8 +100,8 @@ std::int64_t Args::get_int(const std::string& key, std::int64_t fallback) {
   if (!v) return fallback;
   std::int64_t out = 0;
   auto [ptr, ec] = std::from_chars(v->data(), v->data() + v->size(), out);
-  EMBSHARD_CHECK(ec == std::errc() && ptr == v->data() + v->size(), "embshard ", verb_, ": --",
-                 key, " expects an integer, got '", *v, "'");
+  EMBSHARD_CHECK(ec == std::errc() && ptr == v->data() + v->size(), "embshard ", verb_, ": --", key,
+                 " expects an integer, got '", *v, "'");
   return out;
 }
 
@@ -111,14 +111,12 @@ double Args::get_double(const std::string& key, double fallback) {
   if (!v) return fallback;
   double out = 0.0;
   auto [ptr, ec] = std::from_chars(v->data(), v->data() + v->size(), out);
-  EMBSHARD_CHECK(ec == std::errc() && ptr == v->data() + v->size() && std::isfinite(out), "embshard ", verb_,
-                 ": --", key, " expects a number, got '", *v, "'");
+  EMBSHARD_CHECK(ec == std::errc() && ptr == v->data() + v->size() && std::isfinite(out), "embshard ", verb_, ": --",
+                 key, " expects a number, got '", *v, "'");
   return out;
 }
 
-bool Args::given(const std::string& key) const {
-  return values_.count(key) > 0 || flags_given_.count(key) > 0;
-}
+bool Args::given(const std::string& key) const { return values_.count(key) > 0 || flags_given_.count(key) > 0; }
 
 std::vector<std::string> Args::given_options() const {
   std::vector<std::string> keys;
@@ -142,10 +140,8 @@ void Args::finish(std::size_t consumed_positionals) const {
       EMBSHARD_THROW("embshard ", verb_, ": option --", key, " does not apply here (this use takes ", used, ")");
     }
   }
-  EMBSHARD_CHECK(positional_.size() <= consumed_positionals, "embshard ", verb_,
-                 ": unexpected argument '",
-                 positional_.size() > consumed_positionals ? positional_[consumed_positionals] : "",
-                 "'");
+  EMBSHARD_CHECK(positional_.size() <= consumed_positionals, "embshard ", verb_, ": unexpected argument '",
+                 positional_.size() > consumed_positionals ? positional_[consumed_positionals] : "", "'");
 }
 
 std::vector<std::string> split_list(const std::string& text, char separator) {

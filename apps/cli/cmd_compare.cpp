@@ -30,7 +30,9 @@ int run_compare(Args& args, const Context& ctx) {
     for (const NamedPath& p : spec_inputs("--sharders", s)) inputs.push_back(p);
   }
   check_paths(inputs, {{"--tasks", dir}},
-              {{"--out", out}, {"--summary", summary.value_or("")}, {"--chart", chart.value_or("")},
+              {{"--out", out},
+               {"--summary", summary.value_or("")},
+               {"--chart", chart.value_or("")},
                {"--report", report.value_or("")}});
   const std::vector<Task> tasks = read_task_dir(dir);
   const std::vector<CompareRow> rows = run_compare(tasks, options, ctx);

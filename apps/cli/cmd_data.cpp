@@ -4,8 +4,8 @@
 #include <iostream>
 
 #include "commands.h"
-#include "embshard/core/progress.h"
 #include "embshard/core/file_io.h"
+#include "embshard/core/progress.h"
 #include "embshard/data/data_io.h"
 #include "embshard/data/dlrm_file.h"
 #include "embshard/data/pool.h"
@@ -26,8 +26,8 @@ int run_stats(Args& args, const Context& ctx) {
 namespace {
 
 /** The first `count` pool tables as one batch in the dataset's own file format. */
-void write_pool_dataset(const Pool& pool, const std::string& path, std::int64_t count,
-                        std::int64_t batch, const Context& ctx) {
+void write_pool_dataset(const Pool& pool, const std::string& path, std::int64_t count, std::int64_t batch,
+                        const Context& ctx) {
   EMBSHARD_CHECK(count >= 1 && count <= static_cast<std::int64_t>(pool.tables().size()),
                  "embshard pool: --tables must lie in [1, ", pool.tables().size(), "]");
   // Every batch is held in memory (int64 offsets and indices) and then written out.
@@ -36,8 +36,7 @@ void write_pool_dataset(const Pool& pool, const std::string& path, std::int64_t 
     const double per_sample = 1.0 + pool.tables()[static_cast<std::size_t>(id)].pooling_factor;
     bytes += 8.0 * per_sample * static_cast<double>(batch);
   }
-  const std::string what = detail::concat("embshard pool --write-pt with --batch ", batch,
-                                          " and --tables ", count);
+  const std::string what = detail::concat("embshard pool --write-pt with --batch ", batch, " and --tables ", count);
   check_fits_in_memory(static_cast<std::uint64_t>(bytes), what);
   if (path != "-") check_fits_on_disk(path, static_cast<std::uint64_t>(bytes / (path.ends_with(".gz") ? 4 : 1)), what);
   Progress progress(ctx, "pool --write-pt: tables drawn", count);
@@ -58,11 +57,11 @@ int print_check(const Pool& pool, int measured, std::int64_t batch, const Contex
   std::printf("%-48s %16s %16s %12s  %s\n", "figure", "published", "generated", "tolerance", "ok");
   for (const auto& r : rows) {
     failures += r.ok() ? 0 : 1;
-    std::printf("%-48s %16.6g %16.6g %12.3g  %s\n", r.figure.c_str(), r.published, r.generated,
-                r.tolerance, r.ok() ? "yes" : "NO");
+    std::printf("%-48s %16.6g %16.6g %12.3g  %s\n", r.figure.c_str(), r.published, r.generated, r.tolerance,
+                r.ok() ? "yes" : "NO");
   }
-  std::printf("%zu figures, %d outside tolerance (pool seed %llu, version %d)\n", rows.size(),
-              failures, static_cast<unsigned long long>(pool.seed()), kPoolVersion);
+  std::printf("%zu figures, %d outside tolerance (pool seed %llu, version %d)\n", rows.size(), failures,
+              static_cast<unsigned long long>(pool.seed()), kPoolVersion);
   return failures == 0 ? 0 : 1;
 }
 
@@ -81,12 +80,13 @@ int run_pool(Args& args, const Context& ctx) {
   const auto measured = check ? static_cast<int>(args.get_int("measure", 8)) : 0;
   const auto num_tables = write_pt ? args.get_int("tables", kPublishedDlrm.num_tables) : 0;
   args.finish();
-  EMBSHARD_CHECK(batch > 0 && batch <= kMaxBatchSize, "embshard pool: --batch must lie in [1, ",
-                 kMaxBatchSize, "]");
+  EMBSHARD_CHECK(batch > 0 && batch <= kMaxBatchSize, "embshard pool: --batch must lie in [1, ", kMaxBatchSize, "]");
   if (fit) {
     const PoolParams p = fit_pool_params(seed, PoolParams{}, ctx);
-    std::printf("alpha_min = %.4f\nalpha_max = %.4f\nactive_log10_min = %.4f\nactive_log10_max = %.4f\noffset_log10_max = %.4f\n", p.alpha_min,
-                p.alpha_max, p.active_log10_min, p.active_log10_max, p.offset_log10_max);
+    std::printf(
+        "alpha_min = %.4f\nalpha_max = %.4f\nactive_log10_min = %.4f\nactive_log10_max = %.4f\noffset_log10_max = "
+        "%.4f\n",
+        p.alpha_min, p.alpha_max, p.active_log10_min, p.active_log10_max, p.offset_log10_max);
     return 0;
   }
   check_paths({}, {}, {{"--out", out.value_or("")}, {"--write-pt", write_pt.value_or("")}});

@@ -20,17 +20,16 @@ namespace {
 void report(const EvalResult& result, const Task& task, const Plan& plan, Objective objective,
             const std::optional<std::string>& out) {
   if (out) write_file_atomic(*out, eval_result_json(result, task, plan));
-  std::cout << eval_result_table(result, sharding_group_topology(task.topology, plan.groups)) << to_string(objective) << " = "
-            << objective_value(result.breakdown, objective) << "\n";
+  std::cout << eval_result_table(result, sharding_group_topology(task.topology, plan.groups)) << to_string(objective)
+            << " = " << objective_value(result.breakdown, objective) << "\n";
 }
 
 /**
  * Under `mpirun -n D` (D = the task's devices): every rank measures the plan's all-to-alls
  * together, then rank 0 alone measures the compute and reports; the other ranks return first.
  */
-int eval_with_measured_comm(const Task& task, const Plan& plan, const EvalOptions& options,
-                            Objective objective, const std::optional<std::string>& out,
-                            const Context& ctx) {
+int eval_with_measured_comm(const Task& task, const Plan& plan, const EvalOptions& options, Objective objective,
+                            const std::optional<std::string>& out, const Context& ctx) {
   MpiSession session;
   EMBSHARD_CHECK(session.size() == task.topology.num_devices(), "eval --comm mpi: the task has ",
                  task.topology.num_devices(), " devices but the job has ", session.size(),
@@ -73,10 +72,12 @@ int run_eval(Args& args, const Context& ctx) {
   std::string comm = args.get_or("comm", "auto");
   const std::string remap = args.get_or("remap", "in_sample");
   args.finish();
-  EMBSHARD_CHECK(comm == "auto" || comm == "model" || comm == "mpi", "--comm must be 'auto', 'model' or 'mpi', got '", comm, "'");
+  EMBSHARD_CHECK(comm == "auto" || comm == "model" || comm == "mpi", "--comm must be 'auto', 'model' or 'mpi', got '",
+                 comm, "'");
   // auto: a measured backend started by mpirun measures the all-to-alls too; the link model otherwise.
   if (comm == "auto") comm = options.backend != "sim" && built_with_mpi() && launched_by_mpirun() ? "mpi" : "model";
-  EMBSHARD_CHECK(remap == "in_sample" || remap == "held_out", "--remap must be 'in_sample' or 'held_out', got '", remap, "'");
+  EMBSHARD_CHECK(remap == "in_sample" || remap == "held_out", "--remap must be 'in_sample' or 'held_out', got '", remap,
+                 "'");
   options.remap_held_out = remap == "held_out";
   EMBSHARD_CHECK(options.batch_size >= 0 && options.batch_size <= (std::int64_t{1} << 24),
                  "--batch must lie in [1, 2^24] (0 or absent: the task's batch)");
@@ -85,7 +86,8 @@ int run_eval(Args& args, const Context& ctx) {
   const Plan plan = read_plan_file(plan_path);
   const std::string problem = find_error_in_plan(task, plan);
   EMBSHARD_CHECK(problem.empty(), plan_path, ": the plan does not fit the task ", task_path, ": ", problem);
-  EMBSHARD_CHECK(comm != "mpi" || !plan.groups.enabled(), plan_path, ": --comm mpi cannot measure a 2D plan's "
+  EMBSHARD_CHECK(comm != "mpi" || !plan.groups.enabled(), plan_path,
+                 ": --comm mpi cannot measure a 2D plan's "
                  "exchanges (they run inside each sharding group); judge it with --comm model");
   if (comm == "mpi") return eval_with_measured_comm(task, plan, options, objective, out, ctx);
   const EvalResult result = evaluate_plan(task, plan, options, ctx);

@@ -2,11 +2,11 @@
 #include <cstdio>
 
 #include "commands.h"
-#include "verbs.h"
-#include "embshard/shard/sharder.h"
 #include "embshard/data/topology.h"
 #include "embshard/eval/cost_models.h"
 #include "embshard/eval/task_gen.h"
+#include "embshard/shard/sharder.h"
+#include "verbs.h"
 
 namespace embshard::cli {
 
@@ -30,8 +30,8 @@ void print_registry(const Registry<T, FactoryArgs...>& registry) {
       }
       for (std::size_t i = 0; i < p.choices.size(); ++i)
         bounds += (i == 0 ? " {" : "|") + p.choices[i] + (i + 1 == p.choices.size() ? "}" : "");
-      std::printf("      %-22s %-6s = %-8s%s  %s\n", p.name.c_str(), to_string(p.type),
-                  p.default_value.c_str(), bounds.c_str(), p.doc.c_str());
+      std::printf("      %-22s %-6s = %-8s%s  %s\n", p.name.c_str(), to_string(p.type), p.default_value.c_str(),
+                  bounds.c_str(), p.doc.c_str());
     }
   }
 }

@@ -36,34 +36,30 @@ void print_pool_summary(const Pool& pool) {
   const double n = static_cast<double>(pool.tables().size());
   std::printf("built-in pool (seed %llu): %zu tables shaped like Meta's DLRM dataset\n",
               static_cast<unsigned long long>(pool.seed()), pool.tables().size());
-  std::printf("  hash size  max %.0f  mean %.0f   (published: max %lld, mean %.0f)\n", max_rows,
-              rows / n, static_cast<long long>(kPublishedDlrm.max_rows), kPublishedDlrm.mean_rows);
-  std::printf("  pooling    max %.1f  mean %.2f   (published: max %.0f, mean %.2f)\n", max_pooling,
-              pooling / n, kPublishedDlrm.max_pooling, kPublishedDlrm.mean_pooling);
+  std::printf("  hash size  max %.0f  mean %.0f   (published: max %lld, mean %.0f)\n", max_rows, rows / n,
+              static_cast<long long>(kPublishedDlrm.max_rows), kPublishedDlrm.mean_rows);
+  std::printf("  pooling    max %.1f  mean %.2f   (published: max %.0f, mean %.2f)\n", max_pooling, pooling / n,
+              kPublishedDlrm.max_pooling, kPublishedDlrm.mean_pooling);
   std::printf("  full comparison: embshard pool --check\n\n");
 }
 
 void print_task(const Task& task) {
   const auto& tables = task.workload.tables;
-  std::printf("default task %s\n  protocol %s\n  topology %s (%d devices, %.1f GiB each)\n",
-              task.id.c_str(), task.protocol.c_str(), task.topology.name.c_str(),
-              task.topology.num_devices(),
+  std::printf("default task %s\n  protocol %s\n  topology %s (%d devices, %.1f GiB each)\n", task.id.c_str(),
+              task.protocol.c_str(), task.topology.name.c_str(), task.topology.num_devices(),
               static_cast<double>(task.topology.devices[0].hbm_bytes) / kGiB);
   std::printf("  %zu tables, %.2f GiB in all, batch %lld\n\n", tables.size(),
               static_cast<double>(task.workload.total_bytes()) / kGiB,
               static_cast<long long>(task.workload.batch_size));
   std::vector<const TableSpec*> order;
   for (const auto& t : tables) order.push_back(&t);
-  std::sort(order.begin(), order.end(), [](auto* a, auto* b) {
-    return a->dim * a->stats.pooling_factor > b->dim * b->stats.pooling_factor;
-  });
-  std::printf("  %-14s %5s %10s %8s %9s %10s\n", "table", "dim", "rows", "pooling", "size GiB",
-              "dim*pool");
+  std::sort(order.begin(), order.end(),
+            [](auto* a, auto* b) { return a->dim * a->stats.pooling_factor > b->dim * b->stats.pooling_factor; });
+  std::printf("  %-14s %5s %10s %8s %9s %10s\n", "table", "dim", "rows", "pooling", "size GiB", "dim*pool");
   for (std::size_t i = 0; i < order.size() && i < 12; ++i) {
     const TableSpec& t = *order[i];
-    std::printf("  %-14s %5d %10lld %8.2f %9.3f %10.1f\n", t.name.c_str(), t.dim,
-                static_cast<long long>(t.num_rows()), t.stats.pooling_factor,
-                static_cast<double>(t.size_bytes()) / kGiB, t.dim * t.stats.pooling_factor);
+    std::printf("  %-14s %5d %10lld %8.2f %9.3f %10.1f\n", t.name.c_str(), t.dim, static_cast<long long>(t.num_rows()),
+                t.stats.pooling_factor, static_cast<double>(t.size_bytes()) / kGiB, t.dim * t.stats.pooling_factor);
   }
   if (order.size() > 12) std::printf("  ... %zu more\n", order.size() - 12);
 }
@@ -88,8 +84,8 @@ void print_against(const std::vector<CompareRow>& rows) {
   const CompareRow* torchrec = best_row(rows, [](const std::string& s) { return s.rfind("torchrec", 0) == 0; });
   const CompareRow* heuristic = best_row(rows, is_baseline);
   if (joint == nullptr) return;
-  std::printf("\nembshard's planner (joint): step %.3f ms, %.1f%% above the lower bound %.3f ms\n",
-              joint->eval.step_ms, 100.0 * gap_to_bound(joint->eval.step_ms, joint->lower_bound_ms), joint->lower_bound_ms);
+  std::printf("\nembshard's planner (joint): step %.3f ms, %.1f%% above the lower bound %.3f ms\n", joint->eval.step_ms,
+              100.0 * gap_to_bound(joint->eval.step_ms, joint->lower_bound_ms), joint->lower_bound_ms);
   const std::pair<const char*, const CompareRow*> others[] = {{"TorchRec's planner", torchrec},
                                                               {"the best heuristic", heuristic}};
   for (const auto& other : others) {
@@ -104,7 +100,8 @@ void print_against(const std::vector<CompareRow>& rows) {
 std::string report_of(const Task& task, const std::vector<CompareRow>& rows, const std::vector<Plan>& plans) {
   std::vector<JudgedPlan> judged;
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    if (rows[i].ok()) judged.push_back({plans[i], rows[i].eval, "the main job (" + short_sharder_spec(rows[i].sharder) + ")"});
+    if (rows[i].ok())
+      judged.push_back({plans[i], rows[i].eval, "the main job (" + short_sharder_spec(rows[i].sharder) + ")"});
   }
   std::stable_sort(judged.begin(), judged.end(),
                    [](const JudgedPlan& a, const JudgedPlan& b) { return a.eval.step_ms < b.eval.step_ms; });
@@ -121,12 +118,12 @@ void print_planning(const Task& task, const Context& ctx, const std::optional<st
   std::vector<Plan> plans;
   const std::vector<CompareRow> rows = run_compare({task}, options, ctx, &plans);
   if (report) write_file_atomic(*report, report_of(task, rows, plans));
-  std::printf("\nevery sharder on it, judged by the sim backend (lower bound %.3f ms):\n",
-              rows.front().lower_bound_ms);
+  std::printf("\nevery sharder on it, judged by the sim backend (lower bound %.3f ms):\n", rows.front().lower_bound_ms);
   for (const CompareRow& r : rows) {
     if (r.ok()) {
       std::printf("  %-32s step %9.3f ms  gap %5.1f%%  (planned in %s)\n", short_sharder_spec(r.sharder).c_str(),
-                  r.eval.step_ms, 100.0 * gap_to_bound(r.eval.step_ms, r.lower_bound_ms), readable_ms(r.plan_ms).c_str());
+                  r.eval.step_ms, 100.0 * gap_to_bound(r.eval.step_ms, r.lower_bound_ms),
+                  readable_ms(r.plan_ms).c_str());
     } else {
       std::printf("  %-32s %s\n", short_sharder_spec(r.sharder).c_str(), r.status.c_str());
     }

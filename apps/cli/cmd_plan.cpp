@@ -7,20 +7,20 @@
 #include <iostream>
 
 #include "commands.h"
-#include "verbs.h"
 #include "embshard/core/clock.h"
 #include "embshard/core/file_io.h"
+#include "embshard/core/markup.h"
+#include "embshard/core/spec.h"
 #include "embshard/cost/cost_model.h"
 #include "embshard/data/data_io.h"
 #include "embshard/eval/cost_models.h"
 #include "embshard/eval/evaluator.h"
 #include "embshard/eval/what_if.h"
-#include "embshard/core/markup.h"
-#include "embshard/core/spec.h"
 #include "embshard/plan/plan_io.h"
 #include "embshard/plan/torchrec_export.h"
 #include "embshard/report/html_report.h"
 #include "embshard/shard/sharder.h"
+#include "verbs.h"
 
 namespace embshard::cli {
 
@@ -74,9 +74,8 @@ int run_plan(Args& args, const Context& base_ctx) {
   if (!task_given) {
     std::string planning_options;  // what asks for a task file to plan
     for (const std::string& key : args.given_options()) {
-      const bool main_job_option = key == "report" ||
-          std::any_of(common_options().begin(), common_options().end(),
-                      [&](const OptionDoc& o) { return o.name == key; });
+      const bool main_job_option = key == "report" || std::any_of(common_options().begin(), common_options().end(),
+                                                                  [&](const OptionDoc& o) { return o.name == key; });
       if (!main_job_option) planning_options += (planning_options.empty() ? "--" : ", --") + key;
     }
     EMBSHARD_CHECK(planning_options.empty(), "embshard plan: missing --task, the task file to plan (", planning_options,
@@ -100,8 +99,10 @@ int run_plan(Args& args, const Context& base_ctx) {
   Context ctx = base_ctx;
   ctx.seed = static_cast<std::uint64_t>(args.get_int("seed", 0));
   args.finish();
-  EMBSHARD_CHECK(format == "embshard" || format == "torchrec", "--format must be 'embshard' or "
-                 "'torchrec', got '", format, "'");
+  EMBSHARD_CHECK(format == "embshard" || format == "torchrec",
+                 "--format must be 'embshard' or "
+                 "'torchrec', got '",
+                 format, "'");
   EMBSHARD_CHECK(device == "cuda" || device == "cpu", "--torchrec-device must be 'cuda' or 'cpu'");
   // A TorchRec plan must be one TorchRec's training path runs: joint keeps to those layouts, and to
   // 1D (DistributedModelParallel's) unless the spec asks for 2D groups (DMPCollection's).
@@ -120,8 +121,8 @@ int run_plan(Args& args, const Context& base_ctx) {
   const auto cost = make_cost_model(cost_spec, task, ctx);
   const ShardResult result = plan_task(sharder, task, cost.get(), ctx);
   if (result.status != ShardStatus::kOk) {
-    std::cerr << "error: " << result.plan.provenance.sharder << ": " << to_string(result.status)
-              << ": " << result.reason << "\n";
+    std::cerr << "error: " << result.plan.provenance.sharder << ": " << to_string(result.status) << ": "
+              << result.reason << "\n";
     return 1;
   }
   OutputSet outputs;  // the plan and its report are replaced together or not at all
@@ -145,8 +146,8 @@ int run_plan(Args& args, const Context& base_ctx) {
   const double value = objective_value(breakdown, objective);
   const auto bound = result.lower_bound && result.bound_objective == objective ? result.lower_bound
                                                                                : cost->lower_bound(task, objective);
-  std::cout << result.plan.provenance.sharder << " planned " << task.workload.tables.size()
-            << " tables in " << readable_ms(result.plan.provenance.wall_ms) << "\n";
+  std::cout << result.plan.provenance.sharder << " planned " << task.workload.tables.size() << " tables in "
+            << readable_ms(result.plan.provenance.wall_ms) << "\n";
   if (result.plan.groups.enabled())
     std::cout << describe_groups(result.plan.groups, task.topology.num_devices()) << "; costs per rank of a group\n";
   std::cout << eval_result_table(eval_result_of(breakdown, costed.workload.batch_size, cost->spec()), costed.topology);
@@ -158,8 +159,8 @@ int run_plan(Args& args, const Context& base_ctx) {
   if (const auto& derived = result.plan.provenance.derived_stats_tables; !derived.empty()) {
     std::string names;
     for (std::size_t i = 0; i < derived.size() && i < 8; ++i) names += (i ? ", " : "") + derived[i];
-    std::printf("statistics derived from shape (rows, pooling factor) for %zu of %zu tables: %s%s\n",
-                derived.size(), task.workload.tables.size(), names.c_str(), derived.size() > 8 ? ", ..." : "");
+    std::printf("statistics derived from shape (rows, pooling factor) for %zu of %zu tables: %s%s\n", derived.size(),
+                task.workload.tables.size(), names.c_str(), derived.size() > 8 ? ", ..." : "");
   }
   if (explain) print_explanations(task, result.plan, judge, ctx);
   const auto print_with_bound = [&](double v, const std::string& spec, double b) {

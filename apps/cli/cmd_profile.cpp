@@ -44,8 +44,7 @@ void read_exchange_options(Args& args, EvalOptions& options) {
 
 int run_profile(Args& args, const Context& ctx) {
   const auto& words = args.positional();
-  EMBSHARD_CHECK(!words.empty() && (words[0] == "compute" || words[0] == "comm" ||
-                                    words[0] == "calibrate"),
+  EMBSHARD_CHECK(!words.empty() && (words[0] == "compute" || words[0] == "comm" || words[0] == "calibrate"),
                  "embshard profile: expected a sub-verb, 'compute', 'comm' or 'calibrate'");
   if (words[0] == "calibrate") return run_profile_calibrate(args, ctx);
   return words[0] == "compute" ? run_profile_compute(args, ctx) : run_profile_comm(args, ctx);
@@ -85,8 +84,9 @@ int run_profile_calibrate(Args& args, const Context& ctx) {
   const SimCalibration calibration = calibrate_sim(files, test_every, ctx, samples);
   std::string installed;
   if (install) {
-    EMBSHARD_CHECK(calibration.device_kind == "cpu" && calibration.hardware.calibrated_on, "--install: the samples are of '",
-                   calibration.device_kind, "' devices; only a CPU's calibration is installed (use --out C.json and sim:coefficients=C.json)");
+    EMBSHARD_CHECK(calibration.device_kind == "cpu" && calibration.hardware.calibrated_on,
+                   "--install: the samples are of '", calibration.device_kind,
+                   "' devices; only a CPU's calibration is installed (use --out C.json and sim:coefficients=C.json)");
     installed = machine_calibration_path(*calibration.hardware.calibrated_on);
     std::filesystem::create_directories(std::filesystem::path(installed).parent_path());
   }
@@ -98,7 +98,8 @@ int run_profile_calibrate(Args& args, const Context& ctx) {
   std::cout << sim_calibration_text(calibration);
   if (install) {
     const bool here = installed == machine_calibration_path(this_cpu());
-    std::cout << "installed as " << (here ? "this" : "the measuring") << " machine's calibration: " << installed << "\n";
+    std::cout << "installed as " << (here ? "this" : "the measuring") << " machine's calibration: " << installed
+              << "\n";
   }
   return 0;
 }
@@ -121,11 +122,10 @@ int run_profile_compute(Args& args, const Context& ctx) {
   EMBSHARD_CHECK(run.num_samples >= 1, "--samples must be at least 1");
   EMBSHARD_CHECK(run.batch_size >= 1 && run.batch_size <= (std::int64_t{1} << 24),
                  "--batch must lie in [1, 2^24], got ", run.batch_size);
-  EMBSHARD_CHECK(run.sampler.max_tables >= 1 && run.sampler.max_tables <= 1000,
-                 "--max-tables must lie in [1, 1000]");
+  EMBSHARD_CHECK(run.sampler.max_tables >= 1 && run.sampler.max_tables <= 1000, "--max-tables must lie in [1, 1000]");
   EMBSHARD_CHECK(run.sampler.max_bytes >= 1, "--max-bytes must be positive");
-  EMBSHARD_CHECK(run.prepare_ahead >= 0 && run.prepare_ahead <= 256,
-                 "--prepare-ahead must lie in [0, 256], got ", run.prepare_ahead);
+  EMBSHARD_CHECK(run.prepare_ahead >= 0 && run.prepare_ahead <= 256, "--prepare-ahead must lie in [0, 256], got ",
+                 run.prepare_ahead);
   const Pool pool = Pool::generate(pool_seed);
   const std::int64_t done = collect_compute_samples(pool, run, out, ctx);
   ctx.info(detail::concat(out, ": ", done, " samples"));

@@ -22,8 +22,7 @@ CommProfileRun parse_run(Args& args) {
   run.batch_size = args.get_int("batch", run.batch_size);
   run.seed = static_cast<std::uint64_t>(args.get_int("seed", 0));
   run.sampler.max_tables = static_cast<int>(args.get_int("max-tables", run.sampler.max_tables));
-  run.sampler.max_sleep_ms =
-      static_cast<int>(args.get_int("max-sleep-ms", run.sampler.max_sleep_ms));
+  run.sampler.max_sleep_ms = static_cast<int>(args.get_int("max-sleep-ms", run.sampler.max_sleep_ms));
   if (args.flag("no-sleep")) run.sampler.max_sleep_ms = 0;
   run.measure = measure_options(args, run.measure);
   const std::string problem = find_error_in_comm_run(run);
@@ -35,8 +34,7 @@ CommProfileRun parse_run(Args& args) {
 class ModelComparison {
  public:
   ModelComparison(int num_ranks, std::int64_t batch_size)
-      : topology_(make_topology(detail::concat("cpu:devices=", num_ranks))),
-        batch_size_(batch_size) {}
+      : topology_(make_topology(detail::concat("cpu:devices=", num_ranks))), batch_size_(batch_size) {}
 
   void add(const CommSample& sample) {
     const std::vector<double> model = all_to_all_ms(topology_, sample.dim_sums, batch_size_);
@@ -49,10 +47,9 @@ class ModelComparison {
   [[nodiscard]] std::string summary() const {
     if (count_ == 0) return "profile comm: nothing measured in this run";
     const double n = static_cast<double>(count_);
-    std::string line = detail::concat(
-        "profile comm: mean over ", count_, " samples of the slowest rank: fw ", fw_ms_ / n,
-        " ms (includes the wait for late ranks), bw ", bw_ms_ / n, " ms; link model (",
-        topology_.name, ") ", model_ms_ / n, " ms");
+    std::string line = detail::concat("profile comm: mean over ", count_, " samples of the slowest rank: fw ",
+                                      fw_ms_ / n, " ms (includes the wait for late ranks), bw ", bw_ms_ / n,
+                                      " ms; link model (", topology_.name, ") ", model_ms_ / n, " ms");
     if (model_ms_ > 0.0)
       line += detail::concat("; measured/model fw ", fw_ms_ / model_ms_, ", bw ", bw_ms_ / model_ms_);
     return line;
@@ -71,8 +68,7 @@ class ModelComparison {
 int collect_and_compare(const MpiSession& session, const CommProfileRun& run, const std::string& path,
                         const Context& ctx) {
   ModelComparison comparison(session.size(), run.batch_size);
-  const int status = collect_comm_samples(session, run, path, ctx,
-                                          [&](const CommSample& s) { comparison.add(s); });
+  const int status = collect_comm_samples(session, run, path, ctx, [&](const CommSample& s) { comparison.add(s); });
   if (status == 0 && session.is_root()) ctx.info(comparison.summary());
   return status;
 }

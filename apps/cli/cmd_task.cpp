@@ -35,7 +35,8 @@ void refuse_a_directory_with_tasks(const std::string& dir) {
     if (found++ == 0) example = entry.path().filename().string();
   }
   EMBSHARD_CHECK(found == 0, "embshard task gen: --out ", dir, " already holds ", found, " task file",
-                 found == 1 ? "" : "s", " (", example, "); compare --tasks would mix them with the new set: "
+                 found == 1 ? "" : "s", " (", example,
+                 "); compare --tasks would mix them with the new set: "
                  "choose a new directory or remove them");
 }
 
@@ -50,15 +51,15 @@ int run_task(Args& args, const Context& ctx) {
   const std::string out = args.require("out");
   const auto tables = args.get("tables");
   const auto pool_seed = static_cast<std::uint64_t>(args.get_int("pool-seed", 0));
-  EMBSHARD_CHECK(count >= 1 && count <= kMaxTaskCount, "embshard task gen: --count must lie in [1, ",
-                 kMaxTaskCount, "], got ", count);
+  EMBSHARD_CHECK(count >= 1 && count <= kMaxTaskCount, "embshard task gen: --count must lie in [1, ", kMaxTaskCount,
+                 "], got ", count);
   args.finish(1);
   std::vector<NamedPath> outputs;
   for (std::int64_t i = 0; i < count; ++i) outputs.push_back({"--out", task_file_path(out, static_cast<int>(i))});
   check_paths({{"--tables", tables.value_or("")}}, {}, outputs);
   refuse_a_directory_with_tasks(out);
-  const TableSource source = tables ? TableSource::from_stats(read_stats_file(*tables))
-                                    : TableSource::from_pool(pool_seed, gen->batch_size());
+  const TableSource source =
+      tables ? TableSource::from_stats(read_stats_file(*tables)) : TableSource::from_pool(pool_seed, gen->batch_size());
   const auto first_size = task_to_json(gen->generate(source, seed, 0)).size();
   check_fits_on_disk(out, static_cast<std::uint64_t>(first_size) * static_cast<std::uint64_t>(count),
                      detail::concat("embshard task gen --count ", count));

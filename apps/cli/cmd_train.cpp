@@ -16,8 +16,9 @@ int exec_train(const std::vector<std::string>& words) {
   char self[PATH_MAX] = {};
   const ssize_t length = readlink("/proc/self/exe", self, sizeof self - 1);
   EMBSHARD_CHECK(length > 0, "embshard train: cannot find this binary (/proc/self/exe): ", std::strerror(errno));
-  const std::string trainer = (std::filesystem::path(std::string(self, static_cast<std::size_t>(length))).parent_path() /
-                               "embshard-train").string();
+  const std::string trainer =
+      (std::filesystem::path(std::string(self, static_cast<std::size_t>(length))).parent_path() / "embshard-train")
+          .string();
   EMBSHARD_CHECK(access(trainer.c_str(), X_OK) == 0, "embshard train: ", trainer,
                  " is missing: this embshard was built without the learn module (libtorch); install "
                  "libtorch-dev libopenblas0 (scripts/setup.sh does) and rebuild");

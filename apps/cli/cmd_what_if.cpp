@@ -1,6 +1,6 @@
-// embshard size --task T [--target-step MS] [--devices MIN-MAX] [--sharder S] [--cost C] [--out C.csv] [--report R.html]
-// embshard fit  --task T [--sharder S] [--cost C] [--out T2.json [--apply K]]
-// embshard replan --task NEW --from OLD_PLAN [--max-move SHARE|BYTES] [--out P.json] [--curve C.csv] [--report R.html]
+// embshard size --task T [--target-step MS] [--devices MIN-MAX] [--sharder S] [--cost C] [--out C.csv] [--report
+// R.html] embshard fit  --task T [--sharder S] [--cost C] [--out T2.json [--apply K]] embshard replan --task NEW --from
+// OLD_PLAN [--max-move SHARE|BYTES] [--out P.json] [--curve C.csv] [--report R.html]
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -41,8 +41,10 @@ std::pair<int, int> device_range(Args& args, const Task& task) {
   const std::string text = args.get_or("devices", "");
   if (text.empty()) return {1, std::min<int>(kMaxDevices, 16 * task.topology.num_devices())};
   int lo = 0, hi = 0, used = 0;
-  const bool range = std::sscanf(text.c_str(), "%d-%d%n", &lo, &hi, &used) == 2 && used == static_cast<int>(text.size());
-  const bool one = !range && std::sscanf(text.c_str(), "%d%n", &lo, &used) == 1 && used == static_cast<int>(text.size());
+  const bool range =
+      std::sscanf(text.c_str(), "%d-%d%n", &lo, &hi, &used) == 2 && used == static_cast<int>(text.size());
+  const bool one =
+      !range && std::sscanf(text.c_str(), "%d%n", &lo, &used) == 1 && used == static_cast<int>(text.size());
   if (one) hi = lo;
   EMBSHARD_CHECK((range || one) && lo >= 1 && hi >= lo && hi <= kMaxDevices, "--devices: expected MIN-MAX with ",
                  "1 <= MIN <= MAX <= ", kMaxDevices, ", got '", one_line(text), "'");
@@ -97,14 +99,15 @@ int run_fit(Args& args, const Context& base) {
   const Task task = read_task_file(task_path);
   const FitAdvice advice = advise_fit(task, options, ctx);
   if (advice.run.ok()) {
-    std::printf("the task fits: %s plans it, step %.3f ms\n", advice.run.sharder.substr(0, advice.run.sharder.find(':')).c_str(),
-                advice.run.eval.step_ms);
+    std::printf("the task fits: %s plans it, step %.3f ms\n",
+                advice.run.sharder.substr(0, advice.run.sharder.find(':')).c_str(), advice.run.eval.step_ms);
     EMBSHARD_CHECK(!out, "--out: the task fits as it is; there is no change to write");
     return 0;
   }
   std::cout << "the task does not fit:\n";
   for (const std::string& c : advice.conflicts) std::cout << "  - " << c << "\n";
-  std::cout << (advice.changes.empty() ? "no single change tried makes it fit\n" : "smallest changes that make it fit, verified by planning:\n");
+  std::cout << (advice.changes.empty() ? "no single change tried makes it fit\n"
+                                       : "smallest changes that make it fit, verified by planning:\n");
   for (std::size_t i = 0; i < advice.changes.size(); ++i) {
     const FitChange& c = advice.changes[i];
     std::printf("  %zu. [%s] %s: step %.3f ms\n", i + 1, c.kind.c_str(), c.description.c_str(), c.run.eval.step_ms);

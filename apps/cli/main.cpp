@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "commands.h"
-#include "verbs.h"
 #include "embshard/core/error.h"
 #include "embshard/core/markup.h"
 #include "embshard/core/version.h"
+#include "verbs.h"
 
 namespace {
 
@@ -29,11 +29,11 @@ int main(int argc, char** argv) {
     std::cout << "embshard " << embshard::embshard_version() << "\n";
     return 0;
   }
-  const std::map<std::string, Runner> verbs = {
-      {"stats", run_stats}, {"pool", run_pool},       {"task", run_task},       {"check", run_check},
-      {"list", run_list},   {"profile", run_profile}, {"eval", run_eval},       {"plan", run_plan},
-      {"compare", run_compare}, {"report", run_report}, {"help", run_help},  {"size", run_size},
-      {"fit", run_fit}, {"replan", run_replan}};
+  const std::map<std::string, Runner> verbs = {{"stats", run_stats},   {"pool", run_pool},    {"task", run_task},
+                                               {"check", run_check},   {"list", run_list},    {"profile", run_profile},
+                                               {"eval", run_eval},     {"plan", run_plan},    {"compare", run_compare},
+                                               {"report", run_report}, {"help", run_help},    {"size", run_size},
+                                               {"fit", run_fit},       {"replan", run_replan}};
   if (!words.empty() && words[0] == "train") {
     try {
       const std::vector<std::string> rest(words.begin() + 1, words.end());
@@ -57,7 +57,8 @@ int main(int argc, char** argv) {
       if (it == verbs.end()) {
         std::string known;
         for (const auto& [name, run] : verbs) known += name + ", ";
-        std::cerr << "error: unknown verb '" << embshard::one_line(verb) << "' (verbs: " << known << "train; embshard --help shows them all)\n";
+        std::cerr << "error: unknown verb '" << embshard::one_line(verb) << "' (verbs: " << known
+                  << "train; embshard --help shows them all)\n";
         return 1;
       }
       runner = it->second;

@@ -22,8 +22,8 @@ void check_paths(const std::vector<NamedPath>& files, const std::vector<NamedPat
   }
   for (const NamedPath& out : outputs) {
     std::error_code ec;
-    EMBSHARD_CHECK(out.path.empty() || !std::filesystem::is_directory(out.path, ec), out.option, ": ",
-                   out.path, ": is a directory; give a file name");
+    EMBSHARD_CHECK(out.path.empty() || !std::filesystem::is_directory(out.path, ec), out.option, ": ", out.path,
+                   ": is a directory; give a file name");
   }
   std::vector<NamedPath> inputs = files;
   inputs.insert(inputs.end(), dirs.begin(), dirs.end());

@@ -16,8 +16,11 @@ const std::vector<OptionDoc> kMeasure = {
 
 /** How a judge counts the exchanges (cost/link_model.h), for every verb that judges plans. */
 const std::vector<OptionDoc> kExchangeOptions = {
-    {"input-comm", "M", "exposed", "the input all-to-all: exposed | overlap (hidden under compute) | omit (the papers' benchmarks)"},
-    {"exchanges", "E", "fused", "fused: one exchange set for the plan (the papers' benchmarks) | per_type: one per sharding type, as TorchRec runs them"},
+    {"input-comm", "M", "exposed",
+     "the input all-to-all: exposed | overlap (hidden under compute) | omit (the papers' benchmarks)"},
+    {"exchanges", "E", "fused",
+     "fused: one exchange set for the plan (the papers' benchmarks) | per_type: one per sharding type, as TorchRec "
+     "runs them"},
 };
 
 /** `options` followed by the exchange options of a judge. */
@@ -53,15 +56,21 @@ std::vector<OptionDoc> policy_training(std::vector<OptionDoc> options) {
 }
 
 std::vector<VerbDoc> make_docs() {
-  const std::string metrics = "The figures printed (step, max_sum, balance, fw_wait, gap, UVM share) are defined, "
-                              "with formulas and a worked example, in docs/metrics.md.";
+  const std::string metrics =
+      "The figures printed (step, max_sum, balance, fw_wait, gap, UVM share) are defined, "
+      "with formulas and a worked example, in docs/metrics.md.";
   return {
-      {"", "the main job: the built-in pool, the default task planned by every sharder, the best plan's breakdown",
-       {{"report", "R.html", "", "also write the plan report of every plan found"}}, ""},
-      {"stats", "reference statistics of every table of a dataset file (.pt, .pt.gz, legacy .pt)",
+      {"",
+       "the main job: the built-in pool, the default task planned by every sharder, the best plan's breakdown",
+       {{"report", "R.html", "", "also write the plan report of every plan found"}},
+       ""},
+      {"stats",
+       "reference statistics of every table of a dataset file (.pt, .pt.gz, legacy .pt)",
        {{"data", "FILE", "", "the dataset file (required)"},
-        {"out", "tables.json", "", "the statistics file to write (required)"}}, ""},
-      {"pool", "the built-in synthetic pool: its expected statistics, a check against the published figures, or raw batches",
+        {"out", "tables.json", "", "the statistics file to write (required)"}},
+       ""},
+      {"pool",
+       "the built-in synthetic pool: its expected statistics, a check against the published figures, or raw batches",
        {{"seed", "N", "0", "the pool's seed"},
         {"out", "pool.json", "", "write the pool's expected statistics"},
         {"batch", "B", "65536", "the batch the statistics (or batches) are for"},
@@ -71,7 +80,8 @@ std::vector<VerbDoc> make_docs() {
         {"tables", "N", "856", "with --write-pt: how many tables"},
         {"fit", "", "", "refit the pool's parameters to the published figures and print them"}},
        "Give one of --out, --check, --write-pt or --fit."},
-      {"task gen", "tasks of a paper's protocol, one JSON file per task (DIR/000.json, ...)",
+      {"task gen",
+       "tasks of a paper's protocol, one JSON file per task (DIR/000.json, ...)",
        {{"protocol", "NAME[:k=v,..]", "", "neuroshard, dreamshard, autoshard or recshard (embshard list; required)"},
         {"devices", "D", "", "the protocol's devices parameter"},
         {"max-dim", "M", "", "the protocol's max_dim parameter"},
@@ -79,93 +89,117 @@ std::vector<VerbDoc> make_docs() {
         {"seed", "S", "0", "seed of the generator"},
         {"out", "DIR", "", "the directory to write (required; refused if it holds tasks)"},
         {"tables", "stats.json", "", "draw tables from this statistics file instead of the pool"},
-        {"pool-seed", "N", "0", "the pool the tables come from"}}, ""},
-      {"plan", "plan a task with a sharder; prints the breakdown and the gap to a lower bound",
+        {"pool-seed", "N", "0", "the pool the tables come from"}},
+       ""},
+      {"plan",
+       "plan a task with a sharder; prints the breakdown and the gap to a lower bound",
        {{"task", "T.json", "", "the task (without it: the main job)"},
-        {"sharder", "SPEC", "joint", "a registered sharder spec (embshard list); with --format torchrec, joint plans as torchrec=true"},
+        {"sharder", "SPEC", "joint",
+         "a registered sharder spec (embshard list); with --format torchrec, joint plans as torchrec=true"},
         {"cost", "SPEC", "default", "the cost model sharders that search use"},
-        {"objective", "O", "step", "step | max_sum | balance: what a sharder with an objective parameter (joint, neuroshard, exhaustive) optimises, and the figure printed"},
+        {"objective", "O", "step",
+         "step | max_sum | balance: what a sharder with an objective parameter (joint, neuroshard, exhaustive) "
+         "optimises, and the figure printed"},
         {"out", "P.json", "", "the plan file to write"},
         {"report", "R.html", "", "also write the plan's report"},
-        {"format", "F", "embshard", "embshard | torchrec (the ShardingPlan JSON embshard.torchrec.load_sharding_plan reads)"},
+        {"format", "F", "embshard",
+         "embshard | torchrec (the ShardingPlan JSON embshard.torchrec.load_sharding_plan reads)"},
         {"torchrec-device", "D", "cuda", "with --format torchrec: cuda | cpu"},
         {"torchrec-module", "FQN", "sparse_arch.embedding_bag_collection",
-         "with --format torchrec: the path of the EmbeddingBagCollection in the model given to DistributedModelParallel (torchrec.models.dlrm.DLRM's by default; '.' when the collection itself is the model)"},
-        {"explain", "", "", "per table, its placement and what the best single change of it would cost (docs/what_if.md)"},
-        {"colocate", "'A,B;C,D'", "", "groups of tables each placed whole on one device (added to the task's constraints.colocate)"},
+         "with --format torchrec: the path of the EmbeddingBagCollection in the model given to "
+         "DistributedModelParallel (torchrec.models.dlrm.DLRM's by default; '.' when the collection itself is the "
+         "model)"},
+        {"explain", "", "",
+         "per table, its placement and what the best single change of it would cost (docs/what_if.md)"},
+        {"colocate", "'A,B;C,D'", "",
+         "groups of tables each placed whole on one device (added to the task's constraints.colocate)"},
         {"separate", "'A,B;C,D'", "", "groups of tables that share no device (added to constraints.separate)"},
         {"seed", "S", "0", "seed of randomised sharders"}},
        metrics},
       {"size", "capacity planning: the step at each device count, and the fewest devices that meet a target",
        with_exchanges({{"task", "T.json", "", "the task (required); its devices' kind, memory and batch are kept"},
-        {"target-step", "MS", "", "the step to meet, ms (without it: the curve alone)"},
-        {"devices", "MIN-MAX", "", "the device counts to try (default 1 to 16 × the task's); the sizes the topology comes in"},
-        {"sharder", "SPEC", "joint", "the sharder that plans each count"},
-        {"cost", "SPEC", "default", "its cost model"},
-        {"backend", "B", "sim", "the judge of each plan"},
-        {"out", "C.csv", "", "the curve as CSV"},
-        {"report", "R.html", "", "the curve as an HTML report"},
-        {"seed", "S", "0", "seed of every plan made"}}),
+                       {"target-step", "MS", "", "the step to meet, ms (without it: the curve alone)"},
+                       {"devices", "MIN-MAX", "",
+                        "the device counts to try (default 1 to 16 × the task's); the sizes the topology comes in"},
+                       {"sharder", "SPEC", "joint", "the sharder that plans each count"},
+                       {"cost", "SPEC", "default", "its cost model"},
+                       {"backend", "B", "sim", "the judge of each plan"},
+                       {"out", "C.csv", "", "the curve as CSV"},
+                       {"report", "R.html", "", "the curve as an HTML report"},
+                       {"seed", "S", "0", "seed of every plan made"}}),
        "Exits 1 when no count tried meets the target; the last line says why (docs/what_if.md)."},
       {"fit", "why a task does not fit, and the smallest changes that make it fit, each verified by planning",
        with_exchanges({{"task", "T.json", "", "the task (required)"},
-        {"sharder", "SPEC", "joint", "the sharder that must plan the changed task"},
-        {"cost", "SPEC", "default", "its cost model"},
-        {"backend", "B", "sim", "the judge of each plan"},
-        {"out", "T2.json", "", "write a changed task (the first of the ranked list unless --apply)"},
-        {"apply", "K", "1", "with --out: which change to write"},
-        {"seed", "S", "0", "seed of every plan made"}}),
+                       {"sharder", "SPEC", "joint", "the sharder that must plan the changed task"},
+                       {"cost", "SPEC", "default", "its cost model"},
+                       {"backend", "B", "sim", "the judge of each plan"},
+                       {"out", "T2.json", "", "write a changed task (the first of the ranked list unless --apply)"},
+                       {"apply", "K", "1", "with --out: which change to write"},
+                       {"seed", "S", "0", "seed of every plan made"}}),
        "Changes: HBM per device, devices, UVM for the largest tables, row / column splits, any sharding type for "
        "constrained tables; ranked relaxations first, then by the hardware added (docs/what_if.md)."},
-      {"replan", "re-plan a changed task moving little: the best plan within a movement budget, and the curve of step against bytes moved",
-       with_exchanges({{"task", "T.json", "", "the changed task (required): new statistics, tables, world size"},
-        {"from", "P.json", "", "the plan running today (required); ranks keep their numbers, added ranks come last"},
-        {"max-move", "M", "", "the most to move: a share of the task's table bytes (0.1, 10%) or bytes (5e9, 4GiB); default: no limit"},
-        {"sharder", "SPEC", "joint:groups=none", "the from-scratch plan the curve ends at (1D)"},
-        {"cost", "SPEC", "default", "its cost model"},
-        {"backend", "B", "sim", "the judge of each point"},
-        {"out", "P.json", "", "the chosen plan"},
-        {"curve", "C.csv", "", "the curve: moved_bytes, moved_share, step_ms, tables_switched, price, chosen"},
-        {"report", "R.html", "", "the re-plan's report: step against bytes moved, the budget, each device's traffic"},
-        {"seed", "S", "0", "seed of every plan made"}}),
+      {"replan",
+       "re-plan a changed task moving little: the best plan within a movement budget, and the curve of step against "
+       "bytes moved",
+       with_exchanges(
+           {{"task", "T.json", "", "the changed task (required): new statistics, tables, world size"},
+            {"from", "P.json", "",
+             "the plan running today (required); ranks keep their numbers, added ranks come last"},
+            {"max-move", "M", "",
+             "the most to move: a share of the task's table bytes (0.1, 10%) or bytes (5e9, 4GiB); default: no limit"},
+            {"sharder", "SPEC", "joint:groups=none", "the from-scratch plan the curve ends at (1D)"},
+            {"cost", "SPEC", "default", "its cost model"},
+            {"backend", "B", "sim", "the judge of each point"},
+            {"out", "P.json", "", "the chosen plan"},
+            {"curve", "C.csv", "", "the curve: moved_bytes, moved_share, step_ms, tables_switched, price, chosen"},
+            {"report", "R.html", "",
+             "the re-plan's report: step against bytes moved, the budget, each device's traffic"},
+            {"seed", "S", "0", "seed of every plan made"}}),
        "docs/what_if.md says what counts as moved and how the curve is searched."},
-      {"check", "validate a plan against its task",
-       {{"task", "T.json", "", "the task (required)"}, {"plan", "P.json", "", "the plan (required)"}}, ""},
+      {"check",
+       "validate a plan against its task",
+       {{"task", "T.json", "", "the task (required)"}, {"plan", "P.json", "", "the plan (required)"}},
+       ""},
       {"eval", "judge a plan: per-device compute, communication, memory and the objectives",
        with_measure(with_exchanges({{"task", "T.json", "", "the task (required)"},
-        {"plan", "P.json", "", "the plan (required)"},
-        {"backend", "B", "sim", "sim | cpu | reference | cuda (where built)"},
-        {"batch", "B", "0", "measured backends: the batch to run (0: the task's)"},
-        {"draw", "N", "0", "measured backends: which draw of the lookups"},
-        {"objective", "O", "step", "step | max_sum | balance"},
-        {"out", "R.json", "", "the evaluation as JSON"},
-        {"comm", "C", "auto", "auto | model | mpi (measured all-to-alls, input one included; run under mpirun -n D). auto: mpi for a measured backend started by mpirun, else the link model"},
-        {"remap", "R", "in_sample", "tiered shards: in_sample | held_out (which draw ranks the hot rows)"}}),
+                                    {"plan", "P.json", "", "the plan (required)"},
+                                    {"backend", "B", "sim", "sim | cpu | reference | cuda (where built)"},
+                                    {"batch", "B", "0", "measured backends: the batch to run (0: the task's)"},
+                                    {"draw", "N", "0", "measured backends: which draw of the lookups"},
+                                    {"objective", "O", "step", "step | max_sum | balance"},
+                                    {"out", "R.json", "", "the evaluation as JSON"},
+                                    {"comm", "C", "auto",
+                                     "auto | model | mpi (measured all-to-alls, input one included; run under mpirun "
+                                     "-n D). auto: mpi for a measured backend started by mpirun, else the link model"},
+                                    {"remap", "R", "in_sample",
+                                     "tiered shards: in_sample | held_out (which draw ranks the hot rows)"}}),
                     "2", "5"),
        metrics},
       {"compare", "every sharder on every task of a directory, one judge",
-       with_measure(with_exchanges({{"tasks", "DIR", "", "the task directory (required)"},
-        {"sharders", "'S1;S2;...'", "", "sharder specs (required)"},
-        {"cost", "SPEC", "default", "the cost model sharders that search use"},
-        {"backend", "B", "sim", "the judge: sim | cpu | reference | cuda"},
-        {"batch", "B", "0", "measured backends: the batch to run (0: the task's)"},
-        {"out", "R.csv", "", "the comparison CSV (required)"},
-        {"summary", "R.md", "", "a NeuroShard-Table-1-shaped Markdown summary"},
-        {"chart", "R.svg", "", "per-device step bars of one task for every sharder"},
-        {"chart-task", "ID", "", "with --chart: which task (default: the first)"},
-        {"report", "R.html", "", "an HTML report of the comparison"},
-        {"reference", "SPEC", "", "with --report: the sharder the others are compared with"}}),
-                    "2", "5"),
+       with_measure(
+           with_exchanges({{"tasks", "DIR", "", "the task directory (required)"},
+                           {"sharders", "'S1;S2;...'", "", "sharder specs (required)"},
+                           {"cost", "SPEC", "default", "the cost model sharders that search use"},
+                           {"backend", "B", "sim", "the judge: sim | cpu | reference | cuda"},
+                           {"batch", "B", "0", "measured backends: the batch to run (0: the task's)"},
+                           {"out", "R.csv", "", "the comparison CSV (required)"},
+                           {"summary", "R.md", "", "a NeuroShard-Table-1-shaped Markdown summary"},
+                           {"chart", "R.svg", "", "per-device step bars of one task for every sharder"},
+                           {"chart-task", "ID", "", "with --chart: which task (default: the first)"},
+                           {"report", "R.html", "", "an HTML report of the comparison"},
+                           {"reference", "SPEC", "", "with --report: the sharder the others are compared with"}}),
+           "2", "5"),
        metrics},
       {"report", "an HTML report: plans of one task, or a saved comparison",
-       with_measure(with_exchanges({{"task", "T.json", "", "the task whose plans to show"},
-        {"plan", "'P1.json;P2.json'", "", "the plans (with --task)"},
-        {"backend", "B", "sim", "the judge of the plans"},
-        {"batch", "B", "0", "measured backends: the batch to run (0: the task's)"},
-        {"compare", "R.csv", "", "a compare CSV to show instead"},
-        {"reference", "SPEC", "", "with --compare: the sharder the others are compared with"},
-        {"out", "R.html", "", "the report (required)"}}),
-                    "2", "5"),
+       with_measure(
+           with_exchanges({{"task", "T.json", "", "the task whose plans to show"},
+                           {"plan", "'P1.json;P2.json'", "", "the plans (with --task)"},
+                           {"backend", "B", "sim", "the judge of the plans"},
+                           {"batch", "B", "0", "measured backends: the batch to run (0: the task's)"},
+                           {"compare", "R.csv", "", "a compare CSV to show instead"},
+                           {"reference", "SPEC", "", "with --compare: the sharder the others are compared with"},
+                           {"out", "R.html", "", "the report (required)"}}),
+           "2", "5"),
        "Give --task and --plan, or --compare."},
       {"profile compute", "measure random fused shards on this machine's kernels (cost samples, resumable)",
        with_measure({{"out", "S.jsonl", "", "the sample file (appended to; required)"},
@@ -176,7 +210,9 @@ std::vector<VerbDoc> make_docs() {
                      {"max-tables", "N", "15", "most tables in a shard"},
                      {"max-bytes", "N", "4294967296", "most bytes of a shard"},
                      {"backend", "B", "cpu", "the kernels: cpu | reference | cuda"},
-                     {"prepare-ahead", "N", "", "samples set up in parallel before they are timed in turn (default: --threads on cuda, 0 on the CPU, whose cores are measured)"}},
+                     {"prepare-ahead", "N", "",
+                      "samples set up in parallel before they are timed in turn (default: --threads on cuda, 0 on the "
+                      "CPU, whose cores are measured)"}},
                     "2", "5"),
        ""},
       {"profile comm", "measure the all-to-alls of random placements over MPI ranks (mpirun -n D)",
@@ -189,18 +225,22 @@ std::vector<VerbDoc> make_docs() {
                      {"no-sleep", "", "", "no rank sleeps"}},
                     "5", "10", /*flushes=*/false),
        ""},
-      {"profile calibrate", "fit the sim model to measured compute samples (cpu, cuda) or to a GPU's published figures; held-out error",
+      {"profile calibrate",
+       "fit the sim model to measured compute samples (cpu, cuda) or to a GPU's published figures; held-out error",
        {{"samples", "S.jsonl[,T.jsonl]", "", "compute samples (files of other seeds are fitted together)"},
         {"test-every", "K", "3", "with --samples: every K-th sample is held out"},
         {"out", "C.json", "", "with --samples: the fitted coefficients"},
-        {"install", "", "", "with --samples of a CPU: install the fit as the measuring machine's calibration, which sim's builtin coefficients give way to on that machine (cost/machine_calibration.h)"},
+        {"install", "", "",
+         "with --samples of a CPU: install the fit as the measuring machine's calibration, which sim's builtin "
+         "coefficients give way to on that machine (cost/machine_calibration.h)"},
         {"report", "R.html", "", "with --samples: predicted against measured, held out"},
         {"figures", "F.json", "", "published figures of a GPU preset (models/calibration/2080ti-papers.json)"},
         {"tasks", "N", "20", "with --figures: tasks per protocol setting"},
         {"seed", "S", "1", "with --figures: seed of the tasks"},
         {"markdown", "R.md", "", "with --figures: the calibration table"}},
        "Give --samples or --figures."},
-      {"train cost", "train NeuroShard's neural cost models (embshard-train, libtorch); held-out accuracy",
+      {"train cost",
+       "train NeuroShard's neural cost models (embshard-train, libtorch); held-out accuracy",
        {{"samples", "S.jsonl[,C.jsonl]", "", "compute and/or comm sample files (required)"},
         {"out", "MODEL.json", "", "the weights file (required)"},
         {"epochs", "N", "1000", "training epochs"},
@@ -217,39 +257,44 @@ std::vector<VerbDoc> make_docs() {
        "than nothing (held-out R² < 0, or compute worse than the sum of singles) is not written\n"
        "unless --force."},
       {"train dreamshard", "train DreamShard's policy on a directory of tasks, plans judged on a backend",
-       policy_training({
-        {"iterations", "N", "10", "outer iterations"},
-        {"collect", "N", "10", "real plans evaluated per iteration"},
-        {"cost-steps", "N", "300", "cost-network updates per iteration"},
-        {"rl-batches", "N", "10", "policy updates per iteration"},
-        {"episodes", "N", "10", "estimated-MDP episodes per policy update"},
-        {"lr", "X", "0.0005", "Adam's learning rate"},
-        {"features", "per_task|training_set", "per_task",
-         "table features z-scored over each task (the authors' recipe) or over every training table (stored in the policy)"},
-        {"cost-patience", "N", "0", "0: N_cost cost updates per iteration (the authors'); N: up to 10 x N_cost, stopped after N held-out checks without gain"},
-        {"reward", "overall|kernels", "overall",
-         "the policy's reward: the cost network's overall head (the authors') or its fw/bw/comm heads composed as the judge composes a step"},
-        {"keep", "last|best", "last",
-         "the policy written: the last iteration's (the authors') or the iteration whose arg-max plans of the first training tasks judged best"}}),
+       policy_training({{"iterations", "N", "10", "outer iterations"},
+                        {"collect", "N", "10", "real plans evaluated per iteration"},
+                        {"cost-steps", "N", "300", "cost-network updates per iteration"},
+                        {"rl-batches", "N", "10", "policy updates per iteration"},
+                        {"episodes", "N", "10", "estimated-MDP episodes per policy update"},
+                        {"lr", "X", "0.0005", "Adam's learning rate"},
+                        {"features", "per_task|training_set", "per_task",
+                         "table features z-scored over each task (the authors' recipe) or over every training table "
+                         "(stored in the policy)"},
+                        {"cost-patience", "N", "0",
+                         "0: N_cost cost updates per iteration (the authors'); N: up to 10 x N_cost, stopped after N "
+                         "held-out checks without gain"},
+                        {"reward", "overall|kernels", "overall",
+                         "the policy's reward: the cost network's overall head (the authors') or its fw/bw/comm heads "
+                         "composed as the judge composes a step"},
+                        {"keep", "last|best", "last",
+                         "the policy written: the last iteration's (the authors') or the iteration whose arg-max plans "
+                         "of the first training tasks judged best"}}),
        "Evaluates real plans on the backend (at --batch for measured backends), with a checkpoint in\n"
        "POLICY.json.ckpt after every iteration (--resume continues from it); plan with\n"
        "--sharder dreamshard:policy=POLICY.json."},
       {"train autoshard", "train AutoShard's policy (IMPALA actors, V-trace learner) on a directory of tasks",
-       policy_training({
-        {"env-steps", "N", "100000", "placement steps the actors take in all"},
-        {"actors", "N", "8", "actor threads"},
-        {"unroll", "N", "100", "steps per unroll"},
-        {"learner-batch", "N", "8", "unrolls per learner update"},
-        {"lr", "X", "0.001", "Adam's learning rate"},
-        {"entropy", "X", "0.001", "entropy weight"},
-        {"cost-updates", "N", "20", "cost-head updates after each learner update"},
-        {"checkpoint-every", "N", "10", "learner updates between checkpoints"}}),
+       policy_training({{"env-steps", "N", "100000", "placement steps the actors take in all"},
+                        {"actors", "N", "8", "actor threads"},
+                        {"unroll", "N", "100", "steps per unroll"},
+                        {"learner-batch", "N", "8", "unrolls per learner update"},
+                        {"lr", "X", "0.001", "Adam's learning rate"},
+                        {"entropy", "X", "0.001", "entropy weight"},
+                        {"cost-updates", "N", "20", "cost-head updates after each learner update"},
+                        {"checkpoint-every", "N", "10", "learner updates between checkpoints"}}),
        "Evaluates real plans on the backend (at --batch for measured backends), with a checkpoint in\n"
        "POLICY.json.ckpt every --checkpoint-every learner updates (--resume continues from it); plan\n"
        "with --sharder autoshard:policy=POLICY.json."},
       {"list", "every registered plug-in (topologies, protocols, sharders, cost models) with its parameters", {}, ""},
-      {"help", "this list; `embshard help --markdown` writes docs/cli.md",
-       {{"markdown", "", "", "print the whole CLI reference as Markdown (docs/cli.md)"}}, ""},
+      {"help",
+       "this list; `embshard help --markdown` writes docs/cli.md",
+       {{"markdown", "", "", "print the whole CLI reference as Markdown (docs/cli.md)"}},
+       ""},
   };
 }
 
@@ -283,7 +328,8 @@ std::string option_line(const OptionDoc& o) {
 const std::vector<OptionDoc>& common_options() {
   static const std::vector<OptionDoc> options = {
       {"threads", "N", "", "worker threads (default: the machine's logical CPUs)"},
-      {"quiet", "", "", "no progress or info lines on stderr, only warnings and errors (results still go to stdout and files)"},
+      {"quiet", "", "",
+       "no progress or info lines on stderr, only warnings and errors (results still go to stdout and files)"},
       {"verbose", "", "", "also the per-epoch / per-iteration detail of training"},
   };
   return options;
@@ -307,10 +353,9 @@ std::vector<std::string> sub_verbs(const std::string& verb) {
   return subs;
 }
 
-const VerbDoc* resolve_verb(const std::string& verb, const std::vector<std::string>& words,
-                            std::ostream& help) {
-  const bool asks_for_help = std::any_of(words.begin(), words.end(),
-                                         [](const std::string& w) { return w == "--help" || w == "-h"; });
+const VerbDoc* resolve_verb(const std::string& verb, const std::vector<std::string>& words, std::ostream& help) {
+  const bool asks_for_help =
+      std::any_of(words.begin(), words.end(), [](const std::string& w) { return w == "--help" || w == "-h"; });
   const std::vector<std::string> subs = sub_verbs(verb);
   std::string name = verb;
   if (!subs.empty()) {
@@ -321,8 +366,8 @@ const VerbDoc* resolve_verb(const std::string& verb, const std::vector<std::stri
       }
       std::string list;
       for (const std::string& sub : subs) list += (list.empty() ? "" : ", ") + sub;
-      throw Error("embshard " + verb + ": expected a sub-verb: " + list + " (embshard " + verb + " " +
-                  subs.front() + " --help)");
+      throw Error("embshard " + verb + ": expected a sub-verb: " + list + " (embshard " + verb + " " + subs.front() +
+                  " --help)");
     }
     name = verb + " " + words[0];
   }
@@ -370,8 +415,10 @@ std::string cli_markdown() {
   for (const OptionDoc& o : common_options())
     out << "- `--" << o.name << (o.value.empty() ? "" : " " + o.value) << "`: " << o.help << "\n";
   for (const VerbDoc& v : verb_docs()) {
-    out << "\n## `embshard" << (v.name.empty() ? "" : " " + v.name) << "`\n\n" << v.summary << ".\n\n"
-        << "```\n" << usage_line(v) << "\n```\n";
+    out << "\n## `embshard" << (v.name.empty() ? "" : " " + v.name) << "`\n\n"
+        << v.summary << ".\n\n"
+        << "```\n"
+        << usage_line(v) << "\n```\n";
     if (!v.options.empty()) {
       out << "\n| option | meaning | default |\n|---|---|---|\n";
       for (const OptionDoc& o : v.options)

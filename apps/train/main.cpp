@@ -11,10 +11,10 @@
 #include "cli/verbs.h"
 #include "embshard/core/error.h"
 #include "embshard/core/file_io.h"
-#include "embshard/learn/cost_training.h"
-#include "embshard/learn/policy_training.h"
 #include "embshard/data/data_io.h"
 #include "embshard/eval/evaluator.h"
+#include "embshard/learn/cost_training.h"
+#include "embshard/learn/policy_training.h"
 #include "embshard/report/fit_report.h"
 
 namespace {
@@ -55,8 +55,8 @@ std::vector<SampleInput> read_training_inputs(const std::vector<std::string>& fi
     check_training_samples(file, inputs.back().samples, options);
     compute += inputs.back().samples.header.kind == SampleKind::kCompute ? 1 : 0;
   }
-  EMBSHARD_CHECK(compute <= 1 && static_cast<int>(files.size()) - compute <= 1,
-                 "--samples: two ", compute > 1 ? "compute" : "comm", " sample files (give one of each kind)");
+  EMBSHARD_CHECK(compute <= 1 && static_cast<int>(files.size()) - compute <= 1, "--samples: two ",
+                 compute > 1 ? "compute" : "comm", " sample files (give one of each kind)");
   return inputs;
 }
 
@@ -153,8 +153,8 @@ int train_dreamshard_verb(cli::Args& args, Context& ctx) {
   o.rl_episodes = static_cast<int>(args.get_int("episodes", o.rl_episodes));
   o.learning_rate = args.get_double("lr", 0.0005);
   const std::string features = args.get_or("features", "per_task");
-  EMBSHARD_CHECK(features == "per_task" || features == "training_set", "--features: expected per_task or training_set, got '",
-                 features, "'");
+  EMBSHARD_CHECK(features == "per_task" || features == "training_set",
+                 "--features: expected per_task or training_set, got '", features, "'");
   o.features = parse_feature_scaling(features);
   o.cost_patience = static_cast<int>(args.get_int("cost-patience", o.cost_patience));
   o.reward = parse_dreamshard_reward(args.get_or("reward", "overall"));

@@ -96,8 +96,8 @@ struct PlanResult {
   std::string reason;
 };
 
-PlanResult plan_with(const Task& task, const std::string& sharder, const std::string& cost,
-                     std::uint64_t seed, int threads) {
+PlanResult plan_with(const Task& task, const std::string& sharder, const std::string& cost, std::uint64_t seed,
+                     int threads) {
   ShardResult r = run_call(seed, threads, [&](const Context& ctx) {
     std::unique_ptr<CostModel> model;
     if (make_sharder(sharder)->uses_cost_model()) model = make_cost_model(cost, task, ctx);
@@ -166,36 +166,33 @@ py::list list_family(const std::string& family) {
     }
     return out;
   }
-  throw Error("embshard.list: unknown family '" + family +
-              "' (expected sharder, cost, topology, protocol or backend)");
+  throw Error("embshard.list: unknown family '" + family + "' (expected sharder, cost, topology, protocol or backend)");
 }
 
 /** Statistics of one table's CSR batch: offsets (B + 1 entries) and indices, int32 or int64. */
 template <typename IndexT, typename OffsetT>
-std::string csr_stats(py::array_t<IndexT, py::array::c_style> indices,
-                      py::array_t<OffsetT, py::array::c_style> offsets, std::int64_t num_rows,
-                      const std::string& where) {
+std::string csr_stats(py::array_t<IndexT, py::array::c_style> indices, py::array_t<OffsetT, py::array::c_style> offsets,
+                      std::int64_t num_rows, const std::string& where) {
   EMBSHARD_CHECK(indices.ndim() == 1 && offsets.ndim() == 1, where,
                  ": indices and offsets must be one-dimensional arrays");
-  EMBSHARD_CHECK(offsets.size() >= 2, where, ": offsets needs batch_size + 1 >= 2 entries, got ",
-                 offsets.size());
-  EMBSHARD_CHECK(num_rows >= 1 && num_rows <= kMaxTableRows, where, ": num_rows must lie in [1, ",
-                 kMaxTableRows, "], got ", num_rows);
+  EMBSHARD_CHECK(offsets.size() >= 2, where, ": offsets needs batch_size + 1 >= 2 entries, got ", offsets.size());
+  EMBSHARD_CHECK(num_rows >= 1 && num_rows <= kMaxTableRows, where, ": num_rows must lie in [1, ", kMaxTableRows,
+                 "], got ", num_rows);
   TableBatch batch;
   batch.offsets.assign(offsets.data(), offsets.data() + offsets.size());
   // Offsets are re-based to start at 0; checked first, so a huge or decreasing one is an error,
   // never an overflow.
   const std::int64_t base = batch.offsets.front();
   for (std::size_t i = 0; i < batch.offsets.size(); ++i) {
-    EMBSHARD_CHECK(i == 0 || batch.offsets[i] >= batch.offsets[i - 1], where, ": offsets decrease at entry ",
-                   i, " (", batch.offsets[i - (i > 0)], " then ", batch.offsets[i], ")");
+    EMBSHARD_CHECK(i == 0 || batch.offsets[i] >= batch.offsets[i - 1], where, ": offsets decrease at entry ", i, " (",
+                   batch.offsets[i - (i > 0)], " then ", batch.offsets[i], ")");
     std::int64_t rebased = 0;
-    EMBSHARD_CHECK(!__builtin_sub_overflow(batch.offsets[i], base, &rebased), where, ": offset ",
-                   batch.offsets[i], " at entry ", i, " is too far from the first, ", base);
+    EMBSHARD_CHECK(!__builtin_sub_overflow(batch.offsets[i], base, &rebased), where, ": offset ", batch.offsets[i],
+                   " at entry ", i, " is too far from the first, ", base);
     batch.offsets[i] = rebased;
   }
-  EMBSHARD_CHECK(batch.offsets.back() == indices.size(), where, ": offsets end at ",
-                 batch.offsets.back(), " lookups but indices holds ", indices.size());
+  EMBSHARD_CHECK(batch.offsets.back() == indices.size(), where, ": offsets end at ", batch.offsets.back(),
+                 " lookups but indices holds ", indices.size());
   batch.indices.assign(indices.data(), indices.data() + indices.size());
   std::string err;
   {
@@ -267,8 +264,8 @@ PYBIND11_MODULE(_embshard, m) {
       .def_property_readonly("total_bytes", [](const Task& t) { return t.workload.total_bytes(); })
       .def("topology_detail", [](const Task& t) { return topology_dict(t.topology); })
       .def("__repr__", [](const Task& t) {
-        return "<embshard.Task '" + t.id + "': " + std::to_string(t.workload.tables.size()) +
-               " tables on " + std::to_string(t.topology.num_devices()) + " devices>";
+        return "<embshard.Task '" + t.id + "': " + std::to_string(t.workload.tables.size()) + " tables on " +
+               std::to_string(t.topology.num_devices()) + " devices>";
       });
 
   py::class_<PlanResult>(m, "PlanResult")
@@ -278,25 +275,28 @@ PYBIND11_MODULE(_embshard, m) {
             return PlanResult{plan_from_json(text, where), "ok", ""};
           },
           py::arg("text"), py::arg("where"))
-      .def_static("failed", [](const std::string& reason) { return PlanResult{{}, "infeasible", reason}; })
-      .def("to_json", [](const PlanResult& p) {
-        // A failed plan has no file form: writing it would read back as an empty, valid plan.
-        EMBSHARD_CHECK(p.status == "ok", "embshard.Plan: the plan is ", p.status, " (", p.reason,
-                       "); there is no plan to write");
-        return plan_to_json(p.plan);
-      })
+      .def_static("failed",
+                  [](const std::string& reason) {
+                    return PlanResult{{}, "infeasible", reason};
+                  })
+      .def("to_json",
+           [](const PlanResult& p) {
+             // A failed plan has no file form: writing it would read back as an empty, valid plan.
+             EMBSHARD_CHECK(p.status == "ok", "embshard.Plan: the plan is ", p.status, " (", p.reason,
+                            "); there is no plan to write");
+             return plan_to_json(p.plan);
+           })
       .def_readonly("status", &PlanResult::status)
       .def_readonly("reason", &PlanResult::reason);
 
-  m.def("plan", &plan_with, py::arg("task"), py::arg("sharder"), py::arg("cost"), py::arg("seed"),
-        py::arg("threads"));
+  m.def("plan", &plan_with, py::arg("task"), py::arg("sharder"), py::arg("cost"), py::arg("seed"), py::arg("threads"));
 
   m.def(
       "evaluate",
       [](const Task& task, const PlanResult& plan, const std::string& backend, std::int64_t batch_size,
          std::uint64_t seed, int threads, const std::string& input_comm, const std::string& exchanges) {
-        EMBSHARD_CHECK(plan.status == "ok", "embshard.evaluate: the plan is ", plan.status,
-                       " (", plan.reason, "); there is nothing to evaluate");
+        EMBSHARD_CHECK(plan.status == "ok", "embshard.evaluate: the plan is ", plan.status, " (", plan.reason,
+                       "); there is nothing to evaluate");
         EvalOptions options;
         options.backend = backend;
         options.batch_size = batch_size;
@@ -308,12 +308,11 @@ PYBIND11_MODULE(_embshard, m) {
                                 eval_result_table(r, sharding_group_topology(task.topology, plan.plan.groups)));
         });
       },
-      py::arg("task"), py::arg("plan"), py::arg("backend"), py::arg("batch_size"), py::arg("seed"),
-      py::arg("threads"), py::arg("input_comm") = "exposed", py::arg("exchanges") = "fused");
+      py::arg("task"), py::arg("plan"), py::arg("backend"), py::arg("batch_size"), py::arg("seed"), py::arg("threads"),
+      py::arg("input_comm") = "exposed", py::arg("exchanges") = "fused");
 
   m.def(
-      "check",
-      [](const Task& task, const PlanResult& plan) { return find_error_in_plan(task, plan.plan); },
+      "check", [](const Task& task, const PlanResult& plan) { return find_error_in_plan(task, plan.plan); },
       py::arg("task"), py::arg("plan"));
 
   m.def(
@@ -338,8 +337,8 @@ PYBIND11_MODULE(_embshard, m) {
         }
         return out;
       },
-      py::arg("tasks"), py::arg("sharders"), py::arg("cost"), py::arg("backend"), py::arg("seed"),
-      py::arg("threads"), py::arg("input_comm") = "exposed");
+      py::arg("tasks"), py::arg("sharders"), py::arg("cost"), py::arg("backend"), py::arg("seed"), py::arg("threads"),
+      py::arg("input_comm") = "exposed");
 
   m.def(
       "size",
@@ -358,7 +357,8 @@ PYBIND11_MODULE(_embshard, m) {
       "replan",
       [](const Task& task, const PlanResult& old_plan, double max_move_bytes, const std::string& sharder,
          const std::string& cost, const std::string& backend, std::uint64_t seed, int threads) {
-        EMBSHARD_CHECK(old_plan.status == "ok", "embshard.replan: the old plan is ", old_plan.status, "; there is nothing to start from");
+        EMBSHARD_CHECK(old_plan.status == "ok", "embshard.replan: the old plan is ", old_plan.status,
+                       "; there is nothing to start from");
         ReplanOptions options;
         options.sharder = sharder, options.cost = cost, options.judge.backend = backend;
         options.max_move_bytes = max_move_bytes;
@@ -376,13 +376,13 @@ PYBIND11_MODULE(_embshard, m) {
          std::uint64_t seed, int threads) {
         WhatIfOptions options{sharder, cost, {}};
         options.judge.backend = backend;
-        return run_call(seed, threads, [&](const Context& ctx) { return fit_advice_json(advise_fit(task, options, ctx)); });
+        return run_call(seed, threads,
+                        [&](const Context& ctx) { return fit_advice_json(advise_fit(task, options, ctx)); });
       },
       py::arg("task"), py::arg("sharder"), py::arg("cost"), py::arg("backend"), py::arg("seed"), py::arg("threads"));
 
   m.def(
-      "topology", [](const std::string& spec) { return topology_dict(make_topology(spec)); },
-      py::arg("spec"));
+      "topology", [](const std::string& spec) { return topology_dict(make_topology(spec)); }, py::arg("spec"));
   m.def("default_sharders", &default_sharders);
   m.def("canonical_sharder", &canonical_sharder_spec, py::arg("spec"));
   m.def("list", &list_family, py::arg("family"));

@@ -38,8 +38,7 @@ std::string format_duration(double seconds) {
   return text;
 }
 
-std::string format_progress(std::int64_t done, std::int64_t total, std::int64_t done_at_start,
-                            double elapsed_s) {
+std::string format_progress(std::int64_t done, std::int64_t total, std::int64_t done_at_start, double elapsed_s) {
   const std::int64_t done_here = done - done_at_start;
   const double per_item_s = done_here > 0 ? elapsed_s / static_cast<double>(done_here) : 0.0;
   return "elapsed " + format_duration(elapsed_s) + ", ETA " +

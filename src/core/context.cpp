@@ -25,8 +25,7 @@ std::string one_line(std::string_view text) {
 }
 
 void throw_internal(const char* condition, const char* file, int line) {
-  throw InternalError(concat("internal error (a bug in embshard): ", condition, " failed at ",
-                             file, ":", line));
+  throw InternalError(concat("internal error (a bug in embshard): ", condition, " failed at ", file, ":", line));
 }
 }  // namespace detail
 
@@ -40,9 +39,7 @@ void Context::log(LogLevel level, const std::string& message) const {
   std::cerr << "[" << kNames[static_cast<int>(level)] << "] " << one_line(message) << "\n";
 }
 
-bool Context::past_deadline() const {
-  return deadline && std::chrono::steady_clock::now() >= *deadline;
-}
+bool Context::past_deadline() const { return deadline && std::chrono::steady_clock::now() >= *deadline; }
 
 std::uint64_t derive_seed(std::uint64_t seed, std::uint64_t stream) {
   std::uint64_t z = seed + 0x9E3779B97F4A7C15ULL * (stream + 1);

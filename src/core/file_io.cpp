@@ -152,9 +152,8 @@ void refuse_if_same_file(const std::vector<NamedPath>& inputs, const std::vector
     for (std::size_t i = 0; i < seen.size(); ++i) {
       if (seen[i].first != *id) continue;
       const NamedPath& other = seen[i].second;
-      EMBSHARD_THROW(out.option, " ", out.path, " is the same file as ", other.option, " ",
-                     other.path, i < num_inputs ? "; refusing to overwrite an input"
-                                                : "; give each output its own path");
+      EMBSHARD_THROW(out.option, " ", out.path, " is the same file as ", other.option, " ", other.path,
+                     i < num_inputs ? "; refusing to overwrite an input" : "; give each output its own path");
     }
     seen.push_back({*id, out});
   }
@@ -172,8 +171,7 @@ std::uint64_t available_memory_bytes() {
   }
   const long pages = ::sysconf(_SC_AVPHYS_PAGES);
   const long page = ::sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page)
-                               : UINT64_MAX;
+  return pages > 0 && page > 0 ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) : UINT64_MAX;
 }
 
 std::uint64_t available_disk_bytes(const std::string& path) {
@@ -199,9 +197,8 @@ void check_fits_in_memory(std::uint64_t bytes, const std::string& what) {
 
 void check_fits_on_disk(const std::string& path, std::uint64_t bytes, const std::string& what) {
   const std::uint64_t free_bytes = available_disk_bytes(path);
-  EMBSHARD_CHECK(bytes <= free_bytes, what, " needs about ", static_cast<double>(bytes) / kGiB,
-                 " GiB on disk at ", path, " but ", static_cast<double>(free_bytes) / kGiB,
-                 " GiB is free");
+  EMBSHARD_CHECK(bytes <= free_bytes, what, " needs about ", static_cast<double>(bytes) / kGiB, " GiB on disk at ",
+                 path, " but ", static_cast<double>(free_bytes) / kGiB, " GiB is free");
 }
 
 // ---- OutputFile -------------------------------------------------------------------------------
@@ -238,8 +235,7 @@ OutputFile::OutputFile(const std::string& path) : impl_(std::make_unique<Impl>()
     f.write_path = f.target;
     return;
   }
-  EMBSHARD_CHECK(!exists || S_ISREG(st.st_mode), path, ": ", kind_of(st.st_mode),
-                 "; cannot write an output there");
+  EMBSHARD_CHECK(!exists || S_ISREG(st.st_mode), path, ": ", kind_of(st.st_mode), "; cannot write an output there");
   const fs::path target(f.target);
   std::error_code ec;
   if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
@@ -282,16 +278,14 @@ void OutputFile::commit() {
     f.fd = -1;
     EMBSHARD_CHECK(rc == 0, f.path, ": write failed (", std::strerror(errno), ")");
   }
-  EMBSHARD_CHECK(::rename(f.write_path.c_str(), f.target.c_str()) == 0, f.path,
-                 ": cannot replace (", std::strerror(errno), ")");
+  EMBSHARD_CHECK(::rename(f.write_path.c_str(), f.target.c_str()) == 0, f.path, ": cannot replace (",
+                 std::strerror(errno), ")");
   f.committed = true;
 }
 
 // ---- OutputSet --------------------------------------------------------------------------------
 
-void OutputSet::add(const std::string& path, std::string content) {
-  items_.emplace_back(path, std::move(content));
-}
+void OutputSet::add(const std::string& path, std::string content) { items_.emplace_back(path, std::move(content)); }
 
 void OutputSet::commit() {
   std::vector<OutputFile> files;  // destroyed on any error: every temporary removed

@@ -50,9 +50,7 @@ class DuplicateKeyCheck final : public nlohmann::json_sax<Json> {
     return true;
   }
   /** Rethrows nlohmann's error, so parse_json reports it as it reports the DOM parser's. */
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
-    throw e;
-  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override { throw e; }
 
  private:
   /** One object or array being read. */
@@ -173,8 +171,7 @@ Json parse_json(const std::string& text, const std::string& where) {
   DuplicateKeyCheck check(where);
   try {
     Json::sax_parse(text, &check);
-    check_fits_in_memory(dom_bytes_estimate(check),
-                         concat(where, ": reading its ", check.values(), " JSON values"));
+    check_fits_in_memory(dom_bytes_estimate(check), concat(where, ": reading its ", check.values(), " JSON values"));
     return Json::parse(text);
   } catch (const Json::exception& e) {  // parse_error, or out_of_range for a number too large
     EMBSHARD_THROW(where, ": malformed JSON: ", printable(without_exception_id(e.what()), false));
@@ -186,18 +183,13 @@ Json parse_json(const std::string& text, const std::string& where) {
 
 // ---- JsonNode -------------------------------------------------------------------------------
 
-JsonNode::JsonNode(const Json& document, std::string where)
-    : JsonNode(document, std::move(where), "") {}
+JsonNode::JsonNode(const Json& document, std::string where) : JsonNode(document, std::move(where), "") {}
 
-std::string JsonNode::label() const {
-  return where_ + ": " + (path_.empty() ? "top level" : printable(path_));
-}
+std::string JsonNode::label() const { return where_ + ": " + (path_.empty() ? "top level" : printable(path_)); }
 
 void JsonNode::fail(const std::string& problem) const { EMBSHARD_THROW(label(), ": ", problem); }
 
-std::string JsonNode::member_path(const std::string& key) const {
-  return path_.empty() ? key : path_ + "." + key;
-}
+std::string JsonNode::member_path(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
 
 void JsonNode::fail_member(const std::string& key, const std::string& problem) const {
   EMBSHARD_THROW(where_, ": ", printable(member_path(key)), ": ", problem);
@@ -218,13 +210,10 @@ void JsonNode::only_keys(std::initializer_list<const char*> allowed) const {
 
 void JsonNode::expect_array(std::size_t min_size) const {
   if (!value_->is_array()) fail("expected an array, got " + describe_json(*value_));
-  if (value_->size() < min_size)
-    fail(concat("expected at least ", min_size, " entries, got ", value_->size()));
+  if (value_->size() < min_size) fail(concat("expected at least ", min_size, " entries, got ", value_->size()));
 }
 
-bool JsonNode::has(const std::string& key) const {
-  return value_->is_object() && value_->contains(key);
-}
+bool JsonNode::has(const std::string& key) const { return value_->is_object() && value_->contains(key); }
 
 JsonNode JsonNode::at(const std::string& key) const {
   expect_object();
@@ -238,16 +227,12 @@ JsonNode JsonNode::at(std::size_t index) const {
   return JsonNode((*value_)[index], where_, path_ + "[" + std::to_string(index) + "]");
 }
 
-std::size_t JsonNode::size() const {
-  return value_->is_array() || value_->is_object() ? value_->size() : 0;
-}
+std::size_t JsonNode::size() const { return value_->is_array() || value_->is_object() ? value_->size() : 0; }
 
 std::int64_t JsonNode::as_int(std::int64_t min, std::int64_t max) const {
   const Json& v = *value_;
   const auto too_small = [&] { fail(expected_integer(min) + ", got " + describe_json(v)); };
-  const auto too_large = [&] {
-    fail("got " + describe_json(v) + ", more than the maximum " + std::to_string(max));
-  };
+  const auto too_large = [&] { fail("got " + describe_json(v) + ", more than the maximum " + std::to_string(max)); };
   if (!v.is_number_integer()) too_small();
   if (v.is_number_unsigned()) {
     const auto u = v.get<std::uint64_t>();

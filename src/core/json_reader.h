@@ -97,9 +97,8 @@ class JsonNode {
   // ---- values ---------------------------------------------------------------------------------
 
   /** An integer in [min, max] ("expected an integer ≥ min, got ..." / "more than the maximum"). */
-  [[nodiscard]] std::int64_t as_int(
-      std::int64_t min = std::numeric_limits<std::int64_t>::min(),
-      std::int64_t max = std::numeric_limits<std::int64_t>::max()) const;
+  [[nodiscard]] std::int64_t as_int(std::int64_t min = std::numeric_limits<std::int64_t>::min(),
+                                    std::int64_t max = std::numeric_limits<std::int64_t>::max()) const;
   /** Any integer ≥ 0 up to 2^64 - 1. */
   [[nodiscard]] std::uint64_t as_uint64() const;
   /** A finite number (integer or not) ≥ `min`. */

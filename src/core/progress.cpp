@@ -16,13 +16,8 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 }  // namespace
 
 Progress::Progress(const Context& ctx, std::string what, std::int64_t total, std::int64_t done_at_start)
-    : ctx_(ctx),
-      what_(std::move(what)),
-      total_(total),
-      done_at_start_(done_at_start),
-      done_(done_at_start),
-      start_(std::chrono::steady_clock::now()),
-      last_draw_(start_ - kRedrawEvery) {}
+    : ctx_(ctx), what_(std::move(what)), total_(total), done_at_start_(done_at_start), done_(done_at_start),
+      start_(std::chrono::steady_clock::now()), last_draw_(start_ - kRedrawEvery) {}
 
 Progress::~Progress() {
   if (!finished_ && ctx_.progress) ctx_.progress("");
@@ -31,7 +26,8 @@ Progress::~Progress() {
 std::string Progress::line() const {
   const std::int64_t done = done_.load();
   char percent[16];
-  std::snprintf(percent, sizeof percent, "%.0f%%", total_ > 0 ? 100.0 * static_cast<double>(done) / static_cast<double>(total_) : 100.0);
+  std::snprintf(percent, sizeof percent, "%.0f%%",
+                total_ > 0 ? 100.0 * static_cast<double>(done) / static_cast<double>(total_) : 100.0);
   return what_ + " " + std::to_string(done) + "/" + std::to_string(total_) + " (" + percent + "), " +
          format_progress(done, total_, done_at_start_, seconds_since(start_));
 }

@@ -37,7 +37,14 @@ void compress(std::array<std::uint32_t, 8>& h, const unsigned char* block) {
   for (int i = 0; i < 64; ++i) {
     const std::uint32_t t1 = k + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + kRound[i] + w[i];
     const std::uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
-    k = g; g = f; f = e; e = d + t1; d = c; c = b; b = a; a = t1 + t2;
+    k = g;
+    g = f;
+    f = e;
+    e = d + t1;
+    d = c;
+    c = b;
+    b = a;
+    a = t1 + t2;
   }
   const std::array<std::uint32_t, 8> add{a, b, c, d, e, f, g, k};
   for (int i = 0; i < 8; ++i) h[i] += add[i];

@@ -17,8 +17,7 @@ bool is_name_char(char c) {
 void check_name(const std::string& token, const std::string& what, const std::string& text) {
   EMBSHARD_CHECK(!token.empty(), "spec '", text, "': empty ", what);
   for (char c : token) {
-    EMBSHARD_CHECK(is_name_char(c), "spec '", text, "': ", what, " '", token,
-                   "' may only use a-z, 0-9, '_', '.', '-'");
+    EMBSHARD_CHECK(is_name_char(c), "spec '", text, "': ", what, " '", token, "' may only use a-z, 0-9, '_', '.', '-'");
   }
 }
 
@@ -66,10 +65,8 @@ std::string format_float(double v) {
 std::string canonical_value(const std::string& owner, const ParamSpec& p, const std::string& raw) {
   const std::string where = owner + ": parameter '" + p.name + "'";
   auto check_bounds = [&](double v) {
-    EMBSHARD_CHECK(!p.min_value || v >= *p.min_value, where, " = ", raw, " is below its minimum ",
-                   *p.min_value);
-    EMBSHARD_CHECK(!p.max_value || v <= *p.max_value, where, " = ", raw, " is above its maximum ",
-                   *p.max_value);
+    EMBSHARD_CHECK(!p.min_value || v >= *p.min_value, where, " = ", raw, " is below its minimum ", *p.min_value);
+    EMBSHARD_CHECK(!p.max_value || v <= *p.max_value, where, " = ", raw, " is above its maximum ", *p.max_value);
   };
   switch (p.type) {
     case ParamType::kInt: {
@@ -121,8 +118,7 @@ Spec parse_spec(const std::string& text) {
   std::string part;
   while (std::getline(parts, part, ',')) {
     const auto eq = part.find('=');
-    EMBSHARD_CHECK(eq != std::string::npos, "spec '", text, "': '", part,
-                   "' is not key=value");
+    EMBSHARD_CHECK(eq != std::string::npos, "spec '", text, "': '", part, "' is not key=value");
     std::string key = part.substr(0, eq);
     check_name(key, "key", text);
     EMBSHARD_CHECK(seen.insert(key).second, "spec '", text, "': key '", key, "' given twice");
@@ -175,8 +171,7 @@ Params bind_params(const std::string& owner, const std::vector<ParamSpec>& decla
     if (it == params.specs_.end()) {
       std::string accepted;
       for (const auto& p : declared) accepted += (accepted.empty() ? "" : ", ") + p.name;
-      EMBSHARD_THROW(owner, ": unknown parameter '", key, "'; accepted: ",
-                     accepted.empty() ? "(none)" : accepted);
+      EMBSHARD_THROW(owner, ": unknown parameter '", key, "'; accepted: ", accepted.empty() ? "(none)" : accepted);
     }
     params.values_[key] = canonical_value(owner, it->second, value);
   }

@@ -53,7 +53,6 @@ double hot_share(const TableStats& stats, double row_share, std::int64_t hbm_row
 /** Bytes a data-parallel table's dense optimizer moves per byte of the table (analytic.h). */
 constexpr double kDenseUpdateTraffic = 9.22;
 
-
 // This project's 2-core VM (Intel Xeon, 480 MiB L3), fitted by `embshard profile calibrate` on 200
 // of 300 compute samples (batch 8192, seed 1; docs/benchmarks.md, "sim calibration"); held-out
 // relative error: median 15% forward, 10% backward. Units: ms per call, per table, per lookup,
@@ -107,11 +106,11 @@ SimHardware sim_roofline(const Topology& topology) {
   hw.cache_bytes = gpu_l2_bytes(topology.device_kind);
   // fw: launch 10 µs, 1 µs per table; each lookup reads its index and offsets and costs about
   // two 32-byte sectors of scheduling and partial-sector waste.
-  hw.fw = {0.010, 0.001, 64.0 * hbm_ms_per_byte, hbm_ms_per_byte, hbm_ms_per_byte / 3.0,
-           hbm_ms_per_byte, 0.0, uvm_ms_per_byte};
+  hw.fw = {0.010,           0.001, 64.0 * hbm_ms_per_byte, hbm_ms_per_byte, hbm_ms_per_byte / 3.0,
+           hbm_ms_per_byte, 0.0,   uvm_ms_per_byte};
   // bw: radix sort of (row, position) pairs (~4 passes of 16 bytes per lookup), gradient reads,
   // and the fused update's read + write of each distinct row.
-  hw.bw = {0.030, 0.002, 128.0 * hbm_ms_per_byte, hbm_ms_per_byte, hbm_ms_per_byte / 3.0,
+  hw.bw = {0.030,           0.002,           128.0 * hbm_ms_per_byte, hbm_ms_per_byte, hbm_ms_per_byte / 3.0,
            hbm_ms_per_byte, hbm_ms_per_byte, uvm_ms_per_byte};
   return hw;
 }
@@ -156,9 +155,7 @@ class SimModel final : public ComputeModel {
     f[kCalls] = 0.0;  // the device's calls are device_overhead()'s (compute_model.h)
     return {sim_pass_ms(hardware_.fw, f), sim_pass_ms(hardware_.bw, f)};
   }
-  [[nodiscard]] DeviceCompute device_overhead() const override {
-    return {hardware_.fw[kCalls], hardware_.bw[kCalls]};
-  }
+  [[nodiscard]] DeviceCompute device_overhead() const override { return {hardware_.fw[kCalls], hardware_.bw[kCalls]}; }
 
  private:
   SimHardware hardware_;
@@ -168,13 +165,11 @@ class SimModel final : public ComputeModel {
 
 const std::array<const char*, kNumSimFeatures>& sim_feature_names() {
   static constexpr std::array<const char*, kNumSimFeatures> names{
-      "calls", "tables", "lookups", "miss_bytes", "hit_bytes", "output_bytes", "update_bytes",
-      "uvm_bytes"};
+      "calls", "tables", "lookups", "miss_bytes", "hit_bytes", "output_bytes", "update_bytes", "uvm_bytes"};
   return names;
 }
 
-SimFeatures sim_device_features(const Task& task, std::span<const PlacedShard> shards,
-                                std::int64_t cache_bytes) {
+SimFeatures sim_device_features(const Task& task, std::span<const PlacedShard> shards, std::int64_t cache_bytes) {
   std::vector<SimTable> tables;
   tables.reserve(shards.size());
   for (const PlacedShard& p : shards) {
@@ -183,8 +178,8 @@ SimFeatures sim_device_features(const Task& task, std::span<const PlacedShard> s
     t.stats = spec.stats;
     t.cols = p.shard.num_cols();
     t.bytes_per_element = bytes_per_element(spec.dtype);
-    t.row_share = static_cast<double>(p.shard.num_rows()) /
-                  static_cast<double>(std::max<std::int64_t>(spec.num_rows(), 1));
+    t.row_share =
+        static_cast<double>(p.shard.num_rows()) / static_cast<double>(std::max<std::int64_t>(spec.num_rows(), 1));
     t.hbm_rows = p.shard.hbm_rows < 0 ? -1 : p.shard.hbm_rows;
     t.replicas = p.replicas;
     t.pooled = spec.pooled;
@@ -193,8 +188,7 @@ SimFeatures sim_device_features(const Task& task, std::span<const PlacedShard> s
   return sim_features(tables, task.workload.batch_size, cache_bytes);
 }
 
-SimFeatures sim_features(std::span<const SimTable> tables, std::int64_t batch_size,
-                         std::int64_t cache_bytes) {
+SimFeatures sim_features(std::span<const SimTable> tables, std::int64_t batch_size, std::int64_t cache_bytes) {
   SimFeatures f{};
   bool shards = false, copies = false;
   for (const SimTable& t : tables) {
@@ -207,8 +201,7 @@ SimFeatures sim_features(std::span<const SimTable> tables, std::int64_t batch_si
     const double reuse = std::max(0.0, lookups - distinct);
     const double working_set = distinct * row_bytes;
     const double evict =
-        working_set > 0 ? std::clamp(1.0 - static_cast<double>(cache_bytes) / working_set, 0.0, 1.0)
-                        : 0.0;
+        working_set > 0 ? std::clamp(1.0 - static_cast<double>(cache_bytes) / working_set, 0.0, 1.0) : 0.0;
     const double hot = hot_share(t.stats, t.row_share, t.hbm_rows);  // the HBM tier's share
     f[kTables] += 1.0;
     f[kLookups] += lookups;
@@ -225,8 +218,8 @@ SimFeatures sim_features(std::span<const SimTable> tables, std::int64_t batch_si
 }
 
 double sim_hbm_access_share(const TableStats& stats, std::int64_t shard_rows, std::int64_t hbm_rows) {
-  const double row_share = static_cast<double>(shard_rows) /
-                           static_cast<double>(std::max<std::int64_t>(stats.num_rows, 1));
+  const double row_share =
+      static_cast<double>(shard_rows) / static_cast<double>(std::max<std::int64_t>(stats.num_rows, 1));
   return hot_share(stats, row_share, hbm_rows);
 }
 
@@ -297,7 +290,8 @@ double exchange_floor_ms(const Task& task, double total_bytes) {
   const Topology& topo = task.topology;
   const double n = topo.num_devices();
   if (n <= 1) return 0.0;
-  return topo.a2a_latency_us / 1000.0 + std::max(0.0, total_bytes - truncation_slack_bytes(task)) * exchange_ms_per_byte(task);
+  return topo.a2a_latency_us / 1000.0 +
+         std::max(0.0, total_bytes - truncation_slack_bytes(task)) * exchange_ms_per_byte(task);
 }
 
 /** The fewest bytes the input all-to-all moves in total: every table's lookups once. */
@@ -318,13 +312,13 @@ constexpr double kNever = std::numeric_limits<double>::infinity();
 
 /** What the split bound needs of one table (see the header). */
 struct SplitTable {
-  double lookup_fw = 0.0, lookup_bw = 0.0;   ///< a_t: the lookup-proportional part, per pass
-  double rest_fw = 0.0, rest_bw = 0.0;       ///< β_t: the rest of the table's floor
-  double out_ms = 0.0;                       ///< α_t: step ms of its columns output once
-  double out_intra_ms = 0.0;                 ///< the intra-host part of α_t, paid per copy
-  double out_inter_ms = 0.0;                 ///< the inter-host part, paid at least once
-  double in_ms = 0.0;                        ///< γ_t: step ms per copy of its lookups received
-  double replicated_ms = kNever;             ///< δ_t: its gradient all-reduce if data-parallel
+  double lookup_fw = 0.0, lookup_bw = 0.0;  ///< a_t: the lookup-proportional part, per pass
+  double rest_fw = 0.0, rest_bw = 0.0;      ///< β_t: the rest of the table's floor
+  double out_ms = 0.0;                      ///< α_t: step ms of its columns output once
+  double out_intra_ms = 0.0;                ///< the intra-host part of α_t, paid per copy
+  double out_inter_ms = 0.0;                ///< the inter-host part, paid at least once
+  double in_ms = 0.0;                       ///< γ_t: step ms per copy of its lookups received
+  double replicated_ms = kNever;            ///< δ_t: its gradient all-reduce if data-parallel
   /// false for a sequence table: its row pieces send their rows' lookups, not partial sums, so
   /// copies of its columns add no output (α_t is paid once however it is split)
   bool output_per_copy = true;
@@ -338,9 +332,7 @@ struct SplitTable {
  */
 double cheapest_split(double alpha, double gamma, double k, const std::array<double, 2>& c,
                       const std::array<double, 2>& d) {
-  const auto cost = [&](double w) {
-    return alpha * std::max({k, c[0] + d[0] * w, c[1] + d[1] * w}) + gamma / w;
-  };
+  const auto cost = [&](double w) { return alpha * std::max({k, c[0] + d[0] * w, c[1] + d[1] * w}) + gamma / w; };
   double best = cost(1.0);
   const auto consider = [&](double w) {
     if (w > 0.0 && w < 1.0) best = std::min(best, cost(w));
@@ -361,8 +353,8 @@ double cheapest_split(double alpha, double gamma, double k, const std::array<dou
  * breakpoint overhead + a_t / j ≥ low of the pieces a table needs (constant between them), and a
  * grid of 2% steps up to `top`, beyond which no table's rest forces a split. Empty if more than `cap`.
  */
-std::vector<double> split_thresholds(const std::vector<double>& lookups, double overhead, double low,
-                                     double top, std::size_t cap) {
+std::vector<double> split_thresholds(const std::vector<double>& lookups, double overhead, double low, double top,
+                                     std::size_t cap) {
   std::vector<double> points{low};
   for (double m = low * 1.02; m < top && points.size() <= cap; m *= 1.02) points.push_back(m);
   for (double a : lookups) {
@@ -391,8 +383,8 @@ namespace {
  * floors' latencies and slack kept (every floor is ≥ its latency and ≥ latency + (bytes − N²) ·
  * per byte, and the all-reduce's latency is left out).
  */
-double exchange_floors_ms(const Task& task, const std::vector<SplitTable>& tables,
-                          const InputCommOptions& input, bool replicable) {
+double exchange_floors_ms(const Task& task, const std::vector<SplitTable>& tables, const InputCommOptions& input,
+                          bool replicable) {
   const bool exposed = input.mode == InputCommMode::kExposed;
   double output_width = 0.0;  // every table's columns output once (a sequence table's per lookup)
   for (const TableSpec& t : task.workload.tables) output_width += t.output_width(t.dim);
@@ -402,7 +394,8 @@ double exchange_floors_ms(const Task& task, const std::vector<SplitTable>& table
   if (!replicable || task.topology.num_devices() <= 1) return sharded;
   const double latency = task.topology.a2a_latency_us / 1000.0;
   const double latencies = (2.0 + (exposed ? 1.0 : 0.0)) * latency;
-  double cheapest = latencies - (2.0 + (exposed ? 1.0 : 0.0)) * truncation_slack_bytes(task) * exchange_ms_per_byte(task);
+  double cheapest =
+      latencies - (2.0 + (exposed ? 1.0 : 0.0)) * truncation_slack_bytes(task) * exchange_ms_per_byte(task);
   for (const SplitTable& s : tables) cheapest += std::min(s.out_ms + s.in_ms, s.replicated_ms);
   return std::max(latencies, cheapest);
 }
@@ -434,7 +427,8 @@ double bound_over(const Task& task, const SimHardware& hw, Objective objective, 
     s.out_ms = per_byte * out_bytes;
     s.out_intra_ms = rates.intra * out_bytes;
     s.out_inter_ms = rates.inter * out_bytes;
-    s.in_ms = exposed ? per_byte * (lookups * input.index_bytes + static_cast<double>(batch) * input.length_bytes) : 0.0;
+    s.in_ms =
+        exposed ? per_byte * (lookups * input.index_bytes + static_cast<double>(batch) * input.length_bytes) : 0.0;
     if (copies && may_replicate(task, t)) {
       s.replicated_ms = all_reduce_ms_per_byte(task.topology) * static_cast<double>(t.weight_bytes());
       replicable = true;
@@ -447,8 +441,7 @@ double bound_over(const Task& task, const SimHardware& hw, Objective objective, 
   const double averaging = fw_avg + bw_avg + comm;
   if (objective == Objective::kMaxSum || n <= 1) {
     // max_sum ≥ the average device's sum; each device pays its call only if it holds a shard.
-    return objective == Objective::kMaxSum ? (hw.fw[kCalls] + hw.bw[kCalls]) / n + (fw + bw) / n + comm
-                                           : averaging;
+    return objective == Objective::kMaxSum ? (hw.fw[kCalls] + hw.bw[kCalls]) / n + (fw + bw) / n + comm : averaging;
   }
   // Split bound (header): for every max forward F and max backward W a plan could have, the
   // copies of each table's columns and lookups its pieces need, at their cheapest.
@@ -522,8 +515,8 @@ double bound_over(const Task& task, const SimHardware& hw, Objective objective, 
   double bound = averaging;
   for (const double lambda : {1.0, 0.5, 0.0}) {
     double best = std::numeric_limits<double>::infinity();
-    const double constant = (1.0 - lambda) * (fw_avg + bw_avg - duplicated) + latencies +
-                            (1.0 - lambda) * inactive_lookups;
+    const double constant =
+        (1.0 - lambda) * (fw_avg + bw_avg - duplicated) + latencies + (1.0 - lambda) * inactive_lookups;
     for (std::size_t i = 0; i < fs.size(); ++i) {
       const double room_f = lookup_room(fs, i, over_fw), rest_f = rest_room(fs, i, over_fw);
       for (std::size_t j = 0; j < ws.size(); ++j) {
@@ -558,16 +551,16 @@ namespace {
 
 /** sim_lower_bound over the 1D plans of `task` (analytic.h); with `copies` false, over those
  *  without a data-parallel table (a 2D plan's group). */
-double one_layout_bound(const Task& task, const SimHardware& hw, Objective objective,
-                        const InputCommOptions& input, double most_cell_tables, bool copies = true) {
+double one_layout_bound(const Task& task, const SimHardware& hw, Objective objective, const InputCommOptions& input,
+                        double most_cell_tables, bool copies = true) {
   const double without = bound_over(task, hw, objective, input, false, most_cell_tables);
   if (!copies) return without;
   const bool replicable = std::any_of(task.workload.tables.begin(), task.workload.tables.end(),
                                       [&](const TableSpec& t) { return may_replicate(task, t); });
   if (!replicable) return without;
   // A plan with a data-parallel table also pays the all-reduce's latency on every device.
-  return std::min(without, bound_over(task, hw, objective, input, true, most_cell_tables) +
-                               task.topology.a2a_latency_us / 1000.0);
+  return std::min(
+      without, bound_over(task, hw, objective, input, true, most_cell_tables) + task.topology.a2a_latency_us / 1000.0);
 }
 
 }  // namespace
@@ -583,17 +576,19 @@ bool mixed_speeds(const Topology& topology) {
 
 }  // namespace
 
-double sim_lower_bound(const Task& task, const SimHardware& hw, Objective objective,
-                       const InputCommOptions& input, double most_cell_tables) {
+double sim_lower_bound(const Task& task, const SimHardware& hw, Objective objective, const InputCommOptions& input,
+                       double most_cell_tables) {
   if (objective == Objective::kBalance) return 1.0;
   if (mixed_speeds(task.topology)) {
     // Every device no slower than the fastest: a plan costs no more there, so its bound holds here.
     Task fastest = task;
     Device top = task.topology.devices.front();
-    for (const Device& d : task.topology.devices) top.hbm_gbps = std::max(top.hbm_gbps, d.hbm_gbps), top.uvm_gbps = std::max(top.uvm_gbps, d.uvm_gbps);
+    for (const Device& d : task.topology.devices)
+      top.hbm_gbps = std::max(top.hbm_gbps, d.hbm_gbps), top.uvm_gbps = std::max(top.uvm_gbps, d.uvm_gbps);
     SimHardware quick = hw;
     const Device& ref = task.topology.devices.front();
-    for (int i = kTables; i < kUvmBytes; ++i) quick.fw[i] *= ref.hbm_gbps / top.hbm_gbps, quick.bw[i] *= ref.hbm_gbps / top.hbm_gbps;
+    for (int i = kTables; i < kUvmBytes; ++i)
+      quick.fw[i] *= ref.hbm_gbps / top.hbm_gbps, quick.bw[i] *= ref.hbm_gbps / top.hbm_gbps;
     quick.fw[kUvmBytes] *= ref.uvm_gbps / top.uvm_gbps, quick.bw[kUvmBytes] *= ref.uvm_gbps / top.uvm_gbps;
     for (Device& d : fastest.topology.devices) d.hbm_gbps = top.hbm_gbps, d.uvm_gbps = top.uvm_gbps;
     return sim_lower_bound(fastest, quick, objective, input, most_cell_tables);
@@ -605,8 +600,7 @@ double sim_lower_bound(const Task& task, const SimHardware& hw, Objective object
     const double sync = replica_sync_floor_ms(task, groups);
     if (sync >= bound) continue;
     const double group = one_layout_bound(sharding_group_task(task, groups), hw, objective, input,
-                                          std::max(1.0, most_cell_tables / static_cast<double>(layouts.size())),
-                                          false);
+                                          std::max(1.0, most_cell_tables / static_cast<double>(layouts.size())), false);
     bound = std::min(bound, objective == Objective::kStep ? group + sync : std::max(group, sync));
   }
   return bound;
@@ -686,7 +680,8 @@ nlohmann::json coefficients_json(const SimCoefficients& c) {
 
 SimCoefficients read_coefficients(const detail::JsonNode& node) {
   node.expect_object();
-  node.only_keys({"calls", "tables", "lookups", "miss_bytes", "hit_bytes", "output_bytes", "update_bytes", "uvm_bytes"});
+  node.only_keys(
+      {"calls", "tables", "lookups", "miss_bytes", "hit_bytes", "output_bytes", "update_bytes", "uvm_bytes"});
   SimCoefficients c{};
   for (int i = 0; i < kNumSimFeatures; ++i) c[i] = node.at(sim_feature_names()[i]).as_double(0.0);
   return c;
@@ -716,8 +711,8 @@ std::pair<SimHardware, std::string> read_sim_hardware_file(const std::string& pa
                              "'; `embshard profile calibrate --samples S --out C.json` writes one)"));
   }
   if (root.at("version").as_int() != kSimFileVersion) {
-    root.at("version").fail(detail::concat("version ", root.at("version").as_int(), " is not supported (this build reads ",
-                                           kSimFileVersion, ")"));
+    root.at("version").fail(detail::concat("version ", root.at("version").as_int(),
+                                           " is not supported (this build reads ", kSimFileVersion, ")"));
   }
   SimHardware hw;
   hw.name = root.at("hardware").as_string();
@@ -729,8 +724,7 @@ std::pair<SimHardware, std::string> read_sim_hardware_file(const std::string& pa
   return {hw, root.at("device_kind").as_string()};
 }
 
-SimCoefficients fit_sim_coefficients(std::span<const SimFeatures> features,
-                                     std::span<const double> measured_ms) {
+SimCoefficients fit_sim_coefficients(std::span<const SimFeatures> features, std::span<const double> measured_ms) {
   EMBSHARD_CHECK(features.size() == measured_ms.size() && !features.empty(),
                  "sim fit: needs as many measurements as feature rows, and at least one");
   std::vector<std::vector<double>> rows;

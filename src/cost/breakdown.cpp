@@ -16,9 +16,7 @@ double max_over_devices(const CostBreakdown& b, Part part) {
 
 }  // namespace
 
-const char* to_string(CostSource source) {
-  return source == CostSource::kMeasured ? "measured" : "modelled";
-}
+const char* to_string(CostSource source) { return source == CostSource::kMeasured ? "measured" : "modelled"; }
 
 const char* to_string(Objective objective) {
   switch (objective) {
@@ -46,8 +44,7 @@ double objective_value(const CostBreakdown& b, Objective objective) {
              max_over_devices(b, [](const DeviceCost& d) { return d.bw_comm_ms; }) +
              max_over_devices(b, [](const DeviceCost& d) { return d.bw_comp_ms; }) +
              max_over_devices(b, [](const DeviceCost& d) { return d.ar_comm_ms; });
-    case Objective::kMaxSum:
-      return max_over_devices(b, [](const DeviceCost& d) { return d.sum_ms(); });
+    case Objective::kMaxSum: return max_over_devices(b, [](const DeviceCost& d) { return d.sum_ms(); });
     case Objective::kBalance: {
       const auto compute = [](const DeviceCost& d) { return d.fw_comp_ms + d.bw_comp_ms; };
       const double most = max_over_devices(b, compute);

@@ -14,18 +14,14 @@ std::vector<std::vector<PlacedShard>> shards_by_device(const Task& task, const P
   std::map<std::string, int> table_index;
   const auto& tables = task.workload.tables;
   for (std::size_t t = 0; t < tables.size(); ++t) table_index[tables[t].name] = static_cast<int>(t);
-  std::vector<std::vector<PlacedShard>> by_device(
-      static_cast<std::size_t>(task.topology.num_devices()));
+  std::vector<std::vector<PlacedShard>> by_device(static_cast<std::size_t>(task.topology.num_devices()));
   for (const TablePlacement& placement : plan.tables) {
     const auto it = table_index.find(placement.table);
-    EMBSHARD_CHECK(it != table_index.end(), "plan names table '", placement.table,
-                   "', which the task does not have");
-    const int replicas = placement.type == ShardingType::kDataParallel
-                             ? static_cast<int>(placement.shards.size()) : 0;
+    EMBSHARD_CHECK(it != table_index.end(), "plan names table '", placement.table, "', which the task does not have");
+    const int replicas = placement.type == ShardingType::kDataParallel ? static_cast<int>(placement.shards.size()) : 0;
     for (const Shard& shard : placement.shards) {
-      EMBSHARD_CHECK(shard.device >= 0 && shard.device < task.topology.num_devices(),
-                     "plan: table '", placement.table, "': device ", shard.device,
-                     " does not exist");
+      EMBSHARD_CHECK(shard.device >= 0 && shard.device < task.topology.num_devices(), "plan: table '", placement.table,
+                     "': device ", shard.device, " does not exist");
       by_device[static_cast<std::size_t>(shard.device)].push_back({it->second, shard, replicas});
     }
   }
@@ -51,8 +47,8 @@ bool outputs_partial_sums(const Task& task, const PlacedShard& p) {
 std::int64_t output_columns(const Task& task, const PlacedShard& p) {
   const TableSpec& table = task.workload.tables[static_cast<std::size_t>(p.table)];
   if (table.pooled) return p.shard.num_cols();
-  const double row_share = static_cast<double>(p.shard.num_rows()) /
-                           static_cast<double>(std::max<std::int64_t>(table.num_rows(), 1));
+  const double row_share =
+      static_cast<double>(p.shard.num_rows()) / static_cast<double>(std::max<std::int64_t>(table.num_rows(), 1));
   const double width = table.output_width(p.shard.num_cols(), row_share);
   return width > 0.0 ? std::max<std::int64_t>(1, std::llround(width)) : 0;
 }

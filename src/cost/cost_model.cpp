@@ -40,16 +40,14 @@ class SimCostModel final : public CostModel {
       : SimCostModel(task.topology, task.workload.batch_size, sim_hardware_of(task, file), params) {
     file_ = file;
     if (hardware_.calibrated_on && params_.get_string("hardware") == "match") {
-      warn_if_calibrated_elsewhere(*hardware_.calibrated_on, "sim's " + task.topology.device_kind + " coefficients", ctx);
+      warn_if_calibrated_elsewhere(*hardware_.calibrated_on, "sim's " + task.topology.device_kind + " coefficients",
+                                   ctx);
     }
   }
   SimCostModel(const Topology& topology, std::int64_t batch_size, SimHardware hardware, Params params)
-      : hardware_(std::move(hardware)),
-        compute_(make_sim_model(hardware_)),
-        comm_(make_link_comm_model(topology, batch_size, input_comm_options(params))),
-        params_(std::move(params)),
-        topology_(topology),
-        batch_size_(batch_size) {}
+      : hardware_(std::move(hardware)), compute_(make_sim_model(hardware_)),
+        comm_(make_link_comm_model(topology, batch_size, input_comm_options(params))), params_(std::move(params)),
+        topology_(topology), batch_size_(batch_size) {}
 
   [[nodiscard]] std::unique_ptr<CostModel> clone() const override { return with(topology_, batch_size_); }
   [[nodiscard]] std::unique_ptr<CostModel> for_task(const Task& task) const override {
@@ -65,8 +63,7 @@ class SimCostModel final : public CostModel {
   [[nodiscard]] ComputeModel& compute() override { return *compute_; }
   [[nodiscard]] CommModel& comm() override { return *comm_; }
 
-  [[nodiscard]] std::optional<double> lower_bound(const Task& task,
-                                                  Objective objective) const override {
+  [[nodiscard]] std::optional<double> lower_bound(const Task& task, Objective objective) const override {
     return sim_lower_bound(task, hardware_, objective, comm_->input_options());
   }
 
@@ -82,8 +79,8 @@ class SimCostModel final : public CostModel {
   }
 
   Params params_;
-  std::string file_;           ///< the coefficients file in use; "" = the preset's built-in ones
-  Topology topology_;          ///< of the task it was built for (clone builds its link model again)
+  std::string file_;   ///< the coefficients file in use; "" = the preset's built-in ones
+  Topology topology_;  ///< of the task it was built for (clone builds its link model again)
   std::int64_t batch_size_;
 };
 
@@ -102,8 +99,8 @@ void add_input_comm(const Task& task, const std::vector<std::vector<PlacedShard>
 namespace {
 
 /** assemble_breakdown of `plan`'s shards on `task`'s devices, its layout aside. */
-CostBreakdown assemble_shards(const Task& task, const Plan& plan, ComputeModel& compute,
-                              CommModel& comm, const Context& ctx) {
+CostBreakdown assemble_shards(const Task& task, const Plan& plan, ComputeModel& compute, CommModel& comm,
+                              const Context& ctx) {
   const auto by_device = shards_by_device(task, plan);
   const auto memory = plan_memory(task, plan);
   CostBreakdown b;
@@ -134,7 +131,8 @@ CostBreakdown assemble_shards(const Task& task, const Plan& plan, ComputeModel& 
     b.devices[d].bw_comm_ms = a2a[d].bw_ms + extra_ms;
   }
   // Every device holds every data-parallel table: device 0's copies are all of them.
-  const double ar_ms = by_device.empty() ? 0.0 : all_reduce_ms(task.topology, replica_gradient_bytes(task, by_device[0]));
+  const double ar_ms =
+      by_device.empty() ? 0.0 : all_reduce_ms(task.topology, replica_gradient_bytes(task, by_device[0]));
   for (DeviceCost& c : b.devices) c.ar_comm_ms = ar_ms;
   add_input_comm(task, by_device, comm.input_options(), extra_ms, b);
   b.comm_source = CostSource::kModelled;
@@ -145,18 +143,19 @@ CostBreakdown assemble_shards(const Task& task, const Plan& plan, ComputeModel& 
 
 }  // namespace
 
-CostBreakdown assemble_breakdown(const Task& task, const Plan& plan, ComputeModel& compute,
-                                 CommModel& comm, const Context& ctx) {
+CostBreakdown assemble_breakdown(const Task& task, const Plan& plan, ComputeModel& compute, CommModel& comm,
+                                 const Context& ctx) {
   if (!plan.groups.enabled()) return assemble_shards(task, plan, compute, comm, ctx);
   const Task group = sharding_group_task(task, plan.groups);
   CostBreakdown b = assemble_shards(group, plan, compute, comm, ctx);
   const auto by_rank = shards_by_device(group, plan);
   for (std::size_t r = 0; r < by_rank.size(); ++r)
     b.devices[r].ar_comm_ms += replica_sync_ms(task.topology, plan.groups, task.workload.replica_sync_every,
-                                              replica_sync_bytes(group, by_rank[r]));
+                                               replica_sync_bytes(group, by_rank[r]));
   b.groups = plan.groups;
-  b.comm_detail += detail::concat("; ", describe_groups(plan.groups, task.topology.num_devices()), ", replicas synced every ",
-                                  task.workload.replica_sync_every, task.workload.replica_sync_every == 1 ? " step" : " steps");
+  b.comm_detail +=
+      detail::concat("; ", describe_groups(plan.groups, task.topology.num_devices()), ", replicas synced every ",
+                     task.workload.replica_sync_every, task.workload.replica_sync_every == 1 ? " step" : " steps");
   return b;
 }
 
@@ -172,7 +171,12 @@ void apply_input_comm(std::span<const double> ms, InputCommMode mode, CostBreakd
 }
 
 ParamSpec hardware_param(const std::string& what) {
-  return {"hardware", ParamType::kString, "match", {}, {}, {"match", "any"},
+  return {"hardware",
+          ParamType::kString,
+          "match",
+          {},
+          {},
+          {"match", "any"},
           "require " + what + " trained on the task's kind of device (match) or not (any)"};
 }
 
@@ -197,12 +201,23 @@ void register_sim_cost_model(CostModelRegistry& registry) {
   const auto sim = [](const Params& p, const Context& ctx, const Task& task) -> std::unique_ptr<CostModel> {
     return std::make_unique<SimCostModel>(task, p, ctx);
   };
-  static const std::vector<ParamSpec> params = with_input_comm_params({
-        {"coefficients", ParamType::kString, "builtin", {}, {}, {},
-         "the preset's built-in coefficients, or a file from `embshard profile calibrate --samples S --out FILE`"},
-        {"hardware", ParamType::kString, "match", {}, {}, {"match", "any"},
-         "warn when coefficients measured on one CPU are used on another (match) or not (any)"}});
-  registry.add({"sim", "the analytic model of the task's topology preset (cost/analytic.h) and its link model", params}, sim);
+  static const std::vector<ParamSpec> params = with_input_comm_params(
+      {{"coefficients",
+        ParamType::kString,
+        "builtin",
+        {},
+        {},
+        {},
+        "the preset's built-in coefficients, or a file from `embshard profile calibrate --samples S --out FILE`"},
+       {"hardware",
+        ParamType::kString,
+        "match",
+        {},
+        {},
+        {"match", "any"},
+        "warn when coefficients measured on one CPU are used on another (match) or not (any)"}});
+  registry.add({"sim", "the analytic model of the task's topology preset (cost/analytic.h) and its link model", params},
+               sim);
   registry.add({"analytic", "another name of sim", params}, sim);
 }
 

@@ -15,8 +15,8 @@ namespace {
  * O(devices²). Kept in thread-local buffers so that search code calling per move need not allocate.
  */
 struct PeerBytes {
-  std::vector<std::int64_t> b, s, q;            ///< per device, per device, per host
-  std::vector<std::int64_t> host_b, host_bs;    ///< per host: Σ b, Σ (b + s)
+  std::vector<std::int64_t> b, s, q;          ///< per device, per device, per host
+  std::vector<std::int64_t> host_b, host_bs;  ///< per host: Σ b, Σ (b + s)
   std::int64_t total_b = 0, total_q = 0;
   int n = 0, per_host = 1, hosts = 1;
 
@@ -51,8 +51,8 @@ struct PeerBytes {
   [[nodiscard]] LinkVolume volume(int d) const {
     const auto i = static_cast<std::size_t>(d);
     const auto h = static_cast<std::size_t>(d / per_host);
-    return {(per_host - 1) * (b[i] + s[i]), (n - per_host) * b[i] + (hosts - 1) * q[h],
-            host_bs[h] - (b[i] + s[i]), total_b - host_b[h] + total_q - q[h]};
+    return {(per_host - 1) * (b[i] + s[i]), (n - per_host) * b[i] + (hosts - 1) * q[h], host_bs[h] - (b[i] + s[i]),
+            total_b - host_b[h] + total_q - q[h]};
   }
 };
 
@@ -89,9 +89,7 @@ void exchange_ms_into(const Topology& topology, const ExchangeBytes& bytes, std:
     return;
   }
   const PeerBytes& peers = peer_bytes(topology, bytes);
-  const auto ms = [](std::int64_t b, double gbps) {
-    return gbps > 0.0 ? static_cast<double>(b) / (gbps * 1e6) : 0.0;
-  };
+  const auto ms = [](std::int64_t b, double gbps) { return gbps > 0.0 ? static_cast<double>(b) / (gbps * 1e6) : 0.0; };
   for (int d = 0; d < n; ++d) {
     const LinkVolume v = peers.volume(d);
     const double intra = ms(std::max(v.send_intra_bytes, v.recv_intra_bytes), topology.intra_host_gbps);
@@ -136,14 +134,12 @@ std::vector<double> output_bytes(const std::vector<std::int64_t>& dim_sums, std:
 
 }  // namespace
 
-std::vector<LinkVolume> all_to_all_volumes(const Topology& topology,
-                                           const std::vector<std::int64_t>& dim_sums,
+std::vector<LinkVolume> all_to_all_volumes(const Topology& topology, const std::vector<std::int64_t>& dim_sums,
                                            std::int64_t batch_size, int element_bytes) {
   return exchange_volumes(topology, output_bytes(dim_sums, batch_size, element_bytes));
 }
 
-std::vector<double> all_to_all_ms(const Topology& topology,
-                                  const std::vector<std::int64_t>& dim_sums,
+std::vector<double> all_to_all_ms(const Topology& topology, const std::vector<std::int64_t>& dim_sums,
                                   std::int64_t batch_size, int element_bytes) {
   return exchange_ms(topology, output_bytes(dim_sums, batch_size, element_bytes));
 }
@@ -158,15 +154,26 @@ const char* to_string(InputCommMode mode) {
 }
 
 std::vector<ParamSpec> with_input_comm_params(std::vector<ParamSpec> own) {
-  own.insert(own.end(), {
-      {"input_comm", ParamType::kString, "exposed", {}, {}, {"exposed", "overlap", "omit"},
-       "the input all-to-all of indices: paid by the step (exposed), hidden under the previous "
-       "step's compute where it fits (overlap, TorchRec's pipeline) or not costed (omit, the papers' benchmarks)"},
-      {"index_bytes", ParamType::kInt, "8", 1, 8, {}, "bytes per index in the input all-to-all (int64: 8)"},
-      {"length_bytes", ParamType::kInt, "4", 1, 8, {}, "bytes per length in the input all-to-all (int32: 4)"},
-      {"exchanges", ParamType::kString, "fused", {}, {}, {"fused", "per_type"},
-       "one input and one output exchange for the whole plan (fused, the papers' benchmarks) or one per "
-       "sharding type it uses (per_type, as TorchRec runs them: each further type pays the latency again)"}});
+  own.insert(
+      own.end(),
+      {{"input_comm",
+        ParamType::kString,
+        "exposed",
+        {},
+        {},
+        {"exposed", "overlap", "omit"},
+        "the input all-to-all of indices: paid by the step (exposed), hidden under the previous "
+        "step's compute where it fits (overlap, TorchRec's pipeline) or not costed (omit, the papers' benchmarks)"},
+       {"index_bytes", ParamType::kInt, "8", 1, 8, {}, "bytes per index in the input all-to-all (int64: 8)"},
+       {"length_bytes", ParamType::kInt, "4", 1, 8, {}, "bytes per length in the input all-to-all (int32: 4)"},
+       {"exchanges",
+        ParamType::kString,
+        "fused",
+        {},
+        {},
+        {"fused", "per_type"},
+        "one input and one output exchange for the whole plan (fused, the papers' benchmarks) or one per "
+        "sharding type it uses (per_type, as TorchRec runs them: each further type pays the latency again)"}});
   return own;
 }
 
@@ -179,7 +186,8 @@ int exchange_groups(const Plan& plan) {
 int exchange_groups(const std::array<int, kNumShardingTypes>& tables_per_type) {
   int groups = 0;
   for (int t = 0; t < kNumShardingTypes; ++t) {
-    if (t != static_cast<int>(ShardingType::kDataParallel) && tables_per_type[static_cast<std::size_t>(t)] > 0) ++groups;
+    if (t != static_cast<int>(ShardingType::kDataParallel) && tables_per_type[static_cast<std::size_t>(t)] > 0)
+      ++groups;
   }
   return std::max(1, groups);
 }
@@ -207,14 +215,13 @@ InputCommOptions input_comm_options(const Params& params) {
 double shard_input_bytes(const Task& task, const PlacedShard& p, const InputCommOptions& options) {
   if (p.is_replica()) return 0.0;  // its own device's samples: nothing crosses a link
   const TableSpec& spec = task.workload.tables[static_cast<std::size_t>(p.table)];
-  const double row_share = static_cast<double>(p.shard.num_rows()) /
-                           static_cast<double>(std::max<std::int64_t>(spec.num_rows(), 1));
+  const double row_share =
+      static_cast<double>(p.shard.num_rows()) / static_cast<double>(std::max<std::int64_t>(spec.num_rows(), 1));
   const double lookups = row_share * static_cast<double>(spec.stats.num_indices);
   return lookups * options.index_bytes + static_cast<double>(task.workload.batch_size) * options.length_bytes;
 }
 
-std::vector<double> device_input_bytes(const Task& task,
-                                       const std::vector<std::vector<PlacedShard>>& by_device,
+std::vector<double> device_input_bytes(const Task& task, const std::vector<std::vector<PlacedShard>>& by_device,
                                        const InputCommOptions& options) {
   std::vector<double> bytes(by_device.size(), 0.0);
   for (std::size_t d = 0; d < by_device.size(); ++d) {
@@ -299,8 +306,8 @@ class LinkCommModel final : public CommModel {
       : topology_(topology), batch_size_(batch_size), input_(input) {}
   [[nodiscard]] std::string spec() const override { return "link"; }
   [[nodiscard]] std::string detail() const override {
-    return detail::concat("link model of ", topology_.name, " at batch ", batch_size_,
-                          ", input all-to-all ", to_string(input_.mode));
+    return detail::concat("link model of ", topology_.name, " at batch ", batch_size_, ", input all-to-all ",
+                          to_string(input_.mode));
   }
   [[nodiscard]] std::vector<DeviceComm> device_comm(const Task& task, const OutputDims& outputs,
                                                     std::span<const double> fw_comp_ms) override {

@@ -4,8 +4,8 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "embshard/core/error.h"
 #include "embshard/core/context.h"
+#include "embshard/core/error.h"
 
 namespace embshard {
 
@@ -21,8 +21,7 @@ std::string machine_calibration_dir() {
     EMBSHARD_THROW("no directory for installed calibrations: set ", kCalibrationsEnv, " or HOME");
   }
   EMBSHARD_CHECK(dir.find(',') == std::string::npos, "the calibrations directory '", dir,
-                 "' holds a ',', which a cost-model spec cannot name: set ", kCalibrationsEnv,
-                 " to another directory");
+                 "' holds a ',', which a cost-model spec cannot name: set ", kCalibrationsEnv, " to another directory");
   return dir;
 }
 

@@ -13,11 +13,17 @@ namespace embshard {
 namespace {
 
 const std::vector<ParamSpec>& neural_params() {
-  static const std::vector<ParamSpec> params = with_input_comm_params({
-        {"weights", ParamType::kString, "builtin", {}, {}, {}, "weights file from `embshard train cost`, or builtin"},
-        {"comm", ParamType::kString, "auto", {}, {}, {"auto", "neural", "link"},
-         "all-to-all costs: the file's comm models, the topology's link model, or neural where trained for the task's devices"},
-        hardware_param("models")});
+  static const std::vector<ParamSpec> params = with_input_comm_params(
+      {{"weights", ParamType::kString, "builtin", {}, {}, {}, "weights file from `embshard train cost`, or builtin"},
+       {"comm",
+        ParamType::kString,
+        "auto",
+        {},
+        {},
+        {"auto", "neural", "link"},
+        "all-to-all costs: the file's comm models, the topology's link model, or neural where trained for the task's "
+        "devices"},
+       hardware_param("models")});
   return params;
 }
 
@@ -44,9 +50,8 @@ std::string hardware_mismatch(const NeuralWeights& w, const Task& task, bool use
     const HardwareFingerprint& comm = w.fw_comm->training.fingerprint;
     if (comm.device_kind != compute.device_kind || comm.cpu_model != compute.cpu_model ||
         comm.logical_cpus != compute.logical_cpus) {
-      return detail::concat("the compute model was measured on '", compute.cpu_model, "' (",
-                            compute.logical_cpus, " cpus) but the comm models on '", comm.cpu_model,
-                            "' (", comm.logical_cpus, " cpus)");
+      return detail::concat("the compute model was measured on '", compute.cpu_model, "' (", compute.logical_cpus,
+                            " cpus) but the comm models on '", comm.cpu_model, "' (", comm.logical_cpus, " cpus)");
     }
   }
   return "";
@@ -60,10 +65,9 @@ class NeuralComputeModel final : public ComputeModel {
   [[nodiscard]] std::string spec() const override { return "neural"; }
   [[nodiscard]] CostSource source() const override { return CostSource::kModelled; }
   [[nodiscard]] std::string detail() const override {
-    return detail::concat("neural compute model ", where_, " (", net_.training.num_samples, " ",
-                          net_.training.backend, " samples at batch ", net_.training.batch_size, " on ",
-                          net_.training.fingerprint.cpu_model, ", ", net_.training.fingerprint.llc_bytes >> 20,
-                          " MiB last-level cache)");
+    return detail::concat("neural compute model ", where_, " (", net_.training.num_samples, " ", net_.training.backend,
+                          " samples at batch ", net_.training.batch_size, " on ", net_.training.fingerprint.cpu_model,
+                          ", ", net_.training.fingerprint.llc_bytes >> 20, " MiB last-level cache)");
   }
 
   [[nodiscard]] bool costs_replicas() const override { return false; }
@@ -97,8 +101,9 @@ class NeuralComputeModel final : public ComputeModel {
   };
   struct KeyHash {
     std::size_t operator()(const Key& k) const {
-      return static_cast<std::size_t>(derive_seed(static_cast<std::uint64_t>(k.rows),
-                                                  (static_cast<std::uint64_t>(k.table) << 32) | static_cast<std::uint32_t>(k.cols)));
+      return static_cast<std::size_t>(
+          derive_seed(static_cast<std::uint64_t>(k.rows),
+                      (static_cast<std::uint64_t>(k.table) << 32) | static_cast<std::uint32_t>(k.cols)));
     }
   };
 
@@ -107,8 +112,8 @@ class NeuralComputeModel final : public ComputeModel {
     auto it = encodings_.find(key);
     if (it != encodings_.end()) return it->second;
     const TableSpec& spec = task.workload.tables[static_cast<std::size_t>(p.table)];
-    const double row_share = static_cast<double>(p.shard.num_rows()) /
-                             static_cast<double>(std::max<std::int64_t>(spec.num_rows(), 1));
+    const double row_share =
+        static_cast<double>(p.shard.num_rows()) / static_cast<double>(std::max<std::int64_t>(spec.num_rows(), 1));
     try {
       return encodings_.emplace(key, encode_table(net_, table_features(spec.stats, key.cols, row_share))).first->second;
     } catch (const Error& e) {
@@ -132,8 +137,8 @@ class NeuralCommModel final : public CommModel {
   [[nodiscard]] std::string spec() const override { return "neural"; }
   [[nodiscard]] std::string detail() const override {
     const TrainingProvenance& t = weights_->fw_comm->training;
-    return detail::concat("neural comm models ", where_, " (", t.num_samples, " ", t.backend,
-                          " samples on ", weights_->fw_comm->devices, " devices at batch ", t.batch_size, " on ",
+    return detail::concat("neural comm models ", where_, " (", t.num_samples, " ", t.backend, " samples on ",
+                          weights_->fw_comm->devices, " devices at batch ", t.batch_size, " on ",
                           t.fingerprint.cpu_model, ")");
   }
 
@@ -187,8 +192,8 @@ bool use_neural_comm(const NeuralWeights& w, const std::string& comm, const Task
   if (comm == "auto") return fits;
   EMBSHARD_CHECK(w.fw_comm, "neural: ", where, " holds no comm models (comm=neural); use comm=link or auto");
   EMBSHARD_CHECK(fits, "neural: the comm models in ", where, " were trained for ", w.fw_comm->devices,
-                 " devices but the task has ", task.topology.num_devices(), " (train on ",
-                 task.topology.num_devices(), " ranks, or use comm=link)");
+                 " devices but the task has ", task.topology.num_devices(), " (train on ", task.topology.num_devices(),
+                 " ranks, or use comm=link)");
   return true;
 }
 

@@ -6,30 +6,28 @@
 #include <nlohmann/json.hpp>
 
 #include "core/json_reader.h"
-#include "nn/nn_json.h"
 #include "embshard/core/error.h"
-#include "embshard/data/features.h"
 #include "embshard/core/file_io.h"
+#include "embshard/data/features.h"
+#include "nn/nn_json.h"
 #include "profile/fingerprint_json.h"
 
 namespace embshard {
 namespace {
 
 using Json = nlohmann::json;
-using detail::JsonNode;
 using detail::add_mlp;
+using detail::JsonNode;
 using detail::read_mlp;
 using detail::read_numbers;
 using detail::reject_unused;
 
 constexpr const char* kFormatName = "embshard-neural-cost";
-constexpr double kMinSpread = 1e-6;   // below this a column is treated as constant (std 1)
+constexpr double kMinSpread = 1e-6;  // below this a column is treated as constant (std 1)
 
 // ---- writing --------------------------------------------------------------------------------
 
-Json normaliser_json(const Normaliser& n) {
-  return {{"names", n.names}, {"mean", n.mean}, {"std", n.std}};
-}
+Json normaliser_json(const Normaliser& n) { return {{"names", n.names}, {"mean", n.mean}, {"std", n.std}}; }
 
 Json accuracy_json(const ModelAccuracy& a) {
   return {{"mse", a.mse}, {"mape", a.mape}, {"r2", a.r2}, {"count", a.count}};
@@ -38,29 +36,39 @@ Json accuracy_json(const ModelAccuracy& a) {
 Json training_json(const TrainingProvenance& t) {
   Json accuracy = Json::object();
   for (const auto& [name, a] : t.accuracy) accuracy[name] = accuracy_json(a);
-  return {{"samples_path", t.samples_path}, {"samples_sha256", t.samples_sha256},
-          {"num_samples", t.num_samples},   {"sampler", t.sampler},
-          {"backend", t.backend},           {"batch_size", t.batch_size},
+  return {{"samples_path", t.samples_path},
+          {"samples_sha256", t.samples_sha256},
+          {"num_samples", t.num_samples},
+          {"sampler", t.sampler},
+          {"backend", t.backend},
+          {"batch_size", t.batch_size},
           {"fingerprint", detail::fingerprint_json(t.fingerprint)},
-          {"seed", t.seed},                 {"epochs", t.epochs},
-          {"best_epoch", t.best_epoch},     {"created_utc", t.created_utc},
-          {"embshard_version", t.embshard_version}, {"accuracy", accuracy}};
+          {"seed", t.seed},
+          {"epochs", t.epochs},
+          {"best_epoch", t.best_epoch},
+          {"created_utc", t.created_utc},
+          {"embshard_version", t.embshard_version},
+          {"accuracy", accuracy}};
 }
 
 Json compute_json(const ComputeNet& net) {
   Json parameters = Json::object();
   add_mlp(parameters, net.table_mlp);
   add_mlp(parameters, net.head);
-  return {{"inputs", normaliser_json(net.inputs)}, {"outputs", net.outputs},
-          {"fw_share", net.fw_share}, {"parameters", parameters},
+  return {{"inputs", normaliser_json(net.inputs)},
+          {"outputs", net.outputs},
+          {"fw_share", net.fw_share},
+          {"parameters", parameters},
           {"training", training_json(net.training)}};
 }
 
 Json comm_json(const CommNet& net) {
   Json parameters = Json::object();
   add_mlp(parameters, net.mlp);
-  return {{"devices", net.devices}, {"inputs", normaliser_json(net.inputs)},
-          {"parameters", parameters}, {"training", training_json(net.training)}};
+  return {{"devices", net.devices},
+          {"inputs", normaliser_json(net.inputs)},
+          {"parameters", parameters},
+          {"training", training_json(net.training)}};
 }
 
 // ---- reading --------------------------------------------------------------------------------
@@ -72,8 +80,7 @@ Normaliser read_normaliser(const JsonNode& n, const std::vector<std::string>& ex
   names.expect_array();
   for (std::size_t i = 0; i < names.size(); ++i) norm.names.push_back(names.at(i).as_string());
   if (norm.names != expected_names) {
-    names.fail(detail::concat("expected the inputs ", Json(expected_names).dump(), ", got ",
-                              Json(norm.names).dump()));
+    names.fail(detail::concat("expected the inputs ", Json(expected_names).dump(), ", got ", Json(norm.names).dump()));
   }
   norm.mean = read_numbers(n.at("mean"), expected_names.size());
   norm.std = read_numbers(n.at("std"), expected_names.size(), 0.0);
@@ -85,14 +92,12 @@ Normaliser read_normaliser(const JsonNode& n, const std::vector<std::string>& ex
 
 ModelAccuracy read_accuracy(const JsonNode& n) {
   n.only_keys({"mse", "mape", "r2", "count"});
-  return {n.at("mse").as_double(0), n.at("mape").as_double(0), n.at("r2").as_double(),
-          n.at("count").as_int(0)};
+  return {n.at("mse").as_double(0), n.at("mape").as_double(0), n.at("r2").as_double(), n.at("count").as_int(0)};
 }
 
 TrainingProvenance read_training(const JsonNode& n) {
-  n.only_keys({"samples_path", "samples_sha256", "num_samples", "sampler", "backend", "batch_size",
-               "fingerprint", "seed", "epochs", "best_epoch", "created_utc", "embshard_version",
-               "accuracy"});
+  n.only_keys({"samples_path", "samples_sha256", "num_samples", "sampler", "backend", "batch_size", "fingerprint",
+               "seed", "epochs", "best_epoch", "created_utc", "embshard_version", "accuracy"});
   TrainingProvenance t;
   t.samples_path = n.at("samples_path").as_string();
   t.samples_sha256 = n.at("samples_sha256").as_string();
@@ -113,7 +118,6 @@ TrainingProvenance read_training(const JsonNode& n) {
   return t;
 }
 
-
 ComputeNet read_compute(const JsonNode& n) {
   n.only_keys({"inputs", "outputs", "fw_share", "parameters", "training"});
   ComputeNet net;
@@ -122,8 +126,7 @@ ComputeNet read_compute(const JsonNode& n) {
   const JsonNode outputs = n.at("outputs");
   outputs.expect_array();
   for (std::size_t i = 0; i < outputs.size(); ++i) net.outputs.push_back(outputs.at(i).as_string());
-  if (net.outputs != std::vector<std::string>{"comp_ms"} &&
-      net.outputs != std::vector<std::string>{"fw_ms", "bw_ms"}) {
+  if (net.outputs != std::vector<std::string>{"comp_ms"} && net.outputs != std::vector<std::string>{"fw_ms", "bw_ms"}) {
     outputs.fail("expected [\"comp_ms\"] or [\"fw_ms\", \"bw_ms\"]");
   }
   net.fw_share = n.at("fw_share").as_double(0);
@@ -132,8 +135,12 @@ ComputeNet read_compute(const JsonNode& n) {
   parameters.expect_object();
   std::vector<std::string> used;
   const int encoding = compute_table_widths().back();
-  net.table_mlp = read_mlp(parameters, "table_mlp", layer_widths(kNumCostFeatures, {compute_table_widths().begin(), compute_table_widths().end() - 1}, encoding), true, used);
-  net.head = read_mlp(parameters, "head", layer_widths(encoding, compute_head_widths(), static_cast<int>(net.outputs.size())), false, used);
+  net.table_mlp = read_mlp(
+      parameters, "table_mlp",
+      layer_widths(kNumCostFeatures, {compute_table_widths().begin(), compute_table_widths().end() - 1}, encoding),
+      true, used);
+  net.head = read_mlp(parameters, "head",
+                      layer_widths(encoding, compute_head_widths(), static_cast<int>(net.outputs.size())), false, used);
   reject_unused(parameters, used);
   net.training = read_training(n.at("training"));
   return net;
@@ -148,7 +155,8 @@ CommNet read_comm(const JsonNode& n, bool forward) {
   const JsonNode parameters = n.at("parameters");
   parameters.expect_object();
   std::vector<std::string> used;
-  net.mlp = read_mlp(parameters, "mlp", layer_widths(static_cast<int>(net.inputs.names.size()), comm_widths(), net.devices), false, used);
+  net.mlp = read_mlp(parameters, "mlp",
+                     layer_widths(static_cast<int>(net.inputs.names.size()), comm_widths(), net.devices), false, used);
   reject_unused(parameters, used);
   net.training = read_training(n.at("training"));
   return net;
@@ -217,9 +225,18 @@ std::vector<int> layer_widths(int in, const std::vector<int>& hidden, int out) {
   return widths;
 }
 
-const std::vector<int>& compute_table_widths() { static const std::vector<int> w{128, 32}; return w; }
-const std::vector<int>& compute_head_widths() { static const std::vector<int> w{64}; return w; }
-const std::vector<int>& comm_widths() { static const std::vector<int> w{128, 64, 32, 16}; return w; }
+const std::vector<int>& compute_table_widths() {
+  static const std::vector<int> w{128, 32};
+  return w;
+}
+const std::vector<int>& compute_head_widths() {
+  static const std::vector<int> w{64};
+  return w;
+}
+const std::vector<int>& comm_widths() {
+  static const std::vector<int> w{128, 64, 32, 16};
+  return w;
+}
 
 std::vector<std::string> comm_input_names(bool forward, int devices) {
   std::vector<std::string> names;
@@ -239,7 +256,8 @@ NeuralWeights parse_neural_weights(const std::string& text, const std::string& w
   }
   const std::int64_t version = root.at("version").as_int();
   if (version != kNeuralWeightsVersion) {
-    root.at("version").fail(detail::concat("this embshard reads version ", kNeuralWeightsVersion, ", the file is version ", version));
+    root.at("version").fail(
+        detail::concat("this embshard reads version ", kNeuralWeightsVersion, ", the file is version ", version));
   }
   NeuralWeights w;
   if (root.has("compute")) w.compute = read_compute(root.at("compute"));

@@ -3,8 +3,8 @@
 #include <climits>
 #include <map>
 #include <memory>
-#include <tuple>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "core/json_reader.h"
 #include "embshard/core/file_io.h"
@@ -14,13 +14,16 @@
 namespace embshard {
 namespace {
 
-using nlohmann::json;
 using detail::JsonNode;
+using nlohmann::json;
 
 json stats_json(const TableStats& s) {
-  json j = {{"num_rows", s.num_rows},         {"pooling_factor", s.pooling_factor},
-            {"coverage", s.coverage},         {"batch_size", s.batch_size},
-            {"num_indices", s.num_indices},   {"num_distinct", s.num_distinct},
+  json j = {{"num_rows", s.num_rows},
+            {"pooling_factor", s.pooling_factor},
+            {"coverage", s.coverage},
+            {"batch_size", s.batch_size},
+            {"num_indices", s.num_indices},
+            {"num_distinct", s.num_distinct},
             {"bins", s.bins}};
   if (!s.icdf.empty()) j["icdf"] = s.icdf;
   return j;
@@ -38,8 +41,7 @@ TableStats stats_from(const JsonNode& n, const std::string& where) {
   s.num_distinct = n.has("num_distinct") ? n.at("num_distinct").as_int() : 0;
   const JsonNode bins = n.at("bins");
   bins.expect_array();
-  if (bins.size() != kNumReuseBins)
-    bins.fail(detail::concat("expected ", kNumReuseBins, " values, got ", bins.size()));
+  if (bins.size() != kNumReuseBins) bins.fail(detail::concat("expected ", kNumReuseBins, " values, got ", bins.size()));
   for (std::size_t j = 0; j < bins.size(); ++j) s.bins[j] = bins.at(j).as_double();
   if (n.has("icdf")) {
     const JsonNode icdf = n.at("icdf");
@@ -51,18 +53,15 @@ TableStats stats_from(const JsonNode& n, const std::string& where) {
   return s;
 }
 
-#define EMBSHARD_STATS_KEYS                                                                 \
-  "num_rows", "pooling_factor", "coverage", "batch_size", "num_indices", "num_distinct", \
-      "bins", "icdf"
+#define EMBSHARD_STATS_KEYS \
+  "num_rows", "pooling_factor", "coverage", "batch_size", "num_indices", "num_distinct", "bins", "icdf"
 
 json topology_json(const Topology& t) {
   if (!t.name.empty() && t.name != "custom") return {{"preset", t.name}};
   json devices = json::array();
   for (const Device& d : t.devices) {
-    devices.push_back({{"hbm_bytes", d.hbm_bytes},
-                       {"uvm_bytes", d.uvm_bytes},
-                       {"hbm_gbps", d.hbm_gbps},
-                       {"uvm_gbps", d.uvm_gbps}});
+    devices.push_back(
+        {{"hbm_bytes", d.hbm_bytes}, {"uvm_bytes", d.uvm_bytes}, {"hbm_gbps", d.hbm_gbps}, {"uvm_gbps", d.uvm_gbps}});
   }
   return {{"device_kind", t.device_kind},         {"devices_per_host", t.devices_per_host},
           {"intra_host_gbps", t.intra_host_gbps}, {"inter_host_gbps", t.inter_host_gbps},
@@ -126,8 +125,7 @@ Topology topology_from(const JsonNode& n) {
       preset.fail(e.what());
     }
   }
-  n.only_keys({"device_kind", "devices_per_host", "intra_host_gbps", "inter_host_gbps",
-               "a2a_latency_us", "devices"});
+  n.only_keys({"device_kind", "devices_per_host", "intra_host_gbps", "inter_host_gbps", "a2a_latency_us", "devices"});
   Topology t;
   t.name = "custom";
   t.device_kind = n.has("device_kind") ? n.at("device_kind").as_string() : "custom";
@@ -140,8 +138,8 @@ Topology topology_from(const JsonNode& n) {
   for (std::size_t i = 0; i < devices.size(); ++i) {
     const JsonNode d = devices.at(i);
     d.only_keys({"hbm_bytes", "uvm_bytes", "hbm_gbps", "uvm_gbps"});
-    t.devices.push_back({d.at("hbm_bytes").as_int(0), d.at("uvm_bytes").as_int(0),
-                         d.at("hbm_gbps").as_double(0), d.at("uvm_gbps").as_double(0)});
+    t.devices.push_back({d.at("hbm_bytes").as_int(0), d.at("uvm_bytes").as_int(0), d.at("hbm_gbps").as_double(0),
+                         d.at("uvm_gbps").as_double(0)});
   }
   return t;
 }
@@ -217,20 +215,18 @@ json table_constraints_json(const TableConstraints& c) {
   return j;
 }
 
-TableSpec table_from(const JsonNode& n, std::int64_t batch_size, const Pool* pool,
-                     const DerivedStatsModel& model, DerivedStatsMemo& memo) {
-  n.only_keys({"name", "dim", "dtype", "pool_id", "source_id", "stats", "stats_origin", "optimizer",
-               "constraints", "pooled"});
+TableSpec table_from(const JsonNode& n, std::int64_t batch_size, const Pool* pool, const DerivedStatsModel& model,
+                     DerivedStatsMemo& memo) {
+  n.only_keys(
+      {"name", "dim", "dtype", "pool_id", "source_id", "stats", "stats_origin", "optimizer", "constraints", "pooled"});
   TableSpec t;
   t.name = n.at("name").as_string();
   t.dim = static_cast<int>(n.at("dim").as_int(1, kMaxTableDim));
-  t.dtype = n.has("dtype") ? parse_weight_type(n.at("dtype").as_string(), n.at("dtype").label())
-                           : WeightType::kF32;
+  t.dtype = n.has("dtype") ? parse_weight_type(n.at("dtype").as_string(), n.at("dtype").label()) : WeightType::kF32;
   if (n.has("source_id")) t.source_id = n.at("source_id").as_int(0);
   if (n.has("pool_id")) t.source_id = n.at("pool_id").as_int(0);
   if (n.has("stats_origin")) t.stats_origin = n.at("stats_origin").as_string();
-  if (n.has("optimizer"))
-    t.optimizer = parse_optimizer_state(n.at("optimizer").as_string(), n.at("optimizer").label());
+  if (n.has("optimizer")) t.optimizer = parse_optimizer_state(n.at("optimizer").as_string(), n.at("optimizer").label());
   if (n.has("constraints")) t.constraints = table_constraints_from(n.at("constraints"));
   if (n.has("pooled")) t.pooled = n.at("pooled").as_bool();
   if (n.has("stats")) {
@@ -249,8 +245,8 @@ TableSpec table_from(const JsonNode& n, std::int64_t batch_size, const Pool* poo
     EMBSHARD_ASSERT(pool != nullptr);
     const auto pool_size = static_cast<std::int64_t>(pool->tables().size());
     if (t.source_id >= pool_size)
-      n.at("pool_id").fail(detail::concat("got ", t.source_id, ", but the pool has ", pool_size,
-                                          " tables (ids 0 to ", pool_size - 1, ")"));
+      n.at("pool_id").fail(detail::concat("got ", t.source_id, ", but the pool has ", pool_size, " tables (ids 0 to ",
+                                          pool_size - 1, ")"));
     t.stats = pool->expected_stats(t.source_id, batch_size);
   }
   return t;
@@ -283,9 +279,7 @@ std::vector<TableStats> stats_from_json(const std::string& text, const std::stri
   return out;
 }
 
-std::vector<TableStats> read_stats_file(const std::string& path) {
-  return stats_from_json(read_file(path), path);
-}
+std::vector<TableStats> read_stats_file(const std::string& path) { return stats_from_json(read_file(path), path); }
 
 void write_stats_file(const std::string& path, const std::vector<TableStats>& tables) {
   write_file_atomic(path, stats_to_json(tables));
@@ -297,9 +291,8 @@ std::string pool_to_json(const Pool& pool, std::int64_t batch_size, int threads)
   for (const PoolTable& t : pool.tables()) {
     json j = stats_json(stats[static_cast<std::size_t>(t.id)]);
     j["id"] = t.id;
-    j["generator"] = {{"num_rows", t.num_rows},         {"active_rows", t.active_rows},
-                      {"zipf_alpha", t.zipf_alpha},     {"zipf_offset", t.zipf_offset},
-                      {"length_shape", t.length_shape}, {"seed", t.seed}};
+    j["generator"] = {{"num_rows", t.num_rows},       {"active_rows", t.active_rows},   {"zipf_alpha", t.zipf_alpha},
+                      {"zipf_offset", t.zipf_offset}, {"length_shape", t.length_shape}, {"seed", t.seed}};
     arr.push_back(std::move(j));
   }
   const PoolParams& p = pool.params();
@@ -315,8 +308,7 @@ std::string pool_to_json(const Pool& pool, std::int64_t batch_size, int threads)
                  {"active_log10_max", p.active_log10_max},
                  {"offset_log10_max", p.offset_log10_max},
                  {"length_shape", p.length_shape}};
-  json doc = {{"pool", {{"seed", pool.seed()}, {"version", kPoolVersion}, {"params", params}}},
-              {"tables", arr}};
+  json doc = {{"pool", {{"seed", pool.seed()}, {"version", kPoolVersion}, {"params", params}}}, {"tables", arr}};
   return doc.dump(1) + "\n";
 }
 
@@ -362,8 +354,7 @@ Task task_from_json(const std::string& text, const std::string& where) {
   const JsonNode version_node = root.at("schema_version");
   const std::int64_t version = version_node.as_int();
   if (version != kTaskSchemaVersion)
-    version_node.fail(detail::concat("version ", version,
-                                     " is not supported (this build reads task schema version ",
+    version_node.fail(detail::concat("version ", version, " is not supported (this build reads task schema version ",
                                      kTaskSchemaVersion, " only)"));
   Task task;
   task.id = root.has("id") ? root.at("id").as_string() : "";
@@ -403,8 +394,6 @@ Task task_from_json(const std::string& text, const std::string& where) {
 
 Task read_task_file(const std::string& path) { return task_from_json(read_file(path), path); }
 
-void write_task_file(const std::string& path, const Task& task) {
-  write_file_atomic(path, task_to_json(task));
-}
+void write_task_file(const std::string& path, const Task& task) { write_file_atomic(path, task_to_json(task)); }
 
 }  // namespace embshard

@@ -37,24 +37,21 @@ std::string find_error_in_model(const DerivedStatsModel& m, const std::string& w
   return "";
 }
 
-TableStats derive_table_stats(std::int64_t num_rows, double pooling_factor, double coverage,
-                              std::int64_t batch_size, const DerivedStatsModel& model,
-                              const std::string& where) {
+TableStats derive_table_stats(std::int64_t num_rows, double pooling_factor, double coverage, std::int64_t batch_size,
+                              const DerivedStatsModel& model, const std::string& where) {
   const std::string model_error = find_error_in_model(model, where);
   EMBSHARD_CHECK(model_error.empty(), model_error);
-  EMBSHARD_CHECK(num_rows >= 1 && num_rows <= kMaxTableRows, where, ": num_rows must lie in [1, ",
-                 kMaxTableRows, "], got ", num_rows);
+  EMBSHARD_CHECK(num_rows >= 1 && num_rows <= kMaxTableRows, where, ": num_rows must lie in [1, ", kMaxTableRows,
+                 "], got ", num_rows);
   EMBSHARD_CHECK(pooling_factor >= 0.0 && pooling_factor <= kMaxPoolingFactor, where,
                  ": pooling_factor must lie in [0, ", kMaxPoolingFactor, "], got ", pooling_factor);
-  EMBSHARD_CHECK(batch_size >= 1 && batch_size <= kMaxStatsBatchSize, where,
-                 ": batch_size must lie in [1, ", kMaxStatsBatchSize, "], got ", batch_size);
+  EMBSHARD_CHECK(batch_size >= 1 && batch_size <= kMaxStatsBatchSize, where, ": batch_size must lie in [1, ",
+                 kMaxStatsBatchSize, "], got ", batch_size);
   if (coverage < 0.0) coverage = std::min(1.0, pooling_factor);
   EMBSHARD_CHECK(coverage <= 1.0, where, ": coverage must lie in [0, 1], got ", coverage);
-  EMBSHARD_CHECK(coverage <= pooling_factor, where, ": coverage ", coverage,
-                 " is above the pooling factor ", pooling_factor,
-                 " (a sample that looks the table up looks up at least one row)");
-  EMBSHARD_CHECK(pooling_factor == 0.0 || coverage > 0.0, where,
-                 ": coverage 0 with pooling factor ", pooling_factor);
+  EMBSHARD_CHECK(coverage <= pooling_factor, where, ": coverage ", coverage, " is above the pooling factor ",
+                 pooling_factor, " (a sample that looks the table up looks up at least one row)");
+  EMBSHARD_CHECK(pooling_factor == 0.0 || coverage > 0.0, where, ": coverage 0 with pooling factor ", pooling_factor);
   if (pooling_factor == 0.0) {  // never looked up: the statistics of an empty table
     TableStats empty;
     empty.num_rows = num_rows;
@@ -68,8 +65,7 @@ TableStats derive_table_stats(std::int64_t num_rows, double pooling_factor, doub
   t.zipf_alpha = model.zipf_alpha;
   t.zipf_offset = model.zipf_offset;
   const double lookups_at_reference = pooling_factor * static_cast<double>(kPublishedDlrm.batch_size);
-  t.active_rows = std::clamp<std::int64_t>(std::llround(model.active_ratio * lookups_at_reference), 1,
-                                           t.num_rows);
+  t.active_rows = std::clamp<std::int64_t>(std::llround(model.active_ratio * lookups_at_reference), 1, t.num_rows);
   return expected_table_stats(t, batch_size);
 }
 

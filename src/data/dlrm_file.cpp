@@ -52,8 +52,8 @@ int element_size(TensorType type) {
 namespace {
 
 constexpr std::int64_t kMaxDimSize = std::int64_t{1} << 58;
-constexpr std::int64_t kMaxTables = std::int64_t{1} << 16;  // the dataset has 856 (2021) or 788
-constexpr std::int64_t kProgressMinLookups = 20'000'000;    // log progress above this size
+constexpr std::int64_t kMaxTables = std::int64_t{1} << 16;         // the dataset has 856 (2021) or 788
+constexpr std::int64_t kProgressMinLookups = 20'000'000;           // log progress above this size
 constexpr std::uint64_t kLogReadBytes = std::uint64_t{100} << 20;  // log reading above this
 
 /** Runs `f`, rethrowing any Error as a one-line Error (names inside a corrupt file may hold
@@ -90,8 +90,7 @@ decltype(auto) with_int_type(TensorType type, F&& f) {
   return f(std::int64_t{});
 }
 
-bool is_contiguous(const std::vector<std::int64_t>& sizes,
-                   const std::vector<std::int64_t>& strides) {
+bool is_contiguous(const std::vector<std::int64_t>& sizes, const std::vector<std::int64_t>& strides) {
   std::int64_t expected = 1;
   for (std::size_t d = sizes.size(); d-- > 0;) {
     if (sizes[d] == 0) return true;
@@ -109,31 +108,29 @@ std::string join(const std::vector<std::int64_t>& v) {
   return out.str();
 }
 
-IntTensor tensor_view(const detail::TorchFile& file, const detail::PickleValue& v, const char* what,
-                      std::size_t dims, const std::string& name) {
-  EMBSHARD_CHECK(v.kind == detail::PickleKind::kTensor, name, ": ", what, " is a ",
-                 detail::to_string(v.kind), ", not a tensor");
+IntTensor tensor_view(const detail::TorchFile& file, const detail::PickleValue& v, const char* what, std::size_t dims,
+                      const std::string& name) {
+  EMBSHARD_CHECK(v.kind == detail::PickleKind::kTensor, name, ": ", what, " is a ", detail::to_string(v.kind),
+                 ", not a tensor");
   const detail::TensorRecord& t = file.arena.tensors[v.ref];
   const detail::StorageRecord& s = file.arena.storages[t.storage];
-  EMBSHARD_CHECK(s.type == TensorType::kI32 || s.type == TensorType::kI64, name, ": ", what,
-                 " has dtype ", to_string(s.type), " (", s.class_name,
-                 "); expected int32 or int64");
-  EMBSHARD_CHECK(t.sizes.size() == dims, name, ": ", what, " has ", t.sizes.size(),
-                 " dimension(s) ", join(t.sizes), "; expected ", dims);
+  EMBSHARD_CHECK(s.type == TensorType::kI32 || s.type == TensorType::kI64, name, ": ", what, " has dtype ",
+                 to_string(s.type), " (", s.class_name, "); expected int32 or int64");
+  EMBSHARD_CHECK(t.sizes.size() == dims, name, ": ", what, " has ", t.sizes.size(), " dimension(s) ", join(t.sizes),
+                 "; expected ", dims);
   IntTensor out;
   out.type = s.type;
   out.sizes = t.sizes;
   out.numel = 1;
   for (std::int64_t size : t.sizes) {
-    EMBSHARD_CHECK(size <= kMaxDimSize && (size == 0 || out.numel <= kMaxDimSize / size), name,
-                   ": ", what, " has absurd sizes ", join(t.sizes));
+    EMBSHARD_CHECK(size <= kMaxDimSize && (size == 0 || out.numel <= kMaxDimSize / size), name, ": ", what,
+                   " has absurd sizes ", join(t.sizes));
     out.numel *= size;
   }
-  EMBSHARD_CHECK(is_contiguous(t.sizes, t.strides), name, ": ", what, " is not contiguous (sizes ",
-                 join(t.sizes), ", strides ", join(t.strides), ")");
-  EMBSHARD_CHECK(t.offset <= s.numel && out.numel <= s.numel - t.offset, name, ": ", what, " (",
-                 out.numel, " elements at storage offset ", t.offset, ") runs past its storage of ",
-                 s.numel, " elements");
+  EMBSHARD_CHECK(is_contiguous(t.sizes, t.strides), name, ": ", what, " is not contiguous (sizes ", join(t.sizes),
+                 ", strides ", join(t.strides), ")");
+  EMBSHARD_CHECK(t.offset <= s.numel && out.numel <= s.numel - t.offset, name, ": ", what, " (", out.numel,
+                 " elements at storage offset ", t.offset, ") runs past its storage of ", s.numel, " elements");
   out.data = file.storages[t.storage].data + t.offset * element_size(s.type);
   return out;
 }
@@ -156,21 +153,17 @@ struct DlrmFileReader::Impl {
     std::uint8_t magic[2] = {0, 0};
     const std::size_t got = mapped->read_at(0, magic, sizeof magic);
     if (detail::is_gzip_magic(magic, got)) {
-      torch = detail::load_torch_gzip_fd(mapped->fd(), mapped->size(), path,
-                                         progress_logger(ctx, mapped->size()));
+      torch = detail::load_torch_gzip_fd(mapped->fd(), mapped->size(), path, progress_logger(ctx, mapped->size()));
       mapped.reset();  // everything now lives in owned buffers
     } else {
       detail::LoadOptions options;
-      options.release = [m = mapped.get()](const std::uint8_t* p, std::size_t n) {
-        m->release(p, n);
-      };
+      options.release = [m = mapped.get()](const std::uint8_t* p, std::size_t n) { m->release(p, n); };
       torch = detail::load_torch_file(mapped->map(), mapped->size(), path, options);
     }
   }
 
   /** The live line (core/progress.h) at every 1% of the compressed input of a large file. */
-  std::function<void(std::uint64_t)> progress_logger(const Context* ctx,
-                                                     std::uint64_t total) const {
+  std::function<void(std::uint64_t)> progress_logger(const Context* ctx, std::uint64_t total) const {
     if (ctx == nullptr || !ctx->progress || total < kLogReadBytes) return nullptr;
     return [ctx, total, path = info.path, last = std::uint64_t{0}](std::uint64_t read) mutable {
       const std::uint64_t step = read * 100 / total;
@@ -183,10 +176,9 @@ struct DlrmFileReader::Impl {
   void interpret() {
     const std::string& name = info.path;
     const auto& root = torch.root;
-    EMBSHARD_CHECK(
-        root.kind == detail::PickleKind::kTuple || root.kind == detail::PickleKind::kList, name,
-        ": the saved object is a ", detail::to_string(root.kind),
-        "; expected a tuple (indices, offsets, lengths)");
+    EMBSHARD_CHECK(root.kind == detail::PickleKind::kTuple || root.kind == detail::PickleKind::kList, name,
+                   ": the saved object is a ", detail::to_string(root.kind),
+                   "; expected a tuple (indices, offsets, lengths)");
     const auto& items = torch.arena.elements(root);
     EMBSHARD_CHECK(items.size() == 3, name, ": the saved tuple has ", items.size(),
                    " items; expected 3 tensors (indices, offsets, lengths)");
@@ -195,8 +187,7 @@ struct DlrmFileReader::Impl {
     lengths = tensor_view(torch, items[2], "lengths", 2, name);
     const std::int64_t T = lengths.sizes[0];
     const std::int64_t B = lengths.sizes[1];
-    EMBSHARD_CHECK(T <= kMaxTables, name, ": lengths claims ", T, " tables (at most ", kMaxTables,
-                   " supported)");
+    EMBSHARD_CHECK(T <= kMaxTables, name, ": lengths claims ", T, " tables (at most ", kMaxTables, " supported)");
     EMBSHARD_CHECK(offsets.numel - 1 == T * B, name, ": offsets has ", offsets.numel,
                    " entries; expected T*B + 1 = ", T * B + 1, " for lengths [", T, ", ", B, "]");
     const std::int64_t first = offsets.at(0);
@@ -204,8 +195,8 @@ struct DlrmFileReader::Impl {
     EMBSHARD_CHECK(first == 0, name, ": offsets[0] = ", first,
                    "; expected 0 (offsets are absolute positions into indices)");
     EMBSHARD_CHECK(last == indices.numel, name, ": offsets end at ", last,
-                   (last > indices.numel ? " (overrun)" : " (underrun)"), " but indices has ",
-                   indices.numel, " entries");
+                   (last > indices.numel ? " (overrun)" : " (underrun)"), " but indices has ", indices.numel,
+                   " entries");
     info.container = torch.container;
     info.gzipped = torch.gzipped;
     info.num_tables = T;
@@ -228,17 +219,14 @@ struct DlrmFileReader::Impl {
     const std::int64_t base = t * B;
     const O* off = offsets.as<O>() + base;
     const L* len = lengths.as<L>() + base;
-    if (off[0] < 0 || off[0] > n)
-      fail(t, 0, "offsets[", base, "] = ", off[0], " lies outside the ", n, " indices");
+    if (off[0] < 0 || off[0] > n) fail(t, 0, "offsets[", base, "] = ", off[0], " lies outside the ", n, " indices");
     for (std::int64_t b = 0; b < B; ++b) {
       const std::int64_t lo = off[b];
       const std::int64_t hi = off[b + 1];
       if (hi < lo)
-        fail(t, b, "offsets decrease (offsets[", base + b + 1, "] = ", hi, " < offsets[", base + b,
-             "] = ", lo, ")");
+        fail(t, b, "offsets decrease (offsets[", base + b + 1, "] = ", hi, " < offsets[", base + b, "] = ", lo, ")");
       if (hi > n) fail(t, b, "offsets[", base + b + 1, "] = ", hi, " overruns the ", n, " indices");
-      if (len[b] != hi - lo)
-        fail(t, b, "lengths[", t, "][", b, "] = ", len[b], " but offsets give ", hi - lo);
+      if (len[b] != hi - lo) fail(t, b, "lengths[", t, "][", b, "] = ", len[b], " but offsets give ", hi - lo);
     }
     const I* idx = indices.as<I>();
     for (std::int64_t i = off[0]; i < off[B]; ++i) {
@@ -252,14 +240,12 @@ struct DlrmFileReader::Impl {
   template <typename F>
   void dispatch(F&& f) const {
     with_int_type(indices.type, [&](auto i) {
-      with_int_type(offsets.type,
-                    [&](auto o) { with_int_type(lengths.type, [&](auto l) { f(i, o, l); }); });
+      with_int_type(offsets.type, [&](auto o) { with_int_type(lengths.type, [&](auto l) { f(i, o, l); }); });
     });
   }
 
   void check_table(std::int64_t t) const {
-    dispatch(
-        [&](auto i, auto o, auto l) { check_table<decltype(i), decltype(o), decltype(l)>(t); });
+    dispatch([&](auto i, auto o, auto l) { check_table<decltype(i), decltype(o), decltype(l)>(t); });
   }
 
   void fill_batch(std::int64_t t, TableBatch& batch) const {
@@ -309,8 +295,7 @@ DlrmFileReader::DlrmFileReader(const std::string& path) : impl_(std::make_unique
   });
 }
 
-DlrmFileReader::DlrmFileReader(const std::string& path, const Context& ctx)
-    : impl_(std::make_unique<Impl>()) {
+DlrmFileReader::DlrmFileReader(const std::string& path, const Context& ctx) : impl_(std::make_unique<Impl>()) {
   impl_->info.path = path;
   one_line_errors([&] {
     impl_->open_path(path, &ctx);
@@ -318,16 +303,15 @@ DlrmFileReader::DlrmFileReader(const std::string& path, const Context& ctx)
   });
 }
 
-DlrmFileReader DlrmFileReader::from_bytes(std::string bytes, const std::string& name,
-                                          bool verify_crc) {
+DlrmFileReader DlrmFileReader::from_bytes(std::string bytes, const std::string& name, bool verify_crc) {
   auto impl = std::make_unique<Impl>();
   impl->info.path = name;
   impl->bytes = std::move(bytes);
   one_line_errors([&] {
     detail::LoadOptions options;
     options.verify_crc = verify_crc;
-    impl->torch = detail::load_torch_file(reinterpret_cast<const std::uint8_t*>(impl->bytes.data()),
-                                          impl->bytes.size(), name, options);
+    impl->torch = detail::load_torch_file(reinterpret_cast<const std::uint8_t*>(impl->bytes.data()), impl->bytes.size(),
+                                          name, options);
     impl->interpret();
   });
   return DlrmFileReader(std::move(impl));
@@ -340,8 +324,7 @@ DlrmFileReader::~DlrmFileReader() = default;
 
 const DlrmFileInfo& DlrmFileReader::info() const { return impl_->info; }
 
-void DlrmFileReader::for_each_table(
-    const std::function<void(std::int64_t, const TableBatch&)>& visit) {
+void DlrmFileReader::for_each_table(const std::function<void(std::int64_t, const TableBatch&)>& visit) {
   TableBatch batch;
   for (std::int64_t t = 0; t < impl_->info.num_tables; ++t) {
     one_line_errors([&] { impl_->check_table(t); });
@@ -356,11 +339,10 @@ std::vector<TableStats> DlrmFileReader::compute_stats(const Context& ctx) {
   const std::int64_t T = im.info.num_tables;
   std::vector<TableStats> results(static_cast<std::size_t>(T));
   const bool big = im.info.num_indices >= kProgressMinLookups;
-  const int workers =
-      static_cast<int>(std::clamp<std::int64_t>(ctx.num_threads, 1, std::max<std::int64_t>(T, 1)));
+  const int workers = static_cast<int>(std::clamp<std::int64_t>(ctx.num_threads, 1, std::max<std::int64_t>(T, 1)));
   if (big) {
-    ctx.info(detail::concat(im.info.path, ": statistics of ", T, " tables (", im.info.num_indices,
-                            " lookups) on ", workers, " thread(s)"));
+    ctx.info(detail::concat(im.info.path, ": statistics of ", T, " tables (", im.info.num_indices, " lookups) on ",
+                            workers, " thread(s)"));
   }
   Progress progress(ctx, im.info.path + ": statistics of tables", T);
   one_line_errors([&] {
@@ -379,8 +361,7 @@ std::vector<TableStats> DlrmFileReader::compute_stats(const Context& ctx) {
 std::vector<TableStats> compute_file_stats(const std::string& path, const Context& ctx) {
   std::error_code ec;
   const auto size = std::filesystem::file_size(path, ec);
-  if (!ec && size >= kLogReadBytes)
-    ctx.info(detail::concat("reading ", path, " (", size, " bytes)"));
+  if (!ec && size >= kLogReadBytes) ctx.info(detail::concat("reading ", path, " (", size, " bytes)"));
   DlrmFileReader reader(path, ctx);
   return reader.compute_stats(ctx);
 }
@@ -392,19 +373,17 @@ namespace {
 bool is_int_type(TensorType type) { return type == TensorType::kI32 || type == TensorType::kI64; }
 
 std::int64_t max_of(TensorType type) {
-  return type == TensorType::kI32 ? std::numeric_limits<std::int32_t>::max()
-                                  : std::numeric_limits<std::int64_t>::max();
+  return type == TensorType::kI32 ? std::numeric_limits<std::int32_t>::max() : std::numeric_limits<std::int64_t>::max();
 }
 
 /** Checks the tables and options; returns the batch size. */
-std::int64_t check_for_writing(const std::vector<TableBatch>& tables,
-                               const DlrmWriteOptions& options, const std::string& where) {
-  EMBSHARD_CHECK(options.container == "zip" || options.container == "legacy", where,
-                 ": unknown container '", options.container, "' (expected zip or legacy)");
-  EMBSHARD_CHECK(
-      options.container != "zip" ||
-          (!options.archive_name.empty() && options.archive_name.find('/') == std::string::npos),
-      where, ": archive_name '", options.archive_name, "' must be a non-empty name without '/'");
+std::int64_t check_for_writing(const std::vector<TableBatch>& tables, const DlrmWriteOptions& options,
+                               const std::string& where) {
+  EMBSHARD_CHECK(options.container == "zip" || options.container == "legacy", where, ": unknown container '",
+                 options.container, "' (expected zip or legacy)");
+  EMBSHARD_CHECK(options.container != "zip" ||
+                     (!options.archive_name.empty() && options.archive_name.find('/') == std::string::npos),
+                 where, ": archive_name '", options.archive_name, "' must be a non-empty name without '/'");
   for (auto [what, type] : {std::pair{"indices", options.indices_type},
                             {"offsets", options.offsets_type},
                             {"lengths", options.lengths_type}}) {
@@ -417,16 +396,16 @@ std::int64_t check_for_writing(const std::vector<TableBatch>& tables,
     const TableBatch& batch = tables[t];
     const std::string err = find_error_in_batch(batch, 0, detail::concat(where, ": table ", t));
     EMBSHARD_CHECK(err.empty(), err);
-    EMBSHARD_CHECK(batch.batch_size() == B, where, ": table ", t, " has batch size ",
-                   batch.batch_size(), " but table 0 has ", B);
+    EMBSHARD_CHECK(batch.batch_size() == B, where, ": table ", t, " has batch size ", batch.batch_size(),
+                   " but table 0 has ", B);
     for (std::size_t b = 0; b + 1 < batch.offsets.size(); ++b) {
       const std::int64_t len = batch.offsets[b + 1] - batch.offsets[b];
-      EMBSHARD_CHECK(len <= max_of(options.lengths_type), where, ": table ", t, " sample ", b,
-                     ": length ", len, " does not fit ", to_string(options.lengths_type));
+      EMBSHARD_CHECK(len <= max_of(options.lengths_type), where, ": table ", t, " sample ", b, ": length ", len,
+                     " does not fit ", to_string(options.lengths_type));
     }
     for (std::int64_t v : batch.indices) {
-      EMBSHARD_CHECK(v <= max_of(options.indices_type), where, ": table ", t, ": index ", v,
-                     " does not fit ", to_string(options.indices_type), " indices");
+      EMBSHARD_CHECK(v <= max_of(options.indices_type), where, ": table ", t, ": index ", v, " does not fit ",
+                     to_string(options.indices_type), " indices");
     }
     total += static_cast<std::int64_t>(batch.indices.size());
   }
@@ -466,8 +445,8 @@ std::function<void(detail::Sink&)> typed_writer(TensorType type, F body) {
   };
 }
 
-std::vector<detail::TensorToSave> dlrm_tensors(const std::vector<TableBatch>& tables,
-                                               std::int64_t B, const DlrmWriteOptions& o) {
+std::vector<detail::TensorToSave> dlrm_tensors(const std::vector<TableBatch>& tables, std::int64_t B,
+                                               const DlrmWriteOptions& o) {
   const auto T = static_cast<std::int64_t>(tables.size());
   std::int64_t n = 0;
   for (const TableBatch& batch : tables) n += static_cast<std::int64_t>(batch.indices.size());
@@ -480,8 +459,7 @@ std::vector<detail::TensorToSave> dlrm_tensors(const std::vector<TableBatch>& ta
                   std::int64_t base = 0;
                   w.push(0);
                   for (const TableBatch& batch : tables) {
-                    for (std::size_t b = 1; b < batch.offsets.size(); ++b)
-                      w.push(base + batch.offsets[b]);
+                    for (std::size_t b = 1; b < batch.offsets.size(); ++b) w.push(base + batch.offsets[b]);
                     base += batch.offsets.back();
                   }
                 })};
@@ -514,10 +492,9 @@ void encode_to(detail::Sink& out, const std::vector<TableBatch>& tables, std::in
 
 }  // namespace
 
-void write_dlrm_file(const std::string& path, const std::vector<TableBatch>& tables,
-                     const DlrmWriteOptions& options) {
+void write_dlrm_file(const std::string& path, const std::vector<TableBatch>& tables, const DlrmWriteOptions& options) {
   const std::int64_t B = check_for_writing(tables, options, path);
-  OutputFile out(path);  // a unique temporary beside the target, or a device / FIFO / stdout
+  OutputFile out(path);                            // a unique temporary beside the target, or a device / FIFO / stdout
   if (out.written_through()) std::fflush(stdout);  // what was printed comes first
   detail::FileSink file(out.write_path(), path);
   encode_to(file, tables, B, options, path);
@@ -525,8 +502,7 @@ void write_dlrm_file(const std::string& path, const std::vector<TableBatch>& tab
   out.commit();
 }
 
-std::string encode_dlrm_file(const std::vector<TableBatch>& tables,
-                             const DlrmWriteOptions& options) {
+std::string encode_dlrm_file(const std::vector<TableBatch>& tables, const DlrmWriteOptions& options) {
   std::string out;
   detail::StringSink sink(out);
   const std::string where = "encode_dlrm_file";

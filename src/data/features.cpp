@@ -65,8 +65,8 @@ const char* to_string(FeatureScaling s) {
 }
 
 FeatureScaling parse_feature_scaling(const std::string& text) {
-  for (auto s : {FeatureScaling::kNone, FeatureScaling::kPerTask, FeatureScaling::kTrainingSet,
-                 FeatureScaling::kAllColumns}) {
+  for (auto s :
+       {FeatureScaling::kNone, FeatureScaling::kPerTask, FeatureScaling::kTrainingSet, FeatureScaling::kAllColumns}) {
     if (text == to_string(s)) return s;
   }
   EMBSHARD_THROW("unknown feature scaling '", text, "' (none, per_task, training_set, all_columns)");
@@ -74,8 +74,8 @@ FeatureScaling parse_feature_scaling(const std::string& text) {
 
 FeatureScaler FeatureScaler::fit(const std::vector<FeatureVector>& rows, FeatureScaling mode) {
   const bool sample_std = mode == FeatureScaling::kAllColumns;
-  EMBSHARD_CHECK(rows.size() >= (sample_std ? 2u : 1u), "feature scaling '", to_string(mode),
-                 "' needs at least ", sample_std ? 2 : 1, " tables, got ", rows.size());
+  EMBSHARD_CHECK(rows.size() >= (sample_std ? 2u : 1u), "feature scaling '", to_string(mode), "' needs at least ",
+                 sample_std ? 2 : 1, " tables, got ", rows.size());
   FeatureScaler s;
   s.mode = mode;
   s.scale.fill(1.0);

@@ -54,8 +54,7 @@ struct CountSummary {
 
   void add(std::int64_t c) {
     ++num_distinct;
-    bins[std::min<std::size_t>(std::bit_width(static_cast<std::uint64_t>(c - 1)),
-                               kNumReuseBins - 1)]++;
+    bins[std::min<std::size_t>(std::bit_width(static_cast<std::uint64_t>(c - 1)), kNumReuseBins - 1)]++;
     if (c <= kDenseCounts) {
       if (static_cast<std::int64_t>(rows_with_count.size()) <= c) rows_with_count.resize(c + 1);
       ++rows_with_count[c];
@@ -115,8 +114,7 @@ std::vector<double> inverse_cdf(const CountSummary& s, std::int64_t n) {
 
 }  // namespace
 
-std::string find_error_in_batch(const TableBatch& batch, std::int64_t num_rows,
-                                const std::string& where) {
+std::string find_error_in_batch(const TableBatch& batch, std::int64_t num_rows, const std::string& where) {
   const auto& off = batch.offsets;
   const auto n = static_cast<std::int64_t>(batch.indices.size());
   std::ostringstream err;
@@ -128,8 +126,8 @@ std::string find_error_in_batch(const TableBatch& batch, std::int64_t num_rows,
   }
   for (std::size_t b = 0; b + 1 < off.size(); ++b) {
     if (off[b + 1] < off[b]) {
-      err << "sample " << b << ": offsets decrease (offsets[" << b + 1 << "] = " << off[b + 1]
-          << " < offsets[" << b << "] = " << off[b] << ")";
+      err << "sample " << b << ": offsets decrease (offsets[" << b + 1 << "] = " << off[b + 1] << " < offsets[" << b
+          << "] = " << off[b] << ")";
       return err.str();
     }
   }
@@ -151,18 +149,15 @@ std::string find_error_in_batch(const TableBatch& batch, std::int64_t num_rows,
 }
 
 TableStats compute_table_stats(const TableBatch& batch) {
-  if (batch.offsets.empty())
-    return compute_table_stats<std::int64_t, std::int64_t>(nullptr, nullptr, 0);
-  EMBSHARD_CHECK(batch.offsets.back() - batch.offsets.front() ==
-                     static_cast<std::int64_t>(batch.indices.size()),
+  if (batch.offsets.empty()) return compute_table_stats<std::int64_t, std::int64_t>(nullptr, nullptr, 0);
+  EMBSHARD_CHECK(batch.offsets.back() - batch.offsets.front() == static_cast<std::int64_t>(batch.indices.size()),
                  "compute_table_stats: offsets span ", batch.offsets.back() - batch.offsets.front(),
                  " lookups but the batch holds ", batch.indices.size(), " indices");
   return compute_table_stats(batch.indices.data(), batch.offsets.data(), batch.batch_size());
 }
 
 template <typename IndexT, typename OffsetT>
-TableStats compute_table_stats(const IndexT* indices, const OffsetT* offsets,
-                               std::int64_t batch_size) {
+TableStats compute_table_stats(const IndexT* indices, const OffsetT* offsets, std::int64_t batch_size) {
   TableStats s;
   s.batch_size = batch_size;
   s.num_rows = kMinTableRows;
@@ -189,17 +184,13 @@ TableStats compute_table_stats(const IndexT* indices, const OffsetT* offsets,
   return s;
 }
 
-template TableStats compute_table_stats<std::int32_t, std::int64_t>(const std::int32_t*,
-                                                                    const std::int64_t*,
+template TableStats compute_table_stats<std::int32_t, std::int64_t>(const std::int32_t*, const std::int64_t*,
                                                                     std::int64_t);
-template TableStats compute_table_stats<std::int32_t, std::int32_t>(const std::int32_t*,
-                                                                    const std::int32_t*,
+template TableStats compute_table_stats<std::int32_t, std::int32_t>(const std::int32_t*, const std::int32_t*,
                                                                     std::int64_t);
-template TableStats compute_table_stats<std::int64_t, std::int64_t>(const std::int64_t*,
-                                                                    const std::int64_t*,
+template TableStats compute_table_stats<std::int64_t, std::int64_t>(const std::int64_t*, const std::int64_t*,
                                                                     std::int64_t);
-template TableStats compute_table_stats<std::int64_t, std::int32_t>(const std::int64_t*,
-                                                                    const std::int32_t*,
+template TableStats compute_table_stats<std::int64_t, std::int32_t>(const std::int64_t*, const std::int32_t*,
                                                                     std::int64_t);
 
 }  // namespace embshard

@@ -48,13 +48,11 @@ double solve_pareto_shape(double mean, double lo, double hi) {
   return 0.5 * (a_lo + a_hi);
 }
 
-std::vector<std::int64_t> draw_rows(std::size_t n, std::int64_t empties, const PoolParams& p,
-                                    Rng& rng) {
+std::vector<std::int64_t> draw_rows(std::size_t n, std::int64_t empties, const PoolParams& p, Rng& rng) {
   const PublishedDlrmStats& pub = kPublishedDlrm;
   const double high_max = std::log10(static_cast<double>(pub.max_rows));
   const double target =
-      (pub.mean_rows * static_cast<double>(pub.num_tables) - static_cast<double>(empties)) /
-      static_cast<double>(n);
+      (pub.mean_rows * static_cast<double>(pub.num_tables) - static_cast<double>(empties)) / static_cast<double>(n);
   const double m_low = log_uniform_mean(p.rows_low_log10_min, 6.0);
   const double m_high = log_uniform_mean(p.rows_high_log10_min, high_max);
   const double w_low = std::clamp((m_high - target) / (m_high - m_low), 0.0, 1.0);
@@ -63,8 +61,7 @@ std::vector<std::int64_t> draw_rows(std::size_t n, std::int64_t empties, const P
   for (std::size_t i = 0; i < n; ++i) {
     const double log10_rows =
         u[i] < w_low ? p.rows_low_log10_min + (6.0 - p.rows_low_log10_min) * u[i] / w_low
-                     : p.rows_high_log10_min +
-                           (high_max - p.rows_high_log10_min) * (u[i] - w_low) / (1 - w_low);
+                     : p.rows_high_log10_min + (high_max - p.rows_high_log10_min) * (u[i] - w_low) / (1 - w_low);
     rows[i] = std::max<std::int64_t>(kMinTableRows, std::llround(std::pow(10.0, log10_rows)));
   }
   const auto top = std::max_element(u.begin(), u.end()) - u.begin();
@@ -103,12 +100,10 @@ double draw_coverage(double pooling, const PoolParams& p, Rng& rng) {
 bool PoolCheckRow::ok() const { return std::abs(generated - published) <= tolerance; }
 
 Pool Pool::generate(std::uint64_t seed, const PoolParams& params) {
-  EMBSHARD_CHECK(params.alpha_min >= 0 && params.alpha_max >= params.alpha_min,
-                 "pool: alpha range [", params.alpha_min, ", ", params.alpha_max, "] is invalid");
-  EMBSHARD_CHECK(params.active_log10_max >= params.active_log10_min,
-                 "pool: active-row ratio range is invalid");
-  EMBSHARD_CHECK(params.empty_share >= 0 && params.empty_share < 1,
-                 "pool: empty_share must lie in [0, 1)");
+  EMBSHARD_CHECK(params.alpha_min >= 0 && params.alpha_max >= params.alpha_min, "pool: alpha range [", params.alpha_min,
+                 ", ", params.alpha_max, "] is invalid");
+  EMBSHARD_CHECK(params.active_log10_max >= params.active_log10_min, "pool: active-row ratio range is invalid");
+  EMBSHARD_CHECK(params.empty_share >= 0 && params.empty_share < 1, "pool: empty_share must lie in [0, 1)");
   Pool pool;
   pool.seed_ = seed;
   pool.params_ = params;
@@ -121,9 +116,8 @@ Pool Pool::generate(std::uint64_t seed, const PoolParams& params) {
 
   const std::size_t used = n - static_cast<std::size_t>(empties);
   // Independent streams per property: rows and pooling stay uncorrelated.
-  Rng rows_rng(derive_seed(seed, 1)), pooling_rng(derive_seed(seed, 2)),
-      coverage_rng(derive_seed(seed, 3)), alpha_rng(derive_seed(seed, 4)),
-      active_rng(derive_seed(seed, 5)), offset_rng(derive_seed(seed, 6));
+  Rng rows_rng(derive_seed(seed, 1)), pooling_rng(derive_seed(seed, 2)), coverage_rng(derive_seed(seed, 3)),
+      alpha_rng(derive_seed(seed, 4)), active_rng(derive_seed(seed, 5)), offset_rng(derive_seed(seed, 6));
   const auto rows = draw_rows(used, empties, params, rows_rng);
   const auto pooling = draw_pooling(used, params, pooling_rng);
   const auto alpha_u = stratified_uniforms(used, alpha_rng);
@@ -141,8 +135,8 @@ Pool Pool::generate(std::uint64_t seed, const PoolParams& params) {
     t.pooling_factor = pooling[i];
     t.coverage = draw_coverage(pooling[i], params, coverage_rng);
     t.zipf_alpha = params.alpha_min + (params.alpha_max - params.alpha_min) * alpha_u[i];
-    const double ratio = std::pow(10.0, params.active_log10_min +
-                                            (params.active_log10_max - params.active_log10_min) * active_u[i]);
+    const double ratio =
+        std::pow(10.0, params.active_log10_min + (params.active_log10_max - params.active_log10_min) * active_u[i]);
     const double lookups = t.pooling_factor * static_cast<double>(kPublishedDlrm.batch_size);
     t.active_rows = std::clamp<std::int64_t>(std::llround(ratio * lookups), 1, t.num_rows);
     t.zipf_offset = std::llround(std::pow(10.0, params.offset_log10_max * offset_u[i])) - 1;
@@ -151,8 +145,8 @@ Pool Pool::generate(std::uint64_t seed, const PoolParams& params) {
 }
 
 const PoolTable& Pool::table(std::int64_t id) const {
-  EMBSHARD_CHECK(id >= 0 && id < static_cast<std::int64_t>(tables_.size()), "pool: table id ", id,
-                 " out of range [0, ", tables_.size(), ")");
+  EMBSHARD_CHECK(id >= 0 && id < static_cast<std::int64_t>(tables_.size()), "pool: table id ", id, " out of range [0, ",
+                 tables_.size(), ")");
   return tables_[static_cast<std::size_t>(id)];
 }
 
@@ -187,9 +181,7 @@ TableStats Pool::expected_stats(std::int64_t id, std::int64_t batch_size) const 
 
 std::vector<TableStats> Pool::all_expected_stats(std::int64_t batch_size, int threads) const {
   std::vector<TableStats> out(tables_.size());
-  parallel_for(tables_.size(), threads, [&](std::size_t i) {
-    out[i] = expected_table_stats(tables_[i], batch_size);
-  });
+  parallel_for(tables_.size(), threads, [&](std::size_t i) { out[i] = expected_table_stats(tables_[i], batch_size); });
   return out;
 }
 

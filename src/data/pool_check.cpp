@@ -102,22 +102,18 @@ void add_published_rows(const Pool& pool, const Context& ctx, std::vector<PoolCh
   rows.push_back({"max hash size", static_cast<double>(pub.max_rows), max_rows, 0});
   rows.push_back({"mean hash size", pub.mean_rows, mean_rows, kMeanRowsRelTol * pub.mean_rows});
   rows.push_back({"max pooling factor", pub.max_pooling, max_pooling, 1e-9});
-  rows.push_back({"mean pooling factor", pub.mean_pooling, mean_pooling,
-                  kMeanPoolingRelTol * pub.mean_pooling});
-  rows.push_back({"spearman(hash size, pooling)", 0.0, spearman(hash_sizes, pooling),
-                  kCorrelationTol});
+  rows.push_back({"mean pooling factor", pub.mean_pooling, mean_pooling, kMeanPoolingRelTol * pub.mean_pooling});
+  rows.push_back({"spearman(hash size, pooling)", 0.0, spearman(hash_sizes, pooling), kCorrelationTol});
   const PoolFigures f = pool_figures(pool, pub.batch_size, ctx.num_threads);
   rows.push_back({"lookups at batch 65536", static_cast<double>(pub.num_indices), f.num_indices,
                   kIndicesRelTol * static_cast<double>(pub.num_indices)});
-  rows.push_back({"distinct rows at batch 65536", static_cast<double>(pub.num_distinct),
-                  f.num_distinct, kDistinctRelTol * static_cast<double>(pub.num_distinct)});
+  rows.push_back({"distinct rows at batch 65536", static_cast<double>(pub.num_distinct), f.num_distinct,
+                  kDistinctRelTol * static_cast<double>(pub.num_distinct)});
   for (int j = 0; j < kNumReuseBins; ++j) {
-    rows.push_back({"distinct rows reused " + bin_name(j), pub.distinct_hist[j],
-                    f.distinct_hist[j], kHistBinTol});
+    rows.push_back({"distinct rows reused " + bin_name(j), pub.distinct_hist[j], f.distinct_hist[j], kHistBinTol});
   }
   for (int j = 0; j < kNumReuseBins; ++j) {
-    rows.push_back({"lookups on rows reused " + bin_name(j), pub.access_hist[j], f.access_hist[j],
-                    kHistBinTol});
+    rows.push_back({"lookups on rows reused " + bin_name(j), pub.access_hist[j], f.access_hist[j], kHistBinTol});
   }
 }
 
@@ -131,11 +127,9 @@ void add_measured_rows(const Pool& pool, int count, std::int64_t batch, const Co
     const std::string name = "table " + std::to_string(id) + " measured ";
     // Sampling error of a mean over `batch` bags with the pool's length dispersion: 4 sigma.
     const double sd = std::sqrt(want.pooling_factor * (1 + want.pooling_factor) * 2 / batch);
-    rows.push_back({name + "pooling factor", want.pooling_factor, got.pooling_factor,
-                    4 * sd + 1e-9});
+    rows.push_back({name + "pooling factor", want.pooling_factor, got.pooling_factor, 4 * sd + 1e-9});
     rows.push_back({name + "distinct rows", static_cast<double>(want.num_distinct),
-                    static_cast<double>(got.num_distinct),
-                    0.05 * static_cast<double>(want.num_distinct) + 10});
+                    static_cast<double>(got.num_distinct), 0.05 * static_cast<double>(want.num_distinct) + 10});
     double l1 = 0;
     for (int j = 0; j < kNumReuseBins; ++j) l1 += std::abs(want.bins[j] - got.bins[j]);
     // Sampling noise of a histogram over D distinct rows is about 2 / sqrt(D) in L1.
@@ -174,8 +168,8 @@ double fit_loss(std::uint64_t seed, const PoolParams& p, const Context& ctx) {
 
 }  // namespace
 
-std::vector<PoolCheckRow> check_pool(const Pool& pool, int measured_tables,
-                                     std::int64_t measured_batch, const Context& ctx) {
+std::vector<PoolCheckRow> check_pool(const Pool& pool, int measured_tables, std::int64_t measured_batch,
+                                     const Context& ctx) {
   std::vector<PoolCheckRow> rows;
   add_published_rows(pool, ctx, rows);
   add_measured_rows(pool, measured_tables, measured_batch, ctx, rows);
@@ -186,8 +180,8 @@ PoolParams fit_pool_params(std::uint64_t seed, const PoolParams& start, const Co
   // Nelder–Mead over the four skew parameters.
   auto loss = [&](const FitPoint& x) { return fit_loss(seed, with_point(start, x), ctx); };
   std::array<FitPoint, kFitDims + 1> simplex;
-  simplex.fill({start.alpha_min, start.alpha_max, start.active_log10_min, start.active_log10_max,
-                start.offset_log10_max});
+  simplex.fill(
+      {start.alpha_min, start.alpha_max, start.active_log10_min, start.active_log10_max, start.offset_log10_max});
   for (int d = 0; d < kFitDims; ++d) simplex[d + 1][d] += d < 2 ? 0.1 : 0.3;
   std::array<double, kFitDims + 1> value{};
   for (std::size_t i = 0; i < simplex.size(); ++i) value[i] = loss(simplex[i]);
@@ -222,8 +216,7 @@ PoolParams fit_pool_params(std::uint64_t seed, const PoolParams& start, const Co
         value[worst] = fc;
       } else {
         for (std::size_t i = 1; i < idx.size(); ++i) {
-          for (int d = 0; d < kFitDims; ++d)
-            simplex[idx[i]][d] = (simplex[idx[i]][d] + simplex[idx[0]][d]) / 2;
+          for (int d = 0; d < kFitDims; ++d) simplex[idx[i]][d] = (simplex[idx[i]][d] + simplex[idx[0]][d]) / 2;
           value[idx[i]] = loss(simplex[idx[i]]);
         }
       }
@@ -231,8 +224,8 @@ PoolParams fit_pool_params(std::uint64_t seed, const PoolParams& start, const Co
     const auto b = static_cast<std::size_t>(std::min_element(value.begin(), value.end()) - value.begin());
     std::ostringstream msg;
     msg << "fit iteration " << iter << ": alpha [" << simplex[b][0] << ", " << simplex[b][1]
-        << "], log10 active ratio [" << simplex[b][2] << ", " << simplex[b][3] << "], log10 offset max " << simplex[b][4]
-        << ", loss " << value[b];
+        << "], log10 active ratio [" << simplex[b][2] << ", " << simplex[b][3] << "], log10 offset max "
+        << simplex[b][4] << ", loss " << value[b];
     ctx.info(msg.str());
     if (*std::max_element(value.begin(), value.end()) - value[b] < 1e-8) break;
   }

@@ -10,9 +10,9 @@
 namespace embshard::detail {
 namespace {
 
-constexpr std::int64_t kExactRanks = 2000;     // ranks evaluated one by one
-constexpr double kBucketRatio = 1.01;          // then geometric buckets of ranks
-constexpr double kDenseMeanLimit = 60.0;       // below: Poisson pmf summed term by term
+constexpr std::int64_t kExactRanks = 2000;  // ranks evaluated one by one
+constexpr double kBucketRatio = 1.01;       // then geometric buckets of ranks
+constexpr double kDenseMeanLimit = 60.0;    // below: Poisson pmf summed term by term
 
 /** Upper edge of reuse bin j (bin 16 has none). */
 double bin_upper(int j) { return std::ldexp(1.0, j); }
@@ -140,8 +140,7 @@ std::vector<double> icdf_from_levels(std::vector<std::pair<double, double>> leve
   std::size_t level = 0;
   for (int k = 0; k < kNumIcdfSteps; ++k) {
     const double target = total * (k + 1) / kNumIcdfSteps;
-    while (level < levels.size() &&
-           access_before + levels[level].first * levels[level].second < target * (1 - 1e-12)) {
+    while (level < levels.size() && access_before + levels[level].first * levels[level].second < target * (1 - 1e-12)) {
       access_before += levels[level].first * levels[level].second;
       rows_before += levels[level].second;
       ++level;
@@ -165,8 +164,7 @@ double poisson_cdf(std::int64_t k, double mean) {
   return 1.0 - gamma_p(static_cast<double>(k) + 1.0, mean);
 }
 
-Occupancy expected_occupancy(std::int64_t num_rows, double alpha, std::int64_t offset,
-                             double num_lookups) {
+Occupancy expected_occupancy(std::int64_t num_rows, double alpha, std::int64_t offset, double num_lookups) {
   EMBSHARD_ASSERT(num_rows >= 1 && alpha >= 0 && offset >= 0);
   Occupancy out;
   out.num_lookups = num_lookups;

@@ -11,14 +11,10 @@ namespace {
 std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
 /** log1p(x)/x, continuous at 0. */
-double log1p_over_x(double x) {
-  return std::abs(x) > 1e-8 ? std::log1p(x) / x : 1.0 - x * (0.5 - x / 3.0);
-}
+double log1p_over_x(double x) { return std::abs(x) > 1e-8 ? std::log1p(x) / x : 1.0 - x * (0.5 - x / 3.0); }
 
 /** (exp(x)-1)/x, continuous at 0. */
-double expm1_over_x(double x) {
-  return std::abs(x) > 1e-8 ? std::expm1(x) / x : 1.0 + x * (0.5 + x / 6.0);
-}
+double expm1_over_x(double x) { return std::abs(x) > 1e-8 ? std::expm1(x) / x : 1.0 + x * (0.5 + x / 6.0); }
 
 }  // namespace
 
@@ -92,8 +88,7 @@ std::int64_t Rng::poisson(double mean) {
   return k;
 }
 
-ZipfSampler::ZipfSampler(std::int64_t n, double alpha, std::int64_t offset)
-    : n_(n), alpha_(alpha), offset_(offset) {
+ZipfSampler::ZipfSampler(std::int64_t n, double alpha, std::int64_t offset) : n_(n), alpha_(alpha), offset_(offset) {
   EMBSHARD_ASSERT(n >= 1 && alpha >= 0 && offset >= 0);
   const auto first = static_cast<double>(offset + 1);
   h_integral_x1_ = h_integral(first + 0.5) - h(first);

@@ -26,8 +26,7 @@ class Reader {
   Reader(const std::string& path, const std::string& data) : path_(path), data_(data) {}
   template <typename T>
   T get(const char* what) {
-    EMBSHARD_CHECK(data_.size() - pos_ >= sizeof(T), path_, ": truncated at byte ",
-                   pos_, " (reading ", what, ")");
+    EMBSHARD_CHECK(data_.size() - pos_ >= sizeof(T), path_, ": truncated at byte ", pos_, " (reading ", what, ")");
     T value;
     std::memcpy(&value, data_.data() + pos_, sizeof(T));
     pos_ += sizeof(T);
@@ -61,8 +60,8 @@ std::vector<std::int64_t> count_row_accesses(std::span<const TableBatch> batches
   return counts;
 }
 
-RowRemap build_remap(const std::string& table, std::span<const std::int64_t> counts,
-                     std::int64_t hbm_rows, std::int64_t row_begin, std::int64_t row_end) {
+RowRemap build_remap(const std::string& table, std::span<const std::int64_t> counts, std::int64_t hbm_rows,
+                     std::int64_t row_begin, std::int64_t row_end) {
   const auto n = static_cast<std::int64_t>(counts.size());
   if (row_end < 0) row_end = n;
   EMBSHARD_ASSERT(0 <= row_begin && row_begin <= row_end && row_end <= n);
@@ -100,8 +99,8 @@ std::string find_error_in_remap(const RowRemap& r) {
     const std::int32_t e = r.entries[static_cast<std::size_t>(row)];
     const bool ok = e >= 0 ? e < r.hbm_rows : -static_cast<std::int64_t>(e) - 1 < n - r.hbm_rows;
     if (!ok) {
-      return detail::concat("remap of table '", r.table, "': row ", row, " maps to entry ", e,
-                            ", outside its tier (", r.hbm_rows, " HBM rows, ", n - r.hbm_rows, " UVM rows)");
+      return detail::concat("remap of table '", r.table, "': row ", row, " maps to entry ", e, ", outside its tier (",
+                            r.hbm_rows, " HBM rows, ", n - r.hbm_rows, " UVM rows)");
     }
     const std::int64_t target = r.new_row(row);
     if (seen[static_cast<std::size_t>(target)]) {
@@ -115,8 +114,8 @@ std::string find_error_in_remap(const RowRemap& r) {
 
 void apply_remap(const RowRemap& remap, TableBatch& batch) {
   for (std::int64_t& row : batch.indices) {
-    EMBSHARD_CHECK(row >= 0 && row < remap.num_rows(), "remap of table '", remap.table, "': index ",
-                   row, " outside [0, ", remap.num_rows(), ")");
+    EMBSHARD_CHECK(row >= 0 && row < remap.num_rows(), "remap of table '", remap.table, "': index ", row,
+                   " outside [0, ", remap.num_rows(), ")");
     row = remap.new_row(row);
   }
 }
@@ -143,8 +142,8 @@ std::vector<RowRemap> read_remap_file(const std::string& path) {
   EMBSHARD_CHECK(in.bytes(sizeof kMagic, "magic") == std::string(kMagic, sizeof kMagic), path,
                  ": not a remap file (no EMBREMAP magic)");
   const auto version = in.get<std::uint32_t>("version");
-  EMBSHARD_CHECK(version == kRemapFileVersion, path, ": remap file version ", version,
-                 ", this build reads ", kRemapFileVersion);
+  EMBSHARD_CHECK(version == kRemapFileVersion, path, ": remap file version ", version, ", this build reads ",
+                 kRemapFileVersion);
   const auto count = in.get<std::uint32_t>("table count");
   std::vector<RowRemap> remaps;
   for (std::uint32_t t = 0; t < count; ++t) {
@@ -153,8 +152,8 @@ std::vector<RowRemap> read_remap_file(const std::string& path) {
     r.table = in.bytes(name_size, "table name");
     const auto rows = in.get<std::int64_t>("num_rows");
     r.hbm_rows = in.get<std::int64_t>("hbm_rows");
-    EMBSHARD_CHECK(rows >= 0 && static_cast<std::uint64_t>(rows) * 4 <= in.left(), path, ": table ", t,
-                   " '", r.table, "': num_rows = ", rows, " does not match the bytes left");
+    EMBSHARD_CHECK(rows >= 0 && static_cast<std::uint64_t>(rows) * 4 <= in.left(), path, ": table ", t, " '", r.table,
+                   "': num_rows = ", rows, " does not match the bytes left");
     const std::string raw = in.bytes(static_cast<std::size_t>(rows) * 4, "entries");
     r.entries.resize(static_cast<std::size_t>(rows));
     std::memcpy(r.entries.data(), raw.data(), raw.size());

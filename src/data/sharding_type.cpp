@@ -5,7 +5,7 @@
 namespace embshard {
 namespace {
 
-constexpr const char* kTypeNames[kNumShardingTypes] = {"table_wise", "column_wise", "row_wise",
+constexpr const char* kTypeNames[kNumShardingTypes] = {"table_wise",     "column_wise",   "row_wise",
                                                        "table_row_wise", "data_parallel", "grid_shard"};
 
 }  // namespace

@@ -29,11 +29,10 @@ const char* to_string(OptimizerState state) {
 }
 
 OptimizerState parse_optimizer_state(const std::string& text, const std::string& where) {
-  for (OptimizerState s : {OptimizerState::kNone, OptimizerState::kRowWiseAdagrad,
-                           OptimizerState::kAdagrad, OptimizerState::kAdam})
+  for (OptimizerState s :
+       {OptimizerState::kNone, OptimizerState::kRowWiseAdagrad, OptimizerState::kAdagrad, OptimizerState::kAdam})
     if (text == to_string(s)) return s;
-  EMBSHARD_THROW(where, ": unknown optimizer '", text,
-                 "' (expected none, rowwise_adagrad, adagrad or adam)");
+  EMBSHARD_THROW(where, ": unknown optimizer '", text, "' (expected none, rowwise_adagrad, adagrad or adam)");
 }
 
 bool TableConstraints::allows(ShardingType type) const {
@@ -61,10 +60,8 @@ std::string find_error_in_stats(const TableStats& s, const std::string& where) {
     err << where << ": " << field << " = " << value << " " << why;
     return err.str();
   };
-  if (s.num_rows < 1 || s.num_rows > kMaxTableRows)
-    return bad("num_rows", s.num_rows, "must lie in [1, 2^40]");
-  if (!std::isfinite(s.pooling_factor) || s.pooling_factor < 0 ||
-      s.pooling_factor > kMaxPoolingFactor)
+  if (s.num_rows < 1 || s.num_rows > kMaxTableRows) return bad("num_rows", s.num_rows, "must lie in [1, 2^40]");
+  if (!std::isfinite(s.pooling_factor) || s.pooling_factor < 0 || s.pooling_factor > kMaxPoolingFactor)
     return bad("pooling_factor", s.pooling_factor, "must be a finite number in [0, 1e6]");
   if (!std::isfinite(s.coverage) || s.coverage < 0 || s.coverage > 1)
     return bad("coverage", s.coverage, "must lie in [0, 1]");
@@ -74,8 +71,7 @@ std::string find_error_in_stats(const TableStats& s, const std::string& where) {
     return bad("num_indices", s.num_indices, "must lie in [0, 2^50]");
   if (s.num_distinct < 0 || s.num_distinct > s.num_indices)
     return bad("num_distinct", s.num_distinct, "must lie in [0, num_indices]");
-  if (s.num_distinct > s.num_rows)
-    return bad("num_distinct", s.num_distinct, "exceeds num_rows");
+  if (s.num_distinct > s.num_rows) return bad("num_distinct", s.num_distinct, "exceeds num_rows");
   double sum = 0;
   for (double b : s.bins) {
     if (!std::isfinite(b) || b < 0 || b > 1) return bad("bins", b, "must lie in [0, 1]");
@@ -85,8 +81,7 @@ std::string find_error_in_stats(const TableStats& s, const std::string& where) {
   if (empty ? sum != 0 : std::abs(sum - 1) > 1e-6)
     return bad("bins", sum, empty ? "sum must be 0 for an empty table" : "must sum to 1");
   if (s.icdf.empty()) return "";
-  if (static_cast<int>(s.icdf.size()) != kNumIcdfSteps)
-    return bad("icdf", s.icdf.size(), "entries; expected 100");
+  if (static_cast<int>(s.icdf.size()) != kNumIcdfSteps) return bad("icdf", s.icdf.size(), "entries; expected 100");
   double prev = 0;
   for (double v : s.icdf) {
     if (!std::isfinite(v) || v < 0) return bad("icdf", v, "must be a finite number >= 0");

@@ -27,12 +27,11 @@ bool Constraints::allows(ShardingType type) const {
   return true;
 }
 
-std::string find_error_in_table_constraints(const TableSpec& t, const Constraints& task_wide,
-                                           const std::string& at) {
+std::string find_error_in_table_constraints(const TableSpec& t, const Constraints& task_wide, const std::string& at) {
   const TableConstraints& c = t.constraints;
   if (c.min_partition < 0 || c.min_partition > kMaxTableDim)
-    return at + ": constraints.min_partition = " + std::to_string(c.min_partition) +
-           " must lie in [0, " + std::to_string(kMaxTableDim) + "]";
+    return at + ": constraints.min_partition = " + std::to_string(c.min_partition) + " must lie in [0, " +
+           std::to_string(kMaxTableDim) + "]";
   std::set<int> seen;
   bool any = c.sharding_types.empty();
   for (ShardingType type : c.sharding_types) {
@@ -41,12 +40,14 @@ std::string find_error_in_table_constraints(const TableSpec& t, const Constraint
     any = any || task_wide.allows(type);
   }
   if (!any)
-    return at + ": constraints.sharding_types allows only types the task's constraints forbid "
-                "(allow_column_split / allow_row_split)";
+    return at +
+           ": constraints.sharding_types allows only types the task's constraints forbid "
+           "(allow_column_split / allow_row_split)";
   return "";
 }
 
-std::string describe_placement_group(const std::string& kind, std::size_t index, const std::vector<std::string>& tables) {
+std::string describe_placement_group(const std::string& kind, std::size_t index,
+                                     const std::vector<std::string>& tables) {
   std::string names;
   for (std::size_t i = 0; i < tables.size() && i < 6; ++i) names += (i ? ", '" : "'") + one_line(tables[i]) + "'";
   if (tables.size() > 6) names += ", ...";
@@ -94,8 +95,9 @@ std::string find_error_in_groups(const Task& task, const std::string& where) {
       for (std::size_t j = i + 1; j < group.size(); ++j) {
         const auto a = colocated.find(group[i]), b = colocated.find(group[j]);
         if (a != colocated.end() && b != colocated.end() && a->second == b->second)
-          return at + name + " contradicts " + describe_placement_group("colocate", a->second, groups.colocate[a->second]) +
-                 ": tables '" + one_line(group[i]) + "' and '" + one_line(group[j]) + "' must share a device and must not";
+          return at + name + " contradicts " +
+                 describe_placement_group("colocate", a->second, groups.colocate[a->second]) + ": tables '" +
+                 one_line(group[i]) + "' and '" + one_line(group[j]) + "' must share a device and must not";
       }
     }
   }
@@ -111,11 +113,11 @@ std::string find_error_in_task(const Task& task, const std::string& where) {
     return where + ": the task has " + std::to_string(tables.size()) + " tables, more than " +
            std::to_string(kMaxTasksTables);
   if (task.workload.batch_size <= 0 || task.workload.batch_size > kMaxBatchSize)
-    return where + ": batch_size = " + std::to_string(task.workload.batch_size) +
-           " must lie in [1, " + std::to_string(kMaxBatchSize) + "]";
+    return where + ": batch_size = " + std::to_string(task.workload.batch_size) + " must lie in [1, " +
+           std::to_string(kMaxBatchSize) + "]";
   if (task.workload.replica_sync_every < 1 || task.workload.replica_sync_every > kMaxSyncEvery)
-    return where + ": replica_sync_every = " + std::to_string(task.workload.replica_sync_every) +
-           " must lie in [1, " + std::to_string(kMaxSyncEvery) + "]";
+    return where + ": replica_sync_every = " + std::to_string(task.workload.replica_sync_every) + " must lie in [1, " +
+           std::to_string(kMaxSyncEvery) + "]";
   std::set<std::string> names;
   for (std::size_t i = 0; i < tables.size(); ++i) {
     const TableSpec& t = tables[i];
@@ -127,9 +129,10 @@ std::string find_error_in_task(const Task& task, const std::string& where) {
              std::to_string(kMaxTableDim);
     if (auto err = find_error_in_stats(t.stats, at); !err.empty()) return err;
     if (t.size_bytes() > kMaxTableBytes)  // exact: rows ≤ 2^40, dim ≤ 2^16 (table.h)
-      return at + ": " + std::to_string(t.num_rows()) + " rows × dim " + std::to_string(t.dim) +
-             " = " + std::to_string(t.size_bytes()) + " bytes" +
-             (t.optimizer == OptimizerState::kNone ? "" : " with optimizer state") + ", more than the 2^46 bytes (64 TiB) a table may hold";
+      return at + ": " + std::to_string(t.num_rows()) + " rows × dim " + std::to_string(t.dim) + " = " +
+             std::to_string(t.size_bytes()) + " bytes" +
+             (t.optimizer == OptimizerState::kNone ? "" : " with optimizer state") +
+             ", more than the 2^46 bytes (64 TiB) a table may hold";
     if (auto err = find_error_in_table_constraints(t, task.constraints, at); !err.empty()) return err;
   }
   if (auto err = find_error_in_topology(task.topology, where); !err.empty()) return err;

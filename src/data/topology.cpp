@@ -16,16 +16,16 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 struct NodeSheet {
   const char* name;
   const char* device_kind;
-  const char* cuda_name;       ///< the name CUDA reports for this GPU (cudaDeviceProp::name)
-  const char* describe;        ///< the sources of the figures
+  const char* cuda_name;  ///< the name CUDA reports for this GPU (cudaDeviceProp::name)
+  const char* describe;   ///< the sources of the figures
   int gpus_per_node;
-  double hbm_gib;             ///< device memory
-  double hbm_gbps;            ///< device-memory bandwidth
-  double uvm_gib;             ///< host DRAM per GPU (node DRAM / GPUs)
-  double uvm_gbps;            ///< host link per GPU, per direction (PCIe generation x16)
-  double intra_gbps;          ///< GPU-to-GPU per direction (NVLink or PCIe), NCCL's busbw where published
-  double inter_gbps;          ///< NIC bandwidth per GPU (node NICs / GPUs), NCCL's busbw where published
-  double a2a_latency_us;      ///< all-to-all floor inside a node
+  double hbm_gib;         ///< device memory
+  double hbm_gbps;        ///< device-memory bandwidth
+  double uvm_gib;         ///< host DRAM per GPU (node DRAM / GPUs)
+  double uvm_gbps;        ///< host link per GPU, per direction (PCIe generation x16)
+  double intra_gbps;      ///< GPU-to-GPU per direction (NVLink or PCIe), NCCL's busbw where published
+  double inter_gbps;      ///< NIC bandwidth per GPU (node NICs / GPUs), NCCL's busbw where published
+  double a2a_latency_us;  ///< all-to-all floor inside a node
 };
 
 // Vendor data sheets: RTX 2080 Ti (11 GB GDDR6, 616 GB/s, PCIe 3.0 x16 = 15.75 GB/s/direction), in
@@ -45,19 +45,22 @@ struct NodeSheet {
 // 4,800 GB/s, otherwise an H100's node).
 constexpr NodeSheet kSheets[] = {
     {"2080ti", "GeForce-RTX-2080Ti-11GB", "NVIDIA GeForce RTX 2080 Ti",
-     "RTX 2080 Ti PCIe server of 8: 11 GB GDDR6 at 616 GB/s, PCIe 3.0 x16 links, 100 Gb/s NIC per node; all-to-all fitted to the papers",
+     "RTX 2080 Ti PCIe server of 8: 11 GB GDDR6 at 616 GB/s, PCIe 3.0 x16 links, 100 Gb/s NIC per node; all-to-all "
+     "fitted to the papers",
      8, 11.0, 616.0, 32.0, 15.75, 7.779, 12.5 / 8, 1940.0},
     {"v100", "V100-SXM2-32GB", "Tesla V100-SXM2-32GB",
-     "DGX-1 V100: 32 GB HBM2 at 900 GB/s, NVLink2 150 GB/s/dir, PCIe 3.0, 4x100 Gb/s IB per node",
-     8, 32.0, 900.0, 64.0, 15.75, 150.0, 50.0 / 8, 25.0},
+     "DGX-1 V100: 32 GB HBM2 at 900 GB/s, NVLink2 150 GB/s/dir, PCIe 3.0, 4x100 Gb/s IB per node", 8, 32.0, 900.0, 64.0,
+     15.75, 150.0, 50.0 / 8, 25.0},
     {"a100", "A100-SXM4-80GB", "NVIDIA A100-SXM4-80GB",
-     "DGX A100: 80 GB HBM2e at 2039 GB/s, NVLink3 300 GB/s/dir, PCIe 4.0, 8x200 Gb/s IB per node",
-     8, 80.0, 2039.0, 256.0, 31.5, 300.0, 25.0, 25.0},
+     "DGX A100: 80 GB HBM2e at 2039 GB/s, NVLink3 300 GB/s/dir, PCIe 4.0, 8x200 Gb/s IB per node", 8, 80.0, 2039.0,
+     256.0, 31.5, 300.0, 25.0, 25.0},
     {"h100", "H100-SXM5-80GB", "NVIDIA H100 80GB HBM3",
-     "DGX H100: 80 GB HBM3 at 3350 GB/s, NVLink4 (NCCL 370 GB/s), PCIe 5.0, 8x400 Gb/s IB per node (NCCL 48 GB/s per GPU)",
+     "DGX H100: 80 GB HBM3 at 3350 GB/s, NVLink4 (NCCL 370 GB/s), PCIe 5.0, 8x400 Gb/s IB per node (NCCL 48 GB/s per "
+     "GPU)",
      8, 80.0, 3350.0, 256.0, 63.0, 370.0, 48.0, 25.0},
     {"h200", "H200-SXM-141GB", "NVIDIA H200",
-     "DGX H200: 141 GB HBM3e at 4800 GB/s, NVLink4 (NCCL 370 GB/s), PCIe 5.0, 8x400 Gb/s IB per node (NCCL 48 GB/s per GPU)",
+     "DGX H200: 141 GB HBM3e at 4800 GB/s, NVLink4 (NCCL 370 GB/s), PCIe 5.0, 8x400 Gb/s IB per node (NCCL 48 GB/s per "
+     "GPU)",
      8, 141.0, 4800.0, 256.0, 63.0, 370.0, 48.0, 25.0},
 };
 
@@ -71,11 +74,20 @@ std::vector<ParamSpec> gpu_params(const NodeSheet& s) {
   };
   return {
       {"nodes", ParamType::kInt, "1", 1, 4096, {}, "number of hosts"},
-      {"gpus_per_node", ParamType::kInt, std::to_string(s.gpus_per_node), 1, 64, {},
-       "devices per host"},
-      {"hbm_gib", ParamType::kFloat, num(s.hbm_gib), 0.0, 1e6, {},
+      {"gpus_per_node", ParamType::kInt, std::to_string(s.gpus_per_node), 1, 64, {}, "devices per host"},
+      {"hbm_gib",
+       ParamType::kFloat,
+       num(s.hbm_gib),
+       0.0,
+       1e6,
+       {},
        "device memory available to embeddings per device, GiB (the papers' 'GB')"},
-      {"uvm_gib", ParamType::kFloat, num(s.uvm_gib), 0.0, 1e7, {},
+      {"uvm_gib",
+       ParamType::kFloat,
+       num(s.uvm_gib),
+       0.0,
+       1e7,
+       {},
        "host memory available to embeddings per device through UVM, GiB"},
   };
 }
@@ -125,10 +137,10 @@ Registry<Topology> build_registry() {
     r.add({s.name, s.describe, gpu_params(s)},
           [&s](const Params& p, const Context&) { return std::make_unique<Topology>(build_gpu(s, p)); });
   }
-  r.add({"cpu", "this machine's cores, one share per device, timed in turn by the cpu backend",
+  r.add({"cpu",
+         "this machine's cores, one share per device, timed in turn by the cpu backend",
          {{"devices", ParamType::kInt, "4", 1, 4096, {}, "number of devices"},
-          {"mem_gib", ParamType::kFloat, "4", 0.0, 1e6, {},
-           "memory available to embeddings per device, GiB"}}},
+          {"mem_gib", ParamType::kFloat, "4", 0.0, 1e6, {}, "memory available to embeddings per device, GiB"}}},
         [](const Params& p, const Context&) { return std::make_unique<Topology>(build_cpu(p)); });
   return r;
 }
@@ -178,8 +190,7 @@ std::string find_error_in_topology(const Topology& t, const std::string& where) 
   const std::string at = where + ": topology";
   if (t.devices.empty()) return at + " has no devices";
   if (static_cast<std::int64_t>(t.devices.size()) > kMaxDevices)
-    return at + " has " + std::to_string(t.devices.size()) + " devices, more than " +
-           std::to_string(kMaxDevices);
+    return at + " has " + std::to_string(t.devices.size()) + " devices, more than " + std::to_string(kMaxDevices);
   if (t.devices_per_host < 1) return at + ": devices_per_host must be at least 1";
   if (t.num_devices() > t.devices_per_host && t.num_devices() % t.devices_per_host != 0)
     return at + ": devices_per_host " + std::to_string(t.devices_per_host) + " does not divide its " +
@@ -191,8 +202,7 @@ std::string find_error_in_topology(const Topology& t, const std::string& where) 
     if (dev.hbm_bytes < 0 || dev.uvm_bytes < 0) return device + ": negative memory";
     if (dev.hbm_bytes > kMaxDeviceBytes || dev.uvm_bytes > kMaxDeviceBytes)
       return device + ": hbm_bytes / uvm_bytes must be at most 2^44 (16 TiB)";
-    if (!(dev.hbm_gbps > 0) || bad_gbps(dev.hbm_gbps))
-      return device + ": hbm_gbps must be positive and at most 1e6";
+    if (!(dev.hbm_gbps > 0) || bad_gbps(dev.hbm_gbps)) return device + ": hbm_gbps must be positive and at most 1e6";
     if (bad_gbps(dev.uvm_gbps)) return device + ": uvm_gbps must lie in [0, 1e6]";
     if (dev.uvm_bytes > 0 && !(dev.uvm_gbps > 0))
       return device + ": uvm_gbps must be positive when uvm memory is given";
@@ -280,9 +290,9 @@ Topology topology_with_devices(const Topology& topology, int devices) {
   const bool one_host = devices <= host;
   const std::string n = std::to_string(devices);
   const auto preset = is_cpu_preset(topology)
-      ? edited_preset(topology, {{"devices", n}})
-      : edited_preset(topology, {{"nodes", one_host ? "1" : std::to_string(devices / host)},
-                                 {"gpus_per_node", one_host ? n : std::to_string(host)}});
+                          ? edited_preset(topology, {{"devices", n}})
+                          : edited_preset(topology, {{"nodes", one_host ? "1" : std::to_string(devices / host)},
+                                                     {"gpus_per_node", one_host ? n : std::to_string(host)}});
   if (preset) return *preset;
   check_uniform(topology, "changing the number of devices");
   Topology t = topology;

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <sstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "embshard/core/error.h"
 #include "embshard/data/pool.h"
@@ -122,8 +122,8 @@ SimCalibration calibrate_sim(const std::vector<CostSampleFile>& files, int test_
   c.bw_test_points = held_out_points(c.hardware.bw, test.features, test.bw);
   for (std::size_t i = 0; i < paths.size(); ++i) c.samples_path += (i ? "," : "") + paths[i];
   c.batch_size = header.batch_size;
-  ctx.info(detail::concat("calibrate: ", train.features.size(), " training and ",
-                          test.features.size(), " held-out samples"));
+  ctx.info(detail::concat("calibrate: ", train.features.size(), " training and ", test.features.size(),
+                          " held-out samples"));
   return c;
 }
 

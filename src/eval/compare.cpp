@@ -49,8 +49,8 @@ std::string setting_of(const Task& task) {
 }
 
 /** Plans one task with one sharder (no evaluation yet); the plan goes to `plan`. */
-CompareRow plan_row(const Task& task, const std::string& sharder, const CompareOptions& options,
-                    const Context& ctx, Plan& plan) {
+CompareRow plan_row(const Task& task, const std::string& sharder, const CompareOptions& options, const Context& ctx,
+                    Plan& plan) {
   const auto cost = make_cost_model(options.cost, task, ctx);
   ShardResult r = plan_task(sharder, task, cost.get(), ctx);
   plan = std::move(r.plan);
@@ -106,8 +106,7 @@ std::vector<std::string> default_sharders() {
   for (const RegistryEntryInfo& info : sharder_registry().list()) {
     // exhaustive is for tiny tasks; the RL sharders need a trained policy file; recshard's MILP
     // may use its whole time limit (60 s) per task: name it to run it.
-    if (info.name == "exhaustive" || info.name == "dreamshard" || info.name == "autoshard" ||
-        info.name == "recshard") {
+    if (info.name == "exhaustive" || info.name == "dreamshard" || info.name == "autoshard" || info.name == "recshard") {
       continue;
     }
     if (info.name != "greedy") {
@@ -144,8 +143,8 @@ std::vector<Task> read_task_dir(const std::string& dir) {
   return tasks;
 }
 
-std::vector<CompareRow> run_compare(const std::vector<Task>& tasks, const CompareOptions& options,
-                                    const Context& ctx, std::vector<Plan>* plans_out) {
+std::vector<CompareRow> run_compare(const std::vector<Task>& tasks, const CompareOptions& options, const Context& ctx,
+                                    std::vector<Plan>* plans_out) {
   EMBSHARD_CHECK(!options.sharders.empty(), "compare: no sharders given");
   for (const std::string& s : options.sharders) (void)canonical_sharder_spec(s);  // fail early
   const std::size_t per_task = options.sharders.size();
@@ -178,10 +177,9 @@ std::string compare_csv(const std::vector<CompareRow>& rows) {
   std::ostringstream out;
   out << kCsvHeader << '\n';
   for (const CompareRow& r : rows) {
-    out << csv_field(r.task_id) << ',' << csv_field(r.setting) << ',' << csv_field(r.sharder) << ','
-        << r.status << ',' << number(r.eval.step_ms) << ',' << number(r.eval.max_sum_ms)
-        << ',' << number(r.eval.balance) << ',' << number(r.plan_ms) << ',' << number(r.lower_bound_ms) << ','
-        << csv_field(r.reason) << '\n';
+    out << csv_field(r.task_id) << ',' << csv_field(r.setting) << ',' << csv_field(r.sharder) << ',' << r.status << ','
+        << number(r.eval.step_ms) << ',' << number(r.eval.max_sum_ms) << ',' << number(r.eval.balance) << ','
+        << number(r.plan_ms) << ',' << number(r.lower_bound_ms) << ',' << csv_field(r.reason) << '\n';
   }
   return out.str();
 }
@@ -255,8 +253,7 @@ SharderSummary summarise(const std::string& sharder, const std::vector<TaskRows>
 }
 
 /** A setting's cell: the mean over the tasks every sharder planned, else over its own plans (*). */
-std::string setting_cell(const std::string& sharder, const std::string& setting,
-                         const std::vector<TaskRows>& tasks) {
+std::string setting_cell(const std::string& sharder, const std::string& setting, const std::vector<TaskRows>& tasks) {
   double common = 0.0, own = 0.0;
   int n_common = 0, n_own = 0;
   for (const TaskRows& task : tasks) {
@@ -274,8 +271,7 @@ std::string setting_cell(const std::string& sharder, const std::string& setting,
   return "-";
 }
 
-std::string fraction_or_dash(double numerator, int denominator, double scale, int decimals,
-                             const std::string& unit) {
+std::string fraction_or_dash(double numerator, int denominator, double scale, int decimals, const std::string& unit) {
   return denominator > 0 ? number(scale * numerator / denominator, decimals) + unit : "-";
 }
 
@@ -313,8 +309,8 @@ std::vector<std::string> csv_fields(const std::string& line, const std::string& 
 double csv_number(const std::string& text, const std::string& where, const char* column) {
   char* end = nullptr;
   const double value = std::strtod(text.c_str(), &end);
-  EMBSHARD_CHECK(!text.empty() && end == text.c_str() + text.size() && std::isfinite(value) && value >= 0,
-                 where, ": column ", column, ": expected a finite number ≥ 0, got '", text, "'");
+  EMBSHARD_CHECK(!text.empty() && end == text.c_str() + text.size() && std::isfinite(value) && value >= 0, where,
+                 ": column ", column, ": expected a finite number ≥ 0, got '", text, "'");
   return value;
 }
 
@@ -361,9 +357,8 @@ std::string compare_markdown(const std::vector<CompareRow>& rows) {
   const auto sharders = unique_in_order(rows, &CompareRow::sharder);
   const std::vector<TaskRows> tasks = rows_by_task(rows);
   // The UVM column appears only when some evaluated plan serves lookups from UVM.
-  const bool any_uvm = std::any_of(rows.begin(), rows.end(), [](const CompareRow& r) {
-    return r.ok() && uvm_lookup_share(r.eval) > 0.0;
-  });
+  const bool any_uvm = std::any_of(rows.begin(), rows.end(),
+                                   [](const CompareRow& r) { return r.ok() && uvm_lookup_share(r.eval) > 0.0; });
   std::ostringstream out;
   out << "Step time in ms (docs/metrics.md). Per setting: the mean over the setting's tasks that "
          "every sharder planned (n of them in the header), so a column compares like with like; "
@@ -389,9 +384,8 @@ std::string compare_markdown(const std::vector<CompareRow>& rows) {
     out << "| " << short_sharder_spec(sharder) << " |";
     for (const std::string& setting : settings) out << ' ' << setting_cell(sharder, setting, tasks) << " |";
     const SharderSummary s = summarise(sharder, tasks);
-    out << ' ' << fraction_or_dash(s.step, s.valid, 1.0, 2, "") << " | " << s.valid << '/' << s.count
-        << " | " << s.wins << '/' << s.ties << '/' << s.losses << " | "
-        << fraction_or_dash(s.plan_ms, s.count, 1.0, 2, "") << " | "
+    out << ' ' << fraction_or_dash(s.step, s.valid, 1.0, 2, "") << " | " << s.valid << '/' << s.count << " | " << s.wins
+        << '/' << s.ties << '/' << s.losses << " | " << fraction_or_dash(s.plan_ms, s.count, 1.0, 2, "") << " | "
         << fraction_or_dash(s.gap, s.bounded, 100.0, 1, "%") << " |";
     if (any_uvm) out << ' ' << fraction_or_dash(s.uvm_share, s.valid, 100.0, 2, "%") << " |";
     out << '\n';

@@ -9,7 +9,8 @@ namespace {
 
 void register_default(CostModelRegistry& registry) {
   registry.add({"default",
-                "neural with the built-in weights where they were measured on the task's kind of device, else sim", {}},
+                "neural with the built-in weights where they were measured on the task's kind of device, else sim",
+                {}},
                [](const Params&, const Context& ctx, const Task& task) {
                  return cost_model_registry().create(builtin_weights_fit(task) ? "neural" : "sim", ctx, task);
                });

@@ -1,10 +1,10 @@
 #include "embshard/eval/evaluator.h"
 
 #include <algorithm>
-#include <optional>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "embshard/core/error.h"
@@ -28,19 +28,21 @@ std::string backend_list() {
 
 void fill_measured_comm(std::span<const DeviceTiming> measured, const std::string& input_comm,
                         CostBreakdown& breakdown) {
-  EMBSHARD_CHECK(measured.size() == breakdown.devices.size(), "eval: ", measured.size(),
-                 " measured all-to-alls for ", breakdown.devices.size(), " devices");
+  EMBSHARD_CHECK(measured.size() == breakdown.devices.size(), "eval: ", measured.size(), " measured all-to-alls for ",
+                 breakdown.devices.size(), " devices");
   std::vector<double> input_ms;
   for (std::size_t d = 0; d < measured.size(); ++d) {
     breakdown.devices[d].fw_comm_ms = measured[d].fw_ms;
     breakdown.devices[d].bw_comm_ms = measured[d].bw_ms;
     input_ms.push_back(measured[d].in_ms);
   }
-  const bool input_measured = std::any_of(measured.begin(), measured.end(), [](const DeviceTiming& t) { return t.in_ms > 0; });
+  const bool input_measured =
+      std::any_of(measured.begin(), measured.end(), [](const DeviceTiming& t) { return t.in_ms > 0; });
   if (input_measured) apply_input_comm(input_ms, parse_input_comm_mode(input_comm), breakdown);
   breakdown.comm_source = CostSource::kMeasured;
-  breakdown.comm_detail = detail::concat("MPI all-to-alls, one rank per device (", measured.size(), " ranks), input all-to-all ",
-                                         input_measured ? "measured too, " + input_comm : "from the " + breakdown.comm_detail);
+  breakdown.comm_detail =
+      detail::concat("MPI all-to-alls, one rank per device (", measured.size(), " ranks), input all-to-all ",
+                     input_measured ? "measured too, " + input_comm : "from the " + breakdown.comm_detail);
 }
 
 }  // namespace
@@ -132,19 +134,21 @@ std::string judge_spec(const EvalOptions& options) {
   }
   const std::vector<std::string> built = eval_backends();
   if (std::find(built.begin(), built.end(), options.backend) == built.end()) {
-    EMBSHARD_CHECK(options.backend != "cuda", "eval: backend 'cuda' is not available: embshard was built "
-                   "without CUDA; available: ", backend_list());
+    EMBSHARD_CHECK(options.backend != "cuda",
+                   "eval: backend 'cuda' is not available: embshard was built "
+                   "without CUDA; available: ",
+                   backend_list());
     EMBSHARD_THROW("eval: unknown backend '", options.backend, "' (available: ", backend_list(), ")");
   }
   const std::string problem = find_error_in_measure_options(options.measure);
   EMBSHARD_CHECK(problem.empty(), "eval: ", problem);
   EMBSHARD_CHECK(options.batch_size >= 0, "eval: batch size must be positive");
-  return cost_model_registry().canonical(detail::concat(
-      "measured:impl=", options.backend, ",batch=", options.batch_size, ",warmup=", options.measure.warmup,
-      ",repeats=", options.measure.repeats, ",flush=", options.measure.flush_cache ? "true" : "false",
-      ",trim=", options.measure.trim, ",draw=", options.batch_number,
-      ",remap=", options.remap_held_out ? "held_out" : "in_sample", ",input_comm=", options.input_comm,
-      ",exchanges=", options.exchanges));
+  return cost_model_registry().canonical(
+      detail::concat("measured:impl=", options.backend, ",batch=", options.batch_size,
+                     ",warmup=", options.measure.warmup, ",repeats=", options.measure.repeats,
+                     ",flush=", options.measure.flush_cache ? "true" : "false", ",trim=", options.measure.trim,
+                     ",draw=", options.batch_number, ",remap=", options.remap_held_out ? "held_out" : "in_sample",
+                     ",input_comm=", options.input_comm, ",exchanges=", options.exchanges));
 }
 
 std::unique_ptr<CostModel> make_judge(const Task& task, const EvalOptions& options, const Context& ctx) {
@@ -167,19 +171,21 @@ std::int64_t group_batch(const Task& task, const Plan& plan, std::int64_t batch)
 
 }  // namespace
 
-EvalResult evaluate_plan(const Task& task, const Plan& plan, const EvalOptions& options,
-                         const Context& ctx, std::span<const DeviceTiming> measured_comm) {
+EvalResult evaluate_plan(const Task& task, const Plan& plan, const EvalOptions& options, const Context& ctx,
+                         std::span<const DeviceTiming> measured_comm) {
   const double start_ms = now_ms();
   check_task(task, "eval: task");
   const std::string plan_error = find_error_in_plan(task, plan);
   EMBSHARD_CHECK(plan_error.empty(), "eval: the plan does not fit the task: ", plan_error);
   // A 2D plan is judged per sharding group (plan/sharding_groups.h): the judge is built for the
   // group's task and a measured batch is the global one, of which the group runs its share.
-  const std::optional<Task> group = plan.groups.enabled() ? std::optional(sharding_group_task(task, plan.groups)) : std::nullopt;
+  const std::optional<Task> group =
+      plan.groups.enabled() ? std::optional(sharding_group_task(task, plan.groups)) : std::nullopt;
   const Task& costed = group ? *group : task;
   EvalOptions o = options;
   o.batch_size = group_batch(task, plan, options.batch_size);
-  EMBSHARD_CHECK(measured_comm.empty() || !group, "eval: measured all-to-alls cannot judge a 2D plan (its exchanges run "
+  EMBSHARD_CHECK(measured_comm.empty() || !group,
+                 "eval: measured all-to-alls cannot judge a 2D plan (its exchanges run "
                  "inside each sharding group); judge it with the link model");
   const auto judge = make_judge(costed, o, ctx);
   const std::int64_t batch_size = eval_batch_size(costed, o);
@@ -191,12 +197,12 @@ EvalResult evaluate_plan(const Task& task, const Plan& plan, const EvalOptions& 
   return result;
 }
 
-std::vector<DeviceLookups> measured_tier_lookups(const Task& task, const Plan& plan,
-                                                 const EvalOptions& options) {
+std::vector<DeviceLookups> measured_tier_lookups(const Task& task, const Plan& plan, const EvalOptions& options) {
   check_task(task, "eval: task");
   const std::string plan_error = find_error_in_plan(task, plan);
   EMBSHARD_CHECK(plan_error.empty(), "eval: the plan does not fit the task: ", plan_error);
-  const std::optional<Task> group = plan.groups.enabled() ? std::optional(sharding_group_task(task, plan.groups)) : std::nullopt;
+  const std::optional<Task> group =
+      plan.groups.enabled() ? std::optional(sharding_group_task(task, plan.groups)) : std::nullopt;
   const Task& costed = group ? *group : task;
   const std::int64_t batch_size = measured_batch_size(costed, group_batch(task, plan, options.batch_size));
   detail::MeasuredShards measured(costed);
@@ -205,7 +211,8 @@ std::vector<DeviceLookups> measured_tier_lookups(const Task& task, const Plan& p
   for (std::size_t d = 0; d < by_device.size(); ++d) {
     // The device's shards at the whole batch, its data-parallel copies at their share (all HBM).
     const detail::DeviceCalls calls = detail::device_calls(by_device[d], batch_size);
-    for (const auto& [shards, batch] : {std::pair{&calls.shards, batch_size}, std::pair{&calls.copies, calls.copy_batch}}) {
+    for (const auto& [shards, batch] :
+         {std::pair{&calls.shards, batch_size}, std::pair{&calls.copies, calls.copy_batch}}) {
       if (shards->empty()) continue;
       std::vector<ShardTableSpec> specs =
           measured.specs(costed, *shards, batch, options.batch_number, options.remap_held_out);
@@ -276,15 +283,13 @@ std::string eval_result_json(const EvalResult& r, const Task& task, const Plan& 
   doc["plan_sharder"] = plan.provenance.sharder;
   doc["backend"] = r.backend;
   doc["batch_size"] = r.batch_size;
-  doc["compute"] = {{"source", to_string(r.breakdown.compute_source)},
-                    {"detail", r.breakdown.compute_detail}};
+  doc["compute"] = {{"source", to_string(r.breakdown.compute_source)}, {"detail", r.breakdown.compute_detail}};
   doc["comm"] = {{"source", to_string(r.breakdown.comm_source)}, {"detail", r.breakdown.comm_detail}};
   doc["objectives"] = {{"step_ms", r.step_ms}, {"max_sum_ms", r.max_sum_ms}, {"balance", r.balance}};
   if (plan.groups.enabled())  // "devices" are then the ranks of one group, batch_size the group's
     doc["sharding_groups"] = {{"size", plan.groups.size}, {"ranks", to_string(plan.groups.ranks)}};
   doc["devices"] = devices;
-  doc["device_spread"] = {{"comp_ms", spread_json(compute_spread(r))},
-                          {"sum_ms", spread_json(step_spread(r))}};
+  doc["device_spread"] = {{"comp_ms", spread_json(compute_spread(r))}, {"sum_ms", spread_json(step_spread(r))}};
   if (!r.lookups.empty()) {
     const DeviceLookups total = total_lookups(r);
     doc["lookups"] = {{"hbm_per_step", total.hbm}, {"uvm_per_step", total.uvm}, {"uvm_share", uvm_lookup_share(r)}};
@@ -298,8 +303,8 @@ std::string eval_result_table(const EvalResult& r, const Topology& topology) {
   char line[200];
   const bool any_uvm = std::any_of(r.breakdown.devices.begin(), r.breakdown.devices.end(),
                                    [](const DeviceCost& c) { return c.uvm_bytes > 0; });
-  std::snprintf(line, sizeof line, "%6s %10s %10s %10s %10s %10s %10s %10s  %s\n", "device", "in_comm",
-                "fw_comp", "fw_comm", "fw_wait", "bw_comm", "bw_comp", "sum_ms",
+  std::snprintf(line, sizeof line, "%6s %10s %10s %10s %10s %10s %10s %10s  %s\n", "device", "in_comm", "fw_comp",
+                "fw_comm", "fw_wait", "bw_comm", "bw_comp", "sum_ms",
                 any_uvm ? "HBM GiB used / budget   UVM GiB used / budget" : "HBM GiB used / budget");
   out << line;
   const auto gib = [](std::int64_t bytes) { return static_cast<double>(bytes) / (1 << 30); };
@@ -308,12 +313,12 @@ std::string eval_result_table(const EvalResult& r, const Topology& topology) {
     const Device* device = d < topology.devices.size() ? &topology.devices[d] : nullptr;
     const double hbm_budget = device ? gib(device->hbm_bytes) : 0.0;
     const double uvm_budget = device ? gib(device->uvm_bytes) : 0.0;
-    const int n = std::snprintf(line, sizeof line, "%6zu %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f  %8.2f / %6.2f",
-                                d, c.in_comm_ms, c.fw_comp_ms, c.fw_comm_ms, c.fw_wait_ms, c.bw_comm_ms, c.bw_comp_ms,
-                                c.sum_ms(), gib(c.hbm_bytes), hbm_budget);
+    const int n = std::snprintf(
+        line, sizeof line, "%6zu %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f  %8.2f / %6.2f", d, c.in_comm_ms,
+        c.fw_comp_ms, c.fw_comm_ms, c.fw_wait_ms, c.bw_comm_ms, c.bw_comp_ms, c.sum_ms(), gib(c.hbm_bytes), hbm_budget);
     if (any_uvm && n > 0 && static_cast<std::size_t>(n) < sizeof line) {
-      std::snprintf(line + n, sizeof line - static_cast<std::size_t>(n), "     %8.2f / %.2f",
-                    gib(c.uvm_bytes), uvm_budget);
+      std::snprintf(line + n, sizeof line - static_cast<std::size_t>(n), "     %8.2f / %.2f", gib(c.uvm_bytes),
+                    uvm_budget);
     }
     out << line << '\n';
   }
@@ -324,11 +329,14 @@ std::string eval_result_table(const EvalResult& r, const Topology& topology) {
       lo = d == 0 ? ms : std::min(lo, ms);
       hi = std::max(hi, ms);
     }
-    std::snprintf(line, sizeof line, "2D plan, sharding groups of %d ranks (%s): the rows are one group's ranks; replica sync "
-                  "%.3f to %.3f ms per step (in sum_ms)\n", r.breakdown.groups.size, to_string(r.breakdown.groups.ranks), lo, hi);
+    std::snprintf(line, sizeof line,
+                  "2D plan, sharding groups of %d ranks (%s): the rows are one group's ranks; replica sync "
+                  "%.3f to %.3f ms per step (in sum_ms)\n",
+                  r.breakdown.groups.size, to_string(r.breakdown.groups.ranks), lo, hi);
     out << line;
   } else if (!r.breakdown.devices.empty() && r.breakdown.devices.front().ar_comm_ms > 0.0) {
-    std::snprintf(line, sizeof line, "gradient all-reduce of the data-parallel tables: %.3f ms on every device (in sum_ms)\n",
+    std::snprintf(line, sizeof line,
+                  "gradient all-reduce of the data-parallel tables: %.3f ms on every device (in sum_ms)\n",
                   r.breakdown.devices.front().ar_comm_ms);
     out << line;
   }
@@ -348,22 +356,22 @@ std::string eval_result_table(const EvalResult& r, const Topology& topology) {
   double hidden = 0.0;
   for (const DeviceCost& c : r.breakdown.devices) hidden = std::max(hidden, c.in_hidden_ms);
   if (hidden > 0.0) {
-    std::snprintf(line, sizeof line, "input all-to-all hidden under the previous step's compute: up to %.3f ms per device\n", hidden);
+    std::snprintf(line, sizeof line,
+                  "input all-to-all hidden under the previous step's compute: up to %.3f ms per device\n", hidden);
     out << line;
   }
   const Spread comp = compute_spread(r);
-  std::snprintf(line, sizeof line, "per-device fw_comp+bw_comp ms: min %.3f max %.3f mean %.3f std %.3f\n",
-                comp.min, comp.max, comp.mean, comp.stddev);
+  std::snprintf(line, sizeof line, "per-device fw_comp+bw_comp ms: min %.3f max %.3f mean %.3f std %.3f\n", comp.min,
+                comp.max, comp.mean, comp.stddev);
   out << line;
   const Spread step = step_spread(r);
-  std::snprintf(line, sizeof line, "per-device step (sum_ms):      min %.3f max %.3f mean %.3f std %.3f\n",
-                step.min, step.max, step.mean, step.stddev);
+  std::snprintf(line, sizeof line, "per-device step (sum_ms):      min %.3f max %.3f mean %.3f std %.3f\n", step.min,
+                step.max, step.mean, step.stddev);
   out << line;
   out << "compute: " << to_string(r.breakdown.compute_source) << " (" << r.breakdown.compute_detail
-      << ")\ncomm:    " << to_string(r.breakdown.comm_source) << " (" << r.breakdown.comm_detail
-      << ")\n";
-  std::snprintf(line, sizeof line, "step_ms %.3f  max_sum_ms %.3f  balance %.3f  (batch %lld)\n",
-                r.step_ms, r.max_sum_ms, r.balance, static_cast<long long>(r.batch_size));
+      << ")\ncomm:    " << to_string(r.breakdown.comm_source) << " (" << r.breakdown.comm_detail << ")\n";
+  std::snprintf(line, sizeof line, "step_ms %.3f  max_sum_ms %.3f  balance %.3f  (batch %lld)\n", r.step_ms,
+                r.max_sum_ms, r.balance, static_cast<long long>(r.batch_size));
   out << line << "(every figure is defined in docs/metrics.md)\n";
   return out.str();
 }

@@ -17,10 +17,8 @@ namespace embshard::detail {
 
 MeasuredShards::MeasuredShards(const Task& task) : models_(task_lookup_models(task)) {}
 
-const std::vector<std::int64_t>& MeasuredShards::access_counts(const Task& task, std::size_t t,
-                                                               std::int64_t batch_size,
-                                                               std::uint64_t batch_number,
-                                                               bool held_out) {
+const std::vector<std::int64_t>& MeasuredShards::access_counts(const Task& task, std::size_t t, std::int64_t batch_size,
+                                                               std::uint64_t batch_number, bool held_out) {
   const auto key = std::make_tuple(t, batch_size, batch_number, held_out);
   auto it = counts_.find(key);
   if (it != counts_.end()) return it->second;
@@ -31,8 +29,7 @@ const std::vector<std::int64_t>& MeasuredShards::access_counts(const Task& task,
   } else {
     // The task's batch; draw numbers derived from (never equal to) the measured draw's.
     for (int i = 0; i < kRemapProfileBatches; ++i) {
-      std::uint64_t number =
-          derive_seed(batch_number, 0x7265636d6170ULL + static_cast<std::uint64_t>(i));
+      std::uint64_t number = derive_seed(batch_number, 0x7265636d6170ULL + static_cast<std::uint64_t>(i));
       if (number == batch_number) ++number;
       profile.push_back(materialise_table(model, task.workload.batch_size, number));
     }
@@ -40,16 +37,13 @@ const std::vector<std::int64_t>& MeasuredShards::access_counts(const Task& task,
   return counts_.emplace(key, count_row_accesses(profile, model.num_rows)).first->second;
 }
 
-std::vector<ShardTableSpec> MeasuredShards::specs(const Task& task,
-                                                  std::span<const PlacedShard> shards,
-                                                  std::int64_t batch_size,
-                                                  std::uint64_t batch_number, bool held_out) {
+std::vector<ShardTableSpec> MeasuredShards::specs(const Task& task, std::span<const PlacedShard> shards,
+                                                  std::int64_t batch_size, std::uint64_t batch_number, bool held_out) {
   std::vector<ShardTableSpec> specs;
   for (const PlacedShard& p : shards) {
     const auto t = static_cast<std::size_t>(p.table);
     const TableSpec& table = task.workload.tables[t];
-    ShardTableSpec spec{models_[t], p.shard.num_cols(), table.dtype, p.shard.row_begin,
-                        p.shard.row_end};
+    ShardTableSpec spec{models_[t], p.shard.num_cols(), table.dtype, p.shard.row_begin, p.shard.row_end};
     if (p.shard.hbm_rows >= 0 && p.shard.hbm_rows < p.shard.num_rows()) {
       spec.hbm_rows = p.shard.hbm_rows;
       spec.remap = std::make_shared<const RowRemap>(
@@ -64,8 +58,8 @@ std::vector<ShardTableSpec> MeasuredShards::specs(const Task& task,
 DeviceCalls device_calls(std::span<const PlacedShard> shards, std::int64_t batch_size) {
   DeviceCalls calls;
   for (const PlacedShard& p : shards) (p.is_replica() ? calls.copies : calls.shards).push_back(p);
-  calls.copy_batch = calls.copies.empty() ? batch_size
-                                          : std::max<std::int64_t>(1, batch_size / calls.copies.front().replicas);
+  calls.copy_batch =
+      calls.copies.empty() ? batch_size : std::max<std::int64_t>(1, batch_size / calls.copies.front().replicas);
   return calls;
 }
 
@@ -117,10 +111,11 @@ class MeasuredModel final : public ComputeModel {
     std::int64_t elements = 0;  // fp32 elements of the same bytes (the timers update floats)
     for (const PlacedShard& p : calls.copies)
       elements += (task.workload.tables[static_cast<std::size_t>(p.table)].weight_bytes() + 3) / 4;
-    const double update_ms = impl_ == kernels::EmbeddingBagImpl::kCuda
-                                 ? summarise(kernels::cuda_dense_update_ms(elements, options_.measure.repeats),
-                                             options_.measure.trim).median_ms
-                                 : measure_dense_update(elements, options_.measure).median_ms;
+    const double update_ms =
+        impl_ == kernels::EmbeddingBagImpl::kCuda
+            ? summarise(kernels::cuda_dense_update_ms(elements, options_.measure.repeats), options_.measure.trim)
+                  .median_ms
+            : measure_dense_update(elements, options_.measure).median_ms;
     return {c.fw_ms + replicas.fw_ms, c.bw_ms + replicas.bw_ms + update_ms};
   }
 
@@ -129,8 +124,8 @@ class MeasuredModel final : public ComputeModel {
     if (shards.empty()) return {};
     check_fits_in_memory(fused_call_bytes(task, shards, batch),
                          concat("measuring ", shards.size(), " shards at batch ", batch, " (eval --batch)"));
-    ShardTimer bench(shards_.specs(task, shards, batch, options_.batch_number, options_.remap_held_out),
-                     batch, options_.batch_number, impl_);
+    ShardTimer bench(shards_.specs(task, shards, batch, options_.batch_number, options_.remap_held_out), batch,
+                     options_.batch_number, impl_);
     const ShardTiming timing = bench.measure(options_.measure);
     return {timing.fw.median_ms, timing.bw.median_ms};
   }
@@ -140,18 +135,28 @@ class MeasuredModel final : public ComputeModel {
   MeasuredShards shards_;
 };
 
-
 const std::vector<ParamSpec>& measured_params() {
-  static const std::vector<ParamSpec> params = with_input_comm_params({
-      {"impl", ParamType::kString, "cpu", {}, {}, {"reference", "cpu", "cuda"}, "kernels to time (cuda: where built, with a GPU)"},
-      {"batch", ParamType::kInt, "0", 0, 1 << 30, {}, "batch to run; 0: the task's"},
-      {"warmup", ParamType::kInt, "2", 0, 1000, {}, "unmeasured runs before the measured ones"},
-      {"repeats", ParamType::kInt, "5", 1, 100000, {}, "measured runs; the median is the cost"},
-      {"flush", ParamType::kBool, "true", {}, {}, {}, "flush the caches before every run"},
-      {"trim", ParamType::kFloat, "0.2", 0, 0.49, {}, "share dropped from each end for the trimmed mean"},
-      {"draw", ParamType::kInt, "0", 0, 1e15, {}, "which draw of each table's lookups"},
-      {"remap", ParamType::kString, "in_sample", {}, {}, {"in_sample", "held_out"},
-       "rank rows for RecShard's remap by the measured draw itself, or by other draws"}});
+  static const std::vector<ParamSpec> params = with_input_comm_params(
+      {{"impl",
+        ParamType::kString,
+        "cpu",
+        {},
+        {},
+        {"reference", "cpu", "cuda"},
+        "kernels to time (cuda: where built, with a GPU)"},
+       {"batch", ParamType::kInt, "0", 0, 1 << 30, {}, "batch to run; 0: the task's"},
+       {"warmup", ParamType::kInt, "2", 0, 1000, {}, "unmeasured runs before the measured ones"},
+       {"repeats", ParamType::kInt, "5", 1, 100000, {}, "measured runs; the median is the cost"},
+       {"flush", ParamType::kBool, "true", {}, {}, {}, "flush the caches before every run"},
+       {"trim", ParamType::kFloat, "0.2", 0, 0.49, {}, "share dropped from each end for the trimmed mean"},
+       {"draw", ParamType::kInt, "0", 0, 1e15, {}, "which draw of each table's lookups"},
+       {"remap",
+        ParamType::kString,
+        "in_sample",
+        {},
+        {},
+        {"in_sample", "held_out"},
+        "rank rows for RecShard's remap by the measured draw itself, or by other draws"}});
   return params;
 }
 
@@ -191,7 +196,9 @@ class MeasuredCostModel final : public CostModel {
 }  // namespace
 
 void register_measured_cost_model(CostModelRegistry& registry) {
-  registry.add({"measured", "each device's shards timed on this machine's kernels, plus the link model (the judge of eval --backend cpu|reference|cuda)",
+  registry.add({"measured",
+                "each device's shards timed on this machine's kernels, plus the link model (the judge of eval "
+                "--backend cpu|reference|cuda)",
                 measured_params()},
                [](const Params& p, const Context&, const Task& task) -> std::unique_ptr<CostModel> {
                  EvalOptions options;

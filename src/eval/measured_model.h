@@ -8,20 +8,19 @@
 // one-batch ICDF of the task's statistics that the sharders and `tier_lookups` rank rows by), with
 // EvalOptions::remap_held_out those of `kRemapProfileBatches` other draws at the task's batch
 // (held out: rows a fresh batch needs but the profile never saw rank last, so fewer lookups hit
-// the HBM part than the ICDF predicts). The remap permutes only the shard's own rows [row_begin, row_end) (build_remap's row range:
-// other rows keep their numbers), so the lookups that fall in
-// the shard are those of the plan. ShardTimer then sees the plan's tiers: lookups of re-based row
-// < hbm_rows are the HBM tier's. `cuda` places the other rows in host-mapped memory
-// (kernels/cuda_embedding_bag.h); `cpu` and `reference` have no UVM tier on this machine, so
-// there the remap only re-orders rows.
+// the HBM part than the ICDF predicts). The remap permutes only the shard's own rows [row_begin, row_end)
+// (build_remap's row range: other rows keep their numbers), so the lookups that fall in the shard are those of the
+// plan. ShardTimer then sees the plan's tiers: lookups of re-based row < hbm_rows are the HBM tier's. `cuda` places the
+// other rows in host-mapped memory (kernels/cuda_embedding_bag.h); `cpu` and `reference` have no UVM tier on this
+// machine, so there the remap only re-orders rows.
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <tuple>
 #include <utility>
-#include <memory>
-#include <span>
 #include <vector>
 
 #include "embshard/cost/compute_model.h"
@@ -46,19 +45,15 @@ class MeasuredShards {
    * ShardTimer's specs of one device's shards (in order): model, columns, dtype, row range,
    * `hbm_rows` (−1 = all) and, for a tiered shard, its remap (header comment).
    */
-  [[nodiscard]] std::vector<ShardTableSpec> specs(const Task& task,
-                                                  std::span<const PlacedShard> shards,
-                                                  std::int64_t batch_size,
-                                                  std::uint64_t batch_number, bool held_out);
+  [[nodiscard]] std::vector<ShardTableSpec> specs(const Task& task, std::span<const PlacedShard> shards,
+                                                  std::int64_t batch_size, std::uint64_t batch_number, bool held_out);
 
  private:
-  const std::vector<std::int64_t>& access_counts(const Task& task, std::size_t t,
-                                                 std::int64_t batch_size,
+  const std::vector<std::int64_t>& access_counts(const Task& task, std::size_t t, std::int64_t batch_size,
                                                  std::uint64_t batch_number, bool held_out);
 
   std::vector<PoolTable> models_;  ///< task_lookup_models (data/task_lookups.h)
-  std::map<std::tuple<std::size_t, std::int64_t, std::uint64_t, bool>, std::vector<std::int64_t>>
-      counts_;
+  std::map<std::tuple<std::size_t, std::int64_t, std::uint64_t, bool>, std::vector<std::int64_t>> counts_;
 };
 
 /**

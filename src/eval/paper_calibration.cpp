@@ -93,12 +93,11 @@ Vec device_row(const SimFeatures& features, double a2a_bytes, int all_to_alls) {
 }
 
 /** Per device, the bytes the link model charges: max(send, recv) over either link. */
-std::vector<double> a2a_bytes(const Topology& topology, const std::vector<std::int64_t>& dim_sums,
-                              std::int64_t batch) {
+std::vector<double> a2a_bytes(const Topology& topology, const std::vector<std::int64_t>& dim_sums, std::int64_t batch) {
   std::vector<double> bytes;
   for (const LinkVolume& v : all_to_all_volumes(topology, dim_sums, batch)) {
-    bytes.push_back(static_cast<double>(std::max({v.send_intra_bytes, v.recv_intra_bytes,
-                                                  v.send_inter_bytes, v.recv_inter_bytes})));
+    bytes.push_back(static_cast<double>(
+        std::max({v.send_intra_bytes, v.recv_intra_bytes, v.send_inter_bytes, v.recv_inter_bytes})));
   }
   return bytes;
 }
@@ -173,7 +172,8 @@ double mean_fusion_speedup(const std::vector<Task>& tasks, const Vec& theta, std
     for (std::size_t t = 0; t < task.workload.tables.size(); ++t) {
       const TableSpec& spec = task.workload.tables[t];
       shards.push_back({static_cast<int>(t), Shard{0, 0, spec.num_rows(), 0, spec.dim, -1}});
-      singles += dot(device_row(sim_device_features(task, std::span<const PlacedShard>(&shards.back(), 1), l2), 0.0, 0), theta);
+      singles += dot(device_row(sim_device_features(task, std::span<const PlacedShard>(&shards.back(), 1), l2), 0.0, 0),
+                     theta);
     }
     sum += singles / dot(device_row(sim_device_features(task, shards, l2), 0.0, 0), theta);
   }
@@ -233,7 +233,8 @@ PaperFit fit_to_papers(const PaperFigures& figures, int tasks_per_setting, std::
     }
     rows.push_back(f.kind == "all_to_all" ? all_to_all_rows(f, figures.preset)
                                           : protocol_rows(f, figures.preset, tasks_per_setting, seed, task_cache, ctx));
-    EMBSHARD_CHECK(!rows.back().empty(), "paper fit: '", f.sharder, "' planned none of the tasks of figure '", f.id, "'");
+    EMBSHARD_CHECK(!rows.back().empty(), "paper fit: '", f.sharder, "' planned none of the tasks of figure '", f.id,
+                   "'");
   }
   Vec theta = roofline_theta(roofline, preset);
   PaperFit fit;
@@ -262,7 +263,8 @@ PaperFit fit_to_papers(const PaperFigures& figures, int tasks_per_setting, std::
     Vec next{};
     std::copy(solved.begin(), solved.end(), next.begin());
     double change = 0.0;
-    for (int i = 0; i < kNumParams; ++i) change = std::max(change, std::abs(next[i] - theta[i]) / std::max(std::abs(theta[i]), 1e-30));
+    for (int i = 0; i < kNumParams; ++i)
+      change = std::max(change, std::abs(next[i] - theta[i]) / std::max(std::abs(theta[i]), 1e-30));
     theta = next;
     if (change < 1e-9) break;
   }
@@ -317,12 +319,13 @@ PaperFit fit_to_papers(const PaperFigures& figures, int tasks_per_setting, std::
 std::string paper_fit_markdown(const PaperFit& fit) {
   std::ostringstream out;
   char line[400];
-  out << "Fitted on " << fit.tasks_per_setting << " tasks per setting (seed " << fit.seed << "), "
-      << fit.iterations << " rounds. All-to-all: latency " << fit.a2a_latency_us << " µs, "
-      << fit.a2a_gbps << " GB/s per device and direction; L2 " << fit.hardware.cache_bytes << " bytes.\n\n";
+  out << "Fitted on " << fit.tasks_per_setting << " tasks per setting (seed " << fit.seed << "), " << fit.iterations
+      << " rounds. All-to-all: latency " << fit.a2a_latency_us << " µs, " << fit.a2a_gbps
+      << " GB/s per device and direction; L2 " << fit.hardware.cache_bytes << " bytes.\n\n";
   out << "| feature | forward ms per unit | backward ms per unit |\n|---|---:|---:|\n";
   for (int i = 0; i < kNumSimFeatures; ++i) {
-    std::snprintf(line, sizeof line, "| %s | %.4g | %.4g |\n", sim_feature_names()[i], fit.hardware.fw[i], fit.hardware.bw[i]);
+    std::snprintf(line, sizeof line, "| %s | %.4g | %.4g |\n", sim_feature_names()[i], fit.hardware.fw[i],
+                  fit.hardware.bw[i]);
     out << line;
   }
   out << "\n| figure | source | role | published ms | judged ms | error |\n|---|---|---|---:|---:|---:|\n";
@@ -341,9 +344,10 @@ std::string paper_fit_markdown(const PaperFit& fit) {
     }
     if (errors.empty()) continue;
     std::sort(errors.begin(), errors.end());
-    std::snprintf(line, sizeof line, "\n%s figures: %zu, |error| median %.1f%%, max %.1f%%, within 10%%: %zu\n",
-                  fitted ? "Fit" : "Held-out", errors.size(), 100.0 * errors[errors.size() / 2], 100.0 * errors.back(),
-                  static_cast<std::size_t>(std::count_if(errors.begin(), errors.end(), [](double e) { return e <= 0.10; })));
+    std::snprintf(
+        line, sizeof line, "\n%s figures: %zu, |error| median %.1f%%, max %.1f%%, within 10%%: %zu\n",
+        fitted ? "Fit" : "Held-out", errors.size(), 100.0 * errors[errors.size() / 2], 100.0 * errors.back(),
+        static_cast<std::size_t>(std::count_if(errors.begin(), errors.end(), [](double e) { return e <= 0.10; })));
     out << line;
   }
   return out.str();

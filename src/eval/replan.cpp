@@ -49,7 +49,9 @@ const TablePlacement* same_shape(const std::map<std::string, OldTable>& old, con
   return it->second.placement;
 }
 
-double overlap_bytes(const TableSpec& t, const Shard& a, const Shard& b) { return static_cast<double>(shared_bytes(t, a, b)); }
+double overlap_bytes(const TableSpec& t, const Shard& a, const Shard& b) {
+  return static_cast<double>(shared_bytes(t, a, b));
+}
 
 /**
  * Adds one table's movement to `m` (file comment of replan.h): per shard of `now`, what its device
@@ -58,7 +60,8 @@ double overlap_bytes(const TableSpec& t, const Shard& a, const Shard& b) { retur
  */
 void add_table_movement(const TableSpec& t, const TablePlacement& now, const TablePlacement* before, Movement& m) {
   const auto grow = [&](int device) {
-    if (static_cast<std::size_t>(device) >= m.sent.size()) m.sent.resize(device + 1, 0.0), m.received.resize(device + 1, 0.0);
+    if (static_cast<std::size_t>(device) >= m.sent.size())
+      m.sent.resize(device + 1, 0.0), m.received.resize(device + 1, 0.0);
   };
   for (const Shard& s : now.shards) {
     grow(s.device);
@@ -68,7 +71,8 @@ void add_table_movement(const TableSpec& t, const TablePlacement& now, const Tab
       continue;
     }
     if (before->type == ShardingType::kDataParallel) {
-      const bool here = std::any_of(before->shards.begin(), before->shards.end(), [&](const Shard& o) { return o.device == s.device; });
+      const bool here = std::any_of(before->shards.begin(), before->shards.end(),
+                                    [&](const Shard& o) { return o.device == s.device; });
       if (here) {
         m.kept_bytes += bytes;
       } else {
@@ -92,7 +96,8 @@ void add_table_movement(const TableSpec& t, const TablePlacement& now, const Tab
 }
 
 void check_old_plan(const Task& task, const Plan& old_plan, const std::map<std::string, OldTable>& old) {
-  EMBSHARD_CHECK(!old_plan.groups.enabled(), "replan: the old plan is 2D (sharding groups); re-planning starts from 1D plans");
+  EMBSHARD_CHECK(!old_plan.groups.enabled(),
+                 "replan: the old plan is 2D (sharding groups); re-planning starts from 1D plans");
   const bool shared = std::any_of(task.workload.tables.begin(), task.workload.tables.end(),
                                   [&](const TableSpec& t) { return old.count(t.name) > 0; });
   EMBSHARD_CHECK(shared, "replan: the old plan (of task '", one_line(old_plan.provenance.task_id),
@@ -127,8 +132,10 @@ std::vector<int> max_weight_assignment(const std::vector<std::vector<double>>& w
         if (minv[j] < delta) delta = minv[j], j1 = j;
       }
       for (int j = 0; j <= n; ++j) {
-        if (used[j]) u[p[j]] += delta, v[j] -= delta;
-        else minv[j] -= delta;
+        if (used[j])
+          u[p[j]] += delta, v[j] -= delta;
+        else
+          minv[j] -= delta;
       }
       j0 = j1;
     } while (p[j0] != 0);
@@ -144,7 +151,8 @@ std::vector<int> max_weight_assignment(const std::vector<std::vector<double>>& w
 }
 
 /** keep[d][e]: bytes of `plan`'s shards on device d that the old plan holds on device e. */
-std::vector<std::vector<double>> bytes_in_place(const Task& task, const Plan& plan, const std::map<std::string, OldTable>& old) {
+std::vector<std::vector<double>> bytes_in_place(const Task& task, const Plan& plan,
+                                                const std::map<std::string, OldTable>& old) {
   const int n = task.topology.num_devices();
   std::vector<std::vector<double>> keep(n, std::vector<double>(n, 0.0));
   std::map<std::string, const TableSpec*> spec;
@@ -251,7 +259,8 @@ std::string gib(double bytes) { return gib_text(bytes, 4); }
 
 std::string describe(const ReplanPoint& p) {
   char text[96];
-  std::snprintf(text, sizeof text, "step %.3f ms moving %s (%.1f%%)", p.step_ms, gib(p.moved_bytes).c_str(), 100.0 * p.moved_share);
+  std::snprintf(text, sizeof text, "step %.3f ms moving %s (%.1f%%)", p.step_ms, gib(p.moved_bytes).c_str(),
+                100.0 * p.moved_share);
   return text;
 }
 
@@ -304,7 +313,9 @@ class Curve {
     return pt;
   }
 
-  [[nodiscard]] double step(const Plan& plan) { return objective_value(judge_.estimate(task_, plan, ctx_), Objective::kStep); }
+  [[nodiscard]] double step(const Plan& plan) {
+    return objective_value(judge_.estimate(task_, plan, ctx_), Objective::kStep);
+  }
   [[nodiscard]] std::size_t size() const { return differing_.size(); }
 
  private:
@@ -337,7 +348,8 @@ Movement movement_from(const Task& task, const Plan& plan, const std::map<std::s
   m.received.assign(task.topology.num_devices(), 0.0);
   for (const TablePlacement& p : plan.tables) {
     const auto it = spec.find(p.table);
-    EMBSHARD_CHECK(it != spec.end(), "replan: the plan places table '", one_line(p.table), "', which the task does not have");
+    EMBSHARD_CHECK(it != spec.end(), "replan: the plan places table '", one_line(p.table),
+                   "', which the task does not have");
     add_table_movement(*it->second, p, same_shape(old, *it->second), m);
   }
   return m;
@@ -374,9 +386,10 @@ class ReplanSearch {
   /** The sharder's plan of the new task, 1D. */
   Plan from_scratch() {
     ShardResult r = plan_task(options_.sharder, task_, cost_.get(), ctx_);
-    EMBSHARD_CHECK(r.status == ShardStatus::kOk, "replan: ", r.plan.provenance.sharder, " finds no plan of the new task: ",
-                   to_string(r.status), " (", one_line(r.reason), ")");
-    EMBSHARD_CHECK(!r.plan.groups.enabled(), "replan: the sharder made a 2D plan; give a 1D one (e.g. joint:groups=none)");
+    EMBSHARD_CHECK(r.status == ShardStatus::kOk, "replan: ", r.plan.provenance.sharder,
+                   " finds no plan of the new task: ", to_string(r.status), " (", one_line(r.reason), ")");
+    EMBSHARD_CHECK(!r.plan.groups.enabled(),
+                   "replan: the sharder made a 2D plan; give a 1D one (e.g. joint:groups=none)");
     return std::move(r.plan);
   }
 
@@ -454,7 +467,8 @@ class ReplanSearch {
     if (!best_) {
       double least = std::numeric_limits<double>::infinity();
       for (const ReplanPoint& p : result_.curve) least = std::min(least, p.moved_bytes);
-      EMBSHARD_THROW("replan: no plan that fits moves at most ", gib(options_.max_move_bytes), "; the least any does is ", gib(least));
+      EMBSHARD_THROW("replan: no plan that fits moves at most ", gib(options_.max_move_bytes),
+                     "; the least any does is ", gib(least));
     }
     result_.chosen = result_.curve[*best_];
     result_.plan = std::move(plans_[*best_]);
@@ -463,10 +477,11 @@ class ReplanSearch {
     result_.movement = movement_from(task_, result_.plan, old_);
     std::stable_sort(result_.curve.begin(), result_.curve.end(),
                      [](const ReplanPoint& x, const ReplanPoint& y) { return x.moved_bytes < y.moved_bytes; });
-    result_.verdict = "chosen: " + describe(result_.chosen) + "; from scratch: " +
-                      (result_.target.step_ms > 0 ? describe(result_.target) : std::string("does not fit")) + " (" +
-                      gib(result_.scratch_moved_bytes) + " before relabelling); kept: " +
-                      (kept_fits_ ? describe(result_.kept) : std::string("does not fit"));
+    result_.verdict =
+        "chosen: " + describe(result_.chosen) +
+        "; from scratch: " + (result_.target.step_ms > 0 ? describe(result_.target) : std::string("does not fit")) +
+        " (" + gib(result_.scratch_moved_bytes) +
+        " before relabelling); kept: " + (kept_fits_ ? describe(result_.kept) : std::string("does not fit"));
     result_.kept_fits = kept_fits_;
     result_.task_id = task_.id;
     result_.sharder = scratch.sharder;
@@ -486,14 +501,17 @@ class ReplanSearch {
     pt = with_share(pt);
     result_.curve.push_back(pt);
     plans_.push_back(std::move(plan));
-    if (pt.moved_bytes <= budget() && (!best_ || pt.step_ms < result_.curve[*best_].step_ms)) best_ = result_.curve.size() - 1;
+    if (pt.moved_bytes <= budget() && (!best_ || pt.step_ms < result_.curve[*best_].step_ms))
+      best_ = result_.curve.size() - 1;
   }
   ReplanPoint with_share(ReplanPoint pt) const {
     pt.moved_share = pt.moved_bytes / table_bytes_;
     return pt;
   }
   double budget() const { return options_.max_move_bytes * (1 + 1e-12); }
-  double step_of(const Plan& plan) const { return objective_value(judge_->estimate(task_, plan, ctx_), Objective::kStep); }
+  double step_of(const Plan& plan) const {
+    return objective_value(judge_->estimate(task_, plan, ctx_), Objective::kStep);
+  }
 
   const Task& task_;
   const Plan& old_plan_;
@@ -519,15 +537,23 @@ ReplanResult replan(const Task& task, const Plan& old_plan, const ReplanOptions&
 
 std::string replan_json(const ReplanResult& r) {
   const auto point = [](const ReplanPoint& p) {
-    return nlohmann::json{{"moved_bytes", p.moved_bytes}, {"moved_share", p.moved_share}, {"step_ms", p.step_ms},
-                          {"tables_switched", p.tables_switched}, {"price", p.price}};
+    return nlohmann::json{{"moved_bytes", p.moved_bytes},
+                          {"moved_share", p.moved_share},
+                          {"step_ms", p.step_ms},
+                          {"tables_switched", p.tables_switched},
+                          {"price", p.price}};
   };
   nlohmann::json curve = nlohmann::json::array();
   for (const ReplanPoint& p : r.curve) curve.push_back(point(p));
-  return nlohmann::json{{"chosen", point(r.chosen)}, {"kept", point(r.kept)}, {"target", point(r.target)},
-                        {"scratch_moved_bytes", r.scratch_moved_bytes}, {"curve", curve},
-                        {"sent_bytes", r.movement.sent}, {"received_bytes", r.movement.received},
-                        {"created_bytes", r.movement.created_bytes}, {"verdict", r.verdict}}
+  return nlohmann::json{{"chosen", point(r.chosen)},
+                        {"kept", point(r.kept)},
+                        {"target", point(r.target)},
+                        {"scratch_moved_bytes", r.scratch_moved_bytes},
+                        {"curve", curve},
+                        {"sent_bytes", r.movement.sent},
+                        {"received_bytes", r.movement.received},
+                        {"created_bytes", r.movement.created_bytes},
+                        {"verdict", r.verdict}}
       .dump();
 }
 
@@ -537,8 +563,8 @@ std::string replan_curve_csv(const ReplanResult& r) {
   for (const ReplanPoint& p : r.curve) {
     char row[160];
     const bool chosen = p.moved_bytes == r.chosen.moved_bytes && p.step_ms == r.chosen.step_ms;
-    std::snprintf(row, sizeof row, "%.0f,%.6f,%.4f,%d,%g,%s\n", p.moved_bytes, p.moved_share, p.step_ms, p.tables_switched,
-                  p.price, chosen ? "yes" : "no");
+    std::snprintf(row, sizeof row, "%.0f,%.6f,%.4f,%d,%g,%s\n", p.moved_bytes, p.moved_share, p.step_ms,
+                  p.tables_switched, p.price, chosen ? "yes" : "no");
     out << row;
   }
   return out.str();

@@ -22,15 +22,17 @@ constexpr std::uint64_t kMaxRedraws = 10000;
 std::vector<ParamSpec> common_params(int devices, int max_dim, const char* mem_gib, const char* dtype) {
   return {
       {"devices", ParamType::kInt, std::to_string(devices), 1, kMaxDevices, {}, "devices per task"},
-      {"max_dim", ParamType::kInt, std::to_string(max_dim), 4, 2048, {},
-       "largest embedding dim (a multiple of 4)"},
-      {"mem_gib", ParamType::kFloat, mem_gib, 0.0, 1e6, {},
-       "memory per device available to embeddings, GiB"},
+      {"max_dim", ParamType::kInt, std::to_string(max_dim), 4, 2048, {}, "largest embedding dim (a multiple of 4)"},
+      {"mem_gib", ParamType::kFloat, mem_gib, 0.0, 1e6, {}, "memory per device available to embeddings, GiB"},
       {"dtype", ParamType::kString, dtype, {}, {}, {"fp32", "fp16"}, "weight precision"},
-      {"preset", ParamType::kString, "v100", {}, {}, topology_preset_names(),
+      {"preset",
+       ParamType::kString,
+       "v100",
+       {},
+       {},
+       topology_preset_names(),
        "hardware preset the devices are taken from"},
-      {"batch_size", ParamType::kInt, std::to_string(kDatasetBatch), 1, 1 << 24, {},
-       "global batch size"},
+      {"batch_size", ParamType::kInt, std::to_string(kDatasetBatch), 1, 1 << 24, {}, "global batch size"},
   };
 }
 
@@ -57,8 +59,8 @@ class ProtocolBase : public TaskGenerator {
     } else {
       const int per_node = std::min(devices(), 8);
       const int nodes = (devices() + per_node - 1) / per_node;
-      EMBSHARD_CHECK(nodes * per_node == devices(), name_, ": ", devices(),
-                     " devices do not fill whole ", preset, " nodes of ", per_node);
+      EMBSHARD_CHECK(nodes * per_node == devices(), name_, ": ", devices(), " devices do not fill whole ", preset,
+                     " nodes of ", per_node);
       spec += ":nodes=" + std::to_string(nodes) + ",gpus_per_node=" + std::to_string(per_node) +
               ",hbm_gib=" + params_.text("mem_gib");
     }
@@ -108,8 +110,10 @@ class NeuroShardProtocol : public ProtocolBase {
   [[nodiscard]] Task generate(const TableSource& source, std::uint64_t seed, int index) const override {
     Rng rng(derive_seed(seed, static_cast<std::uint64_t>(index)));
     const auto exact = static_cast<std::uint64_t>(params_.get_int("tables"));
-    const auto lo = exact > 0 ? exact : static_cast<std::uint64_t>(params_.get_int("min_tables_per_device") * devices() / 2);
-    const auto hi = exact > 0 ? exact + 1 : static_cast<std::uint64_t>(params_.get_int("max_tables_per_device") * devices());
+    const auto lo =
+        exact > 0 ? exact : static_cast<std::uint64_t>(params_.get_int("min_tables_per_device") * devices() / 2);
+    const auto hi =
+        exact > 0 ? exact + 1 : static_cast<std::uint64_t>(params_.get_int("max_tables_per_device") * devices());
     EMBSHARD_CHECK(hi > lo, name_, ": empty range of table counts");
     const auto grid = dim_grid();
     const double budget = mem_bytes() * devices() - kGiB;
@@ -159,8 +163,8 @@ class DreamShardProtocol : public ProtocolBase {
     auto [train_half, test_half] = pool_halves(source.size(), params_.get_int("split_seed"));
     const std::vector<std::size_t>& pool = test ? test_half : train_half;
     const auto n = static_cast<std::size_t>(params_.get_int("tables"));
-    EMBSHARD_CHECK(n <= pool.size(), name_, ": ", n, " tables asked, the ", test ? "test" : "train",
-                   " half has ", pool.size());
+    EMBSHARD_CHECK(n <= pool.size(), name_, ": ", n, " tables asked, the ", test ? "test" : "train", " half has ",
+                   pool.size());
     Rng rng(derive_seed(seed, (test ? 1000000u : 0u) + static_cast<std::uint64_t>(index)));
     return make_task(source, seed, index, draw_without_replacement(pool, n, rng), std::vector<int>(n, max_dim()));
   }
@@ -192,7 +196,8 @@ class AutoShardProtocol : public ProtocolBase {
     const auto n = static_cast<std::size_t>(params_.get_int("tables_per_device") * devices());
     const bool test = split == "test" || split == "test_half";
     Rng rng(derive_seed(seed, (test ? 1000000u : 0u) + static_cast<std::uint64_t>(index)));
-    const std::vector<std::size_t> ids = halves ? from_halves(source.size(), n, rng) : whole_pool(source.size(), n, rng);
+    const std::vector<std::size_t> ids =
+        halves ? from_halves(source.size(), n, rng) : whole_pool(source.size(), n, rng);
     std::vector<int> dims;
     for (auto id : ids) dims.push_back(table_dim[id]);
     return make_task(source, seed, index, ids, dims);
@@ -209,7 +214,8 @@ class AutoShardProtocol : public ProtocolBase {
   [[nodiscard]] std::vector<std::size_t> from_halves(std::size_t size, std::size_t n, Rng& rng) const {
     const auto [seen, unseen] = pool_halves(size, params_.get_int("split_seed"));
     const bool test = params_.get_string("split") == "test_half";
-    const auto n_unseen = test ? static_cast<std::size_t>(std::llround(params_.get_float("unseen_ratio") * static_cast<double>(n))) : 0;
+    const auto n_unseen =
+        test ? static_cast<std::size_t>(std::llround(params_.get_float("unseen_ratio") * static_cast<double>(n))) : 0;
     EMBSHARD_CHECK(n - n_unseen <= seen.size() && n_unseen <= unseen.size(), name_, ": ", n - n_unseen,
                    " tables asked from the first half (", seen.size(), ") and ", n_unseen, " from the second (",
                    unseen.size(), ")");
@@ -242,19 +248,17 @@ class RecShardProtocol final : public TaskGenerator {
     const auto n = static_cast<std::size_t>(params_.get_int("tables"));
     const int devices = static_cast<int>(params_.get_int("devices"));
     const std::int64_t batch = batch_size();
-    const auto total = static_cast<std::int64_t>(
-        std::llround(static_cast<double>(kRecShardTotalRows[which]) * scale *
-                     static_cast<double>(n) / kRecShardTables));
-    EMBSHARD_CHECK(total >= 2 * static_cast<std::int64_t>(n) * kMinTableRows, name_, ": scale ",
-                   scale, " leaves ", total, " rows for ", n, " tables; at least ",
-                   2 * static_cast<std::int64_t>(n) * kMinTableRows, " are needed");
-    const double rm1_total = static_cast<double>(kRecShardTotalRows[0]) * scale *
-                             static_cast<double>(n) / kRecShardTables;
+    const auto total = static_cast<std::int64_t>(std::llround(static_cast<double>(kRecShardTotalRows[which]) * scale *
+                                                              static_cast<double>(n) / kRecShardTables));
+    EMBSHARD_CHECK(total >= 2 * static_cast<std::int64_t>(n) * kMinTableRows, name_, ": scale ", scale, " leaves ",
+                   total, " rows for ", n, " tables; at least ", 2 * static_cast<std::int64_t>(n) * kMinTableRows,
+                   " are needed");
+    const double rm1_total =
+        static_cast<double>(kRecShardTotalRows[0]) * scale * static_cast<double>(n) / kRecShardTables;
 
     const std::uint64_t task_seed = derive_seed(seed, static_cast<std::uint64_t>(index));
-    Rng size_rng(derive_seed(task_seed, 1)), values_rng(derive_seed(task_seed, 2)),
-        skew_rng(derive_seed(task_seed, 3)), pooling_rng(derive_seed(task_seed, 4)),
-        coverage_rng(derive_seed(task_seed, 5));
+    Rng size_rng(derive_seed(task_seed, 1)), values_rng(derive_seed(task_seed, 2)), skew_rng(derive_seed(task_seed, 3)),
+        pooling_rng(derive_seed(task_seed, 4)), coverage_rng(derive_seed(task_seed, 5));
     std::vector<double> weight(n), value_ratio(n), alpha(n), pooling(n), coverage(n);
     std::vector<std::int64_t> offset(n);
     double weight_sum = 0;
@@ -268,17 +272,16 @@ class RecShardProtocol final : public TaskGenerator {
       const bool one_hot = pooling_rng.uniform() < 0.25;
       const double normal = pooling_rng.normal();
       pooling[j] = one_hot ? 1.0 : std::clamp(12.0 * std::exp(normal), 1.0, 200.0);
-      coverage[j] = coverage_rng.uniform() < 0.4
-                        ? 0.9 + 0.1 * coverage_rng.uniform()
-                        : std::pow(10.0, -2.3 + 2.3 * coverage_rng.uniform());
+      coverage[j] = coverage_rng.uniform() < 0.4 ? 0.9 + 0.1 * coverage_rng.uniform()
+                                                 : std::pow(10.0, -2.3 + 2.3 * coverage_rng.uniform());
     }
     // Hash sizes: proportional to the weights, at least kMinTableRows, summing exactly to total.
     std::vector<std::int64_t> rows(n);
     std::int64_t sum = 0;
     std::size_t largest = 0;
     for (std::size_t j = 0; j < n; ++j) {
-      rows[j] = std::max<std::int64_t>(
-          kMinTableRows, static_cast<std::int64_t>(static_cast<double>(total) * weight[j] / weight_sum));
+      rows[j] = std::max<std::int64_t>(kMinTableRows,
+                                       static_cast<std::int64_t>(static_cast<double>(total) * weight[j] / weight_sum));
       sum += rows[j];
       if (rows[j] > rows[largest]) largest = j;
     }
@@ -305,8 +308,7 @@ class RecShardProtocol final : public TaskGenerator {
       model_table.num_rows = rows[j];
       model_table.pooling_factor = pooling[j] * coverage[j];
       model_table.coverage = coverage[j];
-      model_table.active_rows = std::clamp<std::int64_t>(
-          std::llround(hash * -std::expm1(-values / hash)), 1, rows[j]);
+      model_table.active_rows = std::clamp<std::int64_t>(std::llround(hash * -std::expm1(-values / hash)), 1, rows[j]);
       model_table.zipf_alpha = alpha[j];
       model_table.zipf_offset = offset[j];
       model_table.length_shape = 2.0;
@@ -351,54 +353,115 @@ Registry<TaskGenerator>::Factory factory_of(const char* name) {
 Registry<TaskGenerator> build_registry() {
   Registry<TaskGenerator> r("task protocol");
   auto neuro = common_params(4, 128, "4", "fp32");
-  neuro.push_back({"min_tables_per_device", ParamType::kInt, "5", 1, 10000, {},
+  neuro.push_back({"min_tables_per_device",
+                   ParamType::kInt,
+                   "5",
+                   1,
+                   10000,
+                   {},
                    "tables per task at least this x devices / 2 (10 on 4 devices)"});
-  neuro.push_back({"max_tables_per_device", ParamType::kInt, "15", 1, 10000, {},
+  neuro.push_back({"max_tables_per_device",
+                   ParamType::kInt,
+                   "15",
+                   1,
+                   10000,
+                   {},
                    "tables per task below this x devices (60 on 4 devices)"});
-  neuro.push_back({"tables", ParamType::kInt, "0", 0, 65536, {},
+  neuro.push_back({"tables",
+                   ParamType::kInt,
+                   "0",
+                   0,
+                   65536,
+                   {},
                    "exactly this many tables per task (0: drawn between the per-device bounds; the scale suite)"});
-  r.add({"neuroshard", "NeuroShard Table 5: 10-60 (4 dev) / 20-120 (8 dev) tables, dims 4..max_dim",
-         neuro},
+  r.add({"neuroshard", "NeuroShard Table 5: 10-60 (4 dev) / 20-120 (8 dev) tables, dims 4..max_dim", neuro},
         factory_of<NeuroShardProtocol>("neuroshard"));
   auto dream = common_params(4, 16, "5", "fp16");
   dream.push_back({"tables", ParamType::kInt, "50", 1, 100000, {}, "tables per task (DLRM-N)"});
-  dream.push_back({"split", ParamType::kString, "train", {}, {}, {"train", "test"},
+  dream.push_back({"split",
+                   ParamType::kString,
+                   "train",
+                   {},
+                   {},
+                   {"train", "test"},
                    "which half of the shuffled pool the tables come from"});
-  dream.push_back({"split_seed", ParamType::kInt, "0", 0, 1e15, {},
+  dream.push_back({"split_seed",
+                   ParamType::kInt,
+                   "0",
+                   0,
+                   1e15,
+                   {},
                    "seed of the pool's shuffle into halves, independent of the task seed"});
-  r.add({"dreamshard", "DreamShard DLRM-N (D): disjoint train/test table halves, dim max_dim, fp16",
-         dream},
+  r.add({"dreamshard", "DreamShard DLRM-N (D): disjoint train/test table halves, dim max_dim, fp16", dream},
         factory_of<DreamShardProtocol>("dreamshard"));
   auto autos = common_params(8, 32, "7", "fp16");
-  autos.push_back({"tables_per_device", ParamType::kInt, "10", 1, 10000, {},
-                   "tables per device (80 on 8 devices)"});
-  autos.push_back({"split", ParamType::kString, "train", {}, {}, {"train", "test", "train_half", "test_half"},
+  autos.push_back({"tables_per_device", ParamType::kInt, "10", 1, 10000, {}, "tables per device (80 on 8 devices)"});
+  autos.push_back({"split",
+                   ParamType::kString,
+                   "train",
+                   {},
+                   {},
+                   {"train", "test", "train_half", "test_half"},
                    "train / test: independent draws from the whole pool; train_half / test_half: the "
                    "unseen-table setting (paper 001 5.5), the pool in halves by split_seed"});
-  autos.push_back({"unseen_ratio", ParamType::kFloat, "1", 0.0, 1.0, {},
+  autos.push_back({"unseen_ratio",
+                   ParamType::kFloat,
+                   "1",
+                   0.0,
+                   1.0,
+                   {},
                    "split=test_half: the share of a task's tables from the second half (the rest from the first)"});
-  autos.push_back({"split_seed", ParamType::kInt, "0", 0, 1e15, {},
+  autos.push_back({"split_seed",
+                   ParamType::kInt,
+                   "0",
+                   0,
+                   1e15,
+                   {},
                    "seed of the pool's shuffle into halves (train_half / test_half), independent of the task seed"});
-  r.add({"autoshard", "AutoShard: 10 tables per device (80 on 8 .. 800 on 80), dims max_dim/2 or max_dim",
-         autos},
+  r.add({"autoshard", "AutoShard: 10 tables per device (80 on 8 .. 800 on 80), dims max_dim/2 or max_dim", autos},
         factory_of<AutoShardProtocol>("autoshard"));
   r.add({"recshard",
          "RecShard RM1/RM2/RM3 (paper 004 §5): 397 tables of dim 64, 1.33/2.66/5.32 B rows x scale, "
          "16 A100s with 24 GiB HBM and 128 GiB host memory each x scale, batch 16384",
-         {{"model", ParamType::kString, "rm1", {}, {}, {"rm1", "rm2", "rm3"},
+         {{"model",
+           ParamType::kString,
+           "rm1",
+           {},
+           {},
+           {"rm1", "rm2", "rm3"},
            "which model: total hash size 1,331,656,544 / 2,661,369,917 / 5,320,796,628 rows"},
-          {"scale", ParamType::kFloat, "1", 1e-6, 1.0, {},
+          {"scale",
+           ParamType::kFloat,
+           "1",
+           1e-6,
+           1.0,
+           {},
            "multiplies every hash size and both memory capacities (the HBM-vs-total pressure stays)"},
-          {"tables", ParamType::kInt, "397", 1, 100000, {},
+          {"tables",
+           ParamType::kInt,
+           "397",
+           1,
+           100000,
+           {},
            "sparse features; the total hash size scales with tables / 397"},
           {"dim", ParamType::kInt, "64", 4, 2048, {}, "embedding dim of every table"},
           {"devices", ParamType::kInt, "16", 1, 4096, {}, "GPUs (16 per node)"},
           {"hbm_gib", ParamType::kFloat, "24", 0.0, 1e6, {}, "HBM per GPU reserved for embeddings at scale 1, GiB"},
           {"host_gib", ParamType::kFloat, "128", 0.0, 1e7, {}, "host DRAM per GPU for UVM at scale 1, GiB"},
-          {"uvm_gbps", ParamType::kFloat, "15.75", 0.001, 1e6, {},
+          {"uvm_gbps",
+           ParamType::kFloat,
+           "15.75",
+           0.001,
+           1e6,
+           {},
            "UVM bandwidth per GPU, GB/s (PCIe 3.0 x16, the paper's system)"},
           {"batch_size", ParamType::kInt, "16384", 1, 1 << 24, {}, "global batch size"},
-          {"profile_batches", ParamType::kInt, "1024", 1, 1 << 20, {},
+          {"profile_batches",
+           ParamType::kInt,
+           "1024",
+           1,
+           1 << 20,
+           {},
            "the ICDF is profiled over this many batches of samples (paper 004 §4.1)"}}},
         factory_of<RecShardProtocol>("recshard"));
   return r;
@@ -461,8 +524,8 @@ std::string task_file_path(const std::string& dir, int index) {
   return dir + name;
 }
 
-std::vector<std::string> write_tasks(const TaskGenerator& gen, const TableSource& source,
-                                     std::uint64_t seed, int count, const std::string& dir) {
+std::vector<std::string> write_tasks(const TaskGenerator& gen, const TableSource& source, std::uint64_t seed, int count,
+                                     const std::string& dir) {
   std::vector<std::string> paths;
   for (int i = 0; i < count; ++i) {
     paths.push_back(task_file_path(dir, i));

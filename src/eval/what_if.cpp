@@ -23,7 +23,7 @@ namespace embshard {
 namespace {
 
 constexpr std::int64_t kMemoryStep = std::int64_t{1} << 26;  // 1/16 GiB
-constexpr int kMostAllPlanned = 16;                            // counts planned without a grid
+constexpr int kMostAllPlanned = 16;                          // counts planned without a grid
 
 std::string gib(double bytes) { return gib_text(bytes, 6); }
 
@@ -93,13 +93,14 @@ std::string capacity_verdict(const CapacityCurve& c) {
     return v.str();
   }
   if (c.fewest > 0) {
-    const auto at = std::find_if(c.points.begin(), c.points.end(), [&](const CapacityPoint& p) { return p.devices == c.fewest; });
+    const auto at =
+        std::find_if(c.points.begin(), c.points.end(), [&](const CapacityPoint& p) { return p.devices == c.fewest; });
     v << c.fewest << " devices (" << at->hosts << (at->hosts == 1 ? " host" : " hosts") << ") meet " << ms(c.target_ms)
       << ": step " << ms(at->run.eval.step_ms);
     if (at != c.points.begin()) {
       const CapacityPoint& below = *(at - 1);
-      v << "; " << below.devices << " devices: "
-        << (planned(below.run) ? "step " + ms(below.run.eval.step_ms) : failure(below.run));
+      v << "; " << below.devices
+        << " devices: " << (planned(below.run) ? "step " + ms(below.run.eval.step_ms) : failure(below.run));
     } else {
       v << " (the smallest count asked for)";
     }
@@ -112,9 +113,12 @@ std::string capacity_verdict(const CapacityCurve& c) {
     least_bound = std::min(least_bound, p.bound_ms > 0 ? p.bound_ms : 0.0);
   }
   v << "no device count tried between " << c.min_devices << " and " << c.max_devices << " meets " << ms(c.target_ms);
-  if (fastest) v << ": the fastest is " << ms(fastest->run.eval.step_ms) << " at " << fastest->devices << " devices";
-  else v << ": the task fits at none of them (" << failure(c.points.back().run) << ")";
-  if (least_bound > c.target_ms) v << "; the judge's lower bound is at least " << ms(least_bound) << " at every count tried, so no plan there can";
+  if (fastest)
+    v << ": the fastest is " << ms(fastest->run.eval.step_ms) << " at " << fastest->devices << " devices";
+  else
+    v << ": the task fits at none of them (" << failure(c.points.back().run) << ")";
+  if (least_bound > c.target_ms)
+    v << "; the judge's lower bound is at least " << ms(least_bound) << " at every count tried, so no plan there can";
   return v.str();
 }
 
@@ -197,7 +201,9 @@ class FitSearch {
     }
   }
 
-  void row_split() { task_wide_switch("row_split", "allow row splits (the task forbids them)", &Constraints::allow_row_split); }
+  void row_split() {
+    task_wide_switch("row_split", "allow row splits (the task forbids them)", &Constraints::allow_row_split);
+  }
   void column_split() {
     task_wide_switch("column_split", "allow column splits (the task forbids them)", &Constraints::allow_column_split);
   }
@@ -233,12 +239,18 @@ void FitSearch::memory() {
   };
   CompareRow failed;
   const std::int64_t most = kMaxDeviceBytes / kMemoryStep;
-  auto b = smallest_that_plans(now / kMemoryStep, most, [&](std::int64_t k) { return plan(with(k)); }, failed);
-  if (!b) return not_helping("memory: even " + gib(static_cast<double>(most * kMemoryStep)) + " of HBM per device: " + failure(failed));
+  auto b = smallest_that_plans(
+      now / kMemoryStep, most, [&](std::int64_t k) { return plan(with(k)); }, failed);
+  if (!b)
+    return not_helping("memory: even " + gib(static_cast<double>(most * kMemoryStep)) +
+                       " of HBM per device: " + failure(failed));
   const double bytes = static_cast<double>(b->k * kMemoryStep), added = bytes - static_cast<double>(now);
-  FitChange c{"memory", gib(bytes) + " of HBM per device (+" + gib(added) + ", today " + gib(static_cast<double>(now)) + ")",
-              now > 0 ? added / static_cast<double>(now) : std::numeric_limits<double>::infinity(), with(b->k),
-              std::move(b->run), ""};
+  FitChange c{"memory",
+              gib(bytes) + " of HBM per device (+" + gib(added) + ", today " + gib(static_cast<double>(now)) + ")",
+              now > 0 ? added / static_cast<double>(now) : std::numeric_limits<double>::infinity(),
+              with(b->k),
+              std::move(b->run),
+              ""};
   c.next_smaller = b->below ? gib(bytes - static_cast<double>(kMemoryStep)) + ": " + failure(*b->below)
                             : today(gib(static_cast<double>(now)));
   add(std::move(c));
@@ -255,8 +267,8 @@ void FitSearch::devices() {
     return t;
   };
   CompareRow failed;  // index −1 stands for today's count, which fails
-  auto b = smallest_that_plans(-1, static_cast<std::int64_t>(counts.size()) - 1,
-                               [&](std::int64_t i) { return plan(with(i)); }, failed);
+  auto b = smallest_that_plans(
+      -1, static_cast<std::int64_t>(counts.size()) - 1, [&](std::int64_t i) { return plan(with(i)); }, failed);
   if (!b) return not_helping("devices: even " + std::to_string(counts.back()) + " devices: " + failure(failed));
   const int devices = counts[static_cast<std::size_t>(b->k)];
   Task changed = with(b->k);
@@ -264,9 +276,13 @@ void FitSearch::devices() {
   FitChange c{"devices",
               std::to_string(devices) + " devices (+" + std::to_string(devices - n) + ", " + std::to_string(hosts) +
                   (hosts == 1 ? " host" : " hosts") + "; today " + std::to_string(n) + ")",
-              static_cast<double>(devices - n) / n, std::move(changed), std::move(b->run), ""};
+              static_cast<double>(devices - n) / n,
+              std::move(changed),
+              std::move(b->run),
+              ""};
   const int smaller = b->k > 0 ? counts[static_cast<std::size_t>(b->k - 1)] : n;
-  c.next_smaller = b->below ? std::to_string(smaller) + " devices: " + failure(*b->below) : today(std::to_string(n) + " devices");
+  c.next_smaller =
+      b->below ? std::to_string(smaller) + " devices: " + failure(*b->below) : today(std::to_string(n) + " devices");
   add(std::move(c));
 }
 
@@ -284,8 +300,9 @@ void FitSearch::uvm() {
     t.constraints.allow_uvm = true;
     for (TableSpec& s : t.workload.tables) s.constraints.allow_uvm = false;
   };
-  per_table("uvm", "allow UVM", no_uvm, prepare, [](TableSpec& s) { s.constraints.allow_uvm = true; },
-            [](const TableSpec&) { return std::string(); });
+  per_table(
+      "uvm", "allow UVM", no_uvm, prepare, [](TableSpec& s) { s.constraints.allow_uvm = true; },
+      [](const TableSpec&) { return std::string(); });
 }
 
 void FitSearch::table_types() {
@@ -300,10 +317,12 @@ void FitSearch::table_types() {
   };
   const auto was = [](const TableSpec& s) {
     std::string types;
-    for (ShardingType type : s.constraints.sharding_types) types += (types.empty() ? "" : "|") + std::string(to_string(type));
+    for (ShardingType type : s.constraints.sharding_types)
+      types += (types.empty() ? "" : "|") + std::string(to_string(type));
     return " (was " + (types.empty() ? "min_partition " + std::to_string(s.constraints.min_partition) : types) + ")";
   };
-  per_table("table_types", "allow any sharding type", constrained, [](Task&) {}, relax, was);
+  per_table(
+      "table_types", "allow any sharding type", constrained, [](Task&) {}, relax, was);
 }
 
 /** A relaxation of the k largest `candidates` (table indices), k bisected; `prepare` changes the
@@ -323,7 +342,8 @@ void FitSearch::per_table(const std::string& kind, const std::string& what, std:
   };
   const auto all = static_cast<std::int64_t>(candidates.size());
   CompareRow run = plan(with(all));
-  if (!planned(run)) return not_helping(kind + ": " + what + " for all " + std::to_string(all) + " tables: " + failure(run));
+  if (!planned(run))
+    return not_helping(kind + ": " + what + " for all " + std::to_string(all) + " tables: " + failure(run));
   Bisected b = bisect(0, Bisected{all, std::move(run), std::nullopt}, [&](std::int64_t k) { return plan(with(k)); });
   std::string names;
   for (std::int64_t i = 0; i < b.k && i < 6; ++i) {
@@ -334,7 +354,10 @@ void FitSearch::per_table(const std::string& kind, const std::string& what, std:
   FitChange c{kind,
               what + " for the " + (b.k == 1 ? "largest table" : std::to_string(b.k) + " largest tables") + " of " +
                   std::to_string(all) + ": " + names,
-              0.0, with(b.k), std::move(b.run), ""};
+              0.0,
+              with(b.k),
+              std::move(b.run),
+              ""};
   c.next_smaller = b.below ? "the " + std::to_string(b.k - 1) + " largest: " + failure(*b.below) : today("constraints");
   add(std::move(c));
 }
@@ -379,7 +402,8 @@ CapacityCurve plan_capacity(const Task& task, int min_devices, int max_devices, 
   std::vector<int> grid = grid_of(counts);
   for (int d : grid) c.points.push_back(capacity_point(task, d, options, ctx));
   if (target_ms > 0) {
-    const auto first = std::find_if(c.points.begin(), c.points.end(), [&](const CapacityPoint& p) { return p.meets(target_ms); });
+    const auto first =
+        std::find_if(c.points.begin(), c.points.end(), [&](const CapacityPoint& p) { return p.meets(target_ms); });
     if (first != c.points.end()) {
       // Bisect the counts strictly between the grid count before and this one (indices in
       // `counts`; −1 stands below the first).
@@ -396,7 +420,8 @@ CapacityCurve plan_capacity(const Task& task, int min_devices, int max_devices, 
         (meets ? hi : lo) = mid;
       }
       c.fewest = counts[static_cast<std::size_t>(hi)];
-      std::sort(c.points.begin(), c.points.end(), [](const CapacityPoint& a, const CapacityPoint& b) { return a.devices < b.devices; });
+      std::sort(c.points.begin(), c.points.end(),
+                [](const CapacityPoint& a, const CapacityPoint& b) { return a.devices < b.devices; });
     }
   }
   c.verdict = capacity_verdict(c);
@@ -411,7 +436,8 @@ std::string capacity_csv(const CapacityCurve& c) {
     std::replace(reason.begin(), reason.end(), ',', ';');
     char row[160];
     std::snprintf(row, sizeof row, "%d,%d,%s,%.4f,%.4f,%.1f,%s,", p.devices, p.hosts, p.run.status.c_str(),
-                  p.run.eval.step_ms, p.bound_ms, p.run.plan_ms, c.target_ms > 0 && p.meets(c.target_ms) ? "yes" : "no");
+                  p.run.eval.step_ms, p.bound_ms, p.run.plan_ms,
+                  c.target_ms > 0 && p.meets(c.target_ms) ? "yes" : "no");
     out << row << reason << "\n";
   }
   return out.str();
@@ -426,7 +452,8 @@ std::vector<std::string> memory_conflicts(const Task& task) {
     largest = std::max(largest, static_cast<double>(d.hbm_bytes));
   }
   double largest_uvm = 0;
-  for (const Device& d : task.topology.devices) largest_uvm = std::max(largest_uvm, static_cast<double>(d.hbm_bytes + d.uvm_bytes));
+  for (const Device& d : task.topology.devices)
+    largest_uvm = std::max(largest_uvm, static_cast<double>(d.hbm_bytes + d.uvm_bytes));
   bool any_uvm = false;
   for (const TableSpec& t : task.workload.tables) {
     need += static_cast<double>(t.size_bytes());
@@ -434,16 +461,18 @@ std::vector<std::string> memory_conflicts(const Task& task) {
   }
   const std::string devices = std::to_string(task.topology.num_devices()) + " devices";
   if (need > hbm + (any_uvm ? uvm : 0.0)) {
-    out.push_back("the " + std::to_string(task.workload.tables.size()) + " tables need " + gib(need) + "; the " + devices +
-                  " hold " + gib(hbm) + " of HBM" + (any_uvm ? " and " + gib(uvm) + " of UVM" : " (UVM not allowed)"));
+    out.push_back("the " + std::to_string(task.workload.tables.size()) + " tables need " + gib(need) + "; the " +
+                  devices + " hold " + gib(hbm) + " of HBM" +
+                  (any_uvm ? " and " + gib(uvm) + " of UVM" : " (UVM not allowed)"));
   }
   for (const TableSpec& t : task.workload.tables) {
     const double piece = smallest_piece_bytes(task, t);
     const double room = may_use_uvm(task, t) ? largest_uvm : largest;
     if (piece > room) {
       out.push_back("table '" + one_line(t.name) + "' (" + gib(static_cast<double>(t.size_bytes())) +
-                    ") leaves at least " + gib(piece) + " on some device under its constraints; the largest device holds " +
-                    gib(room) + (may_use_uvm(task, t) ? " with UVM" : " of HBM"));
+                    ") leaves at least " + gib(piece) +
+                    " on some device under its constraints; the largest device holds " + gib(room) +
+                    (may_use_uvm(task, t) ? " with UVM" : " of HBM"));
     }
   }
   return out;
@@ -547,7 +576,8 @@ std::vector<TableExplanation> explain_plan(const Task& task, const Plan& plan, C
       changed.tables[i] = alt;
       if (!find_error_in_plan(task, changed).empty()) continue;
       const double delta = objective_value(judge.estimate(task, changed, ctx), Objective::kStep) - step;
-      if (e.next_best.empty() || delta < e.next_best_delta_ms) e.next_best = describe_placement(alt), e.next_best_delta_ms = delta;
+      if (e.next_best.empty() || delta < e.next_best_delta_ms)
+        e.next_best = describe_placement(alt), e.next_best_delta_ms = delta;
     }
     out.push_back(std::move(e));
   }
@@ -562,9 +592,9 @@ std::string capacity_json(const CapacityCurve& c) {
     j["meets"] = c.target_ms > 0 && p.meets(c.target_ms);
     points.push_back(std::move(j));
   }
-  return nlohmann::json{{"task_id", c.task_id}, {"sharder", c.sharder}, {"judge", c.judge},
+  return nlohmann::json{{"task_id", c.task_id},     {"sharder", c.sharder},         {"judge", c.judge},
                         {"target_ms", c.target_ms}, {"min_devices", c.min_devices}, {"max_devices", c.max_devices},
-                        {"fewest", c.fewest}, {"verdict", c.verdict}, {"points", points}}
+                        {"fewest", c.fewest},       {"verdict", c.verdict},         {"points", points}}
       .dump();
 }
 
@@ -576,8 +606,11 @@ std::string fit_advice_json(const FitAdvice& a) {
     j["next_smaller"] = c.next_smaller, j["task"] = task_to_json(c.task);
     changes.push_back(std::move(j));
   }
-  return nlohmann::json{{"fits", planned(a.run)}, {"run", run_json(a.run)}, {"conflicts", a.conflicts},
-                        {"changes", changes}, {"not_helping", a.not_helping}}
+  return nlohmann::json{{"fits", planned(a.run)},
+                        {"run", run_json(a.run)},
+                        {"conflicts", a.conflicts},
+                        {"changes", changes},
+                        {"not_helping", a.not_helping}}
       .dump();
 }
 

@@ -21,8 +21,7 @@ std::vector<double> cuda_dense_update_ms(std::int64_t, int) { throw_no_cuda(); }
 
 struct CudaEmbeddingBag::State {};
 
-CudaEmbeddingBag::CudaEmbeddingBag(std::span<const TableView>, const BagBatch&,
-                                   std::span<const std::int64_t>) {
+CudaEmbeddingBag::CudaEmbeddingBag(std::span<const TableView>, const BagBatch&, std::span<const std::int64_t>) {
   throw_no_cuda();
 }
 CudaEmbeddingBag::~CudaEmbeddingBag() = default;
@@ -40,9 +39,7 @@ double CudaEmbeddingBag::elapsed_ms(const std::function<void()>&) { throw_no_cud
 
 namespace detail {
 
-KernelStatus forward_cuda(std::span<const TableView>, const BagBatch&, std::span<float>) {
-  throw_no_cuda();
-}
+KernelStatus forward_cuda(std::span<const TableView>, const BagBatch&, std::span<float>) { throw_no_cuda(); }
 
 KernelStatus backward_cuda(std::span<const TableView>, const BagBatch&, std::span<const float>,
                            const OptimizerConfig&) {

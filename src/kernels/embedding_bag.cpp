@@ -20,8 +20,7 @@ std::string_view to_string(KernelError error) {
 
 std::span<const EmbeddingBagImpl> embedding_bag_impls() {
 #ifdef EMBSHARD_WITH_CUDA
-  static constexpr std::array impls{EmbeddingBagImpl::kReference, EmbeddingBagImpl::kCpu,
-                                    EmbeddingBagImpl::kCuda};
+  static constexpr std::array impls{EmbeddingBagImpl::kReference, EmbeddingBagImpl::kCpu, EmbeddingBagImpl::kCuda};
 #else
   static constexpr std::array impls{EmbeddingBagImpl::kReference, EmbeddingBagImpl::kCpu};
 #endif
@@ -37,10 +36,9 @@ std::string_view to_string(EmbeddingBagImpl impl) {
   return "?";
 }
 
-KernelStatus embedding_bag_forward(EmbeddingBagImpl impl, std::span<const TableView> tables,
-                                   const BagBatch& batch, std::span<float> out) {
-  if (const KernelStatus status = detail::check_shapes(tables, batch, out.size(), false);
-      !status.ok()) {
+KernelStatus embedding_bag_forward(EmbeddingBagImpl impl, std::span<const TableView> tables, const BagBatch& batch,
+                                   std::span<float> out) {
+  if (const KernelStatus status = detail::check_shapes(tables, batch, out.size(), false); !status.ok()) {
     return status;
   }
   if (impl == EmbeddingBagImpl::kCpu) return detail::forward_cpu(tables, batch, out);
@@ -48,12 +46,10 @@ KernelStatus embedding_bag_forward(EmbeddingBagImpl impl, std::span<const TableV
   return detail::forward_ref(tables, batch, out);
 }
 
-KernelStatus embedding_bag_backward(EmbeddingBagImpl impl, std::span<const TableView> tables,
-                                    const BagBatch& batch, std::span<const float> grad_out,
-                                    const OptimizerConfig& optimizer) {
+KernelStatus embedding_bag_backward(EmbeddingBagImpl impl, std::span<const TableView> tables, const BagBatch& batch,
+                                    std::span<const float> grad_out, const OptimizerConfig& optimizer) {
   const bool adagrad = optimizer.kind == OptimizerKind::kRowwiseAdagrad;
-  if (const KernelStatus status = detail::check_shapes(tables, batch, grad_out.size(), adagrad);
-      !status.ok()) {
+  if (const KernelStatus status = detail::check_shapes(tables, batch, grad_out.size(), adagrad); !status.ok()) {
     return status;
   }
   if (impl == EmbeddingBagImpl::kCpu) return detail::backward_cpu(tables, batch, grad_out, optimizer);
@@ -82,8 +78,8 @@ bool table_ok(const TableView& table, bool needs_momentum) {
 
 }  // namespace
 
-KernelStatus check_shapes(std::span<const TableView> tables, const BagBatch& batch,
-                          std::size_t out_floats, bool needs_momentum) {
+KernelStatus check_shapes(std::span<const TableView> tables, const BagBatch& batch, std::size_t out_floats,
+                          bool needs_momentum) {
   for (std::size_t t = 0; t < tables.size(); ++t) {
     if (!table_ok(tables[t], needs_momentum)) {
       return {KernelError::kBadTable, static_cast<std::int64_t>(t)};

@@ -42,7 +42,7 @@ namespace {
 
 constexpr std::int64_t kPrefetchDistance = 16;  // lookups ahead (FBGEMM's choice)
 constexpr std::int64_t kItemsPerThread = 8;
-constexpr std::int64_t kRowsPerBlock = 64;      // unique rows per backward task
+constexpr std::int64_t kRowsPerBlock = 64;  // unique rows per backward task
 
 int max_threads() {
 #ifdef _OPENMP
@@ -70,7 +70,10 @@ std::vector<WorkItem> split_work(std::span<const std::int64_t> offsets, std::int
     std::int64_t lo = begin, hi = n_bags;  // first k ≥ begin with cost(k) ≥ target
     while (lo < hi) {
       const std::int64_t mid = lo + (hi - lo) / 2;
-      if (cost(mid) < target) lo = mid + 1; else hi = mid;
+      if (cost(mid) < target)
+        lo = mid + 1;
+      else
+        hi = mid;
     }
     if (lo > begin) items.push_back({begin, lo});
     begin = lo;
@@ -93,8 +96,8 @@ struct PoolArgs {
   const Index* indices;
   const std::int64_t* offsets;  // n_bags + 1 entries
   std::int64_t n_bags;
-  float* out;                   // first bag's output row, at the table's column
-  std::int64_t out_stride;      // total_dim
+  float* out;               // first bag's output row, at the table's column
+  std::int64_t out_stride;  // total_dim
 };
 
 /** Sums the bags; returns the first bad index position or -1. kDim = 0: runtime dim. */
@@ -142,34 +145,37 @@ std::int64_t pool_bags_any_dim(const PoolArgs<W, Index>& a) {
 }
 
 template <class Index>
-std::int64_t pool_table_range(const TableView& table, const BagBatch& batch, std::int64_t k0,
-                              std::int64_t k1, float* out, std::int64_t out_stride) {
+std::int64_t pool_table_range(const TableView& table, const BagBatch& batch, std::int64_t k0, std::int64_t k1,
+                              float* out, std::int64_t out_stride) {
   const auto* indices = static_cast<const Index*>(batch.indices);
   const std::int64_t* offsets = batch.offsets.data() + k0;
   if (table.dtype == WeightDtype::kF32) {
-    const PoolArgs<float, Index> args{static_cast<const float*>(table.weights), table.rows,
-                                      table.dim, indices, offsets, k1 - k0, out, out_stride};
+    const PoolArgs<float, Index> args{
+        static_cast<const float*>(table.weights), table.rows, table.dim, indices, offsets, k1 - k0, out, out_stride};
     return pool_bags_any_dim(args);
   }
   const PoolArgs<std::uint16_t, Index> args{static_cast<const std::uint16_t*>(table.weights),
-                                            table.rows, table.dim, indices, offsets, k1 - k0,
-                                            out, out_stride};
+                                            table.rows,
+                                            table.dim,
+                                            indices,
+                                            offsets,
+                                            k1 - k0,
+                                            out,
+                                            out_stride};
   return pool_bags_any_dim(args);
 }
 
 /** Runs one work item (it may span several tables); first bad position or -1. */
 template <class Index>
 std::int64_t run_forward_item(std::span<const TableView> tables, const BagBatch& batch,
-                              const std::vector<std::int64_t>& d_offsets, float* out,
-                              const WorkItem& item) {
+                              const std::vector<std::int64_t>& d_offsets, float* out, const WorkItem& item) {
   const std::int64_t batch_size = batch.batch_size;
   const std::int64_t total_dim = d_offsets.back();
   for (std::int64_t k = item.bag_begin; k < item.bag_end;) {
     const std::int64_t t = k / batch_size;
     const std::int64_t k_end = std::min(item.bag_end, (t + 1) * batch_size);
     float* out_first = out + (k - t * batch_size) * total_dim + d_offsets[t];
-    const std::int64_t bad =
-        pool_table_range<Index>(tables[t], batch, k, k_end, out_first, total_dim);
+    const std::int64_t bad = pool_table_range<Index>(tables[t], batch, k, k_end, out_first, total_dim);
     if (bad >= 0) return bad;
     k = k_end;
   }
@@ -177,8 +183,7 @@ std::int64_t run_forward_item(std::span<const TableView> tables, const BagBatch&
 }
 
 template <class Index>
-KernelStatus forward_typed(std::span<const TableView> tables, const BagBatch& batch,
-                           std::span<float> out) {
+KernelStatus forward_typed(std::span<const TableView> tables, const BagBatch& batch, std::span<float> out) {
   const std::vector<std::int64_t> d_offsets = dim_offsets(tables);
   const std::vector<WorkItem> items = split_work(batch.offsets, max_threads() * kItemsPerThread);
   const auto n_items = static_cast<std::int64_t>(items.size());
@@ -224,7 +229,7 @@ std::int64_t find_first_bad_index(std::span<const TableView> tables, const BagBa
 struct SortedLookups {
   std::vector<std::int64_t> rows;
   std::vector<std::int64_t> bags;
-  std::vector<std::int64_t> segment_starts;  // unique rows: [starts[s], starts[s+1])
+  std::vector<std::int64_t> segment_starts;      // unique rows: [starts[s], starts[s+1])
   std::vector<std::int64_t> rows_tmp, bags_tmp;  // radix sort buffers
 };
 
@@ -243,8 +248,7 @@ constexpr std::size_t kDigitValues = std::size_t{1} << kDigitBits;
 constexpr std::int64_t kInsertionSortMax = 32;  // buckets this small skip the counting sort
 
 /** Stable sort of [begin, end) of (src_rows, src_bags) by row, small ranges only. */
-void insertion_sort_pairs(std::int64_t* rows, std::int64_t* bags, std::int64_t begin,
-                          std::int64_t end) {
+void insertion_sort_pairs(std::int64_t* rows, std::int64_t* bags, std::int64_t begin, std::int64_t end) {
   for (std::int64_t i = begin + 1; i < end; ++i) {
     const std::int64_t row = rows[i], bag = bags[i];
     std::int64_t j = i;
@@ -293,8 +297,7 @@ void sort_bucket(SortedLookups& s, std::int64_t begin, std::int64_t end, int low
 }
 
 /** Distinct rows in the sorted range [begin, end). */
-std::int64_t count_segments(const std::vector<std::int64_t>& rows, std::int64_t begin,
-                            std::int64_t end) {
+std::int64_t count_segments(const std::vector<std::int64_t>& rows, std::int64_t begin, std::int64_t end) {
   std::int64_t segments = 0;
   for (std::int64_t i = begin; i < end; ++i) segments += i == begin || rows[i] != rows[i - 1];
   return segments;
@@ -307,13 +310,11 @@ std::int64_t count_segments(const std::vector<std::int64_t>& rows, std::int64_t 
  * depend on the number of threads. Returns the bucket starts (n_buckets + 1 entries).
  */
 template <class Index>
-std::vector<std::int64_t> scatter_to_buckets(SortedLookups& s, const BagBatch& batch,
-                                             const std::int64_t* offsets, int bucket_shift,
-                                             std::size_t n_buckets) {
+std::vector<std::int64_t> scatter_to_buckets(SortedLookups& s, const BagBatch& batch, const std::int64_t* offsets,
+                                             int bucket_shift, std::size_t n_buckets) {
   const std::int64_t batch_size = batch.batch_size;
   const auto* indices = static_cast<const Index*>(batch.indices);
-  const std::vector<WorkItem> chunks =
-      split_work({offsets, static_cast<std::size_t>(batch_size) + 1}, max_threads());
+  const std::vector<WorkItem> chunks = split_work({offsets, static_cast<std::size_t>(batch_size) + 1}, max_threads());
   const auto n_chunks = static_cast<std::int64_t>(chunks.size());
   std::vector<std::int64_t> counts(chunks.size() * n_buckets, 0);  // [chunk][bucket]
   const auto bucket_of = [&](std::int64_t p) {
@@ -355,8 +356,7 @@ std::vector<std::int64_t> scatter_to_buckets(SortedLookups& s, const BagBatch& b
  * sorted by the remaining bits and cut into segments by one thread. Deterministic.
  */
 template <class Index>
-const SortedLookups& sort_table_lookups(const TableView& table, const BagBatch& batch,
-                                        std::int64_t t) {
+const SortedLookups& sort_table_lookups(const TableView& table, const BagBatch& batch, std::int64_t t) {
   const std::int64_t batch_size = batch.batch_size;
   const std::int64_t* offsets = batch.offsets.data() + t * batch_size;
   const auto n = static_cast<std::size_t>(offsets[batch_size] - offsets[0]);
@@ -388,8 +388,7 @@ const SortedLookups& sort_table_lookups(const TableView& table, const BagBatch& 
 
   const auto n_bucket_count = static_cast<std::int64_t>(n_buckets);
   std::vector<std::int64_t> bucket_segments(n_buckets + 1, 0);
-  EMBSHARD_OMP(omp parallel)
-  {
+  EMBSHARD_OMP(omp parallel) {
     std::vector<std::int64_t> counts(kDigitValues);
     EMBSHARD_OMP(omp for schedule(dynamic, 16))
     for (std::int64_t bucket = 0; bucket < n_bucket_count; ++bucket) {
@@ -438,9 +437,8 @@ void update_row(W* __restrict row, float* momentum, const float* __restrict g, s
  * g = Σ of the gradient rows of one unique row's bags. Blocks of kSumBlock rows are summed in
  * float, the block sums in double: a row hit thousands of times keeps ~1e-7 relative accuracy.
  */
-void gather_gradient(const SortedLookups& s, std::int64_t seg, const float* grad_out,
-                     std::int64_t total_dim, std::int64_t dim, float* __restrict block,
-                     double* __restrict total, float* __restrict g) {
+void gather_gradient(const SortedLookups& s, std::int64_t seg, const float* grad_out, std::int64_t total_dim,
+                     std::int64_t dim, float* __restrict block, double* __restrict total, float* __restrict g) {
   constexpr std::int64_t kSumBlock = 16;
   const std::int64_t begin = s.segment_starts[seg], end = s.segment_starts[seg + 1];
   for (std::int64_t d = 0; d < dim; ++d) total[d] = 0.0;
@@ -459,15 +457,13 @@ void gather_gradient(const SortedLookups& s, std::int64_t seg, const float* grad
 struct GradScratch {
   std::vector<float> block, g;
   std::vector<double> total;
-  explicit GradScratch(std::int64_t dim)
-      : block(static_cast<std::size_t>(dim)), g(block.size()), total(block.size()) {}
+  explicit GradScratch(std::int64_t dim) : block(static_cast<std::size_t>(dim)), g(block.size()), total(block.size()) {}
 };
 
 /** Gathers and applies the gradient of unique rows [s0, s1) of one table. */
 template <class W>
-void update_segments(const TableView& table, const SortedLookups& s, const float* grad_out,
-                     std::int64_t total_dim, std::int64_t s0, std::int64_t s1,
-                     const OptimizerConfig& optimizer, GradScratch& scratch) {
+void update_segments(const TableView& table, const SortedLookups& s, const float* grad_out, std::int64_t total_dim,
+                     std::int64_t s0, std::int64_t s1, const OptimizerConfig& optimizer, GradScratch& scratch) {
   const std::int64_t dim = table.dim;
   W* weights = static_cast<W*>(table.weights);
   const auto n_segments = static_cast<std::int64_t>(s.segment_starts.size()) - 1;
@@ -484,8 +480,7 @@ void update_segments(const TableView& table, const SortedLookups& s, const float
         prefetch_bytes(grad_out + s.bags[i] * total_dim, dim * 4);
       }
     }
-    gather_gradient(s, seg, grad_out, total_dim, dim, scratch.block.data(), scratch.total.data(),
-                    scratch.g.data());
+    gather_gradient(s, seg, grad_out, total_dim, dim, scratch.block.data(), scratch.total.data(), scratch.g.data());
     const std::int64_t row = s.rows[s.segment_starts[seg]];
     float* momentum = table.momentum != nullptr ? table.momentum + row : nullptr;
     update_row(weights + row * dim, momentum, scratch.g.data(), dim, optimizer);
@@ -493,13 +488,12 @@ void update_segments(const TableView& table, const SortedLookups& s, const float
 }
 
 template <class Index>
-void backward_table(const TableView& table, const BagBatch& batch, std::int64_t t,
-                    const float* grad_out, std::int64_t total_dim, const OptimizerConfig& optimizer) {
+void backward_table(const TableView& table, const BagBatch& batch, std::int64_t t, const float* grad_out,
+                    std::int64_t total_dim, const OptimizerConfig& optimizer) {
   const SortedLookups& s = sort_table_lookups<Index>(table, batch, t);
   const auto n_segments = static_cast<std::int64_t>(s.segment_starts.size()) - 1;
   const std::int64_t n_blocks = (n_segments + kRowsPerBlock - 1) / kRowsPerBlock;
-  EMBSHARD_OMP(omp parallel)
-  {
+  EMBSHARD_OMP(omp parallel) {
     GradScratch scratch(table.dim);
     EMBSHARD_OMP(omp for schedule(dynamic, 4))
     for (std::int64_t block = 0; block < n_blocks; ++block) {
@@ -515,29 +509,28 @@ void backward_table(const TableView& table, const BagBatch& batch, std::int64_t 
 }
 
 template <class Index>
-KernelStatus backward_typed(std::span<const TableView> tables, const BagBatch& batch,
-                            std::span<const float> grad_out, const OptimizerConfig& optimizer) {
+KernelStatus backward_typed(std::span<const TableView> tables, const BagBatch& batch, std::span<const float> grad_out,
+                            const OptimizerConfig& optimizer) {
   if (const std::int64_t bad = find_first_bad_index<Index>(tables, batch); bad >= 0) {
     return {KernelError::kBadIndex, bad};
   }
   const std::vector<std::int64_t> d_offsets = dim_offsets(tables);
   for (std::size_t t = 0; t < tables.size(); ++t) {
-    backward_table<Index>(tables[t], batch, static_cast<std::int64_t>(t),
-                          grad_out.data() + d_offsets[t], d_offsets.back(), optimizer);
+    backward_table<Index>(tables[t], batch, static_cast<std::int64_t>(t), grad_out.data() + d_offsets[t],
+                          d_offsets.back(), optimizer);
   }
   return {};
 }
 
 }  // namespace
 
-KernelStatus forward_cpu(std::span<const TableView> tables, const BagBatch& batch,
-                         std::span<float> out) {
+KernelStatus forward_cpu(std::span<const TableView> tables, const BagBatch& batch, std::span<float> out) {
   if (batch.index_type == IndexType::kI32) return forward_typed<std::int32_t>(tables, batch, out);
   return forward_typed<std::int64_t>(tables, batch, out);
 }
 
-KernelStatus backward_cpu(std::span<const TableView> tables, const BagBatch& batch,
-                          std::span<const float> grad_out, const OptimizerConfig& optimizer) {
+KernelStatus backward_cpu(std::span<const TableView> tables, const BagBatch& batch, std::span<const float> grad_out,
+                          const OptimizerConfig& optimizer) {
   if (batch.index_type == IndexType::kI32) {
     return backward_typed<std::int32_t>(tables, batch, grad_out, optimizer);
   }

@@ -26,8 +26,7 @@ void store_weight(const TableView& table, std::int64_t row, std::int64_t d, doub
 }
 
 /** First position in [begin, end) whose index is outside [0, rows), or -1. */
-std::int64_t first_bad_index(const BagBatch& batch, std::int64_t begin, std::int64_t end,
-                             std::int64_t rows) {
+std::int64_t first_bad_index(const BagBatch& batch, std::int64_t begin, std::int64_t end, std::int64_t rows) {
   for (std::int64_t p = begin; p < end; ++p) {
     const std::int64_t row = index_at(batch, p);
     if (row < 0 || row >= rows) return p;
@@ -41,8 +40,7 @@ KernelStatus check_indices(std::span<const TableView> tables, const BagBatch& ba
   std::int64_t first_bad = -1;
   for (std::size_t t = 0; t < tables.size(); ++t) {
     const auto k = static_cast<std::int64_t>(t) * batch_size;
-    const std::int64_t bad =
-        first_bad_index(batch, batch.offsets[k], batch.offsets[k + batch_size], tables[t].rows);
+    const std::int64_t bad = first_bad_index(batch, batch.offsets[k], batch.offsets[k + batch_size], tables[t].rows);
     if (bad >= 0 && (first_bad < 0 || bad < first_bad)) first_bad = bad;
   }
   if (first_bad >= 0) return {KernelError::kBadIndex, first_bad};
@@ -67,8 +65,7 @@ void apply_update(const TableView& table, std::int64_t row, const std::vector<do
 
 }  // namespace
 
-KernelStatus forward_ref(std::span<const TableView> tables, const BagBatch& batch,
-                         std::span<float> out) {
+KernelStatus forward_ref(std::span<const TableView> tables, const BagBatch& batch, std::span<float> out) {
   if (const KernelStatus status = check_indices(tables, batch); !status.ok()) return status;
   const std::vector<std::int64_t> d_offsets = dim_offsets(tables);
   const std::int64_t total_dim = d_offsets.back();
@@ -89,8 +86,8 @@ KernelStatus forward_ref(std::span<const TableView> tables, const BagBatch& batc
   return {};
 }
 
-KernelStatus backward_ref(std::span<const TableView> tables, const BagBatch& batch,
-                          std::span<const float> grad_out, const OptimizerConfig& optimizer) {
+KernelStatus backward_ref(std::span<const TableView> tables, const BagBatch& batch, std::span<const float> grad_out,
+                          const OptimizerConfig& optimizer) {
   if (const KernelStatus status = check_indices(tables, batch); !status.ok()) return status;
   const std::vector<std::int64_t> d_offsets = dim_offsets(tables);
   const std::int64_t total_dim = d_offsets.back();

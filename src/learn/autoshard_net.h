@@ -32,22 +32,22 @@ TORCH_MODULE(AutoShardTorch);
  * unroll (its bootstrap). D devices, N = the most tables of any training task.
  */
 struct AutoShardBatch {
-  torch::Tensor next_x;        ///< [T+1, B, 21] the next table's scaled features
-  torch::Tensor progress;      ///< [T+1, B, 1]
-  torch::Tensor task;          ///< [T+1, B] int64: training-task index
-  torch::Tensor membership;    ///< [T+1, B, D, N] 1 where table n of the task is on device d
-  torch::Tensor action_other;  ///< [T+1, B, D, 2] as the actor saw it
-  torch::Tensor reset;         ///< [T+1, B] 1: the LSTM state is zeroed before this step
-  torch::Tensor h0, c0;        ///< [layers, B, 64] the actor's LSTM state before step 0
-  torch::Tensor actions;       ///< [T, B] int64
+  torch::Tensor next_x;            ///< [T+1, B, 21] the next table's scaled features
+  torch::Tensor progress;          ///< [T+1, B, 1]
+  torch::Tensor task;              ///< [T+1, B] int64: training-task index
+  torch::Tensor membership;        ///< [T+1, B, D, N] 1 where table n of the task is on device d
+  torch::Tensor action_other;      ///< [T+1, B, D, 2] as the actor saw it
+  torch::Tensor reset;             ///< [T+1, B] 1: the LSTM state is zeroed before this step
+  torch::Tensor h0, c0;            ///< [layers, B, 64] the actor's LSTM state before step 0
+  torch::Tensor actions;           ///< [T, B] int64
   torch::Tensor behaviour_logits;  ///< [T, B, D]
-  torch::Tensor rewards;       ///< [T, B]
-  torch::Tensor done;          ///< [T, B] 1: the episode ended with this action
+  torch::Tensor rewards;           ///< [T, B]
+  torch::Tensor done;              ///< [T, B] 1: the episode ended with this action
 };
 
 struct AutoShardOutput {
-  torch::Tensor logits;   ///< [T+1, B, D]
-  torch::Tensor values;   ///< [T+1, B]
+  torch::Tensor logits;  ///< [T+1, B, D]
+  torch::Tensor values;  ///< [T+1, B]
 };
 
 /** The network over a batch; `task_inputs` [K, N, 21] (zero rows pad short tasks). */
@@ -66,9 +66,9 @@ struct VTraceReturns {
  * with V(x_T) = `bootstrap` [B]. `discounts` [T, B] are γ·(1 − done).
  */
 [[nodiscard]] VTraceReturns vtrace_from_logits(const torch::Tensor& behaviour_logits,
-                                               const torch::Tensor& target_logits,
-                                               const torch::Tensor& actions, const torch::Tensor& discounts,
-                                               const torch::Tensor& rewards, const torch::Tensor& values,
-                                               const torch::Tensor& bootstrap, double rho_bar, double c_bar);
+                                               const torch::Tensor& target_logits, const torch::Tensor& actions,
+                                               const torch::Tensor& discounts, const torch::Tensor& rewards,
+                                               const torch::Tensor& values, const torch::Tensor& bootstrap,
+                                               double rho_bar, double c_bar);
 
 }  // namespace embshard::learn

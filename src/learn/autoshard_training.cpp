@@ -47,8 +47,8 @@
 #include <thread>
 
 #include "embshard/core/error.h"
-#include "embshard/core/progress.h"
 #include "embshard/core/file_io.h"
+#include "embshard/core/progress.h"
 #include "embshard/learn/policy_training.h"
 #include "embshard/policy/placement.h"
 #include "learn/autoshard_net.h"
@@ -145,14 +145,15 @@ AutoShardOutput autoshard_forward(AutoShardTorch& net, const AutoShardBatch& bat
   const std::int64_t n = batch.membership.size(3);
   // Action representations: Σ t_fc over each device's tables, plus t_fc(0) (the zero row), and
   // action_other_fc of what the actor saw.
-  const torch::Tensor encodings = net->t_fc->forward(task_inputs);                      // [K, N, 32]
+  const torch::Tensor encodings = net->t_fc->forward(task_inputs);                     // [K, N, 32]
   const torch::Tensor per_step = encodings.index_select(0, batch.task.reshape({-1}));  // [S·B, N, 32]
   const torch::Tensor zero_row = net->t_fc->forward(torch::zeros({1, kF}));
   const torch::Tensor tables = torch::bmm(batch.membership.reshape({steps * b, devices, n}), per_step) + zero_row;
   const torch::Tensor others = net->action_other_fc->forward(batch.action_other.reshape({steps * b, devices, 2}));
   const torch::Tensor a = torch::cat({tables, others}, -1).reshape({steps, b, devices, kS});
   // State: [t_fc(x_next), state_other_fc(progress)] through the LSTM, reset at episode starts.
-  const torch::Tensor s = torch::cat({net->t_fc->forward(batch.next_x), net->state_other_fc->forward(batch.progress)}, -1);
+  const torch::Tensor s =
+      torch::cat({net->t_fc->forward(batch.next_x), net->state_other_fc->forward(batch.progress)}, -1);
   torch::Tensor h = batch.h0;
   torch::Tensor c = batch.c0;
   std::vector<torch::Tensor> outs;
@@ -166,7 +167,7 @@ AutoShardOutput autoshard_forward(AutoShardTorch& net, const AutoShardBatch& bat
     c = std::get<1>(state);
     outs.push_back(out[0]);
   }
-  const torch::Tensor hs = torch::stack(outs);                                    // [S, B, 64]
+  const torch::Tensor hs = torch::stack(outs);  // [S, B, 64]
   const torch::Tensor hx = hs.unsqueeze(2).expand({steps, b, devices, kS});
   AutoShardOutput o;
   o.logits = net->policy_fc->forward(torch::cat({hx, a, hx * a}, -1)).squeeze(-1);  // [S, B, D]
@@ -218,7 +219,7 @@ struct StepRecord {
   int task = 0;
   int next_table = 0;
   float progress = 0.0F;
-  std::vector<float> action_other;   ///< [D][2]
+  std::vector<float> action_other;      ///< [D][2]
   std::vector<std::int16_t> device_of;  ///< per task table, −1 not placed
 };
 
@@ -231,19 +232,19 @@ struct CostSample {
 /** An environment stream between unrolls. */
 struct StreamState {
   std::int64_t next_unroll = 0;
-  bool active = false;          ///< an episode is in progress
+  bool active = false;  ///< an episode is in progress
   int task = 0;
   std::vector<int> order;
-  std::vector<int> actions;     ///< devices chosen so far, in order
+  std::vector<int> actions;  ///< devices chosen so far, in order
   LstmState lstm;
 };
 
 struct Unroll {
   std::int64_t k = 0;
   LstmState init;
-  std::vector<StepRecord> obs;   ///< T + 1
+  std::vector<StepRecord> obs;  ///< T + 1
   std::vector<int> actions;
-  std::vector<float> logits;     ///< T × D
+  std::vector<float> logits;  ///< T × D
   std::vector<float> rewards;
   std::vector<std::uint8_t> done;
   std::vector<CostSample> costs;
@@ -254,7 +255,7 @@ struct Unroll {
 
 Json stream_json(const StreamState& s) {
   return {{"next_unroll", s.next_unroll}, {"active", s.active}, {"task", s.task}, {"order", s.order},
-          {"actions", s.actions}, {"h", s.lstm.h}, {"c", s.lstm.c}};
+          {"actions", s.actions},         {"h", s.lstm.h},      {"c", s.lstm.c}};
 }
 
 StreamState stream_from_json(const Json& j) {
@@ -284,8 +285,9 @@ class Trainer {
       const Task& task = setup.tasks[i];
       const std::string where = i < setup.task_paths.size() ? setup.task_paths[i] : task.id;
       EMBSHARD_CHECK(task.topology.num_devices() == devices_, "train autoshard: task ", where, " has ",
-                     task.topology.num_devices(), " devices but task ", setup.task_paths.empty() ? setup.tasks.front().id : setup.task_paths.front(),
-                     " has ", devices_, "; AutoShard's trainer needs one device count (train one policy per count)");
+                     task.topology.num_devices(), " devices but task ",
+                     setup.task_paths.empty() ? setup.tasks.front().id : setup.task_paths.front(), " has ", devices_,
+                     "; AutoShard's trainer needs one device count (train one policy per count)");
       EMBSHARD_CHECK(task.workload.tables.size() < 32768, "train autoshard: task ", where, " has too many tables");
       const std::string bad = why_no_plan_fits(task);
       EMBSHARD_CHECK(bad.empty(), "train autoshard: task ", where, ": ", bad);
@@ -589,7 +591,8 @@ AutoShardBatch Trainer::make_batch(const std::vector<Unroll>& unrolls) const {
       if (t + 1 < t1) {
         const auto ts = static_cast<std::size_t>(t);
         actions[t][j] = u.actions[ts];
-        for (std::int64_t dev = 0; dev < d; ++dev) logits[t][j][dev] = u.logits[ts * static_cast<std::size_t>(d) + static_cast<std::size_t>(dev)];
+        for (std::int64_t dev = 0; dev < d; ++dev)
+          logits[t][j][dev] = u.logits[ts * static_cast<std::size_t>(d) + static_cast<std::size_t>(dev)];
         rewards[t][j] = u.rewards[ts];
         done[t][j] = u.done[ts];
       }
@@ -698,8 +701,7 @@ void Trainer::save_checkpoint() {
   actor.features = scaler_;
   actor.net = previous_weights_ ? *previous_weights_ : net_->export_net();
   actor.training = provenance_;
-  const double wall =
-      wall_before_ + std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+  const double wall = wall_before_ + std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   const Json state = {{"version", kStateVersion},
                       {"tasks_sha256", provenance_.tasks_sha256},
                       {"seed", setup_.seed},
@@ -784,8 +786,8 @@ std::string Trainer::run() {
   if (updates_ > 0 && previous_weights_) publish(updates_ - 1, previous_weights_);
   publish(updates_, current);
   ctx_.info(detail::concat("autoshard: ", total_updates_, " learner updates of ", o_.learner_batch, " unrolls × ",
-                           o_.unroll, " steps on ", setup_.tasks.size(), " tasks (", devices_, " devices), ",
-                           o_.actors, " actor threads, judge ", setup_.judge.backend));
+                           o_.unroll, " steps on ", setup_.tasks.size(), " tasks (", devices_, " devices), ", o_.actors,
+                           " actor threads, judge ", setup_.judge.backend));
   struct Joiner {
     Trainer* t;
     ~Joiner() { t->stop_actors(); }
@@ -822,21 +824,20 @@ std::string Trainer::run() {
     env_steps_ = updates_ * o_.unroll * o_.learner_batch;
     previous_weights_ = versions_.at(u);
     publish(updates_, std::make_shared<const AutoShardNet>(net_->export_net()));
-    const double mean = recent_rewards_.empty()
-                            ? 0.0
-                            : std::accumulate(recent_rewards_.begin(), recent_rewards_.end(), 0.0) /
-                                  static_cast<double>(recent_rewards_.size());
+    const double mean = recent_rewards_.empty() ? 0.0
+                                                : std::accumulate(recent_rewards_.begin(), recent_rewards_.end(), 0.0) /
+                                                      static_cast<double>(recent_rewards_.size());
     metrics_["mean_reward"] = mean;
     metrics_["episodes"] = static_cast<double>(episodes_);
     if (updates_ % log_every == 0 || updates_ == total_updates_) {
       const double wall =
           wall_before_ + std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-      ctx_.debug(detail::concat(
-          "autoshard: update ", updates_, "/", total_updates_, "  env steps ", env_steps_, "  real evaluations ",
-          real_evaluations_, "  episodes ", episodes_, "  mean reward (last ", recent_rewards_.size(), ") ", mean,
-          "  batch reward ", batch_episodes > 0 ? batch_reward / static_cast<double>(batch_episodes) : NAN,
-          "  cost mse ", metrics_["cost_mse"], "  entropy ", metrics_["entropy"], "  max |log rho| ",
-          metrics_["max_log_rho"], "  wall ", wall, " s"));
+      ctx_.debug(detail::concat("autoshard: update ", updates_, "/", total_updates_, "  env steps ", env_steps_,
+                                "  real evaluations ", real_evaluations_, "  episodes ", episodes_,
+                                "  mean reward (last ", recent_rewards_.size(), ") ", mean, "  batch reward ",
+                                batch_episodes > 0 ? batch_reward / static_cast<double>(batch_episodes) : NAN,
+                                "  cost mse ", metrics_["cost_mse"], "  entropy ", metrics_["entropy"],
+                                "  max |log rho| ", metrics_["max_log_rho"], "  wall ", wall, " s"));
     }
     if (updates_ % o_.checkpoint_every == 0 || updates_ == total_updates_) {
       save_checkpoint();
@@ -878,13 +879,20 @@ std::string find_error_in_options(const AutoShardTrainOptions& o) {
 
 std::map<std::string, std::string> options_record(const AutoShardTrainOptions& o) {
   const auto text = [](auto v) { return detail::concat(v); };
-  return {{"env-steps", text(o.env_steps)},       {"actors", text(o.actors)},
-          {"unroll", text(o.unroll)},             {"learner-batch", text(o.learner_batch)},
-          {"lr", text(o.learning_rate)},          {"entropy", text(o.entropy_weight)},
-          {"baseline-weight", text(o.baseline_weight)}, {"discount", text(o.discount)},
-          {"rho-bar", text(o.rho_bar)},           {"c-bar", text(o.c_bar)},
-          {"grad-clip", text(o.grad_clip)},       {"cost-updates", text(o.cost_updates)},
-          {"cost-batch", text(o.cost_batch)},     {"cost-buffer", text(o.cost_buffer)},
+  return {{"env-steps", text(o.env_steps)},
+          {"actors", text(o.actors)},
+          {"unroll", text(o.unroll)},
+          {"learner-batch", text(o.learner_batch)},
+          {"lr", text(o.learning_rate)},
+          {"entropy", text(o.entropy_weight)},
+          {"baseline-weight", text(o.baseline_weight)},
+          {"discount", text(o.discount)},
+          {"rho-bar", text(o.rho_bar)},
+          {"c-bar", text(o.c_bar)},
+          {"grad-clip", text(o.grad_clip)},
+          {"cost-updates", text(o.cost_updates)},
+          {"cost-batch", text(o.cost_batch)},
+          {"cost-buffer", text(o.cost_buffer)},
           {"checkpoint-every", text(o.checkpoint_every)}};
 }
 

@@ -9,9 +9,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 #include <functional>
 #include <map>
+#include <numeric>
 #include <set>
 
 #include "embshard/core/clock.h"
@@ -126,7 +126,8 @@ int fit(Trainer& t, const Split& split, const CostTrainOptions& o, const std::st
     for (std::size_t begin = 0; begin < order.size(); begin += static_cast<std::size_t>(o.batch_size)) {
       const std::size_t end = std::min(order.size(), begin + static_cast<std::size_t>(o.batch_size));
       adam.zero_grad();
-      t.loss({order.begin() + static_cast<std::ptrdiff_t>(begin), order.begin() + static_cast<std::ptrdiff_t>(end)}).backward();
+      t.loss({order.begin() + static_cast<std::ptrdiff_t>(begin), order.begin() + static_cast<std::ptrdiff_t>(end)})
+          .backward();
       adam.step();
     }
     double validation = 0.0;
@@ -153,9 +154,9 @@ int fit(Trainer& t, const Split& split, const CostTrainOptions& o, const std::st
 // ---- compute model ---------------------------------------------------------------------------
 
 struct ComputeData {
-  torch::Tensor features;                     ///< [table rows, 20], z-scored
-  std::vector<std::vector<std::int64_t>> rows;   ///< per sample: its rows of `features`
-  torch::Tensor targets;                      ///< [samples, K]
+  torch::Tensor features;                       ///< [table rows, 20], z-scored
+  std::vector<std::vector<std::int64_t>> rows;  ///< per sample: its rows of `features`
+  torch::Tensor targets;                        ///< [samples, K]
 };
 
 Normaliser fit_table_normaliser(const Pool& pool, const CostSampleFile& file) {
@@ -199,16 +200,22 @@ ComputeData compute_data(const Pool& pool, const CostSampleFile& file, const Nor
       targets.push_back(static_cast<float>(s.fw_ms + s.bw_ms));
     }
   }
-  data.features = torch::from_blob(flat.data(), {static_cast<std::int64_t>(row_of.size()), kNumCostFeatures}, torch::kFloat).clone();
-  data.targets = torch::from_blob(targets.data(), {static_cast<std::int64_t>(file.compute.size()), outputs}, torch::kFloat).clone();
+  data.features =
+      torch::from_blob(flat.data(), {static_cast<std::int64_t>(row_of.size()), kNumCostFeatures}, torch::kFloat)
+          .clone();
+  data.targets =
+      torch::from_blob(targets.data(), {static_cast<std::int64_t>(file.compute.size()), outputs}, torch::kFloat)
+          .clone();
   return data;
 }
 
 struct ComputeTorchNet {
-  torch::nn::Sequential table_mlp = make_sequential(layer_widths(kNumCostFeatures, {compute_table_widths().front()}, compute_table_widths().back()), true);
+  torch::nn::Sequential table_mlp = make_sequential(
+      layer_widths(kNumCostFeatures, {compute_table_widths().front()}, compute_table_widths().back()), true);
   torch::nn::Sequential head;
 
-  explicit ComputeTorchNet(int outputs) : head(make_sequential(layer_widths(compute_table_widths().back(), compute_head_widths(), outputs), false)) {}
+  explicit ComputeTorchNet(int outputs)
+      : head(make_sequential(layer_widths(compute_table_widths().back(), compute_head_widths(), outputs), false)) {}
 
   /** [samples, K] predictions for the given samples. */
   torch::Tensor forward(const ComputeData& d, const std::vector<std::int64_t>& samples) {
@@ -270,8 +277,8 @@ void record_compute_accuracy(const Pool& pool, const CostSampleFile& file, const
 // ---- comm models -----------------------------------------------------------------------------
 
 struct CommData {
-  torch::Tensor inputs;    ///< [samples, N or 2N], z-scored
-  torch::Tensor targets;   ///< [samples, N]
+  torch::Tensor inputs;   ///< [samples, N or 2N], z-scored
+  torch::Tensor targets;  ///< [samples, N]
 };
 
 std::vector<double> comm_inputs(const CommSample& s, bool forward) {
@@ -292,21 +299,25 @@ CommData comm_data(const CostSampleFile& file, const Normaliser& norm, bool forw
   const auto n = static_cast<std::int64_t>(file.comm.size());
   const auto width = static_cast<std::int64_t>(norm.names.size());
   return {torch::from_blob(inputs.data(), {n, width}, torch::kFloat).clone(),
-          torch::from_blob(targets.data(), {n, static_cast<std::int64_t>(targets.size()) / std::max<std::int64_t>(n, 1)}, torch::kFloat).clone()};
+          torch::from_blob(targets.data(),
+                           {n, static_cast<std::int64_t>(targets.size()) / std::max<std::int64_t>(n, 1)}, torch::kFloat)
+              .clone()};
 }
 
 CommNet train_comm(const std::string& path, const CostSampleFile& file, const Split& split, bool forward,
                    const CostTrainOptions& o, const Context& ctx, std::vector<HeldOutPoint>& points) {
   const int devices = static_cast<int>(file.comm.front().dim_sums.size());
   std::vector<std::vector<double>> train_rows;
-  for (std::int64_t id : split.train) train_rows.push_back(comm_inputs(file.comm[static_cast<std::size_t>(id)], forward));
+  for (std::int64_t id : split.train)
+    train_rows.push_back(comm_inputs(file.comm[static_cast<std::size_t>(id)], forward));
   CommNet net;
   net.forward = forward;
   net.devices = devices;
   net.inputs = Normaliser::fit(comm_input_names(forward, devices), train_rows);
   const CommData data = comm_data(file, net.inputs, forward);
   torch::manual_seed(o.seed + (forward ? 1 : 2));
-  torch::nn::Sequential mlp = make_sequential(layer_widths(static_cast<int>(net.inputs.names.size()), comm_widths(), devices), false);
+  torch::nn::Sequential mlp =
+      make_sequential(layer_widths(static_cast<int>(net.inputs.names.size()), comm_widths(), devices), false);
   Trainer t;
   t.parameters = mlp->parameters();
   t.loss = [&](const std::vector<std::int64_t>& ids) {
@@ -346,8 +357,8 @@ void check_compute_tables(const std::string& path, const CostSampleFile& file) {
   for (const ComputeSample& s : file.compute) {
     EMBSHARD_CHECK(!s.tables.empty(), "train: ", path, ": sample ", s.index, " has no table");
     for (const SampleTable& t : s.tables) {
-      EMBSHARD_CHECK(t.pool_id < pool_tables, "train: ", path, ": sample ", s.index, " names pool table ",
-                     t.pool_id, ", but the pool of seed ", file.header.pool_seed, " has ", pool_tables, " tables");
+      EMBSHARD_CHECK(t.pool_id < pool_tables, "train: ", path, ": sample ", s.index, " names pool table ", t.pool_id,
+                     ", but the pool of seed ", file.header.pool_seed, " has ", pool_tables, " tables");
     }
   }
 }
@@ -355,8 +366,8 @@ void check_compute_tables(const std::string& path, const CostSampleFile& file) {
 void check_comm_devices(const std::string& path, const CostSampleFile& file) {
   const std::size_t devices = file.comm.front().dim_sums.size();
   for (const CommSample& s : file.comm) {
-    EMBSHARD_CHECK(s.dim_sums.size() == devices, "train: ", path, ": sample ", s.index, " has ",
-                   s.dim_sums.size(), " devices, sample 0 has ", devices, " (one model is for one device count)");
+    EMBSHARD_CHECK(s.dim_sums.size() == devices, "train: ", path, ": sample ", s.index, " has ", s.dim_sums.size(),
+                   " devices, sample 0 has ", devices, " (one model is for one device count)");
   }
 }
 
@@ -365,11 +376,11 @@ void check_comm_devices(const std::string& path, const CostSampleFile& file) {
 void check_training_samples(const std::string& path, const CostSampleFile& file, const CostTrainOptions& o) {
   const std::string problem = find_error_in_train_options(o);
   EMBSHARD_CHECK(problem.empty(), "train: ", problem);
-  const auto count = static_cast<std::int64_t>(file.header.kind == SampleKind::kCompute ? file.compute.size()
-                                                                                        : file.comm.size());
+  const auto count =
+      static_cast<std::int64_t>(file.header.kind == SampleKind::kCompute ? file.compute.size() : file.comm.size());
   const SplitSizes sizes = split_sizes(count, o);
-  EMBSHARD_CHECK(count >= 10 && sizes.train >= 2 && sizes.validation >= 1 && sizes.test >= 1, "train: ", path,
-                 ": ", count, " ", to_string(file.header.kind),
+  EMBSHARD_CHECK(count >= 10 && sizes.train >= 2 && sizes.validation >= 1 && sizes.test >= 1, "train: ", path, ": ",
+                 count, " ", to_string(file.header.kind),
                  " samples are too few to split 80/10/10 (at least 10; collect more with `embshard profile`)");
   if (file.header.kind == SampleKind::kCompute) {
     check_compute_tables(path, file);
@@ -404,8 +415,8 @@ std::string find_error_in_train_options(const CostTrainOptions& o) {
   return "";
 }
 
-TrainedCompute train_compute_model(const std::string& path, const CostSampleFile& file,
-                                   const CostTrainOptions& o, const Context& ctx) {
+TrainedCompute train_compute_model(const std::string& path, const CostSampleFile& file, const CostTrainOptions& o,
+                                   const Context& ctx) {
   check_kind(path, file, SampleKind::kCompute);
   check_training_samples(path, file, o);
   torch::set_num_threads(1);
@@ -413,7 +424,8 @@ TrainedCompute train_compute_model(const std::string& path, const CostSampleFile
   const Split split = split_samples(static_cast<std::int64_t>(file.compute.size()), o);
   TrainedCompute out;
   out.net.inputs = fit_table_normaliser(pool, file);
-  out.net.outputs = o.compute_outputs == 2 ? std::vector<std::string>{"fw_ms", "bw_ms"} : std::vector<std::string>{"comp_ms"};
+  out.net.outputs =
+      o.compute_outputs == 2 ? std::vector<std::string>{"fw_ms", "bw_ms"} : std::vector<std::string>{"comp_ms"};
   double fw = 0.0, total = 0.0;
   for (std::int64_t id : split.train) {
     fw += file.compute[static_cast<std::size_t>(id)].fw_ms;
@@ -436,8 +448,8 @@ TrainedCompute train_compute_model(const std::string& path, const CostSampleFile
   return out;
 }
 
-TrainedComm train_comm_models(const std::string& path, const CostSampleFile& file,
-                               const CostTrainOptions& o, const Context& ctx) {
+TrainedComm train_comm_models(const std::string& path, const CostSampleFile& file, const CostTrainOptions& o,
+                              const Context& ctx) {
   check_kind(path, file, SampleKind::kComm);
   check_training_samples(path, file, o);
   torch::set_num_threads(1);

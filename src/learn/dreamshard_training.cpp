@@ -13,8 +13,8 @@
 
 #include "embshard/core/clock.h"
 #include "embshard/core/error.h"
-#include "embshard/core/progress.h"
 #include "embshard/core/file_io.h"
+#include "embshard/core/progress.h"
 #include "embshard/data/random.h"
 #include "embshard/learn/policy_training.h"
 #include "embshard/policy/dreamshard_policy.h"
@@ -72,8 +72,8 @@ FeatureScaler training_scaling(const std::vector<Task>& tasks, FeatureScaling mo
 
 /** Every training task's normalised features in one matrix, a zero row at the end. */
 struct FeatureBank {
-  torch::Tensor rows;                    ///< [Σ tables + 1, 21]
-  std::vector<std::int64_t> offset;      ///< first row of each task
+  torch::Tensor rows;                ///< [Σ tables + 1, 21]
+  std::vector<std::int64_t> offset;  ///< first row of each task
   std::int64_t zero_row = 0;
 
   FeatureBank(const std::vector<Task>& tasks, const FeatureScaler& scaling) {
@@ -87,8 +87,8 @@ struct FeatureBank {
     rows = torch::from_blob(flat.data(), {zero_row + 1, kNumTableFeatures}, torch::kFloat).clone();
   }
   /** Bank rows of one device's tables (the zero row if none). */
-  void device_rows(int task, const std::vector<int>& tables, std::int64_t segment,
-                   std::vector<std::int64_t>& rows_out, std::vector<std::int64_t>& segment_out) const {
+  void device_rows(int task, const std::vector<int>& tables, std::int64_t segment, std::vector<std::int64_t>& rows_out,
+                   std::vector<std::int64_t>& segment_out) const {
     if (tables.empty()) {
       rows_out.push_back(zero_row);
       segment_out.push_back(segment);
@@ -103,18 +103,19 @@ struct FeatureBank {
 struct DeviceSample {
   int task = 0;
   std::vector<int> tables;
-  float fw = 0, bw = 0, comm = 0;   // measured fw compute, bw compute, bw all-to-all (ms)
+  float fw = 0, bw = 0, comm = 0;  // measured fw compute, bw compute, bw all-to-all (ms)
 };
 
 struct PlanSample {
   int task = 0;
   std::vector<std::vector<int>> devices;
-  float step = 0;                   // the plan's step objective (cost/breakdown.h), as judged
+  float step = 0;  // the plan's step objective (cost/breakdown.h), as judged
 };
 
 Json buffers_json(const std::vector<DeviceSample>& d, const std::vector<PlanSample>& p) {
   Json devices = Json::array(), plans = Json::array();
-  for (const DeviceSample& s : d) devices.push_back({{"task", s.task}, {"tables", s.tables}, {"fw", s.fw}, {"bw", s.bw}, {"comm", s.comm}});
+  for (const DeviceSample& s : d)
+    devices.push_back({{"task", s.task}, {"tables", s.tables}, {"fw", s.fw}, {"bw", s.bw}, {"comm", s.comm}});
   for (const PlanSample& s : p) plans.push_back({{"task", s.task}, {"devices", s.devices}, {"step", s.step}});
   return {{"devices", devices}, {"plans", plans}};
 }
@@ -125,7 +126,8 @@ void read_buffers(const Json& j, std::vector<DeviceSample>& d, std::vector<PlanS
                  s.at("bw").get<float>(), s.at("comm").get<float>()});
   }
   for (const Json& s : j.at("plans")) {
-    p.push_back({s.at("task").get<int>(), s.at("devices").get<std::vector<std::vector<int>>>(), s.at("step").get<float>()});
+    p.push_back(
+        {s.at("task").get<int>(), s.at("devices").get<std::vector<std::vector<int>>>(), s.at("step").get<float>()});
   }
 }
 
@@ -143,8 +145,8 @@ class DreamShardTrainer {
  public:
   DreamShardTrainer(const PolicyTrainSetup& setup, const DreamShardTrainOptions& o, const Context& ctx)
       : setup_(setup), o_(o), ctx_(ctx), scaling_(training_scaling(setup.tasks, o.features)),
-        bank_(setup.tasks, scaling_), nets_(setup.seed),
-        parameters_(nets_.parameters()), optimizer_(parameters_, torch::optim::AdamOptions(o.learning_rate)) {
+        bank_(setup.tasks, scaling_), nets_(setup.seed), parameters_(nets_.parameters()),
+        optimizer_(parameters_, torch::optim::AdamOptions(o.learning_rate)) {
     provenance_ = learn::start_provenance(setup);
     provenance_.options = options_record(o);
   }
@@ -163,13 +165,15 @@ class DreamShardTrainer {
       iteration_ = it + 1;
       provenance_.iterations = iteration_;
       provenance_.wall_s = wall_before + (now_ms() - start) / 1000.0;
-      provenance_.metrics = {{"mean_real_step_ms", real_step}, {"cost_loss", cost_loss},
-                             {"rl_predicted_step_ms", predicted}, {"cost_updates", cost_updates_}};
+      provenance_.metrics = {{"mean_real_step_ms", real_step},
+                             {"cost_loss", cost_loss},
+                             {"rl_predicted_step_ms", predicted},
+                             {"cost_updates", cost_updates_}};
       if (o_.keep == DreamShardKeep::kBest) consider_for_keeping(it);
-      ctx_.debug(concat("dreamshard: iteration ", iteration_, "/", o_.iterations, ": mean real step ",
-                       real_step, " ms over ", o_.collect_episodes, " plans, cost loss ", cost_loss,
-                       ", RL predicted step ", predicted, " ms, ", provenance_.real_evaluations,
-                       " real evaluations, ", provenance_.wall_s, " s"));
+      ctx_.debug(concat("dreamshard: iteration ", iteration_, "/", o_.iterations, ": mean real step ", real_step,
+                        " ms over ", o_.collect_episodes, " plans, cost loss ", cost_loss, ", RL predicted step ",
+                        predicted, " ms, ", provenance_.real_evaluations, " real evaluations, ", provenance_.wall_s,
+                        " s"));
       save();
       progress.advance();
     }
@@ -184,17 +188,15 @@ class DreamShardTrainer {
     for (auto& group : optimizer_.param_groups()) static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
   }
 
-  [[nodiscard]] int random_task(Rng& rng) const {
-    return static_cast<int>(rng.below(setup_.tasks.size()));
-  }
+  [[nodiscard]] int random_task(Rng& rng) const { return static_cast<int>(rng.below(setup_.tasks.size())); }
 
   /** One episode sampled from the current policy over legal devices, with what it saw. */
   struct SampledEpisode {
     int task = 0;
     DreamShardEpisode episode;
-    std::vector<int> actions;                                    // device per step
-    std::vector<std::vector<std::array<float, 3>>> costs;        // per step, per device: the policy's cost inputs
-    bool complete = false;                                       // false: a table found no legal device
+    std::vector<int> actions;                              // device per step
+    std::vector<std::vector<std::array<float, 3>>> costs;  // per step, per device: the policy's cost inputs
+    bool complete = false;                                 // false: a table found no legal device
   };
 
   SampledEpisode sample_episode(int task_index, Rng& rng) {
@@ -227,8 +229,9 @@ class DreamShardTrainer {
         ctx_.warn(concat("dreamshard: a sampled plan of task '", task.id, "' ran out of memory; dropped"));
         continue;
       }
-      const CostBreakdown breakdown = setup_.judge.judge(
-          task, s.episode.state().plan(), static_cast<std::uint64_t>(provenance_.real_evaluations - greedy_evaluations_), ctx_);
+      const CostBreakdown breakdown =
+          setup_.judge.judge(task, s.episode.state().plan(),
+                             static_cast<std::uint64_t>(provenance_.real_evaluations - greedy_evaluations_), ctx_);
       ++provenance_.real_evaluations;
       PlanSample plan{s.task, {}, static_cast<float>(objective_value(breakdown, Objective::kStep))};
       for (int d = 0; d < s.episode.state().num_devices(); ++d) {
@@ -298,7 +301,8 @@ class DreamShardTrainer {
 
   static std::vector<std::size_t> held_out_part(std::size_t n) {
     std::vector<std::size_t> picked;
-    for (std::size_t i = 0; i < n; ++i) if (held_out(i, n)) picked.push_back(i);
+    for (std::size_t i = 0; i < n; ++i)
+      if (held_out(i, n)) picked.push_back(i);
     return picked;
   }
 
@@ -365,7 +369,7 @@ class DreamShardTrainer {
     const Task& task = setup_.tasks[static_cast<std::size_t>(batch.front().task)];
     const auto tables = static_cast<std::int64_t>(task.workload.tables.size());
     const auto devices = static_cast<std::int64_t>(task.topology.num_devices());
-    std::vector<float> membership, empty, costs, rewards;   // [S, D, T], [S, D], [S, D, 3], [S]
+    std::vector<float> membership, empty, costs, rewards;  // [S, D, T], [S, D], [S, D, 3], [S]
     std::vector<std::int64_t> actions;
     for (std::size_t e = 0; e < batch.size(); ++e) {
       const SampledEpisode& s = batch[e];
@@ -389,12 +393,13 @@ class DreamShardTrainer {
     }
     const auto steps = static_cast<std::int64_t>(actions.size());
     const torch::Tensor x = bank_.rows.narrow(0, bank_.offset[static_cast<std::size_t>(batch.front().task)], tables);
-    const torch::Tensor enc = nets_[kPolicyTable]->forward(x);                                    // [T, 32]
-    const torch::Tensor zero = nets_[kPolicyTable]->forward(torch::zeros({1, kNumTableFeatures})); // [1, 32]
+    const torch::Tensor enc = nets_[kPolicyTable]->forward(x);                                      // [T, 32]
+    const torch::Tensor zero = nets_[kPolicyTable]->forward(torch::zeros({1, kNumTableFeatures}));  // [1, 32]
     const torch::Tensor m = torch::from_blob(membership.data(), {steps, devices, tables}, torch::kFloat);
     const torch::Tensor em = torch::from_blob(empty.data(), {steps, devices, 1}, torch::kFloat);
-    const torch::Tensor e = torch::matmul(m, enc) + em * zero;                                    // [S, D, 32]
-    const torch::Tensor c = nets_[kPolicyCost]->forward(torch::from_blob(costs.data(), {steps, devices, 3}, torch::kFloat));
+    const torch::Tensor e = torch::matmul(m, enc) + em * zero;  // [S, D, 32]
+    const torch::Tensor c =
+        nets_[kPolicyCost]->forward(torch::from_blob(costs.data(), {steps, devices, 3}, torch::kFloat));
     const torch::Tensor logits = nets_[kPolicyHead]->forward(torch::cat({e, c}, 2)).squeeze(2);  // [S, D]
     const torch::Tensor logp = torch::log_softmax(logits, 1);
     torch::Tensor r = torch::tensor(rewards);
@@ -412,7 +417,7 @@ class DreamShardTrainer {
     for (int b = 0; b < o_.rl_batches; ++b) {
       const int task_index = random_task(rng);
       std::vector<SampledEpisode> batch;
-      std::vector<float> reward;   // minus the predicted step, per episode
+      std::vector<float> reward;  // minus the predicted step, per episode
       for (int e = 0; e < o_.rl_episodes; ++e) {
         SampledEpisode s = sample_episode(task_index, rng);
         if (!s.complete) continue;
@@ -461,8 +466,10 @@ class DreamShardTrainer {
   /** After iteration `it`: judges the policy's arg-max plans and keeps it if they are the best so far. */
   void consider_for_keeping(int it) {
     const std::optional<double> step = greedy_real_step(it);
-    if (step) provenance_.metrics["greedy_real_step_ms"] = *step;
-    else provenance_.metrics.erase("greedy_real_step_ms");
+    if (step)
+      provenance_.metrics["greedy_real_step_ms"] = *step;
+    else
+      provenance_.metrics.erase("greedy_real_step_ms");
     if (step && (!kept_ || *step < best_greedy_step_)) {
       best_greedy_step_ = *step;
       kept_iteration_ = it + 1;
@@ -489,13 +496,18 @@ class DreamShardTrainer {
     std::filesystem::create_directories(dir);
     torch::save(parameters_, dir + "/nets.pt.tmp");
     torch::save(optimizer_, dir + "/optimizer.pt.tmp");
-    Json state = {{"kind", "dreamshard"}, {"tasks_sha256", provenance_.tasks_sha256}, {"iteration", iteration_},
-                  {"real_evaluations", provenance_.real_evaluations}, {"env_steps", provenance_.env_steps},
-                  {"wall_s", provenance_.wall_s}, {"options", resumable_options()},
+    Json state = {{"kind", "dreamshard"},
+                  {"tasks_sha256", provenance_.tasks_sha256},
+                  {"iteration", iteration_},
+                  {"real_evaluations", provenance_.real_evaluations},
+                  {"env_steps", provenance_.env_steps},
+                  {"wall_s", provenance_.wall_s},
+                  {"options", resumable_options()},
                   {"buffers", buffers_json(devices_, plans_)}};
     state["greedy_evaluations"] = greedy_evaluations_;
     if (kept_) {
-      state["kept"] = {{"iteration", kept_iteration_}, {"greedy_real_step_ms", best_greedy_step_},
+      state["kept"] = {{"iteration", kept_iteration_},
+                       {"greedy_real_step_ms", best_greedy_step_},
                        {"policy", Json::parse(dreamshard_policy_json(policy))}};
     }
     std::filesystem::rename(dir + "/nets.pt.tmp", dir + "/nets.pt");
@@ -513,7 +525,8 @@ class DreamShardTrainer {
       EMBSHARD_CHECK(state.at("kind") == "dreamshard", dir, ": not a dreamshard checkpoint");
       EMBSHARD_CHECK(state.at("tasks_sha256") == provenance_.tasks_sha256, dir,
                      ": the checkpoint was made for other training tasks");
-      if (state.contains("options")) check_same_options(dir, state.at("options").get<std::map<std::string, std::string>>());
+      if (state.contains("options"))
+        check_same_options(dir, state.at("options").get<std::map<std::string, std::string>>());
       iteration_ = state.at("iteration").get<int>();
       provenance_.real_evaluations = state.at("real_evaluations").get<std::int64_t>();
       provenance_.env_steps = state.at("env_steps").get<std::int64_t>();
@@ -557,22 +570,22 @@ class DreamShardTrainer {
   const PolicyTrainSetup& setup_;
   DreamShardTrainOptions o_;
   const Context& ctx_;
-  FeatureScaler scaling_;                   // how tables are normalised (also written to the policy)
+  FeatureScaler scaling_;  // how tables are normalised (also written to the policy)
   FeatureBank bank_;
   TorchNets nets_;
-  std::vector<torch::Tensor> parameters_;   // of nets_, in one order (optimiser, checkpoints)
+  std::vector<torch::Tensor> parameters_;  // of nets_, in one order (optimiser, checkpoints)
   torch::optim::Adam optimizer_;
   PolicyTraining provenance_;
-  DreamShardNet net_;                       // plain C++ copy of nets_, refreshed after each update
+  DreamShardNet net_;  // plain C++ copy of nets_, refreshed after each update
   std::vector<DeviceSample> devices_;
   std::vector<PlanSample> plans_;
   int iteration_ = 0;
-  int cost_updates_ = 0;                    // of the last iteration (train_cost)
+  int cost_updates_ = 0;  // of the last iteration (train_cost)
   // keep = best: the policy written, the iteration it is from and its arg-max plans' mean step
   std::optional<DreamShardNet> kept_;
   int kept_iteration_ = 0;
   double best_greedy_step_ = 0.0;
-  std::int64_t greedy_evaluations_ = 0;     // of real_evaluations, those of the arg-max plans
+  std::int64_t greedy_evaluations_ = 0;  // of real_evaluations, those of the arg-max plans
 };
 
 }  // namespace
@@ -598,12 +611,18 @@ DreamShardReward parse_dreamshard_reward(const std::string& name) {
 }
 
 std::map<std::string, std::string> options_record(const DreamShardTrainOptions& o) {
-  return {{"iterations", std::to_string(o.iterations)}, {"collect", std::to_string(o.collect_episodes)},
-          {"cost-steps", std::to_string(o.cost_steps)}, {"cost-batch", std::to_string(o.batch)},
-          {"rl-batches", std::to_string(o.rl_batches)}, {"episodes", std::to_string(o.rl_episodes)},
-          {"lr", concat(o.learning_rate)},              {"entropy", concat(o.entropy_weight)},
-          {"features", to_string(o.features)},          {"cost-patience", std::to_string(o.cost_patience)},
-          {"reward", to_string(o.reward)},                {"keep", to_string(o.keep)}};
+  return {{"iterations", std::to_string(o.iterations)},
+          {"collect", std::to_string(o.collect_episodes)},
+          {"cost-steps", std::to_string(o.cost_steps)},
+          {"cost-batch", std::to_string(o.batch)},
+          {"rl-batches", std::to_string(o.rl_batches)},
+          {"episodes", std::to_string(o.rl_episodes)},
+          {"lr", concat(o.learning_rate)},
+          {"entropy", concat(o.entropy_weight)},
+          {"features", to_string(o.features)},
+          {"cost-patience", std::to_string(o.cost_patience)},
+          {"reward", to_string(o.reward)},
+          {"keep", to_string(o.keep)}};
 }
 
 std::string find_error_in_options(const DreamShardTrainOptions& o) {
@@ -627,7 +646,8 @@ std::string train_dreamshard(const PolicyTrainSetup& setup, const DreamShardTrai
   if (const std::string problem = find_error_in_options(options); !problem.empty()) {
     throw Error("train dreamshard: " + problem);
   }
-  EMBSHARD_CHECK(!setup.tasks.empty() && setup.tasks.size() == setup.task_paths.size(), "train dreamshard: no training task");
+  EMBSHARD_CHECK(!setup.tasks.empty() && setup.tasks.size() == setup.task_paths.size(),
+                 "train dreamshard: no training task");
   for (std::size_t i = 0; i < setup.tasks.size(); ++i) {
     const std::string problem = learn::why_no_plan_fits(setup.tasks[i]);
     EMBSHARD_CHECK(problem.empty(), "train dreamshard: ", setup.task_paths[i], ": ", problem);

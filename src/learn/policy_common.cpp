@@ -52,8 +52,8 @@ PolicyTraining start_provenance(const PolicyTrainSetup& setup) {
   t.device_kind = setup.tasks.front().topology.device_kind;
   for (const Task& task : setup.tasks) {
     EMBSHARD_CHECK(task.topology.device_kind == t.device_kind, "train: task '", task.id, "' has '",
-                   task.topology.device_kind, "' devices but task '", setup.tasks.front().id, "' has '",
-                   t.device_kind, "': train one policy per kind of device");
+                   task.topology.device_kind, "' devices but task '", setup.tasks.front().id, "' has '", t.device_kind,
+                   "': train one policy per kind of device");
     t.devices = std::max(t.devices, task.topology.num_devices());
   }
   t.backend = setup.judge.backend;
@@ -73,8 +73,10 @@ std::string why_no_plan_fits(const Task& task) {
   }
   for (const TableSpec& t : task.workload.tables) {
     if (t.size_bytes() > largest) {
-      return detail::concat("table '", t.name, "' (", t.size_bytes(), " bytes) is larger than every device's HBM (the "
-                            "largest holds ", largest, " bytes): every action would be illegal");
+      return detail::concat("table '", t.name, "' (", t.size_bytes(),
+                            " bytes) is larger than every device's HBM (the "
+                            "largest holds ",
+                            largest, " bytes): every action would be illegal");
     }
   }
   if (task.workload.total_bytes() > total) {

@@ -132,9 +132,8 @@ MilpResult solve_with_cbc(const MilpModel& model, const CbcOptions& options) {
     const std::string seconds = format_double(std::max(options.time_limit_s - spent, 0.01));
     const std::string gap = format_double(options.relative_gap);
     const std::string log_level = options.log ? "1" : "0";
-    std::vector<const char*> argv = {"embshard", "-log",      log_level.c_str(),
-                                     "-timeMode", "elapsed",  "-sec",
-                                     seconds.c_str(), "-ratioGap", gap.c_str()};
+    std::vector<const char*> argv = {"embshard", "-log",          log_level.c_str(), "-timeMode", "elapsed",
+                                     "-sec",     seconds.c_str(), "-ratioGap",       gap.c_str()};
     for (const std::string& a : options.extra_args) argv.push_back(a.c_str());
     argv.push_back("-solve");
     argv.push_back("-quit");
@@ -147,8 +146,7 @@ MilpResult solve_with_cbc(const MilpModel& model, const CbcOptions& options) {
     cbc.setAllowableGap(1e-10);
     if (warm_ok) {
       cbc.setBestSolution(model.initial_solution.data(), n,
-                          model.objective_value(model.initial_solution) - model.objective_offset,
-                          true);
+                          model.objective_value(model.initial_solution) - model.objective_offset, true);
     }
     // The root LP first (branchAndBound reuses its basis): bare branchAndBound reports an
     // unbounded relaxation as infeasible.
@@ -187,8 +185,7 @@ MilpResult solve_with_cbc(const MilpModel& model, const CbcOptions& options) {
   const bool proven_optimal = cbc.isProvenOptimal();
   // A search stopped by the clock has proven nothing about feasibility.
   const bool proven_infeasible = cbc.isProvenInfeasible() && !cbc.isSecondsLimitReached();
-  const bool unbounded = cbc.isContinuousUnbounded() || cbc.secondaryStatus() == 7 ||
-                         plain_unbounded;
+  const bool unbounded = cbc.isContinuousUnbounded() || cbc.secondaryStatus() == 7 || plain_unbounded;
   const bool abandoned = cbc.isAbandoned();
   double bound = cbc.getBestPossibleObjValue();
   if (!std::isfinite(bound) || std::abs(bound) >= 1e50) bound = -kMilpInfinity;
@@ -213,8 +210,7 @@ MilpResult solve_with_cbc(const MilpModel& model, const CbcOptions& options) {
     }
     result.relative_gap = result.best_bound == -kMilpInfinity
                               ? kMilpInfinity
-                              : (result.objective - result.best_bound) /
-                                    std::max(std::abs(result.objective), 1e-10);
+                              : (result.objective - result.best_bound) / std::max(std::abs(result.objective), 1e-10);
     const std::string why = check_solution(model, result.values, 1e-6);
     if (!why.empty()) result.message = "solution check: " + why;
     if (proven_infeasible) result.status = MilpStatus::kFeasible;

@@ -39,14 +39,12 @@ const char* to_string(MilpStatus status) {
   return "?";
 }
 
-int MilpModel::add_variable(std::string name, MilpVarType type, double lower, double upper,
-                            double objective) {
+int MilpModel::add_variable(std::string name, MilpVarType type, double lower, double upper, double objective) {
   variables.push_back({std::move(name), type, lower, upper, objective});
   return static_cast<int>(variables.size()) - 1;
 }
 
-int MilpModel::add_constraint(std::string name, std::vector<MilpTerm> terms, MilpSense sense,
-                              double rhs) {
+int MilpModel::add_constraint(std::string name, std::vector<MilpTerm> terms, MilpSense sense, double rhs) {
   constraints.push_back({std::move(name), std::move(terms), sense, rhs});
   return static_cast<int>(constraints.size()) - 1;
 }
@@ -65,8 +63,7 @@ std::string describe_var(const MilpModel& model, int j) {
 }
 
 std::string describe_row(const MilpModel& model, int r) {
-  return detail::concat("constraint ", r, " '", model.constraints[static_cast<std::size_t>(r)].name,
-                        "'");
+  return detail::concat("constraint ", r, " '", model.constraints[static_cast<std::size_t>(r)].name, "'");
 }
 
 }  // namespace
@@ -87,20 +84,17 @@ std::string find_error_in_model(const MilpModel& model) {
       return detail::concat(describe_var(model, j), ": bound is NaN");
     }
     if (v.lower == kMilpInfinity || v.upper == -kMilpInfinity) {
-      return detail::concat(describe_var(model, j), ": bounds [", v.lower, ", ", v.upper,
-                            "] leave no finite value");
+      return detail::concat(describe_var(model, j), ": bounds [", v.lower, ", ", v.upper, "] leave no finite value");
     }
     if (v.lower > v.upper) {
-      return detail::concat(describe_var(model, j), ": lower bound ", v.lower,
-                            " is above upper bound ", v.upper);
+      return detail::concat(describe_var(model, j), ": lower bound ", v.lower, " is above upper bound ", v.upper);
     }
     if (v.type == MilpVarType::kBinary && (v.lower < 0.0 || v.upper > 1.0)) {
       return detail::concat(describe_var(model, j), ": binary bounds [", v.lower, ", ", v.upper,
                             "] are not within [0, 1]");
     }
     if (!std::isfinite(v.objective)) {
-      return detail::concat(describe_var(model, j), ": objective coefficient is not finite (",
-                            v.objective, ")");
+      return detail::concat(describe_var(model, j), ": objective coefficient is not finite (", v.objective, ")");
     }
   }
   names.clear();
@@ -117,8 +111,7 @@ std::string find_error_in_model(const MilpModel& model) {
     for (std::size_t k = 0; k < c.terms.size(); ++k) {
       const MilpTerm& t = c.terms[k];
       if (t.var < 0 || t.var >= n) {
-        return detail::concat(describe_row(model, r), ": term ", k, " names variable ", t.var,
-                              ", outside 0..", n - 1);
+        return detail::concat(describe_row(model, r), ": term ", k, " names variable ", t.var, ", outside 0..", n - 1);
       }
       if (!std::isfinite(t.coef)) {
         return detail::concat(describe_row(model, r), ": coefficient of ", describe_var(model, t.var),
@@ -126,21 +119,18 @@ std::string find_error_in_model(const MilpModel& model) {
       }
       int& seen = seen_in_row[static_cast<std::size_t>(t.var)];
       if (seen == r) {
-        return detail::concat(describe_row(model, r), ": ", describe_var(model, t.var),
-                              " appears twice");
+        return detail::concat(describe_row(model, r), ": ", describe_var(model, t.var), " appears twice");
       }
       seen = r;
     }
   }
   if (!model.initial_solution.empty()) {
     if (model.initial_solution.size() != model.variables.size()) {
-      return detail::concat("initial_solution has ", model.initial_solution.size(),
-                            " values for ", n, " variables");
+      return detail::concat("initial_solution has ", model.initial_solution.size(), " values for ", n, " variables");
     }
     for (int j = 0; j < n; ++j) {
       if (!std::isfinite(model.initial_solution[static_cast<std::size_t>(j)])) {
-        return detail::concat("initial_solution: value of ", describe_var(model, j),
-                              " is not finite");
+        return detail::concat("initial_solution: value of ", describe_var(model, j), " is not finite");
       }
     }
   }
@@ -149,16 +139,14 @@ std::string find_error_in_model(const MilpModel& model) {
 
 std::string check_solution(const MilpModel& model, const std::vector<double>& values, double tol) {
   if (values.size() != model.variables.size()) {
-    return detail::concat("solution has ", values.size(), " values for ", model.variables.size(),
-                          " variables");
+    return detail::concat("solution has ", values.size(), " values for ", model.variables.size(), " variables");
   }
   for (int j = 0; j < model.num_variables(); ++j) {
     const MilpVariable& v = model.variables[static_cast<std::size_t>(j)];
     const double x = values[static_cast<std::size_t>(j)];
     if (!std::isfinite(x)) return detail::concat(describe_var(model, j), " = ", x, " is not finite");
     if (x < v.lower - tol || x > v.upper + tol) {
-      return detail::concat(describe_var(model, j), " = ", x, " is outside its bounds [", v.lower,
-                            ", ", v.upper, "]");
+      return detail::concat(describe_var(model, j), " = ", x, " is outside its bounds [", v.lower, ", ", v.upper, "]");
     }
     if (v.type != MilpVarType::kContinuous && std::abs(x - std::round(x)) > tol) {
       return detail::concat(describe_var(model, j), " = ", x, " is not integral");
@@ -178,8 +166,8 @@ std::string check_solution(const MilpModel& model, const std::vector<double>& va
     if (!ok) {
       std::ostringstream out;
       out.precision(12);
-      out << describe_row(model, r) << " is violated: activity " << activity << ' '
-          << to_string(c.sense) << ' ' << c.rhs << " does not hold";
+      out << describe_row(model, r) << " is violated: activity " << activity << ' ' << to_string(c.sense) << ' '
+          << c.rhs << " does not hold";
       return out.str();
     }
   }

@@ -24,9 +24,7 @@ std::string table_label(const RecShardInput& input, std::size_t j) {
 }
 
 /** Bytes a lookup reads: the row's weights. */
-std::int64_t weight_row_bytes(const RecShardTable& t) {
-  return static_cast<std::int64_t>(t.dim) * t.bytes_per_element;
-}
+std::int64_t weight_row_bytes(const RecShardTable& t) { return static_cast<std::int64_t>(t.dim) * t.bytes_per_element; }
 
 /** Bytes a row occupies: its weights and its optimizer state. */
 std::int64_t row_bytes(const RecShardTable& t) { return weight_row_bytes(t) + t.state_bytes_per_row; }
@@ -71,8 +69,8 @@ const char* to_string(RecShardSymmetry symmetry) {
 }
 
 std::int64_t recshard_hbm_rows(const RecShardTable& table, int step) {
-  EMBSHARD_CHECK(step >= 0 && step <= steps_of(table), "table '", table.name, "': step ", step,
-                 " is outside 0..", steps_of(table));
+  EMBSHARD_CHECK(step >= 0 && step <= steps_of(table), "table '", table.name, "': step ", step, " is outside 0..",
+                 steps_of(table));
   const double v = table.icdf[static_cast<std::size_t>(step)] * static_cast<double>(table.rows);
   const double nearest = std::round(v);
   const double rows = std::abs(v - nearest) <= 1e-6 ? nearest : std::ceil(v);
@@ -81,11 +79,9 @@ std::int64_t recshard_hbm_rows(const RecShardTable& table, int step) {
 
 double recshard_table_cost_ms(const RecShardInput& input, int table, int step) {
   const RecShardTable& t = input.tables.at(static_cast<std::size_t>(table));
-  EMBSHARD_CHECK(step >= 0 && step <= steps_of(t), "table '", t.name, "': step ", step,
-                 " is outside 0..", steps_of(t));
+  EMBSHARD_CHECK(step >= 0 && step <= steps_of(t), "table '", t.name, "': step ", step, " is outside 0..", steps_of(t));
   const double pct = static_cast<double>(step) / steps_of(t);
-  const double demand = t.pooling * static_cast<double>(weight_row_bytes(t)) *
-                        static_cast<double>(input.batch_size);
+  const double demand = t.pooling * static_cast<double>(weight_row_bytes(t)) * static_cast<double>(input.batch_size);
   return 1e3 * demand * (pct / input.hbm_bytes_per_s + (1.0 - pct) / input.uvm_bytes_per_s);
 }
 
@@ -93,12 +89,10 @@ std::string find_error_in_recshard_input(const RecShardInput& input) {
   if (input.tables.empty()) return "no tables";
   if (input.gpus.empty()) return "no GPUs";
   if (!(std::isfinite(input.hbm_bytes_per_s) && input.hbm_bytes_per_s > 0.0)) {
-    return detail::concat("hbm_bytes_per_s must be positive and finite (got ", input.hbm_bytes_per_s,
-                          ")");
+    return detail::concat("hbm_bytes_per_s must be positive and finite (got ", input.hbm_bytes_per_s, ")");
   }
   if (!(std::isfinite(input.uvm_bytes_per_s) && input.uvm_bytes_per_s > 0.0)) {
-    return detail::concat("uvm_bytes_per_s must be positive and finite (got ", input.uvm_bytes_per_s,
-                          ")");
+    return detail::concat("uvm_bytes_per_s must be positive and finite (got ", input.uvm_bytes_per_s, ")");
   }
   if (input.batch_size <= 0) {
     return detail::concat("batch_size must be positive (got ", input.batch_size, ")");
@@ -120,12 +114,10 @@ std::string find_error_in_recshard_input(const RecShardInput& input) {
     if (t.rows <= 0) return detail::concat(where, ": rows must be positive (got ", t.rows, ")");
     if (t.dim <= 0) return detail::concat(where, ": dim must be positive (got ", t.dim, ")");
     if (t.bytes_per_element <= 0 || t.bytes_per_element > 16) {
-      return detail::concat(where, ": bytes_per_element must be in 1..16 (got ", t.bytes_per_element,
-                            ")");
+      return detail::concat(where, ": bytes_per_element must be in 1..16 (got ", t.bytes_per_element, ")");
     }
     if (t.rows > kMaxTableBytes / row_bytes(t)) {
-      return detail::concat(where, ": ", t.rows, " rows of ", row_bytes(t),
-                            " bytes exceed 2^50 bytes");
+      return detail::concat(where, ": ", t.rows, " rows of ", row_bytes(t), " bytes exceed 2^50 bytes");
     }
     if (!(std::isfinite(t.pooling) && t.pooling >= 0.0)) {
       return detail::concat(where, ": pooling must be >= 0 and finite (got ", t.pooling, ")");
@@ -134,18 +126,16 @@ std::string find_error_in_recshard_input(const RecShardInput& input) {
       return detail::concat(where, ": coverage must be in [0, 1] (got ", t.coverage, ")");
     }
     if (t.icdf.size() < 2) {
-      return detail::concat(where, ": icdf needs at least 2 points (0% and 100% of the accesses), got ",
-                            t.icdf.size());
+      return detail::concat(where, ": icdf needs at least 2 points (0% and 100% of the accesses), got ", t.icdf.size());
     }
     for (std::size_t i = 0; i < t.icdf.size(); ++i) {
       const double v = t.icdf[i];
       if (!(v >= 0.0 && v <= 1.0)) {
-        return detail::concat(where, ": icdf step ", i, " is ", v,
-                              ", not a share of rows in [0, 1]");
+        return detail::concat(where, ": icdf step ", i, " is ", v, ", not a share of rows in [0, 1]");
       }
       if (i > 0 && v < t.icdf[i - 1]) {
-        return detail::concat(where, ": icdf is not monotone: step ", i, " (", v,
-                              ") is below step ", i - 1, " (", t.icdf[i - 1], ")");
+        return detail::concat(where, ": icdf is not monotone: step ", i, " (", v, ") is below step ", i - 1, " (",
+                              t.icdf[i - 1], ")");
       }
     }
   }
@@ -176,20 +166,19 @@ std::string find_error_in_recshard_input(const RecShardInput& input) {
   return "";
 }
 
-RecShardSolution evaluate_recshard(const RecShardInput& input,
-                                   const std::vector<RecShardChoice>& choices) {
+RecShardSolution evaluate_recshard(const RecShardInput& input, const std::vector<RecShardChoice>& choices) {
   check_input(input);
-  EMBSHARD_CHECK(choices.size() == input.tables.size(), "RecShard: ", choices.size(),
-                 " choices for ", input.tables.size(), " tables");
+  EMBSHARD_CHECK(choices.size() == input.tables.size(), "RecShard: ", choices.size(), " choices for ",
+                 input.tables.size(), " tables");
   RecShardSolution s;
   s.gpus.assign(input.gpus.size(), {});
   for (std::size_t j = 0; j < choices.size(); ++j) {
     const RecShardTable& t = input.tables[j];
     const RecShardChoice& c = choices[j];
-    EMBSHARD_CHECK(c.gpu >= 0 && c.gpu < static_cast<int>(input.gpus.size()), table_label(input, j),
-                   ": gpu ", c.gpu, " is outside 0..", input.gpus.size() - 1);
-    EMBSHARD_CHECK(c.step >= 0 && c.step <= steps_of(t), table_label(input, j), ": step ", c.step,
-                   " is outside 0..", steps_of(t));
+    EMBSHARD_CHECK(c.gpu >= 0 && c.gpu < static_cast<int>(input.gpus.size()), table_label(input, j), ": gpu ", c.gpu,
+                   " is outside 0..", input.gpus.size() - 1);
+    EMBSHARD_CHECK(c.step >= 0 && c.step <= steps_of(t), table_label(input, j), ": step ", c.step, " is outside 0..",
+                   steps_of(t));
     RecShardTablePlacement p;
     p.gpu = c.gpu;
     p.step = c.step;
@@ -208,8 +197,8 @@ RecShardSolution evaluate_recshard(const RecShardInput& input,
   for (std::size_t m = 0; m < s.gpus.size(); ++m) {
     s.max_cost_ms = std::max(s.max_cost_ms, s.gpus[m].cost_ms);
     if (s.capacity_error.empty() && s.gpus[m].hbm_bytes > input.gpus[m].hbm_bytes) {
-      s.capacity_error = detail::concat("gpu ", m, ": HBM use ", s.gpus[m].hbm_bytes,
-                                        " bytes exceeds hbm_bytes ", input.gpus[m].hbm_bytes);
+      s.capacity_error = detail::concat("gpu ", m, ": HBM use ", s.gpus[m].hbm_bytes, " bytes exceeds hbm_bytes ",
+                                        input.gpus[m].hbm_bytes);
     }
     if (s.capacity_error.empty() && s.gpus[m].host_bytes > input.gpus[m].host_bytes) {
       s.capacity_error = detail::concat("gpu ", m, ": host memory use ", s.gpus[m].host_bytes,
@@ -229,8 +218,7 @@ std::optional<std::vector<RecShardChoice>> recshard_greedy(const RecShardInput& 
   for (std::size_t j = 0; j < num_tables; ++j) {
     all_uvm[j] = input.tables[j].coverage * recshard_table_cost_ms(input, static_cast<int>(j), 0);
   }
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return all_uvm[a] > all_uvm[b]; });
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return all_uvm[a] > all_uvm[b]; });
 
   std::vector<double> load(num_gpus, 0.0);
   std::vector<std::int64_t> hbm_free(num_gpus), host_free(num_gpus);
@@ -269,8 +257,7 @@ std::optional<std::vector<RecShardChoice>> recshard_greedy(const RecShardInput& 
   return choices;
 }
 
-std::vector<RecShardChoice> recshard_canonical(const RecShardInput& input,
-                                               std::vector<RecShardChoice> choices,
+std::vector<RecShardChoice> recshard_canonical(const RecShardInput& input, std::vector<RecShardChoice> choices,
                                                RecShardSymmetry symmetry) {
   if (symmetry == RecShardSymmetry::kNone) return choices;
   const RecShardSolution eval = evaluate_recshard(input, choices);
@@ -377,11 +364,10 @@ RecShardMilp build_recshard_milp(const RecShardInput& input, const RecShardOptio
     model.add_constraint(detail::concat("c6_t", j), terms, MilpSense::kEqual, 1.0);
 
     // (11): c_j − L_j (1/BW_HBM − 1/BW_UVM) pct_j = L_j / BW_UVM
-    const double demand = t.pooling * static_cast<double>(weight_row_bytes(t)) *
-                          static_cast<double>(input.batch_size);
+    const double demand = t.pooling * static_cast<double>(weight_row_bytes(t)) * static_cast<double>(input.batch_size);
     model.add_constraint(detail::concat("c11_t", j),
-                         {{r.table_cost[j], 1.0}, {r.pct[j], -demand * (inv_hbm - inv_uvm)}},
-                         MilpSense::kEqual, demand * inv_uvm);
+                         {{r.table_cost[j], 1.0}, {r.pct[j], -demand * (inv_hbm - inv_uvm)}}, MilpSense::kEqual,
+                         demand * inv_uvm);
 
     terms.clear();
     for (std::size_t m = 0; m < num_gpus; ++m) terms.push_back({r.hbm[j][m], 1.0});
@@ -392,18 +378,18 @@ RecShardMilp build_recshard_milp(const RecShardInput& input, const RecShardOptio
     terms.push_back({r.pct[j], -1.0});
     model.add_constraint(detail::concat("L2_t", j), terms, MilpSense::kEqual, 0.0);
     for (std::size_t m = 0; m < num_gpus; ++m) {
-      model.add_constraint(detail::concat("L1ub_t", j, "_g", m),
-                           {{r.hbm[j][m], 1.0}, {r.p[j][m], -mem_hi}}, MilpSense::kLessEqual, 0.0);
-      model.add_constraint(detail::concat("L2ub_t", j, "_g", m),
-                           {{r.hot[j][m], 1.0}, {r.p[j][m], -1.0}}, MilpSense::kLessEqual, 0.0);
+      model.add_constraint(detail::concat("L1ub_t", j, "_g", m), {{r.hbm[j][m], 1.0}, {r.p[j][m], -mem_hi}},
+                           MilpSense::kLessEqual, 0.0);
+      model.add_constraint(detail::concat("L2ub_t", j, "_g", m), {{r.hot[j][m], 1.0}, {r.p[j][m], -1.0}},
+                           MilpSense::kLessEqual, 0.0);
     }
   }
 
   // Per-GPU rows: (1), (9), (10), (12).
   for (std::size_t m = 0; m < num_gpus; ++m) {
     if (stopped()) return r;
-    model.add_constraint(detail::concat("c1_g", m), {{r.gpu_cost[m], 1.0}, {r.max_cost, -1.0}},
-                         MilpSense::kLessEqual, 0.0);
+    model.add_constraint(detail::concat("c1_g", m), {{r.gpu_cost[m], 1.0}, {r.max_cost, -1.0}}, MilpSense::kLessEqual,
+                         0.0);
     std::vector<MilpTerm> hbm_terms, host_terms, cost_terms;
     for (std::size_t j = 0; j < num_tables; ++j) {
       const RecShardTable& t = input.tables[j];
@@ -411,8 +397,8 @@ RecShardMilp build_recshard_milp(const RecShardInput& input, const RecShardOptio
       hbm_terms.push_back({r.hbm[j][m], 1.0});
       host_terms.push_back({r.p[j][m], emb_mib});
       host_terms.push_back({r.hbm[j][m], -1.0});
-      const double demand = t.coverage * t.pooling * static_cast<double>(row_bytes(t)) *
-                            static_cast<double>(input.batch_size);
+      const double demand =
+          t.coverage * t.pooling * static_cast<double>(row_bytes(t)) * static_cast<double>(input.batch_size);
       cost_terms.push_back({r.p[j][m], -demand * inv_uvm});
       cost_terms.push_back({r.hot[j][m], -demand * (inv_hbm - inv_uvm)});
     }
@@ -430,8 +416,7 @@ RecShardMilp build_recshard_milp(const RecShardInput& input, const RecShardOptio
       const auto g = static_cast<std::size_t>(members[rnk]);
       if (options.symmetry == RecShardSymmetry::kOrderedLoads && rnk + 1 < members.size()) {
         const auto next = static_cast<std::size_t>(members[rnk + 1]);
-        model.add_constraint(detail::concat("sym_g", g, "_g", next),
-                             {{r.gpu_cost[g], 1.0}, {r.gpu_cost[next], -1.0}},
+        model.add_constraint(detail::concat("sym_g", g, "_g", next), {{r.gpu_cost[g], 1.0}, {r.gpu_cost[next], -1.0}},
                              MilpSense::kGreaterEqual, 0.0);
       }
       if (options.symmetry == RecShardSymmetry::kTableIndex) {

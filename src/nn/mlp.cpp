@@ -35,8 +35,8 @@ Mlp::Mlp(std::string prefix, std::vector<Linear> layers, bool relu_last)
     EMBSHARD_CHECK(l.in > 0 && l.out > 0, parameter_name(i, "weight"), ": empty shape [", l.out, ", ", l.in, "]");
     EMBSHARD_CHECK(l.weight.size() == static_cast<std::size_t>(l.in) * static_cast<std::size_t>(l.out),
                    parameter_name(i, "weight"), ": ", l.weight.size(), " values for shape [", l.out, ", ", l.in, "]");
-    EMBSHARD_CHECK(l.bias.size() == static_cast<std::size_t>(l.out), parameter_name(i, "bias"), ": ",
-                   l.bias.size(), " values for shape [", l.out, "]");
+    EMBSHARD_CHECK(l.bias.size() == static_cast<std::size_t>(l.out), parameter_name(i, "bias"), ": ", l.bias.size(),
+                   " values for shape [", l.out, "]");
     EMBSHARD_CHECK(i == 0 || layers_[i - 1].out == l.in, parameter_name(i, "weight"), ": takes ", l.in,
                    " inputs but the layer before gives ", layers_[i - 1].out);
     widest_ = std::max({widest_, static_cast<std::size_t>(l.in), static_cast<std::size_t>(l.out)});

@@ -29,8 +29,8 @@ std::vector<double> read_numbers(const JsonNode& n, std::size_t size, double min
   return values;
 }
 
-std::vector<float> read_tensor(const JsonNode& parameters, const std::string& name,
-                               const std::vector<int>& shape, std::vector<std::string>& used) {
+std::vector<float> read_tensor(const JsonNode& parameters, const std::string& name, const std::vector<int>& shape,
+                               std::vector<std::string>& used) {
   const JsonNode t = parameters.at(name);
   t.only_keys({"shape", "data"});
   const std::vector<double> got = read_numbers(t.at("shape"), shape.size(), 0);
@@ -51,8 +51,8 @@ std::vector<float> read_tensor(const JsonNode& parameters, const std::string& na
   return data;
 }
 
-Mlp read_mlp(const JsonNode& parameters, const std::string& prefix, const std::vector<int>& widths,
-             bool relu_last, std::vector<std::string>& used) {
+Mlp read_mlp(const JsonNode& parameters, const std::string& prefix, const std::vector<int>& widths, bool relu_last,
+             std::vector<std::string>& used) {
   std::vector<Linear> layers;
   for (std::size_t i = 0; i + 1 < widths.size(); ++i) {
     Linear l;

@@ -27,8 +27,7 @@ std::string quoted(const std::string& name) { return "'" + detail::one_line(name
 std::string table_prefix(const std::string& name) { return "plan: table " + quoted(name); }
 
 std::string shard_prefix(const std::string& name, std::size_t index, const Shard& s) {
-  return table_prefix(name) + " shard " + std::to_string(index) + " (device " +
-         std::to_string(s.device) + ")";
+  return table_prefix(name) + " shard " + std::to_string(index) + " (device " + std::to_string(s.device) + ")";
 }
 
 std::string range(std::int64_t begin, std::int64_t end) {
@@ -37,15 +36,13 @@ std::string range(std::int64_t begin, std::int64_t end) {
 
 std::string gib_and_bytes(std::int64_t bytes) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.3f GiB (%lld bytes)",
-                static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0),
+  std::snprintf(buf, sizeof buf, "%.3f GiB (%lld bytes)", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0),
                 static_cast<long long>(bytes));
   return buf;
 }
 
 /// First problem of one shard on its own: device, bounds, alignment, HBM rows.
-std::string find_error_in_shard(const Task& task, const TableSpec& spec, std::size_t index,
-                                const Shard& s) {
+std::string find_error_in_shard(const Task& task, const TableSpec& spec, std::size_t index, const Shard& s) {
   const std::string at = shard_prefix(spec.name, index, s);
   const int num_devices = task.topology.num_devices();
   if (s.device < 0 || s.device >= num_devices)
@@ -55,8 +52,8 @@ std::string find_error_in_shard(const Task& task, const TableSpec& spec, std::si
     return at + ": rows " + range(s.row_begin, s.row_end) + " are not a non-empty range inside " +
            range(0, spec.num_rows());
   if (s.col_begin < 0 || s.col_begin >= s.col_end || s.col_end > spec.dim)
-    return at + ": columns " + range(s.col_begin, s.col_end) +
-           " are not a non-empty range inside " + range(0, spec.dim);
+    return at + ": columns " + range(s.col_begin, s.col_end) + " are not a non-empty range inside " +
+           range(0, spec.dim);
   if ((s.col_end - s.col_begin) % 4 != 0)
     return at + ": columns " + range(s.col_begin, s.col_end) + " are not a multiple of 4 wide";
   if (s.col_begin % 4 != 0)
@@ -68,8 +65,7 @@ std::string find_error_in_shard(const Task& task, const TableSpec& spec, std::si
 }
 
 /// First constraint of the task that the shard breaks (UVM, column split, row split).
-std::string find_constraint_error(const Task& task, const TableSpec& spec, std::size_t index,
-                                  const Shard& s) {
+std::string find_constraint_error(const Task& task, const TableSpec& spec, std::size_t index, const Shard& s) {
   const std::string at = shard_prefix(spec.name, index, s);
   const Constraints& c = task.constraints;
   if (!c.allow_uvm && s.rows_in_hbm() < s.num_rows())
@@ -79,8 +75,7 @@ std::string find_constraint_error(const Task& task, const TableSpec& spec, std::
     return at + ": columns " + range(s.col_begin, s.col_end) +
            " split the table but the task does not allow column splits";
   if (!c.allow_row_split && s.num_rows() < spec.num_rows())
-    return at + ": rows " + range(s.row_begin, s.row_end) +
-           " split the table but the task does not allow row splits";
+    return at + ": rows " + range(s.row_begin, s.row_end) + " split the table but the task does not allow row splits";
   return "";
 }
 
@@ -116,12 +111,11 @@ std::vector<Event> sorted_events(const std::vector<Shard>& shards) {
 }
 
 /// An active shard whose columns meet those of `s`, or shards.size(); `active` is disjoint.
-std::size_t overlapping_shard(const std::map<int, std::size_t>& active,
-                              const std::vector<Shard>& shards, const Shard& s) {
+std::size_t overlapping_shard(const std::map<int, std::size_t>& active, const std::vector<Shard>& shards,
+                              const Shard& s) {
   const auto next = active.lower_bound(s.col_begin);
   if (next != active.end() && next->first < s.col_end) return next->second;
-  if (next != active.begin() && shards[std::prev(next)->second].col_end > s.col_begin)
-    return std::prev(next)->second;
+  if (next != active.begin() && shards[std::prev(next)->second].col_end > s.col_begin) return std::prev(next)->second;
   return shards.size();
 }
 
@@ -135,8 +129,7 @@ std::string find_coverage_error(const TableSpec& spec, const std::vector<Shard>&
   std::map<int, std::size_t> active;  // col_begin -> shard
   std::int64_t width = 0;
   std::size_t e = 0;
-  for (std::int64_t row = 0; row < spec.num_rows();
-       row = e < events.size() ? events[e].row : spec.num_rows()) {
+  for (std::int64_t row = 0; row < spec.num_rows(); row = e < events.size() ? events[e].row : spec.num_rows()) {
     for (; e < events.size() && events[e].row == row; ++e) {
       const Shard& s = shards[events[e].shard];
       if (events[e].is_end) {
@@ -145,22 +138,22 @@ std::string find_coverage_error(const TableSpec& spec, const std::vector<Shard>&
         continue;
       }
       if (const std::size_t o = overlapping_shard(active, shards, s); o != shards.size())
-        return shard_prefix(spec.name, events[e].shard, s) + ": overlaps shard " +
-               std::to_string(o) + " (rows " + range(shards[o].row_begin, shards[o].row_end) +
-               ", columns " + range(shards[o].col_begin, shards[o].col_end) + ")";
+        return shard_prefix(spec.name, events[e].shard, s) + ": overlaps shard " + std::to_string(o) + " (rows " +
+               range(shards[o].row_begin, shards[o].row_end) + ", columns " +
+               range(shards[o].col_begin, shards[o].col_end) + ")";
       active.emplace(s.col_begin, events[e].shard);
       width += s.num_cols();
     }
     if (width != spec.dim)
-      return table_prefix(spec.name) + ": no shard covers row " + std::to_string(row) +
-             ", column " + std::to_string(first_gap(active, shards));
+      return table_prefix(spec.name) + ": no shard covers row " + std::to_string(row) + ", column " +
+             std::to_string(first_gap(active, shards));
   }
   return "";
 }
 
 /// What the sharding type needs that shard `s` lacks ({need, has}), or two empty strings.
-std::pair<std::string, std::string> type_mismatch(const Task& task, const TableSpec& spec,
-                                                  const TablePlacement& tp, const Shard& s) {
+std::pair<std::string, std::string> type_mismatch(const Task& task, const TableSpec& spec, const TablePlacement& tp,
+                                                  const Shard& s) {
   const bool row_wise = tp.type == ShardingType::kRowWise || tp.type == ShardingType::kTableRowWise;
   if (tp.type == ShardingType::kColumnWise && s.num_rows() != spec.num_rows())
     return {"shards that span all rows", "has rows " + range(s.row_begin, s.row_end)};
@@ -181,9 +174,9 @@ std::string find_grid_error(const std::string& at, const std::vector<Shard>& sha
     const auto& [a, ia] = ranges[i - 1];
     const auto& [b, ib] = ranges[i];
     if (a != b && b.first < a.second)
-      return at + " needs column blocks that shards share whole, but shard " + std::to_string(ib) +
-             " (columns " + range(b.first, b.second) + ") cuts across shard " + std::to_string(ia) +
-             " (columns " + range(a.first, a.second) + ")";
+      return at + " needs column blocks that shards share whole, but shard " + std::to_string(ib) + " (columns " +
+             range(b.first, b.second) + ") cuts across shard " + std::to_string(ia) + " (columns " +
+             range(a.first, a.second) + ")";
   }
   return "";
 }
@@ -197,8 +190,8 @@ std::string find_type_error(const Task& task, const TableSpec& spec, const Table
     const Shard& s = tp.shards[i];
     const auto [need, has] = type_mismatch(task, spec, tp, s);
     if (!need.empty())
-      return at + " needs " + need + ", but shard " + std::to_string(i) + " (device " +
-             std::to_string(s.device) + ") " + has;
+      return at + " needs " + need + ", but shard " + std::to_string(i) + " (device " + std::to_string(s.device) +
+             ") " + has;
   }
   return "";
 }
@@ -215,8 +208,8 @@ std::string find_replica_error(const Task& task, const TableSpec& spec, const Ta
     const Shard& s = tp.shards[i];
     const std::string shard = " shard " + std::to_string(i) + " (device " + std::to_string(s.device) + ")";
     if (s.row_begin != 0 || s.row_end != spec.num_rows() || s.col_begin != 0 || s.col_end != spec.dim)
-      return at + " needs whole copies, but" + shard + " has rows " + range(s.row_begin, s.row_end) +
-             ", columns " + range(s.col_begin, s.col_end);
+      return at + " needs whole copies, but" + shard + " has rows " + range(s.row_begin, s.row_end) + ", columns " +
+             range(s.col_begin, s.col_end);
     if (s.rows_in_hbm() != s.num_rows())
       return at + " keeps every row in HBM (TorchRec's dense kernel has no UVM tier), but" + shard +
              " has hbm_rows = " + std::to_string(s.hbm_rows);
@@ -227,8 +220,7 @@ std::string find_replica_error(const Task& task, const TableSpec& spec, const Ta
   return "";
 }
 
-std::string find_error_in_placement(const Task& task, const TableSpec& spec,
-                                    const TablePlacement& tp) {
+std::string find_error_in_placement(const Task& task, const TableSpec& spec, const TablePlacement& tp) {
   if (tp.shards.empty()) return table_prefix(spec.name) + ": has no shards";
   for (std::size_t i = 0; i < tp.shards.size(); ++i)
     if (auto err = find_error_in_shard(task, spec, i, tp.shards[i]); !err.empty()) return err;
@@ -249,19 +241,16 @@ std::string find_memory_error(const Task& task, const Plan& plan) {
     const DeviceMemory& m = use[static_cast<std::size_t>(d)];
     const std::string at = "plan: device " + std::to_string(d) + ": ";
     if (m.hbm_bytes > dev.hbm_bytes)
-      return at + "HBM use " + gib_and_bytes(m.hbm_bytes) + " exceeds its HBM budget " +
-             gib_and_bytes(dev.hbm_bytes);
+      return at + "HBM use " + gib_and_bytes(m.hbm_bytes) + " exceeds its HBM budget " + gib_and_bytes(dev.hbm_bytes);
     if (m.uvm_bytes > dev.uvm_bytes)
-      return at + "UVM use " + gib_and_bytes(m.uvm_bytes) + " exceeds its UVM budget " +
-             gib_and_bytes(dev.uvm_bytes);
+      return at + "UVM use " + gib_and_bytes(m.uvm_bytes) + " exceeds its UVM budget " + gib_and_bytes(dev.uvm_bytes);
   }
   return "";
 }
 
 std::unordered_map<std::string, std::size_t> table_index(const Task& task) {
   std::unordered_map<std::string, std::size_t> index;
-  for (std::size_t i = 0; i < task.workload.tables.size(); ++i)
-    index.emplace(task.workload.tables[i].name, i);
+  for (std::size_t i = 0; i < task.workload.tables.size(); ++i) index.emplace(task.workload.tables[i].name, i);
   return index;
 }
 
@@ -282,10 +271,8 @@ std::vector<DeviceMemory> shard_memory(const Task& task, const Plan& plan) {
       const std::int64_t n = std::max<std::int64_t>(spec.num_rows(), 0);
       const int dim = std::max(spec.dim, 0);
       const std::int64_t rows = std::max<std::int64_t>(
-          std::clamp(s.row_end, std::int64_t{0}, n) - std::clamp(s.row_begin, std::int64_t{0}, n),
-          0);
-      const std::int64_t cols =
-          std::max(std::clamp(s.col_end, 0, dim) - std::clamp(s.col_begin, 0, dim), 0);
+          std::clamp(s.row_end, std::int64_t{0}, n) - std::clamp(s.row_begin, std::int64_t{0}, n), 0);
+      const std::int64_t cols = std::max(std::clamp(s.col_end, 0, dim) - std::clamp(s.col_begin, 0, dim), 0);
       const std::int64_t hbm = s.hbm_rows < 0 ? rows : std::min(s.hbm_rows, rows);
       DeviceMemory& m = use[static_cast<std::size_t>(s.device)];
       m.hbm_bytes += spec.shard_bytes(hbm, cols);
@@ -300,7 +287,8 @@ std::vector<DeviceMemory> shard_memory(const Task& task, const Plan& plan) {
 std::vector<DeviceMemory> plan_memory(const Task& task, const Plan& plan) {
   std::vector<DeviceMemory> use = shard_memory(task, plan);
   // A 2D plan's shards name the ranks 0..G−1 of a group (memory depends on the table's shape only).
-  if (plan.groups.size > 0 && plan.groups.size < static_cast<int>(use.size())) use.resize(static_cast<std::size_t>(plan.groups.size));
+  if (plan.groups.size > 0 && plan.groups.size < static_cast<int>(use.size()))
+    use.resize(static_cast<std::size_t>(plan.groups.size));
   return use;
 }
 
@@ -316,18 +304,16 @@ std::string constraint_violation(const Task& task, const Plan& plan,
     if (!c.allows(tp.type)) {
       std::string allowed;
       for (ShardingType t : c.sharding_types) allowed += (allowed.empty() ? "" : ", ") + std::string(to_string(t));
-      return table_prefix(tp.table) + " is " + to_string(tp.type) +
-             ", but its constraints allow only " + allowed;
+      return table_prefix(tp.table) + " is " + to_string(tp.type) + ", but its constraints allow only " + allowed;
     }
     for (const Shard& s : tp.shards) {
       if (!c.allow_uvm && s.hbm_rows >= 0 && s.hbm_rows < s.num_rows())
         return table_prefix(tp.table) + " keeps rows in UVM on device " + std::to_string(s.device) +
                ", but its constraints allow HBM only";
-      if ((tp.type == ShardingType::kColumnWise || tp.type == ShardingType::kGridShard) && s.num_cols() < c.min_partition &&
-          s.num_cols() < task.workload.tables[it->second].dim)
-        return table_prefix(tp.table) + " has a column shard " + std::to_string(s.num_cols()) +
-               " wide on device " + std::to_string(s.device) + ", below its min_partition " +
-               std::to_string(c.min_partition);
+      if ((tp.type == ShardingType::kColumnWise || tp.type == ShardingType::kGridShard) &&
+          s.num_cols() < c.min_partition && s.num_cols() < task.workload.tables[it->second].dim)
+        return table_prefix(tp.table) + " has a column shard " + std::to_string(s.num_cols()) + " wide on device " +
+               std::to_string(s.device) + ", below its min_partition " + std::to_string(c.min_partition);
     }
   }
   return "";
@@ -348,18 +334,16 @@ std::string find_error_in_shards(const Task& task, const Plan& plan) {
   for (std::size_t p = 0; p < plan.tables.size(); ++p) {
     const TablePlacement& tp = plan.tables[p];
     const auto it = index.find(tp.table);
-    if (it == index.end())
-      return table_prefix(tp.table) + " (entry " + std::to_string(p) + ") is not in the task";
+    if (it == index.end()) return table_prefix(tp.table) + " (entry " + std::to_string(p) + ") is not in the task";
     if (entry_of[it->second] >= 0)
-      return table_prefix(tp.table) + " appears twice (entries " +
-             std::to_string(entry_of[it->second]) + " and " + std::to_string(p) + ")";
+      return table_prefix(tp.table) + " appears twice (entries " + std::to_string(entry_of[it->second]) + " and " +
+             std::to_string(p) + ")";
     entry_of[it->second] = static_cast<std::int64_t>(p);
     const TableSpec& spec = task.workload.tables[it->second];
     if (auto err = find_error_in_placement(task, spec, tp); !err.empty()) return err;
   }
   for (std::size_t t = 0; t < entry_of.size(); ++t)
-    if (entry_of[t] < 0)
-      return table_prefix(task.workload.tables[t].name) + " of the task has no placement";
+    if (entry_of[t] < 0) return table_prefix(task.workload.tables[t].name) + " of the task has no placement";
   if (auto err = constraint_violation(task, plan, index); !err.empty()) return err;
   if (auto err = find_placement_group_violation(task, plan); !err.empty()) return err;
   return find_memory_error(task, plan);
@@ -390,8 +374,8 @@ std::string find_placement_group_violation(const Task& task, const Plan& plan) {
         return at + one_line(t) + "' is " + to_string(it->second->type) + "; colocated tables are whole (table_wise)";
       const int d = it->second->shards.front().device;
       if (device >= 0 && d != device)
-        return at + one_line(t) + "' is on device " + std::to_string(d) + ", table '" + one_line(first) + "' on device " +
-               std::to_string(device);
+        return at + one_line(t) + "' is on device " + std::to_string(d) + ", table '" + one_line(first) +
+               "' on device " + std::to_string(device);
       if (device < 0) device = d, first = t;
     }
   }
@@ -415,7 +399,8 @@ std::string find_error_in_plan(const Task& task, const Plan& plan) {
   if (auto err = find_error_in_groups(task, plan.groups); !err.empty()) return "plan: " + err;
   for (const TablePlacement& tp : plan.tables)
     if (tp.type == ShardingType::kDataParallel)
-      return table_prefix(tp.table) + " is data_parallel, which a 2D plan (sharding_groups) does not take: "
+      return table_prefix(tp.table) +
+             " is data_parallel, which a 2D plan (sharding_groups) does not take: "
              "its tables are sharded within each group";
   const std::string err = find_error_in_shards(sharding_group_task(task, plan.groups), plan);
   if (err.empty()) return "";
@@ -431,8 +416,8 @@ bool may_replicate(const Task& task, const TableSpec& table) {
 
 Plan table_wise_plan(const Task& task, const std::vector<int>& devices) {
   const auto& tables = task.workload.tables;
-  EMBSHARD_CHECK(devices.size() == tables.size(), "table_wise_plan: ", devices.size(),
-                 " devices given for ", tables.size(), " tables");
+  EMBSHARD_CHECK(devices.size() == tables.size(), "table_wise_plan: ", devices.size(), " devices given for ",
+                 tables.size(), " tables");
   Plan plan;
   plan.provenance.task_id = task.id;
   plan.provenance.embshard_version = embshard_version();

@@ -20,9 +20,7 @@ using Json = nlohmann::json;
 
 // ---- writing ---------------------------------------------------------------------------------
 
-std::string json_string(const std::string& s) {
-  return Json(s).dump(-1, ' ', false, Json::error_handler_t::replace);
-}
+std::string json_string(const std::string& s) { return Json(s).dump(-1, ' ', false, Json::error_handler_t::replace); }
 
 std::string json_range(std::int64_t begin, std::int64_t end) {
   return "[" + std::to_string(begin) + ", " + std::to_string(end) + "]";
@@ -49,13 +47,12 @@ void write_provenance(std::ostringstream& out, const Provenance& p) {
 
 void write_shard(std::ostringstream& out, const Shard& s) {
   out << "      {\"device\": " << s.device << ", \"rows\": " << json_range(s.row_begin, s.row_end)
-      << ", \"cols\": " << json_range(s.col_begin, s.col_end)
-      << ", \"hbm_rows\": " << s.rows_in_hbm() << "}";
+      << ", \"cols\": " << json_range(s.col_begin, s.col_end) << ", \"hbm_rows\": " << s.rows_in_hbm() << "}";
 }
 
 void write_table(std::ostringstream& out, const TablePlacement& tp) {
-  out << "    {\"table\": " << json_string(tp.table) << ", \"sharding_type\": \""
-      << to_string(tp.type) << "\", \"shards\": [";
+  out << "    {\"table\": " << json_string(tp.table) << ", \"sharding_type\": \"" << to_string(tp.type)
+      << "\", \"shards\": [";
   for (std::size_t i = 0; i < tp.shards.size(); ++i) {
     out << (i == 0 ? "\n" : ",\n");
     write_shard(out, tp.shards[i]);
@@ -78,8 +75,7 @@ std::int64_t read_count(const JsonNode& n, std::int64_t max) { return n.as_int(0
 std::pair<std::int64_t, std::int64_t> read_range(const JsonNode& n, std::int64_t max) {
   if (!n.value().is_array() || n.size() != 2)
     n.fail("expected [begin, end] (two integers ≥ 0), got " +
-           (n.value().is_array() ? "an array of " + std::to_string(n.size())
-                                 : detail::describe_json(n.value())));
+           (n.value().is_array() ? "an array of " + std::to_string(n.size()) : detail::describe_json(n.value())));
   return {read_count(n.at(std::size_t{0}), max), read_count(n.at(std::size_t{1}), max)};
 }
 
@@ -99,8 +95,7 @@ Provenance read_provenance(const JsonNode& n) {
   if (n.has("derived_stats_tables")) {
     const JsonNode names = n.at("derived_stats_tables");
     names.expect_array();
-    for (std::size_t i = 0; i < names.size(); ++i)
-      p.derived_stats_tables.push_back(names.at(i).as_string());
+    for (std::size_t i = 0; i < names.size(); ++i) p.derived_stats_tables.push_back(names.at(i).as_string());
   }
   return p;
 }
@@ -180,9 +175,7 @@ Plan plan_from_json(const std::string& text, const std::string& where) {
   return plan;
 }
 
-void write_plan_file(const std::string& path, const Plan& plan) {
-  write_file_atomic(path, plan_to_json(plan));
-}
+void write_plan_file(const std::string& path, const Plan& plan) { write_file_atomic(path, plan_to_json(plan)); }
 
 Plan read_plan_file(const std::string& path) { return plan_from_json(read_file(path), path); }
 

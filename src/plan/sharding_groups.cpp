@@ -29,7 +29,8 @@ int group_devices_per_host(const ShardingGroups& groups, int world, int host_siz
 namespace {
 
 bool same_devices(const Device& a, const Device& b) {
-  return a.hbm_bytes == b.hbm_bytes && a.uvm_bytes == b.uvm_bytes && a.hbm_gbps == b.hbm_gbps && a.uvm_gbps == b.uvm_gbps;
+  return a.hbm_bytes == b.hbm_bytes && a.uvm_bytes == b.uvm_bytes && a.hbm_gbps == b.hbm_gbps &&
+         a.uvm_gbps == b.uvm_gbps;
 }
 
 /** Whether two valid layouts cost every plan alike: the same group devices and hosts, replica spread. */
@@ -45,9 +46,7 @@ bool same_layout(const Topology& topology, const ShardingGroups& a, const Shardi
 
 }  // namespace
 
-const char* to_string(GroupRanks ranks) {
-  return ranks == GroupRanks::kStrided ? "strided" : "contiguous";
-}
+const char* to_string(GroupRanks ranks) { return ranks == GroupRanks::kStrided ? "strided" : "contiguous"; }
 
 GroupRanks parse_group_ranks(const std::string& name, const std::string& where) {
   if (name == "strided") return GroupRanks::kStrided;
@@ -62,15 +61,15 @@ std::string find_error_in_groups(const Task& task, const ShardingGroups& groups)
   const int host_size = task.topology.host_size();
   const std::string at = "sharding_groups.size " + std::to_string(groups.size) + ": ";
   if (task.topology.num_hosts() <= 1)
-    return at + "a 2D layout needs more than one host (the topology has one host of " +
-           std::to_string(world) + " devices)";
+    return at + "a 2D layout needs more than one host (the topology has one host of " + std::to_string(world) +
+           " devices)";
   if (groups.size >= world || world % groups.size != 0)
     return at + "must divide the " + std::to_string(world) + " devices and be smaller";
   if (!nest(nesting_count(groups, world), host_size))
     return at + "with " + to_string(groups.ranks) + " ranks, " +
            (groups.ranks == GroupRanks::kStrided ? "the replica count " : "the group size ") +
-           std::to_string(nesting_count(groups, world)) + " must divide the " +
-           std::to_string(host_size) + " devices per host or be a multiple of them";
+           std::to_string(nesting_count(groups, world)) + " must divide the " + std::to_string(host_size) +
+           " devices per host or be a multiple of them";
   const int replicas = world / groups.size;
   if (task.workload.batch_size % replicas != 0)
     return at + "the batch " + std::to_string(task.workload.batch_size) + " does not split into " +

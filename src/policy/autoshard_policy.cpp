@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <cmath>
 
-#include "nn/nn_json.h"
 #include "embshard/core/error.h"
 #include "embshard/core/file_io.h"
 #include "embshard/data/random.h"
+#include "nn/nn_json.h"
 #include "policy/policy_json.h"
 
 namespace embshard {
@@ -25,13 +25,12 @@ struct MlpShape {
 };
 
 const std::vector<MlpShape>& mlp_shapes() {
-  static const std::vector<MlpShape> shapes{
-      {"t_fc", {kF, kAutoShardTableHidden, kE}, true},
-      {"state_other_fc", {1, kE}, true},
-      {"action_other_fc", {2, kE}, true},
-      {"policy_fc", {kAutoShardPolicyInput, 128, 128, 64, 1}, false},
-      {"value_fc", {kS, 64, 1}, false},
-      {"cost_fc", {kE, 64, 1}, false}};
+  static const std::vector<MlpShape> shapes{{"t_fc", {kF, kAutoShardTableHidden, kE}, true},
+                                            {"state_other_fc", {1, kE}, true},
+                                            {"action_other_fc", {2, kE}, true},
+                                            {"policy_fc", {kAutoShardPolicyInput, 128, 128, 64, 1}, false},
+                                            {"value_fc", {kS, 64, 1}, false},
+                                            {"cost_fc", {kE, 64, 1}, false}};
   return shapes;
 }
 
@@ -107,8 +106,7 @@ void write_autoshard_policy(const std::string& path, const AutoShardPolicy& poli
 }
 
 AutoShardPolicy parse_autoshard_policy(const std::string& text, const std::string& where) {
-  const detail::PolicyDocument doc =
-      detail::parse_policy_document(text, where, kKind, {FeatureScaling::kTrainingSet});
+  const detail::PolicyDocument doc = detail::parse_policy_document(text, where, kKind, {FeatureScaling::kTrainingSet});
   AutoShardPolicy policy;
   policy.features = doc.features;
   policy.training = doc.training;
@@ -134,9 +132,7 @@ AutoShardPolicy parse_autoshard_policy(const std::string& text, const std::strin
   return policy;
 }
 
-AutoShardPolicy read_autoshard_policy(const std::string& path) {
-  return parse_autoshard_policy(read_file(path), path);
-}
+AutoShardPolicy read_autoshard_policy(const std::string& path) { return parse_autoshard_policy(read_file(path), path); }
 
 std::vector<float> autoshard_inputs(const FeatureScaler& features, const Task& task) {
   std::vector<float> out;

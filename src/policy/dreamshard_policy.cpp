@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <map>
 
-#include "nn/nn_json.h"
 #include "embshard/core/error.h"
 #include "embshard/core/file_io.h"
+#include "nn/nn_json.h"
 #include "policy/policy_json.h"
 
 namespace embshard {
@@ -16,7 +16,8 @@ constexpr const char* kKind = "dreamshard";
 
 Encoding encode(const Mlp& table_mlp, const FeatureVector& z) {
   std::array<float, kNumTableFeatures> x{};
-  for (int i = 0; i < kNumTableFeatures; ++i) x[static_cast<std::size_t>(i)] = static_cast<float>(z[static_cast<std::size_t>(i)]);
+  for (int i = 0; i < kNumTableFeatures; ++i)
+    x[static_cast<std::size_t>(i)] = static_cast<float>(z[static_cast<std::size_t>(i)]);
   Encoding e{};
   table_mlp.forward(x, e);
   return e;
@@ -55,8 +56,8 @@ std::vector<const Mlp*> DreamShardNet::all() const {
 }
 
 const std::vector<std::string>& dreamshard_net_names() {
-  static const std::vector<std::string> names{"cost.table", "cost.fw", "cost.bw", "cost.comm", "cost.overall",
-                                              "policy.table", "policy.cost", "policy.head"};
+  static const std::vector<std::string> names{"cost.table",   "cost.fw",      "cost.bw",     "cost.comm",
+                                              "cost.overall", "policy.table", "policy.cost", "policy.head"};
   return names;
 }
 
@@ -80,8 +81,8 @@ bool dreamshard_relu_last(const std::string& name) {
 }
 
 DreamShardPolicy parse_dreamshard_policy(const std::string& text, const std::string& where) {
-  const detail::PolicyDocument doc = detail::parse_policy_document(
-      text, where, kKind, {FeatureScaling::kPerTask, FeatureScaling::kTrainingSet});
+  const detail::PolicyDocument doc =
+      detail::parse_policy_document(text, where, kKind, {FeatureScaling::kPerTask, FeatureScaling::kTrainingSet});
   const detail::JsonNode parameters = doc.parameters();
   std::vector<std::string> used;
   std::vector<Mlp> mlps;
@@ -149,11 +150,8 @@ DreamShardEpisode::DreamShardEpisode(const DreamShardNet& net, const Task& task)
 
 DreamShardEpisode::DreamShardEpisode(const DreamShardNet& net, const Task& task,
                                      const std::vector<FeatureVector>& features)
-    : net_(&net),
-      cost_enc_(encode_all(net.cost_table, features)),
-      policy_enc_(encode_all(net.policy_table, features)),
-      cost_zero_(encode(net.cost_table, FeatureVector{})),
-      policy_zero_(encode(net.policy_table, FeatureVector{})),
+    : net_(&net), cost_enc_(encode_all(net.cost_table, features)), policy_enc_(encode_all(net.policy_table, features)),
+      cost_zero_(encode(net.cost_table, FeatureVector{})), policy_zero_(encode(net.policy_table, FeatureVector{})),
       cost_sum_(static_cast<std::size_t>(task.topology.num_devices()), Encoding{}),
       policy_sum_(static_cast<std::size_t>(task.topology.num_devices()), Encoding{}),
       state_(task, order_of(net, cost_enc_)) {}
@@ -195,7 +193,8 @@ float DreamShardEpisode::predicted_step_ms() const {
   top.fill(-INFINITY);
   for (int d = 0; d < state_.num_devices(); ++d) {
     const Encoding s = device_sum(cost_sum_, cost_zero_, d);
-    for (int k = 0; k < kDreamShardEncoding; ++k) top[static_cast<std::size_t>(k)] = std::max(top[static_cast<std::size_t>(k)], s[static_cast<std::size_t>(k)]);
+    for (int k = 0; k < kDreamShardEncoding; ++k)
+      top[static_cast<std::size_t>(k)] = std::max(top[static_cast<std::size_t>(k)], s[static_cast<std::size_t>(k)]);
   }
   return head(net_->cost_overall, top);
 }
@@ -220,4 +219,3 @@ float DreamShardEpisode::kernel_step_ms() const {
 }
 
 }  // namespace embshard
-

@@ -9,8 +9,7 @@
 
 namespace embshard {
 
-PlacementState::PlacementState(const Task& task, std::vector<int> order)
-    : task_(&task), order_(std::move(order)) {
+PlacementState::PlacementState(const Task& task, std::vector<int> order) : task_(&task), order_(std::move(order)) {
   const std::size_t tables = task.workload.tables.size();
   std::vector<int> sorted = order_;
   std::sort(sorted.begin(), sorted.end());
@@ -46,7 +45,8 @@ void PlacementState::place(int device) {
   EMBSHARD_ASSERT(device >= 0 && device < num_devices());
   const int table = next_table();
   device_tables_[static_cast<std::size_t>(device)].push_back(table);
-  device_bytes_[static_cast<std::size_t>(device)] += task_->workload.tables[static_cast<std::size_t>(table)].size_bytes();
+  device_bytes_[static_cast<std::size_t>(device)] +=
+      task_->workload.tables[static_cast<std::size_t>(table)].size_bytes();
   device_of_[static_cast<std::size_t>(table)] = device;
   ++step_;
 }
@@ -55,7 +55,8 @@ double PlacementState::overflow() const {
   double worst = 0.0;
   for (int d = 0; d < num_devices(); ++d) {
     const auto budget = static_cast<double>(task_->topology.devices[static_cast<std::size_t>(d)].hbm_bytes);
-    const double over = (static_cast<double>(device_bytes_[static_cast<std::size_t>(d)]) - budget) / std::max(budget, 1.0);
+    const double over =
+        (static_cast<double>(device_bytes_[static_cast<std::size_t>(d)]) - budget) / std::max(budget, 1.0);
     worst = std::max(worst, over);
   }
   return worst;
@@ -75,9 +76,8 @@ Plan PlacementState::plan() const {
 std::vector<int> order_by_cost_descending(const std::vector<double>& cost) {
   std::vector<int> order(cost.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    return cost[static_cast<std::size_t>(a)] > cost[static_cast<std::size_t>(b)];
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return cost[static_cast<std::size_t>(a)] > cost[static_cast<std::size_t>(b)]; });
   return order;
 }
 

@@ -3,8 +3,8 @@
 
 #include <algorithm>
 
-#include "nn/nn_json.h"
 #include "embshard/core/error.h"
+#include "nn/nn_json.h"
 
 namespace embshard::detail {
 namespace {
@@ -22,14 +22,23 @@ Json features_json(const FeatureScaler& s) {
 }
 
 Json training_json(const PolicyTraining& t) {
-  return {{"tasks", t.tasks},           {"tasks_sha256", t.tasks_sha256},
-          {"num_tasks", t.num_tasks},   {"protocol", t.protocol},
-          {"device_kind", t.device_kind}, {"devices", t.devices},
-          {"backend", t.backend},       {"batch_size", t.batch_size},
-          {"seed", t.seed},             {"iterations", t.iterations},
-          {"real_evaluations", t.real_evaluations}, {"env_steps", t.env_steps},
-          {"wall_s", t.wall_s},         {"created_utc", t.created_utc},
-          {"embshard_version", t.embshard_version}, {"metrics", t.metrics}, {"options", t.options}};
+  return {{"tasks", t.tasks},
+          {"tasks_sha256", t.tasks_sha256},
+          {"num_tasks", t.num_tasks},
+          {"protocol", t.protocol},
+          {"device_kind", t.device_kind},
+          {"devices", t.devices},
+          {"backend", t.backend},
+          {"batch_size", t.batch_size},
+          {"seed", t.seed},
+          {"iterations", t.iterations},
+          {"real_evaluations", t.real_evaluations},
+          {"env_steps", t.env_steps},
+          {"wall_s", t.wall_s},
+          {"created_utc", t.created_utc},
+          {"embshard_version", t.embshard_version},
+          {"metrics", t.metrics},
+          {"options", t.options}};
 }
 
 FeatureScaler read_features(const JsonNode& n, const std::vector<FeatureScaling>& scalings) {
@@ -42,7 +51,8 @@ FeatureScaler read_features(const JsonNode& n, const std::vector<FeatureScaling>
   const JsonNode names = n.at("names");
   names.expect_array();
   const auto& expected = feature_names();
-  if (names.size() != expected.size()) names.fail(concat("expected ", expected.size(), " features, got ", names.size()));
+  if (names.size() != expected.size())
+    names.fail(concat("expected ", expected.size(), " features, got ", names.size()));
   for (std::size_t i = 0; i < expected.size(); ++i) {
     if (names.at(i).as_string() != expected[i]) {
       names.at(i).fail(concat("expected feature '", expected[i], "' (this build's feature set)"));
@@ -52,7 +62,8 @@ FeatureScaler read_features(const JsonNode& n, const std::vector<FeatureScaling>
   s.mode = parse_feature_scaling(n.at("scaling").as_string());
   if (std::find(scalings.begin(), scalings.end(), s.mode) == scalings.end()) {
     std::string allowed;
-    for (const FeatureScaling scaling : scalings) allowed += concat(allowed.empty() ? "'" : " or '", to_string(scaling), "'");
+    for (const FeatureScaling scaling : scalings)
+      allowed += concat(allowed.empty() ? "'" : " or '", to_string(scaling), "'");
     n.at("scaling").fail(concat("expected ", allowed));
   }
   const std::vector<double> mean = read_numbers(n.at("mean"), expected.size());
@@ -66,9 +77,9 @@ FeatureScaler read_features(const JsonNode& n, const std::vector<FeatureScaling>
 }
 
 PolicyTraining read_training(const JsonNode& n) {
-  n.only_keys({"tasks", "tasks_sha256", "num_tasks", "protocol", "device_kind", "devices", "backend",
-               "batch_size", "seed", "iterations", "real_evaluations", "env_steps", "wall_s",
-               "created_utc", "embshard_version", "metrics", "options"});
+  n.only_keys({"tasks", "tasks_sha256", "num_tasks", "protocol", "device_kind", "devices", "backend", "batch_size",
+               "seed", "iterations", "real_evaluations", "env_steps", "wall_s", "created_utc", "embshard_version",
+               "metrics", "options"});
   PolicyTraining t;
   t.tasks = n.at("tasks").as_string();
   t.tasks_sha256 = n.at("tasks_sha256").as_string();
@@ -88,7 +99,7 @@ PolicyTraining read_training(const JsonNode& n) {
   const JsonNode metrics = n.at("metrics");
   metrics.expect_object();
   for (const auto& [name, value] : metrics.value().items()) t.metrics[name] = metrics.at(name).as_double();
-  if (n.has("options")) {   // absent in policy files written before issue 19
+  if (n.has("options")) {  // absent in policy files written before issue 19
     const JsonNode options = n.at("options");
     options.expect_object();
     for (const auto& [name, value] : options.value().items()) t.options[name] = options.at(name).as_string();
@@ -100,8 +111,11 @@ PolicyTraining read_training(const JsonNode& n) {
 
 Json policy_document(const std::string& kind, const FeatureScaler& features, Json parameters,
                      const PolicyTraining& training) {
-  return {{"format", kFormatName}, {"version", kPolicyFileVersion}, {"kind", kind},
-          {"features", features_json(features)}, {"parameters", std::move(parameters)},
+  return {{"format", kFormatName},
+          {"version", kPolicyFileVersion},
+          {"kind", kind},
+          {"features", features_json(features)},
+          {"parameters", std::move(parameters)},
           {"training", training_json(training)}};
 }
 
@@ -111,8 +125,8 @@ JsonNode PolicyDocument::parameters() const {
   return p;
 }
 
-PolicyDocument parse_policy_document(const std::string& text, const std::string& where,
-                                     const std::string& kind, const std::vector<FeatureScaling>& scalings) {
+PolicyDocument parse_policy_document(const std::string& text, const std::string& where, const std::string& kind,
+                                     const std::vector<FeatureScaling>& scalings) {
   PolicyDocument doc;
   doc.json = parse_json(text, where);
   doc.where = where;
@@ -123,7 +137,8 @@ PolicyDocument parse_policy_document(const std::string& text, const std::string&
   }
   const std::int64_t version = root.at("version").as_int();
   if (version != kPolicyFileVersion) {
-    root.at("version").fail(concat("this embshard reads version ", kPolicyFileVersion, ", the file is version ", version));
+    root.at("version").fail(
+        concat("this embshard reads version ", kPolicyFileVersion, ", the file is version ", version));
   }
   const std::string got = root.at("kind").as_string();
   if (got != kind) root.at("kind").fail(concat("this is a '", got, "' policy; expected a '", kind, "' policy"));

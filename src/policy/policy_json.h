@@ -30,6 +30,7 @@ struct PolicyDocument {
  * names of this build) and that the scaling is `scaling`; Error naming `where` and the field.
  */
 [[nodiscard]] PolicyDocument parse_policy_document(const std::string& text, const std::string& where,
-                                                   const std::string& kind, const std::vector<FeatureScaling>& scalings);
+                                                   const std::string& kind,
+                                                   const std::vector<FeatureScaling>& scalings);
 
 }  // namespace embshard::detail

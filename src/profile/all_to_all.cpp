@@ -39,8 +39,7 @@ ExchangeSide make_side(const std::vector<std::int64_t>& counts, const char* what
 }
 
 /** What this rank sends in the forward all-to-all (the backward receives the same). */
-ExchangeSide forward_send_side(std::int64_t batch_size, const std::vector<std::int64_t>& dim_sums,
-                               int rank) {
+ExchangeSide forward_send_side(std::int64_t batch_size, const std::vector<std::int64_t>& dim_sums, int rank) {
   const int n = static_cast<int>(dim_sums.size());
   std::vector<std::int64_t> counts(static_cast<std::size_t>(n), 0);
   for (int e = 0; e < n; ++e)
@@ -49,8 +48,7 @@ ExchangeSide forward_send_side(std::int64_t batch_size, const std::vector<std::i
 }
 
 /** What this rank receives in the forward all-to-all (the backward sends the same). */
-ExchangeSide forward_recv_side(std::int64_t batch_size, const std::vector<std::int64_t>& dim_sums,
-                               int rank) {
+ExchangeSide forward_recv_side(std::int64_t batch_size, const std::vector<std::int64_t>& dim_sums, int rank) {
   const int n = static_cast<int>(dim_sums.size());
   const std::int64_t own_share = samples_of_rank(batch_size, n, rank);
   std::vector<std::int64_t> counts(static_cast<std::size_t>(n), 0);
@@ -65,8 +63,8 @@ void sleep_for_ms(double ms) {
 
 #ifdef EMBSHARD_WITH_MPI
 void exchange(ExchangeSide& from, ExchangeSide& to) {
-  MPI_Alltoallv(from.buffer.data(), from.counts.data(), from.offsets.data(), MPI_FLOAT,
-                to.buffer.data(), to.counts.data(), to.offsets.data(), MPI_FLOAT, MPI_COMM_WORLD);
+  MPI_Alltoallv(from.buffer.data(), from.counts.data(), from.offsets.data(), MPI_FLOAT, to.buffer.data(),
+                to.counts.data(), to.offsets.data(), MPI_FLOAT, MPI_COMM_WORLD);
 }
 #else
 void exchange(ExchangeSide&, ExchangeSide&) {}
@@ -79,8 +77,10 @@ ExchangeSide input_side(std::int64_t batch_size, const std::vector<double>& inpu
   for (int e = 0; e < n; ++e) {
     if (e == rank) continue;
     // send: my samples' share of e's bytes; receive: e's samples' share of mine.
-    const double share = static_cast<double>(samples_of_rank(batch_size, n, send ? rank : e)) / static_cast<double>(batch_size);
-    counts[e] = static_cast<std::int64_t>(std::ceil(share * input_bytes[static_cast<std::size_t>(send ? e : rank)] / 4.0));
+    const double share =
+        static_cast<double>(samples_of_rank(batch_size, n, send ? rank : e)) / static_cast<double>(batch_size);
+    counts[e] =
+        static_cast<std::int64_t>(std::ceil(share * input_bytes[static_cast<std::size_t>(send ? e : rank)] / 4.0));
   }
   return make_side(counts, send ? "input send" : "input receive");
 }
@@ -103,16 +103,15 @@ double measure_input_exchange(const MpiSession& session, std::int64_t batch_size
   return summarise(std::move(ms), options.trim).median_ms;
 }
 
-void check_measure_inputs(const MpiSession& session, std::int64_t batch_size,
-                          const std::vector<std::int64_t>& dim_sums,
+void check_measure_inputs(const MpiSession& session, std::int64_t batch_size, const std::vector<std::int64_t>& dim_sums,
                           const std::vector<double>& sleep_ms, const MeasureOptions& options) {
   const std::string problem = find_error_in_measure_options(options);
   EMBSHARD_CHECK(problem.empty(), "all-to-all: ", problem);
   EMBSHARD_CHECK(batch_size >= 1, "all-to-all: batch size must be positive, got ", batch_size);
-  EMBSHARD_CHECK(static_cast<int>(dim_sums.size()) == session.size() &&
-                     static_cast<int>(sleep_ms.size()) == session.size(),
-                 "all-to-all: ", dim_sums.size(), " dim sums and ", sleep_ms.size(),
-                 " sleeps for a world of ", session.size(), " ranks (need one per rank)");
+  EMBSHARD_CHECK(
+      static_cast<int>(dim_sums.size()) == session.size() && static_cast<int>(sleep_ms.size()) == session.size(),
+      "all-to-all: ", dim_sums.size(), " dim sums and ", sleep_ms.size(), " sleeps for a world of ", session.size(),
+      " ranks (need one per rank)");
   for (std::size_t d = 0; d < dim_sums.size(); ++d) {
     EMBSHARD_CHECK(dim_sums[d] >= 0, "all-to-all: dim sum of rank ", d, " is negative");
     EMBSHARD_CHECK(sleep_ms[d] >= 0.0, "all-to-all: sleep of rank ", d, " is negative");
@@ -130,8 +129,7 @@ bool built_with_mpi() { return true; }
 MpiSession::MpiSession() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  EMBSHARD_CHECK(finalized == 0,
-                 "MPI already ended in this process (at most one MpiSession per process)");
+  EMBSHARD_CHECK(finalized == 0, "MPI already ended in this process (at most one MpiSession per process)");
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (initialized == 0) {
@@ -180,8 +178,9 @@ std::int64_t broadcast_from_root(const MpiSession&, std::int64_t value) {
 bool built_with_mpi() { return false; }
 
 MpiSession::MpiSession() {
-  EMBSHARD_THROW("embshard was built without MPI (install an MPI such as libopenmpi-dev and "
-                 "configure with -DEMBSHARD_MPI=ON)");
+  EMBSHARD_THROW(
+      "embshard was built without MPI (install an MPI such as libopenmpi-dev and "
+      "configure with -DEMBSHARD_MPI=ON)");
 }
 MpiSession::~MpiSession() = default;
 void MpiSession::barrier() const {}
@@ -200,8 +199,7 @@ std::int64_t samples_of_rank(std::int64_t batch_size, int num_ranks, int rank) {
 }
 
 AllToAllTiming measure_all_to_all(const MpiSession& session, std::int64_t batch_size,
-                                  const std::vector<std::int64_t>& dim_sums,
-                                  const std::vector<double>& sleep_ms,
+                                  const std::vector<std::int64_t>& dim_sums, const std::vector<double>& sleep_ms,
                                   const MeasureOptions& options) {
   check_measure_inputs(session, batch_size, dim_sums, sleep_ms, options);
   const int rank = session.rank();
@@ -238,8 +236,7 @@ bool launched_by_mpirun() {
   return false;
 }
 
-std::vector<DeviceTiming> measure_plan_all_to_all(const MpiSession& session,
-                                                  std::int64_t batch_size,
+std::vector<DeviceTiming> measure_plan_all_to_all(const MpiSession& session, std::int64_t batch_size,
                                                   const std::vector<std::int64_t>& dim_sums,
                                                   const MeasureOptions& options,
                                                   const std::vector<double>& input_bytes) {

@@ -15,9 +15,8 @@ namespace {
  * Opens the file on rank 0 and tells every rank where to start; -1 on every rank if rank 0 could
  * not (it printed why), so all ranks stop before the first collective measurement.
  */
-std::int64_t open_on_root(const MpiSession& session, std::optional<CostSampleWriter>& writer,
-                          const std::string& path, const CostSampleHeader& header,
-                          const Context& ctx) {
+std::int64_t open_on_root(const MpiSession& session, std::optional<CostSampleWriter>& writer, const std::string& path,
+                          const CostSampleHeader& header, const Context& ctx) {
   std::int64_t first = -1;
   if (session.is_root()) {
     try {
@@ -31,11 +30,10 @@ std::int64_t open_on_root(const MpiSession& session, std::optional<CostSampleWri
 }
 
 /** Sample `index` measured on every rank; the per-rank arrays are filled on rank 0 only. */
-CommSample measure_sample(const MpiSession& session, const CommProfileRun& run,
-                          std::int64_t index) {
+CommSample measure_sample(const MpiSession& session, const CommProfileRun& run, std::int64_t index) {
   const CommDraw draw = draw_comm_sample(run.sampler, run.seed, index, session.size());
-  const AllToAllTiming mine = measure_all_to_all(session, run.batch_size, draw.placement.dim_sums,
-                                                 draw.sleep_ms, run.measure);
+  const AllToAllTiming mine =
+      measure_all_to_all(session, run.batch_size, draw.placement.dim_sums, draw.sleep_ms, run.measure);
   CommSample sample;
   sample.index = index;
   sample.dim_sums = draw.placement.dim_sums;
@@ -74,8 +72,9 @@ int collect_comm_samples(const MpiSession& session, const CommProfileRun& run, c
                          const Context& ctx, const std::function<void(const CommSample&)>& on_sample) {
   const bool root = session.is_root();
   if (root && session.size() == 1)
-    ctx.warn("profile comm: a world of one rank has no all-to-all, every time is ~0 "
-             "(start it as `mpirun -n D embshard profile comm ...` for D devices)");
+    ctx.warn(
+        "profile comm: a world of one rank has no all-to-all, every time is ~0 "
+        "(start it as `mpirun -n D embshard profile comm ...` for D devices)");
   std::optional<CostSampleWriter> writer;
   const std::int64_t first = open_on_root(session, writer, path, comm_header(run, session.size()), ctx);
   if (first < 0) return 1;
@@ -93,8 +92,8 @@ int collect_comm_samples(const MpiSession& session, const CommProfileRun& run, c
     progress->advance();
   }
   if (root)
-    progress->finish(detail::concat("on ", session.size(), " ranks; ", path, " holds ",
-                                    writer->next_index(), " samples"));
+    progress->finish(
+        detail::concat("on ", session.size(), " ranks; ", path, " holds ", writer->next_index(), " samples"));
   return 0;
 }
 

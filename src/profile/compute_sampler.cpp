@@ -33,7 +33,8 @@ CostSampleHeader compute_header(const Pool& pool, const ComputeProfileRun& run, 
   h.precision = "fp32";
   h.measure = run.measure;
   // GPU samples name the GPU they were measured on; the sim fit keys its coefficients by it.
-  h.fingerprint = this_machine(run.impl == kernels::EmbeddingBagImpl::kCuda ? kernels::cuda_device_name() : "cpu", threads);
+  h.fingerprint =
+      this_machine(run.impl == kernels::EmbeddingBagImpl::kCuda ? kernels::cuda_device_name() : "cpu", threads);
   h.embshard_version = embshard_version();
   h.created_utc = utc_timestamp();
   return h;
@@ -51,8 +52,8 @@ PreparedSample prepare_sample(const Pool& pool, const ComputeProfileRun& run, st
   prepared.sample.tables = draw_compute_sample(pool, run.sampler, run.seed, index);
   std::vector<ShardTableSpec> specs;
   for (const SampleTable& t : prepared.sample.tables) specs.push_back({pool.table(t.pool_id), t.dim});
-  prepared.bench = std::make_unique<ShardTimer>(std::move(specs), run.batch_size,
-                                                static_cast<std::uint64_t>(index), run.impl);
+  prepared.bench =
+      std::make_unique<ShardTimer>(std::move(specs), run.batch_size, static_cast<std::uint64_t>(index), run.impl);
   return prepared;
 }
 
@@ -68,12 +69,11 @@ ComputeSample measure_sample(PreparedSample prepared, const MeasureOptions& opti
 }
 
 /** Samples [first, last) set up on up to `threads` threads, in index order. */
-std::vector<PreparedSample> prepare_samples(const Pool& pool, const ComputeProfileRun& run,
-                                            std::int64_t first, std::int64_t last, int threads) {
+std::vector<PreparedSample> prepare_samples(const Pool& pool, const ComputeProfileRun& run, std::int64_t first,
+                                            std::int64_t last, int threads) {
   std::vector<PreparedSample> prepared(static_cast<std::size_t>(last - first));
-  parallel_for(prepared.size(), threads, [&](std::size_t k) {
-    prepared[k] = prepare_sample(pool, run, first + static_cast<std::int64_t>(k));
-  });
+  parallel_for(prepared.size(), threads,
+               [&](std::size_t k) { prepared[k] = prepare_sample(pool, run, first + static_cast<std::int64_t>(k)); });
   return prepared;
 }
 
@@ -86,8 +86,8 @@ std::string canonical_sampler_spec(const ComputeSamplerParams& params) {
                         ",max_tables=", params.max_tables);
 }
 
-std::vector<SampleTable> draw_compute_sample(const Pool& pool, const ComputeSamplerParams& params,
-                                             std::uint64_t seed, std::int64_t index) {
+std::vector<SampleTable> draw_compute_sample(const Pool& pool, const ComputeSamplerParams& params, std::uint64_t seed,
+                                             std::int64_t index) {
   EMBSHARD_CHECK(params.max_tables >= 1 && !params.dims.empty(),
                  "compute sampler: needs max_tables >= 1 and at least one dim");
   Rng rng(derive_seed(seed, static_cast<std::uint64_t>(index)));
@@ -106,8 +106,8 @@ std::vector<SampleTable> draw_compute_sample(const Pool& pool, const ComputeSamp
                  " bytes found in 10000 draws (raise max_bytes)");
 }
 
-std::int64_t collect_compute_samples(const Pool& pool, const ComputeProfileRun& run,
-                                     const std::string& path, const Context& ctx) {
+std::int64_t collect_compute_samples(const Pool& pool, const ComputeProfileRun& run, const std::string& path,
+                                     const Context& ctx) {
   CostSampleWriter writer(path, compute_header(pool, run, ctx.num_threads), ctx);
   const std::int64_t first = writer.next_index();
   Progress progress(ctx, "profile compute: samples", run.num_samples, first);

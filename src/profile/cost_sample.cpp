@@ -26,8 +26,8 @@ namespace embshard {
 namespace {
 
 using Json = nlohmann::json;
-using detail::JsonNode;
 using detail::fingerprint_json;
+using detail::JsonNode;
 using detail::read_fingerprint;
 
 constexpr const char* kFormatName = "embshard-cost-samples";
@@ -82,8 +82,10 @@ void apply_fake_fingerprint(const std::string& text, HardwareFingerprint& f) {
 // ---- JSON of the header and samples ----------------------------------------------------------
 
 Json header_json(const CostSampleHeader& h) {
-  Json measure = {{"warmup", h.measure.warmup}, {"repeats", h.measure.repeats},
-                  {"flush_cache", h.measure.flush_cache}, {"trim", h.measure.trim}};
+  Json measure = {{"warmup", h.measure.warmup},
+                  {"repeats", h.measure.repeats},
+                  {"flush_cache", h.measure.flush_cache},
+                  {"trim", h.measure.trim}};
   Json j;
   j["format"] = kFormatName;
   j["version"] = kCostSampleVersion;
@@ -102,13 +104,11 @@ Json header_json(const CostSampleHeader& h) {
 }
 
 CostSampleHeader read_header(const JsonNode& n) {
-  n.only_keys({"format", "version", "kind", "backend", "sampler", "seed", "pool_seed",
-               "batch_size", "precision", "measure", "fingerprint", "embshard_version",
-               "created_utc"});
+  n.only_keys({"format", "version", "kind", "backend", "sampler", "seed", "pool_seed", "batch_size", "precision",
+               "measure", "fingerprint", "embshard_version", "created_utc"});
   if (n.at("format").as_string() != kFormatName) n.at("format").fail("not a cost-sample file");
   if (n.at("version").as_int() != kCostSampleVersion) {
-    n.at("version").fail(detail::concat("version ", n.at("version").as_int(),
-                                        " is not supported (this build reads ",
+    n.at("version").fail(detail::concat("version ", n.at("version").as_int(), " is not supported (this build reads ",
                                         kCostSampleVersion, ")"));
   }
   CostSampleHeader h;
@@ -136,9 +136,12 @@ CostSampleHeader read_header(const JsonNode& n) {
 Json compute_json(const ComputeSample& s) {
   Json tables = Json::array();
   for (const SampleTable& t : s.tables) tables.push_back({{"pool_id", t.pool_id}, {"dim", t.dim}});
-  return {{"index", s.index},   {"tables", tables},
-          {"fw_ms", s.fw_ms},   {"bw_ms", s.bw_ms},
-          {"fw_trimmed_ms", s.fw_trimmed_ms}, {"bw_trimmed_ms", s.bw_trimmed_ms}};
+  return {{"index", s.index},
+          {"tables", tables},
+          {"fw_ms", s.fw_ms},
+          {"bw_ms", s.bw_ms},
+          {"fw_trimmed_ms", s.fw_trimmed_ms},
+          {"bw_trimmed_ms", s.bw_trimmed_ms}};
 }
 
 ComputeSample read_compute(const JsonNode& n) {
@@ -160,8 +163,8 @@ ComputeSample read_compute(const JsonNode& n) {
 }
 
 Json comm_json(const CommSample& s) {
-  return {{"index", s.index}, {"dim_sums", s.dim_sums}, {"sleep_ms", s.sleep_ms},
-          {"fw_ms", s.fw_ms}, {"bw_ms", s.bw_ms}};
+  return {
+      {"index", s.index}, {"dim_sums", s.dim_sums}, {"sleep_ms", s.sleep_ms}, {"fw_ms", s.fw_ms}, {"bw_ms", s.bw_ms}};
 }
 
 template <class T>
@@ -209,8 +212,10 @@ ScannedFile scan(const std::string& path) {
   while (begin < text.size()) {
     const std::size_t end = text.find('\n', begin);
     if (end == std::string::npos) {  // the last line was cut short by a crash
-      EMBSHARD_CHECK(line_number >= 1, path, ": the header line is cut short (a run was stopped while "
-                     "creating the file, before any sample); delete ", path, " to start again");
+      EMBSHARD_CHECK(line_number >= 1, path,
+                     ": the header line is cut short (a run was stopped while "
+                     "creating the file, before any sample); delete ",
+                     path, " to start again");
       scanned.torn = true;
       break;
     }
@@ -225,8 +230,8 @@ ScannedFile scan(const std::string& path) {
       const std::int64_t expected = line_number - 2;
       const std::int64_t index = node.at("index").as_int(0);
       if (index != expected) {
-        node.at("index").fail(detail::concat("expected sample ", expected, ", got ", index,
-                                             " (samples must be numbered 0, 1, 2, ...)"));
+        node.at("index").fail(
+            detail::concat("expected sample ", expected, ", got ", index, " (samples must be numbered 0, 1, 2, ...)"));
       }
       if (file.header.kind == SampleKind::kCompute) {
         file.compute.push_back(read_compute(node));
@@ -237,7 +242,8 @@ ScannedFile scan(const std::string& path) {
     begin = end + 1;
     scanned.complete_bytes = static_cast<std::int64_t>(begin);
   }
-  EMBSHARD_CHECK(line_number >= 1, path, ": empty file, no cost-sample header line (a run stopped "
+  EMBSHARD_CHECK(line_number >= 1, path,
+                 ": empty file, no cost-sample header line (a run stopped "
                  "before writing it; run the same profile command again to start the file)");
   return scanned;
 }
@@ -265,8 +271,7 @@ struct flock lock_of_byte(off_t byte) {
 void lock_for_writing(int fd, const std::string& path) {
   struct flock exclusive = lock_of_byte(kExclusiveByte);
   if (::fcntl(fd, F_OFD_SETLK, &exclusive) == 0) return;
-  EMBSHARD_CHECK(errno == EAGAIN || errno == EACCES, path, ": cannot lock for writing: ",
-                 std::strerror(errno));
+  EMBSHARD_CHECK(errno == EAGAIN || errno == EACCES, path, ": cannot lock for writing: ", std::strerror(errno));
   struct flock holder = lock_of_byte(kHolderByte);
   const bool known = ::fcntl(fd, F_GETLK, &holder) == 0 && holder.l_type != F_UNLCK;
   EMBSHARD_THROW(path, ": another writer is adding samples to this file (",
@@ -281,9 +286,7 @@ void name_holder(int fd) {
 
 }  // namespace
 
-const char* to_string(SampleKind kind) {
-  return kind == SampleKind::kCompute ? "compute" : "comm";
-}
+const char* to_string(SampleKind kind) { return kind == SampleKind::kCompute ? "compute" : "comm"; }
 
 HardwareFingerprint this_machine(const std::string& device_kind, int threads) {
   HardwareFingerprint f;
@@ -306,8 +309,8 @@ std::string find_header_mismatch(const CostSampleHeader& existing, const CostSam
   }
   for (auto it = b.begin(); it != b.end(); ++it) {
     if (a[it.key()] != it.value()) {
-      return detail::concat(it.key(), " is ", a[it.key()].dump(), " in the file but ",
-                            it.value().dump(), " in this run");
+      return detail::concat(it.key(), " is ", a[it.key()].dump(), " in the file but ", it.value().dump(),
+                            " in this run");
     }
   }
   return "";
@@ -319,8 +322,7 @@ CostSampleFile read_cost_samples(const std::string& path, const Context& ctx) {
   return std::move(scanned.file);
 }
 
-CostSampleWriter::CostSampleWriter(std::string path, const CostSampleHeader& header,
-                                   const Context& ctx)
+CostSampleWriter::CostSampleWriter(std::string path, const CostSampleHeader& header, const Context& ctx)
     : path_(std::move(path)), kind_(header.kind) {
   if (std::filesystem::exists(path_)) {  // a directory or FIFO is named before it is opened
     const std::string problem = find_input_file_problem(path_);
@@ -353,8 +355,8 @@ void CostSampleWriter::resume(const CostSampleHeader& header, const Context& ctx
     EMBSHARD_CHECK(::ftruncate(fd_, static_cast<off_t>(scanned.complete_bytes)) == 0, path_,
                    ": cannot drop the torn last line: ", std::strerror(errno));
   }
-  next_index_ = static_cast<std::int64_t>(kind_ == SampleKind::kCompute ? scanned.file.compute.size()
-                                                                          : scanned.file.comm.size());
+  next_index_ =
+      static_cast<std::int64_t>(kind_ == SampleKind::kCompute ? scanned.file.compute.size() : scanned.file.comm.size());
   if (next_index_ > 0) ctx.info(detail::concat(path_, ": resuming at sample ", next_index_));
 }
 
@@ -376,8 +378,7 @@ void CostSampleWriter::append(const CommSample& sample) {
 
 void CostSampleWriter::append_line(const std::string& line) {
   const ssize_t written = ::write(fd_, line.data(), line.size());
-  EMBSHARD_CHECK(written == static_cast<ssize_t>(line.size()), path_,
-                 ": cannot append a line: ", std::strerror(errno));
+  EMBSHARD_CHECK(written == static_cast<ssize_t>(line.size()), path_, ": cannot append a line: ", std::strerror(errno));
   ::fdatasync(fd_);
 }
 
@@ -386,9 +387,8 @@ void CostSampleWriter::append_line(const std::string& line) {
 namespace embshard::detail {
 
 nlohmann::json fingerprint_json(const HardwareFingerprint& f) {
-  return {{"device_kind", f.device_kind}, {"cpu_model", f.cpu_model},
-          {"logical_cpus", f.logical_cpus}, {"threads", f.threads},
-          {"llc_bytes", f.llc_bytes},       {"memory_bytes", f.memory_bytes}};
+  return {{"device_kind", f.device_kind}, {"cpu_model", f.cpu_model}, {"logical_cpus", f.logical_cpus},
+          {"threads", f.threads},         {"llc_bytes", f.llc_bytes}, {"memory_bytes", f.memory_bytes}};
 }
 
 HardwareFingerprint read_fingerprint(const JsonNode& n) {

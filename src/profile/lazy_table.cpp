@@ -20,8 +20,8 @@ void* reserve(std::int64_t bytes) {
   if (bytes == 0) return nullptr;
   void* p = ::mmap(nullptr, static_cast<std::size_t>(bytes), PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  EMBSHARD_CHECK(p != MAP_FAILED, "cannot reserve ", bytes, " bytes of address space for a table: ",
-                 std::strerror(errno));
+  EMBSHARD_CHECK(p != MAP_FAILED, "cannot reserve ", bytes,
+                 " bytes of address space for a table: ", std::strerror(errno));
   ::madvise(p, static_cast<std::size_t>(bytes), MADV_NOHUGEPAGE);
   return p;
 }
@@ -44,8 +44,7 @@ float initial_weight(std::uint64_t row_seed, int column) {
 
 }  // namespace
 
-LazyTable::LazyTable(std::int64_t rows, int dim, WeightType dtype, bool with_momentum,
-                     std::uint64_t seed)
+LazyTable::LazyTable(std::int64_t rows, int dim, WeightType dtype, bool with_momentum, std::uint64_t seed)
     : rows_(rows), dim_(dim), dtype_(dtype), seed_(seed) {
   EMBSHARD_CHECK(rows >= 0 && dim >= 1, "lazy table: bad shape ", rows, " x ", dim);
   weight_bytes_ = rows * dim * bytes_per_element(dtype);

@@ -30,8 +30,7 @@ Timing summarise(std::vector<double> samples_ms, double trim) {
   const std::size_t n = samples_ms.size();
   timing.min_ms = samples_ms.front();
   timing.max_ms = samples_ms.back();
-  timing.median_ms = n % 2 == 1 ? samples_ms[n / 2]
-                                : 0.5 * (samples_ms[n / 2 - 1] + samples_ms[n / 2]);
+  timing.median_ms = n % 2 == 1 ? samples_ms[n / 2] : 0.5 * (samples_ms[n / 2 - 1] + samples_ms[n / 2]);
   const auto drop = static_cast<std::size_t>(trim * static_cast<double>(n));
   const auto first = samples_ms.begin() + static_cast<std::ptrdiff_t>(drop);
   const auto last = samples_ms.end() - static_cast<std::ptrdiff_t>(drop);
@@ -69,8 +68,7 @@ std::size_t last_level_cache_bytes() {
   return largest > 0 ? largest : std::size_t{32} << 20;
 }
 
-CacheFlusher::CacheFlusher(std::size_t bytes)
-    : buffer_(std::max<std::size_t>(bytes / sizeof(long), 1), 1) {}
+CacheFlusher::CacheFlusher(std::size_t bytes) : buffer_(std::max<std::size_t>(bytes / sizeof(long), 1), 1) {}
 
 void CacheFlusher::flush() {
   long sum = sink_;
@@ -112,8 +110,7 @@ Timing measure_self_timed(const std::function<double()>& timed_op, const Measure
   return summarise(std::move(samples), options.trim);
 }
 
-Timing measure(const std::function<void()>& op, const MeasureOptions& options,
-               const std::function<void()>& flush) {
+Timing measure(const std::function<void()>& op, const MeasureOptions& options, const std::function<void()>& flush) {
   return measure_self_timed(
       [&op] {
         const double start = now_ms();

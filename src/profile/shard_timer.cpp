@@ -10,9 +10,8 @@
 
 namespace embshard {
 
-ShardTimer::ShardTimer(std::vector<ShardTableSpec> tables, std::int64_t batch_size,
-                       std::uint64_t batch_number, kernels::EmbeddingBagImpl impl,
-                       kernels::OptimizerConfig optimizer)
+ShardTimer::ShardTimer(std::vector<ShardTableSpec> tables, std::int64_t batch_size, std::uint64_t batch_number,
+                       kernels::EmbeddingBagImpl impl, kernels::OptimizerConfig optimizer)
     : batch_size_(batch_size), impl_(impl), optimizer_(optimizer) {
   EMBSHARD_CHECK(batch_size > 0, "shard bench: batch size must be positive, got ", batch_size);
   const bool adagrad = optimizer.kind == kernels::OptimizerKind::kRowwiseAdagrad;
@@ -20,26 +19,24 @@ ShardTimer::ShardTimer(std::vector<ShardTableSpec> tables, std::int64_t batch_si
   for (std::size_t t = 0; t < tables.size(); ++t) {
     ShardTableSpec& spec = tables[t];
     if (spec.row_end < 0) spec.row_end = spec.model.num_rows;
-    EMBSHARD_CHECK(spec.row_begin >= 0 && spec.row_begin < spec.row_end &&
-                       spec.row_end <= spec.model.num_rows,
-                   "shard bench: table ", t, ": bad row range [", spec.row_begin, ", ",
-                   spec.row_end, ") of ", spec.model.num_rows, " rows");
-    EMBSHARD_CHECK(spec.row_end - spec.row_begin <= std::numeric_limits<std::int32_t>::max(),
-                   "shard bench: table ", t, ": ", spec.row_end - spec.row_begin,
+    EMBSHARD_CHECK(spec.row_begin >= 0 && spec.row_begin < spec.row_end && spec.row_end <= spec.model.num_rows,
+                   "shard bench: table ", t, ": bad row range [", spec.row_begin, ", ", spec.row_end, ") of ",
+                   spec.model.num_rows, " rows");
+    EMBSHARD_CHECK(spec.row_end - spec.row_begin <= std::numeric_limits<std::int32_t>::max(), "shard bench: table ", t,
+                   ": ", spec.row_end - spec.row_begin,
                    " rows need int64 indices, which the measured kernels are not set up for");
     const std::size_t first = indices_.size();
     append_lookups(spec, batch_number);
-    LazyTable& table = tables_.emplace_back(spec.row_end - spec.row_begin, spec.dim, spec.dtype,
-                                            adagrad, derive_seed(spec.model.seed, 0x7ab1e));
-    std::vector<std::int32_t> touched(indices_.begin() + static_cast<std::ptrdiff_t>(first),
-                                      indices_.end());
+    LazyTable& table = tables_.emplace_back(spec.row_end - spec.row_begin, spec.dim, spec.dtype, adagrad,
+                                            derive_seed(spec.model.seed, 0x7ab1e));
+    std::vector<std::int32_t> touched(indices_.begin() + static_cast<std::ptrdiff_t>(first), indices_.end());
     std::sort(touched.begin(), touched.end());
     touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
     table.materialise(touched);
     touched_rows_.push_back(std::move(touched));
     const std::int64_t rows = spec.row_end - spec.row_begin;
-    EMBSHARD_CHECK(spec.hbm_rows <= rows, "shard bench: table ", t, ": hbm_rows ", spec.hbm_rows,
-                   " above its ", rows, " rows");
+    EMBSHARD_CHECK(spec.hbm_rows <= rows, "shard bench: table ", t, ": hbm_rows ", spec.hbm_rows, " above its ", rows,
+                   " rows");
     hbm_rows_.push_back(spec.hbm_rows < 0 ? -1 : spec.hbm_rows);
     views_.push_back(table.view());
     total_dim += spec.dim;
@@ -52,9 +49,8 @@ ShardTimer::ShardTimer(std::vector<ShardTableSpec> tables, std::int64_t batch_si
 void ShardTimer::append_lookups(const ShardTableSpec& spec, std::uint64_t batch_number) {
   TableBatch batch = materialise_table(spec.model, batch_size_, batch_number);
   if (spec.remap) {
-    EMBSHARD_CHECK(spec.remap->num_rows() == spec.model.num_rows, "shard bench: remap of table '",
-                   spec.remap->table, "' has ", spec.remap->num_rows(), " rows, the table ",
-                   spec.model.num_rows);
+    EMBSHARD_CHECK(spec.remap->num_rows() == spec.model.num_rows, "shard bench: remap of table '", spec.remap->table,
+                   "' has ", spec.remap->num_rows(), " rows, the table ", spec.model.num_rows);
     apply_remap(*spec.remap, batch);
   }
   for (std::int64_t b = 0; b < batch_size_; ++b) {
@@ -77,8 +73,8 @@ std::span<const std::int32_t> ShardTimer::table_lookups(std::size_t t) const {
 
 void ShardTimer::check(const kernels::KernelStatus& status, const char* what) const {
   if (!status.ok()) {  // the lookups were generated in range: a failure is a bug
-    throw InternalError(detail::concat("shard bench: ", what, " failed: ",
-                                       kernels::to_string(status.error), " at ", status.position));
+    throw InternalError(
+        detail::concat("shard bench: ", what, " failed: ", kernels::to_string(status.error), " at ", status.position));
   }
 }
 
@@ -93,8 +89,7 @@ void ShardTimer::flush_operands() const {
     const std::size_t row_bytes =
         static_cast<std::size_t>(view.dim) * static_cast<std::size_t>(kernels::weight_bytes(view.dtype));
     for (const std::int32_t row : touched_rows_[t]) {
-      evict_lines(static_cast<const char*>(view.weights) + static_cast<std::size_t>(row) * row_bytes,
-                  row_bytes);
+      evict_lines(static_cast<const char*>(view.weights) + static_cast<std::size_t>(row) * row_bytes, row_bytes);
       if (view.momentum != nullptr) evict_lines(view.momentum + row, sizeof(float));
     }
   }
@@ -114,15 +109,11 @@ ShardTiming ShardTimer::measure(const MeasureOptions& options) {
   }
   const kernels::BagBatch batch = kernels::BagBatch::of(batch_size_, offsets_, indices_);
   if (impl_ == kernels::EmbeddingBagImpl::kCuda) return measure_on_gpu(batch, options, timing);
-  timing.fw = embshard::measure(
-      [&] { check(kernels::embedding_bag_forward(impl_, views_, batch, out_), "forward"); },
-      options, [this] { flush_operands(); });
+  timing.fw = embshard::measure([&] { check(kernels::embedding_bag_forward(impl_, views_, batch, out_), "forward"); },
+                                options, [this] { flush_operands(); });
   timing.bw = embshard::measure(
-      [&] {
-        check(kernels::embedding_bag_backward(impl_, views_, batch, grad_out_, optimizer_),
-              "backward");
-      },
-      options, [this] { flush_operands(); });
+      [&] { check(kernels::embedding_bag_backward(impl_, views_, batch, grad_out_, optimizer_), "backward"); }, options,
+      [this] { flush_operands(); });
   return timing;
 }
 
@@ -131,11 +122,9 @@ ShardTiming ShardTimer::measure_on_gpu(const kernels::BagBatch& batch, const Mea
   // Uploads tables and lookups once; a tiered table's rows from hbm_rows on go to mapped host memory.
   kernels::CudaEmbeddingBag gpu(views_, batch, hbm_rows_);
   gpu.set_grad_output(grad_out_);
-  timing.fw = measure_self_timed(
-      [&] { return gpu.elapsed_ms([&] { check(gpu.forward(), "forward"); }); }, options);
-  timing.bw = measure_self_timed(
-      [&] { return gpu.elapsed_ms([&] { check(gpu.backward(optimizer_), "backward"); }); },
-      options);
+  timing.fw = measure_self_timed([&] { return gpu.elapsed_ms([&] { check(gpu.forward(), "forward"); }); }, options);
+  timing.bw =
+      measure_self_timed([&] { return gpu.elapsed_ms([&] { check(gpu.backward(optimizer_), "backward"); }); }, options);
   return timing;
 }
 

@@ -25,9 +25,10 @@ std::string point_table(const CapacityCurve& c) {
   for (const CapacityPoint& p : c.points) {
     out << "<tr><td>" << p.devices << "</td><td>" << p.hosts << "</td><td>" << xml_escape(p.run.status) << "</td><td>"
         << (ok(p) ? report::fixed(p.run.eval.step_ms, 3) : "-") << "</td><td>"
-        << (p.bound_ms > 0 ? report::fixed(p.bound_ms, 3) : "-") << "</td><td>" << report::fixed(p.run.plan_ms / 1000.0, 2)
-        << "</td><td>" << (c.target_ms > 0 && p.meets(c.target_ms) ? "yes" : "no") << "</td><td>"
-        << xml_escape(one_line(p.run.reason)) << "</td></tr>\n";
+        << (p.bound_ms > 0 ? report::fixed(p.bound_ms, 3) : "-") << "</td><td>"
+        << report::fixed(p.run.plan_ms / 1000.0, 2) << "</td><td>"
+        << (c.target_ms > 0 && p.meets(c.target_ms) ? "yes" : "no") << "</td><td>" << xml_escape(one_line(p.run.reason))
+        << "</td></tr>\n";
   }
   out << "</tbody></table>\n";
   return out.str();
@@ -58,12 +59,14 @@ std::string capacity_chart_svg(const CapacityCurve& c) {
   };
   polyline([](const CapacityPoint& p) { return p.bound_ms; }, kBoundColour, " stroke-dasharray='4 3'");
   polyline([](const CapacityPoint& p) { return ok(p) ? p.run.eval.step_ms : 0.0; }, kStepColour, " stroke-width='2'");
-  if (c.target_ms > 0) svg.line(left, py(c.target_ms), right, py(c.target_ms), kTargetColour, " stroke-dasharray='6 3'");
+  if (c.target_ms > 0)
+    svg.line(left, py(c.target_ms), right, py(c.target_ms), kTargetColour, " stroke-dasharray='6 3'");
   for (const CapacityPoint& p : c.points) {
     const std::string what = std::to_string(p.devices) + " devices: ";
     if (ok(p)) {
       svg.circle(px(p.devices), py(p.run.eval.step_ms), p.devices == c.fewest ? 5 : 3,
-                 p.devices == c.fewest ? kTargetColour : kStepColour, what + report::fixed(p.run.eval.step_ms, 3) + " ms");
+                 p.devices == c.fewest ? kTargetColour : kStepColour,
+                 what + report::fixed(p.run.eval.step_ms, 3) + " ms");
     } else {
       const double cx = px(p.devices), cy = bottom - 6;
       svg.line(cx - 4, cy - 4, cx + 4, cy + 4, kTargetColour, " stroke-width='2'");
@@ -71,7 +74,8 @@ std::string capacity_chart_svg(const CapacityCurve& c) {
       svg.circle(cx, cy, 6, "transparent", what + p.run.status + ": " + one_line(p.run.reason));
     }
   }
-  std::vector<std::pair<std::string, std::string>> legend{{"step of the plan", kStepColour}, {"lower bound", kBoundColour}};
+  std::vector<std::pair<std::string, std::string>> legend{{"step of the plan", kStepColour},
+                                                          {"lower bound", kBoundColour}};
   if (c.target_ms > 0) legend.emplace_back("target", kTargetColour);
   svg.legend(left, bottom + 34, legend);
   return svg.str();
@@ -81,16 +85,18 @@ std::string capacity_report_html(const CapacityCurve& c) {
   EMBSHARD_CHECK(!c.points.empty(), "report: the capacity curve of '", c.task_id, "' has no point");
   std::ostringstream body;
   body << "<h1>Capacity: " << xml_escape(c.task_id) << "</h1>\n"
-       << report::key_value_table({{"answer", c.verdict},
-                                   {"target step", c.target_ms > 0 ? report::fixed(c.target_ms, 3) + " ms" : "none"},
-                                   {"devices tried", std::to_string(c.min_devices) + " to " + std::to_string(c.max_devices)},
-                                   {"sharder", c.sharder},
-                                   {"judge", c.judge}})
+       << report::key_value_table(
+              {{"answer", c.verdict},
+               {"target step", c.target_ms > 0 ? report::fixed(c.target_ms, 3) + " ms" : "none"},
+               {"devices tried", std::to_string(c.min_devices) + " to " + std::to_string(c.max_devices)},
+               {"sharder", c.sharder},
+               {"judge", c.judge}})
        << "<p class='note'>Each point is the sharder's plan for the task on that many devices of the same kind, "
           "the global batch and the memory per device kept, judged as <code>embshard compare</code> judges. The "
           "dashed grey line is the judge's lower bound: no plan at that count can be faster. A cross on the axis: "
           "no plan fits (hover for why).</p>\n"
-       << "<figure>" << capacity_chart_svg(c) << "</figure>\n<h2>Every count planned</h2>\n" << point_table(c);
+       << "<figure>" << capacity_chart_svg(c) << "</figure>\n<h2>Every count planned</h2>\n"
+       << point_table(c);
   return report::page("capacity: " + c.task_id, body.str());
 }
 

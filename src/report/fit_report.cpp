@@ -45,7 +45,8 @@ std::string percent(double share) { return report::fixed(100.0 * share, 1) + "%"
 
 FitPanel calibration_panel(const std::string& title, const std::vector<HeldOutPoint>& points,
                            const RelativeErrors& test, const RelativeErrors& train) {
-  return {title, points,
+  return {title,
+          points,
           {{"median error, held out", percent(test.median)},
            {"mean error, held out", percent(test.mean)},
            {"90th percentile error, held out", percent(test.p90)},
@@ -61,14 +62,14 @@ FitPanel neural_panel(const TrainedModelFit& m) {
     panel.figures = {{"mean error (MAPE), held out", percent(model->second.mape)},
                      {"R², held out", report::fixed(model->second.r2, 3)}};
   }
-  panel.figures.emplace_back("epochs (best kept)", std::to_string(m.training.epochs) + " (" +
-                                                       std::to_string(m.training.best_epoch) + ")");
+  panel.figures.emplace_back("epochs (best kept)",
+                             std::to_string(m.training.epochs) + " (" + std::to_string(m.training.best_epoch) + ")");
   return panel;
 }
 
 std::string sample_file_line(const TrainingProvenance& t) {
-  return t.samples_path + " (" + std::to_string(t.num_samples) + " samples, SHA-256 " +
-         t.samples_sha256.substr(0, 12) + "…)";
+  return t.samples_path + " (" + std::to_string(t.num_samples) + " samples, SHA-256 " + t.samples_sha256.substr(0, 12) +
+         "…)";
 }
 
 }  // namespace
@@ -94,8 +95,9 @@ std::string fit_panel_svg(const FitPanel& panel) {
   diagonal(1.0 / kBand, " stroke-dasharray='4 3'");
   for (const HeldOutPoint& p : panel.points) {
     const auto [x, y] = at(p.measured_ms, p.predicted_ms);
-    svg.circle(x, y, 2.5, "#4c78a8",
-               "measured " + report::fixed(p.measured_ms, 4) + " ms, predicted " + report::fixed(p.predicted_ms, 4) + " ms");
+    svg.circle(
+        x, y, 2.5, "#4c78a8",
+        "measured " + report::fixed(p.measured_ms, 4) + " ms, predicted " + report::fixed(p.predicted_ms, 4) + " ms");
   }
   if (panel.points.empty()) svg.text((left + right) / 2, (top + bottom) / 2, "no held-out samples", "middle", 12);
   return svg.str();
@@ -104,7 +106,8 @@ std::string fit_panel_svg(const FitPanel& panel) {
 std::string fit_report_html(const FitReport& r) {
   EMBSHARD_CHECK(!r.panels.empty(), "report: the fit of '", r.title, "' has no model to show");
   std::ostringstream body;
-  body << "<h1>" << xml_escape(r.title) << "</h1>\n" << report::key_value_table(r.provenance)
+  body << "<h1>" << xml_escape(r.title) << "</h1>\n"
+       << report::key_value_table(r.provenance)
        << "<p class='note'>Each point is one sample the model did not see while it was fitted. On the "
           "solid line the prediction equals the measurement; between the dashed lines it is within "
           "25%. Both axes are logarithmic, in ms.</p>\n";

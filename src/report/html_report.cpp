@@ -24,7 +24,7 @@ using report::page;
 using report::Svg;
 
 constexpr const char* kPartColours[] = {"#9d755d", "#4c78a8", "#f58518", "#bab0ac", "#e45756", "#72b7b2", "#b279a2"};
-constexpr const char* kPartNames[] = {"input comm", "fw comp", "fw comm", "fw wait", "bw comm", "bw comp",
+constexpr const char* kPartNames[] = {"input comm",         "fw comp", "fw comm", "fw wait", "bw comm", "bw comp",
                                       "gradient all-reduce"};
 constexpr int kNumParts = 7;
 constexpr const char* kSeriesColours[] = {"#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2",
@@ -97,7 +97,8 @@ Svg step_bars(const EvalResult& r, const std::string& title, double axis_top = 0
   const std::size_t slow = straggler(devices);
   for (std::size_t d = 0; d < devices.size(); ++d) {
     const DeviceCost& c = devices[d];
-    const double parts[] = {c.in_comm_ms, c.fw_comp_ms, c.fw_comm_ms, c.fw_wait_ms, c.bw_comm_ms, c.bw_comp_ms, c.ar_comm_ms};
+    const double parts[] = {c.in_comm_ms, c.fw_comp_ms, c.fw_comm_ms, c.fw_wait_ms,
+                            c.bw_comm_ms, c.bw_comp_ms, c.ar_comm_ms};
     const double x = left + slot * static_cast<double>(d) + slot * 0.1;
     double value = 0.0;
     for (int k = 0; k < kNumParts; ++k) {
@@ -110,10 +111,9 @@ Svg step_bars(const EvalResult& r, const std::string& title, double axis_top = 0
     }
     if (d == slow) {
       svg.rect(x - 1, report::y_of(axis, value, top, bottom) - 1, slot * 0.8 + 2,
-               bottom - report::y_of(axis, value, top, bottom) + 2, "none",
-               "straggler: the largest fw comp + bw comp", " stroke='#d00' stroke-width='2'");
-      svg.text(x + slot * 0.4, report::y_of(axis, value, top, bottom) - 4, "straggler", "middle", 10,
-               " fill='#d00'");
+               bottom - report::y_of(axis, value, top, bottom) + 2, "none", "straggler: the largest fw comp + bw comp",
+               " stroke='#d00' stroke-width='2'");
+      svg.text(x + slot * 0.4, report::y_of(axis, value, top, bottom) - 4, "straggler", "middle", 10, " fill='#d00'");
     }
     if (devices.size() <= 32 || d % static_cast<std::size_t>(std::ceil(n / 32.0)) == 0) {
       svg.text(x + slot * 0.4, bottom + 13, std::to_string(d), "middle", 10);
@@ -214,7 +214,8 @@ std::string placement_map_svg(const Task& task, const Plan& plan, const std::str
   const std::size_t shown = std::min(order.size(), kMaxTables);
   std::vector<std::size_t> row_of(task.workload.tables.size(), kMaxTables);
   for (std::size_t i = 0; i < shown; ++i) row_of[order[i]] = i;
-  const int devices = plan.groups.enabled() ? plan.groups.size : task.topology.num_devices();  // a 2D plan: a group's ranks
+  const int devices =
+      plan.groups.enabled() ? plan.groups.size : task.topology.num_devices();  // a 2D plan: a group's ranks
   const double cell_w = std::clamp(640.0 / devices, 3.0, 90.0), cell_h = 14;
   const double left = 130, top = 40;
   Svg svg(std::max({left + cell_w * devices + 20, 520.0, title_width(title)}),
@@ -238,17 +239,22 @@ std::string placement_map_svg(const Task& task, const Plan& plan, const std::str
     const double cells = static_cast<double>(spec.num_rows()) * spec.dim;
     for (const Shard& s : tp.shards) {
       const double c = static_cast<double>(s.num_rows()) * s.num_cols();
-      const double hot = static_cast<double>(s.rows_in_hbm()) / static_cast<double>(std::max<std::int64_t>(s.num_rows(), 1));
+      const double hot =
+          static_cast<double>(s.rows_in_hbm()) / static_cast<double>(std::max<std::int64_t>(s.num_rows(), 1));
       share[s.device].first += c * hot / cells;
       share[s.device].second += c * (1.0 - hot) / cells;
-      pieces[s.device] += " rows [" + std::to_string(s.row_begin) + ", " + std::to_string(s.row_end) +
-                          ") cols [" + std::to_string(s.col_begin) + ", " + std::to_string(s.col_end) +
-                          ")" + (s.rows_in_hbm() < s.num_rows() ? " (" + std::to_string(s.num_rows() - s.rows_in_hbm()) + " rows in UVM)" : "") + ";";
+      pieces[s.device] +=
+          " rows [" + std::to_string(s.row_begin) + ", " + std::to_string(s.row_end) + ") cols [" +
+          std::to_string(s.col_begin) + ", " + std::to_string(s.col_end) + ")" +
+          (s.rows_in_hbm() < s.num_rows() ? " (" + std::to_string(s.num_rows() - s.rows_in_hbm()) + " rows in UVM)"
+                                          : "") +
+          ";";
     }
     for (const auto& [device, parts] : share) {
       const double x = left + cell_w * device;
       const std::string tip = spec.name + " on device " + std::to_string(device) + " (" + to_string(tp.type) +
-                              "): " + fixed(100.0 * (parts.first + parts.second), 1) + "% of the table:" + pieces[device];
+                              "): " + fixed(100.0 * (parts.first + parts.second), 1) +
+                              "% of the table:" + pieces[device];
       const double full = parts.first + parts.second;
       svg.rect(x + 0.5, y + 1, (cell_w - 1) * full * parts.first / std::max(full, 1e-12), cell_h - 2, "#4c78a8", tip,
                " fill-opacity='" + fixed(0.35 + 0.65 * full, 2) + "'");
@@ -312,7 +318,6 @@ std::string plans_summary_html(const std::vector<JudgedPlan>& plans) {
   return out.str();
 }
 
-
 /** The ok rows of `sharder` in `setting` ("" = every setting). */
 std::vector<const CompareRow*> ok_rows(const std::vector<CompareRow>& rows, const std::string& sharder,
                                        const std::string& setting) {
@@ -338,8 +343,8 @@ std::vector<T> unique_values(const std::vector<CompareRow>& rows, T CompareRow::
  */
 template <class Value>
 std::string strip_plot_svg(const std::vector<CompareRow>& rows, const std::vector<std::string>& sharders,
-                           const std::string& setting, const std::string& title, const std::string& unit,
-                           Value value, double reference_line) {
+                           const std::string& setting, const std::string& title, const std::string& unit, Value value,
+                           double reference_line) {
   std::vector<std::vector<std::pair<double, const CompareRow*>>> points(sharders.size());
   const bool ratio = !std::isnan(reference_line);
   double lo = ratio ? reference_line : 0.0, hi = lo;  // steps start at 0; ratios show the line
@@ -444,7 +449,8 @@ std::string markdown_table_html(const std::string& markdown) {
       at = end + 1;
     }
     out << (header ? "<thead><tr>" : "<tr>");
-    for (const std::string& c : cells) out << (header ? "<th>" : "<td>") << xml_escape(c) << (header ? "</th>" : "</td>");
+    for (const std::string& c : cells)
+      out << (header ? "<th>" : "<td>") << xml_escape(c) << (header ? "</th>" : "</td>");
     out << (header ? "</tr></thead><tbody>\n" : "</tr>\n");
     header = false;
   }
@@ -494,21 +500,23 @@ std::string compare_report_html(const std::vector<CompareRow>& rows, const std::
   body << "<h1>embshard comparison report</h1>\n<p class='note'>" << tasks << " tasks, " << sharders.size()
        << " sharders, " << settings.size() << " settings; from " << xml_escape(source)
        << ". Step times are the judge's <code>step_ms</code> (docs/metrics.md). Written " << utc_timestamp()
-       << ".</p>\n<h2>Summary (NeuroShard Table 1 shape)</h2>\n" << markdown_table_html(compare_markdown(rows));
+       << ".</p>\n<h2>Summary (NeuroShard Table 1 shape)</h2>\n"
+       << markdown_table_html(compare_markdown(rows));
   for (const std::string& setting : settings) {
     body << "<h2>" << xml_escape(setting) << "</h2>\n<figure>"
-         << strip_plot_svg(rows, sharders, setting, "Step time per task, " + setting, "ms per step",
-                           [](const CompareRow& r) { return r.eval.step_ms; }, std::nan(""))
+         << strip_plot_svg(
+                rows, sharders, setting, "Step time per task, " + setting, "ms per step",
+                [](const CompareRow& r) { return r.eval.step_ms; }, std::nan(""))
          << "<figcaption>One dot per task a sharder planned validly; the box spans the middle half, the thick "
             "line is the median.</figcaption></figure>\n<figure>"
-         << strip_plot_svg(rows, sharders, setting,
-                           "Step relative to " + short_sharder_spec_or(ref) + ", " + setting,
-                           "step ÷ reference step",
-                           [&](const CompareRow& r) {
-                             const auto it = ref_step.find(r.task_id);
-                             return it == ref_step.end() || it->second <= 0 ? std::nan("") : r.eval.step_ms / it->second;
-                           },
-                           1.0)
+         << strip_plot_svg(
+                rows, sharders, setting, "Step relative to " + short_sharder_spec_or(ref) + ", " + setting,
+                "step ÷ reference step",
+                [&](const CompareRow& r) {
+                  const auto it = ref_step.find(r.task_id);
+                  return it == ref_step.end() || it->second <= 0 ? std::nan("") : r.eval.step_ms / it->second;
+                },
+                1.0)
          << "<figcaption>Per task both planned: below the dashed line at 1 the sharder beats "
          << xml_escape(short_sharder_spec_or(ref)) << ".</figcaption></figure>\n";
   }
@@ -524,17 +532,18 @@ std::string plan_report_html(const Task& task, const std::vector<JudgedPlan>& pl
   body << "<h1>embshard plan report — task " << xml_escape(task.id) << "</h1>\n<p class='note'>"
        << task.workload.tables.size() << " tables, " << fixed(gib(task.workload.total_bytes()), 2) << " GiB, batch "
        << task.workload.batch_size << ", " << task.topology.num_devices() << " devices ("
-       << xml_escape(task.topology.name) << "). Figures are defined in docs/metrics.md. Written "
-       << utc_timestamp() << ".</p>\n";
+       << xml_escape(task.topology.name) << "). Figures are defined in docs/metrics.md. Written " << utc_timestamp()
+       << ".</p>\n";
   if (plans.size() > 1) body << "<h2>The plans side by side</h2>\n" << plans_summary_html(plans);
   double top = 0.0;  // every plan's step bars on one ms scale
   for (const JudgedPlan& j : plans) top = std::max(top, step_bars_top(j.eval));
   for (std::size_t i = 0; i < plans.size(); ++i) {
     const JudgedPlan& j = plans[i];
     const std::string name = short_sharder_spec_or(j.plan.provenance.sharder);
-    body << "<h2 id='plan" << i << "'>" << xml_escape(name) << ": step " << fixed(j.eval.step_ms, 3)
-         << " ms</h2>\n" << provenance_table(j, task);
-    body << "<figure>" << step_bars(j.eval, "Step time per device, " + name + " (" + j.eval.backend + " judge)", top).str()
+    body << "<h2 id='plan" << i << "'>" << xml_escape(name) << ": step " << fixed(j.eval.step_ms, 3) << " ms</h2>\n"
+         << provenance_table(j, task);
+    body << "<figure>"
+         << step_bars(j.eval, "Step time per device, " + name + " (" + j.eval.backend + " judge)", top).str()
          << "<figcaption>Each bar is one device's step: forward kernel, its part of the forward all-to-all, "
             "the wait for the slowest forward kernel, the backward all-to-all and the backward kernel. The "
             "dashed line is the step time (each phase as long as its slowest device).</figcaption></figure>\n";
@@ -561,8 +570,10 @@ std::string compare_chart_svg(const std::vector<CompareRow>& rows, const std::st
   std::ostringstream panels;
   double width = 0.0, height = 0.0;
   for (const CompareRow* r : planned) {
-    const Svg panel = step_bars(r->eval, "task " + task_id + ", " + short_sharder_spec_or(r->sharder) + ": step " +
-                                             fixed(r->eval.step_ms, 2) + " ms", top);
+    const Svg panel = step_bars(
+        r->eval,
+        "task " + task_id + ", " + short_sharder_spec_or(r->sharder) + ": step " + fixed(r->eval.step_ms, 2) + " ms",
+        top);
     panels << "<g transform='translate(0," << fixed(height, 1) << ")'>\n" << panel.str() << "</g>\n";
     width = std::max(width, panel.width());
     height += panel.height();

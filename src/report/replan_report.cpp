@@ -56,7 +56,8 @@ std::string point_table(const ReplanResult& r) {
 
 std::string device_table(const ReplanResult& r) {
   std::ostringstream out;
-  out << "<table class='sortable'><thead><tr><th>device</th><th>sends GiB</th><th>receives GiB</th></tr></thead><tbody>\n";
+  out << "<table class='sortable'><thead><tr><th>device</th><th>sends GiB</th><th>receives "
+         "GiB</th></tr></thead><tbody>\n";
   const std::size_t n = std::max(r.movement.sent.size(), r.movement.received.size());
   for (std::size_t d = 0; d < n; ++d) {
     const double sent = d < r.movement.sent.size() ? r.movement.sent[d] : 0.0;
@@ -73,7 +74,8 @@ std::string device_table(const ReplanResult& r) {
 std::string replan_chart_svg(const ReplanResult& r) {
   const double left = 64, top = 34, right = 664, bottom = 314;
   double most_moved = std::isfinite(r.max_move_bytes) ? r.max_move_bytes : 0.0, most_step = 0.0;
-  for (const ReplanPoint& p : r.curve) most_moved = std::max(most_moved, p.moved_bytes), most_step = std::max(most_step, p.step_ms);
+  for (const ReplanPoint& p : r.curve)
+    most_moved = std::max(most_moved, p.moved_bytes), most_step = std::max(most_step, p.step_ms);
   const report::Axis x = report::nice_axis(0.0, most_moved > 0 ? most_moved / kGiB : 1.0);
   const report::Axis y = report::nice_axis(0.0, most_step > 0 ? most_step : 1.0);
   report::Svg svg(right + 24, bottom + 60, "step against bytes moved: " + r.task_id);
@@ -87,15 +89,19 @@ std::string replan_chart_svg(const ReplanResult& r) {
   const ReplanPoint* prev = nullptr;
   for (const ReplanPoint& p : r.curve) {  // sorted by bytes moved (replan.h)
     if (is_search(p)) continue;
-    if (prev) svg.line(px(prev->moved_bytes), py(prev->step_ms), px(p.moved_bytes), py(p.step_ms), kCurveColour, " stroke-width='2'");
+    if (prev)
+      svg.line(px(prev->moved_bytes), py(prev->step_ms), px(p.moved_bytes), py(p.step_ms), kCurveColour,
+               " stroke-width='2'");
     prev = &p;
   }
   for (const ReplanPoint& p : r.curve) {
     const std::string what = (is_search(p) ? "priced search: " : "curve: ") + describe(p, r.table_bytes);
     svg.circle(px(p.moved_bytes), py(p.step_ms), 3, is_search(p) ? kSearchColour : kCurveColour, what);
   }
-  if (r.kept_fits) svg.circle(px(r.kept.moved_bytes), py(r.kept.step_ms), 5, kKeptColour, "kept: " + describe(r.kept, r.table_bytes));
-  svg.circle(px(r.chosen.moved_bytes), py(r.chosen.step_ms), 6, kChosenColour, "chosen: " + describe(r.chosen, r.table_bytes));
+  if (r.kept_fits)
+    svg.circle(px(r.kept.moved_bytes), py(r.kept.step_ms), 5, kKeptColour, "kept: " + describe(r.kept, r.table_bytes));
+  svg.circle(px(r.chosen.moved_bytes), py(r.chosen.step_ms), 6, kChosenColour,
+             "chosen: " + describe(r.chosen, r.table_bytes));
   std::vector<std::pair<std::string, std::string>> legend{
       {"curve (kept → from scratch)", kCurveColour}, {"priced search", kSearchColour}, {"chosen", kChosenColour}};
   if (r.kept_fits) legend.emplace_back("kept", kKeptColour);
@@ -107,24 +113,28 @@ std::string replan_chart_svg(const ReplanResult& r) {
 std::string replan_report_html(const ReplanResult& r) {
   EMBSHARD_CHECK(!r.curve.empty(), "report: the re-plan of '", r.task_id, "' has no point");
   const std::string budget =
-      std::isfinite(r.max_move_bytes) ? gib(r.max_move_bytes) + " (" + share(r.max_move_bytes, r.table_bytes) + " of the tables)" : "none";
+      std::isfinite(r.max_move_bytes)
+          ? gib(r.max_move_bytes) + " (" + share(r.max_move_bytes, r.table_bytes) + " of the tables)"
+          : "none";
   std::ostringstream body;
   body << "<h1>Re-plan: " << xml_escape(r.task_id) << "</h1>\n"
-       << report::key_value_table({{"answer", r.verdict},
-                                   {"budget", budget},
-                                   {"chosen", describe(r.chosen, r.table_bytes)},
-                                   {"kept plan", r.kept_fits ? describe(r.kept, r.table_bytes) : "does not fit the new task"},
-                                   {"from scratch, relabelled", r.target.step_ms > 0 ? describe(r.target, r.table_bytes) : "does not fit"},
-                                   {"created (new tables)", gib(r.movement.created_bytes)},
-                                   {"sharder", r.sharder},
-                                   {"judge", r.judge}})
+       << report::key_value_table(
+              {{"answer", r.verdict},
+               {"budget", budget},
+               {"chosen", describe(r.chosen, r.table_bytes)},
+               {"kept plan", r.kept_fits ? describe(r.kept, r.table_bytes) : "does not fit the new task"},
+               {"from scratch, relabelled", r.target.step_ms > 0 ? describe(r.target, r.table_bytes) : "does not fit"},
+               {"created (new tables)", gib(r.movement.created_bytes)},
+               {"sharder", r.sharder},
+               {"judge", r.judge}})
        << "<p class='note'>Each point is a plan of the new task, judged; its bytes moved are the weights and "
           "optimizer state that travel between devices (tables the old plan did not have are created, not "
           "moved). The blue curve goes from the kept plan to the from-scratch plan (its devices relabelled to "
           "keep the most in place) one table at a time; orange points are joint's searches from the kept plan "
           "with each moved byte priced. The chosen plan is the fastest within the budget (dashed line).</p>\n"
        << "<figure>" << replan_chart_svg(r) << "</figure>\n<h2>What each device sends and receives</h2>\n"
-       << device_table(r) << "<h2>Every candidate</h2>\n" << point_table(r);
+       << device_table(r) << "<h2>Every candidate</h2>\n"
+       << point_table(r);
   return report::page("re-plan: " + r.task_id, body.str());
 }
 

@@ -84,10 +84,10 @@ Svg::Svg(double width, double height, const std::string& title) : width_(width),
   body_ << "<title>" << xml_escape(title) << "</title>\n";
 }
 
-void Svg::rect(double x, double y, double w, double h, const std::string& fill,
-               const std::string& tooltip, const std::string& extra) {
-  body_ << "<rect x='" << px(x) << "' y='" << px(y) << "' width='" << px(std::max(w, 0.0))
-        << "' height='" << px(std::max(h, 0.0)) << "' fill='" << fill << "'" << extra;
+void Svg::rect(double x, double y, double w, double h, const std::string& fill, const std::string& tooltip,
+               const std::string& extra) {
+  body_ << "<rect x='" << px(x) << "' y='" << px(y) << "' width='" << px(std::max(w, 0.0)) << "' height='"
+        << px(std::max(h, 0.0)) << "' fill='" << fill << "'" << extra;
   if (tooltip.empty()) {
     body_ << "/>\n";
   } else {
@@ -95,10 +95,9 @@ void Svg::rect(double x, double y, double w, double h, const std::string& fill,
   }
 }
 
-void Svg::line(double x1, double y1, double x2, double y2, const std::string& stroke,
-               const std::string& extra) {
-  body_ << "<line x1='" << px(x1) << "' y1='" << px(y1) << "' x2='" << px(x2) << "' y2='" << px(y2)
-        << "' stroke='" << stroke << "'" << extra << "/>\n";
+void Svg::line(double x1, double y1, double x2, double y2, const std::string& stroke, const std::string& extra) {
+  body_ << "<line x1='" << px(x1) << "' y1='" << px(y1) << "' x2='" << px(x2) << "' y2='" << px(y2) << "' stroke='"
+        << stroke << "'" << extra << "/>\n";
 }
 
 void Svg::circle(double x, double y, double r, const std::string& fill, const std::string& tooltip) {
@@ -108,12 +107,11 @@ void Svg::circle(double x, double y, double r, const std::string& fill, const st
 
 void Svg::text(double x, double y, const std::string& text, const std::string& anchor, double size,
                const std::string& extra) {
-  body_ << "<text x='" << px(x) << "' y='" << px(y) << "' text-anchor='" << anchor
-        << "' font-size='" << px(size) << "'" << extra << ">" << xml_escape(text) << "</text>\n";
+  body_ << "<text x='" << px(x) << "' y='" << px(y) << "' text-anchor='" << anchor << "' font-size='" << px(size) << "'"
+        << extra << ">" << xml_escape(text) << "</text>\n";
 }
 
-void Svg::y_axis(const Axis& axis, double x, double top, double bottom, double right,
-                 const std::string& label) {
+void Svg::y_axis(const Axis& axis, double x, double top, double bottom, double right, const std::string& label) {
   for (const double tick : axis.ticks) {
     const double y = y_of(axis, tick, top, bottom);
     line(x, y, right, y, "#ddd");
@@ -125,8 +123,7 @@ void Svg::y_axis(const Axis& axis, double x, double top, double bottom, double r
         << ") rotate(-90)' text-anchor='middle' font-size='11'>" << xml_escape(label) << "</text>\n";
 }
 
-void Svg::x_axis(const Axis& axis, double y, double left, double right, double top,
-                 const std::string& label) {
+void Svg::x_axis(const Axis& axis, double y, double left, double right, double top, const std::string& label) {
   for (const double tick : axis.ticks) {
     const double x = x_of(axis, tick, left, right);
     line(x, top, x, y, "#ddd");
@@ -146,8 +143,8 @@ void Svg::legend(double x, double y, const std::vector<std::pair<std::string, st
 
 std::string Svg::str() const {
   return "<svg xmlns='http://www.w3.org/2000/svg' width='" + px(width_) + "' height='" + px(height_) +
-         "' viewBox='0 0 " + px(width_) + " " + px(height_) +
-         "' font-family='sans-serif' role='img'>\n" + body_.str() + "</svg>\n";
+         "' viewBox='0 0 " + px(width_) + " " + px(height_) + "' font-family='sans-serif' role='img'>\n" + body_.str() +
+         "</svg>\n";
 }
 
 Quartiles quartiles(std::vector<double> values) {

@@ -29,20 +29,17 @@ struct Axis {
 class Svg {
  public:
   Svg(double width, double height, const std::string& title);
-  void rect(double x, double y, double w, double h, const std::string& fill,
-            const std::string& tooltip = "", const std::string& extra = "");
-  void line(double x1, double y1, double x2, double y2, const std::string& stroke,
+  void rect(double x, double y, double w, double h, const std::string& fill, const std::string& tooltip = "",
             const std::string& extra = "");
+  void line(double x1, double y1, double x2, double y2, const std::string& stroke, const std::string& extra = "");
   void circle(double x, double y, double r, const std::string& fill, const std::string& tooltip);
   /** `anchor`: start | middle | end. */
-  void text(double x, double y, const std::string& text, const std::string& anchor = "start",
-            double size = 11, const std::string& extra = "");
+  void text(double x, double y, const std::string& text, const std::string& anchor = "start", double size = 11,
+            const std::string& extra = "");
   /** A vertical value axis at `x` from `top` to `bottom` with ticks, grid lines to `right`. */
-  void y_axis(const Axis& axis, double x, double top, double bottom, double right,
-              const std::string& label);
+  void y_axis(const Axis& axis, double x, double top, double bottom, double right, const std::string& label);
   /** A horizontal value axis at `y` from `left` to `right` with ticks, grid lines up to `top`. */
-  void x_axis(const Axis& axis, double y, double left, double right, double top,
-              const std::string& label);
+  void x_axis(const Axis& axis, double y, double left, double right, double top, const std::string& label);
   /** Colour swatches with names, in a row starting at (x, y). */
   void legend(double x, double y, const std::vector<std::pair<std::string, std::string>>& items);
   [[nodiscard]] std::string str() const;

@@ -33,17 +33,11 @@ const Registry<Sharder>& sharder_registry() {
   return registry;
 }
 
-std::string canonical_sharder_spec(const std::string& spec) {
-  return sharder_registry().canonical(spec);
-}
+std::string canonical_sharder_spec(const std::string& spec) { return sharder_registry().canonical(spec); }
 
-std::string short_sharder_spec(const std::string& spec) {
-  return sharder_registry().short_spec(spec);
-}
+std::string short_sharder_spec(const std::string& spec) { return sharder_registry().short_spec(spec); }
 
-std::unique_ptr<Sharder> make_sharder(const std::string& spec) {
-  return sharder_registry().create(spec, Context{});
-}
+std::unique_ptr<Sharder> make_sharder(const std::string& spec) { return sharder_registry().create(spec, Context{}); }
 
 namespace {
 

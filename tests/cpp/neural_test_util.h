@@ -56,9 +56,9 @@ inline NeuralWeights random_weights(std::uint64_t seed, int outputs, int devices
   ComputeNet c;
   const auto& names = table_feature_names();
   c.inputs = identity_normaliser({names.begin(), names.end()}, 1.0);
-  c.inputs.std[17] = 64;            // dim
-  c.inputs.std[18] = 10;            // pooling
-  c.inputs.std[19] = 1e6;           // rows
+  c.inputs.std[17] = 64;   // dim
+  c.inputs.std[18] = 10;   // pooling
+  c.inputs.std[19] = 1e6;  // rows
   c.table_mlp = random_mlp("table_mlp", {kNumCostFeatures, 128, 32}, true, rng);
   c.head = random_mlp("head", {32, 64, outputs}, false, rng);
   c.outputs = outputs == 2 ? std::vector<std::string>{"fw_ms", "bw_ms"} : std::vector<std::string>{"comp_ms"};

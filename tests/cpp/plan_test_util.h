@@ -17,9 +17,8 @@ struct TableShape {
 };
 
 /** A task of `shapes` (statistics: rows only) on identical custom devices. */
-inline Task task_of(const std::vector<TableShape>& shapes, int num_devices,
-                    std::int64_t hbm = std::int64_t{1} << 40, std::int64_t uvm = std::int64_t{1} << 40,
-                    int devices_per_host = 1) {
+inline Task task_of(const std::vector<TableShape>& shapes, int num_devices, std::int64_t hbm = std::int64_t{1} << 40,
+                    std::int64_t uvm = std::int64_t{1} << 40, int devices_per_host = 1) {
   Task task;
   task.id = "test-task";
   for (const auto& s : shapes) {
@@ -41,8 +40,8 @@ inline Task task_of(const std::vector<TableShape>& shapes, int num_devices,
   return task;
 }
 
-inline Shard shard(int device, std::int64_t row_begin, std::int64_t row_end, int col_begin,
-                   int col_end, std::int64_t hbm_rows = -1) {
+inline Shard shard(int device, std::int64_t row_begin, std::int64_t row_end, int col_begin, int col_end,
+                   std::int64_t hbm_rows = -1) {
   Shard s;
   s.device = device;
   s.row_begin = row_begin;

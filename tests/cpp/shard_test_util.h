@@ -24,8 +24,7 @@ inline TableSpec hand_table(const std::string& name, int dim, std::int64_t rows,
 }
 
 /** `n` tables of pool 0 with lookups, dims drawn from `dims`, on `topology`, at batch 4096. */
-inline Task pool_task(int n, const std::string& topology, std::uint64_t seed,
-                      std::span<const int> dims) {
+inline Task pool_task(int n, const std::string& topology, std::uint64_t seed, std::span<const int> dims) {
   static const Pool pool = Pool::generate(0);
   Rng rng(seed);
   Task task;

@@ -13,10 +13,10 @@
 
 #include "embshard/core/file_io.h"
 #include "embshard/cost/link_model.h"
-#include "embshard/eval/cost_models.h"
-#include "embshard/data/random.h"
 #include "embshard/data/data_io.h"
+#include "embshard/data/random.h"
 #include "embshard/data/topology.h"
+#include "embshard/eval/cost_models.h"
 #include "embshard/plan/plan.h"
 #include "embshard/plan/plan_io.h"
 #include "embshard/profile/all_to_all.h"
@@ -59,9 +59,7 @@ TEST(CommSampler, TablesDimsAndSumsFollowTheParameters) {
     for (int d : draw.dims) ASSERT_TRUE(allowed.count(d)) << d;
     ASSERT_EQ(draw.placement.dim_sums.size(), 4u);
     const std::int64_t total = std::accumulate(draw.dims.begin(), draw.dims.end(), std::int64_t{0});
-    EXPECT_EQ(std::accumulate(draw.placement.dim_sums.begin(), draw.placement.dim_sums.end(),
-                              std::int64_t{0}),
-              total);
+    EXPECT_EQ(std::accumulate(draw.placement.dim_sums.begin(), draw.placement.dim_sums.end(), std::int64_t{0}), total);
     EXPECT_GE(draw.random_share, 0.0);
     EXPECT_LT(draw.random_share, 1.0);
   }
@@ -89,8 +87,7 @@ TEST(CommSampler, GreedyWithoutRandomnessIsThePlainGreedy) {
       Rng rng(seed);
       const DimPlacement placement = random_dim_greedy(draw.dims, devices, 0.0, rng);
       EXPECT_EQ(placement.dim_sums, plain_greedy_dim_sums(draw.dims, devices));
-      EXPECT_TRUE(std::is_sorted(placement.dims_descending.rbegin(),
-                                 placement.dims_descending.rend()));
+      EXPECT_TRUE(std::is_sorted(placement.dims_descending.rbegin(), placement.dims_descending.rend()));
     }
   }
   Rng rng(1);  // ties go to the lowest index
@@ -152,8 +149,7 @@ TEST(AllToAll, BatchSharesDifferByAtMostOneAndSumToTheBatch) {
 
 TEST(AllToAll, SessionWithoutMpiSaysSo) {
   if (built_with_mpi()) GTEST_SKIP() << "this build has MPI";
-  EXPECT_NE(test_util::error_of([] { MpiSession session; }).find("built without MPI"),
-            std::string::npos);
+  EXPECT_NE(test_util::error_of([] { MpiSession session; }).find("built without MPI"), std::string::npos);
 }
 
 // ---- the link model -----------------------------------------------------------------------------
@@ -233,7 +229,8 @@ std::vector<LinkVolume> two_host_volumes(const std::vector<TablePlacement>& plac
 /** {send intra, send inter, recv intra, recv inter} of every device. */
 std::vector<std::array<std::int64_t, 4>> links(const std::vector<LinkVolume>& v) {
   std::vector<std::array<std::int64_t, 4>> out;
-  for (const LinkVolume& d : v) out.push_back({d.send_intra_bytes, d.send_inter_bytes, d.recv_intra_bytes, d.recv_inter_bytes});
+  for (const LinkVolume& d : v)
+    out.push_back({d.send_intra_bytes, d.send_inter_bytes, d.recv_intra_bytes, d.recv_inter_bytes});
   return out;
 }
 
@@ -242,30 +239,40 @@ TEST(LinkModel, EverySharingTypeMovesTheBytesWorkedOutByHandOnTwoHosts) {
   // samples; a whole table's outputs are 16 · 8 · 4 = 512 bytes, a sample's 32.
   using test_util::shard;
   // table-wise on device 0: 4 samples (128 bytes) to each other device, 2 of them on host 1.
-  EXPECT_EQ(links(two_host_volumes({{"t", ShardingType::kTableWise, {shard(0, 0, 100, 0, 8)}}})),
-            (std::vector<std::array<std::int64_t, 4>>{{128, 256, 0, 0}, {0, 0, 128, 0}, {0, 0, 0, 128}, {0, 0, 0, 128}}));
+  EXPECT_EQ(
+      links(two_host_volumes({{"t", ShardingType::kTableWise, {shard(0, 0, 100, 0, 8)}}})),
+      (std::vector<std::array<std::int64_t, 4>>{{128, 256, 0, 0}, {0, 0, 128, 0}, {0, 0, 0, 128}, {0, 0, 0, 128}}));
   // column-wise, 4 columns on devices 0 and 2: each sends 4 samples × 16 bytes = 64 to every other.
-  EXPECT_EQ(links(two_host_volumes({{"t", ShardingType::kColumnWise, {shard(0, 0, 100, 0, 4), shard(2, 0, 100, 4, 8)}}})),
-            (std::vector<std::array<std::int64_t, 4>>{{64, 128, 0, 64}, {0, 0, 64, 64}, {64, 128, 0, 64}, {0, 0, 64, 64}}));
+  EXPECT_EQ(
+      links(two_host_volumes({{"t", ShardingType::kColumnWise, {shard(0, 0, 100, 0, 4), shard(2, 0, 100, 4, 8)}}})),
+      (std::vector<std::array<std::int64_t, 4>>{{64, 128, 0, 64}, {0, 0, 64, 64}, {64, 128, 0, 64}, {0, 0, 64, 64}}));
   // table-row-wise on host 1: devices 2 and 3 each hold partial sums of the whole batch (512
   // bytes), reduce-scatter them (256 to the other), then each sends the 4 samples of its local
   // rank's device on host 0 (128 bytes). The flat exchange of the old model sent 384 bytes from
   // each, 256 of them across hosts.
-  EXPECT_EQ(links(two_host_volumes({{"t", ShardingType::kTableRowWise, {shard(2, 0, 50, 0, 8), shard(3, 50, 100, 0, 8)}}})),
-            (std::vector<std::array<std::int64_t, 4>>{{0, 0, 0, 128}, {0, 0, 0, 128}, {256, 128, 256, 0}, {256, 128, 256, 0}}));
+  EXPECT_EQ(
+      links(two_host_volumes({{"t", ShardingType::kTableRowWise, {shard(2, 0, 50, 0, 8), shard(3, 50, 100, 0, 8)}}})),
+      (std::vector<std::array<std::int64_t, 4>>{
+          {0, 0, 0, 128}, {0, 0, 0, 128}, {256, 128, 256, 0}, {256, 128, 256, 0}}));
   // row-wise over all four: every host reduces its two partial sums the same way, then the hosts
   // exchange their reduced rows: 128 bytes each way per device.
-  EXPECT_EQ(links(two_host_volumes({{"t", ShardingType::kRowWise,
-                                     {shard(0, 0, 25, 0, 8), shard(1, 25, 50, 0, 8), shard(2, 50, 75, 0, 8), shard(3, 75, 100, 0, 8)}}})),
+  EXPECT_EQ(links(two_host_volumes(
+                {{"t",
+                  ShardingType::kRowWise,
+                  {shard(0, 0, 25, 0, 8), shard(1, 25, 50, 0, 8), shard(2, 50, 75, 0, 8), shard(3, 75, 100, 0, 8)}}})),
             (std::vector<std::array<std::int64_t, 4>>(4, {256, 128, 256, 128})));
   // grid: columns 0-3 in rows halves on devices 0 and 1, columns 4-7 on 2 and 3: each block a
   // table-row-wise exchange of 4 columns (partial sums 256 bytes, 128 to the host peer, 64 across).
-  EXPECT_EQ(links(two_host_volumes({{"t", ShardingType::kGridShard,
-                                     {shard(0, 0, 50, 0, 4), shard(1, 50, 100, 0, 4), shard(2, 0, 50, 4, 8), shard(3, 50, 100, 4, 8)}}})),
+  EXPECT_EQ(links(two_host_volumes(
+                {{"t",
+                  ShardingType::kGridShard,
+                  {shard(0, 0, 50, 0, 4), shard(1, 50, 100, 0, 4), shard(2, 0, 50, 4, 8), shard(3, 50, 100, 4, 8)}}})),
             (std::vector<std::array<std::int64_t, 4>>(4, {128, 64, 128, 64})));
   // data-parallel: no output exchange (its gradients are all-reduced).
-  EXPECT_EQ(links(two_host_volumes({{"t", ShardingType::kDataParallel,
-                                     {shard(0, 0, 100, 0, 8), shard(1, 0, 100, 0, 8), shard(2, 0, 100, 0, 8), shard(3, 0, 100, 0, 8)}}})),
+  EXPECT_EQ(links(two_host_volumes(
+                {{"t",
+                  ShardingType::kDataParallel,
+                  {shard(0, 0, 100, 0, 8), shard(1, 0, 100, 0, 8), shard(2, 0, 100, 0, 8), shard(3, 0, 100, 0, 8)}}})),
             (std::vector<std::array<std::int64_t, 4>>(4, {0, 0, 0, 0})));
 }
 
@@ -273,7 +280,8 @@ TEST(LinkModel, HostsMustBeTheSameSize) {
   Topology t = make_topology("h100:nodes=2");
   EXPECT_EQ(find_error_in_topology(t, "t.json"), "");
   t.devices.pop_back();
-  EXPECT_NE(find_error_in_topology(t, "t.json").find("devices_per_host 8 does not divide its 15 devices"), std::string::npos)
+  EXPECT_NE(find_error_in_topology(t, "t.json").find("devices_per_host 8 does not divide its 15 devices"),
+            std::string::npos)
       << find_error_in_topology(t, "t.json");
   t.devices.resize(5);  // one host of 5 < 8 devices
   EXPECT_EQ(find_error_in_topology(t, "t.json"), "");
@@ -326,27 +334,25 @@ TEST(LinkModel, DevicesOnTwoHosts) {
   const std::vector<LinkVolume> v = all_to_all_volumes(quad, dims, 16);
   EXPECT_EQ(v[0].send_intra_bytes, 16);
   EXPECT_EQ(v[0].send_inter_bytes, 32);
-  EXPECT_EQ(v[0].recv_intra_bytes, 32);        // from device 1
-  EXPECT_EQ(v[0].recv_inter_bytes, 16 * 7);    // from devices 2 and 3
+  EXPECT_EQ(v[0].recv_intra_bytes, 32);      // from device 1
+  EXPECT_EQ(v[0].recv_inter_bytes, 16 * 7);  // from devices 2 and 3
   EXPECT_EQ(v[3].send_intra_bytes, 64);
   EXPECT_EQ(v[3].send_inter_bytes, 128);
   EXPECT_EQ(v[3].recv_intra_bytes, 48);
   EXPECT_EQ(v[3].recv_inter_bytes, 48);
   const std::vector<double> ms = all_to_all_ms(quad, dims, 16);
   const double latency_ms = quad.a2a_latency_us / 1000.0;
-  EXPECT_DOUBLE_EQ(ms[0], latency_ms + std::max(32.0 / (quad.intra_host_gbps * 1e6),
-                                                112.0 / (quad.inter_host_gbps * 1e6)));
-  EXPECT_DOUBLE_EQ(ms[3], latency_ms + std::max(64.0 / (quad.intra_host_gbps * 1e6),
-                                                128.0 / (quad.inter_host_gbps * 1e6)));
+  EXPECT_DOUBLE_EQ(ms[0],
+                   latency_ms + std::max(32.0 / (quad.intra_host_gbps * 1e6), 112.0 / (quad.inter_host_gbps * 1e6)));
+  EXPECT_DOUBLE_EQ(ms[3],
+                   latency_ms + std::max(64.0 / (quad.intra_host_gbps * 1e6), 128.0 / (quad.inter_host_gbps * 1e6)));
 }
 
 TEST(LinkModel, OneDeviceHasNoAllToAll) {
   const Topology t = make_topology("cpu:devices=1");
   EXPECT_EQ(all_to_all_ms(t, {512}, 65536), std::vector<double>{0.0});
   const std::vector<LinkVolume> v = all_to_all_volumes(t, {512}, 65536);
-  EXPECT_EQ(v[0].send_intra_bytes + v[0].recv_intra_bytes + v[0].send_inter_bytes +
-                v[0].recv_inter_bytes,
-            0);
+  EXPECT_EQ(v[0].send_intra_bytes + v[0].recv_intra_bytes + v[0].send_inter_bytes + v[0].recv_inter_bytes, 0);
 }
 
 TEST(LinkModel, WhatIsSentIsReceived) {
@@ -385,9 +391,10 @@ bool mpirun_on_path() { return std::system("command -v mpirun >/dev/null 2>&1") 
  * `timeout` keeps a hang from stalling ctest.
  */
 CommandResult profile_comm(int ranks, const std::string& args) {
-  return run_command("OMPI_MCA_btl_vader_single_copy_mechanism=none timeout 300 "
-                     "mpirun --oversubscribe --allow-run-as-root -n " +
-                     std::to_string(ranks) + " " + EMBSHARD_CLI_PATH + " profile comm " + args);
+  return run_command(
+      "OMPI_MCA_btl_vader_single_copy_mechanism=none timeout 300 "
+      "mpirun --oversubscribe --allow-run-as-root -n " +
+      std::to_string(ranks) + " " + EMBSHARD_CLI_PATH + " profile comm " + args);
 }
 
 class ProfileComm : public ::testing::Test {
@@ -395,8 +402,7 @@ class ProfileComm : public ::testing::Test {
   void SetUp() override {
     if (!built_with_mpi()) GTEST_SKIP() << "embshard built without MPI";
     if (!mpirun_on_path()) GTEST_SKIP() << "mpirun not on PATH";
-    dir_ = test_util::temp_file("embshard_comm",
-                                ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = test_util::temp_file("embshard_comm", ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -436,8 +442,7 @@ void expect_well_formed(const CostSampleFile& file, int ranks, std::size_t sampl
 TEST_F(ProfileComm, MeasuresEveryRankFor2To4Ranks) {
   for (int ranks : {2, 3, 4}) {
     const std::string out = path("comm" + std::to_string(ranks) + ".jsonl");
-    const CommandResult r =
-        profile_comm(ranks, std::string("--samples 2 ") + kQuickRun + " --out " + out);
+    const CommandResult r = profile_comm(ranks, std::string("--samples 2 ") + kQuickRun + " --out " + out);
     ASSERT_EQ(r.status, 0) << r.out;
     EXPECT_NE(r.out.find("link model"), std::string::npos) << r.out;
     expect_well_formed(read_cost_samples(out, Context{}), ranks, 2);
@@ -456,8 +461,7 @@ TEST_F(ProfileComm, ResumesWhereTheFileEnds) {
 TEST_F(ProfileComm, RefusesAFileOfAnotherExperimentWithoutHanging) {
   const std::string out = path("comm.jsonl");
   ASSERT_EQ(profile_comm(3, std::string("--samples 1 ") + kQuickRun + " --out " + out).status, 0);
-  const CommandResult r = profile_comm(
-      3, "--samples 2 --repeats 2 --warmup 1 --batch 2048 --out " + out);
+  const CommandResult r = profile_comm(3, "--samples 2 --repeats 2 --warmup 1 --batch 2048 --out " + out);
   EXPECT_NE(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("batch_size"), std::string::npos) << r.out;
   EXPECT_EQ(read_cost_samples(out, Context{}).comm.size(), 1u);  // untouched
@@ -465,27 +469,28 @@ TEST_F(ProfileComm, RefusesAFileOfAnotherExperimentWithoutHanging) {
 
 TEST_F(ProfileComm, OneProcessWithoutMpirunIsAWorldOfOne) {
   const std::string out = path("comm1.jsonl");
-  const CommandResult r = run_command(std::string(EMBSHARD_CLI_PATH) +
-                                      " profile comm --samples 1 " + kQuickRun + " --out " + out);
+  const CommandResult r =
+      run_command(std::string(EMBSHARD_CLI_PATH) + " profile comm --samples 1 " + kQuickRun + " --out " + out);
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("one rank"), std::string::npos) << r.out;
   expect_well_formed(read_cost_samples(out, Context{}), 1, 1);
 }
 
-
 TEST_F(ProfileComm, EvalMeasuresThePlansAllToAllsWithOneRankPerDevice) {
   const std::string gen = std::string(EMBSHARD_CLI_PATH) +
                           " task gen --quiet --protocol neuroshard --devices 2 --max-dim 16 "
-                          "--count 1 --seed 0 --out " + path("t");
+                          "--count 1 --seed 0 --out " +
+                          path("t");
   ASSERT_EQ(run_command(gen).status, 0);
   const Task task = read_task_file(path("t/000.json"));
   write_plan_file(path("p.json"), plan_task("greedy:balance=size", task, nullptr, Context{}).plan);
-  const std::string eval = std::string(EMBSHARD_CLI_PATH) + " eval --quiet --task " +
-                           path("t/000.json") + " --plan " + path("p.json") +
-                           " --comm mpi --repeats 2 --warmup 1 --out " + path("r.json");
+  const std::string eval = std::string(EMBSHARD_CLI_PATH) + " eval --quiet --task " + path("t/000.json") + " --plan " +
+                           path("p.json") + " --comm mpi --repeats 2 --warmup 1 --out " + path("r.json");
   const auto mpirun = [&](int ranks) {
-    return run_command("OMPI_MCA_btl_vader_single_copy_mechanism=none timeout 300 mpirun "
-                       "--oversubscribe --allow-run-as-root -n " + std::to_string(ranks) + " " + eval);
+    return run_command(
+        "OMPI_MCA_btl_vader_single_copy_mechanism=none timeout 300 mpirun "
+        "--oversubscribe --allow-run-as-root -n " +
+        std::to_string(ranks) + " " + eval);
   };
   CommandResult r = mpirun(2);
   ASSERT_EQ(r.status, 0) << r.out;
@@ -498,22 +503,25 @@ TEST_F(ProfileComm, EvalMeasuresThePlansAllToAllsWithOneRankPerDevice) {
       << report["comm"];
   // A measured backend started by mpirun measures the all-to-alls without being asked (--comm auto).
   const std::string measured = std::string(EMBSHARD_CLI_PATH) + " eval --quiet --task " + path("t/000.json") +
-                               " --plan " + path("p.json") + " --backend reference --batch 256 --repeats 1 "
-                               "--warmup 0 --input-comm omit --out " + path("m.json");
-  r = run_command("OMPI_MCA_btl_vader_single_copy_mechanism=none timeout 300 mpirun --oversubscribe "
-                  "--allow-run-as-root -n 2 " + measured);
+                               " --plan " + path("p.json") +
+                               " --backend reference --batch 256 --repeats 1 "
+                               "--warmup 0 --input-comm omit --out " +
+                               path("m.json");
+  r = run_command(
+      "OMPI_MCA_btl_vader_single_copy_mechanism=none timeout 300 mpirun --oversubscribe "
+      "--allow-run-as-root -n 2 " +
+      measured);
   ASSERT_EQ(r.status, 0) << r.out;
   const auto auto_report = nlohmann::json::parse(read_file(path("m.json")));
   EXPECT_EQ(auto_report["comm"]["source"], "measured");
   EXPECT_EQ(auto_report["devices"][0]["in_comm_ms"].get<double>(), 0.0);  // omitted: not measured, not paid
-  r = run_command(measured + " --comm auto");  // no mpirun: the link model
+  r = run_command(measured + " --comm auto");                             // no mpirun: the link model
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_EQ(nlohmann::json::parse(read_file(path("m.json")))["comm"]["source"], "modelled");
   r = mpirun(3);  // one rank per device, or a clear error
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.out.find("the task has 2 devices but the job has 3 MPI ranks"), std::string::npos) << r.out;
 }
-
 
 // ---- the input all-to-all -----------------------------------------------------------------------
 
@@ -522,18 +530,17 @@ namespace {
 /** Table "a" (1000 rows, dim 8) table-wise on device 0, "b" (400 rows, dim 8) in two column
  *  pieces on devices 1 and 2, "c" (1000 rows, dim 4) row-wise 250 / 750 on devices 2 and 3. */
 std::pair<Task, Plan> mixed_plan() {
-  Task task = test_util::task_of({{"a", 1000, 8}, {"b", 400, 8}, {"c", 1000, 4}}, 4, std::int64_t{1} << 30,
-                                 0, /*devices_per_host=*/4);
+  Task task = test_util::task_of({{"a", 1000, 8}, {"b", 400, 8}, {"c", 1000, 4}}, 4, std::int64_t{1} << 30, 0,
+                                 /*devices_per_host=*/4);
   task.topology.intra_host_gbps = 10.0;
   task.topology.a2a_latency_us = 0.0;
   task.workload.batch_size = 100;
   const std::int64_t lookups[] = {500, 300, 2000};
   for (std::size_t t = 0; t < 3; ++t) task.workload.tables[t].stats.num_indices = lookups[t];
   using test_util::shard;
-  Plan plan = test_util::plan_of(
-      {{"a", ShardingType::kTableWise, {shard(0, 0, 1000, 0, 8)}},
-       {"b", ShardingType::kColumnWise, {shard(1, 0, 400, 0, 4), shard(2, 0, 400, 4, 8)}},
-       {"c", ShardingType::kRowWise, {shard(2, 0, 250, 0, 4), shard(3, 250, 1000, 0, 4)}}});
+  Plan plan = test_util::plan_of({{"a", ShardingType::kTableWise, {shard(0, 0, 1000, 0, 8)}},
+                                  {"b", ShardingType::kColumnWise, {shard(1, 0, 400, 0, 4), shard(2, 0, 400, 4, 8)}},
+                                  {"c", ShardingType::kRowWise, {shard(2, 0, 250, 0, 4), shard(3, 250, 1000, 0, 4)}}});
   return {task, plan};
 }
 

@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "embshard/core/file_io.h"
-#include "embshard/nn/lstm.h"
 #include "embshard/eval/task_gen.h"
+#include "embshard/nn/lstm.h"
 #include "embshard/policy/autoshard_policy.h"
 #include "embshard/shard/sharder.h"
 #include "rl_test_util.h"
@@ -96,8 +96,8 @@ TEST(AutoShardLstm, RejectsLayersThatDoNotChain) {
 }
 
 Task autoshard_task(int devices, int tables_per_device, std::uint64_t seed) {
-  const auto gen = make_task_generator(detail::concat("autoshard:devices=", devices, ",tables_per_device=",
-                                                      tables_per_device));
+  const auto gen =
+      make_task_generator(detail::concat("autoshard:devices=", devices, ",tables_per_device=", tables_per_device));
   static const TableSource source = TableSource::from_pool(0, gen->batch_size());
   return gen->generate(source, seed, 0);
 }
@@ -141,9 +141,9 @@ TEST(AutoShardPolicyFile, RoundTripKeepsEveryWeightAndTheProvenance) {
   // The state-dict names of the architecture.
   const nlohmann::json j = nlohmann::json::parse(read_file(path));
   EXPECT_EQ(j.at("kind"), "autoshard");
-  for (const char* name : {"t_fc.0.weight", "t_fc.2.bias", "state_other_fc.0.weight", "lstm.weight_ih_l0",
-                           "lstm.bias_hh_l1", "action_other_fc.0.bias", "policy_fc.6.weight", "value_fc.2.bias",
-                           "cost_fc.0.weight"}) {
+  for (const char* name :
+       {"t_fc.0.weight", "t_fc.2.bias", "state_other_fc.0.weight", "lstm.weight_ih_l0", "lstm.bias_hh_l1",
+        "action_other_fc.0.bias", "policy_fc.6.weight", "value_fc.2.bias", "cost_fc.0.weight"}) {
     EXPECT_TRUE(j.at("parameters").contains(name)) << name;
   }
   EXPECT_EQ(j.at("parameters").at("lstm.weight_hh_l1").at("shape"), nlohmann::json({256, 64}));
@@ -265,12 +265,11 @@ TEST(AutoShardSharder, RejectsAMissingPolicyAndOtherHardware) {
   p.training.device_kind = "some-other-gpu";
   const std::string path = test_util::temp_file("autoshard", "hardware.json");
   write_autoshard_policy(path, p);
-  const std::string e = error_of([&] {
-    (void)plan_task("autoshard:policy=" + path, task, nullptr, test_util::quiet_context());
-  });
+  const std::string e =
+      error_of([&] { (void)plan_task("autoshard:policy=" + path, task, nullptr, test_util::quiet_context()); });
   EXPECT_NE(e.find("some-other-gpu"), std::string::npos) << e;
-  const ShardResult r = plan_task("autoshard:policy=" + path + ",hardware=any", task, nullptr,
-                                  test_util::quiet_context());
+  const ShardResult r =
+      plan_task("autoshard:policy=" + path + ",hardware=any", task, nullptr, test_util::quiet_context());
   EXPECT_EQ(r.status, ShardStatus::kOk);
   std::filesystem::remove(path);
 }

@@ -14,8 +14,8 @@
 #include <sstream>
 #include <thread>
 
-#include "embshard/core/version.h"
 #include "embshard/core/file_io.h"
+#include "embshard/core/version.h"
 #include "embshard/data/data_io.h"
 #include "embshard/data/topology.h"
 #include "embshard/eval/cost_models.h"
@@ -37,16 +37,13 @@ CliResult run_cli(const std::string& args) {
   return test_util::run_command(std::string(EMBSHARD_CLI_PATH) + " " + args);
 }
 
-std::string fixture(const std::string& name) {
-  return std::string(EMBSHARD_TEST_DATA_DIR) + "/fixtures/" + name;
-}
+std::string fixture(const std::string& name) { return std::string(EMBSHARD_TEST_DATA_DIR) + "/fixtures/" + name; }
 
 class Cli : public ::testing::Test {
  protected:
   void SetUp() override {
     // The process id too: two runs of the suite (a CI clone beside a working tree) never meet.
-    dir_ = test_util::temp_file("embshard_cli",
-                                ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = test_util::temp_file("embshard_cli", ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -157,7 +154,8 @@ TEST_F(Cli, AnErrorNamingATableWithControlCharactersIsOneLineWithoutThem) {
   EXPECT_EQ(r.status, 1) << r.out;
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
   EXPECT_NE(r.out.find("a\\nb\\x1b[2Jc"), std::string::npos) << r.out;
-  EXPECT_EQ(std::count_if(r.out.begin(), r.out.end() - 1, [](char c) { return static_cast<unsigned char>(c) < 0x20; }), 0)
+  EXPECT_EQ(std::count_if(r.out.begin(), r.out.end() - 1, [](char c) { return static_cast<unsigned char>(c) < 0x20; }),
+            0)
       << r.out;
 }
 
@@ -182,8 +180,8 @@ TEST_F(Cli, FitWritesAChangedTaskThatPlansAndSizeAnswersInOneLine) {
   EXPECT_NE(r.out.find("  b  "), std::string::npos) << r.out;
   // A re-plan of the same task from its own plan, with its report.
   ASSERT_EQ(run_cli("plan --quiet --task " + path("fixed.json") + " --out " + path("p.json")).status, 0);
-  r = run_cli("replan --quiet --task " + path("fixed.json") + " --from " + path("p.json") + " --max-move 10% --report " +
-              path("replan.html"));
+  r = run_cli("replan --quiet --task " + path("fixed.json") + " --from " + path("p.json") +
+              " --max-move 10% --report " + path("replan.html"));
   ASSERT_EQ(r.status, 0) << r.out;
   const std::string page = read_file(path("replan.html"));
   EXPECT_NE(page.find("<h1>Re-plan: tight</h1>"), std::string::npos);
@@ -193,8 +191,9 @@ TEST_F(Cli, FitWritesAChangedTaskThatPlansAndSizeAnswersInOneLine) {
   EXPECT_NE(r.out.find("no device count tried between 1 and 8 meets"), std::string::npos) << r.out;
   r = run_cli("size --task " + path("fixed.json") + " --devices 5-7");
   EXPECT_EQ(r.status, 1);
-  EXPECT_EQ(r.out, "error: size: no device count between 5 and 7 that this topology comes in (1 to 4 on one host, "
-                   "then whole hosts of 4)\n");
+  EXPECT_EQ(r.out,
+            "error: size: no device count between 5 and 7 that this topology comes in (1 to 4 on one host, "
+            "then whole hosts of 4)\n");
   r = run_cli("size --task " + path("fixed.json") + " --devices 8-2x");
   EXPECT_NE(r.out.find("--devices: expected MIN-MAX"), std::string::npos) << r.out;
 }
@@ -258,15 +257,15 @@ TEST_F(Cli, PoolBatchesWrittenAsADatasetFileMeasureAsTheirExpectedStatistics) {
     const double sd = std::sqrt(e.pooling_factor * (1 + e.pooling_factor) * 2 / 8192);
     EXPECT_NEAR(m.pooling_factor, e.pooling_factor, 5 * sd + 1e-9) << "table " << t;
     EXPECT_NEAR(static_cast<double>(m.num_distinct), static_cast<double>(e.num_distinct),
-                0.06 * static_cast<double>(e.num_distinct) + 25) << "table " << t;
+                0.06 * static_cast<double>(e.num_distinct) + 25)
+        << "table " << t;
   }
 }
 
 TEST_F(Cli, TaskGenWritesEveryProtocol) {
-  const std::vector<std::string> protocols = {
-      "--protocol neuroshard --devices 8 --max-dim 64",
-      "--protocol dreamshard:tables=20,split=test --devices 4 --max-dim 16",
-      "--protocol autoshard --devices 8 --max-dim 32"};
+  const std::vector<std::string> protocols = {"--protocol neuroshard --devices 8 --max-dim 64",
+                                              "--protocol dreamshard:tables=20,split=test --devices 4 --max-dim 16",
+                                              "--protocol autoshard --devices 8 --max-dim 32"};
   for (std::size_t i = 0; i < protocols.size(); ++i) {
     const std::string out = path("tasks" + std::to_string(i));
     const CliResult r = run_cli("task gen --quiet " + protocols[i] + " --count 3 --seed 4 --out " + out);
@@ -281,9 +280,12 @@ TEST_F(Cli, TaskGenWritesEveryProtocol) {
 }
 
 TEST_F(Cli, TaskGenFromAStatisticsFile) {
-  ASSERT_EQ(run_cli("stats --quiet --data " + fixture("dlrm_t5_bs128_lengths_i64.pt") + " --out " + path("s.json")).status, 0);
-  const CliResult r = run_cli("task gen --quiet --protocol dreamshard:tables=2 --devices 2 --max-dim 8 --count 1 --seed 0 --tables " +
-                    path("s.json") + " --out " + path("t"));
+  ASSERT_EQ(
+      run_cli("stats --quiet --data " + fixture("dlrm_t5_bs128_lengths_i64.pt") + " --out " + path("s.json")).status,
+      0);
+  const CliResult r =
+      run_cli("task gen --quiet --protocol dreamshard:tables=2 --devices 2 --max-dim 8 --count 1 --seed 0 --tables " +
+              path("s.json") + " --out " + path("t"));
   ASSERT_EQ(r.status, 0) << r.out;
   const Task task = read_task_file(path("t/000.json"));
   EXPECT_EQ(task.workload.tables.size(), 2u);
@@ -291,7 +293,10 @@ TEST_F(Cli, TaskGenFromAStatisticsFile) {
 }
 
 TEST_F(Cli, CheckAcceptsAValidPlanAndNamesTheProblemOfABadOne) {
-  ASSERT_EQ(run_cli("task gen --quiet --protocol neuroshard --devices 4 --max-dim 16 --count 1 --seed 0 --out " + path("t")).status, 0);
+  ASSERT_EQ(
+      run_cli("task gen --quiet --protocol neuroshard --devices 4 --max-dim 16 --count 1 --seed 0 --out " + path("t"))
+          .status,
+      0);
   const Task task = read_task_file(path("t/000.json"));
   std::vector<int> devices;
   for (std::size_t i = 0; i < task.workload.tables.size(); ++i) devices.push_back(static_cast<int>(i % 4));
@@ -307,7 +312,10 @@ TEST_F(Cli, CheckAcceptsAValidPlanAndNamesTheProblemOfABadOne) {
 }
 
 TEST_F(Cli, EvalJudgesAPlanAndRejectsWhatDoesNotFit) {
-  ASSERT_EQ(run_cli("task gen --quiet --protocol neuroshard --devices 4 --max-dim 16 --count 1 --seed 0 --out " + path("t")).status, 0);
+  ASSERT_EQ(
+      run_cli("task gen --quiet --protocol neuroshard --devices 4 --max-dim 16 --count 1 --seed 0 --out " + path("t"))
+          .status,
+      0);
   const Task task = read_task_file(path("t/000.json"));
   Plan plan = plan_task("greedy:balance=size", task, nullptr, Context{}).plan;
   write_plan_file(path("p.json"), plan);
@@ -334,7 +342,8 @@ TEST_F(Cli, EvalJudgesAPlanAndRejectsWhatDoesNotFit) {
   r = run_cli("eval --task " + path("t/000.json") + " --plan " + path("short.json"));
   EXPECT_EQ(r.status, 1) << r.out;
   EXPECT_NE(r.out.find(path("short.json") + ": the plan does not fit the task " + path("t/000.json")),
-            std::string::npos) << r.out;
+            std::string::npos)
+      << r.out;
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
   EXPECT_EQ(run_cli("eval" + files + " --objective fastest").status, 1);
   r = run_cli("eval" + files + " --backend tpu");
@@ -343,7 +352,10 @@ TEST_F(Cli, EvalJudgesAPlanAndRejectsWhatDoesNotFit) {
 }
 
 TEST_F(Cli, PlanWritesEmbshardAndTorchrecPlans) {
-  ASSERT_EQ(run_cli("task gen --quiet --protocol neuroshard --devices 4 --max-dim 16 --count 1 --seed 0 --out " + path("t")).status, 0);
+  ASSERT_EQ(
+      run_cli("task gen --quiet --protocol neuroshard --devices 4 --max-dim 16 --count 1 --seed 0 --out " + path("t"))
+          .status,
+      0);
   CliResult r = run_cli("plan --task " + path("t/000.json") + " --sharder greedy:balance=dim --out " + path("p.json"));
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("lower bound"), std::string::npos) << r.out;
@@ -370,15 +382,20 @@ TEST_F(Cli, PlanWritesEmbshardAndTorchrecPlans) {
 TEST_F(Cli, ObjectiveIsWhatTheSharderOptimises) {
   // --objective reaches a sharder that takes one (issue 29: it only changed what was printed);
   // a spec naming another objective is an error; sharders without one keep their own aim.
-  ASSERT_EQ(run_cli("task gen --quiet --protocol neuroshard --devices 4 --max-dim 16 --count 1 --seed 0 --out " + path("t")).status, 0);
+  ASSERT_EQ(
+      run_cli("task gen --quiet --protocol neuroshard --devices 4 --max-dim 16 --count 1 --seed 0 --out " + path("t"))
+          .status,
+      0);
   CliResult r = run_cli("plan --quiet --task " + path("t/000.json") + " --objective max_sum --out " + path("p.json"));
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(read_plan_file(path("p.json")).provenance.sharder.find("objective=max_sum"), std::string::npos);
   EXPECT_NE(r.out.find("max_sum "), std::string::npos) << r.out;
   r = run_cli("plan --quiet --task " + path("t/000.json") + " --sharder joint:objective=step --objective max_sum");
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.out.find("--objective max_sum contradicts the sharder spec's objective=step"), std::string::npos) << r.out;
-  r = run_cli("plan --quiet --task " + path("t/000.json") + " --sharder greedy --objective max_sum --out " + path("g.json"));
+  EXPECT_NE(r.out.find("--objective max_sum contradicts the sharder spec's objective=step"), std::string::npos)
+      << r.out;
+  r = run_cli("plan --quiet --task " + path("t/000.json") + " --sharder greedy --objective max_sum --out " +
+              path("g.json"));
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_EQ(read_plan_file(path("g.json")).provenance.sharder.find("objective"), std::string::npos);
 }
@@ -386,7 +403,8 @@ TEST_F(Cli, ObjectiveIsWhatTheSharderOptimises) {
 TEST_F(Cli, APlanUnderATrainedModelStillGetsTheSimJudgesBound) {
   // The cpu preset plans with the built-in neural model, which has no bound: the plan's step and
   // bound under sim are printed beside it, named (issue 31 item 10: it printed "lower bound 0.000").
-  ASSERT_EQ(run_cli("task gen --quiet --protocol neuroshard:preset=cpu --count 1 --seed 3 --out " + path("t")).status, 0);
+  ASSERT_EQ(run_cli("task gen --quiet --protocol neuroshard:preset=cpu --count 1 --seed 3 --out " + path("t")).status,
+            0);
   const CliResult r = run_cli("plan --task " + path("t/000.json") + " --sharder greedy");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("under neural:weights=builtin"), std::string::npos) << r.out;
@@ -405,14 +423,16 @@ TEST_F(Cli, PlansATaskWhoseTablesAreKnownByShapeAndSaysWhichTables) {
   const CliResult r = run_cli("plan --task " + path("shape.json") + " --sharder torchrec --out " + path("p.json"));
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("statistics derived from shape (rows, pooling factor) for 2 of 2 tables: user, item"),
-            std::string::npos) << r.out;
-  EXPECT_EQ(read_plan_file(path("p.json")).provenance.derived_stats_tables,
-            (std::vector<std::string>{"user", "item"}));
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(read_plan_file(path("p.json")).provenance.derived_stats_tables, (std::vector<std::string>{"user", "item"}));
 }
 
 TEST_F(Cli, ProfileComputeWritesAResumableSampleFile) {
-  const std::string run = "profile compute --quiet --samples 2 --batch 64 --repeats 1 --warmup 0 "
-                          "--max-tables 2 --max-bytes 100000000 --out " + path("s.jsonl");
+  const std::string run =
+      "profile compute --quiet --samples 2 --batch 64 --repeats 1 --warmup 0 "
+      "--max-tables 2 --max-bytes 100000000 --out " +
+      path("s.jsonl");
   ASSERT_EQ(run_cli(run).status, 0);
   ASSERT_EQ(run_cli(run).status, 0);  // already complete: appends nothing
   const std::string text = read_file(path("s.jsonl"));
@@ -431,13 +451,19 @@ TEST_F(Cli, ProfileComputeWritesAResumableSampleFile) {
 TEST_F(Cli, ProfileCalibrateWritesAPresetTheSimJudgeLoadsAndWarnsOnAnotherMachine) {
   const std::string on_a = "EMBSHARD_FAKE_FINGERPRINT='host:cpu_model=Test CPU A,llc_bytes=1048576' ";
   const std::string on_b = "EMBSHARD_FAKE_FINGERPRINT='host:cpu_model=Test CPU B,llc_bytes=1048576' ";
-  ASSERT_EQ(test_util::run_command(on_a + EMBSHARD_CLI_PATH + " profile compute --quiet --samples 15 --batch 64 "
-                                   "--repeats 1 --warmup 0 --max-tables 3 --max-bytes 100000000 --out " + path("s.jsonl")).status, 0);
+  ASSERT_EQ(test_util::run_command(on_a + EMBSHARD_CLI_PATH +
+                                   " profile compute --quiet --samples 15 --batch 64 "
+                                   "--repeats 1 --warmup 0 --max-tables 3 --max-bytes 100000000 --out " +
+                                   path("s.jsonl"))
+                .status,
+            0);
   CliResult r = test_util::run_command(on_a + EMBSHARD_CLI_PATH + " profile calibrate --samples " + path("s.jsonl") +
                                        " --out " + path("c.json"));
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(read_file(path("c.json")).find("Test CPU A"), std::string::npos);
-  ASSERT_EQ(run_cli("task gen --quiet --protocol neuroshard:preset=cpu --devices 2 --max-dim 8 --out " + path("t")).status, 0);
+  ASSERT_EQ(
+      run_cli("task gen --quiet --protocol neuroshard:preset=cpu --devices 2 --max-dim 8 --out " + path("t")).status,
+      0);
   const std::string plan = " plan --task " + path("t/000.json") + " --sharder greedy --cost ";
   r = test_util::run_command(on_a + EMBSHARD_CLI_PATH + plan + "sim:coefficients=" + path("c.json"));
   ASSERT_EQ(r.status, 0) << r.out;
@@ -445,17 +471,22 @@ TEST_F(Cli, ProfileCalibrateWritesAPresetTheSimJudgeLoadsAndWarnsOnAnotherMachin
   r = test_util::run_command(on_b + EMBSHARD_CLI_PATH + plan + "sim:coefficients=" + path("c.json"));
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("were measured on 'Test CPU A' (1 MiB last-level cache), this machine is 'Test CPU B'"),
-            std::string::npos) << r.out;
+            std::string::npos)
+      << r.out;
   r = test_util::run_command(on_b + EMBSHARD_CLI_PATH + plan + "sim:hardware=any,coefficients=" + path("c.json"));
   EXPECT_EQ(r.out.find("were measured on"), std::string::npos) << r.out;
   // The built-in cpu coefficients say which machine they describe, too.
   r = test_util::run_command(on_b + EMBSHARD_CLI_PATH + plan + "sim");
-  EXPECT_NE(r.out.find("sim's cpu coefficients were measured on 'Intel(R) Xeon(R) Processor'"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("sim's cpu coefficients were measured on 'Intel(R) Xeon(R) Processor'"), std::string::npos)
+      << r.out;
 
-  ASSERT_EQ(run_cli("task gen --quiet --protocol neuroshard:preset=v100 --devices 8 --max-dim 8 --out " + path("g")).status, 0);
+  ASSERT_EQ(
+      run_cli("task gen --quiet --protocol neuroshard:preset=v100 --devices 8 --max-dim 8 --out " + path("g")).status,
+      0);
   r = run_cli("plan --task " + path("g/000.json") + " --sharder greedy --cost sim:coefficients=" + path("c.json"));
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.out.find("holds coefficients for 'cpu' devices but the task's topology has 'V100"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("holds coefficients for 'cpu' devices but the task's topology has 'V100"), std::string::npos)
+      << r.out;
   std::string text = read_file(path("c.json"));
   text.replace(text.find("\"lookups\""), 9, "\"lookup\"");
   write_file_atomic(path("bad.json"), text);
@@ -476,12 +507,16 @@ void write_comm_samples(const std::string& path, int count) {
   header.sampler = "test";
   header.batch_size = 64;
   CostSampleWriter writer(path, header, test_util::quiet_context());
-  for (int i = 0; i < count; ++i) writer.append(CommSample{i, {4, 8, 16, 32}, {0, 1, 0, 1}, {1, 2, 3, 4}, {1, 2, 3, 4}});
+  for (int i = 0; i < count; ++i)
+    writer.append(CommSample{i, {4, 8, 16, 32}, {0, 1, 0, 1}, {1, 2, 3, 4}, {1, 2, 3, 4}});
 }
 
 TEST_F(Cli, TrainCostWritesWeightsThePlannerUsesOrSaysItIsNotBuilt) {
   ASSERT_EQ(run_cli("profile compute --quiet --samples 30 --batch 64 --repeats 1 --warmup 0 --max-tables 3 "
-                    "--max-bytes 100000000 --out " + path("s.jsonl")).status, 0);
+                    "--max-bytes 100000000 --out " +
+                    path("s.jsonl"))
+                .status,
+            0);
   const bool built = fs::exists(fs::path(EMBSHARD_CLI_PATH).parent_path() / "embshard-train");
   // One epoch from random weights: worse than predicting the mean, so nothing is written.
   CliResult r = run_cli("train cost --quiet --samples " + path("s.jsonl") + " --epochs 1 --out " + path("m.json"));
@@ -499,7 +534,8 @@ TEST_F(Cli, TrainCostWritesWeightsThePlannerUsesOrSaysItIsNotBuilt) {
   EXPECT_FALSE(fs::exists(path("m.html")));
   // Every sample file is checked before anything trains: 100,000 epochs would take minutes.
   write_comm_samples(path("c.jsonl"), 5);
-  r = run_cli("train cost --samples " + path("s.jsonl") + "," + path("c.jsonl") + " --epochs 100000 --out " + path("m.json"));
+  r = run_cli("train cost --samples " + path("s.jsonl") + "," + path("c.jsonl") + " --epochs 100000 --out " +
+              path("m.json"));
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.out.find(path("c.jsonl") + ": 5 comm samples are too few"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("epoch"), std::string::npos) << r.out;
@@ -511,12 +547,21 @@ TEST_F(Cli, TrainCostWritesWeightsThePlannerUsesOrSaysItIsNotBuilt) {
   const std::string report = read_file(path("m.html"));
   EXPECT_NE(report.find("compute fw+bw, held out"), std::string::npos);
   EXPECT_NE(report.find("sum_of_singles"), std::string::npos);
-  ASSERT_EQ(run_cli("task gen --quiet --protocol neuroshard:preset=cpu --devices 4 --max-dim 16 --count 1 --seed 0 --out " + path("t")).status, 0);
+  ASSERT_EQ(
+      run_cli("task gen --quiet --protocol neuroshard:preset=cpu --devices 4 --max-dim 16 --count 1 --seed 0 --out " +
+              path("t"))
+          .status,
+      0);
   r = run_cli("plan --task " + path("t/000.json") + " --sharder neuroshard --cost neural:weights=" + path("m.json") +
               " --out " + path("p.json"));
   ASSERT_EQ(r.status, 0) << r.out;
-  EXPECT_EQ(read_plan_file(path("p.json")).provenance.cost_model, "neural:weights=" + path("m.json") + ",comm=auto,hardware=match,input_comm=exposed,index_bytes=8,length_bytes=4,exchanges=fused");
-  ASSERT_EQ(run_cli("task gen --quiet --protocol neuroshard --devices 4 --max-dim 16 --count 1 --seed 0 --out " + path("g")).status, 0);
+  EXPECT_EQ(read_plan_file(path("p.json")).provenance.cost_model,
+            "neural:weights=" + path("m.json") +
+                ",comm=auto,hardware=match,input_comm=exposed,index_bytes=8,length_bytes=4,exchanges=fused");
+  ASSERT_EQ(
+      run_cli("task gen --quiet --protocol neuroshard --devices 4 --max-dim 16 --count 1 --seed 0 --out " + path("g"))
+          .status,
+      0);
   r = run_cli("plan --task " + path("g/000.json") + " --sharder neuroshard --cost neural:weights=" + path("m.json"));
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.out.find("measured on 'cpu' devices"), std::string::npos) << r.out;
@@ -528,9 +573,14 @@ TEST_F(Cli, TrainCostWritesWeightsThePlannerUsesOrSaysItIsNotBuilt) {
 
 TEST_F(Cli, TrainDreamShardWritesAPolicyThePlannerRuns) {
   const bool built = fs::exists(fs::path(EMBSHARD_CLI_PATH).parent_path() / "embshard-train");
-  ASSERT_EQ(run_cli("task gen --quiet --protocol dreamshard:tables=6,devices=2,preset=cpu --count 2 --seed 0 --out " + path("t")).status, 0);
-  CliResult r = run_cli("train dreamshard --quiet --tasks " + path("t") + " --backend sim --iterations 1 --collect 2 "
-                        "--cost-steps 3 --rl-batches 1 --episodes 2 --seed 4 --out " + path("ds.json"));
+  ASSERT_EQ(run_cli("task gen --quiet --protocol dreamshard:tables=6,devices=2,preset=cpu --count 2 --seed 0 --out " +
+                    path("t"))
+                .status,
+            0);
+  CliResult r = run_cli("train dreamshard --quiet --tasks " + path("t") +
+                        " --backend sim --iterations 1 --collect 2 "
+                        "--cost-steps 3 --rl-batches 1 --episodes 2 --seed 4 --out " +
+                        path("ds.json"));
   if (!built) {
     EXPECT_EQ(r.status, 1);
     EXPECT_NE(r.out.find("built without the learn module"), std::string::npos) << r.out;
@@ -538,9 +588,11 @@ TEST_F(Cli, TrainDreamShardWritesAPolicyThePlannerRuns) {
   }
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_TRUE(fs::exists(path("ds.json.ckpt/state.json")));
-  r = run_cli("plan --task " + path("t/001.json") + " --sharder dreamshard:policy=" + path("ds.json") + " --out " + path("p.json"));
+  r = run_cli("plan --task " + path("t/001.json") + " --sharder dreamshard:policy=" + path("ds.json") + " --out " +
+              path("p.json"));
   ASSERT_EQ(r.status, 0) << r.out;
-  EXPECT_EQ(read_plan_file(path("p.json")).provenance.sharder, "dreamshard:policy=" + path("ds.json") + ",hardware=match");
+  EXPECT_EQ(read_plan_file(path("p.json")).provenance.sharder,
+            "dreamshard:policy=" + path("ds.json") + ",hardware=match");
   r = run_cli("train dreamshard --tasks " + path("nowhere") + " --out " + path("x.json"));
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.out.find("nowhere"), std::string::npos) << r.out;
@@ -567,8 +619,8 @@ TEST_F(Cli, OutOfRangeNumbersInATaskFileFailNamingFileAndTable) {
   // the file. Now the task reader stops them, naming the file and the table.
   const auto task = [](const std::string& stats) {
     return R"({"schema_version": 1, "batch_size": 64, "topology": {"preset": "v100"},
-      "tables": [{"name": "huge", "dim": 64, "stats": {)" + stats +
-           R"(, "coverage": 1, "bins": [1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]}}]})";
+      "tables": [{"name": "huge", "dim": 64, "stats": {)" +
+           stats + R"(, "coverage": 1, "bins": [1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]}}]})";
   };
   const std::vector<std::pair<std::string, std::string>> cases = {
       {R"("num_rows": 9223372036854775807, "pooling_factor": 1)", "num_rows = 9223372036854775807"},
@@ -577,12 +629,10 @@ TEST_F(Cli, OutOfRangeNumbersInATaskFileFailNamingFileAndTable) {
   for (const auto& [stats, expect] : cases) {
     write_file_atomic(path("t.json"), task(stats));
     for (const std::string sharder : {"recshard", "torchrec", "greedy"}) {
-      const CliResult r = run_cli("plan --quiet --task " + path("t.json") + " --sharder " + sharder +
-                                  " --out " + path("p.json"));
+      const CliResult r =
+          run_cli("plan --quiet --task " + path("t.json") + " --sharder " + sharder + " --out " + path("p.json"));
       EXPECT_EQ(r.status, 1) << r.out;
-      EXPECT_NE(r.out.find(path("t.json") + ": tables[0].stats (table 'huge'): " + expect),
-                std::string::npos)
-          << r.out;
+      EXPECT_NE(r.out.find(path("t.json") + ": tables[0].stats (table 'huge'): " + expect), std::string::npos) << r.out;
       EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
     }
   }
@@ -630,8 +680,12 @@ class CliOutputs : public Cli {
  protected:
   void SetUp() override {
     Cli::SetUp();
-    ASSERT_EQ(run_cli("task gen --quiet --protocol neuroshard --devices 4 --max-dim 16 --count 2 --seed 0 --out " + path("t")).status, 0);
-    ASSERT_EQ(run_cli("plan --quiet --task " + path("t/000.json") + " --sharder greedy --out " + path("p.json")).status, 0);
+    ASSERT_EQ(
+        run_cli("task gen --quiet --protocol neuroshard --devices 4 --max-dim 16 --count 2 --seed 0 --out " + path("t"))
+            .status,
+        0);
+    ASSERT_EQ(run_cli("plan --quiet --task " + path("t/000.json") + " --sharder greedy --out " + path("p.json")).status,
+              0);
     write_file_atomic(path("samples.jsonl"), "not read: refused before any work\n");
   }
 };
@@ -658,11 +712,13 @@ TEST_F(CliOutputs, OutputNamingAnInputIsRefusedUnderAnyNameAndTheInputIsUntouche
       {"plan --task " + task + " --cost neural:weights=" + path("samples.jsonl") + " --out " + path("samples.jsonl"),
        path("samples.jsonl")},  // a file named inside a spec is an input too
       {"stats --data " + plan + " --out " + path("plan_sym.json"), plan},
-      {"profile calibrate --samples " + path("samples.jsonl") + " --out " + path("samples.jsonl"), path("samples.jsonl")},
+      {"profile calibrate --samples " + path("samples.jsonl") + " --out " + path("samples.jsonl"),
+       path("samples.jsonl")},
       {"compare --tasks " + path("t") + " --sharders greedy --out " + task, task},
       {"compare --tasks " + path("t") + " --sharders greedy --out " + path("r.csv") + " --chart " + path("t/001.json"),
        path("t/001.json")},
-      {"task gen --protocol neuroshard --devices 4 --max-dim 16 --count 1 --tables " + task + " --out " + path("t"), task},
+      {"task gen --protocol neuroshard --devices 4 --max-dim 16 --count 1 --tables " + task + " --out " + path("t"),
+       task},
   };
   for (const Case& c : cases) {
     const std::string before = read_file(c.input);
@@ -709,8 +765,8 @@ TEST_F(CliOutputs, FifoOutputIsWrittenThrough) {
 TEST_F(CliOutputs, SymlinkOutputReplacesItsTargetAndKeepsTheLink) {
   write_file_atomic(path("real.json"), "old");
   fs::create_symlink("real.json", path("link.json"));
-  const CliResult r = run_cli("eval --quiet --task " + path("t/000.json") + " --plan " + path("p.json") +
-                              " --out " + path("link.json"));
+  const CliResult r = run_cli("eval --quiet --task " + path("t/000.json") + " --plan " + path("p.json") + " --out " +
+                              path("link.json"));
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_TRUE(fs::is_symlink(path("link.json")));
   EXPECT_TRUE(nlohmann::json::parse(read_file(path("real.json"))).contains("objectives"));
@@ -758,8 +814,8 @@ TEST_F(CliOutputs, TaskGenNeverMixesANewSetWithTasksAlreadyThere) {
 }
 
 TEST_F(CliOutputs, OutputThatIsADirectoryFailsBeforeAnyWork) {
-  const CliResult r = run_cli("compare --tasks " + path("t") + " --sharders greedy --out " + path("r.csv") +
-                              " --chart " + path("t"));
+  const CliResult r =
+      run_cli("compare --tasks " + path("t") + " --sharders greedy --out " + path("r.csv") + " --chart " + path("t"));
   expect_one_line_error(r, "--chart: " + path("t") + ": is a directory");
   EXPECT_FALSE(fs::exists(path("r.csv")));
 }

@@ -9,8 +9,8 @@
 #include "embshard/core/file_io.h"
 #include "embshard/data/data_io.h"
 #include "embshard/eval/compare.h"
-#include "embshard/report/html_report.h"
 #include "embshard/eval/task_gen.h"
+#include "embshard/report/html_report.h"
 #include "test_util.h"
 
 namespace embshard {
@@ -110,7 +110,8 @@ TEST(Compare, AHandWrittenTasksFreeTextProtocolIsItsSetting) {
   const std::string md = compare_markdown(rows);
   std::istringstream lines(md.substr(md.find("\n| sharder") + 1));
   std::set<long> bars;
-  for (std::string line; std::getline(lines, line) && !line.empty();) bars.insert(std::count(line.begin(), line.end(), '|'));
+  for (std::string line; std::getline(lines, line) && !line.empty();)
+    bars.insert(std::count(line.begin(), line.end(), '|'));
   EXPECT_EQ(bars.size(), 1u) << md;
   EXPECT_NE(md.find("my hand-made \u00a6 task\\nfrom prod"), std::string::npos) << md;
 }
@@ -119,10 +120,10 @@ TEST(Compare, SummarySaysSomethingWhenSomeTasksFail) {
   // Setting s1: greedy fails t2; torchrec plans all. Setting s2: nobody plans both tasks alike.
   const std::vector<CompareRow> rows{
       summary_row("t0", "s1", "greedy:balance=lookup", 10), summary_row("t0", "s1", "torchrec", 8),
-      summary_row("t1", "s1", "greedy:balance=lookup", 6), summary_row("t1", "s1", "torchrec", 6.001),
-      summary_row("t2", "s1", "greedy:balance=lookup", 0), summary_row("t2", "s1", "torchrec", 100),
-      summary_row("t3", "s2", "greedy:balance=lookup", 4), summary_row("t3", "s2", "torchrec", 0),
-      summary_row("t4", "s2", "greedy:balance=lookup", 0), summary_row("t4", "s2", "torchrec", 0)};
+      summary_row("t1", "s1", "greedy:balance=lookup", 6),  summary_row("t1", "s1", "torchrec", 6.001),
+      summary_row("t2", "s1", "greedy:balance=lookup", 0),  summary_row("t2", "s1", "torchrec", 100),
+      summary_row("t3", "s2", "greedy:balance=lookup", 4),  summary_row("t3", "s2", "torchrec", 0),
+      summary_row("t4", "s2", "greedy:balance=lookup", 0),  summary_row("t4", "s2", "torchrec", 0)};
   const std::string md = compare_markdown(rows);
   EXPECT_NE(md.find("| s1 (n=2 of 3) | s2 (n=0 of 2) |"), std::string::npos) << md;
   // greedy: s1 over t0, t1 = 8; s2 only its own plan (*); own mean (10+6+4)/3; 2 ties-or-losses.
@@ -147,12 +148,15 @@ TEST(Compare, CliWritesCsvSummaryAndChart) {
   const fs::path dir = test_util::temp_file("embshard_compare", "cli");
   fs::remove_all(dir);
   const std::string cli = EMBSHARD_CLI_PATH;
-  ASSERT_EQ(test_util::run_command(cli + " task gen --quiet --protocol neuroshard --devices 4 --max-dim 16 "
-                                         "--count 2 --seed 0 --out " + (dir / "tasks").string()).status, 0);
+  ASSERT_EQ(test_util::run_command(cli +
+                                   " task gen --quiet --protocol neuroshard --devices 4 --max-dim 16 "
+                                   "--count 2 --seed 0 --out " +
+                                   (dir / "tasks").string())
+                .status,
+            0);
   const auto r = test_util::run_command(
-      cli + " compare --quiet --tasks " + (dir / "tasks").string() +
-      " --sharders 'greedy;greedy:balance=dim' --out " + (dir / "r.csv").string() + " --summary " +
-      (dir / "r.md").string() + " --chart " + (dir / "r.svg").string());
+      cli + " compare --quiet --tasks " + (dir / "tasks").string() + " --sharders 'greedy;greedy:balance=dim' --out " +
+      (dir / "r.csv").string() + " --summary " + (dir / "r.md").string() + " --chart " + (dir / "r.svg").string());
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(read_file((dir / "r.md").string()).find("greedy:balance=dim"), std::string::npos);
   EXPECT_NE(read_file((dir / "r.svg").string()).find("<svg"), std::string::npos);

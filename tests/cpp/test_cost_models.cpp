@@ -55,14 +55,17 @@ TEST(CostModels, TheJudgeOfEvalIsAMemberWhoseSpecSaysItsBatch) {
   const ShardResult planned = plan_task("greedy:balance=lookup", task, nullptr, quiet_context());
   ASSERT_EQ(planned.status, ShardStatus::kOk) << planned.reason;
   EvalOptions options;
-  EXPECT_EQ(judge_spec(options), "sim:coefficients=builtin,hardware=match,input_comm=exposed,index_bytes=8,length_bytes=4,exchanges=fused");
+  EXPECT_EQ(judge_spec(options),
+            "sim:coefficients=builtin,hardware=match,input_comm=exposed,index_bytes=8,length_bytes=4,exchanges=fused");
   options.backend = "reference";
   options.measure = {0, 1, false, 0.0};
   EXPECT_EQ(judge_spec(options),
-            "measured:impl=reference,batch=0,warmup=0,repeats=1,flush=false,trim=0,draw=0,remap=in_sample,input_comm=exposed,index_bytes=8,length_bytes=4,exchanges=fused");
+            "measured:impl=reference,batch=0,warmup=0,repeats=1,flush=false,trim=0,draw=0,remap=in_sample,input_comm="
+            "exposed,index_bytes=8,length_bytes=4,exchanges=fused");
   const EvalResult result = evaluate_plan(task, planned.plan, options, quiet_context());
   EXPECT_EQ(result.backend,
-            "measured:impl=reference,batch=4096,warmup=0,repeats=1,flush=false,trim=0,draw=0,remap=in_sample,input_comm=exposed,index_bytes=8,length_bytes=4,exchanges=fused");
+            "measured:impl=reference,batch=4096,warmup=0,repeats=1,flush=false,trim=0,draw=0,remap=in_sample,input_"
+            "comm=exposed,index_bytes=8,length_bytes=4,exchanges=fused");
   EXPECT_EQ(make_cost_model(result.backend, task)->spec(), result.backend);
   options.backend = "tpu";
   EXPECT_NE(error_of([&] { (void)judge_spec(options); }).find("unknown backend 'tpu'"), std::string::npos);
@@ -70,11 +73,13 @@ TEST(CostModels, TheJudgeOfEvalIsAMemberWhoseSpecSaysItsBatch) {
 
 TEST(CostModels, UnknownNamesKeysAndValuesListWhatExists) {
   const Task task = cpu_task();
-  EXPECT_NE(error_of([&] { (void)make_cost_model("nonsense", task); })
-                .find("unknown cost model 'nonsense'; known: sim, analytic, neural, default, measured"),
+  EXPECT_NE(error_of([&] {
+              (void)make_cost_model("nonsense", task);
+            }).find("unknown cost model 'nonsense'; known: sim, analytic, neural, default, measured"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { (void)make_cost_model("measured:imp=cpu", task); })
-                .find("accepted: impl, batch, warmup, repeats, flush, trim, draw, remap"),
+  EXPECT_NE(error_of([&] {
+              (void)make_cost_model("measured:imp=cpu", task);
+            }).find("accepted: impl, batch, warmup, repeats, flush, trim, draw, remap"),
             std::string::npos);
   EXPECT_NE(error_of([&] { (void)make_cost_model("measured:impl=tpu", task); }).find("tpu"), std::string::npos);
   EXPECT_NE(error_of([&] { (void)make_cost_model("sim:batch=3", task); }).find("unknown parameter 'batch'"),
@@ -85,7 +90,8 @@ TEST(CostModels, DefaultIsNeuralWhereTheBuiltInWeightsFitElseSim) {
   Task gpu = cpu_task();
   gpu.topology = make_topology("v100:gpus_per_node=2");
   EXPECT_FALSE(builtin_weights_fit(gpu));
-  EXPECT_EQ(make_cost_model("default", gpu)->spec(), "sim:coefficients=builtin,hardware=match,input_comm=exposed,index_bytes=8,length_bytes=4,exchanges=fused");
+  EXPECT_EQ(make_cost_model("default", gpu)->spec(),
+            "sim:coefficients=builtin,hardware=match,input_comm=exposed,index_bytes=8,length_bytes=4,exchanges=fused");
   EXPECT_EQ(builtin_weights_fit(cpu_task()), !builtin_weights_text().empty());
 }
 
@@ -105,7 +111,9 @@ TEST(CostModels, PerTypeExchangesPayTheLatencyOncePerFurtherShardingType) {
   Plan plan = plan_task("greedy", task, nullptr, ctx).plan;
   ASSERT_FALSE(plan.tables.empty());
   const double latency = task.topology.a2a_latency_us / 1000.0;
-  const auto breakdown = [&](const Plan& p, const std::string& spec) { return make_cost_model(spec, task, ctx)->estimate(task, p, ctx); };
+  const auto breakdown = [&](const Plan& p, const std::string& spec) {
+    return make_cost_model(spec, task, ctx)->estimate(task, p, ctx);
+  };
   const auto same_but = [&](const Plan& p, double extra) {
     const CostBreakdown fused = breakdown(p, "sim");
     const CostBreakdown per_type = breakdown(p, "sim:exchanges=per_type");
@@ -114,7 +122,8 @@ TEST(CostModels, PerTypeExchangesPayTheLatencyOncePerFurtherShardingType) {
       EXPECT_NEAR(per_type.devices[d].bw_comm_ms, fused.devices[d].bw_comm_ms + extra, 1e-12);
       EXPECT_NEAR(per_type.devices[d].in_comm_ms, fused.devices[d].in_comm_ms + extra, 1e-12);
     }
-    EXPECT_NEAR(objective_value(per_type, Objective::kStep), objective_value(fused, Objective::kStep) + 3 * extra, 1e-9);
+    EXPECT_NEAR(objective_value(per_type, Objective::kStep), objective_value(fused, Objective::kStep) + 3 * extra,
+                1e-9);
   };
   EXPECT_EQ(exchange_groups(plan), 1);
   same_but(plan, 0.0);  // table-wise only: one group
@@ -139,8 +148,9 @@ TEST(CostModels, PerTypeExchangesPayTheLatencyOncePerFurtherShardingType) {
   }
   EvalOptions options;
   options.exchanges = "per_type";
-  EXPECT_EQ(judge_spec(options),
-            "sim:coefficients=builtin,hardware=match,input_comm=exposed,index_bytes=8,length_bytes=4,exchanges=per_type");
+  EXPECT_EQ(
+      judge_spec(options),
+      "sim:coefficients=builtin,hardware=match,input_comm=exposed,index_bytes=8,length_bytes=4,exchanges=per_type");
 }
 
 }  // namespace

@@ -2,7 +2,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "test_util.h"
 #include "embshard/data/data_io.h"
 #include "embshard/data/derived_stats.h"
 #include "embshard/data/index_batch.h"
@@ -10,6 +9,7 @@
 #include "embshard/eval/cost_models.h"
 #include "embshard/plan/plan_io.h"
 #include "embshard/shard/sharder.h"
+#include "test_util.h"
 
 namespace embshard {
 namespace {

@@ -16,17 +16,16 @@
 #include "data/torch_format/pickle.h"
 #include "data/torch_format/torch_file.h"
 #include "data/torch_format/zip.h"
-#include "test_util.h"
 #include "embshard/core/context.h"
 #include "embshard/core/error.h"
 #include "embshard/data/dlrm_file.h"
+#include "test_util.h"
 
 namespace embshard {
 namespace {
 
 using test_util::error_of;
 using test_util::expect_same_stats;
-
 
 namespace fs = std::filesystem;
 const std::string kFixtures = std::string(EMBSHARD_TEST_DATA_DIR) + "/fixtures/";
@@ -38,9 +37,7 @@ std::string read_bytes(const std::string& path) {
   return out.str();
 }
 
-void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
-}
+void write_bytes(const std::string& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
 
 Context quiet(int threads = 1) {
   Context ctx;
@@ -67,8 +64,7 @@ std::vector<TableBatch> read_all(DlrmFileReader& reader) {
 /** Reads `bytes` completely (tables and stats); throws what the reader throws. */
 void read_fully(const std::string& bytes, const std::string& name) {
   DlrmFileReader reader = DlrmFileReader::from_bytes(bytes, name);
-  reader.for_each_table(
-      [](std::int64_t, const TableBatch& batch) { (void)compute_table_stats(batch); });
+  reader.for_each_table([](std::int64_t, const TableBatch& batch) { (void)compute_table_stats(batch); });
   (void)reader.compute_stats(quiet(2));
 }
 
@@ -86,8 +82,7 @@ class DlrmFileFixture : public ::testing::TestWithParam<FixtureCase> {};
 TEST_P(DlrmFileFixture, InfoAndStatsMatchExpected) {
   const FixtureCase& c = GetParam();
   const std::string path = kFixtures + c.stem + c.suffix;
-  const nlohmann::json want =
-      nlohmann::json::parse(read_bytes(kFixtures + c.stem + ".expected.json"));
+  const nlohmann::json want = nlohmann::json::parse(read_bytes(kFixtures + c.stem + ".expected.json"));
 
   DlrmFileReader reader(path);
   const DlrmFileInfo& info = reader.info();
@@ -114,8 +109,7 @@ TEST_P(DlrmFileFixture, InfoAndStatsMatchExpected) {
     EXPECT_EQ(s.num_distinct, w["num_distinct"].get<std::int64_t>());
     EXPECT_EQ(s.batch_size, info.batch_size);
     ASSERT_EQ(w["bins"].size(), 17u);
-    for (int j = 0; j < kNumReuseBins; ++j)
-      EXPECT_NEAR(s.bins[j], w["bins"][j].get<double>(), 1e-9) << "bin " << j;
+    for (int j = 0; j < kNumReuseBins; ++j) EXPECT_NEAR(s.bins[j], w["bins"][j].get<double>(), 1e-9) << "bin " << j;
     total += s.num_indices;
   }
   EXPECT_EQ(info.num_indices, total);
@@ -134,19 +128,18 @@ TEST_P(DlrmFileFixture, InfoAndStatsMatchExpected) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    DlrmFile, DlrmFileFixture,
-    ::testing::Values(FixtureCase{"dlrm_t4_bs64_offsets_i64", ".pt", "zip", false},
-                      FixtureCase{"dlrm_t4_bs64_offsets_i64", ".pt.gz", "zip", true},
-                      FixtureCase{"dlrm_t4_bs64_offsets_i64", ".legacy.pt", "legacy", false},
-                      FixtureCase{"dlrm_t5_bs128_lengths_i64", ".pt", "zip", false},
-                      FixtureCase{"dlrm_t5_bs128_lengths_i64", ".pt.gz", "zip", true}),
-    [](const ::testing::TestParamInfo<FixtureCase>& p) {
-      std::string name = p.param.stem + p.param.suffix;
-      for (char& ch : name)
-        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-      return name;
-    });
+INSTANTIATE_TEST_SUITE_P(DlrmFile, DlrmFileFixture,
+                         ::testing::Values(FixtureCase{"dlrm_t4_bs64_offsets_i64", ".pt", "zip", false},
+                                           FixtureCase{"dlrm_t4_bs64_offsets_i64", ".pt.gz", "zip", true},
+                                           FixtureCase{"dlrm_t4_bs64_offsets_i64", ".legacy.pt", "legacy", false},
+                                           FixtureCase{"dlrm_t5_bs128_lengths_i64", ".pt", "zip", false},
+                                           FixtureCase{"dlrm_t5_bs128_lengths_i64", ".pt.gz", "zip", true}),
+                         [](const ::testing::TestParamInfo<FixtureCase>& p) {
+                           std::string name = p.param.stem + p.param.suffix;
+                           for (char& ch : name)
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return name;
+                         });
 
 // ---- writer -> reader ---------------------------------------------------------------------------
 
@@ -169,8 +162,7 @@ std::vector<TableBatch> sample_tables(bool wide_indices) {
   std::uniform_int_distribution<std::int64_t> row1000(0, 999);
   add([&](std::int64_t) { return len8(rng); }, [&] { return row1000(rng); });
   add([](std::int64_t) { return 0; }, [] { return std::int64_t{0}; });  // empty table
-  const std::int64_t hot =
-      wide_indices ? 5'000'000'000LL : std::numeric_limits<std::int32_t>::max();
+  const std::int64_t hot = wide_indices ? 5'000'000'000LL : std::numeric_limits<std::int32_t>::max();
   add([](std::int64_t b) { return b % 3; }, [hot] { return hot; });
   std::uniform_real_distribution<double> u(0, 1);
   add([&](std::int64_t b) { return b % 5 == 0 ? 40 : 1; },
@@ -216,8 +208,7 @@ TEST_P(DlrmFileRoundTrip, WriterThenReader) {
     EXPECT_EQ(back[t].indices, tables[t].indices) << "table " << t;
   }
   const std::vector<TableStats> stats = reader.compute_stats(quiet(2));
-  for (std::size_t t = 0; t < tables.size(); ++t)
-    expect_same_stats(stats[t], compute_table_stats(tables[t]));
+  for (std::size_t t = 0; t < tables.size(); ++t) expect_same_stats(stats[t], compute_table_stats(tables[t]));
   EXPECT_EQ(stats[2].num_distinct, 1);
 
   // Through a real file: mapped when plain, streamed from the descriptor when gzipped.
@@ -246,9 +237,8 @@ std::vector<RoundTripCase> all_round_trip_cases() {
 INSTANTIATE_TEST_SUITE_P(DlrmFile, DlrmFileRoundTrip, ::testing::ValuesIn(all_round_trip_cases()),
                          [](const ::testing::TestParamInfo<RoundTripCase>& p) {
                            const RoundTripCase& c = p.param;
-                           return std::string("i") + to_string(c.indices) + "_o" +
-                                  to_string(c.offsets) + "_l" + to_string(c.lengths) + "_" +
-                                  c.container + (c.gzip ? "_gz" : "");
+                           return std::string("i") + to_string(c.indices) + "_o" + to_string(c.offsets) + "_l" +
+                                  to_string(c.lengths) + "_" + c.container + (c.gzip ? "_gz" : "");
                          });
 
 TEST(DlrmFileWriter, ZipLayoutLikePyTorch) {
@@ -256,8 +246,7 @@ TEST(DlrmFileWriter, ZipLayoutLikePyTorch) {
   options.archive_name = "my.data-v2";
   const std::string bytes = encode_dlrm_file(sample_tables(false), options);
   const auto* data = reinterpret_cast<const std::uint8_t*>(bytes.data());
-  const std::vector<detail::ZipEntry> entries =
-      detail::read_zip_directory(data, bytes.size(), "w.pt");
+  const std::vector<detail::ZipEntry> entries = detail::read_zip_directory(data, bytes.size(), "w.pt");
   const std::vector<std::string> names = {"data.pkl", "data/0", "data/1", "data/2", "version"};
   ASSERT_EQ(entries.size(), names.size());
   for (std::size_t i = 0; i < names.size(); ++i) {
@@ -307,25 +296,20 @@ TEST(DlrmFileWriter, RejectsWhatItCannotWrite) {
             }).find("table 2: index 5000000000 does not fit int32 indices"),
             std::string::npos);
   options.indices_type = TensorType::kF32;
-  EXPECT_NE(error_of([&] { (void)encode_dlrm_file(tables, options); }).find("float32"),
-            std::string::npos);
+  EXPECT_NE(error_of([&] { (void)encode_dlrm_file(tables, options); }).find("float32"), std::string::npos);
   options = {};
   options.container = "tar";
-  EXPECT_NE(error_of([&] { (void)encode_dlrm_file(tables, options); }).find("'tar'"),
-            std::string::npos);
+  EXPECT_NE(error_of([&] { (void)encode_dlrm_file(tables, options); }).find("'tar'"), std::string::npos);
   options = {};
   options.archive_name = "a/b";
-  EXPECT_NE(error_of([&] { (void)encode_dlrm_file(tables, options); }).find("archive_name"),
-            std::string::npos);
+  EXPECT_NE(error_of([&] { (void)encode_dlrm_file(tables, options); }).find("archive_name"), std::string::npos);
   options = {};
   options.indices_type = TensorType::kI64;
   tables[1].offsets.push_back(0);  // batch 49 vs 48
-  EXPECT_NE(error_of([&] { (void)encode_dlrm_file(tables, options); }).find("batch size"),
-            std::string::npos);
+  EXPECT_NE(error_of([&] { (void)encode_dlrm_file(tables, options); }).find("batch size"), std::string::npos);
   tables = sample_tables(false);
   tables[0].indices[3] = -1;
-  EXPECT_NE(error_of([&] { (void)encode_dlrm_file(tables, options); }).find("negative"),
-            std::string::npos);
+  EXPECT_NE(error_of([&] { (void)encode_dlrm_file(tables, options); }).find("negative"), std::string::npos);
 }
 
 TEST(DlrmFileWriter, WritesAtomically) {
@@ -373,12 +357,8 @@ std::function<void(detail::Sink&)> raw_writer(TensorType type, const std::vector
 }
 
 std::vector<detail::TensorToSave> raw_tensors(const RawFile& f) {
-  return {{f.indices_type,
-           {static_cast<std::int64_t>(f.indices.size())},
-           raw_writer(f.indices_type, f.indices)},
-          {f.offsets_type,
-           {static_cast<std::int64_t>(f.offsets.size())},
-           raw_writer(f.offsets_type, f.offsets)},
+  return {{f.indices_type, {static_cast<std::int64_t>(f.indices.size())}, raw_writer(f.indices_type, f.indices)},
+          {f.offsets_type, {static_cast<std::int64_t>(f.offsets.size())}, raw_writer(f.offsets_type, f.offsets)},
           {f.lengths_type, f.lengths_sizes, raw_writer(f.lengths_type, f.lengths)}};
 }
 
@@ -402,8 +382,7 @@ std::string gzip(const std::string& bytes) {
 }
 
 /** A zip with the given records (name under "archive/", content). */
-std::string make_zip(const std::vector<std::pair<std::string, std::string>>& records,
-                     bool zip64 = false) {
+std::string make_zip(const std::vector<std::pair<std::string, std::string>>& records, bool zip64 = false) {
   std::string out;
   detail::StringSink sink(out);
   detail::ZipWriter zip(sink, "archive", "zip", zip64);
@@ -460,10 +439,9 @@ std::string raw_bytes(const std::vector<T>& v) {
 }
 
 /** The valid RawFile as a hand-built zip, with `edit` applied to its tensor descriptions. */
-std::string hand_zip(
-    const std::function<void(std::vector<PickledTensor>&,
-                             std::vector<std::pair<std::string, std::string>>&)>& edit = nullptr,
-    bool zip64 = false) {
+std::string hand_zip(const std::function<void(std::vector<PickledTensor>&,
+                                              std::vector<std::pair<std::string, std::string>>&)>& edit = nullptr,
+                     bool zip64 = false) {
   std::vector<PickledTensor> tensors = {{"IntStorage", "0", 7, 0, {7}, {1}},
                                         {"LongStorage", "1", 7, 0, {7}, {1}},
                                         {"IntStorage", "2", 6, 0, {2, 3}, {3, 1}}};
@@ -487,8 +465,8 @@ void expect_error_in(const std::string& bytes, const std::string& name, const st
 
 TEST(DlrmFileHandBuilt, ValidFileInAllContainers) {
   const RawFile f;
-  for (const std::string& bytes : {encode_raw(f), encode_raw(f, true), gzip(encode_raw(f)),
-                                   gzip(encode_raw(f, true)), hand_zip(), gzip(hand_zip())}) {
+  for (const std::string& bytes : {encode_raw(f), encode_raw(f, true), gzip(encode_raw(f)), gzip(encode_raw(f, true)),
+                                   hand_zip(), gzip(hand_zip())}) {
     DlrmFileReader reader = DlrmFileReader::from_bytes(bytes, "ok.pt");
     const std::vector<TableBatch> tables = read_all(reader);
     ASSERT_EQ(tables.size(), 2u);
@@ -514,8 +492,7 @@ TEST(DlrmFileHandBuilt, Zip64FieldsAreFollowed) {
   std::string truncated_descriptor = bytes;
   const std::size_t d = truncated_descriptor.find(std::string("PK\x07\x08", 4));
   truncated_descriptor[d + 8] ^= 1;  // the data.pkl size in its descriptor
-  expect_error_in(gzip(truncated_descriptor), "desc.pt.gz",
-                  "data descriptor of record 'archive/data.pkl'");
+  expect_error_in(gzip(truncated_descriptor), "desc.pt.gz", "data descriptor of record 'archive/data.pkl'");
 }
 
 TEST(DlrmFileHandBuilt, StorageOffsetIsRespected) {
@@ -545,12 +522,9 @@ TEST(DlrmFileHandBuilt, BigEndianByteorderIsSwapped) {
     DlrmFileReader reader = DlrmFileReader::from_bytes(b, "big.pt");
     EXPECT_EQ(read_all(reader)[1].indices, (std::vector<std::int64_t>{1, 2, 3, 4}));
   }
-  const std::string odd = hand_zip([](auto&, auto& data) {
-    data.insert(data.begin(), {"byteorder", "middle"});
-  });
-  EXPECT_NE(
-      error_of([&] { read_fully(odd, "odd.pt"); }).find("odd.pt: byteorder record says 'middle'"),
-      std::string::npos);
+  const std::string odd = hand_zip([](auto&, auto& data) { data.insert(data.begin(), {"byteorder", "middle"}); });
+  EXPECT_NE(error_of([&] { read_fully(odd, "odd.pt"); }).find("odd.pt: byteorder record says 'middle'"),
+            std::string::npos);
 }
 
 // ---- corrupt input ------------------------------------------------------------------------------
@@ -567,12 +541,10 @@ TEST(DlrmFileCorrupt, ValidationErrorsNameTableAndSample) {
                  "table 0 sample 1: offsets decrease (offsets[2] = 1 < offsets[1] = 2)");
     f = {};
     f.offsets = {0, 2, 2, 3, 4, 9, 7};
-    expect_error(encode_raw(f, legacy), "mid.pt",
-                 "table 1 sample 1: offsets[5] = 9 overruns the 7 indices");
+    expect_error(encode_raw(f, legacy), "mid.pt", "table 1 sample 1: offsets[5] = 9 overruns the 7 indices");
     f = {};
     f.offsets.back() = 8;
-    expect_error(encode_raw(f, legacy), "overrun.pt",
-                 "offsets end at 8 (overrun) but indices has 7");
+    expect_error(encode_raw(f, legacy), "overrun.pt", "offsets end at 8 (overrun) but indices has 7");
     f = {};
     f.offsets.back() = 6;
     expect_error(encode_raw(f, legacy), "underrun.pt", "offsets end at 6 (underrun)");
@@ -581,20 +553,17 @@ TEST(DlrmFileCorrupt, ValidationErrorsNameTableAndSample) {
     expect_error(encode_raw(f, legacy), "start.pt", "offsets[0] = 1; expected 0");
     f = {};
     f.lengths[4] = 2;
-    expect_error(encode_raw(f, legacy), "lengths.pt",
-                 "table 1 sample 1: lengths[1][1] = 2 but offsets give 3");
+    expect_error(encode_raw(f, legacy), "lengths.pt", "table 1 sample 1: lengths[1][1] = 2 but offsets give 3");
     f = {};
     f.indices[5] = -3;
-    expect_error(encode_raw(f, legacy), "negative.pt",
-                 "table 1 sample 1: negative index -3 at indices[5]");
+    expect_error(encode_raw(f, legacy), "negative.pt", "table 1 sample 1: negative index -3 at indices[5]");
     f = {};
     f.lengths_sizes = {6};
     expect_error(encode_raw(f, legacy), "dims.pt", "lengths has 1 dimension(s) [6]; expected 2");
     f = {};
     f.lengths_sizes = {2, 2};
     f.lengths.resize(4);
-    expect_error(encode_raw(f, legacy), "shape.pt",
-                 "offsets has 7 entries; expected T*B + 1 = 5 for lengths [2, 2]");
+    expect_error(encode_raw(f, legacy), "shape.pt", "offsets has 7 entries; expected T*B + 1 = 5 for lengths [2, 2]");
     f = {};
     f.indices_type = TensorType::kF32;
     expect_error(encode_raw(f, legacy), "float.pt",
@@ -617,25 +586,21 @@ TEST(DlrmFileCorrupt, WrongObjectShape) {
   const std::string strided = hand_zip([](auto& tensors, auto&) { tensors[2].strides = {1, 2}; });
   expect_error(strided, "strided.pt", "lengths is not contiguous (sizes [2, 3], strides [1, 2])");
   const std::string past = hand_zip([](auto& tensors, auto&) { tensors[0].offset = 1; });
-  expect_error(past, "past.pt",
-               "indices (7 elements at storage offset 1) runs past its storage of 7");
+  expect_error(past, "past.pt", "indices (7 elements at storage offset 1) runs past its storage of 7");
 }
 
 TEST(DlrmFileCorrupt, PickleErrors) {
   expect_error(make_zip({{"data.pkl", std::string("\x80\x02\xfe.", 4)}}), "op.pt",
                "unknown pickle opcode 0xfe at byte 2 of data.pkl");
-  expect_error(
-      hand_zip([](auto& tensors, auto&) { tensors[0].storage_class = "ComplexFloatStorage"; }),
-      "complex.pt", "unknown storage class 'torch.ComplexFloatStorage'");
+  expect_error(hand_zip([](auto& tensors, auto&) { tensors[0].storage_class = "ComplexFloatStorage"; }), "complex.pt",
+               "unknown storage class 'torch.ComplexFloatStorage'");
   expect_error(make_zip({{"data.pkl",
                           "\x80\x02"
                           "cos\nsystem\n."}}),
                "evil.pt", "unsupported global 'os.system'");
   expect_error(make_zip({{"data.pkl", "\x80\x02t."}}), "mark.pt", "needs a MARK");
-  expect_error(make_zip({{"data.pkl", "\x80\x02h\x07."}}), "memo.pt",
-               "memo key 7 was never stored");
-  expect_error(make_zip({{"data.pkl", "\x80\x02X\xff\xff\xff\x7f"}}), "long.pt",
-               "exceeds the pickle size limit");
+  expect_error(make_zip({{"data.pkl", "\x80\x02h\x07."}}), "memo.pt", "memo key 7 was never stored");
+  expect_error(make_zip({{"data.pkl", "\x80\x02X\xff\xff\xff\x7f"}}), "long.pt", "exceeds the pickle size limit");
   expect_error(make_zip({{"data.pkl", "\x80\x02(K\x01"}}), "nostop.pt", "truncated");
   // The same problems in a legacy file (no CRC there to catch them first) and, with the CRC
   // checks off (the fuzz target's second pass), in a gzip stream.
@@ -644,8 +609,9 @@ TEST(DlrmFileCorrupt, PickleErrors) {
   expect_error(legacy, "legacy.pt", "unknown storage class 'torch.XntStorage'");
   std::string zip = encode_raw(RawFile{});
   zip[zip.find("ctorch\nIntStorage")] = '\xf0';
-  EXPECT_NE(error_of([&] { (void)DlrmFileReader::from_bytes(gzip(zip), "stream.pt.gz", false); })
-                .find("unknown pickle opcode 0xf0 at byte"),
+  EXPECT_NE(error_of([&] {
+              (void)DlrmFileReader::from_bytes(gzip(zip), "stream.pt.gz", false);
+            }).find("unknown pickle opcode 0xf0 at byte"),
             std::string::npos);
   expect_error(gzip(zip), "stream.pt.gz", "CRC-32 mismatch in record 'archive/data.pkl'");
   expect_error(zip, "crc.pt", "CRC-32 mismatch in record 'archive/data.pkl'");
@@ -695,8 +661,8 @@ TEST(DlrmFileCorrupt, ContainerErrors) {
 
 /** The fixture's largest storage record (the indices) found through the central directory. */
 detail::ZipEntry largest_record(const std::string& zip) {
-  const auto entries = detail::read_zip_directory(
-      reinterpret_cast<const std::uint8_t*>(zip.data()), zip.size(), "fixture");
+  const auto entries =
+      detail::read_zip_directory(reinterpret_cast<const std::uint8_t*>(zip.data()), zip.size(), "fixture");
   return *std::max_element(entries.begin(), entries.end(),
                            [](const auto& a, const auto& b) { return a.size < b.size; });
 }
@@ -709,7 +675,7 @@ TEST(DlrmFileIntegrity, FlippedBitInATensorFailsItsCrc) {
   std::string bad = good;
   bad[e.data_offset + e.size / 2] ^= 0x10;
   const std::string want = "CRC-32 mismatch in record '" + e.name + "'";
-  expect_error_in(bad, "flip.pt", want);         // in memory, through the central directory
+  expect_error_in(bad, "flip.pt", want);           // in memory, through the central directory
   expect_error_in(gzip(bad), "flip.pt.gz", want);  // streamed (gzip's own CRC is intact)
   // Only the CRC catches it: without the check the file reads as a valid (wrong) dataset.
   EXPECT_NO_THROW({
@@ -718,9 +684,7 @@ TEST(DlrmFileIntegrity, FlippedBitInATensorFailsItsCrc) {
   });
   // A real path (mapped, checked 64 MiB at a time) names the path.
   const std::string path = test_util::temp_file("crc", "flip.pt");
-  {
-    std::ofstream(path, std::ios::binary) << bad;
-  }
+  { std::ofstream(path, std::ios::binary) << bad; }
   const std::string msg = error_of([&] { DlrmFileReader reader(path); });
   EXPECT_EQ(msg.rfind(path + ": " + want, 0), 0u) << msg;
   std::filesystem::remove(path);
@@ -740,8 +704,7 @@ TEST(DlrmFileIntegrity, BytesAfterTheEndAreErrors) {
   expect_error_in(legacy + "x", "junk.legacy.pt", "1 bytes after the last storage");
   // Multi-member gzip (RFC 1952, `cat a.gz b.gz`) is one stream: split content reads as a whole.
   const std::size_t half = zip.size() / 2;
-  DlrmFileReader split =
-      DlrmFileReader::from_bytes(gzip(zip.substr(0, half)) + gzip(zip.substr(half)), "two.pt.gz");
+  DlrmFileReader split = DlrmFileReader::from_bytes(gzip(zip.substr(0, half)) + gzip(zip.substr(half)), "two.pt.gz");
   DlrmFileReader whole = DlrmFileReader::from_bytes(zip, "one.pt");
   const auto a = read_all(split);
   const auto b = read_all(whole);
@@ -749,9 +712,7 @@ TEST(DlrmFileIntegrity, BytesAfterTheEndAreErrors) {
   for (std::size_t t = 0; t < a.size(); ++t) EXPECT_EQ(a[t].indices, b[t].indices);
   // A real gzip path names the path.
   const std::string path = test_util::temp_file("trail", "junk.pt.gz");
-  {
-    std::ofstream(path, std::ios::binary) << gz << "garbage";
-  }
+  { std::ofstream(path, std::ios::binary) << gz << "garbage"; }
   const std::string msg = error_of([&] { DlrmFileReader reader(path); });
   EXPECT_EQ(msg.rfind(path + ": ", 0), 0u) << msg;
   std::filesystem::remove(path);
@@ -760,12 +721,10 @@ TEST(DlrmFileIntegrity, BytesAfterTheEndAreErrors) {
 TEST(DlrmFileCorrupt, HugeClaimsDoNotAllocate) {
   // A storage that claims 2^50 elements: in a zip the record size disagrees; in a gzip stream the
   // claim exceeds what the compressed bytes can hold; neither allocates it.
-  const std::string zip =
-      hand_zip([](auto& tensors, auto&) { tensors[0].storage_numel = std::int64_t{1} << 50; });
+  const std::string zip = hand_zip([](auto& tensors, auto&) { tensors[0].storage_numel = std::int64_t{1} << 50; });
   expect_error(zip, "huge.pt", "needs 4503599627370496");
   expect_error(gzip(zip), "huge.pt.gz", "more than the compressed file can hold");
-  const std::string absurd =
-      hand_zip([](auto& tensors, auto&) { tensors[0].storage_numel = std::int64_t{1} << 62; });
+  const std::string absurd = hand_zip([](auto& tensors, auto&) { tensors[0].storage_numel = std::int64_t{1} << 62; });
   expect_error(gzip(absurd), "absurd.pt.gz", "absurd");
 }
 
@@ -794,9 +753,8 @@ std::vector<std::pair<std::string, std::string>> small_files() {
   tables[1].offsets = {0, 1, 1, 2};
   tables[1].indices = {70000, 4};
   zip.gzip = legacy.gzip = false;
-  std::vector<std::pair<std::string, std::string>> files = {
-      {"small.pt", encode_dlrm_file(tables, zip)},
-      {"small.legacy.pt", encode_dlrm_file(tables, legacy)}};
+  std::vector<std::pair<std::string, std::string>> files = {{"small.pt", encode_dlrm_file(tables, zip)},
+                                                            {"small.legacy.pt", encode_dlrm_file(tables, legacy)}};
   zip.gzip = legacy.gzip = true;
   files.emplace_back("small.pt.gz", encode_dlrm_file(tables, zip));
   files.emplace_back("small.legacy.pt.gz", encode_dlrm_file(tables, legacy));
@@ -805,8 +763,8 @@ std::vector<std::pair<std::string, std::string>> small_files() {
 
 TEST(DlrmFileCorrupt, TruncatedAtEveryLength) {
   auto files = small_files();
-  for (const char* fixture : {"dlrm_t4_bs64_offsets_i64.pt", "dlrm_t4_bs64_offsets_i64.pt.gz",
-                              "dlrm_t4_bs64_offsets_i64.legacy.pt"})
+  for (const char* fixture :
+       {"dlrm_t4_bs64_offsets_i64.pt", "dlrm_t4_bs64_offsets_i64.pt.gz", "dlrm_t4_bs64_offsets_i64.legacy.pt"})
     files.emplace_back(fixture, read_bytes(kFixtures + fixture));
   for (const auto& [name, bytes] : files) {
     ASSERT_NO_THROW(read_fully(bytes, name)) << name;
@@ -824,8 +782,7 @@ TEST(DlrmFileCorrupt, TruncatedAtEveryLength) {
 TEST(DlrmFileCorrupt, FlippedBytesNeverCrash) {
   auto files = small_files();
   files.emplace_back("fixture.pt", read_bytes(kFixtures + "dlrm_t4_bs64_offsets_i64.pt"));
-  files.emplace_back("fixture.legacy.pt",
-                     read_bytes(kFixtures + "dlrm_t4_bs64_offsets_i64.legacy.pt"));
+  files.emplace_back("fixture.legacy.pt", read_bytes(kFixtures + "dlrm_t4_bs64_offsets_i64.legacy.pt"));
   int accepted = 0;
   int rejected = 0;
   for (const auto& [name, bytes] : files) {

@@ -26,9 +26,9 @@ Task cpu_task(int tables, int devices, std::uint64_t seed, double mem_gib = 4) {
 
 TEST(Placement, LegalityFollowsMemoryAndThePlanIsTheActions) {
   Task task = cpu_task(4, 2, 1);
-  for (TableSpec& t : task.workload.tables) t.stats.num_rows = 1000;   // 64,000 bytes each (fp32, dim 16)
-  task.topology.devices[0].hbm_bytes = 100000;                          // one table
-  task.topology.devices[1].hbm_bytes = 200000;                          // three tables
+  for (TableSpec& t : task.workload.tables) t.stats.num_rows = 1000;  // 64,000 bytes each (fp32, dim 16)
+  task.topology.devices[0].hbm_bytes = 100000;                        // one table
+  task.topology.devices[1].hbm_bytes = 200000;                        // three tables
   PlacementState s(task, {3, 1, 0, 2});
   EXPECT_EQ(s.next_table(), 3);
   EXPECT_EQ(s.legal_devices(), (std::vector<int>{0, 1}));
@@ -53,7 +53,7 @@ TEST(Placement, OrderIsDescendingWithStableTies) {
 
 TEST(Placement, SamplingFollowsTheSoftmaxOfTheAllowedDevices) {
   const std::vector<float> logits{0.0f, 1.0f, 2.0f, 50.0f};
-  const std::vector<int> allowed{0, 1, 2};   // device 3 would win every draw if it were allowed
+  const std::vector<int> allowed{0, 1, 2};  // device 3 would win every draw if it were allowed
   Rng rng(7);
   std::map<int, int> counts;
   const int draws = 20000;
@@ -117,12 +117,20 @@ TEST(DreamShardPolicy, RejectsOtherKindsFeatureSetsAndShapes) {
   const auto error = [](const std::string& t) {
     return test_util::error_of([&] { (void)parse_dreamshard_policy(t, "p.json"); });
   };
-  EXPECT_NE(error(replaced(text, "\"kind\":\"dreamshard\"", "\"kind\":\"autoshard\"")).find("'autoshard' policy; expected a 'dreamshard'"), std::string::npos);
-  EXPECT_NE(error(replaced(text, "\"scaling\":\"per_task\",\"version\":1", "\"scaling\":\"per_task\",\"version\":0")).find("feature set version 0"), std::string::npos);
+  EXPECT_NE(error(replaced(text, "\"kind\":\"dreamshard\"", "\"kind\":\"autoshard\""))
+                .find("'autoshard' policy; expected a 'dreamshard'"),
+            std::string::npos);
+  EXPECT_NE(error(replaced(text, "\"scaling\":\"per_task\",\"version\":1", "\"scaling\":\"per_task\",\"version\":0"))
+                .find("feature set version 0"),
+            std::string::npos);
   EXPECT_NE(error(replaced(text, "\"bin_16\"", "\"bin_17\"")).find("features.names[20]"), std::string::npos);
-  EXPECT_NE(error(replaced(text, "\"scaling\":\"per_task\"", "\"scaling\":\"all_columns\"")).find("expected 'per_task' or 'training_set'"), std::string::npos);
+  EXPECT_NE(error(replaced(text, "\"scaling\":\"per_task\"", "\"scaling\":\"all_columns\""))
+                .find("expected 'per_task' or 'training_set'"),
+            std::string::npos);
   EXPECT_NE(error(replaced(text, "\"shape\":[1,64]", "\"shape\":[2,64]")).find("shape"), std::string::npos);
-  EXPECT_NE(error(replaced(text, "\"format\":\"embshard-policy\"", "\"format\":\"embshard-neural-cost\"")).find("not a policy file"), std::string::npos);
+  EXPECT_NE(error(replaced(text, "\"format\":\"embshard-policy\"", "\"format\":\"embshard-neural-cost\""))
+                .find("not a policy file"),
+            std::string::npos);
   EXPECT_NE(error("{").find("p.json"), std::string::npos);
 }
 
@@ -133,7 +141,9 @@ std::vector<float> slow_encoding(const Mlp& mlp, const std::vector<FeatureVector
   std::vector<float> sum(32, 0.0f), x(kNumTableFeatures), e(32);
   const std::vector<int> rows = tables.empty() ? std::vector<int>{-1} : tables;
   for (int t : rows) {
-    for (int i = 0; i < kNumTableFeatures; ++i) x[static_cast<std::size_t>(i)] = t < 0 ? 0.0f : static_cast<float>(z[static_cast<std::size_t>(t)][static_cast<std::size_t>(i)]);
+    for (int i = 0; i < kNumTableFeatures; ++i)
+      x[static_cast<std::size_t>(i)] =
+          t < 0 ? 0.0f : static_cast<float>(z[static_cast<std::size_t>(t)][static_cast<std::size_t>(i)]);
     mlp.forward(x, e);
     for (int k = 0; k < 32; ++k) sum[static_cast<std::size_t>(k)] += e[static_cast<std::size_t>(k)];
   }
@@ -212,7 +222,7 @@ TEST(DreamShardSharder, ReportsInfeasibleInsteadOfLooping) {
   Task task = cpu_task(6, 2, 3);
   std::int64_t largest = 0;
   for (const TableSpec& t : task.workload.tables) largest = std::max(largest, t.size_bytes());
-  for (Device& d : task.topology.devices) d.hbm_bytes = largest;       // each table fits alone, not all six
+  for (Device& d : task.topology.devices) d.hbm_bytes = largest;  // each table fits alone, not all six
   const ShardResult r = plan_task("dreamshard:policy=" + path, task, nullptr, test_util::quiet_context());
   EXPECT_EQ(r.status, ShardStatus::kInfeasible);
   EXPECT_NE(r.reason.find("fits on none of the 2 devices after"), std::string::npos) << r.reason;
@@ -223,15 +233,17 @@ TEST(DreamShardSharder, ChecksThePolicyAndItsHardware) {
   const Context ctx = test_util::quiet_context();
   EXPECT_NE(test_util::error_of([&] { (void)plan_task("dreamshard", task, nullptr, ctx); }).find("needs policy=FILE"),
             std::string::npos);
-  EXPECT_NE(test_util::error_of([&] { (void)plan_task("dreamshard:policy=/nonexistent.json", task, nullptr, ctx); })
-                .find("/nonexistent.json"),
+  EXPECT_NE(test_util::error_of([&] {
+              (void)plan_task("dreamshard:policy=/nonexistent.json", task, nullptr, ctx);
+            }).find("/nonexistent.json"),
             std::string::npos);
   DreamShardPolicy p = test_util::random_dreamshard_policy(13);
   p.training.device_kind = "A100-SXM4-80GB";
   const std::string path = test_util::temp_file("dreamshard", "a100.json");
   write_dreamshard_policy(path, p);
-  EXPECT_NE(test_util::error_of([&] { (void)plan_task("dreamshard:policy=" + path, task, nullptr, ctx); })
-                .find("trained on 'A100-SXM4-80GB' devices"),
+  EXPECT_NE(test_util::error_of([&] {
+              (void)plan_task("dreamshard:policy=" + path, task, nullptr, ctx);
+            }).find("trained on 'A100-SXM4-80GB' devices"),
             std::string::npos);
   EXPECT_EQ(plan_task("dreamshard:policy=" + path + ",hardware=any", task, nullptr, ctx).status, ShardStatus::kOk);
 }

@@ -28,9 +28,7 @@ struct TestRng {
     return z ^ (z >> 31);
   }
   std::int64_t below(std::int64_t n) { return static_cast<std::int64_t>(next() % static_cast<std::uint64_t>(n)); }
-  float uniform(float lo, float hi) {
-    return lo + (hi - lo) * static_cast<float>(next() >> 40) * 0x1p-24f;
-  }
+  float uniform(float lo, float hi) { return lo + (hi - lo) * static_cast<float>(next() >> 40) * 0x1p-24f; }
 };
 
 /** Owns one table's storage; view() is what the kernels see. */
@@ -46,9 +44,7 @@ struct TestTable {
     void* weights = dtype == WeightDtype::kF32 ? static_cast<void*>(f32.data()) : f16.data();
     return {weights, rows, dim, dtype, momentum.data()};
   }
-  float weight(std::size_t i) const {
-    return dtype == WeightDtype::kF32 ? f32[i] : half_to_float(f16[i]);
-  }
+  float weight(std::size_t i) const { return dtype == WeightDtype::kF32 ? f32[i] : half_to_float(f16[i]); }
 };
 
 TestTable make_table(std::int64_t rows, std::int32_t dim, WeightDtype dtype, TestRng& rng) {
@@ -56,7 +52,10 @@ TestTable make_table(std::int64_t rows, std::int32_t dim, WeightDtype dtype, Tes
   const auto n = static_cast<std::size_t>(rows * dim);
   for (std::size_t i = 0; i < n; ++i) {
     const float w = rng.uniform(-1.0f, 1.0f);
-    if (dtype == WeightDtype::kF32) table.f32.push_back(w); else table.f16.push_back(float_to_half(w));
+    if (dtype == WeightDtype::kF32)
+      table.f32.push_back(w);
+    else
+      table.f16.push_back(float_to_half(w));
   }
   for (std::int64_t r = 0; r < rows; ++r) table.momentum.push_back(rng.uniform(0.0f, 0.5f));
   return table;
@@ -80,8 +79,8 @@ struct TestBatch {
 };
 
 /** Bags of `pooling` lookups, every 4th bag empty; half the lookups hit three hot rows. */
-TestBatch make_batch(const std::vector<TestTable>& tables, std::int64_t batch_size, int pooling,
-                     bool use_i32, TestRng& rng) {
+TestBatch make_batch(const std::vector<TestTable>& tables, std::int64_t batch_size, int pooling, bool use_i32,
+                     TestRng& rng) {
   TestBatch batch;
   batch.batch_size = batch_size;
   batch.use_i32 = use_i32;
@@ -156,16 +155,16 @@ std::string describe(const Shape& s) {
 /** T = 1: a 50-row table. T = 3: a one-row table, a 7-row table of dim 4, a 1000-row table. */
 std::vector<TestTable> make_tables(int dim, const Shape& s, TestRng& rng) {
   if (s.num_tables == 1) return {make_table(50, dim, s.dtype, rng)};
-  return {make_table(1, dim, s.dtype, rng), make_table(7, 4, s.dtype, rng),
-          make_table(1000, dim, s.dtype, rng)};
+  return {make_table(1, dim, s.dtype, rng), make_table(7, 4, s.dtype, rng), make_table(1000, dim, s.dtype, rng)};
 }
 
 /**
  * Backward + SGD and backward + row-wise Adagrad of `impl` on copies of `tables` against the
  * reference's; with `nothing_to_update`, the tables must also come back unchanged.
  */
-void check_backward_against_reference(EmbeddingBagImpl impl, const std::vector<TestTable>& tables, const TestBatch& batch,
-                                      const std::vector<float>& grad, float learning_rate, bool nothing_to_update) {
+void check_backward_against_reference(EmbeddingBagImpl impl, const std::vector<TestTable>& tables,
+                                      const TestBatch& batch, const std::vector<float>& grad, float learning_rate,
+                                      bool nothing_to_update) {
   for (const OptimizerKind kind : {OptimizerKind::kSgd, OptimizerKind::kRowwiseAdagrad}) {
     SCOPED_TRACE(kind == OptimizerKind::kSgd ? "sgd" : "rowwise adagrad");
     const OptimizerConfig optimizer{kind, learning_rate, 1e-6f};
@@ -224,8 +223,8 @@ TEST_P(EmbeddingBagGrid, MatchesReference) {
 }
 
 std::string grid_name(const ::testing::TestParamInfo<GridParam>& info) {
-  return std::string(to_string(std::get<0>(info.param))) + "_dim" +
-         std::to_string(std::get<1>(info.param)) + "_pool" + std::to_string(std::get<2>(info.param));
+  return std::string(to_string(std::get<0>(info.param))) + "_dim" + std::to_string(std::get<1>(info.param)) + "_pool" +
+         std::to_string(std::get<2>(info.param));
 }
 
 /** Every implementation but the reference, which the grid compares them with. */
@@ -278,7 +277,8 @@ TEST(EmbeddingBagReference, UpdatesEachRowOnceWithItsSummedGradient) {
   HandWorkedCall sgd;
   std::vector<TableView> sgd_views = sgd.views();
   ASSERT_TRUE(embedding_bag_backward(EmbeddingBagImpl::kReference, sgd_views, sgd.batch(), sgd.grad,
-                                     {OptimizerKind::kSgd, 0.5f, 0.0f}).ok());
+                                     {OptimizerKind::kSgd, 0.5f, 0.0f})
+                  .ok());
   // table 0: row 0 twice in bag (0,0): g = [2,-2]; row 2: g = [1,-1]; row 1 untouched
   EXPECT_EQ(sgd.w0, (std::vector<float>{0, 3, 3, 4, 4.5f, 6.5f}));
   // table 1: row 1 in (1,0) and (1,1): g = 2 - 4 = -2; row 0 in (1,1): g = -4
@@ -288,7 +288,8 @@ TEST(EmbeddingBagReference, UpdatesEachRowOnceWithItsSummedGradient) {
   HandWorkedCall adagrad;
   std::vector<TableView> adagrad_views = adagrad.views();
   ASSERT_TRUE(embedding_bag_backward(EmbeddingBagImpl::kReference, adagrad_views, adagrad.batch(), adagrad.grad,
-                                     {OptimizerKind::kRowwiseAdagrad, 0.5f, 0.0f}).ok());
+                                     {OptimizerKind::kRowwiseAdagrad, 0.5f, 0.0f})
+                  .ok());
   // M ← mean of g²: row 0: 4 → step lr·g/2; row 2: 1; table 1 row 0: 16, row 1: 4
   EXPECT_EQ(adagrad.m0, (std::vector<float>{4, 0, 1}));
   EXPECT_EQ(adagrad.m1, (std::vector<float>{16, 4}));
@@ -311,8 +312,7 @@ struct BadCase {
 void check_bad_input(EmbeddingBagImpl impl, const BadCase& c, bool use_i32) {
   SCOPED_TRACE(c.name + (use_i32 ? " i32" : " i64"));
   TestRng rng{42};
-  std::vector<TestTable> tables{make_table(10, 8, WeightDtype::kF32, rng),
-                                make_table(10, 16, WeightDtype::kF16, rng)};
+  std::vector<TestTable> tables{make_table(10, 8, WeightDtype::kF32, rng), make_table(10, 16, WeightDtype::kF16, rng)};
   TestBatch batch;
   batch.batch_size = 4;
   batch.use_i32 = use_i32;
@@ -346,12 +346,27 @@ void check_bad_input(EmbeddingBagImpl impl, const BadCase& c, bool use_i32) {
 TEST_P(EmbeddingBagBadInput, ReturnsStatusAndLeavesWeights) {
   if (!runnable(GetParam())) GTEST_SKIP() << "no CUDA device visible";
   const std::vector<BadCase> cases{
-      {"negative index", KernelError::kBadIndex, 5, [](TestBatch& b) { b.idx32[5] = -1; b.idx64[5] = -1; }},
-      {"index == rows", KernelError::kBadIndex, 9, [](TestBatch& b) { b.idx32[9] = 10; b.idx64[9] = 10; }},
+      {"negative index", KernelError::kBadIndex, 5,
+       [](TestBatch& b) {
+         b.idx32[5] = -1;
+         b.idx64[5] = -1;
+       }},
+      {"index == rows", KernelError::kBadIndex, 9,
+       [](TestBatch& b) {
+         b.idx32[9] = 10;
+         b.idx64[9] = 10;
+       }},
       {"first of two bad", KernelError::kBadIndex, 3,
-       [](TestBatch& b) { b.idx32[12] = b.idx64[12] = 99; b.idx32[3] = 11; b.idx64[3] = 11; }},
+       [](TestBatch& b) {
+         b.idx32[12] = b.idx64[12] = 99;
+         b.idx32[3] = 11;
+         b.idx64[3] = 11;
+       }},
       {"huge index", KernelError::kBadIndex, 14,
-       [](TestBatch& b) { b.idx64[14] = std::int64_t{1} << 40; b.idx32[14] = INT32_MAX; }},
+       [](TestBatch& b) {
+         b.idx64[14] = std::int64_t{1} << 40;
+         b.idx32[14] = INT32_MAX;
+       }},
       {"decreasing offsets", KernelError::kBadOffsets, 4, [](TestBatch& b) { b.offsets[4] = 1; }},
       {"overrun", KernelError::kBadOffsets, 8, [](TestBatch& b) { b.offsets[8] = 17; }},
       {"negative first offset", KernelError::kBadOffsets, 0, [](TestBatch& b) { b.offsets[0] = -1; }},
@@ -381,16 +396,17 @@ TEST_P(EmbeddingBagBadInput, BadShapesAndTables) {
             KernelError::kBadTable);
   // No tables, or B = 0: nothing to do, and fine.
   std::vector<std::int64_t> one_offset{0};
-  EXPECT_TRUE(embedding_bag_forward(GetParam(), {}, BagBatch::of(4, one_offset, std::span<const std::int64_t>{}), {}).ok());
-  EXPECT_TRUE(embedding_bag_forward(GetParam(), v, BagBatch::of(0, one_offset, std::span<const std::int64_t>{}), {}).ok());
+  EXPECT_TRUE(
+      embedding_bag_forward(GetParam(), {}, BagBatch::of(4, one_offset, std::span<const std::int64_t>{}), {}).ok());
+  EXPECT_TRUE(
+      embedding_bag_forward(GetParam(), v, BagBatch::of(0, one_offset, std::span<const std::int64_t>{}), {}).ok());
 }
 
 std::string impl_name(const ::testing::TestParamInfo<EmbeddingBagImpl>& param_info) {
   return std::string(to_string(param_info.param));
 }
 
-INSTANTIATE_TEST_SUITE_P(All, EmbeddingBagBadInput, ::testing::ValuesIn(embedding_bag_impls()),
-                         impl_name);
+INSTANTIATE_TEST_SUITE_P(All, EmbeddingBagBadInput, ::testing::ValuesIn(embedding_bag_impls()), impl_name);
 
 // ---- the device-resident CUDA API without a GPU: a clear Error, no crash ----------------------------
 
@@ -450,8 +466,8 @@ TEST(EmbeddingBagCuda, HotRowsGradientsSummedInPiecesMatchTheReference) {
   if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device";
   TestRng rng{23};
   // dim 64: vector lanes; dim 20 after it: scalar lanes (its output columns start at 64 + 20).
-  std::vector<TestTable> tables{make_table(1000, 64, WeightDtype::kF32, rng), make_table(50, 20, WeightDtype::kF32, rng),
-                                make_table(300, 8, WeightDtype::kF16, rng)};
+  std::vector<TestTable> tables{make_table(1000, 64, WeightDtype::kF32, rng),
+                                make_table(50, 20, WeightDtype::kF32, rng), make_table(300, 8, WeightDtype::kF16, rng)};
   TestBatch batch;
   batch.batch_size = 5000;
   for (const TestTable& table : tables) {

@@ -7,20 +7,20 @@
 #include <optional>
 #include <random>
 
+#include "embshard/core/file_io.h"
 #include "embshard/cost/analytic.h"
 #include "embshard/cost/breakdown.h"
 #include "embshard/cost/link_model.h"
 #include "embshard/cost/machine_calibration.h"
-#include "embshard/core/file_io.h"
-#include "embshard/eval/cost_models.h"
-#include "embshard/shard/sharder.h"
 #include "embshard/data/pool.h"
 #include "embshard/data/topology.h"
 #include "embshard/eval/calibrate.h"
+#include "embshard/eval/cost_models.h"
 #include "embshard/eval/evaluator.h"
-#include "embshard/profile/compute_sampler.h"
 #include "embshard/kernels/cuda_embedding_bag.h"
 #include "embshard/plan/plan.h"
+#include "embshard/profile/compute_sampler.h"
+#include "embshard/shard/sharder.h"
 #include "shard_test_util.h"
 #include "test_util.h"
 
@@ -54,8 +54,7 @@ TEST(Objective, StepMaxSumAndBalanceByHand) {
   EXPECT_EQ(b.devices[1].fw_wait_ms, 2);
   EXPECT_EQ(objective_value(CostBreakdown{}, Objective::kStep), 0);
   EXPECT_EQ(parse_objective("max_sum"), Objective::kMaxSum);
-  EXPECT_NE(error_of([] { (void)parse_objective("fastest"); }).find("step, max_sum or balance"),
-            std::string::npos);
+  EXPECT_NE(error_of([] { (void)parse_objective("fastest"); }).find("step, max_sum or balance"), std::string::npos);
 }
 
 TEST(Objective, StepIsNeverBelowMaxSum) {
@@ -63,7 +62,8 @@ TEST(Objective, StepIsNeverBelowMaxSum) {
   std::uniform_real_distribution<double> ms(0, 10);
   for (int trial = 0; trial < 200; ++trial) {
     CostBreakdown b;
-    for (int d = 0; d < 1 + trial % 7; ++d) b.devices.push_back(breakdown_of({{ms(rng), ms(rng), ms(rng), ms(rng)}}).devices[0]);
+    for (int d = 0; d < 1 + trial % 7; ++d)
+      b.devices.push_back(breakdown_of({{ms(rng), ms(rng), ms(rng), ms(rng)}}).devices[0]);
     EXPECT_GE(objective_value(b, Objective::kStep) + 1e-12, objective_value(b, Objective::kMaxSum));
     const double balance = objective_value(b, Objective::kBalance);
     EXPECT_GE(balance, 0);
@@ -157,8 +157,7 @@ TEST(SimModel, FitRecoversKnownCoefficients) {
   std::vector<SimFeatures> features;
   std::vector<double> ms;
   for (int i = 0; i < 300; ++i) {
-    SimFeatures f{1, 1 + 14 * u(rng), 1e5 * u(rng), 1e8 * u(rng), 1e8 * u(rng), 1e7 * u(rng),
-                  1e7 * u(rng), 0};
+    SimFeatures f{1, 1 + 14 * u(rng), 1e5 * u(rng), 1e8 * u(rng), 1e8 * u(rng), 1e7 * u(rng), 1e7 * u(rng), 0};
     features.push_back(f);
     ms.push_back(sim_pass_ms(truth, f));
   }
@@ -249,7 +248,9 @@ TEST(Calibrate, FitsFilesOfOneExperimentTogetherAndRefusesOthers) {
   EXPECT_EQ(gpu.hardware.cache_bytes, sim_roofline(make_topology("h200")).cache_bytes);
   EXPECT_NE(sim_calibration_json(gpu).find("\"device_kind\": \"H200-SXM-141GB\""), std::string::npos);
   for (CostSampleFile* f : {&a, &b}) f->header.fingerprint.device_kind = "Some Future GPU";
-  EXPECT_NE(error_of([&] { (void)calibrate_sim({a, b}, 3, ctx); }).find("no topology preset describes the GPU 'Some Future GPU'"),
+  EXPECT_NE(error_of([&] {
+              (void)calibrate_sim({a, b}, 3, ctx);
+            }).find("no topology preset describes the GPU 'Some Future GPU'"),
             std::string::npos);
 }
 
@@ -312,8 +313,7 @@ TEST_P(EvaluatorBackends, GivesAFullBreakdownForEveryDevice) {
   ctx.verbosity = LogLevel::kQuiet;
   const EvalResult r = evaluate_plan(task, plan, options, ctx);
   ASSERT_EQ(r.breakdown.devices.size(), 2u);
-  EXPECT_EQ(r.breakdown.compute_source,
-            GetParam() == "sim" ? CostSource::kModelled : CostSource::kMeasured);
+  EXPECT_EQ(r.breakdown.compute_source, GetParam() == "sim" ? CostSource::kModelled : CostSource::kMeasured);
   const auto a2a = all_to_all_ms(task.topology, {32, 32}, r.batch_size);
   for (const DeviceCost& d : r.breakdown.devices) {
     EXPECT_GT(d.fw_comp_ms, 0);
@@ -351,12 +351,14 @@ TEST_P(EvaluatorBackends, DataParallelCopiesServeTheirDevicesSamplesAndAllReduce
   }
   EXPECT_DOUBLE_EQ(r.step_ms, objective_value(r.breakdown, Objective::kStep));
   // Each copy looks up half of t0's lookups (its device's samples): every lookup happens once.
-  const double t0 = static_cast<double>(task.workload.tables[0].stats.num_indices) * r.batch_size / task.workload.batch_size;
+  const double t0 =
+      static_cast<double>(task.workload.tables[0].stats.num_indices) * r.batch_size / task.workload.batch_size;
   const std::vector<DeviceLookups> whole = tier_lookups(task, table_wise_plan(task, {0, 1, 0, 1}), r.batch_size);
   EXPECT_NEAR(r.lookups[0].hbm, whole[0].hbm - t0 / 2, 1e-6 * t0);
   EXPECT_NEAR(r.lookups[1].hbm, whole[1].hbm + t0 / 2, 1e-6 * t0);
   EXPECT_NE(eval_result_json(r, task, plan).find("\"ar_comm_ms\""), std::string::npos);
-  EXPECT_NE(eval_result_table(r, task.topology).find("gradient all-reduce of the data-parallel tables"), std::string::npos);
+  EXPECT_NE(eval_result_table(r, task.topology).find("gradient all-reduce of the data-parallel tables"),
+            std::string::npos);
 }
 
 TEST_P(EvaluatorBackends, A2DPlanIsCostedPerRankOfAGroupWithItsReplicaSync) {
@@ -386,11 +388,13 @@ TEST_P(EvaluatorBackends, A2DPlanIsCostedPerRankOfAGroupWithItsReplicaSync) {
     EXPECT_DOUBLE_EQ(c.ar_comm_ms, replica_sync_ms(task.topology, plan.groups, 1, bytes));
     EXPECT_GT(c.fw_comp_ms, 0.0);
   }
-  EXPECT_NE(r.breakdown.comm_detail.find("2D: 2 groups of 2 ranks (strided)"), std::string::npos) << r.breakdown.comm_detail;
+  EXPECT_NE(r.breakdown.comm_detail.find("2D: 2 groups of 2 ranks (strided)"), std::string::npos)
+      << r.breakdown.comm_detail;
   // Measured all-to-alls cannot stand for a group's exchanges.
   const std::vector<DeviceTiming> measured(2);
-  EXPECT_NE(error_of([&] { (void)evaluate_plan(task, plan, options, test_util::quiet_context(), measured); })
-                .find("cannot judge a 2D plan"),
+  EXPECT_NE(error_of([&] {
+              (void)evaluate_plan(task, plan, options, test_util::quiet_context(), measured);
+            }).find("cannot judge a 2D plan"),
             std::string::npos);
 }
 
@@ -466,8 +470,7 @@ TEST(Evaluator, BadInputIsAClearError) {
   EvalOptions cpu;
   cpu.backend = "cpu";
   cpu.measure = {0, 1, false, 0.0};
-  EXPECT_NE(error_of([&] { (void)evaluate_plan(other_pool, plan, cpu, ctx); }).find("another pool"),
-            std::string::npos);
+  EXPECT_NE(error_of([&] { (void)evaluate_plan(other_pool, plan, cpu, ctx); }).find("another pool"), std::string::npos);
 }
 
 }  // namespace
@@ -554,7 +557,8 @@ TEST(Evaluator, AMeasuredBatchTooBigForMemoryIsAnErrorWithTheEstimate) {
   options.backend = "reference";
   options.batch_size = std::int64_t{1} << 24;
   options.measure = {0, 1, false, 0.0};
-  const std::string message = test_util::error_of([&] { (void)evaluate_plan(task, plan, options, test_util::quiet_context()); });
+  const std::string message =
+      test_util::error_of([&] { (void)evaluate_plan(task, plan, options, test_util::quiet_context()); });
   EXPECT_NE(message.find("at batch 16777216 (eval --batch) needs about"), std::string::npos) << message;
   EXPECT_NE(message.find("GiB of memory but"), std::string::npos) << message;
 }

@@ -52,13 +52,12 @@ TEST(Features, ShardsScaleRowsPoolingAndSizeAndTheCostModelsPickByName) {
 }
 
 TEST(Features, ScalingModesMatchTheReferenceFormulas) {
-  std::vector<FeatureVector> rows = {table_features(table(16, 100, 1)),
-                                     table_features(table(32, 300, 3)),
+  std::vector<FeatureVector> rows = {table_features(table(16, 100, 1)), table_features(table(32, 300, 3)),
                                      table_features(table(64, 500, 8))};
   const auto per_task = FeatureScaler::fit(rows, FeatureScaling::kPerTask);
   // rows column: mean 300, population std sqrt(80000/3)
   EXPECT_NEAR(per_task.apply(rows[2])[1], 200 / std::sqrt(80000.0 / 3), 1e-12);
-  EXPECT_EQ(per_task.apply(rows[2])[0], 64);  // dim stays raw
+  EXPECT_EQ(per_task.apply(rows[2])[0], 64);    // dim stays raw
   EXPECT_EQ(per_task.apply(rows[2])[4], 0.75);  // bins stay raw
 
   const auto all = FeatureScaler::fit(rows, FeatureScaling::kAllColumns);
@@ -66,7 +65,11 @@ TEST(Features, ScalingModesMatchTheReferenceFormulas) {
   EXPECT_NEAR(all.apply(rows[0])[4], 0.0, 1e-12);  // constant bin column: (x - mean) / 1e-6 = 0
 
   const auto train = FeatureScaler::fit(rows, FeatureScaling::kTrainingSet);
-  EXPECT_NEAR(train.apply(rows[0])[0], (16 - 112.0 / 3) / std::sqrt((std::pow(16 - 112.0 / 3, 2) + std::pow(32 - 112.0 / 3, 2) + std::pow(64 - 112.0 / 3, 2)) / 3), 1e-12);
+  EXPECT_NEAR(
+      train.apply(rows[0])[0],
+      (16 - 112.0 / 3) /
+          std::sqrt((std::pow(16 - 112.0 / 3, 2) + std::pow(32 - 112.0 / 3, 2) + std::pow(64 - 112.0 / 3, 2)) / 3),
+      1e-12);
   EXPECT_EQ(train.apply(rows[0])[3], rows[0][3]);  // size raw
 }
 

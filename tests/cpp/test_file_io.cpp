@@ -19,9 +19,8 @@ using test_util::error_of;
 class FileIo : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("embshard_file_io_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() / ("embshard_file_io_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -187,18 +186,27 @@ TEST_F(FileIo, SameFileUnderAnyNameIsRefused) {
                                    path("sym.json"), (dir_ / "sub" / ".." / "in.json").string()}) {
     const std::string message = error_of([&] { refuse_if_same_file(inputs, {{"--out", alias}}); });
     EXPECT_NE(message.find("--out " + alias + " is the same file as --task " + path("in.json") +
-                           "; refusing to overwrite an input"), std::string::npos) << message;
+                           "; refusing to overwrite an input"),
+              std::string::npos)
+        << message;
   }
   // Two outputs that do not exist yet, one name through "./".
   EXPECT_NE(error_of([&] {
               refuse_if_same_file({}, {{"--out", path("new.csv")}, {"--summary", (dir_ / "." / "new.csv").string()}});
-            }).find("give each output its own path"), std::string::npos);
+            }).find("give each output its own path"),
+            std::string::npos);
   // A directory input stands for its files.
-  EXPECT_NE(error_of([&] { refuse_if_same_file({{"--tasks", dir_.string()}}, {{"--out", path("in.json")}}); })
-                .find("is the same file as --tasks"), std::string::npos);
+  EXPECT_NE(error_of([&] {
+              refuse_if_same_file({{"--tasks", dir_.string()}}, {{"--out", path("in.json")}});
+            }).find("is the same file as --tasks"),
+            std::string::npos);
   // Distinct files, stdout and devices pass.
-  refuse_if_same_file(inputs, {{"--out", path("other.json")}, {"--summary", "-"}, {"--chart", "-"},
-                               {"--a", "/dev/null"}, {"--b", "/dev/null"}, {"--c", ""}});
+  refuse_if_same_file(inputs, {{"--out", path("other.json")},
+                               {"--summary", "-"},
+                               {"--chart", "-"},
+                               {"--a", "/dev/null"},
+                               {"--b", "/dev/null"},
+                               {"--c", ""}});
 }
 
 TEST_F(FileIo, ResourceChecksNameWhatAndTheEstimate) {

@@ -14,8 +14,8 @@
 #include "embshard/plan/plan_io.h"
 #include "embshard/plan/torchrec_export.h"
 #include "embshard/shard/sharder.h"
-#include "shard_test_util.h"
 #include "shard/joint/joint.h"
+#include "shard_test_util.h"
 #include "test_util.h"
 
 namespace embshard {
@@ -26,7 +26,8 @@ using test_util::tiny_task;
 
 double value_of(CostModel& cost, const Task& task, const Plan& plan, Objective objective) {
   if (plan.groups.enabled())  // a 2D plan: costed on its group's task (plan/sharding_groups.h)
-    return objective_value(cost.for_task(sharding_group_task(task, plan.groups))->estimate(task, plan, quiet()), objective);
+    return objective_value(cost.for_task(sharding_group_task(task, plan.groups))->estimate(task, plan, quiet()),
+                           objective);
   return objective_value(cost.estimate(task, plan, quiet()), objective);
 }
 
@@ -44,7 +45,8 @@ TEST(Joint, FindsTheExhaustiveOptimumOnTinyTasksAndSplitsOnlyToBeatIt) {
       ASSERT_EQ(exact.status, ShardStatus::kOk) << exact.reason;
       const double optimum = value_of(*cost, task, exact.plan, objective);
       // Within exhaustive's space (table-wise only), joint finds the same optimum ...
-      const ShardResult same = plan_task("joint:rows=false,columns=false,uvm=false," + o, task, cost.get(), quiet(seed));
+      const ShardResult same =
+          plan_task("joint:rows=false,columns=false,uvm=false," + o, task, cost.get(), quiet(seed));
       ASSERT_EQ(same.status, ShardStatus::kOk) << same.reason;
       EXPECT_NEAR(value_of(*cost, task, same.plan, objective), optimum, 1e-9 * optimum);
       // ... and with splits it is never worse.
@@ -118,8 +120,11 @@ Plan random_split_plan(const Task& task, Rng& rng, bool copies = true) {
 }
 
 /** The tiny topologies and two more with several hosts of several devices. */
-const char* const kBoundTopologies[] = {"cpu:devices=3", "v100:gpus_per_node=2", "2080ti:gpus_per_node=4",
-                                        "a100:nodes=2,gpus_per_node=2", "h100:nodes=3,gpus_per_node=2",
+const char* const kBoundTopologies[] = {"cpu:devices=3",
+                                        "v100:gpus_per_node=2",
+                                        "2080ti:gpus_per_node=4",
+                                        "a100:nodes=2,gpus_per_node=2",
+                                        "h100:nodes=3,gpus_per_node=2",
                                         "v100:nodes=2,gpus_per_node=4"};
 
 /** `draws` random split plans of `task` (every plan fits), each checked against the bound on
@@ -154,8 +159,8 @@ TEST(LowerBound, NoPlanWithAnySplitsBeatsIt) {
     for (const char* input : {"exposed", "overlap", "omit"}) {
       const Task task = bound_task(seed);
       const auto cost = make_cost_model(std::string("sim:input_comm=") + input, task);
-      checked += expect_random_plans_above_bound(task, *cost, seed, 40,
-                                                 "seed " + std::to_string(seed) + " input " + input);
+      checked +=
+          expect_random_plans_above_bound(task, *cost, seed, 40, "seed " + std::to_string(seed) + " input " + input);
     }
   }
   EXPECT_GT(checked, 3000);
@@ -173,7 +178,8 @@ TEST(LowerBound, NoPlanBeatsItWithSequenceTables) {
     // joint plans sequence tables too, within the bound.
     const ShardResult joint = plan_task("joint", task, cost.get(), quiet(seed));
     ASSERT_EQ(joint.status, ShardStatus::kOk) << joint.reason;
-    EXPECT_GE(value_of(*cost, task, joint.plan, Objective::kStep) * (1 + 1e-12), *cost->lower_bound(task, Objective::kStep));
+    EXPECT_GE(value_of(*cost, task, joint.plan, Objective::kStep) * (1 + 1e-12),
+              *cost->lower_bound(task, Objective::kStep));
   }
   EXPECT_GT(checked, 900);
 }
@@ -221,8 +227,10 @@ TEST(LowerBound, HoldsWhereHeavyTablesAreSplitInsideAHost) {
       TableSpec spec;
       spec.name = "t" + std::to_string(t);
       spec.dim = 16 << rng.below(4);
-      const double pooling = t < 3 ? 400.0 + static_cast<double>(rng.below(400)) : 1.0 + static_cast<double>(rng.below(20));
-      spec.stats = derive_table_stats(1'000'000, pooling, -1.0, task.workload.batch_size, pool_median_model(), spec.name);
+      const double pooling =
+          t < 3 ? 400.0 + static_cast<double>(rng.below(400)) : 1.0 + static_cast<double>(rng.below(20));
+      spec.stats =
+          derive_table_stats(1'000'000, pooling, -1.0, task.workload.batch_size, pool_median_model(), spec.name);
       task.workload.tables.push_back(spec);
     }
     ASSERT_EQ(find_error_in_task(task, task.id), "");
@@ -230,7 +238,8 @@ TEST(LowerBound, HoldsWhereHeavyTablesAreSplitInsideAHost) {
     const double bound = *cost->lower_bound(task, Objective::kStep);
     const ShardResult r = plan_task("joint", task, cost.get(), quiet(seed));
     ASSERT_EQ(r.status, ShardStatus::kOk) << r.reason;
-    EXPECT_GE(value_of(*cost, task, r.plan, Objective::kStep) * (1 + 1e-12), bound) << task.topology.name << " seed " << seed;
+    EXPECT_GE(value_of(*cost, task, r.plan, Objective::kStep) * (1 + 1e-12), bound)
+        << task.topology.name << " seed " << seed;
   }
 }
 
@@ -283,7 +292,8 @@ TEST(LinkModel, APlansCostDoesNotDependOnHowHostsAndTheirDevicesAreNumbered) {
       std::iota(local.begin(), local.end(), 0);
       for (int i = per_host - 1; i > 0; --i) std::swap(local[static_cast<std::size_t>(i)], local[rng.below(i + 1)]);
       for (int l = 0; l < per_host; ++l)
-        device_of[static_cast<std::size_t>(h * per_host + l)] = host_of[static_cast<std::size_t>(h)] * per_host + local[static_cast<std::size_t>(l)];
+        device_of[static_cast<std::size_t>(h * per_host + l)] =
+            host_of[static_cast<std::size_t>(h)] * per_host + local[static_cast<std::size_t>(l)];
     }
     const Plan moved = relabelled(plan, device_of);
     ASSERT_EQ(find_error_in_plan(task, moved), "");
@@ -364,11 +374,12 @@ TEST(Joint, ALargerBudgetNeverGivesAWorsePlan) {
     const auto cost = make_cost_model("sim", task);
     double previous = std::numeric_limits<double>::infinity();
     for (const int budget : {1, 300, 3000, 20000, 80000, 200000}) {
-      const ShardResult r = plan_task("joint:time_ms=600000,patience=1000000,work=" + std::to_string(budget),
-                                      task, cost.get(), quiet(seed));
+      const ShardResult r = plan_task("joint:time_ms=600000,patience=1000000,work=" + std::to_string(budget), task,
+                                      cost.get(), quiet(seed));
       ASSERT_EQ(r.status, ShardStatus::kOk) << r.reason;
       const double value = value_of(*cost, task, r.plan, Objective::kStep);
-      EXPECT_LE(value, previous * (1 + 1e-12)) << task.topology.name << " seed " << seed << ", budget " << budget << r.stats.solver;
+      EXPECT_LE(value, previous * (1 + 1e-12))
+          << task.topology.name << " seed " << seed << ", budget " << budget << r.stats.solver;
       previous = value;
     }
   }
@@ -412,7 +423,8 @@ TEST(Joint, InfeasibleOnlyWhenNoTableWisePlanExistsAndSaysWhy) {
     Task task = tiny_task(5 + static_cast<int>(seed % 3), "v100:gpus_per_node=3", seed);
     task.constraints.allow_row_split = task.constraints.allow_column_split = false;
     std::int64_t total = 0, largest = 0;
-    for (const TableSpec& t : task.workload.tables) total += t.size_bytes(), largest = std::max(largest, t.size_bytes());
+    for (const TableSpec& t : task.workload.tables)
+      total += t.size_bytes(), largest = std::max(largest, t.size_bytes());
     // Budgets around the packing's edge: some tasks fit, some do not.
     const std::int64_t hbm = std::max(largest, total / 3 + static_cast<std::int64_t>(seed % 5) * (total / 40));
     for (Device& d : task.topology.devices) d.hbm_bytes = hbm;
@@ -490,7 +502,8 @@ TEST(Joint, MakesSmallWideTablesDataParallelWhereThatPaysAndTheBoundStillHolds) 
     EXPECT_EQ(value_of(*cost, task, plan_from_json(plan_to_json(with.plan), "copies"), Objective::kStep), value);
     const ShardResult torchrec = plan_task("joint:torchrec=true", task, cost.get(), quiet(seed));
     ASSERT_EQ(torchrec.status, ShardStatus::kOk) << torchrec.reason;
-    EXPECT_NE(torchrec_plan_json(task, torchrec.plan, {}).find("\"sharding_type\": \"data_parallel\", \"compute_kernel\": \"dense\""),
+    EXPECT_NE(torchrec_plan_json(task, torchrec.plan, {})
+                  .find("\"sharding_type\": \"data_parallel\", \"compute_kernel\": \"dense\""),
               std::string::npos);
   }
 }
@@ -503,7 +516,8 @@ TEST(Joint, NeverMakesCopiesAModelCannotCost) {
   ASSERT_EQ(r.status, ShardStatus::kOk) << r.reason;
   Plan copies = r.plan;
   copies.tables[0] = {copies.tables[0].table, ShardingType::kDataParallel, {}};
-  for (int d = 0; d < 4; ++d) copies.tables[0].shards.push_back({d, 0, task.workload.tables[0].num_rows(), 0, task.workload.tables[0].dim, -1});
+  for (int d = 0; d < 4; ++d)
+    copies.tables[0].shards.push_back({d, 0, task.workload.tables[0].num_rows(), 0, task.workload.tables[0].dim, -1});
   const std::string error = test_util::error_of([&] { (void)cost->estimate(task, copies, quiet()); });
   EXPECT_NE(error.find("table 't0' is data-parallel"), std::string::npos) << error;
   for (const TablePlacement& tp : r.plan.tables) EXPECT_NE(tp.type, ShardingType::kDataParallel) << tp.table;
@@ -551,9 +565,10 @@ void expect_state_matches_estimate(const Task& whole, const std::string& cost_sp
     const TableSpec& spec = task.workload.tables[static_cast<std::size_t>(t)];
     const std::uint64_t kind = rng.below(5);
     const Layout layout = kind == 0 ? Layout{Layout::Kind::kRows, 2 + static_cast<int>(rng.below(3))}
-                          : kind == 1 && spec.size_bytes() < (std::int64_t{1} << 26) ? Layout{Layout::Kind::kCopies, n, 0}
+                          : kind == 1 && spec.size_bytes() < (std::int64_t{1} << 26)
+                              ? Layout{Layout::Kind::kCopies, n, 0}
                           : kind == 2 && spec.dim >= 8 ? Layout{Layout::Kind::kGrid, 2, -1, 2}
-                                      : Layout{};
+                                                       : Layout{};
     state.set_layout(t, layout);
     int device = layout.kind == Layout::Kind::kCopies ? 0 : static_cast<int>(rng.below(static_cast<std::uint64_t>(n)));
     for (const Shard& s : layout_shards(layout, spec.num_rows(), spec.dim)) {
@@ -570,7 +585,10 @@ void expect_state_matches_estimate(const Task& whole, const std::string& cost_sp
     const Piece old = state.lift(t, 0);
     Piece p;
     const int to = static_cast<int>(rng.below(static_cast<std::uint64_t>(n)));
-    if (state.make_piece(t, old.placed.shard, to, false, p)) state.place(0, p); else state.place(0, old);
+    if (state.make_piece(t, old.placed.shard, to, false, p))
+      state.place(0, p);
+    else
+      state.place(0, old);
   }
   check("after moves");
   const std::vector<Piece> gone = state.remove_table(0);
@@ -580,7 +598,8 @@ void expect_state_matches_estimate(const Task& whole, const std::string& cost_sp
 
 TEST(JointState, ObjectiveIsTheEvaluatorsOnSmallAndLargeTopologies) {
   static constexpr int kDims[] = {8, 32, 128};
-  for (const char* topology : {"v100:gpus_per_node=8", "a100:nodes=16,gpus_per_node=8", "v100:nodes=8,gpus_per_node=8"}) {
+  for (const char* topology :
+       {"v100:gpus_per_node=8", "a100:nodes=16,gpus_per_node=8", "v100:nodes=8,gpus_per_node=8"}) {
     Task task = test_util::pool_task(200, topology, 3, kDims);
     task.workload.batch_size = 65536;
     for (Device& d : task.topology.devices) d.hbm_bytes = std::int64_t{1} << 40;
@@ -600,7 +619,8 @@ TEST(JointState, ObjectiveIsTheEvaluatorsWithSequenceTables) {
     task.workload.batch_size = 65536;
     for (std::size_t t = 0; t < task.workload.tables.size(); t += 3) task.workload.tables[t].pooled = false;
     for (Device& d : task.topology.devices) d.hbm_bytes = std::int64_t{1} << 40;
-    for (const char* spec : {"sim", "sim:input_comm=overlap", "sim:exchanges=per_type"}) expect_state_matches_estimate(task, spec, 7);
+    for (const char* spec : {"sim", "sim:input_comm=overlap", "sim:exchanges=per_type"})
+      expect_state_matches_estimate(task, spec, 7);
   }
 }
 
@@ -615,10 +635,12 @@ TEST(JointState, ObjectiveIsTheEvaluatorsOnMixedHardware) {
     for (std::size_t d = 0; d < task.topology.devices.size(); ++d) {
       Device& dev = task.topology.devices[d];
       dev.hbm_bytes = std::int64_t{1} << 40;
-      if (d >= task.topology.devices.size() / 2) dev.hbm_gbps = slow.devices[0].hbm_gbps, dev.uvm_gbps = slow.devices[0].uvm_gbps;
+      if (d >= task.topology.devices.size() / 2)
+        dev.hbm_gbps = slow.devices[0].hbm_gbps, dev.uvm_gbps = slow.devices[0].uvm_gbps;
     }
     task.topology.name = "custom";
-    for (const char* spec : {"sim", "sim:input_comm=overlap", "sim:exchanges=per_type"}) expect_state_matches_estimate(task, spec, 7);
+    for (const char* spec : {"sim", "sim:input_comm=overlap", "sim:exchanges=per_type"})
+      expect_state_matches_estimate(task, spec, 7);
   }
 }
 
@@ -629,8 +651,9 @@ TEST(JointState, ObjectiveIsThe2DPlansWithItsReplicaSync) {
   task.workload.batch_size = 65536;
   task.workload.replica_sync_every = 10;
   for (Device& d : task.topology.devices) d.hbm_bytes = std::int64_t{1} << 40;
-  for (const ShardingGroups groups : {ShardingGroups{64, GroupRanks::kStrided}, ShardingGroups{16, GroupRanks::kContiguous},
-                                      ShardingGroups{8, GroupRanks::kStrided}}) {
+  for (const ShardingGroups groups :
+       {ShardingGroups{64, GroupRanks::kStrided}, ShardingGroups{16, GroupRanks::kContiguous},
+        ShardingGroups{8, GroupRanks::kStrided}}) {
     for (const char* spec : {"sim", "sim:input_comm=overlap", "sim:exchanges=per_type"}) {
       expect_state_matches_estimate(task, spec, 7, groups);
     }

@@ -6,8 +6,8 @@
 #include <string>
 
 #include "core/json_reader.h"
-#include "test_util.h"
 #include "embshard/core/error.h"
+#include "test_util.h"
 
 namespace embshard::detail {
 namespace {
@@ -42,8 +42,7 @@ TEST(JsonReader, ReadsValuesAtTheirPaths) {
 
 TEST(JsonReader, NamesWhereAndPathInEveryError) {
   const auto first = [](const JsonNode& r) { return r.at("t").at(std::size_t{0}); };
-  EXPECT_EQ(read_error(R"({"t": [{"dim": -8}]})",
-                       [&](const JsonNode& r) { (void)first(r).at("dim").as_int(1); }),
+  EXPECT_EQ(read_error(R"({"t": [{"dim": -8}]})", [&](const JsonNode& r) { (void)first(r).at("dim").as_int(1); }),
             "x.json: t[0].dim: expected an integer ≥ 1, got -8");
   EXPECT_EQ(read_error(R"({"t": [{}]})", [&](const JsonNode& r) { (void)first(r).at("dim"); }),
             "x.json: t[0].dim: missing required field");
@@ -66,14 +65,12 @@ TEST(JsonReader, NamesWhereAndPathInEveryError) {
             "x.json: x: expected a number, got a string");
   EXPECT_EQ(read_error(R"({"x": -0.5})", [](const JsonNode& r) { (void)r.at("x").as_double(0); }),
             "x.json: x: expected a number ≥ 0, got -0.5");
-  EXPECT_EQ(read_error(R"({"t": 1})", [](const JsonNode& r) { r.at("t").fail("is odd"); }),
-            "x.json: t: is odd");
+  EXPECT_EQ(read_error(R"({"t": 1})", [](const JsonNode& r) { r.at("t").fail("is odd"); }), "x.json: t: is odd");
 }
 
 TEST(JsonReader, RejectsIntegersOutOfRange) {
   const auto int_error = [](const std::string& number, std::int64_t min, std::int64_t max) {
-    return read_error("{\"n\": " + number + "}",
-                      [&](const JsonNode& r) { (void)r.at("n").as_int(min, max); });
+    return read_error("{\"n\": " + number + "}", [&](const JsonNode& r) { (void)r.at("n").as_int(min, max); });
   };
   EXPECT_EQ(int_error("2.0", 0, 10), "x.json: n: expected an integer ≥ 0, got 2.0");
   EXPECT_EQ(int_error("11", 0, 10), "x.json: n: got 11, more than the maximum 10");
@@ -91,13 +88,11 @@ TEST(JsonReader, RejectsMalformedJsonWithItsPosition) {
   const auto parse_error = [](const std::string& text) {
     return error_or_none([&] { (void)parse_json(text, "x.json"); });
   };
-  EXPECT_NE(parse_error("{\"a\": 1,\n \"b\" x}")
-                .find("x.json: malformed JSON: parse error at line 2, column"),
+  EXPECT_NE(parse_error("{\"a\": 1,\n \"b\" x}").find("x.json: malformed JSON: parse error at line 2, column"),
             std::string::npos);
   EXPECT_NE(parse_error("").find("x.json: malformed JSON"), std::string::npos);
   const std::string overflow = parse_error("{\"a\": 1" + std::string(400, '0') + "}");
-  EXPECT_NE(overflow.find("x.json: malformed JSON: number overflow"), std::string::npos)
-      << overflow;
+  EXPECT_NE(overflow.find("x.json: malformed JSON: number overflow"), std::string::npos) << overflow;
   EXPECT_NE(overflow.find("..."), std::string::npos) << overflow;
   EXPECT_LT(overflow.size(), 300u);
   EXPECT_NE(parse_error("[\"a\xff\"]").find("\\xff"), std::string::npos);
@@ -107,8 +102,7 @@ TEST(JsonReader, RejectsDuplicateKeysNamingTheirPath) {
   const auto parse_error = [](const std::string& text) {
     return error_or_none([&] { (void)parse_json(text, "x.json"); });
   };
-  EXPECT_EQ(parse_error(R"({"a": 1, "a": 1})"),
-            "x.json: a: duplicate key (an object names it twice)");
+  EXPECT_EQ(parse_error(R"({"a": 1, "a": 1})"), "x.json: a: duplicate key (an object names it twice)");
   EXPECT_EQ(parse_error(R"({"t": [{"a": 1}, [], {"b": {}, "c": 2, "c": 3}]})"),
             "x.json: t[2].c: duplicate key (an object names it twice)");
   EXPECT_EQ(parse_error(R"([{"a": 1}, {"a": 1}])"), "(no error)");
@@ -132,11 +126,9 @@ TEST(JsonReader, RefusesDeepNestingBeforeBuildingIt) {
 }
 
 TEST(JsonReader, KeepsMessagesOnOneLineAndShort) {
-  const std::string control =
-      read_error(R"({"a\nb": 1})", [](const JsonNode& r) { r.only_keys({"ab"}); });
+  const std::string control = read_error(R"({"a\nb": 1})", [](const JsonNode& r) { r.only_keys({"ab"}); });
   EXPECT_EQ(control, "x.json: a\\x0ab: unknown field (expected ab)");
-  const std::string utf8 =
-      read_error("{\"\xc3\xbc\": 1}", [](const JsonNode& r) { r.only_keys({}); });
+  const std::string utf8 = read_error("{\"\xc3\xbc\": 1}", [](const JsonNode& r) { r.only_keys({}); });
   EXPECT_NE(utf8.find("x.json: \xc3\xbc: unknown field"), std::string::npos) << utf8;
   const std::string key(1000, 'k');
   const std::string long_path =

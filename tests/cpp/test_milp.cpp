@@ -64,9 +64,12 @@ TEST(Milp, FindErrorInModelNamesTheProblem) {
   EXPECT_NE(broken([](MilpModel& m) { m.variables[1].lower = kInf; }).find("'y'"), std::string::npos);
   EXPECT_NE(broken([](MilpModel& m) { m.variables[2].objective = NAN; }).find("'z': objective coefficient"),
             std::string::npos);
-  EXPECT_NE(broken([](MilpModel& m) { m.constraints[0].terms[1].coef = kInf; }).find("'cap': coefficient of variable 1 'y'"),
-            std::string::npos);
-  EXPECT_NE(broken([](MilpModel& m) { m.constraints[1].terms[0].var = 3; }).find("'link': term 0 names variable 3, outside 0..2"),
+  EXPECT_NE(
+      broken([](MilpModel& m) { m.constraints[0].terms[1].coef = kInf; }).find("'cap': coefficient of variable 1 'y'"),
+      std::string::npos);
+  EXPECT_NE(broken([](MilpModel& m) {
+              m.constraints[1].terms[0].var = 3;
+            }).find("'link': term 0 names variable 3, outside 0..2"),
             std::string::npos);
   EXPECT_NE(broken([](MilpModel& m) { m.constraints[0].terms[1].var = 0; }).find("'cap': variable 0 'x' appears twice"),
             std::string::npos);
@@ -74,7 +77,9 @@ TEST(Milp, FindErrorInModelNamesTheProblem) {
             std::string::npos);
   EXPECT_NE(broken([](MilpModel& m) { m.constraints[2].rhs = NAN; }).find("'fix': rhs is not finite"),
             std::string::npos);
-  EXPECT_NE(broken([](MilpModel& m) { m.initial_solution = {1, 2}; }).find("initial_solution has 2 values for 3"),
+  EXPECT_NE(broken([](MilpModel& m) {
+              m.initial_solution = {1, 2};
+            }).find("initial_solution has 2 values for 3"),
             std::string::npos);
   // solve_with_cbc refuses the same model with the same line.
   MilpModel bad = small_model();
@@ -90,8 +95,7 @@ TEST(Milp, FindErrorInModelNamesTheProblem) {
 TEST(Milp, CheckSolutionCatchesViolations) {
   const MilpModel m = small_model();
   EXPECT_EQ(check_solution(m, {1, 2, 2.5}), "");
-  EXPECT_NE(check_solution(m, {1, 3, 3.5}).find("constraint 0 'cap' is violated: activity 4 <= 3"),
-            std::string::npos);
+  EXPECT_NE(check_solution(m, {1, 3, 3.5}).find("constraint 0 'cap' is violated: activity 4 <= 3"), std::string::npos);
   EXPECT_NE(check_solution(m, {1, 2, 2.0}).find("'link' is violated"), std::string::npos);
   EXPECT_NE(check_solution(m, {0, 2, 2.5}).find("'fix' is violated"), std::string::npos);
   EXPECT_NE(check_solution(m, {1, 1.5, 2.5}).find("'y' = 1.5 is not integral"), std::string::npos);
@@ -220,7 +224,8 @@ TEST(Milp, CbcMatchesEnumerationOnMinMaxWithAContinuousVariable) {
     double want = kInf;
     for (int code = 0; code < static_cast<int>(std::pow(bins, 7)); ++code) {
       std::vector<double> load(static_cast<std::size_t>(bins), 0.0);
-      for (int i = 0, c = code; i < 7; ++i, c /= bins) load[static_cast<std::size_t>(c % bins)] += w[static_cast<std::size_t>(i)];
+      for (int i = 0, c = code; i < 7; ++i, c /= bins)
+        load[static_cast<std::size_t>(c % bins)] += w[static_cast<std::size_t>(i)];
       want = std::min(want, *std::max_element(load.begin(), load.end()));
     }
     for (CbcStrategy strategy : {CbcStrategy::kDefault, CbcStrategy::kPlain}) {
@@ -325,8 +330,8 @@ TEST(Milp, TimeLimitReturnsTheIncumbentWithAStatus) {
 
 // ---- RecShard ----------------------------------------------------------------------------------
 
-RecShardTable table(const std::string& name, std::int64_t rows, std::vector<double> icdf,
-                    double pooling = 2.0, double coverage = 1.0) {
+RecShardTable table(const std::string& name, std::int64_t rows, std::vector<double> icdf, double pooling = 2.0,
+                    double coverage = 1.0) {
   RecShardTable t;
   t.name = name;
   t.rows = rows;
@@ -357,10 +362,13 @@ TEST(RecShardMilp, ValidationNamesTheProblem) {
   };
   EXPECT_EQ(broken([](RecShardInput& in) { in.tables.clear(); }), "RecShard input: no tables");
   EXPECT_EQ(broken([](RecShardInput& in) { in.gpus.clear(); }), "RecShard input: no GPUs");
-  EXPECT_NE(broken([](RecShardInput& in) { in.tables[1].icdf = {0, 0.3, 0.2, 0.6, 0.9}; })
-                .find("table 1 'b': icdf is not monotone: step 2 (0.2) is below step 1 (0.3)"),
+  EXPECT_NE(broken([](RecShardInput& in) {
+              in.tables[1].icdf = {0, 0.3, 0.2, 0.6, 0.9};
+            }).find("table 1 'b': icdf is not monotone: step 2 (0.2) is below step 1 (0.3)"),
             std::string::npos);
-  EXPECT_NE(broken([](RecShardInput& in) { in.tables[0].icdf = {0, 1.5}; }).find("table 0 'a': icdf step 1 is 1.5"),
+  EXPECT_NE(broken([](RecShardInput& in) {
+              in.tables[0].icdf = {0, 1.5};
+            }).find("table 0 'a': icdf step 1 is 1.5"),
             std::string::npos);
   EXPECT_NE(broken([](RecShardInput& in) { in.tables[0].icdf = {0}; }).find("'a': icdf needs at least 2 points"),
             std::string::npos);
@@ -381,12 +389,15 @@ TEST(RecShardMilp, ValidationNamesTheProblem) {
   EXPECT_NE(broken([](RecShardInput& in) { in.gpus[1].host_bytes = -5; }).find("gpu 1: host_bytes is negative"),
             std::string::npos);
   // Table a is 1600 bytes: it fits on neither GPU even using host memory...
-  EXPECT_NE(broken([](RecShardInput& in) { in.gpus = {{500, 1000}, {0, 1099}}; })
-                .find("table 0 'a' (1600 bytes) fits on no GPU at any split, even using host memory"),
+  EXPECT_NE(broken([](RecShardInput& in) {
+              in.gpus = {{500, 1000}, {0, 1099}};
+            }).find("table 0 'a' (1600 bytes) fits on no GPU at any split, even using host memory"),
             std::string::npos);
   // ...though 1,600 bytes of HBM + host exist on one GPU, no split of a's ICDF fits them (rows are
   // split only at its steps: 0, 5, 20, 50 or 100 rows in HBM).
-  EXPECT_NE(broken([](RecShardInput& in) { in.gpus = {{700, 900}}; }).find("'a' (1600 bytes) fits on no GPU"),
+  EXPECT_NE(broken([](RecShardInput& in) {
+              in.gpus = {{700, 900}};
+            }).find("'a' (1600 bytes) fits on no GPU"),
             std::string::npos);
   EXPECT_EQ(broken([](RecShardInput& in) { in.gpus = {{800, 800}}; }), "(no error)");  // split at step 3
   // The other entry points refuse bad input the same way.
@@ -394,7 +405,9 @@ TEST(RecShardMilp, ValidationNamesTheProblem) {
   bad.hbm_bytes_per_s = 0;
   EXPECT_NE(error_of([&] { (void)recshard_greedy(bad); }).find("hbm_bytes_per_s"), std::string::npos);
   EXPECT_NE(error_of([&] { (void)solve_recshard(bad); }).find("hbm_bytes_per_s"), std::string::npos);
-  EXPECT_NE(error_of([&] { (void)evaluate_recshard(base_input(), {{0, 5}, {0, 0}}); }).find("'a': step 5 is outside 0..4"),
+  EXPECT_NE(error_of([&] {
+              (void)evaluate_recshard(base_input(), {{0, 5}, {0, 0}});
+            }).find("'a': step 5 is outside 0..4"),
             std::string::npos);
 }
 
@@ -411,9 +424,9 @@ TEST(RecShardMilp, CostAndRowsFollowThePaper) {
   EXPECT_NEAR(recshard_table_cost_ms(in, 0, 4), 0.032, 1e-12);
   RecShardTable t = table("t", 10, {0, 0.25, 0.3, 0.31, 1.0});
   EXPECT_EQ(recshard_hbm_rows(t, 0), 0);
-  EXPECT_EQ(recshard_hbm_rows(t, 1), 3);   // 2.5 rounds up
-  EXPECT_EQ(recshard_hbm_rows(t, 2), 3);   // 0.3 · 10 = 3.0000000000000004 is 3
-  EXPECT_EQ(recshard_hbm_rows(t, 3), 4);   // 3.1 rounds up
+  EXPECT_EQ(recshard_hbm_rows(t, 1), 3);  // 2.5 rounds up
+  EXPECT_EQ(recshard_hbm_rows(t, 2), 3);  // 0.3 · 10 = 3.0000000000000004 is 3
+  EXPECT_EQ(recshard_hbm_rows(t, 3), 4);  // 3.1 rounds up
   EXPECT_EQ(recshard_hbm_rows(t, 4), 10);
   // evaluate_recshard: coverage weights the GPU cost; bytes split at the step.
   in.tables[1].coverage = 0.5;
@@ -438,7 +451,7 @@ double paper_cost_ms(const RecShardInput& in, std::size_t j, int step) {
 }
 
 struct Exhaustive {
-  double best = kInf;       ///< smallest max per-GPU cost over every feasible (gpu, step) per table
+  double best = kInf;  ///< smallest max per-GPU cost over every feasible (gpu, step) per table
   std::int64_t feasible = 0;
 };
 
@@ -515,7 +528,8 @@ TEST(RecShardMilp, MatchesExhaustiveSearchOnTinyInstances) {
     const RecShardInput in = tiny_instance(seed);
     if (!find_error_in_recshard_input(in).empty()) continue;  // a table fits nowhere: not this test
     const Exhaustive want = exhaustive_search(in);
-    for (RecShardSymmetry sym : {RecShardSymmetry::kNone, RecShardSymmetry::kOrderedLoads, RecShardSymmetry::kTableIndex}) {
+    for (RecShardSymmetry sym :
+         {RecShardSymmetry::kNone, RecShardSymmetry::kOrderedLoads, RecShardSymmetry::kTableIndex}) {
       SCOPED_TRACE("seed " + std::to_string(seed) + " symmetry " + to_string(sym));
       RecShardOptions options;
       options.symmetry = sym;
@@ -628,7 +642,8 @@ TEST(RecShardMilp, GreedyWarmStartIsFeasible) {
     ASSERT_TRUE(greedy.has_value());
     const RecShardSolution s = evaluate_recshard(in, *greedy);
     EXPECT_EQ(s.capacity_error, "");
-    for (RecShardSymmetry sym : {RecShardSymmetry::kNone, RecShardSymmetry::kOrderedLoads, RecShardSymmetry::kTableIndex}) {
+    for (RecShardSymmetry sym :
+         {RecShardSymmetry::kNone, RecShardSymmetry::kOrderedLoads, RecShardSymmetry::kTableIndex}) {
       const RecShardMilp milp = build_recshard_milp(in, {sym, true});
       ASSERT_TRUE(milp.warm_start.has_value());
       ASSERT_EQ(milp.model.initial_solution.size(), static_cast<std::size_t>(milp.model.num_variables()));
@@ -674,7 +689,8 @@ TEST(RecShardMilp, SymmetryBreakingKeepsTheOptimumOnFourIdenticalGpus) {
   in.gpus.assign(4, {600, 1300});  // 2,400 bytes of HBM for 5,120 bytes of tables
   const Exhaustive want = exhaustive_search(in);
   ASSERT_GT(want.feasible, 0);
-  for (RecShardSymmetry sym : {RecShardSymmetry::kNone, RecShardSymmetry::kOrderedLoads, RecShardSymmetry::kTableIndex}) {
+  for (RecShardSymmetry sym :
+       {RecShardSymmetry::kNone, RecShardSymmetry::kOrderedLoads, RecShardSymmetry::kTableIndex}) {
     RecShardOptions options;
     options.symmetry = sym;
     const RecShardResult r = solve_recshard(in, options, exact_options());

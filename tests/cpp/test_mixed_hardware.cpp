@@ -34,14 +34,15 @@ TEST(MixedHardware, TheTaskFileCarriesHostsOfTwoKinds) {
   ASSERT_EQ(task.topology.num_devices(), 8);
   EXPECT_EQ(task.topology.num_hosts(), 2);
   EXPECT_GT(task.topology.devices[0].hbm_gbps, task.topology.devices[7].hbm_gbps);
-  EXPECT_EQ(task.topology.inter_host_gbps, std::min(make_topology("h100:nodes=2").inter_host_gbps,
-                                                    make_topology("a100:nodes=2").inter_host_gbps));
+  EXPECT_EQ(task.topology.inter_host_gbps,
+            std::min(make_topology("h100:nodes=2").inter_host_gbps, make_topology("a100:nodes=2").inter_host_gbps));
   const Task back = task_from_json(task_to_json(task), "back");  // written as explicit devices
   EXPECT_EQ(back.topology.devices[7].hbm_gbps, task.topology.devices[7].hbm_gbps);
   EXPECT_NE(error_of([] {
-              (void)task_from_json(R"({"schema_version": 1, "batch_size": 8, "topology": {"hosts": ["h100:gpus_per_node=4", "a100"]},
+              (void)task_from_json(
+                  R"({"schema_version": 1, "batch_size": 8, "topology": {"hosts": ["h100:gpus_per_node=4", "a100"]},
                                       "tables": [{"name": "t", "dim": 4, "stats": {"num_rows": 10, "pooling_factor": 1}}]})",
-                                   "t.json");
+                  "t.json");
             }).find("hosts of 8 devices beside hosts of 4"),
             std::string::npos);
 }

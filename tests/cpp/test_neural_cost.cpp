@@ -31,7 +31,8 @@ std::vector<double> reference_forward(const Mlp& mlp, std::vector<double> x) {
     std::vector<double> y(static_cast<std::size_t>(l.out));
     for (int o = 0; o < l.out; ++o) {
       double sum = l.bias[static_cast<std::size_t>(o)];
-      for (int k = 0; k < l.in; ++k) sum += double{l.weight[static_cast<std::size_t>(o * l.in + k)]} * x[static_cast<std::size_t>(k)];
+      for (int k = 0; k < l.in; ++k)
+        sum += double{l.weight[static_cast<std::size_t>(o * l.in + k)]} * x[static_cast<std::size_t>(k)];
       const bool relu = mlp.relu_last() || i + 1 < mlp.layers().size();
       y[static_cast<std::size_t>(o)] = relu ? std::max(sum, 0.0) : sum;
     }
@@ -84,11 +85,14 @@ TEST(Mlp, RejectsLayersThatDoNotChain) {
   Rng rng(1);
   Mlp a = test_util::random_mlp("x", {4, 8}, false, rng);
   Mlp b = test_util::random_mlp("x", {6, 2}, false, rng);
-  EXPECT_NE(error_of([&] { Mlp("bad", {a.layers()[0], b.layers()[0]}, false); }).find("bad.2.weight: takes 6 inputs but the layer before gives 8"),
+  EXPECT_NE(error_of([&] {
+              Mlp("bad", {a.layers()[0], b.layers()[0]}, false);
+            }).find("bad.2.weight: takes 6 inputs but the layer before gives 8"),
             std::string::npos);
   Linear broken = a.layers()[0];
   broken.weight.pop_back();
-  EXPECT_NE(error_of([&] { Mlp("bad", {broken}, false); }).find("bad.0.weight: 31 values for shape [8, 4]"), std::string::npos);
+  EXPECT_NE(error_of([&] { Mlp("bad", {broken}, false); }).find("bad.0.weight: 31 values for shape [8, 4]"),
+            std::string::npos);
 }
 
 TEST(Normaliser, ConstantColumnsOnlySubtractTheMean) {
@@ -133,22 +137,27 @@ TEST(NeuralWeights, CorruptFilesAreRejectedNamingTheField) {
     return text.replace(at, from.size(), to);
   };
   EXPECT_NE(error_for("{").find("w.json: malformed JSON"), std::string::npos);
-  EXPECT_NE(error_for(replaced("\"embshard-neural-cost\"", "\"x\"")).find("not a neural weights file"), std::string::npos);
+  EXPECT_NE(error_for(replaced("\"embshard-neural-cost\"", "\"x\"")).find("not a neural weights file"),
+            std::string::npos);
   EXPECT_NE(error_for(replaced("\"version\":1", "\"version\":9")).find("the file is version 9"), std::string::npos);
-  EXPECT_NE(error_for(replaced("\"shape\":[128,20]", "\"shape\":[128,21]")).find("table_mlp.0.weight.shape: expected [128, 20]"),
+  EXPECT_NE(error_for(replaced("\"shape\":[128,20]", "\"shape\":[128,21]"))
+                .find("table_mlp.0.weight.shape: expected [128, 20]"),
             std::string::npos);
   EXPECT_NE(error_for(replaced("\"devices\":4", "\"devices\":5")).find("expected the inputs"), std::string::npos);
   EXPECT_NE(error_for(replaced("\"comp_ms\"", "\"ms\"")).find("outputs"), std::string::npos);
   // A truncated file (crash while copying) is malformed, not a smaller model.
   EXPECT_NE(error_for(good.substr(0, good.size() / 2)).find("malformed JSON"), std::string::npos);
-  EXPECT_NE(error_of([] { (void)read_neural_weights("/nonexistent/w.json"); }).find("/nonexistent/w.json"), std::string::npos);
+  EXPECT_NE(error_of([] { (void)read_neural_weights("/nonexistent/w.json"); }).find("/nonexistent/w.json"),
+            std::string::npos);
 }
 
 TEST(NeuralCostModel, ComputeIsTheHeadOnTheSumOfTableEncodings) {
   const Task task = cpu_task(4);
   const NeuralWeights w = random_weights(11, 2, 4);
   const auto cost = neural_model(w, "compute.json", task);
-  EXPECT_EQ(cost->spec(), "neural:weights=" + temp_path("compute.json") + ",comm=auto,hardware=match,input_comm=exposed,index_bytes=8,length_bytes=4,exchanges=fused");
+  EXPECT_EQ(cost->spec(),
+            "neural:weights=" + temp_path("compute.json") +
+                ",comm=auto,hardware=match,input_comm=exposed,index_bytes=8,length_bytes=4,exchanges=fused");
   const ShardResult r = plan_task("greedy:balance=lookup", task, nullptr, quiet());
   ASSERT_EQ(r.status, ShardStatus::kOk);
   const CostBreakdown b = cost->estimate(task, r.plan, quiet());
@@ -168,7 +177,8 @@ TEST(NeuralCostModel, ComputeIsTheHeadOnTheSumOfTableEncodings) {
   const auto dims = device_dim_sums(by_device);
   std::vector<double> fw_inputs(dims.begin(), dims.end());
   double earliest = INFINITY, latest = 0;
-  for (const DeviceCost& c : b.devices) earliest = std::min(earliest, c.fw_comp_ms), latest = std::max(latest, c.fw_comp_ms);
+  for (const DeviceCost& c : b.devices)
+    earliest = std::min(earliest, c.fw_comp_ms), latest = std::max(latest, c.fw_comp_ms);
   for (const DeviceCost& c : b.devices) fw_inputs.push_back(c.fw_comp_ms - earliest);
   const std::vector<double> fw = predict_comm(*w.fw_comm, fw_inputs);
   const std::vector<double> bw = predict_comm(*w.bw_comm, std::vector<double>(dims.begin(), dims.end()));
@@ -195,20 +205,25 @@ TEST(NeuralCostModel, RefusesModelsForAnotherDeviceCountOrHardware) {
   const std::string path = temp_path("four.json");
   write_neural_weights(path, random_weights(2, 2, 4));
   const Task eight = cpu_task(8);
-  EXPECT_NE(error_of([&] { (void)make_cost_model("neural:weights=" + path + ",comm=neural", eight); })
-                .find("trained for 4 devices but the task has 8"),
+  EXPECT_NE(error_of([&] {
+              (void)make_cost_model("neural:weights=" + path + ",comm=neural", eight);
+            }).find("trained for 4 devices but the task has 8"),
             std::string::npos);
   EXPECT_EQ(make_cost_model("neural:weights=" + path, eight)->comm().spec(), "link");  // comm=auto
   Task gpu = cpu_task(4);
   gpu.topology = make_topology("v100:gpus_per_node=4");
-  EXPECT_NE(error_of([&] { (void)make_cost_model("neural:weights=" + path, gpu); }).find("measured on 'cpu' devices but the task's topology has 'V100"),
+  EXPECT_NE(error_of([&] {
+              (void)make_cost_model("neural:weights=" + path, gpu);
+            }).find("measured on 'cpu' devices but the task's topology has 'V100"),
             std::string::npos);
   EXPECT_EQ(make_cost_model("neural:weights=" + path + ",hardware=any", gpu)->comm().spec(), "neural");
   EXPECT_NE(error_of([&] { (void)make_cost_model("neural:weights=" + path + ",comm=sometimes", gpu); }).find("comm"),
             std::string::npos);
   std::filesystem::remove(path);
   EXPECT_NE(error_of([&] { (void)make_cost_model("neural:weights=" + path, gpu); }).find(path), std::string::npos);
-  EXPECT_NE(error_of([&] { (void)make_cost_model("nonsense", gpu); }).find("known: sim, analytic, neural, default, measured"), std::string::npos);
+  EXPECT_NE(
+      error_of([&] { (void)make_cost_model("nonsense", gpu); }).find("known: sim, analytic, neural, default, measured"),
+      std::string::npos);
 }
 
 TEST(NeuralCostModel, NonFiniteTableStatisticsAreAnErrorNamingTheTable) {
@@ -216,7 +231,8 @@ TEST(NeuralCostModel, NonFiniteTableStatisticsAreAnErrorNamingTheTable) {
   task.workload.tables[2].stats.pooling_factor = NAN;
   const auto cost = neural_model(random_weights(2, 2, 4), "nan.json", task);
   const PlacedShard p{2, test_util::shard(0, 0, task.workload.tables[2].num_rows(), 0, task.workload.tables[2].dim)};
-  const std::string error = error_of([&] { (void)cost->compute().device_compute(task, std::span<const PlacedShard>(&p, 1), quiet()); });
+  const std::string error =
+      error_of([&] { (void)cost->compute().device_compute(task, std::span<const PlacedShard>(&p, 1), quiet()); });
   EXPECT_NE(error.find("table '" + task.workload.tables[2].name + "'"), std::string::npos) << error;
   EXPECT_NE(error.find("pooling_factor"), std::string::npos) << error;
 }
@@ -224,9 +240,13 @@ TEST(NeuralCostModel, NonFiniteTableStatisticsAreAnErrorNamingTheTable) {
 TEST(NeuralCostModel, DefaultIsTheBuiltInModelOnItsHardwareAndSimElsewhere) {
   Task gpu = cpu_task(4);
   gpu.topology = make_topology("v100:gpus_per_node=4");
-  EXPECT_EQ(make_cost_model("default", gpu)->spec(), "sim:coefficients=builtin,hardware=match,input_comm=exposed,index_bytes=8,length_bytes=4,exchanges=fused");
+  EXPECT_EQ(make_cost_model("default", gpu)->spec(),
+            "sim:coefficients=builtin,hardware=match,input_comm=exposed,index_bytes=8,length_bytes=4,exchanges=fused");
   const auto on_cpu = make_cost_model("default", cpu_task(4));
-  EXPECT_EQ(on_cpu->spec(), builtin_weights_text().empty() ? "sim" : "neural:weights=builtin,comm=auto,hardware=match,input_comm=exposed,index_bytes=8,length_bytes=4,exchanges=fused");
+  EXPECT_EQ(on_cpu->spec(), builtin_weights_text().empty()
+                                ? "sim"
+                                : "neural:weights=builtin,comm=auto,hardware=match,input_comm=exposed,index_bytes=8,"
+                                  "length_bytes=4,exchanges=fused");
 }
 
 }  // namespace

@@ -27,8 +27,8 @@ constexpr char kCanonical[] =
 Context quiet() { return test_util::quiet_context(); }
 
 Task protocol_task(int index, int devices = 4, int max_dim = 128) {
-  const auto gen = make_task_generator("neuroshard:devices=" + std::to_string(devices) +
-                                       ",max_dim=" + std::to_string(max_dim));
+  const auto gen =
+      make_task_generator("neuroshard:devices=" + std::to_string(devices) + ",max_dim=" + std::to_string(max_dim));
   static const TableSource source = TableSource::from_pool(0, gen->batch_size());
   return gen->generate(source, 0, index);
 }
@@ -176,10 +176,9 @@ TEST(NeuroShard, SplitsATableNoDeviceHoldsWhereEveryGreedyBaselineFails) {
 TEST(NeuroShard, WithoutColumnSplitsTheOversizedTaskIsInfeasibleNamingTheTable) {
   Task task = oversized_table_task();
   task.constraints.allow_column_split = false;
-  const auto widest = std::max_element(task.workload.tables.begin(), task.workload.tables.end(),
-                                       [](const TableSpec& a, const TableSpec& b) {
-                                         return a.size_bytes() < b.size_bytes();
-                                       });
+  const auto widest =
+      std::max_element(task.workload.tables.begin(), task.workload.tables.end(),
+                       [](const TableSpec& a, const TableSpec& b) { return a.size_bytes() < b.size_bytes(); });
   const auto cost = make_cost_model("sim", task);
   const ShardResult r = plan_task("neuroshard", task, cost.get(), quiet());
   ASSERT_EQ(r.status, ShardStatus::kInfeasible);
@@ -253,7 +252,8 @@ int splittable_candidates(const ns::SplitState& state, int n) {
     std::vector<int> idx;
     for (int i = 0; i < count; ++i) idx.push_back(i);
     std::stable_sort(idx.begin(), idx.end(), [&](int a, int b) { return value_of(a) > value_of(b); });
-    for (int i = 0; i < std::min(n, count); ++i) chosen[static_cast<std::size_t>(idx[static_cast<std::size_t>(i)])] = true;
+    for (int i = 0; i < std::min(n, count); ++i)
+      chosen[static_cast<std::size_t>(idx[static_cast<std::size_t>(i)])] = true;
   };
   mark_top([&](int i) { return static_cast<double>(state.bytes[static_cast<std::size_t>(i)]); });
   mark_top([&](int i) { return state.single_ms[static_cast<std::size_t>(i)]; });
@@ -274,8 +274,8 @@ TEST(NeuroShard, OneRoundGridSearchesEachSplittableCandidateOnce) {
     ASSERT_GE(state.pieces.size(), 10u);
     for (const int n : {10, 3, 1000}) {
       const int tried = splittable_candidates(state, n);
-      const ShardResult r = plan_task("neuroshard:max_depth=1,scales=4,candidates=" + std::to_string(n),
-                                      task, cost.get(), quiet());
+      const ShardResult r =
+          plan_task("neuroshard:max_depth=1,scales=4,candidates=" + std::to_string(n), task, cost.get(), quiet());
       if (r.status != ShardStatus::kOk) continue;  // a one-round search may find no fit: the count is the same
       ++searched;
       EXPECT_EQ(r.stats.nodes_visited, 4 * (1 + tried)) << task.id << ", candidates " << n;
@@ -372,21 +372,20 @@ TEST(NeuroShard, SpecIsCanonicalAndRoundTrips) {
   ASSERT_EQ(r.status, ShardStatus::kOk) << r.reason;
   EXPECT_EQ(r.plan.provenance.sharder,
             "neuroshard:beam_width=3,candidates=10,max_depth=1,scales=11,max_scale=1.5,objective=step,time_ms=0");
-  EXPECT_EQ(r.plan.provenance.cost_model, "sim:coefficients=builtin,hardware=match,input_comm=exposed,index_bytes=8,length_bytes=4,exchanges=fused");
+  EXPECT_EQ(r.plan.provenance.cost_model,
+            "sim:coefficients=builtin,hardware=match,input_comm=exposed,index_bytes=8,length_bytes=4,exchanges=fused");
   EXPECT_TRUE(make_sharder("neuroshard")->uses_cost_model());
 }
 
 TEST(NeuroShard, BadParametersAreClearErrors) {
-  EXPECT_NE(error_of([] { (void)make_sharder("neuroshard:beam_width=0"); }).find("'beam_width' = 0 is below its minimum"),
-            std::string::npos);
-  EXPECT_NE(error_of([] { (void)make_sharder("neuroshard:max_scale=0.9"); }).find("max_scale"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([] { (void)make_sharder("neuroshard:beam_width=0"); }).find("'beam_width' = 0 is below its minimum"),
+      std::string::npos);
+  EXPECT_NE(error_of([] { (void)make_sharder("neuroshard:max_scale=0.9"); }).find("max_scale"), std::string::npos);
   EXPECT_NE(error_of([] { (void)make_sharder("neuroshard:scales=many"); }).find("expects an integer"),
             std::string::npos);
-  EXPECT_NE(error_of([] { (void)make_sharder("neuroshard:objective=balance"); }).find("max_sum"),
-            std::string::npos);
-  EXPECT_NE(error_of([] { (void)make_sharder("neuroshard:depth=3"); }).find("max_depth"),
-            std::string::npos);
+  EXPECT_NE(error_of([] { (void)make_sharder("neuroshard:objective=balance"); }).find("max_sum"), std::string::npos);
+  EXPECT_NE(error_of([] { (void)make_sharder("neuroshard:depth=3"); }).find("max_depth"), std::string::npos);
   const Task task = protocol_task(0, 4, 16);
   EXPECT_NE(error_of([&] { (void)plan_task("neuroshard", task, nullptr, quiet()); }).find("needs a cost model"),
             std::string::npos);

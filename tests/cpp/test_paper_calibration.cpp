@@ -14,21 +14,21 @@ namespace {
 using Json = nlohmann::json;
 
 Json figure(const std::string& id, const std::string& protocol, const std::string& sharder, double ms) {
-  return {{"id", id}, {"kind", "protocol_mean"}, {"protocol", protocol}, {"sharder", sharder},
-          {"published_ms", ms}, {"role", "fit"}, {"source", "test"}};
+  return {{"id", id},           {"kind", "protocol_mean"}, {"protocol", protocol}, {"sharder", sharder},
+          {"published_ms", ms}, {"role", "fit"},           {"source", "test"}};
 }
 
 Json a2a_figure(const std::string& id, std::vector<int> dims, double ms) {
-  return {{"id", id}, {"kind", "all_to_all"}, {"batch_size", 65536}, {"dim_sums", dims},
-          {"published_ms", ms}, {"role", "fit"}, {"source", "test"}};
+  return {{"id", id},           {"kind", "all_to_all"}, {"batch_size", 65536}, {"dim_sums", dims},
+          {"published_ms", ms}, {"role", "fit"},        {"source", "test"}};
 }
 
 /** Twelve figures over three protocol settings, four heuristics, and two all-to-alls. */
 Json figures_doc() {
   Json figures = Json::array();
   int k = 0;
-  for (const char* protocol : {"neuroshard:devices=4,max_dim=4", "neuroshard:devices=4,max_dim=32",
-                               "neuroshard:devices=8,max_dim=16"}) {
+  for (const char* protocol :
+       {"neuroshard:devices=4,max_dim=4", "neuroshard:devices=4,max_dim=32", "neuroshard:devices=8,max_dim=16"}) {
     for (const char* sharder : {"greedy:balance=lookup", "greedy:balance=dim", "greedy:balance=size", "random"}) {
       figures.push_back(figure("f" + std::to_string(k), protocol, sharder, 21.0 + k));
       ++k;
@@ -64,7 +64,8 @@ TEST(PaperCalibration, FiguresTheModelCanProduceAreFittedExactly) {
 }
 
 TEST(PaperCalibration, TheCommittedFiguresFileReadsBack) {
-  const PaperFigures f = read_paper_figures(std::string(EMBSHARD_SOURCE_DIR_FOR_TESTS) + "/models/calibration/2080ti-papers.json");
+  const PaperFigures f =
+      read_paper_figures(std::string(EMBSHARD_SOURCE_DIR_FOR_TESTS) + "/models/calibration/2080ti-papers.json");
   EXPECT_EQ(f.preset, "2080ti");
   EXPECT_GE(f.figures.size(), 90u);
 }
@@ -80,7 +81,8 @@ TEST(PaperCalibration, BadFilesNameTheFileTheFigureAndTheField) {
       << error_for(doc);
   doc = figures_doc();
   doc["figures"][0]["role"] = "train";
-  EXPECT_NE(error_for(doc).find("figures[0].role: 'train' must be fit or held_out"), std::string::npos) << error_for(doc);
+  EXPECT_NE(error_for(doc).find("figures[0].role: 'train' must be fit or held_out"), std::string::npos)
+      << error_for(doc);
   doc = figures_doc();
   doc["preset"] = "cpu";
   EXPECT_NE(error_for(doc).find("bad.json: preset: "), std::string::npos) << error_for(doc);
@@ -98,7 +100,9 @@ TEST(PaperCalibration, BadFilesNameTheFileTheFigureAndTheField) {
   doc = figures_doc();
   for (auto& f : doc["figures"]) f["role"] = "held_out";
   EXPECT_NE(error_for(doc).find("needs at least"), std::string::npos);
-  EXPECT_NE(test_util::error_of([] { (void)read_paper_figures("/nonexistent/figures.json"); }).find("/nonexistent/figures.json"),
+  EXPECT_NE(test_util::error_of([] {
+              (void)read_paper_figures("/nonexistent/figures.json");
+            }).find("/nonexistent/figures.json"),
             std::string::npos);
 }
 

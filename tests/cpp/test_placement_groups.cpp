@@ -42,13 +42,20 @@ TEST(PlacementGroups, TheTaskFileCarriesThemAndContradictionsAreOneLineErrors) {
     return find_error_in_task(t, "t");
   };
   const std::string a = name(task, 0), b = name(task, 1), c = name(task, 3);
-  EXPECT_NE(error([&](PlacementGroups& g) { g.colocate.push_back({a, "nope"}); }).find("names table 'nope', which the task does not have"),
+  EXPECT_NE(error([&](PlacementGroups& g) {
+              g.colocate.push_back({a, "nope"});
+            }).find("names table 'nope', which the task does not have"),
             std::string::npos);
-  EXPECT_NE(error([&](PlacementGroups& g) { g.separate.push_back({c}); }).find("must name at least 2 tables"), std::string::npos);
+  EXPECT_NE(error([&](PlacementGroups& g) { g.separate.push_back({c}); }).find("must name at least 2 tables"),
+            std::string::npos);
   EXPECT_NE(error([&](PlacementGroups& g) { g.separate.push_back({c, c}); }).find("twice"), std::string::npos);
-  EXPECT_NE(error([&](PlacementGroups& g) { g.colocate.push_back({a, c}); }).find("is already in colocate group 1"),
+  EXPECT_NE(error([&](PlacementGroups& g) {
+              g.colocate.push_back({a, c});
+            }).find("is already in colocate group 1"),
             std::string::npos);
-  EXPECT_NE(error([&](PlacementGroups& g) { g.separate.push_back({a, b}); }).find("contradicts colocate group 1"),
+  EXPECT_NE(error([&](PlacementGroups& g) {
+              g.separate.push_back({a, b});
+            }).find("contradicts colocate group 1"),
             std::string::npos);
   EXPECT_NE(error([&](PlacementGroups& g) {
               g.separate.push_back({name(task, 3), name(task, 4), name(task, 5), name(task, 6), name(task, 7)});

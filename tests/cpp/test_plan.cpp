@@ -25,28 +25,23 @@ namespace {
 constexpr std::int64_t kGiB = std::int64_t{1} << 30;
 
 using test_util::plan_of;
-using test_util::TableShape;
 using test_util::shard;
+using test_util::TableShape;
 using test_util::task_of;
 
 /// Task with one table t0 (1000 × 64 fp32) and a second table t1 (500 × 32), 4 devices.
 Task two_table_task() { return task_of({{"t0", 1000, 64}, {"t1", 500, 32}}, 4); }
 
-TablePlacement t1_whole(int device = 0) {
-  return {"t1", ShardingType::kTableWise, {shard(device, 0, 500, 0, 32)}};
-}
+TablePlacement t1_whole(int device = 0) { return {"t1", ShardingType::kTableWise, {shard(device, 0, 500, 0, 32)}}; }
 
-void expect_valid(const Task& task, const Plan& plan) {
-  EXPECT_EQ(find_error_in_plan(task, plan), "");
-}
+void expect_valid(const Task& task, const Plan& plan) { EXPECT_EQ(find_error_in_plan(task, plan), ""); }
 
 void expect_error(const Task& task, const Plan& plan, std::initializer_list<const char*> words) {
   const std::string err = find_error_in_plan(task, plan);
   ASSERT_FALSE(err.empty()) << "plan accepted, expected an error with '" << *words.begin() << "'";
   EXPECT_EQ(err.find('\n'), std::string::npos) << err;
   EXPECT_EQ(err.rfind("plan: ", 0), 0u) << err;
-  for (const char* w : words)
-    EXPECT_NE(err.find(w), std::string::npos) << "'" << w << "' not in: " << err;
+  for (const char* w : words) EXPECT_NE(err.find(w), std::string::npos) << "'" << w << "' not in: " << err;
 }
 
 // ---- valid plans ------------------------------------------------------------------------------
@@ -65,57 +60,48 @@ TEST(PlanCheck, AcceptsTableWise) {
 
 TEST(PlanCheck, AcceptsTablesInAnyOrder) {
   const Task task = two_table_task();
-  expect_valid(task,
-               plan_of({t1_whole(), {"t0", ShardingType::kTableWise, {shard(1, 0, 1000, 0, 64)}}}));
+  expect_valid(task, plan_of({t1_whole(), {"t0", ShardingType::kTableWise, {shard(1, 0, 1000, 0, 64)}}}));
 }
 
 TEST(PlanCheck, AcceptsColumnWise) {
   const Task task = two_table_task();
-  expect_valid(
-      task,
-      plan_of(
-          {{"t0", ShardingType::kColumnWise, {shard(2, 0, 1000, 16, 64), shard(1, 0, 1000, 0, 16)}},
-           t1_whole()}));
+  expect_valid(task, plan_of({{"t0", ShardingType::kColumnWise, {shard(2, 0, 1000, 16, 64), shard(1, 0, 1000, 0, 16)}},
+                              t1_whole()}));
 }
 
 TEST(PlanCheck, AcceptsRowWise) {
   const Task task = two_table_task();
-  expect_valid(
-      task,
-      plan_of({{"t0",
-                ShardingType::kRowWise,
-                {shard(0, 0, 300, 0, 64), shard(3, 700, 1000, 0, 64), shard(1, 300, 700, 0, 64)}},
-               t1_whole()}));
+  expect_valid(task, plan_of({{"t0",
+                               ShardingType::kRowWise,
+                               {shard(0, 0, 300, 0, 64), shard(3, 700, 1000, 0, 64), shard(1, 300, 700, 0, 64)}},
+                              t1_whole()}));
 }
 
 TEST(PlanCheck, AcceptsTableRowWise) {
-  const Task task = task_of({{"t0", 1000, 64}, {"t1", 500, 32}}, 4, std::int64_t{1} << 40,
-                            std::int64_t{1} << 40, /*devices_per_host=*/2);
-  expect_valid(task, plan_of({{"t0",
-                               ShardingType::kTableRowWise,
-                               {shard(2, 0, 500, 0, 64), shard(3, 500, 1000, 0, 64)}},
-                              t1_whole()}));
+  const Task task = task_of({{"t0", 1000, 64}, {"t1", 500, 32}}, 4, std::int64_t{1} << 40, std::int64_t{1} << 40,
+                            /*devices_per_host=*/2);
+  expect_valid(task,
+               plan_of({{"t0", ShardingType::kTableRowWise, {shard(2, 0, 500, 0, 64), shard(3, 500, 1000, 0, 64)}},
+                        t1_whole()}));
 }
 
 TEST(PlanCheck, AcceptsTieredRows) {
   Task task = two_table_task();
   task.constraints.allow_uvm = true;
-  expect_valid(task, plan_of({{"t0",
-                               ShardingType::kRowWise,
-                               {shard(0, 0, 500, 0, 64, 100), shard(1, 500, 1000, 0, 64, 0)}},
-                              {"t1", ShardingType::kTableWise, {shard(2, 0, 500, 0, 32, 500)}}}));
+  expect_valid(task,
+               plan_of({{"t0", ShardingType::kRowWise, {shard(0, 0, 500, 0, 64, 100), shard(1, 500, 1000, 0, 64, 0)}},
+                        {"t1", ShardingType::kTableWise, {shard(2, 0, 500, 0, 32, 500)}}}));
 }
 
 TEST(PlanCheck, AcceptsHbmRowsEqualToRowsWithoutUvm) {
   const Task task = two_table_task();
-  expect_valid(task, plan_of({{"t0", ShardingType::kTableWise, {shard(0, 0, 1000, 0, 64, 1000)}},
-                              t1_whole()}));
+  expect_valid(task, plan_of({{"t0", ShardingType::kTableWise, {shard(0, 0, 1000, 0, 64, 1000)}}, t1_whole()}));
 }
 
 TEST(PlanCheck, AcceptsSingleShardUnderEveryType) {
   const Task task = two_table_task();
-  for (auto type : {ShardingType::kTableWise, ShardingType::kColumnWise, ShardingType::kRowWise,
-                    ShardingType::kTableRowWise}) {
+  for (auto type :
+       {ShardingType::kTableWise, ShardingType::kColumnWise, ShardingType::kRowWise, ShardingType::kTableRowWise}) {
     expect_valid(task, plan_of({{"t0", type, {shard(0, 0, 1000, 0, 64)}}, t1_whole()}));
   }
 }
@@ -139,26 +125,20 @@ TEST(PlanCheck, RejectsMissingTable) {
 
 TEST(PlanCheck, RejectsDuplicateTable) {
   const Task task = two_table_task();
-  expect_error(
-      task,
-      plan_of(
-          {t1_whole(0), {"t0", ShardingType::kTableWise, {shard(0, 0, 1000, 0, 64)}}, t1_whole(1)}),
-      {"table 't1'", "twice", "entries 0 and 2"});
+  expect_error(task, plan_of({t1_whole(0), {"t0", ShardingType::kTableWise, {shard(0, 0, 1000, 0, 64)}}, t1_whole(1)}),
+               {"table 't1'", "twice", "entries 0 and 2"});
 }
 
 TEST(PlanCheck, RejectsTableWithoutShards) {
   const Task task = two_table_task();
-  expect_error(task, plan_of({{"t0", ShardingType::kTableWise, {}}, t1_whole()}),
-               {"table 't0'", "no shards"});
+  expect_error(task, plan_of({{"t0", ShardingType::kTableWise, {}}, t1_whole()}), {"table 't0'", "no shards"});
 }
 
 TEST(PlanCheck, RejectsDeviceOutOfRange) {
   const Task task = two_table_task();
-  expect_error(task,
-               plan_of({{"t0", ShardingType::kTableWise, {shard(4, 0, 1000, 0, 64)}}, t1_whole()}),
+  expect_error(task, plan_of({{"t0", ShardingType::kTableWise, {shard(4, 0, 1000, 0, 64)}}, t1_whole()}),
                {"table 't0'", "shard 0", "device 4", "does not exist", "4 devices"});
-  expect_error(task,
-               plan_of({{"t0", ShardingType::kTableWise, {shard(-1, 0, 1000, 0, 64)}}, t1_whole()}),
+  expect_error(task, plan_of({{"t0", ShardingType::kTableWise, {shard(-1, 0, 1000, 0, 64)}}, t1_whole()}),
                {"table 't0'", "device -1", "does not exist"});
 }
 
@@ -167,12 +147,10 @@ TEST(PlanCheck, RejectsBadRowRange) {
   const auto with = [](Shard s) {
     return plan_of({{"t0", ShardingType::kRowWise, {shard(0, 0, 500, 0, 64), s}}, t1_whole()});
   };
-  expect_error(task, with(shard(1, 500, 1001, 0, 64)),
-               {"table 't0'", "shard 1", "device 1", "rows [500, 1001)"});
+  expect_error(task, with(shard(1, 500, 1001, 0, 64)), {"table 't0'", "shard 1", "device 1", "rows [500, 1001)"});
   expect_error(task, with(shard(1, 500, 500, 0, 64)), {"table 't0'", "shard 1", "rows [500, 500)"});
   expect_error(task, with(shard(1, 600, 500, 0, 64)), {"table 't0'", "shard 1", "rows [600, 500)"});
-  expect_error(task,
-               plan_of({{"t0", ShardingType::kTableWise, {shard(0, -1, 1000, 0, 64)}}, t1_whole()}),
+  expect_error(task, plan_of({{"t0", ShardingType::kTableWise, {shard(0, -1, 1000, 0, 64)}}, t1_whole()}),
                {"table 't0'", "shard 0", "rows [-1, 1000)"});
 }
 
@@ -181,49 +159,38 @@ TEST(PlanCheck, RejectsBadColumnRange) {
   const auto with = [](Shard s) {
     return plan_of({t1_whole(), {"t0", ShardingType::kColumnWise, {shard(0, 0, 1000, 0, 32), s}}});
   };
-  expect_error(task, with(shard(2, 0, 1000, 32, 68)),
-               {"table 't0'", "shard 1", "device 2", "columns [32, 68)"});
-  expect_error(task, with(shard(2, 0, 1000, 32, 32)),
-               {"table 't0'", "shard 1", "columns [32, 32)"});
-  expect_error(task, with(shard(2, 0, 1000, -4, 32)),
-               {"table 't0'", "shard 1", "columns [-4, 32)"});
+  expect_error(task, with(shard(2, 0, 1000, 32, 68)), {"table 't0'", "shard 1", "device 2", "columns [32, 68)"});
+  expect_error(task, with(shard(2, 0, 1000, 32, 32)), {"table 't0'", "shard 1", "columns [32, 32)"});
+  expect_error(task, with(shard(2, 0, 1000, -4, 32)), {"table 't0'", "shard 1", "columns [-4, 32)"});
 }
 
 TEST(PlanCheck, RejectsColumnsNotMultipleOfFour) {
   const Task task = task_of({{"t7", 100, 72}}, 3);
-  expect_error(
-      task,
-      plan_of({{"t7",
-                ShardingType::kColumnWise,
-                {shard(0, 0, 100, 0, 60), shard(1, 0, 100, 68, 72), shard(2, 0, 100, 60, 66)}}}),
-      {"table 't7' shard 2 (device 2): columns [60, 66) are not a multiple of 4 wide"});
-  expect_error(
-      task,
-      plan_of({{"t7",
-                ShardingType::kColumnWise,
-                {shard(0, 0, 100, 0, 4), shard(1, 0, 100, 2, 6), shard(2, 0, 100, 6, 72)}}}),
-      {"table 't7' shard 1", "columns [2, 6)", "multiple of 4"});
+  expect_error(task,
+               plan_of({{"t7",
+                         ShardingType::kColumnWise,
+                         {shard(0, 0, 100, 0, 60), shard(1, 0, 100, 68, 72), shard(2, 0, 100, 60, 66)}}}),
+               {"table 't7' shard 2 (device 2): columns [60, 66) are not a multiple of 4 wide"});
+  expect_error(task,
+               plan_of({{"t7",
+                         ShardingType::kColumnWise,
+                         {shard(0, 0, 100, 0, 4), shard(1, 0, 100, 2, 6), shard(2, 0, 100, 6, 72)}}}),
+               {"table 't7' shard 1", "columns [2, 6)", "multiple of 4"});
 }
 
 TEST(PlanCheck, RejectsUncoveredCells) {
   const Task task = two_table_task();
   expect_error(
       task,
-      plan_of(
-          {{"t0", ShardingType::kRowWise, {shard(0, 0, 300, 0, 64), shard(1, 301, 1000, 0, 64)}},
-           t1_whole()}),
+      plan_of({{"t0", ShardingType::kRowWise, {shard(0, 0, 300, 0, 64), shard(1, 301, 1000, 0, 64)}}, t1_whole()}),
       {"table 't0'", "no shard covers row 300, column 0"});
   expect_error(
       task,
-      plan_of(
-          {{"t0", ShardingType::kColumnWise, {shard(0, 0, 1000, 0, 16), shard(1, 0, 1000, 20, 64)}},
-           t1_whole()}),
+      plan_of({{"t0", ShardingType::kColumnWise, {shard(0, 0, 1000, 0, 16), shard(1, 0, 1000, 20, 64)}}, t1_whole()}),
       {"table 't0'", "row 0, column 16"});
-  expect_error(task,
-               plan_of({{"t0", ShardingType::kRowWise, {shard(0, 0, 999, 0, 64)}}, t1_whole()}),
+  expect_error(task, plan_of({{"t0", ShardingType::kRowWise, {shard(0, 0, 999, 0, 64)}}, t1_whole()}),
                {"table 't0'", "row 999"});
-  expect_error(task,
-               plan_of({{"t0", ShardingType::kRowWise, {shard(0, 1, 1000, 0, 64)}}, t1_whole()}),
+  expect_error(task, plan_of({{"t0", ShardingType::kRowWise, {shard(0, 1, 1000, 0, 64)}}, t1_whole()}),
                {"table 't0'", "row 0"});
 }
 
@@ -231,40 +198,31 @@ TEST(PlanCheck, RejectsOverlappingShards) {
   const Task task = two_table_task();
   expect_error(
       task,
-      plan_of(
-          {{"t0", ShardingType::kRowWise, {shard(0, 0, 300, 0, 64), shard(1, 299, 1000, 0, 64)}},
-           t1_whole()}),
+      plan_of({{"t0", ShardingType::kRowWise, {shard(0, 0, 300, 0, 64), shard(1, 299, 1000, 0, 64)}}, t1_whole()}),
       {"table 't0' shard 1 (device 1)", "overlaps shard 0", "rows [0, 300)"});
   expect_error(
       task,
-      plan_of(
-          {{"t0", ShardingType::kColumnWise, {shard(0, 0, 1000, 0, 32), shard(1, 0, 1000, 28, 64)}},
-           t1_whole()}),
+      plan_of({{"t0", ShardingType::kColumnWise, {shard(0, 0, 1000, 0, 32), shard(1, 0, 1000, 28, 64)}}, t1_whole()}),
       {"table 't0'", "overlaps shard"});
-  expect_error(
-      task,
-      plan_of({{"t0", ShardingType::kTableWise, {shard(0, 0, 1000, 0, 64)}},
-               {"t1", ShardingType::kRowWise, {shard(0, 0, 500, 0, 32), shard(1, 0, 500, 0, 32)}}}),
-      {"table 't1'", "overlaps shard 0"});
+  expect_error(task,
+               plan_of({{"t0", ShardingType::kTableWise, {shard(0, 0, 1000, 0, 64)}},
+                        {"t1", ShardingType::kRowWise, {shard(0, 0, 500, 0, 32), shard(1, 0, 500, 0, 32)}}}),
+               {"table 't1'", "overlaps shard 0"});
 }
 
 TEST(PlanCheck, RejectsBadHbmRows) {
   Task task = two_table_task();
   task.constraints.allow_uvm = true;
-  expect_error(
-      task, plan_of({{"t0", ShardingType::kTableWise, {shard(0, 0, 1000, 0, 64, -2)}}, t1_whole()}),
-      {"table 't0'", "shard 0", "device 0", "hbm_rows = -2"});
-  expect_error(
-      task,
-      plan_of({{"t0", ShardingType::kTableWise, {shard(0, 0, 1000, 0, 64, 1001)}}, t1_whole()}),
-      {"table 't0'", "hbm_rows = 1001", "[0, 1000]"});
+  expect_error(task, plan_of({{"t0", ShardingType::kTableWise, {shard(0, 0, 1000, 0, 64, -2)}}, t1_whole()}),
+               {"table 't0'", "shard 0", "device 0", "hbm_rows = -2"});
+  expect_error(task, plan_of({{"t0", ShardingType::kTableWise, {shard(0, 0, 1000, 0, 64, 1001)}}, t1_whole()}),
+               {"table 't0'", "hbm_rows = 1001", "[0, 1000]"});
 }
 
 TEST(PlanCheck, RejectsUvmWhenNotAllowed) {
   const Task task = two_table_task();
-  expect_error(
-      task, plan_of({t1_whole(), {"t0", ShardingType::kTableWise, {shard(3, 0, 1000, 0, 64, 10)}}}),
-      {"table 't0'", "shard 0", "device 3", "990 rows in UVM", "does not allow UVM"});
+  expect_error(task, plan_of({t1_whole(), {"t0", ShardingType::kTableWise, {shard(3, 0, 1000, 0, 64, 10)}}}),
+               {"table 't0'", "shard 0", "device 3", "990 rows in UVM", "does not allow UVM"});
 }
 
 TEST(PlanCheck, RejectsColumnSplitWhenNotAllowed) {
@@ -272,9 +230,7 @@ TEST(PlanCheck, RejectsColumnSplitWhenNotAllowed) {
   task.constraints.allow_column_split = false;
   expect_error(
       task,
-      plan_of(
-          {{"t0", ShardingType::kColumnWise, {shard(0, 0, 1000, 0, 16), shard(1, 0, 1000, 16, 64)}},
-           t1_whole()}),
+      plan_of({{"t0", ShardingType::kColumnWise, {shard(0, 0, 1000, 0, 16), shard(1, 0, 1000, 16, 64)}}, t1_whole()}),
       {"table 't0'", "shard 0", "column splits"});
 }
 
@@ -283,9 +239,7 @@ TEST(PlanCheck, RejectsRowSplitWhenNotAllowed) {
   task.constraints.allow_row_split = false;
   expect_error(
       task,
-      plan_of(
-          {{"t0", ShardingType::kRowWise, {shard(0, 0, 100, 0, 64), shard(1, 100, 1000, 0, 64)}},
-           t1_whole()}),
+      plan_of({{"t0", ShardingType::kRowWise, {shard(0, 0, 100, 0, 64), shard(1, 100, 1000, 0, 64)}}, t1_whole()}),
       {"table 't0'", "shard 0", "row splits"});
 }
 
@@ -293,9 +247,7 @@ TEST(PlanCheck, RejectsTableWiseWithSeveralShards) {
   const Task task = two_table_task();
   expect_error(
       task,
-      plan_of(
-          {{"t0", ShardingType::kTableWise, {shard(0, 0, 100, 0, 64), shard(1, 100, 1000, 0, 64)}},
-           t1_whole()}),
+      plan_of({{"t0", ShardingType::kTableWise, {shard(0, 0, 100, 0, 64), shard(1, 100, 1000, 0, 64)}}, t1_whole()}),
       {"table 't0'", "table_wise", "exactly one shard, found 2"});
 }
 
@@ -303,9 +255,7 @@ TEST(PlanCheck, RejectsColumnWiseShardNotSpanningRows) {
   const Task task = two_table_task();
   expect_error(
       task,
-      plan_of(
-          {{"t0", ShardingType::kColumnWise, {shard(0, 0, 100, 0, 64), shard(2, 100, 1000, 0, 64)}},
-           t1_whole()}),
+      plan_of({{"t0", ShardingType::kColumnWise, {shard(0, 0, 100, 0, 64), shard(2, 100, 1000, 0, 64)}}, t1_whole()}),
       {"table 't0'", "column_wise", "all rows", "shard 0 (device 0)", "rows [0, 100)"});
 }
 
@@ -313,49 +263,39 @@ TEST(PlanCheck, RejectsRowWiseShardNotSpanningColumns) {
   const Task task = two_table_task();
   expect_error(
       task,
-      plan_of(
-          {{"t0", ShardingType::kRowWise, {shard(0, 0, 1000, 0, 32), shard(2, 0, 1000, 32, 64)}},
-           t1_whole()}),
+      plan_of({{"t0", ShardingType::kRowWise, {shard(0, 0, 1000, 0, 32), shard(2, 0, 1000, 32, 64)}}, t1_whole()}),
       {"table 't0'", "row_wise", "all columns", "shard 0", "columns [0, 32)"});
-  expect_error(task,
-               plan_of({{"t0",
-                         ShardingType::kTableRowWise,
-                         {shard(0, 0, 1000, 0, 32), shard(2, 0, 1000, 32, 64)}},
-                        t1_whole()}),
-               {"table 't0'", "table_row_wise", "all columns"});
+  expect_error(
+      task,
+      plan_of({{"t0", ShardingType::kTableRowWise, {shard(0, 0, 1000, 0, 32), shard(2, 0, 1000, 32, 64)}}, t1_whole()}),
+      {"table 't0'", "table_row_wise", "all columns"});
 }
 
 TEST(PlanCheck, RejectsTableRowWiseAcrossHosts) {
-  const Task task = task_of({{"t0", 1000, 64}, {"t1", 500, 32}}, 4, std::int64_t{1} << 40,
-                            std::int64_t{1} << 40, /*devices_per_host=*/2);
-  expect_error(
-      task,
-      plan_of({{"t0",
-                ShardingType::kTableRowWise,
-                {shard(0, 0, 300, 0, 64), shard(1, 300, 600, 0, 64), shard(2, 600, 1000, 0, 64)}},
-               t1_whole()}),
-      {"table 't0'", "table_row_wise", "one host", "shard 2 (device 2)"});
+  const Task task = task_of({{"t0", 1000, 64}, {"t1", 500, 32}}, 4, std::int64_t{1} << 40, std::int64_t{1} << 40,
+                            /*devices_per_host=*/2);
+  expect_error(task,
+               plan_of({{"t0",
+                         ShardingType::kTableRowWise,
+                         {shard(0, 0, 300, 0, 64), shard(1, 300, 600, 0, 64), shard(2, 600, 1000, 0, 64)}},
+                        t1_whole()}),
+               {"table 't0'", "table_row_wise", "one host", "shard 2 (device 2)"});
 }
 
 TEST(PlanCheck, RejectsHbmOverBudget) {
   const Task task = task_of({{"a", 1 << 20, 256}, {"b", 1 << 20, 256}}, 2, /*hbm=*/kGiB + 10);
   expect_valid(task, table_wise_plan(task, {0, 1}));
   expect_error(task, table_wise_plan(task, {1, 1}),
-               {"plan: device 1: HBM use 2.000 GiB (2147483648 bytes)",
-                "HBM budget 1.000 GiB (1073741834 bytes)"});
+               {"plan: device 1: HBM use 2.000 GiB (2147483648 bytes)", "HBM budget 1.000 GiB (1073741834 bytes)"});
 }
 
 TEST(PlanCheck, RejectsUvmOverBudget) {
   Task task = task_of({{"a", 1 << 20, 256}}, 2, /*hbm=*/kGiB, /*uvm=*/kGiB / 4);
   task.constraints.allow_uvm = true;
   const std::int64_t half = 1 << 19;
-  expect_valid(
-      task,
-      plan_of({{"a", ShardingType::kTableWise, {shard(1, 0, 1 << 20, 0, 256, 3 * half / 2)}}}));
-  expect_error(task,
-               plan_of({{"a", ShardingType::kTableWise, {shard(1, 0, 1 << 20, 0, 256, half)}}}),
-               {"plan: device 1: UVM use 0.500 GiB (536870912 bytes)",
-                "UVM budget 0.250 GiB (268435456 bytes)"});
+  expect_valid(task, plan_of({{"a", ShardingType::kTableWise, {shard(1, 0, 1 << 20, 0, 256, 3 * half / 2)}}}));
+  expect_error(task, plan_of({{"a", ShardingType::kTableWise, {shard(1, 0, 1 << 20, 0, 256, half)}}}),
+               {"plan: device 1: UVM use 0.500 GiB (536870912 bytes)", "UVM budget 0.250 GiB (268435456 bytes)"});
 }
 
 TablePlacement copies_of_t1(std::vector<int> devices) {
@@ -383,7 +323,8 @@ TEST(PlanCheck, DataParallelNeedsOneWholeCopyInHbmOnEveryDevice) {
   const auto memory = plan_memory(task, plan_of({t0, copies_of_t1({0, 1, 2, 3})}));
   for (const DeviceMemory& m : memory) EXPECT_GE(m.hbm_bytes, 500 * 32 * 4);
   task.workload.tables[1].constraints.sharding_types = {ShardingType::kTableWise};
-  expect_error(task, plan_of({t0, copies_of_t1({0, 1, 2, 3})}), {"is data_parallel, but its constraints allow only table_wise"});
+  expect_error(task, plan_of({t0, copies_of_t1({0, 1, 2, 3})}),
+               {"is data_parallel, but its constraints allow only table_wise"});
   EXPECT_FALSE(may_replicate(task, task.workload.tables[1]));
   EXPECT_TRUE(may_replicate(task, task.workload.tables[0]));
   EXPECT_FALSE(may_replicate(task_of({{"t", 10, 4}}, 1), task_of({{"t", 10, 4}}, 1).workload.tables[0]));
@@ -392,7 +333,8 @@ TEST(PlanCheck, DataParallelNeedsOneWholeCopyInHbmOnEveryDevice) {
 TEST(PlanCheck, GridNeedsColumnBlocksThatItsShardsShareWhole) {
   Task task = two_table_task();
   // t0 (1000 × 64): columns [0, 32) in rows [0, 400) and [400, 1000); columns [32, 64) in three row blocks.
-  TablePlacement grid{"t0", ShardingType::kGridShard,
+  TablePlacement grid{"t0",
+                      ShardingType::kGridShard,
                       {shard(0, 0, 400, 0, 32), shard(1, 400, 1000, 0, 32), shard(2, 0, 100, 32, 64),
                        shard(3, 100, 700, 32, 64), shard(0, 700, 1000, 32, 64)}};
   expect_valid(task, plan_of({grid, t1_whole()}));
@@ -404,11 +346,13 @@ TEST(PlanCheck, GridNeedsColumnBlocksThatItsShardsShareWhole) {
   TablePlacement skew = grid;
   skew.shards[2].col_begin = 28;  // [28, 64) cuts across [0, 32), and the cells overlap
   expect_error(task, plan_of({skew, t1_whole()}), {"overlaps"});
-  TablePlacement staircase{"t0", ShardingType::kGridShard,
+  TablePlacement staircase{"t0",
+                           ShardingType::kGridShard,
                            {shard(0, 0, 500, 0, 32), shard(1, 0, 500, 32, 64), shard(2, 500, 1000, 0, 16),
                             shard(3, 500, 1000, 16, 64)}};  // covers every cell, but no common column blocks
   expect_error(task, plan_of({staircase, t1_whole()}),
-               {"grid_shard needs column blocks that shards share whole", "shard 0 (columns [0, 32)) cuts across shard 2 (columns [0, 16))"});
+               {"grid_shard needs column blocks that shards share whole",
+                "shard 0 (columns [0, 32)) cuts across shard 2 (columns [0, 16))"});
   task.workload.tables[0].constraints.min_partition = 64;  // the grid's 32-wide blocks are too narrow
   expect_error(task, plan_of({grid, t1_whole()}), {"below its min_partition 64"});
   task.workload.tables[0].constraints.min_partition = 0;
@@ -420,9 +364,8 @@ TEST(PlanCheck, GridNeedsColumnBlocksThatItsShardsShareWhole) {
 
 TEST(PlanMemory, CountsHbmAndUvmPerDevice) {
   const Task task = task_of({{"a", 1000, 64}, {"b", 100, 8, WeightType::kF16}}, 3);
-  const Plan plan = plan_of(
-      {{"a", ShardingType::kRowWise, {shard(0, 0, 400, 0, 64, 100), shard(2, 400, 1000, 0, 64)}},
-       {"b", ShardingType::kColumnWise, {shard(0, 0, 100, 0, 4), shard(1, 0, 100, 4, 8, 10)}}});
+  const Plan plan = plan_of({{"a", ShardingType::kRowWise, {shard(0, 0, 400, 0, 64, 100), shard(2, 400, 1000, 0, 64)}},
+                             {"b", ShardingType::kColumnWise, {shard(0, 0, 100, 0, 4), shard(1, 0, 100, 4, 8, 10)}}});
   const auto use = plan_memory(task, plan);
   ASSERT_EQ(use.size(), 3u);
   EXPECT_EQ(use[0].hbm_bytes, 100 * 64 * 4 + 100 * 4 * 2);
@@ -456,8 +399,7 @@ TEST(PlanTypes, RoundTripAndErrors) {
     (void)parse_sharding_type("tablewise", "plan.json: tables[0]");
     FAIL() << "no error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("plan.json: tables[0]: unknown sharding type 'tablewise'"),
-              std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("plan.json: tables[0]: unknown sharding type 'tablewise'"), std::string::npos)
         << e.what();
   }
 }
@@ -486,14 +428,12 @@ TEST(PlanScale, ManyTablesAndManyRowShards) {
   Plan plan;
   for (int t = 0; t < 5000; ++t) {
     TablePlacement tp{shapes[t].name, ShardingType::kColumnWise, {}};
-    for (int c = 0; c < 4; ++c)
-      tp.shards.push_back(shard((t + c) % 64, 0, 1000 + t, 32 * c, 32 * c + 32));
+    for (int c = 0; c < 4; ++c) tp.shards.push_back(shard((t + c) % 64, 0, 1000 + t, 32 * c, 32 * c + 32));
     plan.tables.push_back(tp);
   }
   TablePlacement big{"big", ShardingType::kRowWise, {}};
   const std::int64_t step = (1 << 20) / 1024;
-  for (int s = 1023; s >= 0; --s)
-    big.shards.push_back(shard(s % 64, s * step, (s + 1) * step, 0, 64));
+  for (int s = 1023; s >= 0; --s) big.shards.push_back(shard(s % 64, s * step, (s + 1) * step, 0, 64));
   plan.tables.push_back(big);
   expect_valid(task, plan);
   plan.tables.back().shards[500].row_end += 1;
@@ -513,18 +453,16 @@ Problem classify(const std::string& err) {
 }
 
 bool shard_ok(const Task& task, const TableSpec& spec, const Shard& s) {
-  return s.device >= 0 && s.device < task.topology.num_devices() && s.row_begin >= 0 &&
-         s.row_begin < s.row_end && s.row_end <= spec.num_rows() && s.col_begin >= 0 &&
-         s.col_begin < s.col_end && s.col_end <= spec.dim && s.col_begin % 4 == 0 &&
-         s.col_end % 4 == 0 && s.hbm_rows >= -1 && s.hbm_rows <= s.num_rows();
+  return s.device >= 0 && s.device < task.topology.num_devices() && s.row_begin >= 0 && s.row_begin < s.row_end &&
+         s.row_end <= spec.num_rows() && s.col_begin >= 0 && s.col_begin < s.col_end && s.col_end <= spec.dim &&
+         s.col_begin % 4 == 0 && s.col_end % 4 == 0 && s.hbm_rows >= -1 && s.hbm_rows <= s.num_rows();
 }
 
 bool painted_once(const TableSpec& spec, const std::vector<Shard>& shards) {
   std::vector<int> cells(static_cast<std::size_t>(spec.num_rows() * spec.dim), 0);
   for (const Shard& s : shards)
     for (std::int64_t r = s.row_begin; r < s.row_end; ++r)
-      for (int c = s.col_begin; c < s.col_end; ++c)
-        ++cells[static_cast<std::size_t>(r * spec.dim + c)];
+      for (int c = s.col_begin; c < s.col_end; ++c) ++cells[static_cast<std::size_t>(r * spec.dim + c)];
   return std::all_of(cells.begin(), cells.end(), [](int n) { return n == 1; });
 }
 
@@ -534,11 +472,8 @@ bool type_ok(const Task& task, const TableSpec& spec, const TablePlacement& tp) 
     const bool all_cols = s.num_cols() == spec.dim;
     if (tp.type == ShardingType::kTableWise && tp.shards.size() != 1) return false;
     if (tp.type == ShardingType::kColumnWise && !all_rows) return false;
-    if ((tp.type == ShardingType::kRowWise || tp.type == ShardingType::kTableRowWise) && !all_cols)
-      return false;
-    if (tp.type == ShardingType::kTableRowWise &&
-        !task.topology.same_host(s.device, tp.shards[0].device))
-      return false;
+    if ((tp.type == ShardingType::kRowWise || tp.type == ShardingType::kTableRowWise) && !all_cols) return false;
+    if (tp.type == ShardingType::kTableRowWise && !task.topology.same_host(s.device, tp.shards[0].device)) return false;
   }
   return true;
 }
@@ -547,8 +482,8 @@ bool type_ok(const Task& task, const TableSpec& spec, const TablePlacement& tp) 
 Problem reference_problem(const Task& task, const Plan& plan) {
   for (const TablePlacement& tp : plan.tables) {
     const auto& tables = task.workload.tables;
-    const auto spec = std::find_if(tables.begin(), tables.end(),
-                                   [&](const TableSpec& t) { return t.name == tp.table; });
+    const auto spec =
+        std::find_if(tables.begin(), tables.end(), [&](const TableSpec& t) { return t.name == tp.table; });
     if (tp.shards.empty()) return Problem::kShard;
     for (const Shard& s : tp.shards)
       if (!shard_ok(task, *spec, s)) return Problem::kShard;
@@ -558,8 +493,7 @@ Problem reference_problem(const Task& task, const Plan& plan) {
   return Problem::kNone;
 }
 
-std::vector<std::int64_t> random_cuts(std::mt19937_64& rng, std::int64_t length, std::int64_t unit,
-                                      int max_cuts) {
+std::vector<std::int64_t> random_cuts(std::mt19937_64& rng, std::int64_t length, std::int64_t unit, int max_cuts) {
   std::vector<std::int64_t> cuts{0, length};
   const std::int64_t slots = length / unit - 1;
   const int n = static_cast<int>(std::min<std::int64_t>(slots, rng() % (max_cuts + 1)));
@@ -580,15 +514,13 @@ TablePlacement random_placement(std::mt19937_64& rng, const Task& task, const Ta
   if (rows.size() == 2 && cols.size() == 2) tp.type = ShardingType::kTableWise;
   const int n = task.topology.num_devices();
   const int dph = task.topology.devices_per_host;
-  const int host_base =
-      static_cast<int>(rng() % static_cast<unsigned>(task.topology.num_hosts())) * dph;
+  const int host_base = static_cast<int>(rng() % static_cast<unsigned>(task.topology.num_hosts())) * dph;
   for (std::size_t r = 0; r + 1 < rows.size(); ++r) {
     for (std::size_t c = 0; c + 1 < cols.size(); ++c) {
       Shard s = shard(static_cast<int>(rng() % static_cast<unsigned>(n)), rows[r], rows[r + 1],
                       static_cast<int>(cols[c]), static_cast<int>(cols[c + 1]));
       if (tp.type == ShardingType::kTableRowWise)
-        s.device =
-            std::min(n - 1, host_base + static_cast<int>(rng() % static_cast<unsigned>(dph)));
+        s.device = std::min(n - 1, host_base + static_cast<int>(rng() % static_cast<unsigned>(dph)));
       s.hbm_rows = static_cast<std::int64_t>(rng() % static_cast<unsigned>(s.num_rows() + 2)) - 1;
       tp.shards.push_back(s);
     }
@@ -607,15 +539,11 @@ Case random_case(std::mt19937_64& rng) {
   const int num_tables = 1 + static_cast<int>(rng() % 5);
   for (int t = 0; t < num_tables; ++t)
     shapes.push_back({"t" + std::to_string(t), 1 + static_cast<std::int64_t>(rng() % 50),
-                      4 * (1 + static_cast<int>(rng() % 8)),
-                      rng() % 2 ? WeightType::kF32 : WeightType::kF16});
+                      4 * (1 + static_cast<int>(rng() % 8)), rng() % 2 ? WeightType::kF32 : WeightType::kF16});
   const int dph = 1 << (rng() % 3);
-  Case c{task_of(shapes, 1 + static_cast<int>(rng() % 6), std::int64_t{1} << 40,
-                 std::int64_t{1} << 40, dph),
-         {}};
+  Case c{task_of(shapes, 1 + static_cast<int>(rng() % 6), std::int64_t{1} << 40, std::int64_t{1} << 40, dph), {}};
   c.task.constraints.allow_uvm = true;
-  for (const TableSpec& spec : c.task.workload.tables)
-    c.plan.tables.push_back(random_placement(rng, c.task, spec));
+  for (const TableSpec& spec : c.task.workload.tables) c.plan.tables.push_back(random_placement(rng, c.task, spec));
   std::shuffle(c.plan.tables.begin(), c.plan.tables.end(), rng);
   return c;
 }
@@ -626,27 +554,13 @@ void mutate(std::mt19937_64& rng, const Task& task, Plan& plan) {
   Shard& s = tp.shards[i];
   const int sign = rng() % 2 ? 1 : -1;
   switch (rng() % 7) {
-    case 0:
-      s.col_begin += 4 * sign;
-      break;
-    case 1:
-      s.col_end += 4 * sign;
-      break;
-    case 2:
-      s.row_begin += sign;
-      break;
-    case 3:
-      s.row_end += sign;
-      break;
-    case 4:
-      tp.shards.erase(tp.shards.begin() + static_cast<std::ptrdiff_t>(i));
-      break;
-    case 5:
-      tp.shards.push_back(s);
-      break;
-    default:
-      s.device = task.topology.num_devices();
-      break;
+    case 0: s.col_begin += 4 * sign; break;
+    case 1: s.col_end += 4 * sign; break;
+    case 2: s.row_begin += sign; break;
+    case 3: s.row_end += sign; break;
+    case 4: tp.shards.erase(tp.shards.begin() + static_cast<std::ptrdiff_t>(i)); break;
+    case 5: tp.shards.push_back(s); break;
+    default: s.device = task.topology.num_devices(); break;
   }
 }
 
@@ -733,11 +647,9 @@ TEST(PlanJson, WritesDocumentedFormat) {
   EXPECT_EQ(text.rfind("{\n  \"schema_version\": 1,\n  \"provenance\": {", 0), 0u) << text;
   EXPECT_NE(text.find("\"sharder\": \"greedy\""), std::string::npos) << text;
   EXPECT_NE(text.find("\"seed\": 5"), std::string::npos) << text;
-  EXPECT_NE(text.find("{\"table\": \"t1\", \"sharding_type\": \"table_wise\", \"shards\": ["),
-            std::string::npos)
+  EXPECT_NE(text.find("{\"table\": \"t1\", \"sharding_type\": \"table_wise\", \"shards\": ["), std::string::npos)
       << text;
-  EXPECT_NE(text.find("{\"device\": 3, \"rows\": [0, 500], \"cols\": [0, 32], \"hbm_rows\": 500}"),
-            std::string::npos)
+  EXPECT_NE(text.find("{\"device\": 3, \"rows\": [0, 500], \"cols\": [0, 32], \"hbm_rows\": 500}"), std::string::npos)
       << text;
 }
 
@@ -772,8 +684,7 @@ void expect_read_error(const std::string& text, std::initializer_list<const char
     const std::string msg = e.what();
     EXPECT_EQ(msg.rfind("plan.json: ", 0), 0u) << msg;
     EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
-    for (const char* w : words)
-      EXPECT_NE(msg.find(w), std::string::npos) << "'" << w << "' not in: " << msg;
+    for (const char* w : words) EXPECT_NE(msg.find(w), std::string::npos) << "'" << w << "' not in: " << msg;
   }
 }
 
@@ -794,8 +705,7 @@ TEST(PlanJson, ReadsGoodPlan) {
 
 TEST(PlanJson, ProvenanceIsOptionalAndToleratesUnknownKeys) {
   const Plan plan = plan_from_json(
-      good_with("\"seed\": 3,", "\"seed\": 3, \"hostname\": {\"a\": [1]}, \"future\": null,"),
-      "plan.json");
+      good_with("\"seed\": 3,", "\"seed\": 3, \"hostname\": {\"a\": [1]}, \"future\": null,"), "plan.json");
   EXPECT_EQ(plan.provenance.seed, 3u);
   const Plan bare = plan_from_json(R"({"schema_version": 1, "tables": []})", "plan.json");
   EXPECT_TRUE(bare.tables.empty());
@@ -815,52 +725,35 @@ TEST(PlanJson, RejectsMalformedJson) {
 TEST(PlanJson, RejectsMissingFields) {
   expect_read_error(R"({"tables": []})", {"schema_version: missing required field"});
   expect_read_error(R"({"schema_version": 1})", {"tables: missing required field"});
-  expect_read_error(good_with("\"table\": \"t1\", ", ""),
-                    {"tables[1].table: missing required field"});
-  expect_read_error(good_with("\"sharding_type\": \"row_wise\", ", ""),
-                    {"tables[0].sharding_type: missing"});
-  expect_read_error(
-      R"({"schema_version": 1, "tables": [{"table": "t", "sharding_type": "row_wise"}]})",
-      {"tables[0].shards: missing required field"});
-  expect_read_error(good_with("{\"device\": 1, ", "{"),
-                    {"tables[0].shards[1].device: missing required field"});
-  expect_read_error(good_with("\"rows\": [300, 1000], ", ""),
-                    {"tables[0].shards[1].rows: missing"});
+  expect_read_error(good_with("\"table\": \"t1\", ", ""), {"tables[1].table: missing required field"});
+  expect_read_error(good_with("\"sharding_type\": \"row_wise\", ", ""), {"tables[0].sharding_type: missing"});
+  expect_read_error(R"({"schema_version": 1, "tables": [{"table": "t", "sharding_type": "row_wise"}]})",
+                    {"tables[0].shards: missing required field"});
+  expect_read_error(good_with("{\"device\": 1, ", "{"), {"tables[0].shards[1].device: missing required field"});
+  expect_read_error(good_with("\"rows\": [300, 1000], ", ""), {"tables[0].shards[1].rows: missing"});
   expect_read_error(good_with(", \"cols\": [0, 32]", ""), {"tables[1].shards[0].cols: missing"});
 }
 
 TEST(PlanJson, RejectsWrongTypes) {
   expect_read_error("[]", {"plan.json: top level: expected an object, got an array"});
-  expect_read_error(
-      good_with("\"device\": 1", "\"device\": \"1\""),
-      {"plan.json: tables[0].shards[1].device: expected an integer ≥ 0, got a string"});
+  expect_read_error(good_with("\"device\": 1", "\"device\": \"1\""),
+                    {"plan.json: tables[0].shards[1].device: expected an integer ≥ 0, got a string"});
   expect_read_error(good_with("\"device\": 1", "\"device\": 1.5"), {"shards[1].device", "got 1.5"});
-  expect_read_error(good_with("\"device\": 1", "\"device\": true"),
-                    {"shards[1].device", "a boolean"});
-  expect_read_error(good_with("\"rows\": [300, 1000]", "\"rows\": 300"),
-                    {"shards[1].rows: expected [begin, end]"});
-  expect_read_error(good_with("\"rows\": [300, 1000]", "\"rows\": [300]"),
-                    {"shards[1].rows", "an array of 1"});
-  expect_read_error(good_with("\"cols\": [0, 32]", "\"cols\": [0, null]"),
-                    {"tables[1].shards[0].cols[1]", "null"});
-  expect_read_error(good_with("\"table\": \"t1\"", "\"table\": 1"),
-                    {"tables[1].table: expected a string"});
+  expect_read_error(good_with("\"device\": 1", "\"device\": true"), {"shards[1].device", "a boolean"});
+  expect_read_error(good_with("\"rows\": [300, 1000]", "\"rows\": 300"), {"shards[1].rows: expected [begin, end]"});
+  expect_read_error(good_with("\"rows\": [300, 1000]", "\"rows\": [300]"), {"shards[1].rows", "an array of 1"});
+  expect_read_error(good_with("\"cols\": [0, 32]", "\"cols\": [0, null]"), {"tables[1].shards[0].cols[1]", "null"});
+  expect_read_error(good_with("\"table\": \"t1\"", "\"table\": 1"), {"tables[1].table: expected a string"});
   expect_read_error(good_with("\"sharding_type\": \"table_wise\"", "\"sharding_type\": [\"x\"]"),
                     {"tables[1].sharding_type: expected a string"});
-  expect_read_error(R"({"schema_version": 1, "tables": {}})",
-                    {"tables: expected an array, got an object"});
-  expect_read_error(
-      R"({"schema_version": 1, "tables": [{"table": "t", "sharding_type": "row_wise", "shards": {}}]})",
-      {"tables[0].shards: expected an array"});
+  expect_read_error(R"({"schema_version": 1, "tables": {}})", {"tables: expected an array, got an object"});
+  expect_read_error(R"({"schema_version": 1, "tables": [{"table": "t", "sharding_type": "row_wise", "shards": {}}]})",
+                    {"tables[0].shards: expected an array"});
   expect_read_error(R"({"schema_version": 1, "tables": [[]]})", {"tables[0]: expected an object"});
-  expect_read_error(R"({"schema_version": 1, "tables": [], "provenance": []})",
-                    {"provenance: expected an object"});
-  expect_read_error(good_with("\"sharder\": \"greedy\"", "\"sharder\": 7"),
-                    {"provenance.sharder: expected a string"});
-  expect_read_error(good_with("\"wall_ms\": 1.5", "\"wall_ms\": \"1.5\""),
-                    {"provenance.wall_ms: expected a number"});
-  expect_read_error(good_with("\"seed\": 3", "\"seed\": 3.5"),
-                    {"provenance.seed: expected an integer"});
+  expect_read_error(R"({"schema_version": 1, "tables": [], "provenance": []})", {"provenance: expected an object"});
+  expect_read_error(good_with("\"sharder\": \"greedy\"", "\"sharder\": 7"), {"provenance.sharder: expected a string"});
+  expect_read_error(good_with("\"wall_ms\": 1.5", "\"wall_ms\": \"1.5\""), {"provenance.wall_ms: expected a number"});
+  expect_read_error(good_with("\"seed\": 3", "\"seed\": 3.5"), {"provenance.seed: expected an integer"});
 }
 
 TEST(PlanJson, RejectsNegativeAndHugeNumbers) {
@@ -868,17 +761,13 @@ TEST(PlanJson, RejectsNegativeAndHugeNumbers) {
                     {"tables[0].shards[1].device: expected an integer ≥ 0, got -1"});
   expect_read_error(good_with("\"rows\": [300, 1000]", "\"rows\": [-300, 1000]"),
                     {"tables[0].shards[1].rows[0]", "-300"});
-  expect_read_error(good_with("\"hbm_rows\": 300", "\"hbm_rows\": -1"),
-                    {"tables[0].shards[0].hbm_rows", "got -1"});
-  expect_read_error(good_with("\"device\": 1", "\"device\": 3000000000"),
-                    {"shards[1].device", "maximum 262143"});
-  expect_read_error(good_with("\"cols\": [0, 64]", "\"cols\": [0, 99999999999]"),
-                    {"shards[0].cols[1]", "maximum"});
+  expect_read_error(good_with("\"hbm_rows\": 300", "\"hbm_rows\": -1"), {"tables[0].shards[0].hbm_rows", "got -1"});
+  expect_read_error(good_with("\"device\": 1", "\"device\": 3000000000"), {"shards[1].device", "maximum 262143"});
+  expect_read_error(good_with("\"cols\": [0, 64]", "\"cols\": [0, 99999999999]"), {"shards[0].cols[1]", "maximum"});
   expect_read_error(good_with("\"rows\": [300, 1000]", "\"rows\": [300, 9223372036854775808]"),
                     {"shards[1].rows[1]", "maximum"});
   expect_read_error(good_with("\"seed\": 3", "\"seed\": -3"), {"provenance.seed", "got -3"});
-  expect_read_error(good_with("\"wall_ms\": 1.5", "\"wall_ms\": -1.5"),
-                    {"provenance.wall_ms", "got -1.5"});
+  expect_read_error(good_with("\"wall_ms\": 1.5", "\"wall_ms\": -1.5"), {"provenance.wall_ms", "got -1.5"});
 }
 
 TEST(PlanJson, RejectsOtherSchemaVersions) {
@@ -893,9 +782,8 @@ TEST(PlanJson, RejectsOtherSchemaVersions) {
 TEST(PlanJson, RejectsUnknownFields) {
   expect_read_error(good_with("\"tables\"", "\"tabels\": [], \"tables\""),
                     {"plan.json: tabels: unknown field", "schema_version"});
-  expect_read_error(
-      good_with("{\"device\": 1", "{\"devce\": 1"),
-      {"tables[0].shards[1].devce: unknown field (expected device, rows, cols, hbm_rows)"});
+  expect_read_error(good_with("{\"device\": 1", "{\"devce\": 1"),
+                    {"tables[0].shards[1].devce: unknown field (expected device, rows, cols, hbm_rows)"});
   expect_read_error(good_with("\"table\": \"t1\"", "\"table\": \"t1\", \"type\": \"table_wise\""),
                     {"tables[1].type: unknown field"});
 }
@@ -903,8 +791,7 @@ TEST(PlanJson, RejectsUnknownFields) {
 TEST(PlanJson, KeepsMessagesOnOneLine) {
   expect_read_error(good_with("{\"device\": 1", "{\"dev\\nice\": 1"),
                     {"tables[0].shards[1].dev\\x0aice: unknown field"});
-  expect_read_error(good_with("\"row_wise\"", "\"row\\nwise\""),
-                    {"unknown sharding type 'row\\x0awise'"});
+  expect_read_error(good_with("\"row_wise\"", "\"row\\nwise\""), {"unknown sharding type 'row\\x0awise'"});
   const Plan plan = plan_from_json(good_with("\"t1\"", "\"t\\u00fc\\r\""), "plan.json");
   expect_error(two_table_task(), plan, {"table 't\xc3\xbc\\x0d'", "not in the task"});
 }
@@ -912,9 +799,8 @@ TEST(PlanJson, KeepsMessagesOnOneLine) {
 TEST(PlanJson, RejectsDuplicateKeys) {
   expect_read_error(good_with("{\"device\": 1", "{\"device\": 1, \"device\": 2"),
                     {"plan.json: tables[0].shards[1].device: duplicate key"});
-  expect_read_error(
-      good_with("\"schema_version\": 1", "\"schema_version\": 1, \"schema_version\": 1"),
-      {"plan.json: schema_version: duplicate key"});
+  expect_read_error(good_with("\"schema_version\": 1", "\"schema_version\": 1, \"schema_version\": 1"),
+                    {"plan.json: schema_version: duplicate key"});
 }
 
 TEST(PlanJson, RejectsUnknownShardingType) {
@@ -927,9 +813,8 @@ TEST(PlanJson, RejectsUnknownShardingType) {
 class PlanFile : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("embshard-plan-test-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = std::filesystem::temp_directory_path() / ("embshard-plan-test-" + std::to_string(::getpid()) + "-" +
+                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
   }

@@ -91,8 +91,8 @@ TEST(PoolModel, BucketedOccupancyMatchesTermByTermReference) {
     std::int64_t q;
     double lookups;
   };
-  for (const Case& c : {Case{500, 0.8, 0, 2000}, Case{30000, 1.0, 4, 200000},
-                        Case{60000, 0.6, 0, 50000}, Case{20000, 1.2, 30, 300000}}) {
+  for (const Case& c : {Case{500, 0.8, 0, 2000}, Case{30000, 1.0, 4, 200000}, Case{60000, 0.6, 0, 50000},
+                        Case{20000, 1.2, 30, 300000}}) {
     const auto fast = detail::expected_occupancy(c.n, c.alpha, c.q, c.lookups);
     const auto slow = brute_force_occupancy(c.n, c.alpha, c.q, c.lookups);
     EXPECT_NEAR(fast.num_distinct, slow.num_distinct, 1e-3 * slow.num_distinct) << c.n;
@@ -168,7 +168,8 @@ TEST(Pool, MaterialisedBatchesReproduceExpectedStatistics) {
       EXPECT_NEAR(got.coverage, want.coverage, 5 * std::sqrt(0.25 / batch)) << what;
       if (want.num_indices == 0) continue;
       EXPECT_NEAR(static_cast<double>(got.num_distinct), static_cast<double>(want.num_distinct),
-                  0.05 * static_cast<double>(want.num_distinct) + 20) << what;
+                  0.05 * static_cast<double>(want.num_distinct) + 20)
+          << what;
       double l1 = 0;
       for (int j = 0; j < kNumReuseBins; ++j) l1 += std::abs(got.bins[j] - want.bins[j]);
       EXPECT_LT(l1, 0.03 + 3.0 / std::sqrt(static_cast<double>(want.num_distinct))) << what;
@@ -188,8 +189,8 @@ TEST(Pool, CheckPassesForSeveralSeeds) {
   ctx.num_threads = 2;
   for (std::uint64_t seed : {0, 1}) {
     for (const auto& row : check_pool(Pool::generate(seed), 3, 8192, ctx)) {
-      EXPECT_TRUE(row.ok()) << "seed " << seed << ": " << row.figure << " published " << row.published
-                            << " generated " << row.generated << " tolerance " << row.tolerance;
+      EXPECT_TRUE(row.ok()) << "seed " << seed << ": " << row.figure << " published " << row.published << " generated "
+                            << row.generated << " tolerance " << row.tolerance;
     }
   }
 }

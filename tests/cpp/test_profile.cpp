@@ -28,8 +28,7 @@ namespace {
 using test_util::error_of;
 
 std::string temp_path(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("embshard-profile-" + std::to_string(::getpid()));
+  const auto dir = std::filesystem::temp_directory_path() / ("embshard-profile-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const auto path = dir / name;
   std::filesystem::remove(path);
@@ -60,14 +59,17 @@ TEST(Measure, RunsWarmupPlusRepeatsAndChecksOptions) {
   int calls = 0;
   int flushes = 0;
   CacheFlusher flusher(1 << 16);
-  const Timing t = measure([&] { ++calls; }, {3, 4, true, 0.0}, [&] { ++flushes; flusher.flush(); });
+  const Timing t = measure([&] { ++calls; }, {3, 4, true, 0.0},
+                           [&] {
+                             ++flushes;
+                             flusher.flush();
+                           });
   EXPECT_EQ(calls, 7);
   EXPECT_EQ(flushes, 7);
   (void)measure([&] { ++calls; }, {0, 2, false, 0.0}, [&] { ++flushes; });
   EXPECT_EQ(flushes, 7);  // flush_cache off
   EXPECT_EQ(t.samples_ms.size(), 4u);
-  EXPECT_NE(error_of([&] { (void)measure([] {}, {0, 0, false, 0.0}); }).find("repeats"),
-            std::string::npos);
+  EXPECT_NE(error_of([&] { (void)measure([] {}, {0, 0, false, 0.0}); }).find("repeats"), std::string::npos);
   EXPECT_GT(last_level_cache_bytes(), 0u);
 }
 
@@ -109,8 +111,8 @@ TEST(Fingerprint, TheEnvironmentCanFakeItAndABadValueNamesTheVariable) {
     EXPECT_EQ(f.memory_bytes, real.memory_bytes);  // not given: the real value
     EXPECT_EQ(f.threads, 2);
   }
-  for (const char* bad : {"host:llc_bytes=big", "host:cache=3", "machine:llc_bytes=3", "host:llc_bytes=0",
-                          "host:llc_bytes"}) {
+  for (const char* bad :
+       {"host:llc_bytes=big", "host:cache=3", "machine:llc_bytes=3", "host:llc_bytes=0", "host:llc_bytes"}) {
     ScopedEnv fake(kFakeFingerprintVariable, bad);
     const std::string error = error_of([] { (void)this_machine("cpu", 1); });
     EXPECT_NE(error.find(kFakeFingerprintVariable), std::string::npos) << bad << ": " << error;
@@ -128,9 +130,7 @@ CostSampleHeader compute_header() {
   return h;
 }
 
-ComputeSample sample(std::int64_t i) {
-  return {i, {{i, 4}, {i + 1, 8}}, 1.0 + i, 2.0 + i, 1.5 + i, 2.5 + i};
-}
+ComputeSample sample(std::int64_t i) { return {i, {{i, 4}, {i + 1, 8}}, 1.0 + i, 2.0 + i, 1.5 + i, 2.5 + i}; }
 
 TEST(CostSampleFile, AppendsResumesAndReadsBack) {
   const std::string path = temp_path("resume.jsonl");
@@ -237,12 +237,10 @@ TEST(CostSampleFile, RefusesToResumeAnotherExperiment) {
   { CostSampleWriter writer(path, compute_header(), ctx); }
   CostSampleHeader other = compute_header();
   other.batch_size = 256;
-  EXPECT_NE(error_of([&] { CostSampleWriter w(path, other, ctx); }).find("batch_size"),
-            std::string::npos);
+  EXPECT_NE(error_of([&] { CostSampleWriter w(path, other, ctx); }).find("batch_size"), std::string::npos);
   other = compute_header();
   other.fingerprint.cpu_model = "another CPU";
-  EXPECT_NE(error_of([&] { CostSampleWriter w(path, other, ctx); }).find("fingerprint"),
-            std::string::npos);
+  EXPECT_NE(error_of([&] { CostSampleWriter w(path, other, ctx); }).find("fingerprint"), std::string::npos);
   other = compute_header();
   other.created_utc = "1999-01-01T00:00:00Z";  // informational: resuming is fine
   EXPECT_NO_THROW(CostSampleWriter(path, other, ctx));
@@ -253,12 +251,17 @@ TEST(CostSampleFile, RejectsBadFilesNamingLineAndField) {
   const Context ctx = quiet();
   { CostSampleWriter writer(path, compute_header(), ctx); }
   const std::string header = read_file(path);
-  write_file_atomic(path, header + R"({"index": 1, "tables": [{"pool_id": 1, "dim": 4}], "fw_ms": 1, "bw_ms": 1, "fw_trimmed_ms": 1, "bw_trimmed_ms": 1})" "\n");
+  write_file_atomic(
+      path,
+      header +
+          R"({"index": 1, "tables": [{"pool_id": 1, "dim": 4}], "fw_ms": 1, "bw_ms": 1, "fw_trimmed_ms": 1, "bw_trimmed_ms": 1})"
+          "\n");
   EXPECT_NE(error_of([&] { (void)read_cost_samples(path, ctx); }).find("line 2: index: expected sample 0"),
             std::string::npos);
-  write_file_atomic(path, header + R"({"index": 0, "tables": [], "fw_ms": 1, "bw_ms": 1, "fw_trimmed_ms": 1, "bw_trimmed_ms": 1})" "\n");
-  EXPECT_NE(error_of([&] { (void)read_cost_samples(path, ctx); }).find("line 2: tables"),
-            std::string::npos);
+  write_file_atomic(
+      path, header + R"({"index": 0, "tables": [], "fw_ms": 1, "bw_ms": 1, "fw_trimmed_ms": 1, "bw_trimmed_ms": 1})"
+                     "\n");
+  EXPECT_NE(error_of([&] { (void)read_cost_samples(path, ctx); }).find("line 2: tables"), std::string::npos);
   write_file_atomic(path, "");
   EXPECT_NE(error_of([&] { (void)read_cost_samples(path, ctx); }).find("empty file"), std::string::npos);
   write_file_atomic(path, "{\"format\": \"something else\"}\n");
@@ -297,8 +300,8 @@ TEST(ShardTimer, KeepsOnlyTheRowRangeAndDuplicatesColumnShards) {
   const PoolTable model = small_model(1000, 4.0, 11);
   const std::int64_t batch = 256;
   const TableBatch full = materialise_table(model, batch, 0);
-  const auto in_range = std::count_if(full.indices.begin(), full.indices.end(),
-                                      [](std::int64_t r) { return r >= 100 && r < 600; });
+  const auto in_range =
+      std::count_if(full.indices.begin(), full.indices.end(), [](std::int64_t r) { return r >= 100 && r < 600; });
   ShardTimer rows({{model, 8, WeightType::kF32, 100, 600}}, batch, 0, kernels::EmbeddingBagImpl::kCpu);
   EXPECT_EQ(rows.num_lookups(), in_range);
   ShardTimer halves({{model, 4}, {model, 4}}, batch, 0, kernels::EmbeddingBagImpl::kCpu);
@@ -308,9 +311,9 @@ TEST(ShardTimer, KeepsOnlyTheRowRangeAndDuplicatesColumnShards) {
   EXPECT_GT(t.fw.median_ms, 0.0);  // both halves measured (a timer of no tables returns 0)
   EXPECT_GT(t.bw.median_ms, 0.0);
   EXPECT_LE(t.fw.min_ms, t.fw.median_ms);
-  EXPECT_NE(error_of([&] { ShardTimer b({{model, 4, WeightType::kF32, 600, 100}}, batch, 0,
-                                         kernels::EmbeddingBagImpl::kCpu); })
-                .find("bad row range"),
+  EXPECT_NE(error_of([&] {
+              ShardTimer b({{model, 4, WeightType::kF32, 600, 100}}, batch, 0, kernels::EmbeddingBagImpl::kCpu);
+            }).find("bad row range"),
             std::string::npos);
 }
 

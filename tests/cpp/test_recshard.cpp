@@ -91,7 +91,8 @@ TEST(RecShardSharder, ADeadlineBeforeItsModelIsBuiltGivesItsWarmStartAndSaysWhy)
   late.deadline = std::chrono::steady_clock::now() - std::chrono::seconds(1);
   const ShardResult r = plan_task("recshard", task, nullptr, late);
   EXPECT_EQ(r.status, ShardStatus::kTimeLimit);
-  EXPECT_NE(r.reason.find("was not built within the context's deadline; the plan is its greedy warm start"), std::string::npos)
+  EXPECT_NE(r.reason.find("was not built within the context's deadline; the plan is its greedy warm start"),
+            std::string::npos)
       << r.reason;
   EXPECT_EQ(find_error_in_plan(task, r.plan), "");
   // The same greedy that warm-starts the solver.
@@ -109,8 +110,8 @@ TEST(RecShardSharder, BeatsTheUvmFallbackGreedyWhenHbmIsShort) {
   ASSERT_EQ(rec.status, ShardStatus::kOk) << rec.reason;
   const EvalResult rec_eval = evaluate_plan(task, rec.plan, EvalOptions{}, quiet_context());
   for (const char* balance : {"size", "lookup", "size_and_lookup"}) {
-    const ShardResult g = plan_task(std::string("greedy:on_full=uvm,balance=") + balance, task, nullptr,
-                                    quiet_context());
+    const ShardResult g =
+        plan_task(std::string("greedy:on_full=uvm,balance=") + balance, task, nullptr, quiet_context());
     ASSERT_EQ(g.status, ShardStatus::kOk) << balance << ": " << g.reason;
     const EvalResult g_eval = evaluate_plan(task, g.plan, EvalOptions{}, quiet_context());
     EXPECT_LT(rec_eval.step_ms, g_eval.step_ms) << balance;
@@ -198,8 +199,8 @@ TEST(RecShardSharder, ParametersRoundTripAndAreChecked) {
   EXPECT_TRUE(caught_error([] { (void)make_sharder("recshard:symmetry=both"); }).has_value());
   EXPECT_TRUE(caught_error([] { (void)make_sharder("recshard:time_limit_s=0"); }).has_value());
   const Task task = short_hbm_task(5, 2, 0.5, 8);
-  for (const char* spec : {"recshard:warm_start=off,symmetry=none,time_limit_s=20",
-                           "recshard:symmetry=table_index,time_limit_s=20"}) {
+  for (const char* spec :
+       {"recshard:warm_start=off,symmetry=none,time_limit_s=20", "recshard:symmetry=table_index,time_limit_s=20"}) {
     const ShardResult r = plan_task(spec, task, nullptr, quiet_context());
     ASSERT_EQ(r.status, ShardStatus::kOk) << spec << ": " << r.reason;
     EXPECT_EQ(find_error_in_plan(task, r.plan), "");
@@ -209,8 +210,8 @@ TEST(RecShardSharder, ParametersRoundTripAndAreChecked) {
 TEST(GreedyUvm, SpillsWholeTablesToUvmOnceHbmIsFull) {
   const Task task = short_hbm_task(12, 2, 0.5, 9);
   for (const char* balance : {"size", "lookup", "size_and_lookup"}) {
-    const ShardResult r = plan_task(std::string("greedy:on_full=uvm,balance=") + balance, task, nullptr,
-                                    quiet_context());
+    const ShardResult r =
+        plan_task(std::string("greedy:on_full=uvm,balance=") + balance, task, nullptr, quiet_context());
     ASSERT_EQ(r.status, ShardStatus::kOk) << r.reason;
     EXPECT_EQ(find_error_in_plan(task, r.plan), "");
     int spilled = 0;
@@ -285,8 +286,8 @@ TEST(RecShardProtocol, GeneratesValidTasksWithThePapersTotals) {
   EXPECT_GT(max_cov, 0.95);
   EXPECT_GT(max_pool, 50.0);
   EXPECT_TRUE(caught_error([&] {
-    (void)make_task_generator("recshard:model=rm1,scale=0.00001")->generate(source, 0, 0);
-  }).has_value());
+                (void)make_task_generator("recshard:model=rm1,scale=0.00001")->generate(source, 0, 0);
+              }).has_value());
 }
 
 TEST(SimTiers, ColdRowsCostUvmBandwidthByTheirAccessShare) {
@@ -304,8 +305,8 @@ TEST(SimTiers, ColdRowsCostUvmBandwidthByTheirAccessShare) {
   EXPECT_NEAR(b.lookups[0].uvm, cold_share * s0.num_indices, 1e-6 * s0.num_indices);
   EXPECT_NEAR(b.lookups[0].hbm + b.lookups[0].uvm, a.lookups[0].hbm, 1e-6 * a.lookups[0].hbm);
   // The forward cost grows by about the UVM bytes at uvm_gbps (less the HBM bytes they no longer use).
-  const double uvm_ms = cold_share * s0.num_indices * task.workload.tables[0].dim * 4 /
-                        (task.topology.devices[0].uvm_gbps * 1e6);
+  const double uvm_ms =
+      cold_share * s0.num_indices * task.workload.tables[0].dim * 4 / (task.topology.devices[0].uvm_gbps * 1e6);
   const double delta = b.breakdown.devices[0].fw_comp_ms - a.breakdown.devices[0].fw_comp_ms;
   EXPECT_GT(delta, 0.9 * uvm_ms);
   EXPECT_LT(delta, uvm_ms);
@@ -354,8 +355,7 @@ TEST(Remap, HotRowsFirstServeTheShareTheIcdfPredicts) {
     std::int64_t raw_hot = 0;
     for (std::int64_t row : raw.indices) raw_hot += row < k ? 1 : 0;
     if (k < table.num_rows / 2) {
-      EXPECT_LT(static_cast<double>(raw_hot) / static_cast<double>(raw.indices.size()), share - 0.1)
-          << "step " << step;
+      EXPECT_LT(static_cast<double>(raw_hot) / static_cast<double>(raw.indices.size()), share - 0.1) << "step " << step;
     }
   }
 }
@@ -414,7 +414,6 @@ TEST(Remap, ShardTimerAppliesIt) {
   EXPECT_GT(b.num_lookups(), 2 * a.num_lookups());
 }
 
-
 // ---- the measured backends run a plan's tiers ------------------------------------------------------
 
 double hbm_share(const std::vector<DeviceLookups>& lookups) {
@@ -452,13 +451,11 @@ TEST(RecShardMeasured, ShardTimerSeesTheHottestRowsFirst) {
   EXPECT_GT(held_out_share, hbm_share(measured) - 0.15);
   // Without the remap the first hbm_rows rows serve far less.
   const Pool pool = Pool::generate(task.pool_seed);
-  const ShardTimer raw({{pool.table(task.workload.tables[0].source_id), 8, WeightType::kF32}},
-                       task.workload.batch_size, 0, kernels::EmbeddingBagImpl::kReference);
+  const ShardTimer raw({{pool.table(task.workload.tables[0].source_id), 8, WeightType::kF32}}, task.workload.batch_size,
+                       0, kernels::EmbeddingBagImpl::kReference);
   const auto lookups = raw.table_lookups(0);
-  const auto below = std::count_if(lookups.begin(), lookups.end(),
-                                   [&](std::int32_t r) { return r < hbm_rows; });
-  EXPECT_LT(static_cast<double>(below) / static_cast<double>(lookups.size()),
-            hbm_share(measured) - 0.2);
+  const auto below = std::count_if(lookups.begin(), lookups.end(), [&](std::int32_t r) { return r < hbm_rows; });
+  EXPECT_LT(static_cast<double>(below) / static_cast<double>(lookups.size()), hbm_share(measured) - 0.2);
 }
 
 TEST(RecShardMeasured, RecShardPlanRunsOnTheMeasuredBackendsWithItsTiers) {
@@ -540,8 +537,7 @@ TEST(RecShardMeasured, CudaBackendWithoutAGpuIsAClearError) {
   const std::vector<std::int64_t> offsets{0, 1};
   const std::vector<std::int32_t> indices{3};
   const std::vector<std::int64_t> hbm{2};
-  EXPECT_THROW(kernels::CudaEmbeddingBag(views, kernels::BagBatch::of(1, offsets, indices), hbm),
-               Error);
+  EXPECT_THROW(kernels::CudaEmbeddingBag(views, kernels::BagBatch::of(1, offsets, indices), hbm), Error);
 }
 
 TEST(RecShardMeasured, CompareSummaryShowsTheUvmShareOnlyWhenUsed) {

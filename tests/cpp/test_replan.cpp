@@ -94,8 +94,9 @@ TEST(Replan, AfterAHostIsAddedTheChosenPlanKeepsItsBudgetAndIsJudgedAsReported) 
     // The relabelled from-scratch plan is as fast as the sharder's own, and moves no more.
     EXPECT_NEAR(r.target.step_ms, step_of(after, planned(after)), 1e-9 * r.target.step_ms);
     EXPECT_LE(r.target.moved_bytes, r.scratch_moved_bytes * (1 + 1e-12));
-    EXPECT_TRUE(std::is_sorted(r.curve.begin(), r.curve.end(),
-                               [](const ReplanPoint& x, const ReplanPoint& y) { return x.moved_bytes < y.moved_bytes; }));
+    EXPECT_TRUE(std::is_sorted(r.curve.begin(), r.curve.end(), [](const ReplanPoint& x, const ReplanPoint& y) {
+      return x.moved_bytes < y.moved_bytes;
+    }));
   }
 }
 
@@ -160,12 +161,16 @@ TEST(Replan, JointSearchingFromAPlanNeverEndsWorseThanItAndOthersRefuse) {
   const PlanOrigin dear{&start, &start, 1e3};
   const ShardResult still = plan_task_from("joint", task, cost.get(), dear, quiet());
   EXPECT_EQ(plan_movement(task, still.plan, start).moved_bytes, 0.0);
-  EXPECT_NE(error_of([&] { (void)plan_task_from("greedy", task, cost.get(), origin, quiet()); }).find("cannot search from a plan"),
+  EXPECT_NE(error_of([&] {
+              (void)plan_task_from("greedy", task, cost.get(), origin, quiet());
+            }).find("cannot search from a plan"),
             std::string::npos);
   Plan partial = start;
   partial.tables.pop_back();
   const PlanOrigin broken{&partial, &start, 0.0};
-  EXPECT_NE(error_of([&] { (void)plan_task_from("joint", task, cost.get(), broken, quiet()); }).find("the start plan is not a valid plan"),
+  EXPECT_NE(error_of([&] {
+              (void)plan_task_from("joint", task, cost.get(), broken, quiet());
+            }).find("the start plan is not a valid plan"),
             std::string::npos);
   // Replan with another sharder from scratch still searches with joint.
   ReplanOptions greedy;
@@ -178,7 +183,8 @@ TEST(Replan, BadInputIsOneLineNamingIt) {
   const Plan old = planned(task);
   Task other = tiny_task(8, "v100:nodes=2,gpus_per_node=4", 25);
   for (TableSpec& t : other.workload.tables) t.name = "other_" + t.name;
-  EXPECT_NE(error_of([&] { (void)replan(other, old, ReplanOptions{}, quiet()); }).find("shares no table"), std::string::npos);
+  EXPECT_NE(error_of([&] { (void)replan(other, old, ReplanOptions{}, quiet()); }).find("shares no table"),
+            std::string::npos);
   Plan two_d = old;
   two_d.groups.size = 4;
   EXPECT_NE(error_of([&] { (void)replan(task, two_d, ReplanOptions{}, quiet()); }).find("2D"), std::string::npos);

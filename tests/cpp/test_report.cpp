@@ -44,7 +44,10 @@ TEST(Markup, EscapesEveryCharacterThatBreaksMarkup) {
   EXPECT_EQ(xml_escape("a<b>&\"c'd"), "a&lt;b&gt;&amp;&quot;c&#39;d");
   EXPECT_EQ(xml_escape("plain /path/x.json"), "plain /path/x.json");
   // Control characters XML cannot hold (even as references) become U+FFFD; tab and newline stay.
-  EXPECT_EQ(xml_escape(std::string("t\x01" "a\0b\x1b[31m\x7f\tc\n", 14)), "t\uFFFDa\uFFFDb\uFFFD[31m\uFFFD\tc\n");
+  EXPECT_EQ(xml_escape(std::string("t\x01"
+                                   "a\0b\x1b[31m\x7f\tc\n",
+                                   14)),
+            "t\uFFFDa\uFFFDb\uFFFD[31m\uFFFD\tc\n");
   EXPECT_EQ(xml_escape("ü→"), "ü→");
 }
 
@@ -55,7 +58,8 @@ TEST(Markup, OneLineKeepsAMessageOneLineAndTheTerminalAsItWas) {
 }
 
 TEST(ReportPlot, AxesCoverTheirRangeWithRoundTicks) {
-  for (const auto& [lo, hi] : std::vector<std::pair<double, double>>{{0, 7.3}, {0, 0.042}, {0.8, 2.3}, {0, 1234}, {5, 5}}) {
+  for (const auto& [lo, hi] :
+       std::vector<std::pair<double, double>>{{0, 7.3}, {0, 0.042}, {0.8, 2.3}, {0, 1234}, {5, 5}}) {
     const report::Axis a = report::nice_axis(lo, hi);
     EXPECT_LE(a.min, lo);
     EXPECT_GE(a.max, hi);
@@ -116,7 +120,7 @@ TEST(FitReport, TrainedModelsShowTheirScattersAndEveryBaseline) {
   comm.samples_path = "m.jsonl";
   comm.accuracy = {{"model", {0.5, 0.2, 0.8, 160}}, {"link", {0.7, 0.3, 0.6, 160}}};
   const std::vector<TrainedModelFit> models = {{"compute", "compute fw+bw, held out", t, {{1.0, 1.1}, {2.0, 1.9}}},
-                                                {"fw_comm", "forward all-to-all", comm, {{0.5, 0.4}}}};
+                                               {"fw_comm", "forward all-to-all", comm, {{0.5, 0.4}}}};
   const FitReport r = neural_training_report(models, "w.json");
   ASSERT_EQ(r.panels.size(), 2u);
   EXPECT_EQ(r.panels[0].points.size(), 2u);
@@ -149,15 +153,14 @@ TEST(PlanReport, ShowsEveryPlanWithItsFiguresStragglerAndProvenance) {
   EXPECT_EQ(html.find("t<0>"), std::string::npos);
   EXPECT_NE(html.find("t&lt;0&gt;&amp;co"), std::string::npos);
   EXPECT_NE(html.find("greedy:balance=lookup,on_full=infeasible,pooling=float"), std::string::npos);  // provenance
-  EXPECT_NE(html.find("greedy:balance=dim.json"), std::string::npos);                   // plan file
+  EXPECT_NE(html.find("greedy:balance=dim.json"), std::string::npos);                                 // plan file
   EXPECT_EQ(html.find(" src="), std::string::npos);  // nothing from the network
   EXPECT_EQ(html.find("href='http"), std::string::npos);
   // The straggler mark sits on the device with the largest fw_comp + bw_comp.
   const auto& devices = plans[0].eval.breakdown.devices;
   std::size_t slowest = 0;
   for (std::size_t d = 0; d < devices.size(); ++d) {
-    if (devices[d].fw_comp_ms + devices[d].bw_comp_ms >
-        devices[slowest].fw_comp_ms + devices[slowest].bw_comp_ms) {
+    if (devices[d].fw_comp_ms + devices[d].bw_comp_ms > devices[slowest].fw_comp_ms + devices[slowest].bw_comp_ms) {
       slowest = d;
     }
   }
@@ -173,7 +176,8 @@ TEST(PlanReport, ShowsEveryPlanWithItsFiguresStragglerAndProvenance) {
 std::vector<CompareRow> small_comparison() {
   std::vector<Task> tasks;
   static constexpr int kDims[] = {8, 16, 32};
-  for (std::uint64_t seed = 0; seed < 3; ++seed) tasks.push_back(test_util::pool_task(6, "v100:nodes=1,gpus_per_node=2", seed, kDims));
+  for (std::uint64_t seed = 0; seed < 3; ++seed)
+    tasks.push_back(test_util::pool_task(6, "v100:nodes=1,gpus_per_node=2", seed, kDims));
   CompareOptions options;
   options.sharders = {"greedy:balance=lookup", "greedy:balance=size", "random:attempts=5"};
   return run_compare(tasks, options, quiet_context());
@@ -196,7 +200,8 @@ TEST(CompareReport, CsvReadsBackAndTheReportShowsEverySettingAndSharder) {
   EXPECT_EQ(count_of(html, "<svg"), 2u);  // one setting: steps and ratios
   EXPECT_NE(html.find("Step relative to greedy:balance=size"), std::string::npos);
   EXPECT_NE(html.find("<th>W/T/L</th>"), std::string::npos);
-  for (const char* s : {"greedy", "greedy:balance=size", "random:attempts=5"}) EXPECT_NE(html.find(s), std::string::npos) << s;
+  for (const char* s : {"greedy", "greedy:balance=size", "random:attempts=5"})
+    EXPECT_NE(html.find(s), std::string::npos) << s;
   EXPECT_NE(error_of([&] { (void)compare_report_html(back, "torchrec", path); }).find("was not compared"),
             std::string::npos);
   EXPECT_NE(error_of([&] { (void)compare_report_html({}, "", path); }).find("empty comparison"), std::string::npos);
@@ -204,7 +209,8 @@ TEST(CompareReport, CsvReadsBackAndTheReportShowsEverySettingAndSharder) {
 
 TEST(CompareReport, BadCsvIsOneLineNamingTheFileAndLine) {
   const std::string path = test_util::temp_file("report", "bad.csv");
-  const std::string header = "task_id,setting,sharder,status,step_ms,max_sum_ms,balance,plan_ms,lower_bound_ms,reason\n";
+  const std::string header =
+      "task_id,setting,sharder,status,step_ms,max_sum_ms,balance,plan_ms,lower_bound_ms,reason\n";
   const std::vector<std::pair<std::string, std::string>> cases{
       {"", "empty file"},
       {"task_id,setting,sharder,status,step_ms\n", "not a comparison CSV of this version"},
@@ -233,14 +239,17 @@ TEST(ReportCli, WritesReportsAndRefusesAPlanOfAnotherTaskWithoutWritingAnything)
                                               " --report " + dir + "/plan.html");
   ASSERT_EQ(planned.status, 0) << planned.out;
   EXPECT_NE(read_file(dir + "/plan.html").find("<svg"), std::string::npos);
-  const auto other = test_util::run_command(cli + " report --task " + t1 + " --plan " + plan + " --out " + dir + "/x.html");
+  const auto other =
+      test_util::run_command(cli + " report --task " + t1 + " --plan " + plan + " --out " + dir + "/x.html");
   EXPECT_EQ(other.status, 1) << other.out;
   EXPECT_NE(other.out.find(plan + ": the plan was made for task"), std::string::npos) << other.out;
   EXPECT_FALSE(std::ifstream(dir + "/x.html").good());
-  const auto compared = test_util::run_command(cli + " compare --quiet --tasks " + dir + "/tasks --sharders 'greedy;random' --out " +
-                                               dir + "/r.csv --report " + dir + "/c.html");
+  const auto compared =
+      test_util::run_command(cli + " compare --quiet --tasks " + dir + "/tasks --sharders 'greedy;random' --out " +
+                             dir + "/r.csv --report " + dir + "/c.html");
   ASSERT_EQ(compared.status, 0) << compared.out;
-  const auto again = test_util::run_command(cli + " report --compare " + dir + "/r.csv --reference random --out " + dir + "/c2.html");
+  const auto again =
+      test_util::run_command(cli + " report --compare " + dir + "/r.csv --reference random --out " + dir + "/c2.html");
   ASSERT_EQ(again.status, 0) << again.out;
   EXPECT_NE(read_file(dir + "/c2.html").find("Step relative to random"), std::string::npos);
 }
@@ -263,7 +272,8 @@ TEST(ReportCli, TheMainJobReportsEveryPlanItFound) {
 /** The sharders the summary table of a committed plan report names (its `#planN` links). */
 std::set<std::string> report_sharders(const std::string& html) {
   std::set<std::string> names;
-  for (std::size_t at = html.find("<td><a href='#plan"); at != std::string::npos; at = html.find("<td><a href='#plan", at + 1)) {
+  for (std::size_t at = html.find("<td><a href='#plan"); at != std::string::npos;
+       at = html.find("<td><a href='#plan", at + 1)) {
     const std::size_t from = html.find('>', at + 4) + 1;
     names.insert(html.substr(from, html.find('<', from) - from));
   }
@@ -277,13 +287,15 @@ TEST(Reports, TheCommittedReportsShowTodaysSharders) {
   std::set<std::string> expected;
   for (const std::string& spec : default_sharders()) expected.insert(xml_escape(short_sharder_spec(spec)));
   const std::set<std::string> shown = report_sharders(read_file(docs + "main-job.html"));
-  for (const std::string& name : expected) EXPECT_TRUE(shown.count(name)) << name << " is missing: run bench/show_reports.sh";
+  for (const std::string& name : expected)
+    EXPECT_TRUE(shown.count(name)) << name << " is missing: run bench/show_reports.sh";
   EXPECT_TRUE(shown.count("joint")) << "the default planner is missing: run bench/show_reports.sh";
   // The comparison: the sharders the script names, no more, no fewer.
   const std::string script = read_file(std::string(EMBSHARD_SOURCE_DIR_FOR_TESTS) + "/bench/show_reports.sh");
   const std::size_t at = script.find("\nsharders=\"") + 11;
   std::set<std::string> named, compared;
-  for (const std::string& spec : split_specs(script.substr(at, script.find('"', at) - at))) named.insert(canonical_sharder_spec(spec));
+  for (const std::string& spec : split_specs(script.substr(at, script.find('"', at) - at)))
+    named.insert(canonical_sharder_spec(spec));
   for (const CompareRow& r : read_compare_csv(docs + "compare-100.csv")) compared.insert(r.sharder);
   EXPECT_EQ(compared, named) << "run bench/show_reports.sh";
   EXPECT_TRUE(named.count(canonical_sharder_spec("joint")));
@@ -295,14 +307,17 @@ TEST(ReportCli, CalibrateWritesItsFitAsAReportAndATableForPeople) {
   std::filesystem::remove_all(dir);  // profile compute appends to a sample file it finds
   std::filesystem::create_directories(dir);
   const std::string samples = dir + "/s.jsonl";
-  const auto profiled = test_util::run_command(cli + " profile compute --quiet --samples 12 --batch 64 --repeats 1 --warmup 0 "
-                                               "--max-tables 3 --max-bytes 100000000 --out " + samples);
+  const auto profiled =
+      test_util::run_command(cli +
+                             " profile compute --quiet --samples 12 --batch 64 --repeats 1 --warmup 0 "
+                             "--max-tables 3 --max-bytes 100000000 --out " +
+                             samples);
   ASSERT_EQ(profiled.status, 0) << profiled.out;
   const auto r = test_util::run_command(cli + " profile calibrate --quiet --samples " + samples +
                                         " --test-every 10 --out " + dir + "/c.json --report " + dir + "/fit.html");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("forward   held out    2"), std::string::npos) << r.out;  // samples 0 and 10
-  EXPECT_EQ(r.out.find('{'), std::string::npos) << r.out;                         // no raw JSON
+  EXPECT_EQ(r.out.find('{'), std::string::npos) << r.out;                        // no raw JSON
   const std::string html = read_file(dir + "/fit.html");
   EXPECT_EQ(count_of(html, "<circle"), 4u);  // 2 held-out samples × fw, bw
   EXPECT_NE(html.find(samples), std::string::npos);

@@ -139,8 +139,7 @@ TEST(SavedPlans, EverySharderPlanReadBackFromItsFileEvaluatesExactlyAsInMemory) 
     const auto cost = make_cost_model("sim", task);
     const auto specs = sharder_specs(task);
     for (const RegistryEntryInfo& info : sharder_registry().list()) {
-      ASSERT_TRUE(specs.count(info.name)) << "no spec for the sharder '" << info.name
-                                          << "': add one to sharder_specs";
+      ASSERT_TRUE(specs.count(info.name)) << "no spec for the sharder '" << info.name << "': add one to sharder_specs";
       const ShardResult r = plan_task(specs.at(info.name), task, cost.get(), quiet_context());
       if (r.status != ShardStatus::kOk) continue;
       SCOPED_TRACE(info.name + " on " + task.id);
@@ -162,8 +161,7 @@ TEST(SavedPlans, EverySharderPlanReadBackFromItsFileEvaluatesExactlyAsInMemory) 
 
       EvalOptions measured;  // what the measured backends hand to the kernels, by tier
       measured.batch_size = 256;
-      expect_same_lookups(measured_tier_lookups(task, read, measured),
-                          measured_tier_lookups(task, r.plan, measured));
+      expect_same_lookups(measured_tier_lookups(task, read, measured), measured_tier_lookups(task, r.plan, measured));
       bool row_split = false;
       for (const TablePlacement& tp : r.plan.tables) {
         row_split |= tp.type == ShardingType::kRowWise || tp.type == ShardingType::kTableRowWise;
@@ -241,13 +239,13 @@ TEST(SavedPlans, TheCliJudgesASavedPlanAsItPlannedIt) {
   const auto gen = test_util::generate_cli_tasks(dir, 4, 64, 4, 31);
   ASSERT_EQ(gen.status, 0) << gen.out;
   int compared = 0;
-  for (const char* sharder : {"torchrec:reservation=fixed_percentage,storage_reservation=0",
-                              "neuroshard", "greedy:balance=lookup"}) {
+  for (const char* sharder :
+       {"torchrec:reservation=fixed_percentage,storage_reservation=0", "neuroshard", "greedy:balance=lookup"}) {
     for (int i = 0; i < 4; ++i) {
       const std::string task = dir + "/tasks/00" + std::to_string(i) + ".json";
       const std::string plan = dir + "/plan.json";
-      const auto planned = test_util::run_command(cli + " plan --task " + task + " --sharder '" +
-                                                  sharder + "' --out " + plan);
+      const auto planned =
+          test_util::run_command(cli + " plan --task " + task + " --sharder '" + sharder + "' --out " + plan);
       if (planned.status != 0) continue;  // infeasible for this sharder
       const auto judged = test_util::run_command(cli + " eval --task " + task + " --plan " + plan);
       ASSERT_EQ(judged.status, 0) << judged.out;

@@ -30,9 +30,8 @@ Task two_tables(bool first_pooled, bool second_pooled) {
   static constexpr int kDims[] = {16};
   Task task = test_util::pool_task(40, "a100:nodes=2,gpus_per_node=2", 5, kDims);
   std::vector<TableSpec>& tables = task.workload.tables;
-  std::sort(tables.begin(), tables.end(), [](const TableSpec& a, const TableSpec& b) {
-    return a.stats.pooling_factor > b.stats.pooling_factor;
-  });
+  std::sort(tables.begin(), tables.end(),
+            [](const TableSpec& a, const TableSpec& b) { return a.stats.pooling_factor > b.stats.pooling_factor; });
   tables.resize(2);
   task.workload.tables[0].pooled = first_pooled;
   task.workload.tables[1].pooled = second_pooled;
@@ -45,8 +44,8 @@ Plan rows_and_whole(const Task& task) {
   const TableSpec& t1 = task.workload.tables[1];
   const std::int64_t half = t0.num_rows() / 2;
   Plan plan;
-  plan.tables.push_back({t0.name, ShardingType::kRowWise,
-                         {{0, 0, half, 0, t0.dim, -1}, {1, half, t0.num_rows(), 0, t0.dim, -1}}});
+  plan.tables.push_back(
+      {t0.name, ShardingType::kRowWise, {{0, 0, half, 0, t0.dim, -1}, {1, half, t0.num_rows(), 0, t0.dim, -1}}});
   plan.tables.push_back({t1.name, ShardingType::kTableWise, {{2, 0, t1.num_rows(), 0, t1.dim, -1}}});
   return plan;
 }
@@ -88,7 +87,8 @@ TEST(SequenceTables, OutputsScaleWithTheLookupsAndRowPiecesSendNoPartialSums) {
     // The sim model's output bytes: B · cols per pooled table, B · cols · lookups per sequence one.
     const auto by_device = shards_by_device(task, plan);
     const SimFeatures f = sim_device_features(task, by_device[2], 1 << 20);
-    const double want = static_cast<double>(task.workload.batch_size) * 16 * 4 * (pooled ? 1.0 : t1.stats.pooling_factor);
+    const double want =
+        static_cast<double>(task.workload.batch_size) * 16 * 4 * (pooled ? 1.0 : t1.stats.pooling_factor);
     EXPECT_NEAR(f[5], want, 1e-9 * want) << sim_feature_names()[5];
   }
 }
@@ -105,7 +105,8 @@ TEST(SequenceTables, CostMoreToExchangeThanTheSamePooledTablesAndTheBoundFollows
   // put no forward cost on output bytes, so its compute is no less.
   EXPECT_GE(b.devices[2].fw_comp_ms, a.devices[2].fw_comp_ms);
   EXPECT_GT(objective_value(b, Objective::kStep), objective_value(a, Objective::kStep));
-  EXPECT_GT(*cost_sequence->lower_bound(sequence, Objective::kStep), *cost_pooled->lower_bound(pooled, Objective::kStep));
+  EXPECT_GT(*cost_sequence->lower_bound(sequence, Objective::kStep),
+            *cost_pooled->lower_bound(pooled, Objective::kStep));
 }
 
 }  // namespace

@@ -28,8 +28,8 @@ Task hand_task(std::vector<TableSpec> tables, int devices, double hbm_gib) {
   Task task;
   task.id = "hand";
   task.workload.tables = std::move(tables);
-  task.topology = make_topology("v100:gpus_per_node=" + std::to_string(devices) +
-                                ",hbm_gib=" + std::to_string(hbm_gib));
+  task.topology =
+      make_topology("v100:gpus_per_node=" + std::to_string(devices) + ",hbm_gib=" + std::to_string(hbm_gib));
   return task;
 }
 
@@ -40,10 +40,8 @@ std::vector<int> devices_of(const Plan& plan) {
 }
 
 TEST(Sharders, UnknownNamesAndKeysListWhatExists) {
-  EXPECT_NE(error_of([] { (void)make_sharder("magic"); }).find("known: random, greedy, exhaustive"),
-            std::string::npos);
-  EXPECT_NE(error_of([] { (void)make_sharder("greedy:balance=speed"); }).find("size_and_lookup"),
-            std::string::npos);
+  EXPECT_NE(error_of([] { (void)make_sharder("magic"); }).find("known: random, greedy, exhaustive"), std::string::npos);
+  EXPECT_NE(error_of([] { (void)make_sharder("greedy:balance=speed"); }).find("size_and_lookup"), std::string::npos);
   EXPECT_NE(error_of([] { (void)make_sharder("greedy:depth=3"); }).find("balance"), std::string::npos);
   const Task task = tiny_task(4, "cpu:devices=2", 1);
   EXPECT_NE(error_of([&] { (void)plan_task("exhaustive", task, nullptr, quiet()); }).find("needs a cost model"),
@@ -62,7 +60,8 @@ TEST(Sharders, ProvenanceCarriesTheCanonicalSpecWhichRoundTrips) {
   EXPECT_FALSE(r.plan.provenance.created_utc.empty());
   const ShardResult again = plan_task(r.plan.provenance.sharder, task, cost.get(), quiet(5));
   EXPECT_EQ(devices_of(again.plan), devices_of(r.plan));
-  EXPECT_EQ(plan_task("exhaustive", task, cost.get(), quiet()).plan.provenance.cost_model, "sim:coefficients=builtin,hardware=match,input_comm=exposed,index_bytes=8,length_bytes=4,exchanges=fused");
+  EXPECT_EQ(plan_task("exhaustive", task, cost.get(), quiet()).plan.provenance.cost_model,
+            "sim:coefficients=builtin,hardware=match,input_comm=exposed,index_bytes=8,length_bytes=4,exchanges=fused");
 }
 
 TEST(Sharders, ATaskTooBigToPlanInMemoryIsAStatusNamingTheEstimate) {
@@ -94,7 +93,8 @@ TEST(Sharders, OnOneDeviceATableThatMayOnlyBeDataParallelIsPlannedAsOne) {
   task.workload.batch_size = 1024;
   task.workload.tables[0].constraints.sharding_types = {ShardingType::kDataParallel};
   const auto cost = make_cost_model("sim", task);
-  for (const char* spec : {"greedy", "greedy:balance=size", "random", "joint", "torchrec", "neuroshard", "exhaustive"}) {
+  for (const char* spec :
+       {"greedy", "greedy:balance=size", "random", "joint", "torchrec", "neuroshard", "exhaustive"}) {
     const ShardResult r = plan_task(spec, task, cost.get(), quiet());
     ASSERT_EQ(r.status, ShardStatus::kOk) << spec << ": " << r.reason;
     EXPECT_EQ(r.plan.tables.at(0).type, ShardingType::kDataParallel) << spec;
@@ -112,9 +112,8 @@ TEST(Greedy, FollowsThePapersOrderAndTieBreaking) {
   // Order: c (ties on cost and size → larger index), b, a, d.
   // c → device 0 (all empty: lowest id); b → 1; a → 2; d → 0/1/2 by cost sum 8 each, size sums
   // 3200·4 / 3200·4 / 1600·4 → device 2 (smaller size sum).
-  const Task task = hand_task({table("a", 8, 400, 1), table("b", 8, 800, 1), table("c", 8, 800, 1),
-                               table("d", 4, 100, 1)},
-                              3, 1.0);
+  const Task task =
+      hand_task({table("a", 8, 400, 1), table("b", 8, 800, 1), table("c", 8, 800, 1), table("d", 4, 100, 1)}, 3, 1.0);
   const ShardResult r = plan_task("greedy:balance=dim", task, nullptr, quiet());
   ASSERT_EQ(r.status, ShardStatus::kOk) << r.reason;
   EXPECT_EQ(devices_of(r.plan), (std::vector<int>{2, 1, 0, 2}));
@@ -122,9 +121,9 @@ TEST(Greedy, FollowsThePapersOrderAndTieBreaking) {
 
 TEST(Greedy, BalancesEachCostDefinition) {
   // One heavy-lookup table and three light ones of different sizes.
-  const Task task = hand_task({table("big", 64, 1000000, 1), table("hot", 16, 1000, 50),
-                               table("mid", 32, 100000, 2), table("tiny", 4, 100, 1)},
-                              2, 1.0);
+  const Task task = hand_task(
+      {table("big", 64, 1000000, 1), table("hot", 16, 1000, 50), table("mid", 32, 100000, 2), table("tiny", 4, 100, 1)},
+      2, 1.0);
   const auto placed = [&](const std::string& balance) {
     return devices_of(plan_task("greedy:balance=" + balance, task, nullptr, quiet()).plan);
   };
@@ -186,18 +185,19 @@ double brute_force(const Task& task, CostModel& cost, Objective objective) {
 
 TEST(Exhaustive, FindsTheOptimumAndNoBaselineBeatsIt) {
   for (std::uint64_t seed = 0; seed < 6; ++seed) {
-    const Task task = tiny_task(5 + static_cast<int>(seed % 3), seed % 2 ? "cpu:devices=3" : "v100:gpus_per_node=2", seed);
+    const Task task =
+        tiny_task(5 + static_cast<int>(seed % 3), seed % 2 ? "cpu:devices=3" : "v100:gpus_per_node=2", seed);
     const auto cost = make_cost_model("sim", task);
     for (const Objective objective : {Objective::kStep, Objective::kMaxSum}) {
-      const ShardResult best = plan_task(std::string("exhaustive:objective=") + to_string(objective),
-                                         task, cost.get(), quiet());
+      const ShardResult best =
+          plan_task(std::string("exhaustive:objective=") + to_string(objective), task, cost.get(), quiet());
       ASSERT_EQ(best.status, ShardStatus::kOk) << best.reason;
       const double value = objective_value(cost->estimate(task, best.plan, quiet()), objective);
       EXPECT_NEAR(value, brute_force(task, *cost, objective), 1e-9) << "seed " << seed;
       EXPECT_GE(value + 1e-9, *cost->lower_bound(task, objective)) << "seed " << seed;
-      for (const char* baseline : {"greedy:balance=size", "greedy:balance=dim", "greedy:balance=lookup",
-                                   "greedy:balance=size_lookup", "greedy:balance=size_and_lookup",
-                                   "random:attempts=50"}) {
+      for (const char* baseline :
+           {"greedy:balance=size", "greedy:balance=dim", "greedy:balance=lookup", "greedy:balance=size_lookup",
+            "greedy:balance=size_and_lookup", "random:attempts=50"}) {
         const ShardResult r = plan_task(baseline, task, cost.get(), quiet(seed));
         if (r.status != ShardStatus::kOk) continue;
         EXPECT_GE(objective_value(cost->estimate(task, r.plan, quiet()), objective) + 1e-9, value)

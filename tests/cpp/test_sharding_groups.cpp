@@ -83,8 +83,10 @@ TEST(ShardingGroups, LayoutsATaskCannotTakeAreErrorsNamingTheField) {
   EXPECT_NE(find_error_in_groups(one_host, {2, GroupRanks::kStrided}).find("more than one host"), std::string::npos);
   Task task = tiny_task(4, "v100:nodes=3,gpus_per_node=4", 0);  // 12 devices
   task.workload.batch_size = 6144;
-  EXPECT_NE(find_error_in_groups(task, {5, GroupRanks::kStrided}).find("must divide the 12 devices"), std::string::npos);
-  EXPECT_NE(find_error_in_groups(task, {12, GroupRanks::kStrided}).find("must divide the 12 devices"), std::string::npos);
+  EXPECT_NE(find_error_in_groups(task, {5, GroupRanks::kStrided}).find("must divide the 12 devices"),
+            std::string::npos);
+  EXPECT_NE(find_error_in_groups(task, {12, GroupRanks::kStrided}).find("must divide the 12 devices"),
+            std::string::npos);
   // Strided groups of 2: 6 replicas neither divide the 4 devices of a host nor are a multiple of them.
   EXPECT_NE(find_error_in_groups(task, {2, GroupRanks::kStrided}).find("replica count 6"), std::string::npos);
   EXPECT_EQ(find_error_in_groups(task, {2, GroupRanks::kContiguous}), "");
@@ -93,7 +95,8 @@ TEST(ShardingGroups, LayoutsATaskCannotTakeAreErrorsNamingTheField) {
   EXPECT_NE(find_error_in_groups(odd, {4, GroupRanks::kContiguous}).find("batch 1001"), std::string::npos);
   // find_error_in_plan names the field; the plan file rejects a size of 0 or less.
   const Plan plan = round_robin(task, 5, {5, GroupRanks::kStrided});
-  EXPECT_EQ(find_error_in_plan(task, plan).rfind("plan: sharding_groups.size 5", 0), 0u) << find_error_in_plan(task, plan);
+  EXPECT_EQ(find_error_in_plan(task, plan).rfind("plan: sharding_groups.size 5", 0), 0u)
+      << find_error_in_plan(task, plan);
   std::string json = plan_to_json(round_robin(task, 4, {4, GroupRanks::kContiguous}));
   json.replace(json.find("\"size\": 4"), 9, "\"size\": 0");
   EXPECT_THROW((void)plan_from_json(json, "p.json"), Error);
@@ -154,7 +157,8 @@ TEST(ShardingGroups, AStepIsTheGroupsStepPlusTheSyncWorkedByHand) {
     const double gbps = ranks == GroupRanks::kStrided ? task.topology.intra_host_gbps : task.topology.inter_host_gbps;
     for (int r = 0; r < 2; ++r) {
       double bytes = 0.0;
-      for (std::size_t t = r; t < task.workload.tables.size(); t += 2) bytes += static_cast<double>(task.workload.tables[t].size_bytes());
+      for (std::size_t t = r; t < task.workload.tables.size(); t += 2)
+        bytes += static_cast<double>(task.workload.tables[t].size_bytes());
       // 2 replicas: 2 (2 − 1) / 2 · S over the one link they share, plus the latency.
       const double sync = task.topology.a2a_latency_us / 1000.0 + bytes / (gbps * 1e6);
       const DeviceCost& g = got.devices[static_cast<std::size_t>(r)];
@@ -206,13 +210,15 @@ TEST(ShardingGroups, TheTorchrecExportIsOneGroupsPlanWithWhatDMPCollectionTakes)
     rows.shards.clear();
     const std::int64_t block = (spec.num_rows() + 3) / 4;
     for (int r = 0; r < 4; ++r)
-      rows.shards.push_back({r, std::min(spec.num_rows(), r * block), std::min(spec.num_rows(), (r + 1) * block), 0, spec.dim, -1});
+      rows.shards.push_back(
+          {r, std::min(spec.num_rows(), r * block), std::min(spec.num_rows(), (r + 1) * block), 0, spec.dim, -1});
     ASSERT_EQ(find_error_in_plan(task, plan), "");
     const std::string json = torchrec_plan_json(task, plan, TorchrecExportOptions{});
     const bool contiguous = ranks == GroupRanks::kContiguous;
     EXPECT_NE(json.find(std::string("\"sharding_group_size\": 4, \"node_group_size\": ") + (contiguous ? "4" : "2") +
                         ", \"use_inter_host_allreduce\": " + (contiguous ? "true" : "false")),
-              std::string::npos) << json;
+              std::string::npos)
+        << json;
     EXPECT_NE(json.find("\"world_size\": 8"), std::string::npos);
     EXPECT_EQ(json.find("rank:4"), std::string::npos);  // only a group's ranks
     TorchrecExportOptions cpu;

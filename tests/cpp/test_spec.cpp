@@ -1,9 +1,9 @@
 #include <gtest/gtest.h>
 
-#include "test_util.h"
 #include "embshard/core/error.h"
 #include "embshard/core/registry.h"
 #include "embshard/core/spec.h"
+#include "test_util.h"
 
 namespace embshard {
 namespace {
@@ -14,14 +14,13 @@ struct Thing {
 
 Registry<Thing> make_registry() {
   Registry<Thing> r("thing");
-  r.add({"greedy", "a test entry",
+  r.add({"greedy",
+         "a test entry",
          {{"balance", ParamType::kString, "size", {}, {}, {"size", "dim", "lookup"}, "cost"},
           {"k", ParamType::kInt, "3", 1, 10, {}, "beam width"},
           {"scale", ParamType::kFloat, "1.5", 1.0, 2.0, {}, "cap"},
           {"strict", ParamType::kBool, "false", {}, {}, {}, "parity"}}},
-        [](const Params& p, const Context&) {
-          return std::make_unique<Thing>(Thing{canonical_spec("greedy", p)});
-        });
+        [](const Params& p, const Context&) { return std::make_unique<Thing>(Thing{canonical_spec("greedy", p)}); });
   r.add({"random", "no parameters", {}},
         [](const Params& p, const Context&) { return std::make_unique<Thing>(Thing{canonical_spec("random", p)}); });
   return r;
@@ -50,8 +49,8 @@ TEST(Spec, FormatIsTheInverseOfParse) {
 }
 
 TEST(Spec, RejectsMalformedText) {
-  for (const char* bad : {"", ":k=1", "Greedy", "greedy:", "greedy:k", "greedy:k=1,", "greedy:k=1,k=2",
-                          "greedy:=1", "gr eedy"}) {
+  for (const char* bad :
+       {"", ":k=1", "Greedy", "greedy:", "greedy:k", "greedy:k=1,", "greedy:k=1,k=2", "greedy:=1", "gr eedy"}) {
     EXPECT_NE(error_of([&] { (void)parse_spec(bad); }), "") << bad;
   }
 }

@@ -54,21 +54,30 @@ TEST(TableOptions, BadOptionsNameTheTableAndField) {
     edit(j);
     return error_of([&] { (void)task_from_json(j.dump(), "t.json"); });
   };
-  EXPECT_NE(error_with([](auto& j) { j["tables"][1]["optimizer"] = "adamw"; })
-                .find("t.json: tables[1].optimizer: unknown optimizer 'adamw'"), std::string::npos);
-  EXPECT_NE(error_with([](auto& j) { j["tables"][1]["constraints"] = {{"sharding_types", {"table_column_wise"}}}; })
-                .find("tables[1].constraints.sharding_types[0]: unknown sharding type 'table_column_wise'"),
+  EXPECT_NE(error_with([](auto& j) {
+              j["tables"][1]["optimizer"] = "adamw";
+            }).find("t.json: tables[1].optimizer: unknown optimizer 'adamw'"),
             std::string::npos);
-  EXPECT_NE(error_with([](auto& j) { j["tables"][1]["constraints"] = {{"sharding_types", nlohmann::json::array()}}; })
-                .find("names no sharding type"), std::string::npos);
-  EXPECT_NE(error_with([](auto& j) { j["tables"][1]["constraints"] = {{"min_partition", -4}}; })
-                .find("tables[1].constraints.min_partition"), std::string::npos);
+  EXPECT_NE(error_with([](auto& j) {
+              j["tables"][1]["constraints"] = {{"sharding_types", {"table_column_wise"}}};
+            }).find("tables[1].constraints.sharding_types[0]: unknown sharding type 'table_column_wise'"),
+            std::string::npos);
+  EXPECT_NE(error_with([](auto& j) {
+              j["tables"][1]["constraints"] = {{"sharding_types", nlohmann::json::array()}};
+            }).find("names no sharding type"),
+            std::string::npos);
+  EXPECT_NE(error_with([](auto& j) {
+              j["tables"][1]["constraints"] = {{"min_partition", -4}};
+            }).find("tables[1].constraints.min_partition"),
+            std::string::npos);
   const std::string contradiction = error_with([](auto& j) {
     j["constraints"]["allow_row_split"] = false;
     j["tables"][1]["constraints"] = {{"sharding_types", {"row_wise"}}};
   });
   EXPECT_NE(contradiction.find("table 1 ('t1'): constraints.sharding_types allows only types the task's "
-                               "constraints forbid"), std::string::npos) << contradiction;
+                               "constraints forbid"),
+            std::string::npos)
+      << contradiction;
 }
 
 TEST(TableOptions, OptimizerStateIsPartOfPlanMemory) {
@@ -88,7 +97,8 @@ TEST(TableOptions, EverySharderHonoursStateAndConstraintsOrSaysWhichTable) {
   // the sharder reported it infeasible, so this runs every default sharder through both.
   for (std::uint64_t seed : {4u, 5u}) {
     Task task = small_task(seed);
-    for (auto& t : task.workload.tables) t.optimizer = seed == 4 ? OptimizerState::kAdam : OptimizerState::kRowWiseAdagrad;
+    for (auto& t : task.workload.tables)
+      t.optimizer = seed == 4 ? OptimizerState::kAdam : OptimizerState::kRowWiseAdagrad;
     task.workload.tables[0].constraints.sharding_types = {ShardingType::kTableWise};
     // The task allows UVM (each device has host memory), one table does not.
     task.constraints.allow_uvm = true;
@@ -97,8 +107,7 @@ TEST(TableOptions, EverySharderHonoursStateAndConstraintsOrSaysWhichTable) {
     // Room for everything with its state, but not twice over: the state decides what fits.
     std::int64_t largest = 0;
     for (const auto& t : task.workload.tables) largest = std::max(largest, t.size_bytes());
-    for (auto& d : task.topology.devices)
-      d.hbm_bytes = std::max(largest * 3 / 2, task.workload.total_bytes() * 2 / 5);
+    for (auto& d : task.topology.devices) d.hbm_bytes = std::max(largest * 3 / 2, task.workload.total_bytes() * 2 / 5);
     int planned = 0;
     for (const std::string& spec : default_sharders()) {
       auto cost = make_cost_model("sim", task);

@@ -8,10 +8,10 @@
 #include <map>
 #include <random>
 
-#include "test_util.h"
 #include "embshard/core/error.h"
 #include "embshard/data/index_batch.h"
 #include "embshard/data/table.h"
+#include "test_util.h"
 
 namespace embshard {
 namespace {
@@ -45,8 +45,7 @@ TableStats reference_stats(const TableBatch& batch) {
     ++bins[j];
     sorted.push_back(c);
   }
-  for (int j = 0; j < kNumReuseBins; ++j)
-    s.bins[j] = static_cast<double>(bins[j]) / static_cast<double>(counts.size());
+  for (int j = 0; j < kNumReuseBins; ++j) s.bins[j] = static_cast<double>(bins[j]) / static_cast<double>(counts.size());
   std::sort(sorted.begin(), sorted.end(), std::greater<>());
   for (int k = 0; k < kNumIcdfSteps; ++k) {
     std::int64_t cum = 0;
@@ -63,8 +62,7 @@ void expect_same(const TableStats& got, const TableStats& want, const std::strin
 }
 
 /** A batch of B bags with lengths in [0, max_len] and Zipf-like indices over `rows` rows. */
-TableBatch random_batch(std::mt19937_64& rng, std::int64_t B, int max_len, std::int64_t rows,
-                        double skew) {
+TableBatch random_batch(std::mt19937_64& rng, std::int64_t B, int max_len, std::int64_t rows, double skew) {
   TableBatch batch;
   batch.offsets.push_back(0);
   std::uniform_int_distribution<int> len(0, max_len);
@@ -73,8 +71,7 @@ TableBatch random_batch(std::mt19937_64& rng, std::int64_t B, int max_len, std::
     const int L = len(rng);
     for (int i = 0; i < L; ++i) {
       const double x = std::pow(u(rng), skew);  // skew > 1 concentrates on small ids
-      batch.indices.push_back(
-          std::min<std::int64_t>(rows - 1, static_cast<std::int64_t>(x * rows)));
+      batch.indices.push_back(std::min<std::int64_t>(rows - 1, static_cast<std::int64_t>(x * rows)));
     }
     batch.offsets.push_back(static_cast<std::int64_t>(batch.indices.size()));
   }
@@ -96,8 +93,7 @@ TEST(TableStats, MatchesReferenceOnRandomBatches) {
       const TableBatch batch = random_batch(rng, c.B, c.max_len, c.rows, c.skew);
       ASSERT_EQ(find_error_in_batch(batch, 0, "random"), "");
       const TableStats got = compute_table_stats(batch);
-      expect_same(got, reference_stats(batch),
-                  "B=" + std::to_string(c.B) + " rows=" + std::to_string(c.rows));
+      expect_same(got, reference_stats(batch), "B=" + std::to_string(c.B) + " rows=" + std::to_string(c.rows));
       if (got.num_indices > 0) {
         EXPECT_EQ(got.icdf.back(), static_cast<double>(got.num_distinct));
       }
@@ -213,12 +209,10 @@ TEST(TableStats, FindErrorInBatch) {
   bad.offsets = {0, 2, 1, 3};
   EXPECT_NE(find_error_in_batch(bad, 0, "w").find("sample 1: offsets decrease"), std::string::npos);
   bad.offsets = {0, 2, 2, 4};
-  EXPECT_NE(find_error_in_batch(bad, 0, "w").find("offsets end at 4 but there are 3 indices"),
-            std::string::npos);
+  EXPECT_NE(find_error_in_batch(bad, 0, "w").find("offsets end at 4 but there are 3 indices"), std::string::npos);
   bad = ok;
   bad.indices[1] = -4;
-  EXPECT_NE(find_error_in_batch(bad, 0, "w").find("sample 0: index -4 at position 1 is negative"),
-            std::string::npos);
+  EXPECT_NE(find_error_in_batch(bad, 0, "w").find("sample 0: index -4 at position 1 is negative"), std::string::npos);
 }
 
 }  // namespace

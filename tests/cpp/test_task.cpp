@@ -4,16 +4,16 @@
 #include <filesystem>
 #include <functional>
 #include <limits>
-#include <nlohmann/json.hpp>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 
-#include "test_util.h"
 #include "embshard/core/error.h"
 #include "embshard/core/file_io.h"
 #include "embshard/data/data_io.h"
 #include "embshard/data/topology.h"
 #include "embshard/eval/task_gen.h"
+#include "test_util.h"
 
 namespace embshard {
 namespace {
@@ -69,8 +69,8 @@ TEST(Topology, ZeroDevicesIsAnError) {
 TEST(TaskGen, NeuroShardProtocol) {
   for (int devices : {4, 8}) {
     for (int max_dim : {4, 32, 128}) {
-      const auto gen = make_task_generator("neuroshard:devices=" + std::to_string(devices) +
-                                           ",max_dim=" + std::to_string(max_dim));
+      const auto gen =
+          make_task_generator("neuroshard:devices=" + std::to_string(devices) + ",max_dim=" + std::to_string(max_dim));
       std::set<int> dims_seen;
       bool duplicate_seen = false;
       for (int i = 0; i < 20; ++i) {
@@ -147,7 +147,7 @@ TEST(TaskGen, AutoShardUnseenRatioDrawsThatShareFromTheSecondHalf) {
     return second;
   };
   const auto train = make_task_generator("autoshard:split=train_half");
-  std::map<std::int64_t, int> dim_of;   // a first-half table's dim in the training tasks (seed 0)
+  std::map<std::int64_t, int> dim_of;  // a first-half table's dim in the training tasks (seed 0)
   for (int i = 0; i < 5; ++i) {
     const Task task = train->generate(source(), 0, i);
     EXPECT_EQ(in_second(task), 0u);
@@ -159,15 +159,16 @@ TEST(TaskGen, AutoShardUnseenRatioDrawsThatShareFromTheSecondHalf) {
       const Task task = test->generate(source(), 1, i);
       ASSERT_EQ(task.workload.tables.size(), 80u);
       EXPECT_EQ(in_second(task), static_cast<std::size_t>(std::llround(ratio * 80))) << ratio;
-      for (const auto& t : task.workload.tables) {   // seen tables keep their dim across seeds
+      for (const auto& t : task.workload.tables) {  // seen tables keep their dim across seeds
         if (dim_of.count(t.source_id) > 0) {
           EXPECT_EQ(t.dim, dim_of[t.source_id]) << t.source_id;
         }
       }
     }
   }
-  EXPECT_NE(test_util::error_of([] { (void)make_task_generator("autoshard:split=test,unseen_ratio=0.5"); })
-                .find("unseen_ratio = 0.5 applies to split=test_half only"),
+  EXPECT_NE(test_util::error_of([] {
+              (void)make_task_generator("autoshard:split=test,unseen_ratio=0.5");
+            }).find("unseen_ratio = 0.5 applies to split=test_half only"),
             std::string::npos);
 }
 
@@ -190,8 +191,7 @@ TEST(TaskGen, AutoShardScalesTablesWithDevices) {
 
 TEST(TaskGen, IsDeterministicAndSeedDependent) {
   const auto gen = make_task_generator("neuroshard");
-  const Task a = gen->generate(source(), 5, 2), b = gen->generate(source(), 5, 2),
-             c = gen->generate(source(), 6, 2);
+  const Task a = gen->generate(source(), 5, 2), b = gen->generate(source(), 5, 2), c = gen->generate(source(), 6, 2);
   EXPECT_EQ(task_to_json(a), task_to_json(b));
   EXPECT_NE(task_to_json(a), task_to_json(c));
 }
@@ -201,8 +201,7 @@ TEST(TaskGen, UnknownProtocolOrParameterFails) {
             std::string::npos);
   EXPECT_NE(error_of([] { (void)make_task_generator("neuroshard:max_dim=6"); }).find("multiple of 4"),
             std::string::npos);
-  EXPECT_NE(error_of([] { (void)make_task_generator("neuroshard:gpus=3"); }).find("accepted"),
-            std::string::npos);
+  EXPECT_NE(error_of([] { (void)make_task_generator("neuroshard:gpus=3"); }).find("accepted"), std::string::npos);
 }
 
 TEST(TaskIo, RoundTripsThroughJson) {
@@ -288,15 +287,18 @@ TEST(TaskIo, OutOfRangeNumbersNameFileAndTable) {
   };
   const auto device = [](const char* field, nlohmann::json value) {
     return [field, value](nlohmann::json& j) {
-      j["topology"] = {{"devices_per_host", 1}, {"intra_host_gbps", 100.0},
-                       {"inter_host_gbps", 10.0}, {"a2a_latency_us", 25.0},
-                       {"devices", {{{"hbm_bytes", 1 << 30}, {"uvm_bytes", 0},
-                                     {"hbm_gbps", 900.0}, {"uvm_gbps", 16.0}}}}};
+      j["topology"] = {
+          {"devices_per_host", 1},
+          {"intra_host_gbps", 100.0},
+          {"inter_host_gbps", 10.0},
+          {"a2a_latency_us", 25.0},
+          {"devices", {{{"hbm_bytes", 1 << 30}, {"uvm_bytes", 0}, {"hbm_gbps", 900.0}, {"uvm_gbps", 16.0}}}}};
       j["topology"]["devices"][0][field] = value;
     };
   };
   const std::vector<Case> cases = {
-      {stats("num_rows", std::numeric_limits<std::int64_t>::max()), "num_rows = 9223372036854775807 must lie in [1, 2^40]"},
+      {stats("num_rows", std::numeric_limits<std::int64_t>::max()),
+       "num_rows = 9223372036854775807 must lie in [1, 2^40]"},
       {stats("num_rows", (std::int64_t{1} << 40) + 1), "num_rows = 1099511627777 must lie in [1, 2^40]"},
       {[](nlohmann::json& j) {
          j["tables"][0]["dim"] = 64;
@@ -322,8 +324,7 @@ TEST(TaskIo, OutOfRangeNumbersNameFileAndTable) {
     EXPECT_EQ(err.rfind("t.json", 0), 0u) << err;
     EXPECT_NE(err.find(c.expect), std::string::npos) << "expected '" << c.expect << "' in: " << err;
     const bool about_table = c.expect.find("bytes / uvm") == std::string::npos &&
-                             c.expect.find("2^44") == std::string::npos &&
-                             c.expect.find("gbps") == std::string::npos;
+                             c.expect.find("2^44") == std::string::npos && c.expect.find("gbps") == std::string::npos;
     if (about_table) {
       EXPECT_NE(err.find("'big'"), std::string::npos) << err;
     }
@@ -350,8 +351,7 @@ TEST(Task, NonFiniteAndHugeValuesAreErrors) {
     EXPECT_NE(find_error_in_task(task, "mem").find("a2a_latency_us"), std::string::npos);
   }
   Task many = good;
-  many.workload.tables.resize(static_cast<std::size_t>(kMaxTasksTables) + 1,
-                              good.workload.tables[0]);
+  many.workload.tables.resize(static_cast<std::size_t>(kMaxTasksTables) + 1, good.workload.tables[0]);
   EXPECT_NE(find_error_in_task(many, "mem").find("more than 65536"), std::string::npos);
 }
 

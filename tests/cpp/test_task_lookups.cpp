@@ -28,8 +28,8 @@ TEST(TaskLookups, PoolTablesDrawTheirPoolModelAndOtherTablesOneFittedToTheirStat
   const Pool pool = Pool::generate(task.pool_seed);
   for (std::size_t t = 0; t < drawn.size(); ++t) {
     const TableSpec& table = task.workload.tables[t];
-    const PoolTable model = table.source_id >= 0 ? pool.table(table.source_id)
-                                                 : model_from_stats(table.stats, derive_seed(task.seed, t));
+    const PoolTable model =
+        table.source_id >= 0 ? pool.table(table.source_id) : model_from_stats(table.stats, derive_seed(task.seed, t));
     expect_same(drawn[t], materialise_table(model, 256, 3));
     EXPECT_EQ(find_error_in_batch(drawn[t], table.num_rows(), table.name), "") << table.name;
   }
@@ -46,7 +46,8 @@ TEST(TaskLookups, ATableOfAnotherPoolIsAnErrorNamingIt) {
     (void)task_lookup_models(task);
     FAIL() << "a pool id outside the pool was accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("task table '" + task.workload.tables[0].name + "'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("task table '" + task.workload.tables[0].name + "'"), std::string::npos)
+        << e.what();
   }
   EXPECT_THROW((void)draw_task_batch(pool_task(), 0, 0, 1), Error);
 }

@@ -29,8 +29,7 @@ using test_util::shard;
 
 /** A task of `shapes` on `num_devices` devices, `devices_per_host` per host, UVM allowed. */
 Task task_of(const std::vector<test_util::TableShape>& shapes, int num_devices, int devices_per_host) {
-  Task task = test_util::task_of(shapes, num_devices, std::int64_t{1} << 40, std::int64_t{1} << 40,
-                                 devices_per_host);
+  Task task = test_util::task_of(shapes, num_devices, std::int64_t{1} << 40, std::int64_t{1} << 40, devices_per_host);
   task.id = "torchrec-export-test";
   task.constraints.allow_uvm = true;
   return task;
@@ -40,8 +39,7 @@ Task task_of(const std::vector<test_util::TableShape>& shapes, int num_devices, 
 std::vector<Shard> row_blocks(std::int64_t rows, int dim, std::int64_t block, int first = 0) {
   std::vector<Shard> shards;
   for (std::int64_t begin = 0; begin < rows; begin += block)
-    shards.push_back(shard(first + static_cast<int>(begin / block), begin,
-                           std::min(rows, begin + block), 0, dim));
+    shards.push_back(shard(first + static_cast<int>(begin / block), begin, std::min(rows, begin + block), 0, dim));
   return shards;
 }
 
@@ -49,16 +47,12 @@ Json export_json(const Task& task, const Plan& plan, const TorchrecExportOptions
   return Json::parse(torchrec_plan_json(task, plan, options));
 }
 
-Json table_of(const Task& task, const Plan& plan, const std::string& table,
-              const TorchrecExportOptions& options = {}) {
+Json table_of(const Task& task, const Plan& plan, const std::string& table, const TorchrecExportOptions& options = {}) {
   return export_json(task, plan, options).at("plan").at(options.module_path).at(table);
 }
 
-Json shard_json(std::int64_t row_offset, int col_offset, std::int64_t rows, int cols,
-                const std::string& placement) {
-  return {{"shard_offsets", {row_offset, col_offset}},
-          {"shard_sizes", {rows, cols}},
-          {"placement", placement}};
+Json shard_json(std::int64_t row_offset, int col_offset, std::int64_t rows, int cols, const std::string& placement) {
+  return {{"shard_offsets", {row_offset, col_offset}}, {"shard_sizes", {rows, cols}}, {"placement", placement}};
 }
 
 TEST(TorchrecExport, HeaderFields) {
@@ -98,24 +92,24 @@ TEST(TorchrecExport, DataParallelListsEveryRankOnTheDenseKernelWithoutShards) {
 
 TEST(TorchrecExport, GridIsNotExportedAndTheErrorNamesTheTable) {
   const Task task = task_of({{"t0", 1000, 64}}, 4, 4);
-  const Plan plan = plan_of({{"t0", ShardingType::kGridShard,
-                              {shard(0, 0, 500, 0, 32), shard(1, 500, 1000, 0, 32), shard(2, 0, 500, 32, 64),
-                               shard(3, 500, 1000, 32, 64)}}});
+  const Plan plan = plan_of(
+      {{"t0",
+        ShardingType::kGridShard,
+        {shard(0, 0, 500, 0, 32), shard(1, 500, 1000, 0, 32), shard(2, 0, 500, 32, 64), shard(3, 500, 1000, 32, 64)}}});
   EXPECT_NE(error_of([&] { (void)torchrec_plan_json(task, plan, {}); }).find("table 't0': grid_shard is not exported"),
             std::string::npos);
 }
 
 TEST(TorchrecExport, ColumnWiseSortedByColumnRanksRepeatLocalWorldSize8) {
   const Task task = task_of({{"t0", 100, 64}}, 16, 8);
-  const Plan plan = plan_of({{"t0", ShardingType::kColumnWise,
-                              {shard(9, 0, 100, 32, 64), shard(12, 0, 100, 0, 16),
-                               shard(9, 0, 100, 16, 32)}}});
+  const Plan plan = plan_of({{"t0",
+                              ShardingType::kColumnWise,
+                              {shard(9, 0, 100, 32, 64), shard(12, 0, 100, 0, 16), shard(9, 0, 100, 16, 32)}}});
   const Json want = {{"sharding_type", "column_wise"},
                      {"compute_kernel", "fused"},
                      {"ranks", {12, 9, 9}},
                      {"shards",
-                      {shard_json(0, 0, 100, 16, "rank:12/cuda:4"),
-                       shard_json(0, 16, 100, 16, "rank:9/cuda:1"),
+                      {shard_json(0, 0, 100, 16, "rank:12/cuda:4"), shard_json(0, 16, 100, 16, "rank:9/cuda:1"),
                        shard_json(0, 32, 100, 32, "rank:9/cuda:1")}}};
   EXPECT_EQ(table_of(task, plan, "t0"), want);
 }
@@ -129,10 +123,8 @@ TEST(TorchrecExport, RowWiseEvenBlocksInRankOrder) {
                      {"compute_kernel", "fused"},
                      {"ranks", {0, 1, 2, 3}},
                      {"shards",
-                      {shard_json(0, 0, 250, 32, "rank:0/cuda:0"),
-                       shard_json(250, 0, 250, 32, "rank:1/cuda:1"),
-                       shard_json(500, 0, 250, 32, "rank:2/cuda:0"),
-                       shard_json(750, 0, 250, 32, "rank:3/cuda:1")}}};
+                      {shard_json(0, 0, 250, 32, "rank:0/cuda:0"), shard_json(250, 0, 250, 32, "rank:1/cuda:1"),
+                       shard_json(500, 0, 250, 32, "rank:2/cuda:0"), shard_json(750, 0, 250, 32, "rank:3/cuda:1")}}};
   EXPECT_EQ(table_of(task, plan, "t0"), want);
 }
 
@@ -163,18 +155,16 @@ TEST(TorchrecExport, TableRowWiseOnTheRanksOfOneHost) {
                      {"compute_kernel", "fused"},
                      {"ranks", {4, 5, 6, 7}},
                      {"shards",
-                      {shard_json(0, 0, 250, 32, "rank:4/cuda:0"),
-                       shard_json(250, 0, 250, 32, "rank:5/cuda:1"),
-                       shard_json(500, 0, 250, 32, "rank:6/cuda:2"),
-                       shard_json(750, 0, 250, 32, "rank:7/cuda:3")}}};
+                      {shard_json(0, 0, 250, 32, "rank:4/cuda:0"), shard_json(250, 0, 250, 32, "rank:5/cuda:1"),
+                       shard_json(500, 0, 250, 32, "rank:6/cuda:2"), shard_json(750, 0, 250, 32, "rank:7/cuda:3")}}};
   EXPECT_EQ(table_of(task, plan, "t0"), want);
 }
 
 TEST(TorchrecExport, UvmTierBecomesCachingKernelWithTheTablesHbmShare) {
   const Task task = task_of({{"tw", 1000, 64}, {"rw", 1000, 32}}, 2, 2);
-  const Plan plan = plan_of(
-      {{"tw", ShardingType::kTableWise, {shard(1, 0, 1000, 0, 64, 250)}},
-       {"rw", ShardingType::kRowWise, {shard(0, 0, 500, 0, 32, 100), shard(1, 500, 1000, 0, 32)}}});
+  const Plan plan =
+      plan_of({{"tw", ShardingType::kTableWise, {shard(1, 0, 1000, 0, 64, 250)}},
+               {"rw", ShardingType::kRowWise, {shard(0, 0, 500, 0, 32, 100), shard(1, 500, 1000, 0, 32)}}});
   const Json j = export_json(task, plan);
   const Json& tw = j.at("plan").at(kModule).at("tw");
   EXPECT_EQ(tw.at("compute_kernel"), "fused_uvm_caching");
@@ -202,8 +192,7 @@ TEST(TorchrecExport, HbmOnlyTableHasNoCacheParams) {
 
 TEST(TorchrecExport, CpuPlacementsAndModulePath) {
   const Task task = task_of({{"t0", 100, 64}}, 4, 2);
-  const Plan plan = plan_of(
-      {{"t0", ShardingType::kColumnWise, {shard(3, 0, 100, 0, 32), shard(2, 0, 100, 32, 64)}}});
+  const Plan plan = plan_of({{"t0", ShardingType::kColumnWise, {shard(3, 0, 100, 0, 32), shard(2, 0, 100, 32, 64)}}});
   TorchrecExportOptions options;
   options.module_path = "";
   options.compute_device = TorchrecDevice::kCpu;
@@ -234,9 +223,10 @@ TEST(TorchrecExport, NamesThatAreNotUtf8AreErrorsNotReplaced) {
 
 TEST(TorchrecExport, RowWiseUnevenBlocksNameTheTable) {
   const Task task = task_of({{"t0", 1000, 32}}, 4, 2);
-  const Plan plan = plan_of({{"t0", ShardingType::kRowWise,
-                              {shard(0, 0, 300, 0, 32), shard(1, 300, 600, 0, 32),
-                               shard(2, 600, 800, 0, 32), shard(3, 800, 1000, 0, 32)}}});
+  const Plan plan = plan_of(
+      {{"t0",
+        ShardingType::kRowWise,
+        {shard(0, 0, 300, 0, 32), shard(1, 300, 600, 0, 32), shard(2, 600, 800, 0, 32), shard(3, 800, 1000, 0, 32)}}});
   const std::string error = error_of([&] { (void)torchrec_plan_json(task, plan, {}); });
   EXPECT_NE(error.find("table 't0'"), std::string::npos) << error;
   EXPECT_NE(error.find("row_wise needs rows [0, 250) on rank 0"), std::string::npos) << error;
@@ -256,8 +246,7 @@ TEST(TorchrecExport, RowWiseOutOfRankOrderNamesTheTable) {
   std::swap(shards[0].device, shards[1].device);
   const Plan plan = plan_of({{"t0", ShardingType::kRowWise, shards}});
   const std::string error = error_of([&] { (void)torchrec_plan_json(task, plan, {}); });
-  EXPECT_NE(error.find("table 't0': row_wise needs rows [0, 250) on rank 0"), std::string::npos)
-      << error;
+  EXPECT_NE(error.find("table 't0': row_wise needs rows [0, 250) on rank 0"), std::string::npos) << error;
 }
 
 TEST(TorchrecExport, TableRowWiseAcrossHostsNamesTheTable) {
@@ -279,9 +268,7 @@ TEST(TorchrecExport, TableRowWiseOnAPartialHostNamesTheTable) {
   const Task task = task_of({{"t0", 1000, 32}}, 6, 4);  // host 1 has devices 4 and 5 only
   const Plan plan = plan_of({{"t0", ShardingType::kTableRowWise, row_blocks(1000, 32, 500, 4)}});
   const std::string error = error_of([&] { (void)torchrec_plan_json(task, plan, {}); });
-  EXPECT_NE(error.find("table 't0': table_row_wise needs all 4 ranks of host 1"),
-            std::string::npos)
-      << error;
+  EXPECT_NE(error.find("table 't0': table_row_wise needs all 4 ranks of host 1"), std::string::npos) << error;
 }
 
 TEST(TorchrecExport, RowSplitsAndUvmAreRejectedOnCpu) {
@@ -289,8 +276,7 @@ TEST(TorchrecExport, RowSplitsAndUvmAreRejectedOnCpu) {
   cpu.compute_device = TorchrecDevice::kCpu;
   const Task task = task_of({{"t0", 1000, 32}}, 2, 2);
   const Plan row_wise = plan_of({{"t0", ShardingType::kRowWise, row_blocks(1000, 32, 500)}});
-  EXPECT_NE(error_of([&] { (void)torchrec_plan_json(task, row_wise, cpu); }).find("table 't0'"),
-            std::string::npos);
+  EXPECT_NE(error_of([&] { (void)torchrec_plan_json(task, row_wise, cpu); }).find("table 't0'"), std::string::npos);
   const Plan uvm = plan_of({{"t0", ShardingType::kTableWise, {shard(0, 0, 1000, 0, 32, 10)}}});
   const std::string error = error_of([&] { (void)torchrec_plan_json(task, uvm, cpu); });
   EXPECT_NE(error.find("table 't0': keeps 990 rows in UVM"), std::string::npos) << error;
@@ -307,16 +293,13 @@ TEST(TorchrecExport, InvalidPlanIsRejectedWithTheValidatorsMessage) {
 
 /// Four hosts of two devices; one table of each sharding type, one of them with a UVM tier.
 std::string fixture_plan_json() {
-  const Task task =
-      task_of({{"tw", 1000, 64}, {"cw", 500, 64}, {"rw", 1001, 32}, {"twrw", 800, 16}}, 8, 2);
+  const Task task = task_of({{"tw", 1000, 64}, {"cw", 500, 64}, {"rw", 1001, 32}, {"twrw", 800, 16}}, 8, 2);
   std::vector<Shard> rw;
-  for (int rank = 0; rank < 8; ++rank)
-    rw.push_back(shard(rank, rank * 126, std::min(1001, (rank + 1) * 126), 0, 32));
-  const Plan plan = plan_of(
-      {{"tw", ShardingType::kTableWise, {shard(5, 0, 1000, 0, 64, 200)}},
-       {"cw", ShardingType::kColumnWise, {shard(3, 0, 500, 32, 64), shard(6, 0, 500, 0, 32)}},
-       {"rw", ShardingType::kRowWise, rw},
-       {"twrw", ShardingType::kTableRowWise, row_blocks(800, 16, 400, 2)}});
+  for (int rank = 0; rank < 8; ++rank) rw.push_back(shard(rank, rank * 126, std::min(1001, (rank + 1) * 126), 0, 32));
+  const Plan plan = plan_of({{"tw", ShardingType::kTableWise, {shard(5, 0, 1000, 0, 64, 200)}},
+                             {"cw", ShardingType::kColumnWise, {shard(3, 0, 500, 32, 64), shard(6, 0, 500, 0, 32)}},
+                             {"rw", ShardingType::kRowWise, rw},
+                             {"twrw", ShardingType::kTableRowWise, row_blocks(800, 16, 400, 2)}});
   return torchrec_plan_json(task, plan, {});
 }
 

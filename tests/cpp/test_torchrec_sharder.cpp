@@ -51,8 +51,7 @@ Task pool_task(int n, const std::string& topology, std::uint64_t seed) {
 void size_memory(Task& task, double spread) {
   std::int64_t largest = 0;
   for (const auto& t : task.workload.tables) largest = std::max(largest, t.size_bytes());
-  const double share = spread * static_cast<double>(task.workload.total_bytes()) /
-                       task.topology.num_devices();
+  const double share = spread * static_cast<double>(task.workload.total_bytes()) / task.topology.num_devices();
   for (auto& d : task.topology.devices) {
     d.hbm_bytes = static_cast<std::int64_t>(std::max(1.3 * static_cast<double>(largest), share));
   }
@@ -99,8 +98,8 @@ TEST(TorchrecSharder, TableWisePerfMatchesHandComputation) {
   //   bwd_compute = 2 × fwd_compute; bwd_comms = fwd_comms.
   const Task task = hand_task({table("t", 128, 1000, 2.0)}, "v100:gpus_per_node=4", 1024);
   const auto topo = topology_of(task, tr::BandwidthSource::kTorchrec);
-  const tr::Perf p = tr::shard_perf(task.workload.tables[0], ShardingType::kTableWise,
-                                    tr::ComputeKernel::kFused, 128, topo);
+  const tr::Perf p =
+      tr::shard_perf(task.workload.tables[0], ShardingType::kTableWise, tr::ComputeKernel::kFused, 128, topo);
   EXPECT_NEAR(p.fwd_compute_ms, 0.0016500585719760312, 1e-15);
   EXPECT_NEAR(p.fwd_comms_ms, 0.0008138020833333334, 1e-15);
   EXPECT_DOUBLE_EQ(p.bwd_compute_ms, 2 * p.fwd_compute_ms);
@@ -109,8 +108,8 @@ TEST(TorchrecSharder, TableWisePerfMatchesHandComputation) {
 
   // The same with the task's bandwidths: V100 HBM 900 GB/s = 9e8 B/ms, NVLink 150 GB/s = 1.5e8 B/ms.
   const auto task_topo = topology_of(task, tr::BandwidthSource::kTask);
-  const tr::Perf q = tr::shard_perf(task.workload.tables[0], ShardingType::kTableWise,
-                                    tr::ComputeKernel::kFused, 128, task_topo);
+  const tr::Perf q =
+      tr::shard_perf(task.workload.tables[0], ShardingType::kTableWise, tr::ComputeKernel::kFused, 128, task_topo);
   EXPECT_NEAR(q.fwd_compute_ms, 1589248.0 / 9e8, 1e-15);
   EXPECT_NEAR(q.fwd_comms_ms, 524288.0 / 1.5e8, 1e-15);
 }
@@ -132,9 +131,8 @@ TEST(TorchrecSharder, ReproducesTheDigestsWorkedExample) {
   EXPECT_NEAR(rw.bwd_comms_ms, 0.0086, 0.0001);
   // Two hosts of 8 (W = 16 > L): the TW all-to-all runs at 12.5 GiB/s: 0.156 ms per direction.
   const Task two_hosts = hand_task({t}, "v100:nodes=2,gpus_per_node=8", 16 * 512);
-  const tr::Perf far = tr::shard_perf(two_hosts.workload.tables[0], ShardingType::kTableWise,
-                                      tr::ComputeKernel::kFused, 128,
-                                      topology_of(two_hosts, tr::BandwidthSource::kTorchrec));
+  const tr::Perf far = tr::shard_perf(two_hosts.workload.tables[0], ShardingType::kTableWise, tr::ComputeKernel::kFused,
+                                      128, topology_of(two_hosts, tr::BandwidthSource::kTorchrec));
   EXPECT_NEAR(far.fwd_comms_ms, 0.3125, 0.0005);  // O·W·D·4 = 512·16·128·4 bytes; 0.156 at W = 8
 }
 
@@ -165,12 +163,12 @@ TEST(TorchrecSharder, EnumeratorOptionsFollowTheConstraints) {
   };
   auto topo = tr::make_torchrec_topology(task, options);
   auto by_type = count(tr::enumerate_options(task, topo, options).at(0));
-  ASSERT_EQ(by_type.size(), 5u);  // DP (dense), TW, CW, RW, TWRW (fused)
-  EXPECT_EQ(by_type[ShardingType::kDataParallel], std::vector<std::size_t>{4});   // a copy per rank
+  ASSERT_EQ(by_type.size(), 5u);                                                 // DP (dense), TW, CW, RW, TWRW (fused)
+  EXPECT_EQ(by_type[ShardingType::kDataParallel], std::vector<std::size_t>{4});  // a copy per rank
   EXPECT_EQ(by_type[ShardingType::kTableWise], std::vector<std::size_t>{1});
-  EXPECT_EQ(by_type[ShardingType::kColumnWise], std::vector<std::size_t>{2});     // 256 = 2 × 128
-  EXPECT_EQ(by_type[ShardingType::kRowWise], std::vector<std::size_t>{4});        // W = 4
-  EXPECT_EQ(by_type[ShardingType::kTableRowWise], std::vector<std::size_t>{2});   // L = 2
+  EXPECT_EQ(by_type[ShardingType::kColumnWise], std::vector<std::size_t>{2});    // 256 = 2 × 128
+  EXPECT_EQ(by_type[ShardingType::kRowWise], std::vector<std::size_t>{4});       // W = 4
+  EXPECT_EQ(by_type[ShardingType::kTableRowWise], std::vector<std::size_t>{2});  // L = 2
   task.constraints.allow_column_split = false;
   by_type = count(tr::enumerate_options(task, topo, options).at(0));
   EXPECT_EQ(by_type.count(ShardingType::kColumnWise), 0u);
@@ -187,7 +185,8 @@ TEST(TorchrecSharder, DataParallelPerfIsTheDigestsFormula) {
   // 2 hosts of 2: W = 4, L = 2, n = min(W/L, 2) = 2; 1000 rows × 256 fp32, pf 1, B = 1024 / 4.
   const Task task = hand_task({table("t", 256, 1000, 1.0)}, "v100:nodes=2,gpus_per_node=2", 1024);
   const auto topo = tr::make_torchrec_topology(task, {});
-  const tr::Perf p = tr::shard_perf(task.workload.tables[0], ShardingType::kDataParallel, tr::ComputeKernel::kDense, 256, topo);
+  const tr::Perf p =
+      tr::shard_perf(task.workload.tables[0], ShardingType::kDataParallel, tr::ComputeKernel::kDense, 256, topo);
   // The dense kernel runs at half the HBM bandwidth (kernel_bw_lookup; checked against 1.9.2).
   const double b = 256.0, table = 1000.0 * 256 * 4, bw = 0.5 * topo.hbm_mem_bw_bytes_per_ms;
   EXPECT_DOUBLE_EQ(p.fwd_compute_ms, (b * 8 + b * 256 * 4 + b * 256 * 4) / bw);
@@ -210,18 +209,16 @@ TEST(TorchrecSharder, EstimatesOutOfRangeAreErrorsNotCasts) {
   // NaN) reaches the float → int conversions as an Error, never as undefined behaviour.
   for (double pooling : {1e300, std::nan("")}) {
     const Task task = hand_task({table("t", 128, 1000, pooling)}, "v100:gpus_per_node=4", 1024);
-    EXPECT_NE(test_util::error_of([&] { (void)tr::kjt_reservation_bytes(task, 256.0); })
-                  .find("out of range"),
+    EXPECT_NE(test_util::error_of([&] { (void)tr::kjt_reservation_bytes(task, 256.0); }).find("out of range"),
               std::string::npos);
   }
 }
 
 TEST(TorchrecSharder, EveryPlanIsValidForItsTask) {
-  const std::vector<std::string> specs = {
-      "torchrec", "torchrec:partitioner=memory_balanced", "torchrec:bandwidths=torchrec",
-      "torchrec:proposers=greedy,threshold=3", "torchrec:reservation=fixed_percentage"};
-  const std::vector<std::string> topologies = {"v100:gpus_per_node=4", "a100:nodes=2,gpus_per_node=2",
-                                               "cpu:devices=3"};
+  const std::vector<std::string> specs = {"torchrec", "torchrec:partitioner=memory_balanced",
+                                          "torchrec:bandwidths=torchrec", "torchrec:proposers=greedy,threshold=3",
+                                          "torchrec:reservation=fixed_percentage"};
+  const std::vector<std::string> topologies = {"v100:gpus_per_node=4", "a100:nodes=2,gpus_per_node=2", "cpu:devices=3"};
   for (const auto& topology : topologies) {
     for (std::uint64_t seed = 0; seed < 3; ++seed) {
       Task task = pool_task(12, topology, seed);
@@ -330,8 +327,8 @@ TEST(TorchrecSharder, RowWiseShardsUseCeilBlocksAndDropEmptyTails) {
   const auto topo = tr::make_torchrec_topology(task, options);
   const auto enumerated = tr::enumerate_options(task, topo, options);
   const auto& opts = enumerated.at(0);
-  const auto rw = std::find_if(opts.begin(), opts.end(),
-                               [](const auto& o) { return o.type == ShardingType::kRowWise; });
+  const auto rw =
+      std::find_if(opts.begin(), opts.end(), [](const auto& o) { return o.type == ShardingType::kRowWise; });
   ASSERT_NE(rw, opts.end());
   EXPECT_EQ(rw->shards.size(), 64u);
   const std::vector<const tr::ShardingOption*> proposal{&*rw};
@@ -356,8 +353,8 @@ TEST(TorchrecSharder, FormulaSetsDifferOnlyInPooledOutputsBelowOneLookup) {
   options.bandwidths = tr::BandwidthSource::kTorchrec;
   const auto perf_of = [&](tr::TorchrecFormulas formulas) {
     options.formulas = formulas;
-    return tr::shard_perf(task.workload.tables[0], ShardingType::kTableWise, tr::ComputeKernel::kFused,
-                          128, tr::make_torchrec_topology(task, options));
+    return tr::shard_perf(task.workload.tables[0], ShardingType::kTableWise, tr::ComputeKernel::kFused, 128,
+                          tr::make_torchrec_topology(task, options));
   };
   const tr::Perf released = perf_of(tr::TorchrecFormulas::k1_9_2);
   const tr::Perf snapshot = perf_of(tr::TorchrecFormulas::k1_4_0a0);
@@ -367,8 +364,9 @@ TEST(TorchrecSharder, FormulaSetsDifferOnlyInPooledOutputsBelowOneLookup) {
   const Task dense = hand_task({table("t", 128, 1000, 3.0)}, "v100:gpus_per_node=4", 1024);
   const auto dense_total = [&](tr::TorchrecFormulas formulas) {
     options.formulas = formulas;
-    return tr::shard_perf(dense.workload.tables[0], ShardingType::kTableWise, tr::ComputeKernel::kFused,
-                          128, tr::make_torchrec_topology(dense, options)).total_ms();
+    return tr::shard_perf(dense.workload.tables[0], ShardingType::kTableWise, tr::ComputeKernel::kFused, 128,
+                          tr::make_torchrec_topology(dense, options))
+        .total_ms();
   };
   EXPECT_DOUBLE_EQ(dense_total(tr::TorchrecFormulas::k1_9_2), dense_total(tr::TorchrecFormulas::k1_4_0a0));
   EXPECT_EQ(plan_task("torchrec:formulas=1.4.0a0", pool_task(8, "v100:gpus_per_node=4", 3), nullptr, quiet()).status,
@@ -385,7 +383,8 @@ TEST(TorchrecSharder, ASequenceTableOutputsARowPerLookup) {
   const auto comms_ms = [&](bool pooled) {
     task.workload.tables[0].pooled = pooled;
     return tr::shard_perf(task.workload.tables[0], ShardingType::kTableWise, tr::ComputeKernel::kFused, 128,
-                          tr::make_torchrec_topology(task, options)).fwd_comms_ms;
+                          tr::make_torchrec_topology(task, options))
+        .fwd_comms_ms;
   };
   EXPECT_NEAR(comms_ms(true), 524288.0 / tr::kIntraHostBwBytesPerMs, 1e-15);
   EXPECT_NEAR(comms_ms(false), 1572864.0 / tr::kIntraHostBwBytesPerMs, 1e-15);
@@ -409,8 +408,11 @@ TEST(TorchrecSharder, HonoursEachTablesOwnConstraints) {
   auto cost = make_cost_model("sim", task);
   const ShardResult greedy = plan_task("greedy", task, cost.get(), quiet());
   EXPECT_EQ(greedy.status, ShardStatus::kInfeasible);
-  EXPECT_NE(greedy.reason.find("table '" + task.workload.tables[0].name + "' is table_wise, but its "
-                               "constraints allow only row_wise"), std::string::npos) << greedy.reason;
+  EXPECT_NE(greedy.reason.find("table '" + task.workload.tables[0].name +
+                               "' is table_wise, but its "
+                               "constraints allow only row_wise"),
+            std::string::npos)
+      << greedy.reason;
 }
 
 TEST(TorchrecSharder, CountsOptimizerStateInStorage) {
@@ -420,14 +422,14 @@ TEST(TorchrecSharder, CountsOptimizerStateInStorage) {
   const tr::OptionShard whole{0, 1000, 0, 128, {}, {}};
   const auto hbm = [&](OptimizerState state) {
     task.workload.tables[0].optimizer = state;
-    return tr::shard_storage(task.workload.tables[0], ShardingType::kTableWise, tr::ComputeKernel::kFused,
-                             whole, topo).hbm_bytes;
+    return tr::shard_storage(task.workload.tables[0], ShardingType::kTableWise, tr::ComputeKernel::kFused, whole, topo)
+        .hbm_bytes;
   };
   const std::int64_t weights = 1000 * 128 * 4;
   const std::int64_t none = hbm(OptimizerState::kNone);
-  EXPECT_EQ(hbm(OptimizerState::kAdam) - none, 2 * weights);             // m = 2
+  EXPECT_EQ(hbm(OptimizerState::kAdam) - none, 2 * weights);              // m = 2
   EXPECT_EQ(hbm(OptimizerState::kRowWiseAdagrad) - none, weights / 128);  // m = 1 / dim
-  EXPECT_EQ(hbm(OptimizerState::kAdagrad) - none, weights);              // m = 1
+  EXPECT_EQ(hbm(OptimizerState::kAdagrad) - none, weights);               // m = 1
 }
 
 TEST(TorchrecSharder, StopsAtItsDeadlineWithTheBestPlanSoFarOrSaysWhereItWas) {
@@ -437,7 +439,8 @@ TEST(TorchrecSharder, StopsAtItsDeadlineWithTheBestPlanSoFarOrSaysWhereItWas) {
   late.deadline = std::chrono::steady_clock::now() - std::chrono::seconds(1);
   const ShardResult none = plan_task("torchrec", task, nullptr, late);
   EXPECT_EQ(none.status, ShardStatus::kTimeLimit);
-  EXPECT_NE(none.reason.find("while enumerating the sharding options (0 of 40 tables"), std::string::npos) << none.reason;
+  EXPECT_NE(none.reason.find("while enumerating the sharding options (0 of 40 tables"), std::string::npos)
+      << none.reason;
   // Without one it runs every proposer; a time_ms that ends proposing early keeps its best plan
   // (TorchRec's timeout_seconds) and says so.
   const ShardResult all = plan_task("torchrec", task, nullptr, quiet());

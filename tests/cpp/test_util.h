@@ -16,9 +16,9 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
-#include <thread>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "embshard/core/context.h"
 #include "embshard/core/error.h"
@@ -113,9 +113,7 @@ inline std::optional<std::string> caught_error(const std::function<void()>& f) {
 }
 
 /** The message of the embshard::Error `f` throws, or "(no error)". */
-inline std::string error_or_none(const std::function<void()>& f) {
-  return caught_error(f).value_or("(no error)");
-}
+inline std::string error_or_none(const std::function<void()>& f) { return caught_error(f).value_or("(no error)"); }
 
 /** Runs `f`, which must throw embshard::Error; returns its message ("" and a failure if not). */
 inline std::string error_of(const std::function<void()>& f) {

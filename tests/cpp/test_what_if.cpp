@@ -89,7 +89,8 @@ TEST(WhatIfTopology, CountsStopWhereThePresetStopsAndEveryOneBuilds) {
   const Topology cpu = make_topology("cpu:devices=2");
   EXPECT_EQ(device_counts(cpu, 1, 1 << 20).back(), 4096);
   EXPECT_EQ(topology_with_devices(cpu, 4096).num_devices(), 4096);
-  EXPECT_NE(error_of([&] { (void)topology_with_devices(cpu, 4097); }).find("(1 to 4096 on one host)"), std::string::npos);
+  EXPECT_NE(error_of([&] { (void)topology_with_devices(cpu, 4097); }).find("(1 to 4096 on one host)"),
+            std::string::npos);
 }
 
 TEST(WhatIfTopology, ACustomTopologyRepeatsItsDeviceAndRefusesMixedHardware) {
@@ -168,7 +169,8 @@ TEST(WhatIfCapacity, ATargetNoCountMeetsSaysSoWithTheBound) {
 
 TEST(WhatIfCapacity, ACountTooSmallForASeparateGroupIsAPointNotAnError) {
   Task task = tiny_task(8, "v100:nodes=1,gpus_per_node=4", 13);
-  task.constraints.groups.separate = {{task.workload.tables[0].name, task.workload.tables[1].name, task.workload.tables[2].name}};
+  task.constraints.groups.separate = {
+      {task.workload.tables[0].name, task.workload.tables[1].name, task.workload.tables[2].name}};
   const CapacityCurve curve = plan_capacity(task, 1, 8, 0, greedy_options(), quiet());
   ASSERT_EQ(curve.points.size(), 5u);
   EXPECT_EQ(curve.points[0].run.status, "invalid");
@@ -181,8 +183,9 @@ TEST(WhatIfCapacity, BadInputIsOneLineNamingIt) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   EXPECT_NE(error_of([&] { (void)plan_capacity(task, 1, 4, nan, greedy_options(), quiet()); }).find("target step"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { (void)plan_capacity(task, 5, 7, 1, greedy_options(), quiet()); })
-                .find("no device count between 5 and 7"),
+  EXPECT_NE(error_of([&] {
+              (void)plan_capacity(task, 5, 7, 1, greedy_options(), quiet());
+            }).find("no device count between 5 and 7"),
             std::string::npos);
 }
 
@@ -252,15 +255,17 @@ TEST(WhatIfFit, EveryChangePlansAndTheNextSmallerOfItsKindDoesNot) {
     // Relaxations (no hardware) first, then the hardware added, least first.
     for (std::size_t i = 1; i < advice.changes.size(); ++i) {
       const FitChange &a = advice.changes[i - 1], &b = advice.changes[i];
-      EXPECT_TRUE(a.added_share == 0 || (b.added_share != 0 && a.added_share <= b.added_share)) << a.kind << " " << b.kind;
+      EXPECT_TRUE(a.added_share == 0 || (b.added_share != 0 && a.added_share <= b.added_share))
+          << a.kind << " " << b.kind;
     }
   }
 }
 
 TEST(WhatIfFit, ATableThatMayNotBeSplitIsNamedAndFreeingItsTypesIsOffered) {
   Task task = tiny_task(8, "v100:nodes=1,gpus_per_node=4,hbm_gib=4", 9);
-  auto largest = std::max_element(task.workload.tables.begin(), task.workload.tables.end(),
-                                  [](const TableSpec& a, const TableSpec& b) { return a.size_bytes() < b.size_bytes(); });
+  auto largest =
+      std::max_element(task.workload.tables.begin(), task.workload.tables.end(),
+                       [](const TableSpec& a, const TableSpec& b) { return a.size_bytes() < b.size_bytes(); });
   largest->constraints.sharding_types = {ShardingType::kTableWise};
   task.topology = topology_with_hbm(task.topology, largest->size_bytes() * 3 / 4);
   const WhatIfOptions options;  // joint: it splits the table once it may

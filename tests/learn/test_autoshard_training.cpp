@@ -8,8 +8,8 @@
 #include <filesystem>
 
 #include "embshard/data/data_io.h"
-#include "embshard/eval/task_gen.h"
 #include "embshard/eval/evaluator.h"
+#include "embshard/eval/task_gen.h"
 #include "embshard/learn/policy_training.h"
 #include "embshard/policy/autoshard_policy.h"
 #include "embshard/shard/sharder.h"
@@ -49,7 +49,8 @@ TEST(AutoShardTorch, TorchLstmAndPlainLstmAgree) {
     const std::vector<float> in = learn::tensor_values(x[t][0]);
     plain.step(in, st, h);
     const std::vector<float> want = learn::tensor_values(out[t][0]);
-    for (int j = 0; j < 64; ++j) ASSERT_NEAR(h[static_cast<std::size_t>(j)], want[static_cast<std::size_t>(j)], 1e-5) << "t " << t;
+    for (int j = 0; j < 64; ++j)
+      ASSERT_NEAR(h[static_cast<std::size_t>(j)], want[static_cast<std::size_t>(j)], 1e-5) << "t " << t;
   }
   const std::vector<float> hn = learn::tensor_values(std::get<0>(state));  // [2, 1, 64]
   const std::vector<float> cn = learn::tensor_values(std::get<1>(state));
@@ -74,9 +75,9 @@ TEST(AutoShardTorch, ExportAndImportKeepEveryWeight) {
 }
 
 /** V-trace straight from IMPALA's definition (eq. 1), as sums, in double precision. */
-void slow_vtrace(const std::vector<double>& log_rho, const std::vector<double>& discount, const std::vector<double>& reward,
-                 const std::vector<double>& value, double bootstrap, int steps, double rho_bar, double c_bar,
-                 std::vector<double>& vs, std::vector<double>& adv) {
+void slow_vtrace(const std::vector<double>& log_rho, const std::vector<double>& discount,
+                 const std::vector<double>& reward, const std::vector<double>& value, double bootstrap, int steps,
+                 double rho_bar, double c_bar, std::vector<double>& vs, std::vector<double>& adv) {
   auto v_at = [&](int t) { return t == steps ? bootstrap : value[static_cast<std::size_t>(t)]; };
   auto rho = [&](int t) { return std::min(rho_bar, std::exp(log_rho[static_cast<std::size_t>(t)])); };
   auto c = [&](int t) { return std::min(c_bar, std::exp(log_rho[static_cast<std::size_t>(t)])); };
@@ -145,8 +146,8 @@ TEST(AutoShardVTrace, OnPolicyWithoutDiscountIsTheReturn) {
   const torch::Tensor rewards = torch::tensor({0.0F, 0.0F, 0.0F, 0.75F}).view({4, 1});
   torch::Tensor discounts = torch::ones({4, 1});
   discounts[3][0] = 0.0F;
-  const learn::VTraceReturns r = learn::vtrace_from_logits(logits, logits, a, discounts, rewards,
-                                                           torch::randn({4, 1}), torch::randn({1}), 1.0, 1.0);
+  const learn::VTraceReturns r = learn::vtrace_from_logits(logits, logits, a, discounts, rewards, torch::randn({4, 1}),
+                                                           torch::randn({1}), 1.0, 1.0);
   for (int s = 0; s < 4; ++s) EXPECT_NEAR(r.vs[s][0].item<double>(), 0.75, 1e-6);
 }
 
@@ -195,8 +196,9 @@ TEST(AutoShardTraining, TinyRunWritesAPolicyTheSharderPlansWith) {
   const AutoShardPolicy one = read_autoshard_policy(t.setup.out);
   EXPECT_EQ(one.training.iterations, 1);
   EXPECT_EQ(one.training.env_steps, 12);
-  EXPECT_GT(one.training.real_evaluations, 0);   // 4-table episodes: 3 per 12 steps
-  EXPECT_EQ(one.training.backend, "sim:coefficients=builtin,hardware=match,input_comm=exposed,index_bytes=8,length_bytes=4,exchanges=fused");
+  EXPECT_GT(one.training.real_evaluations, 0);  // 4-table episodes: 3 per 12 steps
+  EXPECT_EQ(one.training.backend,
+            "sim:coefficients=builtin,hardware=match,input_comm=exposed,index_bytes=8,length_bytes=4,exchanges=fused");
   EXPECT_EQ(one.training.seed, 5U);
   // The first batch was acted with the initial weights, which the learner also holds: its forward
   // pass on the recorded unrolls reproduces the actors' plain C++ logits.

@@ -7,8 +7,8 @@
 
 #include "embshard/core/file_io.h"
 #include "embshard/data/data_io.h"
-#include "embshard/eval/task_gen.h"
 #include "embshard/eval/evaluator.h"
+#include "embshard/eval/task_gen.h"
 #include "embshard/learn/policy_training.h"
 #include "embshard/policy/dreamshard_policy.h"
 #include "embshard/shard/sharder.h"
@@ -21,7 +21,8 @@ namespace {
 std::string write_training_tasks(const std::string& name, int count, int tables) {
   const std::string dir = test_util::temp_file("embshard-dreamshard", name);
   std::filesystem::remove_all(dir);
-  const auto gen = make_task_generator("dreamshard:tables=" + std::to_string(tables) + ",devices=2,preset=cpu,mem_gib=1");
+  const auto gen =
+      make_task_generator("dreamshard:tables=" + std::to_string(tables) + ",devices=2,preset=cpu,mem_gib=1");
   (void)write_tasks(*gen, TableSource::from_pool(0, gen->batch_size()), 5, count, dir);
   return dir;
 }
@@ -71,7 +72,8 @@ TEST(DreamShardTraining, WritesAPolicyTheSharderPlansWithAndResumesExactly) {
   const DreamShardPolicy p = read_dreamshard_policy(straight);
   EXPECT_EQ(p.training.iterations, 2);
   EXPECT_EQ(p.training.real_evaluations, 6);
-  EXPECT_EQ(p.training.backend, "sim:coefficients=builtin,hardware=match,input_comm=exposed,index_bytes=8,length_bytes=4,exchanges=fused");
+  EXPECT_EQ(p.training.backend,
+            "sim:coefficients=builtin,hardware=match,input_comm=exposed,index_bytes=8,length_bytes=4,exchanges=fused");
   EXPECT_EQ(p.training.device_kind, "cpu");
   EXPECT_GT(p.training.metrics.at("mean_real_step_ms"), 0.0);
 
@@ -149,7 +151,7 @@ TEST(DreamShardTraining, TheKernelHeadsRewardTrainsAnotherPolicyAndIsRecorded) {
   o.reward = DreamShardReward::kKernelHeads;
   (void)train_dreamshard(setup_for(dir, kernels), o, ctx);
   const DreamShardPolicy a = read_dreamshard_policy(overall), b = read_dreamshard_policy(kernels);
-  EXPECT_EQ(a.training.options.at("reward"), "overall");   // the authors' recipe stays the default
+  EXPECT_EQ(a.training.options.at("reward"), "overall");  // the authors' recipe stays the default
   EXPECT_EQ(b.training.options.at("reward"), "kernels");
   EXPECT_EQ(b.training.options, options_record(o));
   // the same seed and data up to the first policy update; the reward changes the policy's weights
@@ -159,10 +161,11 @@ TEST(DreamShardTraining, TheKernelHeadsRewardTrainsAnotherPolicyAndIsRecorded) {
   resume.resume = true;
   DreamShardTrainOptions more = tiny(3);
   more.reward = DreamShardReward::kKernelHeads;
-  EXPECT_NE(test_util::error_of([&] { (void)train_dreamshard(resume, more, ctx); })
-                .find("the checkpoint was made with reward = overall, this run has kernels"),
+  EXPECT_NE(test_util::error_of([&] {
+              (void)train_dreamshard(resume, more, ctx);
+            }).find("the checkpoint was made with reward = overall, this run has kernels"),
             std::string::npos);
-  EXPECT_EQ(read_dreamshard_policy(overall).training.iterations, 2);   // untouched
+  EXPECT_EQ(read_dreamshard_policy(overall).training.iterations, 2);  // untouched
   EXPECT_EQ(parse_dreamshard_reward("kernels"), DreamShardReward::kKernelHeads);
   EXPECT_NE(test_util::error_of([] { (void)parse_dreamshard_reward("max"); }).find("expected overall or kernels"),
             std::string::npos);
@@ -186,8 +189,9 @@ TEST(DreamShardTraining, KeepBestWritesTheIterationWhoseArgMaxPlansJudgedBestAnd
   }
   ASSERT_LT(setup.seed, 40u) << "no seed's best iteration was its first";
   const double kept = p.training.metrics.at("kept_greedy_real_step_ms");
-  EXPECT_LT(kept, p.training.metrics.at("greedy_real_step_ms"));   // better than the last iteration's
-  // the written policy is the kept one: the sharder's plans of the first N_collect = 3 training tasks, judged, give its step
+  EXPECT_LT(kept, p.training.metrics.at("greedy_real_step_ms"));  // better than the last iteration's
+  // the written policy is the kept one: the sharder's plans of the first N_collect = 3 training tasks, judged, give its
+  // step
   double total = 0.0;
   for (int k = 0; k < 3; ++k) {
     const Task& task = setup.tasks[static_cast<std::size_t>(k)];
@@ -229,14 +233,15 @@ TEST(DreamShardTraining, BadInputIsAClearError) {
 
   const std::string dir = write_training_tasks("huge", 1, 4);
   PolicyTrainSetup s = setup_for(dir, test_util::temp_file("embshard-dreamshard", "huge.json"));
-  s.tasks[0].workload.tables[2].stats.num_rows = std::int64_t{1} << 40;   // larger than any device
+  s.tasks[0].workload.tables[2].stats.num_rows = std::int64_t{1} << 40;  // larger than any device
   EXPECT_NE(test_util::error_of([&] { (void)train_dreamshard(s, tiny(1), ctx); }).find("larger than every device"),
             std::string::npos);
 
   DreamShardTrainOptions bad = tiny(1);
   bad.collect_episodes = 0;
-  EXPECT_NE(test_util::error_of([&] { (void)train_dreamshard(setup_for(dir, "/tmp/x.json"), bad, ctx); })
-                .find("collect episodes"),
+  EXPECT_NE(test_util::error_of([&] {
+              (void)train_dreamshard(setup_for(dir, "/tmp/x.json"), bad, ctx);
+            }).find("collect episodes"),
             std::string::npos);
   PolicyTrainSetup resume = setup_for(dir, test_util::temp_file("embshard-dreamshard", "never.json"));
   std::filesystem::remove_all(resume.out + ".ckpt");

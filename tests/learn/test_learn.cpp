@@ -53,7 +53,8 @@ void expect_same_as_torch(const Mlp& mlp, Rng& rng) {
     const torch::Tensor want = seq->forward(torch::from_blob(x.data(), {1, mlp.in()}, torch::kFloat)).contiguous();
     for (int i = 0; i < mlp.out(); ++i) {
       const float w = want[0][i].item<float>();
-      EXPECT_NEAR(y[static_cast<std::size_t>(i)], w, 1e-5 * std::max(1.0f, std::abs(w))) << mlp.prefix() << " output " << i;
+      EXPECT_NEAR(y[static_cast<std::size_t>(i)], w, 1e-5 * std::max(1.0f, std::abs(w)))
+          << mlp.prefix() << " output " << i;
     }
   }
 }
@@ -156,8 +157,8 @@ TEST(Learn, ComputeModelRecoversAKnownCostLawAndItsFileRunsInThePlanner) {
   EXPECT_EQ(t.batch_size, 8192);
   ASSERT_TRUE(t.accuracy.count("model") && t.accuracy.count("sum_of_singles") && t.accuracy.count("sim"));
   EXPECT_EQ(t.accuracy.at("model").count, 40);
-  EXPECT_GT(t.accuracy.at("model").r2, 0.9);           // the C++ inference of the exported weights
-  EXPECT_LT(t.accuracy.at("sim").mape, 1e-9);           // the law itself
+  EXPECT_GT(t.accuracy.at("model").r2, 0.9);   // the C++ inference of the exported weights
+  EXPECT_LT(t.accuracy.at("sim").mape, 1e-9);  // the law itself
   EXPECT_EQ(a.test_points.size(), 40u);
   // Same seed, same weights; the weights file loads into the planner's cost model.
   const TrainedCompute b = train_compute_model(samples, read_cost_samples(samples, quiet()), quick(), quiet());
@@ -204,8 +205,9 @@ TEST(Learn, AModelWorseThanNothingIsNamedWithItsFigure) {
 
 TEST(Learn, SampleFilesAreCheckedBeforeAnyTraining) {
   const std::string comm = link_comm_samples(9);
-  EXPECT_NE(error_of([&] { check_training_samples(comm, read_cost_samples(comm, quiet()), quick()); })
-                .find(comm + ": 9 comm samples are too few"),
+  EXPECT_NE(error_of([&] {
+              check_training_samples(comm, read_cost_samples(comm, quiet()), quick());
+            }).find(comm + ": 9 comm samples are too few"),
             std::string::npos);
   std::filesystem::remove(comm);
   const std::string compute = sim_compute_samples(20);
@@ -219,17 +221,23 @@ TEST(Learn, SampleFilesAreCheckedBeforeAnyTraining) {
 
 TEST(Learn, BadInputIsAClearError) {
   const std::string comm = link_comm_samples(20);
-  EXPECT_NE(error_of([&] { (void)train_compute_model(comm, read_cost_samples(comm, quiet()), quick(), quiet()); }).find("holds comm samples, expected compute"),
+  EXPECT_NE(error_of([&] {
+              (void)train_compute_model(comm, read_cost_samples(comm, quiet()), quick(), quiet());
+            }).find("holds comm samples, expected compute"),
             std::string::npos);
   std::filesystem::remove(comm);
   const std::string few = sim_compute_samples(5);
-  EXPECT_NE(error_of([&] { (void)train_compute_model(few, read_cost_samples(few, quiet()), quick(), quiet()); }).find("too few"), std::string::npos);
+  EXPECT_NE(error_of([&] {
+              (void)train_compute_model(few, read_cost_samples(few, quiet()), quick(), quiet());
+            }).find("too few"),
+            std::string::npos);
   std::filesystem::remove(few);
   EXPECT_NE(error_of([] { (void)read_cost_samples("/nonexistent/s.jsonl", quiet()); }).find("/nonexistent/s.jsonl"),
             std::string::npos);
   CostTrainOptions bad = quick();
   bad.compute_outputs = 3;
-  EXPECT_NE(error_of([&] { (void)train_compute_model("x", CostSampleFile{}, bad, quiet()); }).find("outputs must be 1"), std::string::npos);
+  EXPECT_NE(error_of([&] { (void)train_compute_model("x", CostSampleFile{}, bad, quiet()); }).find("outputs must be 1"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -29,7 +29,7 @@ namespace embshard {
  * "elapsed H:MM:SS, ETA H:MM:SS" for a run that has `done` of `total` items, `done_at_start` of
  * them before this process began (a resumed run), after `elapsed_s` seconds of this process.
  */
-[[nodiscard]] std::string format_progress(std::int64_t done, std::int64_t total,
-                                          std::int64_t done_at_start, double elapsed_s);
+[[nodiscard]] std::string format_progress(std::int64_t done, std::int64_t total, std::int64_t done_at_start,
+                                          double elapsed_s);
 
 }  // namespace embshard

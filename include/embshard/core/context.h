@@ -23,11 +23,11 @@ enum class LogLevel { kDebug = 0, kInfo = 1, kWarning = 2, kQuiet = 3 };
 using LogSink = std::function<void(LogLevel, const std::string&)>;
 
 struct Context {
-  int num_threads = 1;              ///< worker threads a component may use (>= 1)
-  std::uint64_t seed = 0;           ///< root seed; derive sub-streams with `derive_seed`
-  std::string device = "cpu";       ///< "cpu" or "cuda:N"
+  int num_threads = 1;                   ///< worker threads a component may use (>= 1)
+  std::uint64_t seed = 0;                ///< root seed; derive sub-streams with `derive_seed`
+  std::string device = "cpu";            ///< "cpu" or "cuda:N"
   LogLevel verbosity = LogLevel::kInfo;  ///< lines below this level are dropped
-  LogSink sink;                     ///< empty means stderr
+  LogSink sink;                          ///< empty means stderr
   /// The live status line of long work (core/progress.h): each call replaces the line shown, ""
   /// clears it. Empty (the default, and for logs that are not a terminal): no live line at all.
   std::function<void(const std::string&)> progress;

@@ -52,17 +52,17 @@ std::string concat(Parts&&... parts) {
 #define EMBSHARD_THROW(...) throw ::embshard::Error(::embshard::detail::concat(__VA_ARGS__))
 
 /** If `cond` is false, throws embshard::Error with the concatenation of the remaining arguments. */
-#define EMBSHARD_CHECK(cond, ...) \
-  do {                            \
-    if (!(cond)) {                \
+#define EMBSHARD_CHECK(cond, ...)  \
+  do {                             \
+    if (!(cond)) {                 \
       EMBSHARD_THROW(__VA_ARGS__); \
-    }                             \
+    }                              \
   } while (0)
 
 /** Internal invariant; a failure is a bug in embshard. */
-#define EMBSHARD_ASSERT(cond)                                     \
-  do {                                                            \
-    if (!(cond)) {                                                \
+#define EMBSHARD_ASSERT(cond)                                        \
+  do {                                                               \
+    if (!(cond)) {                                                   \
       ::embshard::detail::throw_internal(#cond, __FILE__, __LINE__); \
-    }                                                             \
+    }                                                                \
   } while (0)

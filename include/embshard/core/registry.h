@@ -25,8 +25,8 @@ namespace embshard {
 /** Description of one registered plug-in, as `embshard list` prints it. */
 struct RegistryEntryInfo {
   std::string name;
-  std::string describe;            ///< one line
-  std::vector<ParamSpec> params;   ///< in declaration order
+  std::string describe;           ///< one line
+  std::vector<ParamSpec> params;  ///< in declaration order
 };
 
 template <typename T, typename... FactoryArgs>
@@ -49,8 +49,7 @@ class Registry {
   }
 
   /** Builds the plug-in named by `spec_text`; see the file comment for the errors. */
-  [[nodiscard]] std::unique_ptr<T> create(const std::string& spec_text, const Context& ctx,
-                                          FactoryArgs... args) const {
+  [[nodiscard]] std::unique_ptr<T> create(const std::string& spec_text, const Context& ctx, FactoryArgs... args) const {
     const Spec spec = parse_spec(spec_text);
     return entry(spec.name).factory(bind(spec), ctx, args...);
   }

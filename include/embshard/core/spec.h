@@ -47,11 +47,11 @@ enum class ParamType { kInt, kFloat, kBool, kString };
 struct ParamSpec {
   std::string name;
   ParamType type = ParamType::kString;
-  std::string default_value;          ///< as text, in the canonical form of its type
-  std::optional<double> min_value;    ///< inclusive bound for kInt / kFloat
-  std::optional<double> max_value;    ///< inclusive bound for kInt / kFloat
-  std::vector<std::string> choices;   ///< allowed values for kString; empty = any
-  std::string doc;                    ///< one line: meaning and unit
+  std::string default_value;         ///< as text, in the canonical form of its type
+  std::optional<double> min_value;   ///< inclusive bound for kInt / kFloat
+  std::optional<double> max_value;   ///< inclusive bound for kInt / kFloat
+  std::vector<std::string> choices;  ///< allowed values for kString; empty = any
+  std::string doc;                   ///< one line: meaning and unit
 };
 
 /** Parameter values after binding: every declared parameter has a value. */

@@ -63,9 +63,9 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <utility>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "embshard/cost/breakdown.h"
@@ -85,8 +85,8 @@ using SimFeatures = std::array<double, kNumSimFeatures>;
 using SimCoefficients = std::array<double, kNumSimFeatures>;
 
 struct SimHardware {
-  std::string name;            ///< "cpu (calibrated ...)" or "a100 roofline"
-  bool calibrated = false;     ///< fitted to measurements (true) or from data sheets (false)
+  std::string name;         ///< "cpu (calibrated ...)" or "a100 roofline"
+  bool calibrated = false;  ///< fitted to measurements (true) or from data sheets (false)
   std::int64_t cache_bytes = 0;
   SimCoefficients fw{};
   SimCoefficients bw{};
@@ -106,7 +106,7 @@ struct SimHardware {
 
 /** One table of a shard as the model sees it. */
 struct SimTable {
-  TableStats stats;            ///< at the batch being modelled
+  TableStats stats;  ///< at the batch being modelled
   int cols = 0;
   int bytes_per_element = 4;
   double row_share = 1.0;      ///< rows of the shard / rows of the table
@@ -125,8 +125,7 @@ struct SimTable {
  * h_t of the file comment: the share of a shard's lookups served by its `hbm_rows` hottest rows,
  * for a shard of `shard_rows` rows of the table `stats` describes (-1 or ≥ shard_rows: 1).
  */
-[[nodiscard]] double sim_hbm_access_share(const TableStats& stats, std::int64_t shard_rows,
-                                          std::int64_t hbm_rows);
+[[nodiscard]] double sim_hbm_access_share(const TableStats& stats, std::int64_t shard_rows, std::int64_t hbm_rows);
 
 /** A GPU topology's data-sheet roofline: its HBM and UVM bandwidth and L2 size, uncalibrated. */
 [[nodiscard]] SimHardware sim_roofline(const Topology& topology);
@@ -199,9 +198,8 @@ struct SimTable {
  * plus that floor (step; max_sum: the larger of the two), each layout's enumeration capped at
  * `most_cell_tables` / layouts.
  */
-[[nodiscard]] double sim_lower_bound(const Task& task, const SimHardware& hardware,
-                                     Objective objective, const InputCommOptions& input,
-                                     double most_cell_tables = 5e5);
+[[nodiscard]] double sim_lower_bound(const Task& task, const SimHardware& hardware, Objective objective,
+                                     const InputCommOptions& input, double most_cell_tables = 5e5);
 
 /** Fits non-negative coefficients minimising Σ ((pred − y) / y)² (y > 0 rows only). */
 [[nodiscard]] SimCoefficients fit_sim_coefficients(std::span<const SimFeatures> features,

@@ -43,15 +43,15 @@
 namespace embshard {
 
 struct DeviceCost {
-  double in_comm_ms = 0.0;      ///< input all-to-all, the part the step pays
-  double in_hidden_ms = 0.0;    ///< input all-to-all, the part an overlapping pipeline hides
+  double in_comm_ms = 0.0;    ///< input all-to-all, the part the step pays
+  double in_hidden_ms = 0.0;  ///< input all-to-all, the part an overlapping pipeline hides
   double fw_comp_ms = 0.0;
   double fw_comm_ms = 0.0;
   double fw_wait_ms = 0.0;
   double bw_comm_ms = 0.0;
   double bw_comp_ms = 0.0;
-  double ar_comm_ms = 0.0;      ///< all-reduce of data-parallel gradients (+ a 2D plan's replica sync)
-  std::int64_t hbm_bytes = 0;   ///< memory the device's shards use (weights only)
+  double ar_comm_ms = 0.0;     ///< all-reduce of data-parallel gradients (+ a 2D plan's replica sync)
+  std::int64_t hbm_bytes = 0;  ///< memory the device's shards use (weights only)
   std::int64_t uvm_bytes = 0;
 
   [[nodiscard]] double sum_ms() const {
@@ -66,11 +66,11 @@ enum class CostSource { kMeasured, kModelled };
 struct CostBreakdown {
   /// One entry per device; for a 2D plan one per rank of a sharding group (every group alike).
   std::vector<DeviceCost> devices;
-  ShardingGroups groups;        ///< the plan's 2D layout, if any (plan/sharding_groups.h)
+  ShardingGroups groups;  ///< the plan's 2D layout, if any (plan/sharding_groups.h)
   CostSource compute_source = CostSource::kModelled;
   CostSource comm_source = CostSource::kModelled;
-  std::string compute_detail;   ///< e.g. "cpu kernels, batch 8192, median of 5" or "sim:preset=v100"
-  std::string comm_detail;      ///< e.g. "link model of v100:..." or "MPI, 4 ranks"
+  std::string compute_detail;  ///< e.g. "cpu kernels, batch 8192, median of 5" or "sim:preset=v100"
+  std::string comm_detail;     ///< e.g. "link model of v100:..." or "MPI, 4 ranks"
 };
 
 enum class Objective { kStep, kMaxSum, kBalance };

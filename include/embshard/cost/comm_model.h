@@ -7,11 +7,10 @@
  * A step has two output exchanges (cost/breakdown.h). Device d's shards produce outputs of
  * `outputs.total(d)` columns — pooled vectors of the shards that span their table's rows, partial
  * sums of those that hold a row range (`OutputDims`) —; it joins the forward exchange when its
- * forward compute ends, after `fw_comp_ms[d]`. A comm model returns, per device, the time it spends in each all-to-all *not
- * counting* the straggler wait max_e fw_comp_e − fw_comp_d, which the breakdown carries
- * separately (`fw_wait_ms`). Models that only see volumes (the link model) ignore `fw_comp_ms`;
- * models trained on measurements with late arrivals (NeuroShard's forward model) use it to
- * predict, then take the wait back out.
+ * forward compute ends, after `fw_comp_ms[d]`. A comm model returns, per device, the time it spends in each all-to-all
+ * *not counting* the straggler wait max_e fw_comp_e − fw_comp_d, which the breakdown carries separately (`fw_wait_ms`).
+ * Models that only see volumes (the link model) ignore `fw_comp_ms`; models trained on measurements with late arrivals
+ * (NeuroShard's forward model) use it to predict, then take the wait back out.
  *
  * Before the forward, the input all-to-all sends every device the indices its shards look up
  * (cost/link_model.h). Every comm model costs it with the link model (no trained model has seen
@@ -54,8 +53,8 @@ struct OutputDims {
 };
 
 struct DeviceComm {
-  double fw_ms = 0.0;   ///< forward all-to-all, straggler wait excluded
-  double bw_ms = 0.0;   ///< backward all-to-all
+  double fw_ms = 0.0;  ///< forward all-to-all, straggler wait excluded
+  double bw_ms = 0.0;  ///< backward all-to-all
 };
 
 class CommModel {

@@ -27,7 +27,7 @@ namespace embshard {
 
 /** A shard together with the task table it cuts. */
 struct PlacedShard {
-  int table = 0;   ///< index into task.workload.tables
+  int table = 0;  ///< index into task.workload.tables
   Shard shard;
   /// A copy of a data-parallel table: the number of copies (one per device), so that it serves
   /// 1 / replicas of the batch. 0: a shard of a table that is split or placed whole.
@@ -36,13 +36,11 @@ struct PlacedShard {
 };
 
 /** Every device's shards, in plan order (devices without shards get an empty list). */
-[[nodiscard]] std::vector<std::vector<PlacedShard>> shards_by_device(const Task& task,
-                                                                     const Plan& plan);
+[[nodiscard]] std::vector<std::vector<PlacedShard>> shards_by_device(const Task& task, const Plan& plan);
 
 /** Per device, the summed output columns of its shards (what it sends in the all-to-all; copies
  *  of data-parallel tables send nothing). */
-[[nodiscard]] std::vector<std::int64_t> device_dim_sums(
-    const std::vector<std::vector<PlacedShard>>& by_device);
+[[nodiscard]] std::vector<std::int64_t> device_dim_sums(const std::vector<std::vector<PlacedShard>>& by_device);
 
 /** Whether `shard` outputs partial sums (it holds a row range of a pooled table, not a
  *  data-parallel copy) rather than pooled vectors or a sequence table's looked-up rows
@@ -58,8 +56,7 @@ struct PlacedShard {
 [[nodiscard]] std::int64_t output_columns(const Task& task, const PlacedShard& shard);
 
 /** What every device puts into the output exchange (comm_model.h `OutputDims`). */
-[[nodiscard]] OutputDims device_output_dims(const Task& task,
-                                            const std::vector<std::vector<PlacedShard>>& by_device);
+[[nodiscard]] OutputDims device_output_dims(const Task& task, const std::vector<std::vector<PlacedShard>>& by_device);
 
 struct DeviceCompute {
   double fw_ms = 0.0;
@@ -76,8 +73,7 @@ class ComputeModel {
   /** Human-readable detail for reports: batch, repeats, calibration. */
   [[nodiscard]] virtual std::string detail() const = 0;
   /** Forward and backward compute of one device holding `shards` (empty → 0). */
-  [[nodiscard]] virtual DeviceCompute device_compute(const Task& task,
-                                                     std::span<const PlacedShard> shards,
+  [[nodiscard]] virtual DeviceCompute device_compute(const Task& task, std::span<const PlacedShard> shards,
                                                      const Context& ctx) = 0;
 
   /**

@@ -51,9 +51,8 @@ namespace embshard {
  * sync added to ar_comm_ms; `compute` and `comm` must then be built for that group's task
  * (`make_cost_model(spec, sharding_group_task(task, plan.groups))`).
  */
-[[nodiscard]] CostBreakdown assemble_breakdown(const Task& task, const Plan& plan,
-                                               ComputeModel& compute, CommModel& comm,
-                                               const Context& ctx);
+[[nodiscard]] CostBreakdown assemble_breakdown(const Task& task, const Plan& plan, ComputeModel& compute,
+                                               CommModel& comm, const Context& ctx);
 
 /**
  * Sets every device's in_comm_ms / in_hidden_ms from its input all-to-all time `ms` under `mode`
@@ -69,8 +68,7 @@ class CostModel {
   [[nodiscard]] virtual ComputeModel& compute() = 0;
   [[nodiscard]] virtual CommModel& comm() = 0;
   /** A valid bound on `objective` over every plan of `task` (file comment); none if unknown. */
-  [[nodiscard]] virtual std::optional<double> lower_bound(const Task& task,
-                                                          Objective objective) const = 0;
+  [[nodiscard]] virtual std::optional<double> lower_bound(const Task& task, Objective objective) const = 0;
   /**
    * An independent copy for another thread (search code that runs several chains at once), or
    * none when the model cannot be copied (measured models time kernels: one at a time). Models

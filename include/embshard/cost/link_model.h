@@ -85,9 +85,9 @@ namespace embshard {
 /** The bytes of one exchange for the whole batch (file comment): per device what it sends by
  *  all-to-all and what it reduce-scatters inside its host, per host what that reduces to. */
 struct ExchangeBytes {
-  std::vector<double> pooled;    ///< per device: B · pooled columns · element bytes
-  std::vector<double> partial;   ///< per device: B · partial-sum columns · element bytes (empty: none)
-  std::vector<double> reduced;   ///< per host: B · reduced columns · element bytes (empty: none)
+  std::vector<double> pooled;   ///< per device: B · pooled columns · element bytes
+  std::vector<double> partial;  ///< per device: B · partial-sum columns · element bytes (empty: none)
+  std::vector<double> reduced;  ///< per host: B · reduced columns · element bytes (empty: none)
 };
 
 /** The output exchange's bytes of `outputs` at `batch_size` (file comment). */
@@ -104,12 +104,10 @@ struct LinkVolume {
 /** Per-device volumes of the forward all-to-all of pooled outputs of `dim_sums` columns per device. */
 [[nodiscard]] std::vector<LinkVolume> all_to_all_volumes(const Topology& topology,
                                                          const std::vector<std::int64_t>& dim_sums,
-                                                         std::int64_t batch_size,
-                                                         int element_bytes = 4);
+                                                         std::int64_t batch_size, int element_bytes = 4);
 
 /** Per-device time in ms of that all-to-all under the link model (file comment). */
-[[nodiscard]] std::vector<double> all_to_all_ms(const Topology& topology,
-                                                const std::vector<std::int64_t>& dim_sums,
+[[nodiscard]] std::vector<double> all_to_all_ms(const Topology& topology, const std::vector<std::int64_t>& dim_sums,
                                                 std::int64_t batch_size, int element_bytes = 4);
 
 /** Per-device volumes of an exchange (file comment). */
@@ -123,8 +121,7 @@ void exchange_ms_into(const Topology& topology, const ExchangeBytes& bytes, std:
  * An all-to-all in which device d sends each other device 1/N of `bytes[d]`: every byte pooled
  * (the input all-to-all; a table-wise output: bytes[d] = B · dim_sums[d] · element_bytes).
  */
-[[nodiscard]] std::vector<LinkVolume> exchange_volumes(const Topology& topology,
-                                                       const std::vector<double>& bytes);
+[[nodiscard]] std::vector<LinkVolume> exchange_volumes(const Topology& topology, const std::vector<double>& bytes);
 [[nodiscard]] std::vector<double> exchange_ms(const Topology& topology, const std::vector<double>& bytes);
 void exchange_ms_into(const Topology& topology, std::span<const double> bytes, std::span<double> times);
 
@@ -149,8 +146,7 @@ struct InputCommOptions {
 [[nodiscard]] int exchange_groups(const std::array<int, kNumShardingTypes>& tables_per_type);
 /** Under `per_type_exchanges`, what each of the step's exchanges (input, output forward, output
  *  backward) costs every device beyond one group: the all-to-all latency per further group. */
-[[nodiscard]] double extra_group_latency_ms(const Topology& topology, const InputCommOptions& options,
-                                            int groups);
+[[nodiscard]] double extra_group_latency_ms(const Topology& topology, const InputCommOptions& options, int groups);
 
 /** "exposed", "overlap" or "omit"; anything else is an Error listing them. */
 [[nodiscard]] InputCommMode parse_input_comm_mode(const std::string& name);
@@ -164,13 +160,12 @@ struct InputCommOptions {
 [[nodiscard]] double shard_input_bytes(const Task& task, const PlacedShard& shard, const InputCommOptions& options);
 
 /** Per device, the bytes of indices and lengths its shards receive for the whole batch. */
-[[nodiscard]] std::vector<double> device_input_bytes(
-    const Task& task, const std::vector<std::vector<PlacedShard>>& by_device,
-    const InputCommOptions& options);
+[[nodiscard]] std::vector<double> device_input_bytes(const Task& task,
+                                                     const std::vector<std::vector<PlacedShard>>& by_device,
+                                                     const InputCommOptions& options);
 
 /** Per device, the input all-to-all's time in ms (the exchange with send and receive swapped). */
-[[nodiscard]] std::vector<double> input_all_to_all_ms(const Topology& topology,
-                                                      const std::vector<double>& input_bytes);
+[[nodiscard]] std::vector<double> input_all_to_all_ms(const Topology& topology, const std::vector<double>& input_bytes);
 
 /** The bytes of the dense gradients of the data-parallel copies among `shards` (file comment). */
 [[nodiscard]] double replica_gradient_bytes(const Task& task, std::span<const PlacedShard> shards);
@@ -208,8 +203,7 @@ struct ReplicaSyncCost {
 [[nodiscard]] ReplicaSyncCost replica_sync_cost(const Topology& topology, const ShardingGroups& groups, int sync_every);
 
 /** The link model as a `CommModel` of `topology` at `batch_size` (spec "link"). */
-[[nodiscard]] std::unique_ptr<CommModel> make_link_comm_model(const Topology& topology,
-                                                              std::int64_t batch_size,
+[[nodiscard]] std::unique_ptr<CommModel> make_link_comm_model(const Topology& topology, std::int64_t batch_size,
                                                               InputCommOptions input = {});
 
 }  // namespace embshard

@@ -44,8 +44,8 @@
 #include <string>
 #include <vector>
 
-#include "embshard/nn/mlp.h"
 #include "embshard/data/table.h"
+#include "embshard/nn/mlp.h"
 #include "embshard/profile/cost_sample.h"
 
 namespace embshard {
@@ -79,24 +79,24 @@ struct HeldOutPoint {
 
 /** Held-out accuracy of a model (or a baseline estimator) against measurements. */
 struct ModelAccuracy {
-  double mse = 0.0;     ///< ms²
-  double mape = 0.0;    ///< mean |pred − y| / y over y > 0
-  double r2 = 0.0;      ///< 1 − SSE / SST
+  double mse = 0.0;   ///< ms²
+  double mape = 0.0;  ///< mean |pred − y| / y over y > 0
+  double r2 = 0.0;    ///< 1 − SSE / SST
   std::int64_t count = 0;
 };
 
 /** Where a model came from. */
 struct TrainingProvenance {
   std::string samples_path;
-  std::string samples_sha256;      ///< SHA-256 of the sample file as read
-  std::int64_t num_samples = 0;    ///< used (train + validation + test)
-  std::string sampler;             ///< the sample file's sampler spec
-  std::string backend;             ///< "cpu", "cuda", "mpi"
-  std::int64_t batch_size = 0;     ///< of the measurements: predictions are at this batch
+  std::string samples_sha256;    ///< SHA-256 of the sample file as read
+  std::int64_t num_samples = 0;  ///< used (train + validation + test)
+  std::string sampler;           ///< the sample file's sampler spec
+  std::string backend;           ///< "cpu", "cuda", "mpi"
+  std::int64_t batch_size = 0;   ///< of the measurements: predictions are at this batch
   HardwareFingerprint fingerprint;
   std::uint64_t seed = 0;
-  int epochs = 0;                  ///< trained
-  int best_epoch = 0;              ///< whose weights were kept (best validation MSE)
+  int epochs = 0;      ///< trained
+  int best_epoch = 0;  ///< whose weights were kept (best validation MSE)
   std::string created_utc;
   std::string embshard_version;
   /** Test-split accuracy: "model" and the baselines (e.g. "sum_of_singles", "sim", "link"). */
@@ -104,19 +104,19 @@ struct TrainingProvenance {
 };
 
 struct ComputeNet {
-  Normaliser inputs;       ///< over table_feature_names()
-  Mlp table_mlp;           ///< "table_mlp": 20 → 128 → 32, ReLU after both
-  Mlp head;                ///< "head": 32 → 64 → K
-  std::vector<std::string> outputs;   ///< {"comp_ms"} or {"fw_ms", "bw_ms"}
+  Normaliser inputs;                 ///< over table_feature_names()
+  Mlp table_mlp;                     ///< "table_mlp": 20 → 128 → 32, ReLU after both
+  Mlp head;                          ///< "head": 32 → 64 → K
+  std::vector<std::string> outputs;  ///< {"comp_ms"} or {"fw_ms", "bw_ms"}
   double fw_share = 0.5;
   TrainingProvenance training;
 };
 
 struct CommNet {
-  bool forward = true;     ///< fw_comm (dim sums + lateness) or bw_comm (dim sums)
+  bool forward = true;  ///< fw_comm (dim sums + lateness) or bw_comm (dim sums)
   int devices = 0;
   Normaliser inputs;
-  Mlp mlp;                 ///< "mlp": in → 128 → 64 → 32 → 16 → devices
+  Mlp mlp;  ///< "mlp": in → 128 → 64 → 32 → 16 → devices
   TrainingProvenance training;
 };
 
@@ -127,9 +127,9 @@ struct NeuralWeights {
 };
 
 /** The layer widths of the file comment (hidden layers only). */
-[[nodiscard]] const std::vector<int>& compute_table_widths();   ///< {128, 32}
-[[nodiscard]] const std::vector<int>& compute_head_widths();    ///< {64}
-[[nodiscard]] const std::vector<int>& comm_widths();            ///< {128, 64, 32, 16}
+[[nodiscard]] const std::vector<int>& compute_table_widths();  ///< {128, 32}
+[[nodiscard]] const std::vector<int>& compute_head_widths();   ///< {64}
+[[nodiscard]] const std::vector<int>& comm_widths();           ///< {128, 64, 32, 16}
 /** {in, hidden..., out}: the widths of an Mlp's layer chain. */
 [[nodiscard]] std::vector<int> layer_widths(int in, const std::vector<int>& hidden, int out);
 /** Input names of a comm model for `devices` devices. */

@@ -20,9 +20,7 @@ struct PlanJudge {
   std::int64_t batch_size = 0;  ///< the batch its costs are for (on the trainer's first task)
   bool measures = false;        ///< it times real kernels: one judgement at a time
   /** The breakdown of `plan` on `task`, lookups of draw `draw` (a measured judge's batch). */
-  std::function<CostBreakdown(const Task& task, const Plan& plan, std::uint64_t draw,
-                              const Context& ctx)>
-      judge;
+  std::function<CostBreakdown(const Task& task, const Plan& plan, std::uint64_t draw, const Context& ctx)> judge;
 };
 
 }  // namespace embshard

@@ -28,9 +28,9 @@
  * "stats_origin" ("derived:…"), so a written task reads back exactly. A table may also name its
  * "optimizer" ("none" | "rowwise_adagrad" | "adagrad" | "adam": state counted in its memory,
  * table.h) and its "constraints": {"sharding_types": ["row_wise", …], "allow_uvm": false,
- * "min_partition": 32} (TableConstraints); both are written only when not the default. Readers reject malformed JSON, unknown or repeated keys,
- * missing, negative or too large fields and wrong types with one line naming the file and the JSON
- * path (`t.json: tables[0].dim: expected an integer ≥ 1, got -8`); tasks are then checked with
+ * "min_partition": 32} (TableConstraints); both are written only when not the default. Readers reject malformed JSON,
+ * unknown or repeated keys, missing, negative or too large fields and wrong types with one line naming the file and the
+ * JSON path (`t.json: tables[0].dim: expected an integer ≥ 1, got -8`); tasks are then checked with
  * `find_error_in_task`.
  */
 #include <string>

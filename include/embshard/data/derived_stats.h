@@ -29,9 +29,9 @@ namespace embshard {
 
 /** The access model behind derived statistics (file comment). */
 struct DerivedStatsModel {
-  double zipf_alpha = 0.0;         ///< Zipf exponent of the row popularity, in [0, 4]
-  double active_ratio = 0.0;       ///< rows ever used ÷ lookups at batch 65,536, in (0, 1e3]
-  std::int64_t zipf_offset = 0;    ///< flattens the hottest ranks, in [0, 1e6]
+  double zipf_alpha = 0.0;       ///< Zipf exponent of the row popularity, in [0, 4]
+  double active_ratio = 0.0;     ///< rows ever used ÷ lookups at batch 65,536, in (0, 1e3]
+  std::int64_t zipf_offset = 0;  ///< flattens the hottest ranks, in [0, 1e6]
 
   /** "derived:zipf_alpha=A,active_ratio=R,zipf_offset=Q" (round-trips through parse). */
   [[nodiscard]] std::string origin() const;
@@ -49,8 +49,8 @@ struct DerivedStatsModel {
  * Throws Error naming `where` for rows, pooling, coverage or batch out of range (table.h limits)
  * or coverage above the pooling factor.
  */
-[[nodiscard]] TableStats derive_table_stats(std::int64_t num_rows, double pooling_factor,
-                                            double coverage, std::int64_t batch_size,
-                                            const DerivedStatsModel& model, const std::string& where);
+[[nodiscard]] TableStats derive_table_stats(std::int64_t num_rows, double pooling_factor, double coverage,
+                                            std::int64_t batch_size, const DerivedStatsModel& model,
+                                            const std::string& where);
 
 }  // namespace embshard

@@ -53,8 +53,8 @@ enum class TensorType { kBool, kU8, kI8, kI16, kI32, kI64, kF16, kBF16, kF32, kF
 
 /** What the header of a dataset file says. */
 struct DlrmFileInfo {
-  std::string path;              ///< as given (or the name passed to `from_bytes`)
-  std::string container;         ///< "zip" or "legacy"
+  std::string path;       ///< as given (or the name passed to `from_bytes`)
+  std::string container;  ///< "zip" or "legacy"
   bool gzipped = false;
   std::int64_t num_tables = 0;   ///< T
   std::int64_t batch_size = 0;   ///< B
@@ -76,8 +76,7 @@ class DlrmFileReader {
    * `verify_crc` = false skips the zip CRC-32 checks (the fuzz target's second pass, so that
    * mutated tensor bytes still reach the table validation behind the CRC); paths always check.
    */
-  static DlrmFileReader from_bytes(std::string bytes, const std::string& name,
-                                   bool verify_crc = true);
+  static DlrmFileReader from_bytes(std::string bytes, const std::string& name, bool verify_crc = true);
 
   DlrmFileReader(DlrmFileReader&&) noexcept;
   DlrmFileReader& operator=(DlrmFileReader&&) noexcept;
@@ -107,14 +106,13 @@ class DlrmFileReader {
 };
 
 /** Reference statistics of every table of a dataset file (`embshard stats`). */
-[[nodiscard]] std::vector<TableStats> compute_file_stats(const std::string& path,
-                                                         const Context& ctx);
+[[nodiscard]] std::vector<TableStats> compute_file_stats(const std::string& path, const Context& ctx);
 
 /** How `write_dlrm_file` lays out its output. */
 struct DlrmWriteOptions {
-  std::string container = "zip";   ///< "zip" (torch >= 1.6 layout) or "legacy"
-  bool gzip = false;               ///< gzip the whole file, as the dataset is published
-  std::string archive_name = "archive";  ///< top folder of zip entries
+  std::string container = "zip";               ///< "zip" (torch >= 1.6 layout) or "legacy"
+  bool gzip = false;                           ///< gzip the whole file, as the dataset is published
+  std::string archive_name = "archive";        ///< top folder of zip entries
   TensorType indices_type = TensorType::kI32;  ///< kI32 or kI64
   TensorType offsets_type = TensorType::kI64;  ///< kI32 or kI64
   TensorType lengths_type = TensorType::kI32;  ///< kI32 or kI64
@@ -125,15 +123,13 @@ struct DlrmWriteOptions {
  * `DlrmFileReader` both read. Writes to a temporary file beside `path` and renames it, so an
  * existing file is never left half-written. Throws Error if a value does not fit its dtype.
  */
-void write_dlrm_file(const std::string& path, const std::vector<TableBatch>& tables,
-                     const DlrmWriteOptions& options);
+void write_dlrm_file(const std::string& path, const std::vector<TableBatch>& tables, const DlrmWriteOptions& options);
 
 /**
  * The same bytes as `write_dlrm_file` would write, in memory (tests, fuzz seeds). The zip layout
  * and pickle are those of `torch.save` (PyTorch >= 1.6): for the same tensors and folder name the
  * bytes are identical (checked against the fixtures).
  */
-[[nodiscard]] std::string encode_dlrm_file(const std::vector<TableBatch>& tables,
-                                           const DlrmWriteOptions& options);
+[[nodiscard]] std::string encode_dlrm_file(const std::vector<TableBatch>& tables, const DlrmWriteOptions& options);
 
 }  // namespace embshard

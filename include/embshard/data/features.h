@@ -49,8 +49,7 @@ using FeatureVector = std::array<double, kNumTableFeatures>;
  * lookups) and the size. Every model reads this vector, or a subset of it chosen by name
  * (`feature_index`): NeuroShard's cost models take 20 of the 21 (cost/neural_weights.h).
  */
-[[nodiscard]] FeatureVector shard_features(const TableStats& stats, int cols, double row_share,
-                                           WeightType dtype);
+[[nodiscard]] FeatureVector shard_features(const TableStats& stats, int cols, double row_share, WeightType dtype);
 
 /** The raw (unnormalised) features of one table: shard_features of the whole table. */
 [[nodiscard]] FeatureVector table_features(const TableSpec& table);

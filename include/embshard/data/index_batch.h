@@ -29,8 +29,7 @@ struct TableBatch {
  * indices.size(); no negative index; every index < num_rows when num_rows > 0), else one line
  * naming the first problem, prefixed by `where`.
  */
-[[nodiscard]] std::string find_error_in_batch(const TableBatch& batch, std::int64_t num_rows,
-                                              const std::string& where);
+[[nodiscard]] std::string find_error_in_batch(const TableBatch& batch, std::int64_t num_rows, const std::string& where);
 
 /**
  * The reference statistics of one table's batch (definitions in table.h). Exact: bins and
@@ -45,7 +44,6 @@ struct TableBatch {
  * `indices` holds the table's offsets[B] - offsets[0] lookups. `IndexT` is int32 or int64.
  */
 template <typename IndexT, typename OffsetT>
-[[nodiscard]] TableStats compute_table_stats(const IndexT* indices, const OffsetT* offsets,
-                                             std::int64_t batch_size);
+[[nodiscard]] TableStats compute_table_stats(const IndexT* indices, const OffsetT* offsets, std::int64_t batch_size);
 
 }  // namespace embshard

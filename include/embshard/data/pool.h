@@ -40,18 +40,17 @@ struct PublishedDlrmStats {
   std::int64_t num_tables = 856;
   std::int64_t batch_size = 65536;
   std::int64_t max_rows = 12543670;
-  double mean_rows = 4107458.0;         ///< raw hash sizes, an empty table counting 1
+  double mean_rows = 4107458.0;  ///< raw hash sizes, an empty table counting 1
   double max_pooling = 193.0;
   double mean_pooling = 887017990.0 / 56098816.0;
   std::int64_t num_indices = 887017990;
   std::int64_t num_distinct = 128435723;
   /// share of distinct (table, row) pairs per reuse bin ("Histogram of col sizes")
-  std::array<double, kNumReuseBins> distinct_hist{0.473, 0.152, 0.139, 0.112, 0.072, 0.032,
-                                                  0.011, 0.005, 0.002, 0.001, 0, 0, 0, 0, 0, 0, 0};
+  std::array<double, kNumReuseBins> distinct_hist{0.473, 0.152, 0.139, 0.112, 0.072, 0.032, 0.011, 0.005, 0.002,
+                                                  0.001, 0,     0,     0,     0,     0,     0,     0};
   /// share of lookups per reuse bin ("Ratio of index distribution")
-  std::array<double, kNumReuseBins> access_hist{0.069, 0.044, 0.068, 0.101, 0.121, 0.104,
-                                                0.073, 0.058, 0.052, 0.050, 0.049, 0.048,
-                                                0.048, 0.043, 0.031, 0.023, 0.019};
+  std::array<double, kNumReuseBins> access_hist{0.069, 0.044, 0.068, 0.101, 0.121, 0.104, 0.073, 0.058, 0.052,
+                                                0.050, 0.049, 0.048, 0.048, 0.043, 0.031, 0.023, 0.019};
 };
 inline const PublishedDlrmStats kPublishedDlrm{};
 
@@ -64,19 +63,19 @@ struct PoolTable {
   std::int64_t active_rows = kMinTableRows;  ///< rows that are ever looked up (≤ num_rows)
   double zipf_alpha = 0.0;
   std::int64_t zipf_offset = 0;  ///< q, flattens the hottest ranks
-  double length_shape = 2.0;   ///< negative-binomial shape r of the non-empty bag lengths
-  std::uint64_t seed = 0;      ///< stream of this table's permutation and batches
+  double length_shape = 2.0;     ///< negative-binomial shape r of the non-empty bag lengths
+  std::uint64_t seed = 0;        ///< stream of this table's permutation and batches
 };
 
 /** The distributions table parameters are drawn from (fitted values are the defaults). */
 struct PoolParams {
-  double empty_share = 0.02;        ///< tables never looked up (pooling 0)
-  double rows_low_log10_min = 2.0;  ///< small tables: log10(rows) uniform on [min, 6]
-  double rows_high_log10_min = 6.0; ///< large tables: log10(rows) uniform on [min, log10(max)]
-  double pooling_min = 0.1;         ///< non-empty pooling: Pareto on [min, max_pooling]
-  double coverage_full_share = 0.5; ///< share of tables with coverage in [0.9, 1]
-  double coverage_log10_min = -2.0; ///< the rest: log10(coverage) uniform on [min, 0]
-  double alpha_min = 0.699;         ///< Zipf exponent uniform on [alpha_min, alpha_max]
+  double empty_share = 0.02;         ///< tables never looked up (pooling 0)
+  double rows_low_log10_min = 2.0;   ///< small tables: log10(rows) uniform on [min, 6]
+  double rows_high_log10_min = 6.0;  ///< large tables: log10(rows) uniform on [min, log10(max)]
+  double pooling_min = 0.1;          ///< non-empty pooling: Pareto on [min, max_pooling]
+  double coverage_full_share = 0.5;  ///< share of tables with coverage in [0.9, 1]
+  double coverage_log10_min = -2.0;  ///< the rest: log10(coverage) uniform on [min, 0]
+  double alpha_min = 0.699;          ///< Zipf exponent uniform on [alpha_min, alpha_max]
   double alpha_max = 1.026;
   /// active rows = min(num_rows, ratio × lookups at batch 65536), log10(ratio) uniform on [min, max]
   double active_log10_min = -1.821;
@@ -91,7 +90,7 @@ struct PoolCheckRow {
   std::string figure;
   double published = 0.0;
   double generated = 0.0;
-  double tolerance = 0.0;     ///< allowed |generated − published|
+  double tolerance = 0.0;  ///< allowed |generated − published|
   [[nodiscard]] bool ok() const;
 };
 
@@ -114,8 +113,7 @@ class Pool {
   [[nodiscard]] std::vector<TableStats> all_expected_stats(std::int64_t batch_size, int threads) const;
 
   /** A batch of `batch_size` samples of table `id`; `batch` selects an independent draw. */
-  [[nodiscard]] TableBatch materialise(std::int64_t id, std::int64_t batch_size,
-                                       std::uint64_t batch = 0) const;
+  [[nodiscard]] TableBatch materialise(std::int64_t id, std::int64_t batch_size, std::uint64_t batch = 0) const;
 
  private:
   std::uint64_t seed_ = 0;
@@ -124,8 +122,7 @@ class Pool {
 };
 
 /** A batch of `batch_size` samples drawn from `table`'s model; `batch` selects an independent draw. */
-[[nodiscard]] TableBatch materialise_table(const PoolTable& table, std::int64_t batch_size,
-                                           std::uint64_t batch = 0);
+[[nodiscard]] TableBatch materialise_table(const PoolTable& table, std::int64_t batch_size, std::uint64_t batch = 0);
 
 /**
  * A generative model whose expected statistics reproduce `stats` (measured from real data or
@@ -145,15 +142,14 @@ class Pool {
  * plus, for `measured_tables` randomly chosen tables, measured-vs-expected rows from
  * materialised batches of `measured_batch` samples.
  */
-[[nodiscard]] std::vector<PoolCheckRow> check_pool(const Pool& pool, int measured_tables,
-                                                   std::int64_t measured_batch, const Context& ctx);
+[[nodiscard]] std::vector<PoolCheckRow> check_pool(const Pool& pool, int measured_tables, std::int64_t measured_batch,
+                                                   const Context& ctx);
 
 /**
  * Fits the skew parameters (alpha_min/max, active_log10_min/max, offset_log10_max) by
  * Nelder–Mead on the two published reuse histograms and the distinct count, starting from
  * `start`; returns the fitted parameters. Logs each iteration.
  */
-[[nodiscard]] PoolParams fit_pool_params(std::uint64_t seed, const PoolParams& start,
-                                         const Context& ctx);
+[[nodiscard]] PoolParams fit_pool_params(std::uint64_t seed, const PoolParams& start, const Context& ctx);
 
 }  // namespace embshard

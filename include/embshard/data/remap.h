@@ -53,8 +53,7 @@ struct RowRemap {
 };
 
 /** Access count of every row in [0, num_rows) over `batches` (Error for an index out of range). */
-[[nodiscard]] std::vector<std::int64_t> count_row_accesses(std::span<const TableBatch> batches,
-                                                           std::int64_t num_rows);
+[[nodiscard]] std::vector<std::int64_t> count_row_accesses(std::span<const TableBatch> batches, std::int64_t num_rows);
 
 /**
  * The remap of the file comment (hbm_rows clamped to [0, rows]); Error above 2^31 − 1 rows. With a
@@ -63,8 +62,7 @@ struct RowRemap {
  * hbm_rows is then row_begin + the range's HBM rows (clamped to the range).
  */
 [[nodiscard]] RowRemap build_remap(const std::string& table, std::span<const std::int64_t> counts,
-                                   std::int64_t hbm_rows, std::int64_t row_begin = 0,
-                                   std::int64_t row_end = -1);
+                                   std::int64_t hbm_rows, std::int64_t row_begin = 0, std::int64_t row_end = -1);
 
 /** "" if `remap` is a valid remap (bijection onto both parts), else the first problem. */
 [[nodiscard]] std::string find_error_in_remap(const RowRemap& remap);

@@ -80,14 +80,14 @@ enum class OptimizerState { kNone, kRowWiseAdagrad, kAdagrad, kAdam };
 
 /** Access statistics of one table, measured from index data or modelled by the pool. */
 struct TableStats {
-  std::int64_t num_rows = kMinTableRows;  ///< hash size, max(100, max index + 1)
-  double pooling_factor = 0.0;            ///< mean lookups per sample
-  double coverage = 0.0;                  ///< share of samples with at least one lookup, [0, 1]
-  std::int64_t batch_size = 0;            ///< samples the statistics were taken over
-  std::int64_t num_indices = 0;           ///< lookups in that batch
-  std::int64_t num_distinct = 0;          ///< distinct rows among those lookups
+  std::int64_t num_rows = kMinTableRows;     ///< hash size, max(100, max index + 1)
+  double pooling_factor = 0.0;               ///< mean lookups per sample
+  double coverage = 0.0;                     ///< share of samples with at least one lookup, [0, 1]
+  std::int64_t batch_size = 0;               ///< samples the statistics were taken over
+  std::int64_t num_indices = 0;              ///< lookups in that batch
+  std::int64_t num_distinct = 0;             ///< distinct rows among those lookups
   std::array<double, kNumReuseBins> bins{};  ///< reuse histogram over distinct rows, sums to 1
-  std::vector<double> icdf;               ///< kNumIcdfSteps row counts (see file comment) or empty
+  std::vector<double> icdf;                  ///< kNumIcdfSteps row counts (see file comment) or empty
 };
 
 /**
@@ -111,13 +111,11 @@ struct TableStats {
  */
 struct TableConstraints {
   std::vector<ShardingType> sharding_types;  ///< the types allowed; empty = any
-  bool allow_uvm = true;    ///< false: every row in HBM (TorchRec's "fused" kernel only)
-  int min_partition = 0;    ///< column_wise shards at least this wide (0 = no limit)
+  bool allow_uvm = true;                     ///< false: every row in HBM (TorchRec's "fused" kernel only)
+  int min_partition = 0;                     ///< column_wise shards at least this wide (0 = no limit)
 
   [[nodiscard]] bool allows(ShardingType type) const;
-  [[nodiscard]] bool is_default() const {
-    return sharding_types.empty() && allow_uvm && min_partition == 0;
-  }
+  [[nodiscard]] bool is_default() const { return sharding_types.empty() && allow_uvm && min_partition == 0; }
 };
 
 /** How `TableSpec::stats_origin` of derived statistics begins ("derived:zipf_alpha=…,…"). */
@@ -125,10 +123,10 @@ inline constexpr std::string_view kDerivedStatsOrigin = "derived:";
 
 /** One embedding table of a task: its shape, precision and access statistics. */
 struct TableSpec {
-  std::string name;                 ///< unique within a task
-  int dim = 0;                      ///< embedding dimension, a positive multiple of 4
+  std::string name;  ///< unique within a task
+  int dim = 0;       ///< embedding dimension, a positive multiple of 4
   WeightType dtype = WeightType::kF32;
-  std::int64_t source_id = -1;      ///< index in the pool / stats file it came from, -1 if inline
+  std::int64_t source_id = -1;  ///< index in the pool / stats file it came from, -1 if inline
   TableStats stats;
   /** Where `stats` came from: "" when given in full (measured from indices, a stats file or the
    *  pool); kDerivedStatsOrigin + the model's parameters when derived from rows and pooling

@@ -65,10 +65,10 @@ struct Constraints {
                                                    const std::vector<std::string>& tables);
 
 struct Task {
-  std::string id;                  ///< e.g. "neuroshard-d4-m128-007"; free text for users
-  std::string protocol;            ///< canonical spec of the generator, or "" for hand-written
-  std::uint64_t seed = 0;          ///< seed the generator used
-  std::uint64_t pool_seed = 0;     ///< pool that tables' source ids refer to (if from the pool)
+  std::string id;               ///< e.g. "neuroshard-d4-m128-007"; free text for users
+  std::string protocol;         ///< canonical spec of the generator, or "" for hand-written
+  std::uint64_t seed = 0;       ///< seed the generator used
+  std::uint64_t pool_seed = 0;  ///< pool that tables' source ids refer to (if from the pool)
   Workload workload;
   Topology topology;
   Constraints constraints;
@@ -85,8 +85,7 @@ struct Task {
 [[nodiscard]] std::string find_error_in_task(const Task& task, const std::string& where);
 
 /** "" if a table's own constraints are usable under the task-wide ones, else the problem after `at`. */
-[[nodiscard]] std::string find_error_in_table_constraints(const TableSpec& table,
-                                                          const Constraints& task_wide,
+[[nodiscard]] std::string find_error_in_table_constraints(const TableSpec& table, const Constraints& task_wide,
                                                           const std::string& at);
 
 /** Throws Error with `find_error_in_task`'s message if the task is invalid. */

@@ -25,28 +25,26 @@ namespace embshard {
 
 /** One accelerator (or one CPU socket share for the `cpu` preset). */
 struct Device {
-  std::int64_t hbm_bytes = 0;   ///< fast device memory available to embeddings
-  std::int64_t uvm_bytes = 0;   ///< host memory reachable through UVM, available to embeddings
-  double hbm_gbps = 0.0;        ///< device-memory bandwidth, GB/s
-  double uvm_gbps = 0.0;        ///< device <- host bandwidth for UVM reads, GB/s
+  std::int64_t hbm_bytes = 0;  ///< fast device memory available to embeddings
+  std::int64_t uvm_bytes = 0;  ///< host memory reachable through UVM, available to embeddings
+  double hbm_gbps = 0.0;       ///< device-memory bandwidth, GB/s
+  double uvm_gbps = 0.0;       ///< device <- host bandwidth for UVM reads, GB/s
 };
 
 struct Topology {
-  std::string name;                 ///< canonical preset spec, or "custom"
-  std::string device_kind;          ///< e.g. "A100-SXM4-80GB", "cpu"
+  std::string name;         ///< canonical preset spec, or "custom"
+  std::string device_kind;  ///< e.g. "A100-SXM4-80GB", "cpu"
   std::vector<Device> devices;
-  int devices_per_host = 1;         ///< devices d and e share a host iff d/dph == e/dph
-  double intra_host_gbps = 0.0;     ///< all-to-all bandwidth per device inside a host, GB/s
-  double inter_host_gbps = 0.0;     ///< all-to-all bandwidth per device across hosts, GB/s
-  double a2a_latency_us = 0.0;      ///< fixed cost of one all-to-all collective, µs
+  int devices_per_host = 1;      ///< devices d and e share a host iff d/dph == e/dph
+  double intra_host_gbps = 0.0;  ///< all-to-all bandwidth per device inside a host, GB/s
+  double inter_host_gbps = 0.0;  ///< all-to-all bandwidth per device across hosts, GB/s
+  double a2a_latency_us = 0.0;   ///< fixed cost of one all-to-all collective, µs
 
   [[nodiscard]] int num_devices() const { return static_cast<int>(devices.size()); }
   [[nodiscard]] int num_hosts() const {
     return devices_per_host > 0 ? (num_devices() + devices_per_host - 1) / devices_per_host : 0;
   }
-  [[nodiscard]] bool same_host(int d, int e) const {
-    return d / devices_per_host == e / devices_per_host;
-  }
+  [[nodiscard]] bool same_host(int d, int e) const { return d / devices_per_host == e / devices_per_host; }
   [[nodiscard]] int host_of(int device) const { return device / devices_per_host; }
   /** Devices on each host (every host has as many; topology.h file comment). */
   [[nodiscard]] int host_size() const { return std::min(devices_per_host, num_devices()); }

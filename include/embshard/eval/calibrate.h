@@ -38,9 +38,9 @@ struct SimCalibration {
   RelativeErrors fw_train, bw_train;
   RelativeErrors fw_test, bw_test;
   std::vector<HeldOutPoint> fw_test_points, bw_test_points;  ///< per held-out sample
-  std::string device_kind;        ///< the topology device kind the coefficients are for ("cpu", "H200-SXM-141GB")
-  std::string samples_path;       ///< the files calibrated on, as named, comma-separated (provenance)
-  std::int64_t batch_size = 0;    ///< the samples' batch
+  std::string device_kind;      ///< the topology device kind the coefficients are for ("cpu", "H200-SXM-141GB")
+  std::string samples_path;     ///< the files calibrated on, as named, comma-separated (provenance)
+  std::int64_t batch_size = 0;  ///< the samples' batch
 };
 
 /**
@@ -48,8 +48,8 @@ struct SimCalibration {
  * in kind, backend, batch, pool seed, precision or the machine they were measured on are an Error
  * naming the file and the field. `paths` name the files in errors and in the result's provenance.
  */
-[[nodiscard]] SimCalibration calibrate_sim(const std::vector<CostSampleFile>& files, int test_every,
-                                           const Context& ctx, const std::vector<std::string>& paths = {});
+[[nodiscard]] SimCalibration calibrate_sim(const std::vector<CostSampleFile>& files, int test_every, const Context& ctx,
+                                           const std::vector<std::string>& paths = {});
 
 /** The calibration as JSON: coefficients by feature name, cache bytes and the error figures. */
 [[nodiscard]] std::string sim_calibration_json(const SimCalibration& calibration);

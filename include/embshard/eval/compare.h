@@ -36,13 +36,13 @@ struct CompareOptions {
 
 struct CompareRow {
   std::string task_id;
-  std::string setting;            ///< see the file comment
-  std::string sharder;            ///< canonical spec
-  std::string status;             ///< ok | infeasible | time_limit (`to_string(ShardStatus)`); invalid: what_if.h
+  std::string setting;  ///< see the file comment
+  std::string sharder;  ///< canonical spec
+  std::string status;   ///< ok | infeasible | time_limit (`to_string(ShardStatus)`); invalid: what_if.h
   std::string reason;
   double plan_ms = 0.0;
-  double lower_bound_ms = 0.0;    ///< of the step objective under `cost`; 0 if the judge differs
-  EvalResult eval;                ///< the judge's verdict, when ok (all zero otherwise)
+  double lower_bound_ms = 0.0;  ///< of the step objective under `cost`; 0 if the judge differs
+  EvalResult eval;              ///< the judge's verdict, when ok (all zero otherwise)
   /** Whether the sharder planned it (and `eval` holds the plan's verdict). */
   [[nodiscard]] bool ok() const { return status == kOkStatus; }
   static constexpr const char* kOkStatus = "ok";  ///< to_string(ShardStatus::kOk)
@@ -63,9 +63,8 @@ struct CompareRow {
  * Plans and evaluates every task with every sharder (file comment); rows task-major. `plans`, when
  * given, receives each row's plan in row order (an empty plan where the row is not "ok").
  */
-[[nodiscard]] std::vector<CompareRow> run_compare(const std::vector<Task>& tasks,
-                                                  const CompareOptions& options, const Context& ctx,
-                                                  std::vector<Plan>* plans = nullptr);
+[[nodiscard]] std::vector<CompareRow> run_compare(const std::vector<Task>& tasks, const CompareOptions& options,
+                                                  const Context& ctx, std::vector<Plan>* plans = nullptr);
 
 /** Reads every `*.json` task of a directory, in name order; Error naming the bad file. */
 [[nodiscard]] std::vector<Task> read_task_dir(const std::string& dir);
@@ -90,6 +89,5 @@ struct CompareRow {
  * the tasks' statistics) over its valid plans.
  */
 [[nodiscard]] std::string compare_markdown(const std::vector<CompareRow>& rows);
-
 
 }  // namespace embshard

@@ -18,11 +18,11 @@
  * from (`source_id` ≥ 0, pool `task.pool_seed`), else a model fitted to its statistics
  * (`model_from_stats`). They honour a plan's memory tiers: a shard with hbm_rows < its rows gets
  * RecShard's remap (data/remap.h), built from the access counts of the measured draw (or of
- * other draws: `remap_held_out`), so its first hbm_rows rows are its hottest (`measured_tier_lookups` counts what the kernels
- * then see); `cuda` keeps the other rows in mapped host memory (kernels/cuda_embedding_bag.h),
- * while `cpu` and `reference` have no UVM tier on this machine and the remap only re-orders rows. They run at `batch_size` (default: the task's) — a smaller batch keeps a
- * 60-table task to minutes on a small machine; the result records the batch it used, and the
- * link model uses the same batch so compute and comm stay comparable.
+ * other draws: `remap_held_out`), so its first hbm_rows rows are its hottest (`measured_tier_lookups` counts what the
+ * kernels then see); `cuda` keeps the other rows in mapped host memory (kernels/cuda_embedding_bag.h), while `cpu` and
+ * `reference` have no UVM tier on this machine and the remap only re-orders rows. They run at `batch_size` (default:
+ * the task's) — a smaller batch keeps a 60-table task to minutes on a small machine; the result records the batch it
+ * used, and the link model uses the same batch so compute and comm stay comparable.
  *
  * The plan is checked against the task first (`find_error_in_plan`); a bad plan is an Error.
  *
@@ -83,8 +83,7 @@ struct Spread {
 [[nodiscard]] Spread spread_of(const std::vector<double>& values);
 
 /** Per device, the lookups per step served by HBM and UVM at `batch_size` (file comment). */
-[[nodiscard]] std::vector<DeviceLookups> tier_lookups(const Task& task, const Plan& plan,
-                                                      std::int64_t batch_size);
+[[nodiscard]] std::vector<DeviceLookups> tier_lookups(const Task& task, const Plan& plan, std::int64_t batch_size);
 
 /**
  * Per device, the lookups the measured backends hand to the kernels (ShardTimer's batch at
@@ -97,12 +96,12 @@ struct Spread {
 
 struct EvalResult {
   CostBreakdown breakdown;
-  std::int64_t batch_size = 0;     ///< batch the costs are for
-  std::string backend;             ///< canonical spec of the compute backend
+  std::int64_t batch_size = 0;  ///< batch the costs are for
+  std::string backend;          ///< canonical spec of the compute backend
   double step_ms = 0.0;
   double max_sum_ms = 0.0;
   double balance = 0.0;
-  double wall_ms = 0.0;            ///< time the evaluation took
+  double wall_ms = 0.0;  ///< time the evaluation took
   /** Per device, lookups per step by tier (evaluate_plan fills it; empty from eval_result_of). */
   std::vector<DeviceLookups> lookups;
 };
@@ -112,8 +111,7 @@ struct EvalResult {
 [[nodiscard]] double uvm_lookup_share(const EvalResult& result);
 
 /** A result from a breakdown: the objectives folded from it (`wall_ms` left 0). */
-[[nodiscard]] EvalResult eval_result_of(CostBreakdown breakdown, std::int64_t batch_size,
-                                        std::string backend);
+[[nodiscard]] EvalResult eval_result_of(CostBreakdown breakdown, std::int64_t batch_size, std::string backend);
 
 /** Names of the compute backends this build offers (sim, cpu, reference, and cuda if built). */
 [[nodiscard]] std::vector<std::string> eval_backends();
@@ -140,9 +138,8 @@ struct EvalResult {
  * measured forward and backward all-to-all (one entry per device, at `eval_batch_size`) and
  * replaces the link model.
  */
-[[nodiscard]] EvalResult evaluate_plan(const Task& task, const Plan& plan,
-                                       const EvalOptions& options, const Context& ctx,
-                                       std::span<const DeviceTiming> measured_comm = {});
+[[nodiscard]] EvalResult evaluate_plan(const Task& task, const Plan& plan, const EvalOptions& options,
+                                       const Context& ctx, std::span<const DeviceTiming> measured_comm = {});
 
 /**
  * The judge of `options` for trainers (cost/plan_judge.h): evaluates with `evaluate_plan`, the
@@ -151,8 +148,7 @@ struct EvalResult {
 [[nodiscard]] PlanJudge plan_judge(const EvalOptions& options, const Task& reference_task);
 
 /** The result as a JSON document (see docs/architecture.md, "eval report"). */
-[[nodiscard]] std::string eval_result_json(const EvalResult& result, const Task& task,
-                                           const Plan& plan);
+[[nodiscard]] std::string eval_result_json(const EvalResult& result, const Task& task, const Plan& plan);
 
 /**
  * A fixed-width text table of the per-device breakdown (memory against each device's budget in

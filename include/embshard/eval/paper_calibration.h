@@ -40,13 +40,13 @@ namespace embshard {
 
 struct PaperFigure {
   std::string id;
-  std::string kind;            ///< protocol_mean | all_to_all
-  std::string protocol;        ///< protocol_mean: a task protocol spec (without preset)
-  std::string sharder;         ///< protocol_mean: a sharder spec
-  std::int64_t batch_size = 0;           ///< all_to_all
-  std::vector<std::int64_t> dim_sums;    ///< all_to_all: one per device
+  std::string kind;                    ///< protocol_mean | all_to_all
+  std::string protocol;                ///< protocol_mean: a task protocol spec (without preset)
+  std::string sharder;                 ///< protocol_mean: a sharder spec
+  std::int64_t batch_size = 0;         ///< all_to_all
+  std::vector<std::int64_t> dim_sums;  ///< all_to_all: one per device
   double published_ms = 0.0;
-  bool fit = true;             ///< role: fit (true) or held_out
+  bool fit = true;  ///< role: fit (true) or held_out
   std::string source;
 };
 
@@ -61,13 +61,13 @@ struct PaperFigures {
 
 /** What a fit produced: the judge's constants and, per figure, published vs judged. */
 struct PaperFit {
-  SimHardware hardware;        ///< compute coefficients, forward and backward
+  SimHardware hardware;  ///< compute coefficients, forward and backward
   double a2a_latency_us = 0.0;
-  double a2a_gbps = 0.0;       ///< per device, per direction
+  double a2a_gbps = 0.0;  ///< per device, per direction
   struct Row {
     PaperFigure figure;
     double judged_ms = 0.0;
-    int tasks = 0;             ///< protocol_mean: tasks the sharder planned
+    int tasks = 0;  ///< protocol_mean: tasks the sharder planned
   };
   std::vector<Row> rows;
   int tasks_per_setting = 0;
@@ -79,8 +79,8 @@ struct PaperFit {
  * Fits (file comment) on `tasks_per_setting` tasks of every protocol, generated with `seed`
  * (use a seed other than the reports' so held-out figures stay held out).
  */
-[[nodiscard]] PaperFit fit_to_papers(const PaperFigures& figures, int tasks_per_setting,
-                                     std::uint64_t seed, const Context& ctx);
+[[nodiscard]] PaperFit fit_to_papers(const PaperFigures& figures, int tasks_per_setting, std::uint64_t seed,
+                                     const Context& ctx);
 
 /** The fit as Markdown: the constants, then figure | source | role | published | judged | error. */
 [[nodiscard]] std::string paper_fit_markdown(const PaperFit& fit);

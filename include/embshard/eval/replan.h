@@ -61,13 +61,13 @@ struct Movement {
 struct ReplanOptions {
   std::string sharder = "joint:groups=none";  ///< the from-scratch plan (1D)
   std::string cost = "default";
-  EvalOptions judge;                          ///< the step of every point (sim unless said)
+  EvalOptions judge;  ///< the step of every point (sim unless said)
   double max_move_bytes = std::numeric_limits<double>::infinity();
 };
 
 struct ReplanPoint {
   double moved_bytes = 0;
-  double moved_share = 0;   ///< of the task's table bytes (Workload::total_bytes)
+  double moved_share = 0;  ///< of the task's table bytes (Workload::total_bytes)
   double step_ms = 0;
   int tables_switched = 0;  ///< a point of the curve: tables on their target layout; −1 for a search
   double price = -1;        ///< a search from the kept plan: its price of movement (× the kept step per
@@ -75,20 +75,20 @@ struct ReplanPoint {
 };
 
 struct ReplanResult {
-  Plan plan;                         ///< the fastest point moving at most max_move_bytes
+  Plan plan;  ///< the fastest point moving at most max_move_bytes
   ReplanPoint chosen;
-  Movement movement;                 ///< of `plan`
-  ReplanPoint kept, target;          ///< the curve's ends
-  double scratch_moved_bytes = 0;    ///< the from-scratch plan before relabelling
-  std::vector<ReplanPoint> curve;    ///< the valid points, by bytes moved
-  std::string verdict;               ///< one line
-  bool kept_fits = false;            ///< whether the kept plan fits the new task (else `kept` is not a plan)
+  Movement movement;               ///< of `plan`
+  ReplanPoint kept, target;        ///< the curve's ends
+  double scratch_moved_bytes = 0;  ///< the from-scratch plan before relabelling
+  std::vector<ReplanPoint> curve;  ///< the valid points, by bytes moved
+  std::string verdict;             ///< one line
+  bool kept_fits = false;          ///< whether the kept plan fits the new task (else `kept` is not a plan)
   // What the run was, for reports (report/replan_report.h):
   std::string task_id;
-  std::string sharder;               ///< the from-scratch plan's sharder, canonical
-  std::string judge;                 ///< the judge of every point's step, canonical
+  std::string sharder;  ///< the from-scratch plan's sharder, canonical
+  std::string judge;    ///< the judge of every point's step, canonical
   double max_move_bytes = std::numeric_limits<double>::infinity();
-  double table_bytes = 0;            ///< the task's table bytes (the budget's share is of them)
+  double table_bytes = 0;  ///< the task's table bytes (the budget's share is of them)
 };
 
 /**

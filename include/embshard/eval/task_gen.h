@@ -5,7 +5,7 @@
  *
  * | protocol   | devices | tables per task               | dims                         | memory / device | weights |
  * |------------|---------|-------------------------------|------------------------------|-----------------|---------|
- * | neuroshard | 4 or 8  | 2.5·D .. 15·D−1, with replacement | uniform over {M, M/2, .., 4} | 4 GiB           | fp32    |
+ * | neuroshard | 4 or 8  | 2.5·D .. 15·D−1, with replacement | uniform over {M, M/2, .., 4} | 4 GiB           | fp32 |
  * | dreamshard | 4       | N (default 50), disjoint train/test halves of the pool | all = M (16) | 5 GiB | fp16 |
  * | autoshard  | 8       | 10·D (80 on 8 .. 800 on 80)   | per pool table {M/2, M} (16, 32) | 7 GiB       | fp16    |
  *
@@ -93,8 +93,7 @@ class TaskGenerator {
   /** Global batch of the tasks it generates (their statistics are taken at this batch). */
   [[nodiscard]] virtual std::int64_t batch_size() const = 0;
   /** Task `index` of the sequence for `seed`; deterministic in (seed, index). */
-  [[nodiscard]] virtual Task generate(const TableSource& source, std::uint64_t seed,
-                                      int index) const = 0;
+  [[nodiscard]] virtual Task generate(const TableSource& source, std::uint64_t seed, int index) const = 0;
 };
 
 /** neuroshard, dreamshard, autoshard, recshard. */
@@ -107,8 +106,8 @@ class TaskGenerator {
 [[nodiscard]] std::string task_file_path(const std::string& dir, int index);
 
 /** Writes tasks 0..count-1 as `task_file_path(dir, i)`; returns the paths. */
-std::vector<std::string> write_tasks(const TaskGenerator& gen, const TableSource& source,
-                                     std::uint64_t seed, int count, const std::string& dir);
+std::vector<std::string> write_tasks(const TaskGenerator& gen, const TableSource& source, std::uint64_t seed, int count,
+                                     const std::string& dir);
 
 /** The built-in default task (a NeuroShard-protocol task, 4 devices, max dim 128, seed 0). */
 [[nodiscard]] Task default_task();

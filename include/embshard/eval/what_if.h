@@ -58,20 +58,20 @@ struct WhatIfOptions {
 struct CapacityPoint {
   int devices = 0;
   int hosts = 0;
-  CompareRow run;        ///< status, the judged step, planning time
-  double bound_ms = 0;   ///< the judge's lower bound on the step at this count; 0 when it has none
+  CompareRow run;       ///< status, the judged step, planning time
+  double bound_ms = 0;  ///< the judge's lower bound on the step at this count; 0 when it has none
   [[nodiscard]] bool meets(double target_ms) const { return run.ok() && run.eval.step_ms <= target_ms; }
 };
 
 struct CapacityCurve {
   std::string task_id;
-  std::string sharder;              ///< canonical spec
-  std::string judge;                ///< canonical judge spec
-  double target_ms = 0;             ///< 0: no target (the curve alone)
+  std::string sharder;   ///< canonical spec
+  std::string judge;     ///< canonical judge spec
+  double target_ms = 0;  ///< 0: no target (the curve alone)
   int min_devices = 0, max_devices = 0;
   std::vector<CapacityPoint> points;  ///< ascending devices
-  int fewest = 0;                   ///< fewest devices found to meet the target; 0 when none
-  std::string verdict;              ///< one line: the answer and its evidence, or why there is none
+  int fewest = 0;                     ///< fewest devices found to meet the target; 0 when none
+  std::string verdict;                ///< one line: the answer and its evidence, or why there is none
 };
 
 /**
@@ -96,9 +96,9 @@ struct FitChange {
 };
 
 struct FitAdvice {
-  CompareRow run;                      ///< the task as it is, planned
-  std::vector<std::string> conflicts;  ///< what makes it not fit (file comment); empty when it fits
-  std::vector<FitChange> changes;      ///< ranked (file comment); empty when it fits
+  CompareRow run;                        ///< the task as it is, planned
+  std::vector<std::string> conflicts;    ///< what makes it not fit (file comment); empty when it fits
+  std::vector<FitChange> changes;        ///< ranked (file comment); empty when it fits
   std::vector<std::string> not_helping;  ///< kinds tried that did not fit within their limits, and why
 };
 
@@ -111,8 +111,8 @@ struct FitAdvice {
 /** Why one table of a plan is where it is: the next-best placement and what it would cost. */
 struct TableExplanation {
   std::string table;
-  std::string placement;      ///< "row_wise on devices 0-3", "table_wise on device 2"
-  std::string next_best;      ///< "table_wise on device 1", or "" when no other placement fits
+  std::string placement;          ///< "row_wise on devices 0-3", "table_wise on device 2"
+  std::string next_best;          ///< "table_wise on device 1", or "" when no other placement fits
   double next_best_delta_ms = 0;  ///< its step minus the plan's (≥ 0 for a plan no single move improves)
 };
 

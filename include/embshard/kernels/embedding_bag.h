@@ -57,11 +57,11 @@ constexpr int weight_bytes(WeightDtype dtype) { return dtype == WeightDtype::kF3
 
 /** One embedding table, viewed (not owned). */
 struct TableView {
-  void* weights = nullptr;     ///< rows × dim elements, row-major; float or IEEE binary16 bits (uint16_t)
-  std::int64_t rows = 0;       ///< number of rows (valid indices are 0 .. rows-1)
-  std::int32_t dim = 0;        ///< elements per row (columns this table writes in the output)
+  void* weights = nullptr;  ///< rows × dim elements, row-major; float or IEEE binary16 bits (uint16_t)
+  std::int64_t rows = 0;    ///< number of rows (valid indices are 0 .. rows-1)
+  std::int32_t dim = 0;     ///< elements per row (columns this table writes in the output)
   WeightDtype dtype = WeightDtype::kF32;
-  float* momentum = nullptr;   ///< rows floats, row-wise Adagrad state; may be null otherwise
+  float* momentum = nullptr;  ///< rows floats, row-wise Adagrad state; may be null otherwise
 };
 
 /** Element type of the index array. */
@@ -75,12 +75,10 @@ struct BagBatch {
   std::int64_t num_indices = 0;
   IndexType index_type = IndexType::kI64;
 
-  static BagBatch of(std::int64_t batch, std::span<const std::int64_t> offs,
-                     std::span<const std::int32_t> idx) {
+  static BagBatch of(std::int64_t batch, std::span<const std::int64_t> offs, std::span<const std::int32_t> idx) {
     return {batch, offs, idx.data(), static_cast<std::int64_t>(idx.size()), IndexType::kI32};
   }
-  static BagBatch of(std::int64_t batch, std::span<const std::int64_t> offs,
-                     std::span<const std::int64_t> idx) {
+  static BagBatch of(std::int64_t batch, std::span<const std::int64_t> offs, std::span<const std::int64_t> idx) {
     return {batch, offs, idx.data(), static_cast<std::int64_t>(idx.size()), IndexType::kI64};
   }
 };
@@ -131,13 +129,12 @@ std::span<const EmbeddingBagImpl> embedding_bag_impls();
 std::string_view to_string(EmbeddingBagImpl impl);
 
 /** out: B·total_dim floats, row-major [B × total_dim]. `tables` weights are only read. */
-KernelStatus embedding_bag_forward(EmbeddingBagImpl impl, std::span<const TableView> tables,
-                                   const BagBatch& batch, std::span<float> out);
+KernelStatus embedding_bag_forward(EmbeddingBagImpl impl, std::span<const TableView> tables, const BagBatch& batch,
+                                   std::span<float> out);
 
 /** grad_out: B·total_dim floats. Updates the tables' weights (and momentum) in place. */
-KernelStatus embedding_bag_backward(EmbeddingBagImpl impl, std::span<const TableView> tables,
-                                    const BagBatch& batch, std::span<const float> grad_out,
-                                    const OptimizerConfig& optimizer);
+KernelStatus embedding_bag_backward(EmbeddingBagImpl impl, std::span<const TableView> tables, const BagBatch& batch,
+                                    std::span<const float> grad_out, const OptimizerConfig& optimizer);
 
 // ---- IEEE binary16 <-> binary32 (no _Float16 needed) --------------------------------------------
 
@@ -160,16 +157,16 @@ inline std::uint16_t float_to_half(float f) {
   const std::uint32_t sign = (x >> 16) & 0x8000u;
   x &= 0x7fffffffu;
   std::uint32_t h = 0;
-  if (x >= 0x47800000u) {                         // ≥ 65536, inf or NaN
+  if (x >= 0x47800000u) {  // ≥ 65536, inf or NaN
     h = x > 0x7f800000u ? 0x7e00u : 0x7c00u;
-  } else if (x < 0x38800000u) {                   // below 2^-14: subnormal or zero
+  } else if (x < 0x38800000u) {  // below 2^-14: subnormal or zero
     // Adding 0.5 aligns the binary16 subnormal grid (2^-24) with float's ulp; the FPU rounds.
     const float shifted = std::bit_cast<float>(x) + 0.5f;
     h = std::bit_cast<std::uint32_t>(shifted) - std::bit_cast<std::uint32_t>(0.5f);
-  } else {                                        // normal: rebias, round the 13 dropped bits
+  } else {  // normal: rebias, round the 13 dropped bits
     const std::uint32_t odd = (x >> 13) & 1u;
-    x += 0xc8000fffu + odd;                       // (15 − 127) << 23, plus rounding bias
-    h = x >> 13;                                  // a carry into the exponent is correct (→ inf)
+    x += 0xc8000fffu + odd;  // (15 − 127) << 23, plus rounding bias
+    h = x >> 13;             // a carry into the exponent is correct (→ inf)
   }
   return static_cast<std::uint16_t>(sign | h);
 }

@@ -34,12 +34,12 @@
 namespace embshard {
 
 struct CostTrainOptions {
-  int epochs = 1000;             ///< NeuroShard's --epochs
+  int epochs = 1000;  ///< NeuroShard's --epochs
   int batch_size = 512;
   double learning_rate = 1e-3;
   double validation_share = 0.1;
   double test_share = 0.1;
-  int compute_outputs = 2;       ///< 2: fw and bw (the default: the step objective needs both), 1: fw+bw (NeuroShard)
+  int compute_outputs = 2;  ///< 2: fw and bw (the default: the step objective needs both), 1: fw+bw (NeuroShard)
   std::uint64_t seed = 0;
 };
 
@@ -48,13 +48,13 @@ struct CostTrainOptions {
 
 struct TrainedCompute {
   ComputeNet net;
-  std::vector<HeldOutPoint> test_points;   ///< fw+bw per test sample
+  std::vector<HeldOutPoint> test_points;  ///< fw+bw per test sample
 };
 
 struct TrainedComm {
   CommNet forward;
   CommNet backward;
-  std::vector<HeldOutPoint> forward_points;   ///< per device per test sample
+  std::vector<HeldOutPoint> forward_points;  ///< per device per test sample
   std::vector<HeldOutPoint> backward_points;
 };
 
@@ -75,8 +75,7 @@ struct TrainedComm {
  * compute tables outside the pool. The training functions call it first; `train cost` calls it
  * for every file before it trains any.
  */
-void check_training_samples(const std::string& path, const CostSampleFile& samples,
-                            const CostTrainOptions& options);
+void check_training_samples(const std::string& path, const CostSampleFile& samples, const CostTrainOptions& options);
 
 /**
  * "" when the trained model `name` is worth writing, else why not: its held-out R² is below 0

@@ -20,19 +20,19 @@
 #include <vector>
 
 #include "embshard/core/context.h"
+#include "embshard/cost/plan_judge.h"
 #include "embshard/data/features.h"
 #include "embshard/data/task.h"
-#include "embshard/cost/plan_judge.h"
 
 namespace embshard {
 
 /** What every policy trainer is given. */
 struct PolicyTrainSetup {
-  std::string tasks_spec;          ///< as the user gave it (recorded in the provenance)
+  std::string tasks_spec;  ///< as the user gave it (recorded in the provenance)
   std::vector<std::string> task_paths;
-  std::vector<Task> tasks;         ///< at least one, all valid
-  PlanJudge judge;                 ///< how real plans are judged (eval's plan_judge builds it)
-  std::string out;                 ///< the policy file; checkpoints in out + ".ckpt"
+  std::vector<Task> tasks;  ///< at least one, all valid
+  PlanJudge judge;          ///< how real plans are judged (eval's plan_judge builds it)
+  std::string out;          ///< the policy file; checkpoints in out + ".ckpt"
   bool resume = false;
   std::uint64_t seed = 0;
 };
@@ -46,8 +46,8 @@ struct PolicyTrainSetup {
 
 /** What DreamShard's REINFORCE rewards: minus a step predicted by the cost network. */
 enum class DreamShardReward {
-  kOverallHead,   ///< "overall": the overall head on the max over devices' encodings (the authors')
-  kKernelHeads,   ///< "kernels": DreamShardEpisode::kernel_step_ms, the kernel heads composed as the judge does
+  kOverallHead,  ///< "overall": the overall head on the max over devices' encodings (the authors')
+  kKernelHeads,  ///< "kernels": DreamShardEpisode::kernel_step_ms, the kernel heads composed as the judge does
 };
 [[nodiscard]] const char* to_string(DreamShardReward reward);
 /** "overall" or "kernels"; Error listing both otherwise. */
@@ -55,8 +55,8 @@ enum class DreamShardReward {
 
 /** Which of DreamShard's policies the file holds when training ends. */
 enum class DreamShardKeep {
-  kLast,   ///< "last": the policy after the last iteration (the authors')
-  kBest,   ///< "best": of the policies after each iteration, the one whose arg-max plans judged best
+  kLast,  ///< "last": the policy after the last iteration (the authors')
+  kBest,  ///< "best": of the policies after each iteration, the one whose arg-max plans judged best
 };
 [[nodiscard]] const char* to_string(DreamShardKeep keep);
 /** "last" or "best"; Error listing both otherwise. */
@@ -64,13 +64,13 @@ enum class DreamShardKeep {
 
 /** DreamShard's Algorithm 1 (paper 002; refs-zha.md §4.2, §5.3). Defaults are the paper's. */
 struct DreamShardTrainOptions {
-  int iterations = 10;             ///< outer iterations
-  int collect_episodes = 10;       ///< N_collect: real plans evaluated per iteration
-  int cost_steps = 300;            ///< N_cost: cost-network updates per iteration
-  int batch = 64;                  ///< N_batch: samples per cost update (with replacement)
-  int rl_batches = 10;             ///< N_RL: policy updates per iteration
-  int rl_episodes = 10;            ///< N_episode: estimated-MDP episodes per policy update
-  double learning_rate = 5e-4;     ///< Adam, decayed linearly to lr/iterations
+  int iterations = 10;          ///< outer iterations
+  int collect_episodes = 10;    ///< N_collect: real plans evaluated per iteration
+  int cost_steps = 300;         ///< N_cost: cost-network updates per iteration
+  int batch = 64;               ///< N_batch: samples per cost update (with replacement)
+  int rl_batches = 10;          ///< N_RL: policy updates per iteration
+  int rl_episodes = 10;         ///< N_episode: estimated-MDP episodes per policy update
+  double learning_rate = 5e-4;  ///< Adam, decayed linearly to lr/iterations
   double entropy_weight = 1e-3;
   /// How tables are normalised (dreamshard_policy.h): kPerTask, the authors' recipe, or
   /// kTrainingSet, z-scores fitted once on every training table and stored in the policy file.
@@ -91,34 +91,33 @@ struct DreamShardTrainOptions {
   DreamShardKeep keep = DreamShardKeep::kLast;
 };
 [[nodiscard]] std::string find_error_in_options(const DreamShardTrainOptions& options);
-/** Every option, named by its `train dreamshard` flag (`cost-batch`, `entropy`: no flag), as provenance records them. */
+/** Every option, named by its `train dreamshard` flag (`cost-batch`, `entropy`: no flag), as provenance records them.
+ */
 [[nodiscard]] std::map<std::string, std::string> options_record(const DreamShardTrainOptions& options);
 /** Trains and writes the policy; returns its path. */
-std::string train_dreamshard(const PolicyTrainSetup& setup, const DreamShardTrainOptions& options,
-                             const Context& ctx);
+std::string train_dreamshard(const PolicyTrainSetup& setup, const DreamShardTrainOptions& options, const Context& ctx);
 
 /** AutoShard's IMPALA (paper 001 §4, App. C; refs-zha.md §4.1, §5.2). Defaults are the paper's. */
 struct AutoShardTrainOptions {
-  std::int64_t env_steps = 100000; ///< total placement steps acted by the actors
-  int actors = 8;                  ///< actor threads (the paper: one per GPU)
-  int unroll = 100;                ///< steps per unroll
-  int learner_batch = 8;           ///< unrolls per learner update
-  double learning_rate = 1e-3;     ///< Adam, decayed linearly to 0
+  std::int64_t env_steps = 100000;  ///< total placement steps acted by the actors
+  int actors = 8;                   ///< actor threads (the paper: one per GPU)
+  int unroll = 100;                 ///< steps per unroll
+  int learner_batch = 8;            ///< unrolls per learner update
+  double learning_rate = 1e-3;      ///< Adam, decayed linearly to 0
   double entropy_weight = 1e-3;
   double baseline_weight = 0.5;
   double discount = 1.0;
-  double rho_bar = 1.0;            ///< V-trace clipping
+  double rho_bar = 1.0;  ///< V-trace clipping
   double c_bar = 1.0;
   double grad_clip = 40.0;
-  int cost_updates = 20;           ///< cost-head updates after each learner update
+  int cost_updates = 20;  ///< cost-head updates after each learner update
   int cost_batch = 512;
-  int cost_buffer = 5000;          ///< replay ring of shard cost samples
-  int checkpoint_every = 10;       ///< learner updates between checkpoints
+  int cost_buffer = 5000;     ///< replay ring of shard cost samples
+  int checkpoint_every = 10;  ///< learner updates between checkpoints
 };
 [[nodiscard]] std::string find_error_in_options(const AutoShardTrainOptions& options);
 /** Every option, named by its `train autoshard` flag or its field, as provenance records them. */
 [[nodiscard]] std::map<std::string, std::string> options_record(const AutoShardTrainOptions& options);
-std::string train_autoshard(const PolicyTrainSetup& setup, const AutoShardTrainOptions& options,
-                            const Context& ctx);
+std::string train_autoshard(const PolicyTrainSetup& setup, const AutoShardTrainOptions& options, const Context& ctx);
 
 }  // namespace embshard

@@ -50,10 +50,10 @@ enum class CbcStrategy {
 };
 
 struct CbcOptions {
-  double time_limit_s = 60.0;   ///< wall clock; must be > 0
-  double relative_gap = 1e-4;   ///< CBC's ratioGap; >= 0
+  double time_limit_s = 60.0;  ///< wall clock; must be > 0
+  double relative_gap = 1e-4;  ///< CBC's ratioGap; >= 0
   CbcStrategy strategy = CbcStrategy::kDefault;
-  bool log = false;             ///< print CBC's log to stdout
+  bool log = false;  ///< print CBC's log to stdout
   /** kDefault only: more cbc parameters put before "-solve", e.g. {"-preprocess", "off"}. */
   std::vector<std::string> extra_args;
 };

@@ -67,8 +67,7 @@ struct MilpModel {
   /** Empty (no warm start) or one value per variable. */
   std::vector<double> initial_solution;
 
-  int add_variable(std::string name, MilpVarType type, double lower, double upper,
-                   double objective = 0.0);
+  int add_variable(std::string name, MilpVarType type, double lower, double upper, double objective = 0.0);
   int add_continuous(std::string name, double lower, double upper, double objective = 0.0) {
     return add_variable(std::move(name), MilpVarType::kContinuous, lower, upper, objective);
   }
@@ -98,17 +97,16 @@ struct MilpModel {
  * violated by more than `tol` absolutely; a row when its activity misses rhs by more than
  * tol · max(1, |rhs|). `values` of the wrong size is reported too.
  */
-[[nodiscard]] std::string check_solution(const MilpModel& model, const std::vector<double>& values,
-                                         double tol = 1e-6);
+[[nodiscard]] std::string check_solution(const MilpModel& model, const std::vector<double>& values, double tol = 1e-6);
 
 /** How a solve ended. */
 enum class MilpStatus {
-  kOptimal,              ///< proven optimal within the requested relative gap
-  kFeasible,             ///< a solution, not proven optimal: the time limit (or node limit) hit
-  kInfeasible,           ///< proven: no solution exists
-  kUnbounded,            ///< the relaxation is unbounded
-  kNoSolution,           ///< the time limit hit before any solution was found
-  kError,                ///< the solver gave up (numerical trouble); `message` says what it said
+  kOptimal,     ///< proven optimal within the requested relative gap
+  kFeasible,    ///< a solution, not proven optimal: the time limit (or node limit) hit
+  kInfeasible,  ///< proven: no solution exists
+  kUnbounded,   ///< the relaxation is unbounded
+  kNoSolution,  ///< the time limit hit before any solution was found
+  kError,       ///< the solver gave up (numerical trouble); `message` says what it said
 };
 /** "optimal", "feasible", "infeasible", "unbounded", "no_solution", "error". */
 [[nodiscard]] const char* to_string(MilpStatus status);
@@ -119,13 +117,13 @@ enum class MilpStatus {
 
 struct MilpResult {
   MilpStatus status = MilpStatus::kNoSolution;
-  double objective = kMilpInfinity;   ///< of `values` (incl. offset); +inf without a solution
-  double best_bound = -kMilpInfinity; ///< proven lower bound on the optimum (incl. offset)
+  double objective = kMilpInfinity;    ///< of `values` (incl. offset); +inf without a solution
+  double best_bound = -kMilpInfinity;  ///< proven lower bound on the optimum (incl. offset)
   /** (objective − best_bound) / max(|objective|, 1e-10), ≥ 0; +inf without a solution. */
   double relative_gap = kMilpInfinity;
-  std::vector<double> values;         ///< one per variable when has_solution(status), else empty
+  std::vector<double> values;  ///< one per variable when has_solution(status), else empty
   double wall_seconds = 0.0;
-  std::int64_t nodes = 0;             ///< branch-and-bound nodes explored
+  std::int64_t nodes = 0;  ///< branch-and-bound nodes explored
   /** NaN without a warm start, else its objective value (whether or not it was accepted). */
   double warm_start_objective = std::numeric_limits<double>::quiet_NaN();
   /** "" (none given), "accepted", or "rejected: <check_solution's line>". */

@@ -94,9 +94,9 @@ struct RecShardTable {
   int dim = 0;
   int bytes_per_element = 4;
   std::int64_t state_bytes_per_row = 0;  ///< optimizer state beside each row's weights (table.h)
-  double pooling = 0.0;        ///< mean lookups per sample that accesses the table
-  double coverage = 1.0;       ///< share of samples that access the table, [0, 1]
-  std::vector<double> icdf;    ///< K+1 shares of rows for access shares 0, 1/K, ..., 1
+  double pooling = 0.0;                  ///< mean lookups per sample that accesses the table
+  double coverage = 1.0;                 ///< share of samples that access the table, [0, 1]
+  std::vector<double> icdf;              ///< K+1 shares of rows for access shares 0, 1/K, ..., 1
 };
 
 struct RecShardGpu {
@@ -138,16 +138,16 @@ struct RecShardChoice {
 struct RecShardTablePlacement {
   int gpu = 0;
   int step = 0;
-  std::int64_t hbm_rows = 0;     ///< R_j(step): the hottest rows, in HBM
+  std::int64_t hbm_rows = 0;  ///< R_j(step): the hottest rows, in HBM
   std::int64_t hbm_bytes = 0;
-  std::int64_t host_bytes = 0;   ///< the other rows, in host memory (UVM)
-  double hbm_access_share = 0;   ///< pct_j = step / K_j
-  double cost_ms = 0;            ///< c_j of (11)
-  double weighted_cost_ms = 0;   ///< coverage_j · c_j, its share of its GPU's cost
+  std::int64_t host_bytes = 0;  ///< the other rows, in host memory (UVM)
+  double hbm_access_share = 0;  ///< pct_j = step / K_j
+  double cost_ms = 0;           ///< c_j of (11)
+  double weighted_cost_ms = 0;  ///< coverage_j · c_j, its share of its GPU's cost
 };
 
 struct RecShardGpuLoad {
-  double cost_ms = 0;            ///< c_m of (12)
+  double cost_ms = 0;  ///< c_m of (12)
   std::int64_t hbm_bytes = 0;
   std::int64_t host_bytes = 0;
 };
@@ -156,7 +156,7 @@ struct RecShardGpuLoad {
 struct RecShardSolution {
   std::vector<RecShardTablePlacement> tables;
   std::vector<RecShardGpuLoad> gpus;
-  double max_cost_ms = 0;        ///< C = max_m c_m
+  double max_cost_ms = 0;  ///< C = max_m c_m
   /** "" if every GPU's HBM and host capacity holds, else the first GPU and memory that overflows. */
   std::string capacity_error;
 };
@@ -172,8 +172,9 @@ struct RecShardSolution {
  * `choices` with identical GPUs permuted to satisfy `symmetry`'s rows (the same costs and
  * capacity use, relabelled).
  */
-[[nodiscard]] std::vector<RecShardChoice> recshard_canonical(
-    const RecShardInput& input, std::vector<RecShardChoice> choices, RecShardSymmetry symmetry);
+[[nodiscard]] std::vector<RecShardChoice> recshard_canonical(const RecShardInput& input,
+                                                             std::vector<RecShardChoice> choices,
+                                                             RecShardSymmetry symmetry);
 
 /** The model and where each symbol of the file comment lives in it (variable indices). */
 struct RecShardMilp {
@@ -199,8 +200,9 @@ struct RecShardMilp {
  * grows with tables × GPUs (three variables per pair): `stop`, asked once per table and GPU row,
  * ends the build early (the result is then not `complete`).
  */
-[[nodiscard]] RecShardMilp build_recshard_milp(const RecShardInput& input, const RecShardOptions& options = {},
-                                               const std::function<bool()>& stop = [] { return false; });
+[[nodiscard]] RecShardMilp build_recshard_milp(
+    const RecShardInput& input, const RecShardOptions& options = {},
+    const std::function<bool()>& stop = [] { return false; });
 
 /** About how many variables `build_recshard_milp` makes for `input`: 3 per table and GPU, and the steps. */
 [[nodiscard]] double recshard_milp_variables(const RecShardInput& input);
@@ -210,12 +212,11 @@ struct RecShardMilp {
                                                   const std::vector<RecShardChoice>& choices);
 
 /** The decisions in a solution vector of `milp.model` (p and x read as the largest per table). */
-[[nodiscard]] std::vector<RecShardChoice> recshard_decode(const RecShardMilp& milp,
-                                                          const std::vector<double>& values);
+[[nodiscard]] std::vector<RecShardChoice> recshard_decode(const RecShardMilp& milp, const std::vector<double>& values);
 
 struct RecShardResult {
-  MilpResult milp;                          ///< the solver's outcome (objective and bound in ms)
-  std::optional<RecShardSolution> solution; ///< decoded and re-evaluated when milp has a solution
+  MilpResult milp;                             ///< the solver's outcome (objective and bound in ms)
+  std::optional<RecShardSolution> solution;    ///< decoded and re-evaluated when milp has a solution
   std::optional<RecShardSolution> warm_start;  ///< the greedy's evaluation, if it placed everything
   int num_variables = 0;
   int num_constraints = 0;

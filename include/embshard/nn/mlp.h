@@ -23,8 +23,8 @@ namespace embshard {
 struct Linear {
   int in = 0;
   int out = 0;
-  std::vector<float> weight;   ///< [out][in], row-major
-  std::vector<float> bias;     ///< [out]
+  std::vector<float> weight;  ///< [out][in], row-major
+  std::vector<float> bias;    ///< [out]
 };
 
 class Mlp {

@@ -49,10 +49,10 @@ inline constexpr int kPlanSchemaVersion = 1;
 struct Shard {
   int device = 0;
   std::int64_t row_begin = 0;
-  std::int64_t row_end = 0;      ///< exclusive
+  std::int64_t row_end = 0;  ///< exclusive
   int col_begin = 0;
-  int col_end = 0;               ///< exclusive
-  std::int64_t hbm_rows = -1;    ///< the shard's rows in HBM (its hottest); -1 means all of them
+  int col_end = 0;             ///< exclusive
+  std::int64_t hbm_rows = -1;  ///< the shard's rows in HBM (its hottest); -1 means all of them
 
   [[nodiscard]] std::int64_t num_rows() const { return row_end - row_begin; }
   [[nodiscard]] int num_cols() const { return col_end - col_begin; }
@@ -60,20 +60,20 @@ struct Shard {
 };
 
 struct TablePlacement {
-  std::string table;             ///< TableSpec::name
+  std::string table;  ///< TableSpec::name
   ShardingType type = ShardingType::kTableWise;
   std::vector<Shard> shards;
 };
 
 /** How a plan was made; enough to reproduce it. */
 struct Provenance {
-  std::string sharder;           ///< canonical sharder spec
-  std::string cost_model;        ///< canonical cost-model spec, "" if none
+  std::string sharder;     ///< canonical sharder spec
+  std::string cost_model;  ///< canonical cost-model spec, "" if none
   std::string task_id;
   std::string embshard_version;  ///< library version and git hash
   std::uint64_t seed = 0;
-  double wall_ms = 0.0;          ///< planning time
-  std::string created_utc;       ///< ISO 8601
+  double wall_ms = 0.0;     ///< planning time
+  std::string created_utc;  ///< ISO 8601
   /** Tables planned on statistics derived from their shape, not measured (derived_stats.h);
    *  empty when every table's statistics were given in full. */
   std::vector<std::string> derived_stats_tables;
@@ -130,6 +130,5 @@ struct DeviceMemory {
 
 /** A table-wise plan from one device per table (index i of `devices` is task table i). */
 [[nodiscard]] Plan table_wise_plan(const Task& task, const std::vector<int>& devices);
-
 
 }  // namespace embshard

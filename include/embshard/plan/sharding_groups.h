@@ -50,7 +50,7 @@ enum class GroupRanks { kStrided, kContiguous };
 
 /** A plan's 2D layout (file comment); `size` 0 is a 1D plan over all ranks. */
 struct ShardingGroups {
-  int size = 0;                               ///< G: ranks per sharding group; 0: no 2D layout
+  int size = 0;  ///< G: ranks per sharding group; 0: no 2D layout
   GroupRanks ranks = GroupRanks::kStrided;
   [[nodiscard]] bool enabled() const { return size != 0; }
   [[nodiscard]] bool operator==(const ShardingGroups&) const = default;

@@ -65,8 +65,7 @@ struct TorchrecExportOptions {
 };
 
 /** The TorchRec plan JSON of `plan` on `task` (ends with a newline); throws Error (see above). */
-[[nodiscard]] std::string torchrec_plan_json(const Task& task, const Plan& plan,
-                                             const TorchrecExportOptions& options);
+[[nodiscard]] std::string torchrec_plan_json(const Task& task, const Plan& plan, const TorchrecExportOptions& options);
 
 /** Writes `torchrec_plan_json(task, plan, options)` to `path` atomically. */
 void write_torchrec_plan_file(const std::string& path, const Task& task, const Plan& plan,

@@ -42,10 +42,10 @@
 #include <string>
 #include <vector>
 
-#include "embshard/nn/lstm.h"
-#include "embshard/nn/mlp.h"
 #include "embshard/data/features.h"
 #include "embshard/data/task.h"
+#include "embshard/nn/lstm.h"
+#include "embshard/nn/mlp.h"
 #include "embshard/policy/placement.h"
 #include "embshard/policy/policy_file.h"
 
@@ -68,7 +68,7 @@ struct AutoShardNet {
 };
 
 struct AutoShardPolicy {
-  FeatureScaler features;   ///< kTrainingSet, fitted on the training tables
+  FeatureScaler features;  ///< kTrainingSet, fitted on the training tables
   AutoShardNet net;
   PolicyTraining training;
 };
@@ -90,9 +90,9 @@ void write_autoshard_policy(const std::string& path, const AutoShardPolicy& poli
 
 /** What the actor records of one observation (besides the placement so far). */
 struct AutoShardObservation {
-  int next_table = 0;                ///< task index of the table to place
-  float progress = 0.0F;             ///< placed / tables
-  std::vector<float> action_other;   ///< [devices][2]: predicted shard cost ms (0 if empty), GiB
+  int next_table = 0;               ///< task index of the table to place
+  float progress = 0.0F;            ///< placed / tables
+  std::vector<float> action_other;  ///< [devices][2]: predicted shard cost ms (0 if empty), GiB
 };
 
 /**
@@ -118,15 +118,15 @@ class AutoShardScorer {
    * One policy step on `obs` (whose placement is `state`): advances `lstm` and writes one logit
    * per device to `logits` (num_devices) and V to `value` (if not null).
    */
-  void step(const AutoShardObservation& obs, const PlacementState& state, LstmState& lstm,
-            std::span<float> logits, float* value) const;
+  void step(const AutoShardObservation& obs, const PlacementState& state, LstmState& lstm, std::span<float> logits,
+            float* value) const;
 
  private:
   const AutoShardNet* net_;
   int tables_ = 0;
-  std::vector<float> inputs_;      ///< tables × 21
-  std::vector<float> encoding_;    ///< tables × 32
-  std::vector<float> zero_row_;    ///< t_fc(0)
+  std::vector<float> inputs_;    ///< tables × 21
+  std::vector<float> encoding_;  ///< tables × 32
+  std::vector<float> zero_row_;  ///< t_fc(0)
   std::vector<float> table_cost_;
 };
 

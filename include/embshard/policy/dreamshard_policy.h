@@ -39,15 +39,15 @@
 #include <string>
 #include <vector>
 
-#include "embshard/nn/mlp.h"
 #include "embshard/data/task.h"
+#include "embshard/nn/mlp.h"
 #include "embshard/policy/placement.h"
 #include "embshard/policy/policy_file.h"
 
 namespace embshard {
 
 inline constexpr int kDreamShardEncoding = 32;
-inline constexpr int kDreamShardKernelCosts = 3;   ///< fw, bw, comm
+inline constexpr int kDreamShardKernelCosts = 3;  ///< fw, bw, comm
 
 /** The authors' normalisation: rows, pooling and size z-scored over each task's own tables. */
 [[nodiscard]] FeatureScaler dreamshard_per_task_scaling();
@@ -113,9 +113,9 @@ class DreamShardEpisode {
   [[nodiscard]] Encoding device_sum(const std::vector<Encoding>& sums, const Encoding& zero, int device) const;
 
   const DreamShardNet* net_;
-  std::vector<Encoding> cost_enc_, policy_enc_;   // per table
-  Encoding cost_zero_{}, policy_zero_{};          // an empty device's
-  std::vector<Encoding> cost_sum_, policy_sum_;   // per device, over its tables
+  std::vector<Encoding> cost_enc_, policy_enc_;  // per table
+  Encoding cost_zero_{}, policy_zero_{};         // an empty device's
+  std::vector<Encoding> cost_sum_, policy_sum_;  // per device, over its tables
   PlacementState state_;
 };
 

@@ -33,23 +33,24 @@ inline constexpr int kPolicyFileVersion = 1;
 
 /** How and on what a policy was trained (enough to redo it). */
 struct PolicyTraining {
-  std::string tasks;               ///< the training tasks as given (directory or file list)
-  std::string tasks_sha256;        ///< SHA-256 over the training task files' bytes, in order
+  std::string tasks;         ///< the training tasks as given (directory or file list)
+  std::string tasks_sha256;  ///< SHA-256 over the training task files' bytes, in order
   int num_tasks = 0;
-  std::string protocol;            ///< of the first training task
-  std::string device_kind;         ///< of the training tasks' topology ("cpu", "V100-SXM2-16GB", …)
-  int devices = 0;                 ///< devices of the training tasks (the largest)
-  std::string backend;             ///< where plans were evaluated: sim | cpu | reference | cuda
-  std::int64_t batch_size = 0;     ///< batch of those evaluations
+  std::string protocol;         ///< of the first training task
+  std::string device_kind;      ///< of the training tasks' topology ("cpu", "V100-SXM2-16GB", …)
+  int devices = 0;              ///< devices of the training tasks (the largest)
+  std::string backend;          ///< where plans were evaluated: sim | cpu | reference | cuda
+  std::int64_t batch_size = 0;  ///< batch of those evaluations
   std::uint64_t seed = 0;
-  std::int64_t iterations = 0;     ///< outer iterations (DreamShard) / learner updates (AutoShard) done
-  std::int64_t real_evaluations = 0;   ///< plans evaluated on the backend
-  std::int64_t env_steps = 0;      ///< placement steps acted (estimated MDP and real episodes)
-  double wall_s = 0.0;             ///< training wall time, summed over resumed runs
+  std::int64_t iterations = 0;        ///< outer iterations (DreamShard) / learner updates (AutoShard) done
+  std::int64_t real_evaluations = 0;  ///< plans evaluated on the backend
+  std::int64_t env_steps = 0;         ///< placement steps acted (estimated MDP and real episodes)
+  double wall_s = 0.0;                ///< training wall time, summed over resumed runs
   std::string created_utc;
   std::string embshard_version;
-  std::map<std::string, double> metrics;   ///< last values of the training curves (e.g. "mean_latency_ms")
-  std::map<std::string, std::string> options;   ///< the trainer's options as run (policy_training.h's options_record); empty in older files
+  std::map<std::string, double> metrics;  ///< last values of the training curves (e.g. "mean_latency_ms")
+  std::map<std::string, std::string>
+      options;  ///< the trainer's options as run (policy_training.h's options_record); empty in older files
 };
 
 /**

@@ -104,14 +104,13 @@ struct AllToAllTiming {
  */
 [[nodiscard]] AllToAllTiming measure_all_to_all(const MpiSession& session, std::int64_t batch_size,
                                                 const std::vector<std::int64_t>& dim_sums,
-                                                const std::vector<double>& sleep_ms,
-                                                const MeasureOptions& options);
+                                                const std::vector<double>& sleep_ms, const MeasureOptions& options);
 
 /** Median forward, backward and input all-to-all time of one device, ms. */
 struct DeviceTiming {
   double fw_ms = 0.0;
   double bw_ms = 0.0;
-  double in_ms = 0.0;   ///< the input all-to-all of indices (0 where it was not measured)
+  double in_ms = 0.0;  ///< the input all-to-all of indices (0 where it was not measured)
 };
 
 /**
@@ -128,8 +127,9 @@ struct DeviceTiming {
  * too, before the forward one: rank d sends rank e the share of e's bytes that d's samples hold,
  * ceil(share_d · input_bytes[e] / B / 4) floats, as one `MPI_Alltoallv`.
  */
-[[nodiscard]] std::vector<DeviceTiming> measure_plan_all_to_all(
-    const MpiSession& session, std::int64_t batch_size, const std::vector<std::int64_t>& dim_sums,
-    const MeasureOptions& options, const std::vector<double>& input_bytes = {});
+[[nodiscard]] std::vector<DeviceTiming> measure_plan_all_to_all(const MpiSession& session, std::int64_t batch_size,
+                                                                const std::vector<std::int64_t>& dim_sums,
+                                                                const MeasureOptions& options,
+                                                                const std::vector<double>& input_bytes = {});
 
 }  // namespace embshard

@@ -43,7 +43,6 @@ struct CommProfileRun {
  * open the file (it printed why).
  */
 int collect_comm_samples(const MpiSession& session, const CommProfileRun& run, const std::string& path,
-                         const Context& ctx,
-                         const std::function<void(const CommSample&)>& on_sample = {});
+                         const Context& ctx, const std::function<void(const CommSample&)>& on_sample = {});
 
 }  // namespace embshard

@@ -44,30 +44,28 @@ struct CommSamplerParams {
  * — recorded in the cost-sample header, so a file is only resumed by the same sampler on the
  * same number of devices.
  */
-[[nodiscard]] std::string canonical_comm_sampler_spec(const CommSamplerParams& params,
-                                                      int num_devices);
+[[nodiscard]] std::string canonical_comm_sampler_spec(const CommSamplerParams& params, int num_devices);
 
 /** Where random_dim_greedy put each dim (file comment). */
 struct DimPlacement {
-  std::vector<int> dims_descending;       ///< the dims in placement order
-  std::vector<int> device_of_dim;         ///< parallel to dims_descending
-  std::vector<std::int64_t> dim_sums;     ///< per device
+  std::vector<int> dims_descending;    ///< the dims in placement order
+  std::vector<int> device_of_dim;      ///< parallel to dims_descending
+  std::vector<std::int64_t> dim_sums;  ///< per device
 };
 
 /** NeuroShard's random_dim_greedy (file comment); `random_share` = p in [0, 1]. */
-[[nodiscard]] DimPlacement random_dim_greedy(std::vector<int> dims, int num_devices,
-                                             double random_share, Rng& rng);
+[[nodiscard]] DimPlacement random_dim_greedy(std::vector<int> dims, int num_devices, double random_share, Rng& rng);
 
 /** One drawn communication sample (file comment). */
 struct CommDraw {
-  std::vector<int> dims;               ///< in draw order
-  double random_share = 0.0;           ///< p
+  std::vector<int> dims;      ///< in draw order
+  double random_share = 0.0;  ///< p
   DimPlacement placement;
-  std::vector<double> sleep_ms;        ///< per device, whole milliseconds
+  std::vector<double> sleep_ms;  ///< per device, whole milliseconds
 };
 
 /** Sample `index` of the stream `seed` for `num_devices` devices (file comment). */
-[[nodiscard]] CommDraw draw_comm_sample(const CommSamplerParams& params, std::uint64_t seed,
-                                        std::int64_t index, int num_devices);
+[[nodiscard]] CommDraw draw_comm_sample(const CommSamplerParams& params, std::uint64_t seed, std::int64_t index,
+                                        int num_devices);
 
 }  // namespace embshard

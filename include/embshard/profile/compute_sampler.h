@@ -33,8 +33,7 @@ struct ComputeSamplerParams {
 [[nodiscard]] std::string canonical_sampler_spec(const ComputeSamplerParams& params);
 
 /** The tables of sample `index` (file comment). */
-[[nodiscard]] std::vector<SampleTable> draw_compute_sample(const Pool& pool,
-                                                           const ComputeSamplerParams& params,
+[[nodiscard]] std::vector<SampleTable> draw_compute_sample(const Pool& pool, const ComputeSamplerParams& params,
                                                            std::uint64_t seed, std::int64_t index);
 
 /** Everything a compute collection run needs besides the pool and the file. */
@@ -42,7 +41,7 @@ struct ComputeProfileRun {
   ComputeSamplerParams sampler;
   std::uint64_t seed = 0;
   std::int64_t batch_size = 8192;
-  std::int64_t num_samples = 100;        ///< the file holds this many samples when done
+  std::int64_t num_samples = 100;  ///< the file holds this many samples when done
   MeasureOptions measure;
   kernels::EmbeddingBagImpl impl = kernels::EmbeddingBagImpl::kCpu;
   /// Set up (draw lookups, materialise rows) this many samples at a time on the context's threads
@@ -56,7 +55,7 @@ struct ComputeProfileRun {
  * progress and an ETA on `ctx`. Stops early, leaving a valid file, once `ctx`'s deadline passes.
  * Returns the number of samples in the file.
  */
-std::int64_t collect_compute_samples(const Pool& pool, const ComputeProfileRun& run,
-                                     const std::string& path, const Context& ctx);
+std::int64_t collect_compute_samples(const Pool& pool, const ComputeProfileRun& run, const std::string& path,
+                                     const Context& ctx);
 
 }  // namespace embshard

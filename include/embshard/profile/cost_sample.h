@@ -41,12 +41,12 @@ enum class SampleKind { kCompute, kComm };
 
 /** What makes timings of one machine comparable with another's. */
 struct HardwareFingerprint {
-  std::string device_kind;       ///< "cpu" or the GPU's name
-  std::string cpu_model;         ///< /proc/cpuinfo "model name"
+  std::string device_kind;  ///< "cpu" or the GPU's name
+  std::string cpu_model;    ///< /proc/cpuinfo "model name"
   int logical_cpus = 0;
-  int threads = 0;               ///< threads the measurement used
+  int threads = 0;  ///< threads the measurement used
   std::int64_t llc_bytes = 0;
-  std::int64_t memory_bytes = 0; ///< physical memory (MemTotal)
+  std::int64_t memory_bytes = 0;  ///< physical memory (MemTotal)
   bool operator==(const HardwareFingerprint&) const = default;
 };
 
@@ -71,23 +71,22 @@ inline constexpr const char* kFakeFingerprintVariable = "EMBSHARD_FAKE_FINGERPRI
 struct CostSampleHeader {
   SampleKind kind = SampleKind::kCompute;
   std::string backend = "cpu";
-  std::string sampler;            ///< canonical spec of the sampler that drew the samples
+  std::string sampler;  ///< canonical spec of the sampler that drew the samples
   std::uint64_t seed = 0;
   std::uint64_t pool_seed = 0;
   std::int64_t batch_size = 0;
   std::string precision = "fp32";
   MeasureOptions measure;
   HardwareFingerprint fingerprint;
-  std::string embshard_version;   ///< informational
-  std::string created_utc;        ///< informational
+  std::string embshard_version;  ///< informational
+  std::string created_utc;       ///< informational
 };
 
 /**
  * "" if `existing` (read from a file) describes the same experiment as `wanted`, else a line
  * naming the first field that differs and both values.
  */
-[[nodiscard]] std::string find_header_mismatch(const CostSampleHeader& existing,
-                                               const CostSampleHeader& wanted);
+[[nodiscard]] std::string find_header_mismatch(const CostSampleHeader& existing, const CostSampleHeader& wanted);
 
 /** A table of a measured shard: a pool table at a (possibly augmented) dim. */
 struct SampleTable {
@@ -98,7 +97,7 @@ struct SampleTable {
 
 struct ComputeSample {
   std::int64_t index = 0;
-  std::vector<SampleTable> tables;   ///< fused into one kernel call, in this order
+  std::vector<SampleTable> tables;  ///< fused into one kernel call, in this order
   double fw_ms = 0.0;
   double bw_ms = 0.0;
   double fw_trimmed_ms = 0.0;

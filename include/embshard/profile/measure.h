@@ -31,10 +31,10 @@
 namespace embshard {
 
 struct MeasureOptions {
-  int warmup = 2;         ///< unmeasured repeats before the measured ones
-  int repeats = 5;        ///< measured repeats (>= 1)
+  int warmup = 2;   ///< unmeasured repeats before the measured ones
+  int repeats = 5;  ///< measured repeats (>= 1)
   bool flush_cache = true;
-  double trim = 0.2;      ///< share dropped from each end for the trimmed mean, [0, 0.5)
+  double trim = 0.2;  ///< share dropped from each end for the trimmed mean, [0, 0.5)
 };
 
 /** "" if the options are usable, else the first problem. */
@@ -72,7 +72,6 @@ class CacheFlusher {
  */
 bool evict_lines(const void* data, std::size_t bytes);
 
-
 /**
  * Times `op` as described in the file comment. `flush` (may be empty) runs before every repeat,
  * warm-up included, outside the timed region, when `options.flush_cache` is set.
@@ -81,8 +80,7 @@ bool evict_lines(const void* data, std::size_t bytes);
                              const std::function<void()>& flush = {});
 
 /** As `measure`, for an operation that times itself (e.g. with GPU events) and returns ms. */
-[[nodiscard]] Timing measure_self_timed(const std::function<double()>& timed_op,
-                                        const MeasureOptions& options,
+[[nodiscard]] Timing measure_self_timed(const std::function<double()>& timed_op, const MeasureOptions& options,
                                         const std::function<void()>& flush = {});
 
 }  // namespace embshard

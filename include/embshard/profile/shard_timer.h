@@ -41,11 +41,11 @@ namespace embshard {
 
 /** One table of a shard. */
 struct ShardTableSpec {
-  PoolTable model;              ///< lookup model of the whole table
-  int dim = 0;                  ///< columns this shard holds
+  PoolTable model;  ///< lookup model of the whole table
+  int dim = 0;      ///< columns this shard holds
   WeightType dtype = WeightType::kF32;
-  std::int64_t row_begin = 0;   ///< rows of the table this shard holds: [row_begin, row_end)
-  std::int64_t row_end = -1;    ///< -1: to the last row
+  std::int64_t row_begin = 0;  ///< rows of the table this shard holds: [row_begin, row_end)
+  std::int64_t row_end = -1;   ///< -1: to the last row
   /// RecShard's remapping (data/remap.h), applied to each lookup before the row range: the
   /// shard's first hbm_rows rows are then the hottest. nullptr: rows as the model draws them.
   std::shared_ptr<const RowRemap> remap = nullptr;
@@ -69,9 +69,8 @@ class ShardTimer {
    * Prepares the shard. `batch_number` picks an independent draw of the lookups. Throws Error
    * for a table with more than 2^31 − 1 rows (int32 indices) or an empty row range.
    */
-  ShardTimer(std::vector<ShardTableSpec> tables, std::int64_t batch_size,
-             std::uint64_t batch_number, kernels::EmbeddingBagImpl impl,
-             kernels::OptimizerConfig optimizer = {});
+  ShardTimer(std::vector<ShardTableSpec> tables, std::int64_t batch_size, std::uint64_t batch_number,
+             kernels::EmbeddingBagImpl impl, kernels::OptimizerConfig optimizer = {});
 
   /** Times forward and backward; an empty shard costs 0 ms. */
   [[nodiscard]] ShardTiming measure(const MeasureOptions& options);
@@ -84,8 +83,7 @@ class ShardTimer {
   void append_lookups(const ShardTableSpec& table, std::uint64_t batch_number);
   void check(const kernels::KernelStatus& status, const char* what) const;
   /** The CUDA path: tables and lookups uploaded once, kernels timed with GPU events. */
-  ShardTiming measure_on_gpu(const kernels::BagBatch& batch, const MeasureOptions& options,
-                             ShardTiming timing);
+  ShardTiming measure_on_gpu(const kernels::BagBatch& batch, const MeasureOptions& options, ShardTiming timing);
   /** Evicts the operator's data from the caches (file comment). */
   void flush_operands() const;
 

@@ -21,7 +21,7 @@ namespace embshard {
 
 /** One model's held-out predictions and the figures printed beside them. */
 struct FitPanel {
-  std::string title;                                         ///< "forward pass, held out"
+  std::string title;  ///< "forward pass, held out"
   std::vector<HeldOutPoint> points;
   std::vector<std::pair<std::string, std::string>> figures;  ///< ("median error", "6.1%"), …
 };
@@ -42,10 +42,10 @@ struct FitReport {
 
 /** One trained neural model as its report shows it. */
 struct TrainedModelFit {
-  std::string name;                   ///< "compute", "fw_comm", "bw_comm"
-  std::string title;                  ///< the panel's heading, e.g. "compute fw+bw, held out"
-  TrainingProvenance training;        ///< its sample file, machine and held-out accuracy
-  std::vector<HeldOutPoint> points;   ///< its held-out predictions
+  std::string name;                  ///< "compute", "fw_comm", "bw_comm"
+  std::string title;                 ///< the panel's heading, e.g. "compute fw+bw, held out"
+  TrainingProvenance training;       ///< its sample file, machine and held-out accuracy
+  std::vector<HeldOutPoint> points;  ///< its held-out predictions
 };
 
 /**

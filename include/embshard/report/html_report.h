@@ -61,8 +61,7 @@ struct JudgedPlan {
  * the ratios are taken to; "" picks `torchrec` when compared, else the first sharder. `source`
  * names the CSV or run. Error when `rows` is empty or `reference` was not compared.
  */
-[[nodiscard]] std::string compare_report_html(const std::vector<CompareRow>& rows,
-                                              const std::string& reference,
+[[nodiscard]] std::string compare_report_html(const std::vector<CompareRow>& rows, const std::string& reference,
                                               const std::string& source);
 
 }  // namespace embshard

@@ -19,11 +19,11 @@
  * `torchrec` (TorchRec's planner: its enumerator, perf / storage estimators, proposers and
  * partitioners, with its own cost formulas), `neuroshard` (NeuroShard's column-split beam search
  * around a greedy grid search, under the cost model it is given), `dreamshard` and `autoshard`
- * (trained RL policies run greedily: policy/dreamshard_policy.h, policy/autoshard_policy.h), `recshard` (RecShard's MILP with
- * CBC: every table whole on one device, its hottest rows in HBM and the rest in UVM; `greedy`
- * with on_full=uvm gives its baselines), `joint` (embshard's own planner and the default: every
- * table's layout — whole, rows, columns, HBM/UVM split — chosen with the device of every piece by
- * local search on the cost model's exact objective; src/shard/joint/joint.h).
+ * (trained RL policies run greedily: policy/dreamshard_policy.h, policy/autoshard_policy.h), `recshard` (RecShard's
+ * MILP with CBC: every table whole on one device, its hottest rows in HBM and the rest in UVM; `greedy` with
+ * on_full=uvm gives its baselines), `joint` (embshard's own planner and the default: every table's layout — whole,
+ * rows, columns, HBM/UVM split — chosen with the device of every piece by local search on the cost model's exact
+ * objective; src/shard/joint/joint.h).
  */
 #include <cstdint>
 #include <memory>
@@ -47,13 +47,13 @@ struct ShardStats {
   std::int64_t cache_hits = 0;       ///< of those, answered without the cost model
   /// Sharders that call a solver (recshard): its status, objective, bound, gap and time; else "".
   std::string solver;
-  double solver_gap = -1.0;          ///< the solver's relative gap (+inf without a solution); -1: none
+  double solver_gap = -1.0;  ///< the solver's relative gap (+inf without a solution); -1: none
 };
 
 struct ShardResult {
   Plan plan;
   ShardStatus status = ShardStatus::kOk;
-  std::string reason;                ///< why, when not ok
+  std::string reason;  ///< why, when not ok
   ShardStats stats;
   /// The cost model's lower bound on `bound_objective`, where the sharder computed it for its gap
   /// (joint): callers use it instead of computing it again (it is costly at scale).
@@ -80,8 +80,7 @@ class Sharder {
   /** Whether `shard` needs a cost model (others ignore it and accept nullptr). */
   [[nodiscard]] virtual bool uses_cost_model() const { return false; }
   /** The plan for `task`; provenance is filled by `plan_task`. */
-  [[nodiscard]] virtual ShardResult shard(const Task& task, CostModel* cost,
-                                          const Context& ctx) const = 0;
+  [[nodiscard]] virtual ShardResult shard(const Task& task, CostModel* cost, const Context& ctx) const = 0;
   /** The plan for `task` searched from `origin` (PlanOrigin); Error for sharders that cannot. */
   [[nodiscard]] virtual ShardResult shard_from(const Task& task, CostModel* cost, const PlanOrigin& origin,
                                                const Context& ctx) const;
@@ -104,8 +103,7 @@ class Sharder {
  * needs one and none is given), checks an ok plan against the task (a failure is a bug) and fills
  * the provenance (file comment).
  */
-[[nodiscard]] ShardResult plan_task(const std::string& spec, const Task& task, CostModel* cost,
-                                    const Context& ctx);
+[[nodiscard]] ShardResult plan_task(const std::string& spec, const Task& task, CostModel* cost, const Context& ctx);
 
 /** `plan_task` searching from `origin` (PlanOrigin; `Sharder::shard_from`), checked and stamped alike. */
 [[nodiscard]] ShardResult plan_task_from(const std::string& spec, const Task& task, CostModel* cost,

@@ -40,8 +40,7 @@ void byteswap_elements(std::uint8_t* data, std::uint64_t count, int element_size
 // ---- Buffer -----------------------------------------------------------------------------------
 
 Buffer::Buffer(Buffer&& other) noexcept
-    : data_(std::exchange(other.data_, nullptr)),
-      size_(std::exchange(other.size_, 0)),
+    : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)),
       capacity_(std::exchange(other.capacity_, 0)) {}
 
 Buffer& Buffer::operator=(Buffer&& other) noexcept {
@@ -65,11 +64,10 @@ void Buffer::release() {
 void Buffer::reserve(std::size_t bytes, const std::string& name) {
   if (bytes <= capacity_) return;
   const std::size_t capacity = round_up(bytes, page_size());
-  void* p = data_ == nullptr ? mmap(nullptr, capacity, PROT_READ | PROT_WRITE,
-                                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
-                             : mremap(data_, capacity_, capacity, MREMAP_MAYMOVE);
-  EMBSHARD_CHECK(p != MAP_FAILED, name, ": cannot allocate ", capacity, " bytes (",
-                 std::strerror(errno), ")");
+  void* p = data_ == nullptr
+                ? mmap(nullptr, capacity, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
+                : mremap(data_, capacity_, capacity, MREMAP_MAYMOVE);
+  EMBSHARD_CHECK(p != MAP_FAILED, name, ": cannot allocate ", capacity, " bytes (", std::strerror(errno), ")");
   data_ = static_cast<std::uint8_t*>(p);
   capacity_ = capacity;
 }
@@ -102,8 +100,7 @@ MappedFile::~MappedFile() {
 std::size_t MappedFile::read_at(std::uint64_t offset, void* dst, std::size_t n) const {
   std::size_t done = 0;
   while (done < n) {
-    const ssize_t got =
-        pread(fd_, static_cast<char*>(dst) + done, n - done, static_cast<off_t>(offset + done));
+    const ssize_t got = pread(fd_, static_cast<char*>(dst) + done, n - done, static_cast<off_t>(offset + done));
     if (got < 0 && errno == EINTR) continue;
     EMBSHARD_CHECK(got >= 0, path_, ": read failed (", std::strerror(errno), ")");
     if (got == 0) break;
@@ -131,8 +128,7 @@ void MappedFile::release(const std::uint8_t* p, std::size_t n) const {
 // ---- ByteSource -------------------------------------------------------------------------------
 
 void ByteSource::fail_truncated(std::uint64_t wanted) const {
-  EMBSHARD_THROW(name_, ": truncated file: needed ", wanted, " more byte(s) at offset ",
-                 position());
+  EMBSHARD_THROW(name_, ": truncated file: needed ", wanted, " more byte(s) at offset ", position());
 }
 
 void ByteSource::read(void* dst, std::size_t n) {
@@ -177,8 +173,7 @@ std::size_t ByteSource::read_direct(std::uint8_t*, std::size_t) { return 0; }
 
 // ---- MemorySource -----------------------------------------------------------------------------
 
-MemorySource::MemorySource(const std::uint8_t* data, std::size_t size, std::string name)
-    : ByteSource(std::move(name)) {
+MemorySource::MemorySource(const std::uint8_t* data, std::size_t size, std::string name) : ByteSource(std::move(name)) {
   window_ = cur_ = data;
   end_ = data + size;
 }
@@ -197,9 +192,8 @@ void check_no_trailing_bytes(ByteSource& src, const char* what) {
     (void)src.get();
     ++extra;
   }
-  EMBSHARD_CHECK(extra == 0, src.name(), ": ", extra == 64 ? "64 or more" : std::to_string(extra),
-                 " bytes after ", what, " (offset ", end,
-                 "): trailing data is not part of a torch.save file");
+  EMBSHARD_CHECK(extra == 0, src.name(), ": ", extra == 64 ? "64 or more" : std::to_string(extra), " bytes after ",
+                 what, " (offset ", end, "): trailing data is not part of a torch.save file");
 }
 
 // ---- GzipSource -------------------------------------------------------------------------------
@@ -261,8 +255,7 @@ bool GzipSource::refill_input() {
 bool GzipSource::start_next_member() {
   z_stream& strm = state_->strm;
   if (strm.avail_in == 0 && !refill_input()) return false;
-  EMBSHARD_CHECK(strm.next_in[0] == 0x1f, name(),
-                 ": corrupt gzip data (trailing bytes after the compressed stream)");
+  EMBSHARD_CHECK(strm.next_in[0] == 0x1f, name(), ": corrupt gzip data (trailing bytes after the compressed stream)");
   EMBSHARD_CHECK(inflateReset(&strm) == Z_OK, name(), ": cannot reset zlib");
   return true;
 }
@@ -272,8 +265,8 @@ std::size_t GzipSource::inflate_into(std::uint8_t* dst, std::size_t n) {
   std::size_t produced = 0;
   while (produced < n && !finished_) {
     if (strm.avail_in == 0 && !refill_input()) {
-      EMBSHARD_THROW(name(), ": truncated file: the gzip stream ends early after ",
-                     position() + produced, " decompressed bytes");
+      EMBSHARD_THROW(name(), ": truncated file: the gzip stream ends early after ", position() + produced,
+                     " decompressed bytes");
     }
     const std::size_t chunk = std::min(n - produced, kMaxZlibChunk);
     strm.next_out = dst + produced;
@@ -307,14 +300,11 @@ bool GzipSource::fill(std::size_t n) {
   return static_cast<std::size_t>(end_ - cur_) >= n;
 }
 
-std::size_t GzipSource::read_direct(std::uint8_t* dst, std::size_t n) {
-  return inflate_into(dst, n);
-}
+std::size_t GzipSource::read_direct(std::uint8_t* dst, std::size_t n) { return inflate_into(dst, n); }
 
 // ---- sinks ------------------------------------------------------------------------------------
 
-FileSink::FileSink(const std::string& path, const std::string& name)
-    : path_(name.empty() ? path : name) {
+FileSink::FileSink(const std::string& path, const std::string& name) : path_(name.empty() ? path : name) {
   file_ = std::fopen(path.c_str(), "wb");
   EMBSHARD_CHECK(file_ != nullptr, path_, ": cannot write (", std::strerror(errno), ")");
   std::setvbuf(file_, nullptr, _IOFBF, kInputChunk);
@@ -325,8 +315,7 @@ FileSink::~FileSink() {
 }
 
 void FileSink::do_write(const void* data, std::size_t n) {
-  EMBSHARD_CHECK(std::fwrite(data, 1, n, file_) == n, path_, ": write failed (",
-                 std::strerror(errno), ")");
+  EMBSHARD_CHECK(std::fwrite(data, 1, n, file_) == n, path_, ": write failed (", std::strerror(errno), ")");
 }
 
 void FileSink::finish() {
@@ -344,8 +333,7 @@ struct GzipSink::State {
 
 GzipSink::GzipSink(Sink& out, std::string name) : out_(out), name_(std::move(name)) {
   state_ = new State;
-  if (deflateInit2(&state_->strm, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8,
-                   Z_DEFAULT_STRATEGY) != Z_OK) {
+  if (deflateInit2(&state_->strm, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
     delete state_;
     state_ = nullptr;
     EMBSHARD_THROW(name_, ": cannot initialise zlib");

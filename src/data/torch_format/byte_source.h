@@ -20,21 +20,17 @@ namespace embshard::detail {
 
 // ---- little-endian helpers --------------------------------------------------------------------
 
-inline std::uint16_t load_le16(const std::uint8_t* p) {
-  return static_cast<std::uint16_t>(p[0] | (p[1] << 8));
-}
+inline std::uint16_t load_le16(const std::uint8_t* p) { return static_cast<std::uint16_t>(p[0] | (p[1] << 8)); }
 inline std::uint32_t load_le32(const std::uint8_t* p) {
   return static_cast<std::uint32_t>(p[0]) | (static_cast<std::uint32_t>(p[1]) << 8) |
          (static_cast<std::uint32_t>(p[2]) << 16) | (static_cast<std::uint32_t>(p[3]) << 24);
 }
 inline std::uint64_t load_le64(const std::uint8_t* p) {
-  return static_cast<std::uint64_t>(load_le32(p)) |
-         (static_cast<std::uint64_t>(load_le32(p + 4)) << 32);
+  return static_cast<std::uint64_t>(load_le32(p)) | (static_cast<std::uint64_t>(load_le32(p + 4)) << 32);
 }
 /** Appends `value` as `bytes` little-endian bytes to `out` (zero bytes beyond the eighth). */
 inline void append_le(std::string& out, std::uint64_t value, int bytes) {
-  for (int i = 0; i < bytes; ++i)
-    out.push_back(i < 8 ? static_cast<char>((value >> (8 * i)) & 0xFF) : '\0');
+  for (int i = 0; i < bytes; ++i) out.push_back(i < 8 ? static_cast<char>((value >> (8 * i)) & 0xFF) : '\0');
 }
 
 /** Reverses the byte order of `count` elements of `element_size` bytes in place. */
@@ -109,9 +105,7 @@ class ByteSource {
   virtual ~ByteSource() = default;
 
   [[nodiscard]] const std::string& name() const { return name_; }
-  [[nodiscard]] std::uint64_t position() const {
-    return window_pos_ + static_cast<std::uint64_t>(cur_ - window_);
-  }
+  [[nodiscard]] std::uint64_t position() const { return window_pos_ + static_cast<std::uint64_t>(cur_ - window_); }
   /** Bytes left, when the source knows (memory); nullopt for streams. */
   [[nodiscard]] virtual std::optional<std::uint64_t> remaining() const { return std::nullopt; }
 
@@ -244,9 +238,7 @@ class StringSink : public Sink {
   explicit StringSink(std::string& out) : out_(out) {}
 
  protected:
-  void do_write(const void* data, std::size_t n) override {
-    out_.append(static_cast<const char*>(data), n);
-  }
+  void do_write(const void* data, std::size_t n) override { out_.append(static_cast<const char*>(data), n); }
 
  private:
   std::string& out_;

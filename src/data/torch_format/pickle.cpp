@@ -18,11 +18,10 @@ struct StorageClass {
   TensorType type;
 };
 constexpr StorageClass kStorageClasses[] = {
-    {"FloatStorage", TensorType::kF32}, {"DoubleStorage", TensorType::kF64},
-    {"HalfStorage", TensorType::kF16},  {"BFloat16Storage", TensorType::kBF16},
-    {"LongStorage", TensorType::kI64},  {"IntStorage", TensorType::kI32},
-    {"ShortStorage", TensorType::kI16}, {"CharStorage", TensorType::kI8},
-    {"ByteStorage", TensorType::kU8},   {"BoolStorage", TensorType::kBool},
+    {"FloatStorage", TensorType::kF32},     {"DoubleStorage", TensorType::kF64}, {"HalfStorage", TensorType::kF16},
+    {"BFloat16Storage", TensorType::kBF16}, {"LongStorage", TensorType::kI64},   {"IntStorage", TensorType::kI32},
+    {"ShortStorage", TensorType::kI16},     {"CharStorage", TensorType::kI8},    {"ByteStorage", TensorType::kU8},
+    {"BoolStorage", TensorType::kBool},
 };
 
 /** `text` quoted for a message: printable ASCII kept, anything else as \xNN, at most 80 chars. */
@@ -60,8 +59,7 @@ class Unpickler {
  private:
   template <typename... Parts>
   [[noreturn]] void fail(Parts&&... parts) const {
-    EMBSHARD_THROW(src_.name(), ": ", std::forward<Parts>(parts)..., " at byte ", op_pos_, " of ",
-                   label_);
+    EMBSHARD_THROW(src_.name(), ": ", std::forward<Parts>(parts)..., " at byte ", op_pos_, " of ", label_);
   }
 
   // ---- raw reads ----
@@ -304,9 +302,7 @@ class Unpickler {
         push(make_items(PickleKind::kDict, {}));
         return;
       case PickleGlobal::kRebuildTensorV2:
-      case PickleGlobal::kRebuildTensor:
-        push(rebuild_tensor(fn, std::vector<PickleValue>(a)));
-        return;
+      case PickleGlobal::kRebuildTensor: push(rebuild_tensor(fn, std::vector<PickleValue>(a))); return;
       case PickleGlobal::kStorage: fail("calling ", quoted(fn.name), " is not supported");
     }
   }
@@ -315,16 +311,15 @@ class Unpickler {
     const PickleValue args = pop();
     const GlobalRecord& cls = global_of(pop(), "NEWOBJ");
     items_of(args, PickleKind::kTuple, "NEWOBJ");
-    if (cls.what != PickleGlobal::kOrderedDict)
-      fail("NEWOBJ of ", quoted(cls.name), " is not supported");
+    if (cls.what != PickleGlobal::kOrderedDict) fail("NEWOBJ of ", quoted(cls.name), " is not supported");
     push(make_items(PickleKind::kDict, {}));
   }
 
   void build() {
     const PickleValue state = pop();
     const PickleValue& obj = top();
-    const bool ok = obj.kind == PickleKind::kDict &&
-                    (state.kind == PickleKind::kNone || state.kind == PickleKind::kDict);
+    const bool ok =
+        obj.kind == PickleKind::kDict && (state.kind == PickleKind::kNone || state.kind == PickleKind::kDict);
     if (!ok) fail("BUILD of a ", to_string(obj.kind), " is not supported");
   }
 
@@ -346,8 +341,7 @@ class Unpickler {
     const bool v2 = fn.what == PickleGlobal::kRebuildTensorV2;
     const bool arity_ok = v2 ? (a.size() == 6 || a.size() == 7) : a.size() == 4;
     if (!arity_ok) fail(fn.name, " called with ", a.size(), " arguments");
-    if (a[0].kind != PickleKind::kStorage)
-      fail(fn.name, " expects a storage, got a ", to_string(a[0].kind));
+    if (a[0].kind != PickleKind::kStorage) fail(fn.name, " expects a storage, got a ", to_string(a[0].kind));
     TensorRecord t;
     t.storage = a[0].ref;
     t.offset = int_arg(a[1], "storage offset");
@@ -363,16 +357,14 @@ class Unpickler {
 
   PickleValue persistent_id(const PickleValue& pid) {
     const auto& f = items_of(pid, PickleKind::kTuple, "BINPERSID");
-    if (f.size() != 5 && f.size() != 6)
-      fail("persistent id has ", f.size(), " fields; expected 5 (zip) or 6 (legacy)");
+    if (f.size() != 5 && f.size() != 6) fail("persistent id has ", f.size(), " fields; expected 5 (zip) or 6 (legacy)");
     if (f[0].kind != PickleKind::kString || arena_.text(f[0]) != "storage")
       fail("persistent id is not a ('storage', ...) tuple");
     if (f[1].kind != PickleKind::kGlobal || arena_.globals[f[1].ref].what != PickleGlobal::kStorage)
       fail("persistent id names no storage class");
     if (f[2].kind != PickleKind::kString || f[3].kind != PickleKind::kString)
       fail("persistent id key and location must be strings");
-    if (f.size() == 6 && f[5].kind != PickleKind::kNone)
-      fail("storage views (legacy view_metadata) are not supported");
+    if (f.size() == 6 && f[5].kind != PickleKind::kNone) fail("storage views (legacy view_metadata) are not supported");
     StorageRecord s;
     s.key = arena_.text(f[2]);
     s.type = arena_.globals[f[1].ref].type;
@@ -384,8 +376,7 @@ class Unpickler {
 
   std::uint32_t add_storage(StorageRecord s) {
     auto& all = arena_.storages;
-    auto it = std::find_if(all.begin(), all.end(),
-                           [&](const StorageRecord& r) { return r.key == s.key; });
+    auto it = std::find_if(all.begin(), all.end(), [&](const StorageRecord& r) { return r.key == s.key; });
     if (it == all.end()) {
       all.push_back(std::move(s));
       return static_cast<std::uint32_t>(all.size() - 1);
@@ -505,8 +496,7 @@ void PickleWriter::integer(std::int64_t value) {
     append_le(bytes, static_cast<std::uint64_t>(value), 8);
     // Drop redundant sign bytes, keeping the top bit of the last byte equal to the sign.
     const char fill = value < 0 ? '\xff' : '\0';
-    while (bytes.size() > 1 && bytes.back() == fill &&
-           ((bytes[bytes.size() - 2] & 0x80) != 0) == (value < 0))
+    while (bytes.size() > 1 && bytes.back() == fill && ((bytes[bytes.size() - 2] & 0x80) != 0) == (value < 0))
       bytes.pop_back();
     long1(bytes);
   }

@@ -86,9 +86,7 @@ struct PickleArena {
   std::vector<TensorRecord> tensors;
 
   [[nodiscard]] const std::string& text(const PickleValue& v) const { return strings[v.ref]; }
-  [[nodiscard]] const std::vector<PickleValue>& elements(const PickleValue& v) const {
-    return items[v.ref];
-  }
+  [[nodiscard]] const std::vector<PickleValue>& elements(const PickleValue& v) const { return items[v.ref]; }
 };
 
 /** Largest pickle accepted (a real data.pkl is about 300 bytes). */
@@ -131,7 +129,7 @@ class PickleWriter {
   void global(const std::string& module, const std::string& name);  ///< GLOBAL, memoized
   void unicode(const std::string& text);                            ///< BINUNICODE
   void memo_unicode(const std::string& text);                       ///< BINUNICODE, memoized
-  void integer(std::int64_t value);  ///< BININT1 / BININT2 / BININT / LONG1, smallest that fits
+  void integer(std::int64_t value);         ///< BININT1 / BININT2 / BININT / LONG1, smallest that fits
   void long1(const std::string& le_bytes);  ///< LONG1 of little-endian two's complement bytes
   /** Emits the tuple opcode for `n` items (TUPLE needs a MARK before the items when n > 3). */
   void tuple(int n);

@@ -29,8 +29,8 @@ constexpr std::int64_t kLegacyProtocol = 1001;
 const std::string kLegacyMagic("\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19", 10);
 
 std::uint64_t storage_bytes(const StorageRecord& s, const std::string& name) {
-  EMBSHARD_CHECK(static_cast<std::uint64_t>(s.numel) <= kMaxElements, name, ": storage '", s.key,
-                 "' claims an absurd ", s.numel, " elements");
+  EMBSHARD_CHECK(static_cast<std::uint64_t>(s.numel) <= kMaxElements, name, ": storage '", s.key, "' claims an absurd ",
+                 s.numel, " elements");
   return static_cast<std::uint64_t>(s.numel) * static_cast<std::uint64_t>(element_size(s.type));
 }
 
@@ -67,8 +67,8 @@ class Loader {
   }
 
   void set_byteorder(const std::string& text) {
-    EMBSHARD_CHECK(text == "little" || text == "big", name_, ": byteorder record says '",
-                   text.substr(0, 16), "' (expected 'little' or 'big')");
+    EMBSHARD_CHECK(text == "little" || text == "big", name_, ": byteorder record says '", text.substr(0, 16),
+                   "' (expected 'little' or 'big')");
     big_endian_ = text == "big";
   }
   void set_big_endian(bool big) { big_endian_ = big; }
@@ -165,14 +165,13 @@ void load_zip_memory(Loader& ld, const std::uint8_t* data, std::uint64_t size) {
     auto it = by_name.find(prefix + rel);
     if (it == by_name.end()) return nullptr;
     check_stored(name, it->second->name, it->second->method);
-    EMBSHARD_CHECK(it->second->compressed_size == it->second->size, name, ": record '",
-                   it->second->name, "' has different compressed and uncompressed sizes");
+    EMBSHARD_CHECK(it->second->compressed_size == it->second->size, name, ": record '", it->second->name,
+                   "' has different compressed and uncompressed sizes");
     return it->second;
   };
 
   const ZipEntry* pkl = find("data.pkl");
-  EMBSHARD_CHECK(pkl != nullptr, name, ": no record '", prefix,
-                 "data.pkl' (not a torch.save file)");
+  EMBSHARD_CHECK(pkl != nullptr, name, ": no record '", prefix, "data.pkl' (not a torch.save file)");
   const std::uint8_t* pkl_data = data + pkl->data_offset;
   ld.check_memory_crc(pkl->name, pkl_data, pkl->size, pkl->crc);
   MemorySource pickle_src(pkl_data, pkl->size, name);
@@ -188,12 +187,10 @@ void load_zip_memory(Loader& ld, const std::uint8_t* data, std::uint64_t size) {
   for (std::size_t i = 0; i < file.arena.storages.size(); ++i) {
     const StorageRecord& s = file.arena.storages[i];
     const ZipEntry* e = find("data/" + s.key);
-    EMBSHARD_CHECK(e != nullptr, name, ": record '", prefix, "data/", s.key, "' for storage '",
-                   s.key, "' is missing");
+    EMBSHARD_CHECK(e != nullptr, name, ": record '", prefix, "data/", s.key, "' for storage '", s.key, "' is missing");
     const std::uint64_t bytes = storage_bytes(s, name);
-    EMBSHARD_CHECK(e->size == bytes, name, ": record '", e->name, "' holds ", e->size,
-                   " bytes but storage '", s.key, "' (", s.class_name, ", ", s.numel,
-                   " elements) needs ", bytes);
+    EMBSHARD_CHECK(e->size == bytes, name, ": record '", e->name, "' holds ", e->size, " bytes but storage '", s.key,
+                   "' (", s.class_name, ", ", s.numel, " elements) needs ", bytes);
     ld.check_memory_crc(e->name, data + e->data_offset, e->size, e->crc);
     MemorySource src(data + e->data_offset, e->size, name);
     ld.read_storage(src, i, bytes);
@@ -204,8 +201,7 @@ void read_stream_pickle(Loader& ld, ZipStreamReader& zip, const ZipLocalRecord& 
   check_stored(ld.name(), rec.name, rec.method);
   // The whole record first (at most kMaxPickleBytes), so that its CRC is checked before parsing.
   const std::string bytes = zip.read_small(rec, kMaxPickleBytes, ld.verify_crc());
-  MemorySource pickle_src(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size(),
-                          ld.name());
+  MemorySource pickle_src(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size(), ld.name());
   TorchFile& file = ld.file();
   file.root = read_pickle(pickle_src, file.arena, "data.pkl");
   ld.start_storages();
@@ -229,21 +225,19 @@ void load_zip_stream(Loader& ld, ByteSource& src) {
   while (zip.next(rec)) {
     if (prefix.empty()) {
       prefix = zip_top_folder(rec.name, name) + "/";
-      EMBSHARD_CHECK(rec.name == prefix + "data.pkl", name, ": first zip record is '", rec.name,
-                     "', expected '", prefix, "data.pkl' (a gzipped file is read in order)");
+      EMBSHARD_CHECK(rec.name == prefix + "data.pkl", name, ": first zip record is '", rec.name, "', expected '",
+                     prefix, "data.pkl' (a gzipped file is read in order)");
       read_stream_pickle(ld, zip, rec);
       continue;
     }
-    const std::string rel =
-        rec.name.starts_with(prefix) ? rec.name.substr(prefix.size()) : std::string();
+    const std::string rel = rec.name.starts_with(prefix) ? rec.name.substr(prefix.size()) : std::string();
     const PickleArena& arena = ld.file().arena;
-    const std::size_t i =
-        rel.starts_with("data/") ? find_storage(arena, rel.substr(5)) : arena.storages.size();
+    const std::size_t i = rel.starts_with("data/") ? find_storage(arena, rel.substr(5)) : arena.storages.size();
     if (i < arena.storages.size()) {
       check_stored(name, rec.name, rec.method);
       const std::uint64_t bytes = storage_bytes(arena.storages[i], name);
-      EMBSHARD_CHECK(!rec.size || *rec.size == bytes, name, ": record '", rec.name, "' holds ",
-                     rec.size.value_or(0), " bytes but its storage needs ", bytes);
+      EMBSHARD_CHECK(!rec.size || *rec.size == bytes, name, ": record '", rec.name, "' holds ", rec.size.value_or(0),
+                     " bytes but its storage needs ", bytes);
       const std::optional<std::uint32_t> crc = ld.read_storage(src, i, bytes);
       zip.finish(rec, bytes, crc);
     } else if (rel == "byteorder") {
@@ -285,15 +279,15 @@ void load_legacy(Loader& ld, ByteSource& src) {
   for (const PickleValue& key : key_list) {
     EMBSHARD_CHECK(key.kind == PickleKind::kString, name, ": legacy storage key is not a string");
     const std::size_t i = find_storage(arena, arena.text(key));
-    EMBSHARD_CHECK(i < arena.storages.size(), name, ": legacy storage key '",
-                   arena.text(key).substr(0, 40), "' is not used by the saved object");
+    EMBSHARD_CHECK(i < arena.storages.size(), name, ": legacy storage key '", arena.text(key).substr(0, 40),
+                   "' is not used by the saved object");
     const StorageRecord& s = arena.storages[i];
     std::uint8_t count_bytes[8];
     src.read(count_bytes, 8);
     std::uint64_t count = load_le64(count_bytes);
     if (ld.big_endian()) count = __builtin_bswap64(count);
-    EMBSHARD_CHECK(count == static_cast<std::uint64_t>(s.numel), name, ": storage '", s.key,
-                   "' holds ", count, " elements but the pickle says ", s.numel);
+    EMBSHARD_CHECK(count == static_cast<std::uint64_t>(s.numel), name, ": storage '", s.key, "' holds ", count,
+                   " elements but the pickle says ", s.numel);
     ld.read_storage(src, i, storage_bytes(s, name));
   }
 }
@@ -320,10 +314,9 @@ std::string leading_bytes(const std::uint8_t* p, std::size_t n) {
 
 TorchFile load_gzip(ByteSource& src, std::uint64_t compressed_size, const std::string& name,
                     const LoadOptions& options) {
-  const std::uint64_t budget =
-      compressed_size > std::numeric_limits<std::uint64_t>::max() / kMaxDeflateRatio
-          ? std::numeric_limits<std::uint64_t>::max()
-          : compressed_size * kMaxDeflateRatio;
+  const std::uint64_t budget = compressed_size > std::numeric_limits<std::uint64_t>::max() / kMaxDeflateRatio
+                                   ? std::numeric_limits<std::uint64_t>::max()
+                                   : compressed_size * kMaxDeflateRatio;
   Loader ld(name, budget, options);
   const std::uint8_t* head = src.peek(2);
   EMBSHARD_CHECK(head != nullptr, name, ": gzip data is too short to be a torch.save file");
@@ -335,8 +328,7 @@ TorchFile load_gzip(ByteSource& src, std::uint64_t compressed_size, const std::s
     load_legacy(ld, src);
     check_no_trailing_bytes(src, "the last storage");
   } else {
-    EMBSHARD_THROW(name, ": gzip content is not a torch.save file (starts with ",
-                   leading_bytes(head, 2), ")");
+    EMBSHARD_THROW(name, ": gzip content is not a torch.save file (starts with ", leading_bytes(head, 2), ")");
   }
   src.skip_rest();  // at the end already: zlib has checked every member's gzip CRC
   return finish(ld, container, true);
@@ -369,8 +361,7 @@ TorchFile load_torch_file(const std::uint8_t* data, std::uint64_t size, const st
 }
 
 TorchFile load_torch_gzip_fd(int fd, std::uint64_t compressed_size, const std::string& name,
-                             const std::function<void(std::uint64_t)>& on_input,
-                             const LoadOptions& options) {
+                             const std::function<void(std::uint64_t)>& on_input, const LoadOptions& options) {
   GzipSource src(fd, name);
   src.on_input(on_input);
   return load_gzip(src, compressed_size, name, options);
@@ -408,8 +399,7 @@ std::vector<std::int64_t> contiguous_strides(const std::vector<std::int64_t>& si
  * The pickle of the tuple, with persistent ids of 5 fields (zip) or 6 (legacy). Memo puts follow
  * Python's pickler, so the bytes equal those torch.save writes for the same tensors.
  */
-std::string tuple_pickle(const std::vector<TensorToSave>& tensors,
-                         const std::vector<std::string>& keys, bool legacy) {
+std::string tuple_pickle(const std::vector<TensorToSave>& tensors, const std::vector<std::string>& keys, bool legacy) {
   using namespace pickle_op;
   PickleWriter w;
   w.proto(2);
@@ -456,20 +446,20 @@ std::vector<std::string> storage_keys(std::size_t n) {
 void write_tensor_data(Sink& out, const TensorToSave& t) {
   const std::uint64_t start = out.written();
   t.write_data(out);
-  EMBSHARD_ASSERT(out.written() - start == static_cast<std::uint64_t>(numel_of(t)) *
-                                               static_cast<std::uint64_t>(element_size(t.type)));
+  EMBSHARD_ASSERT(out.written() - start ==
+                  static_cast<std::uint64_t>(numel_of(t)) * static_cast<std::uint64_t>(element_size(t.type)));
 }
 
 }  // namespace
 
-void save_tensor_tuple_zip(Sink& out, const std::vector<TensorToSave>& tensors,
-                           const std::string& folder, const std::string& name) {
+void save_tensor_tuple_zip(Sink& out, const std::vector<TensorToSave>& tensors, const std::string& folder,
+                           const std::string& name) {
   const std::vector<std::string> keys = storage_keys(tensors.size());
   ZipWriter zip(out, folder, name);
   zip.add("data.pkl", tuple_pickle(tensors, keys, false));
   for (std::size_t i = 0; i < tensors.size(); ++i) {
-    const std::uint64_t bytes = static_cast<std::uint64_t>(numel_of(tensors[i])) *
-                                static_cast<std::uint64_t>(element_size(tensors[i].type));
+    const std::uint64_t bytes =
+        static_cast<std::uint64_t>(numel_of(tensors[i])) * static_cast<std::uint64_t>(element_size(tensors[i].type));
     zip.begin("data/" + keys[i], bytes);
     write_tensor_data(zip.record(), tensors[i]);
     zip.end();
@@ -478,8 +468,7 @@ void save_tensor_tuple_zip(Sink& out, const std::vector<TensorToSave>& tensors,
   zip.finish();
 }
 
-void save_tensor_tuple_legacy(Sink& out, const std::vector<TensorToSave>& tensors,
-                              const std::string&) {
+void save_tensor_tuple_legacy(Sink& out, const std::vector<TensorToSave>& tensors, const std::string&) {
   using namespace pickle_op;
   const std::vector<std::string> keys = storage_keys(tensors.size());
   PickleWriter magic;
@@ -514,8 +503,7 @@ void save_tensor_tuple_legacy(Sink& out, const std::vector<TensorToSave>& tensor
 
   std::vector<std::size_t> order(tensors.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(),
-            [&](std::size_t a, std::size_t b) { return keys[a] < keys[b]; });
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return keys[a] < keys[b]; });
   PickleWriter list;
   list.proto(2);
   list.op(kEmptyList);

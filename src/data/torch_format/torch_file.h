@@ -79,11 +79,10 @@ struct TensorToSave {
 };
 
 /** torch.save of the tuple `tensors` in the zip layout, entries under `folder/`. */
-void save_tensor_tuple_zip(Sink& out, const std::vector<TensorToSave>& tensors,
-                           const std::string& folder, const std::string& name);
+void save_tensor_tuple_zip(Sink& out, const std::vector<TensorToSave>& tensors, const std::string& folder,
+                           const std::string& name);
 
 /** torch.save of the tuple `tensors` in the legacy (pre-1.6) layout. */
-void save_tensor_tuple_legacy(Sink& out, const std::vector<TensorToSave>& tensors,
-                              const std::string& name);
+void save_tensor_tuple_legacy(Sink& out, const std::vector<TensorToSave>& tensors, const std::string& name);
 
 }  // namespace embshard::detail

@@ -15,9 +15,8 @@ constexpr std::uint16_t kZip64ExtraId = 0x0001;
 constexpr int kAlignment = 64;
 
 /** Replaces saturated 32-bit fields by the zip64 extra's 8-byte values (in zip order). */
-void apply_zip64_extra(const std::uint8_t* extra, std::size_t len,
-                       std::initializer_list<std::uint64_t*> fields, const std::string& name,
-                       const std::string& entry) {
+void apply_zip64_extra(const std::uint8_t* extra, std::size_t len, std::initializer_list<std::uint64_t*> fields,
+                       const std::string& name, const std::string& entry) {
   std::size_t p = 0;
   while (p + 4 <= len) {
     const std::uint16_t id = load_le16(extra + p);
@@ -27,8 +26,7 @@ void apply_zip64_extra(const std::uint8_t* extra, std::size_t len,
       std::size_t q = p + 4;
       for (std::uint64_t* field : fields) {
         if (*field != kSaturated32) continue;
-        EMBSHARD_CHECK(q + 8 <= p + 4 + n, name, ": zip64 extra field of '", entry,
-                       "' is too short");
+        EMBSHARD_CHECK(q + 8 <= p + 4 + n, name, ": zip64 extra field of '", entry, "' is too short");
         *field = load_le64(extra + q);
         q += 8;
       }
@@ -49,14 +47,11 @@ bool has_zip64_extra(const std::string& extra) {
 }
 
 /** Offset of the classic end record, scanning back from the end of the file. */
-std::uint64_t find_end_record(const std::uint8_t* data, std::uint64_t size,
-                              const std::string& name) {
-  EMBSHARD_CHECK(size >= 22, name, ": truncated zip (", size,
-                 " bytes; no end of central directory record)");
+std::uint64_t find_end_record(const std::uint8_t* data, std::uint64_t size, const std::string& name) {
+  EMBSHARD_CHECK(size >= 22, name, ": truncated zip (", size, " bytes; no end of central directory record)");
   const std::uint64_t lowest = size > kMaxEndScan ? size - kMaxEndScan : 0;
   for (std::uint64_t pos = size - 22 + 1; pos-- > lowest;) {
-    if (load_le32(data + pos) == kZipEndRecord && pos + 22 + load_le16(data + pos + 20) <= size)
-      return pos;
+    if (load_le32(data + pos) == kZipEndRecord && pos + 22 + load_le16(data + pos + 20) <= size) return pos;
   }
   EMBSHARD_THROW(name, ": truncated or not a zip (no end of central directory record)");
 }
@@ -67,66 +62,59 @@ struct DirectoryRange {
   std::uint64_t size = 0;
 };
 
-DirectoryRange find_directory(const std::uint8_t* data, std::uint64_t size,
-                              const std::string& name) {
+DirectoryRange find_directory(const std::uint8_t* data, std::uint64_t size, const std::string& name) {
   const std::uint64_t end = find_end_record(data, size, name);
   const std::uint64_t zip_end = end + 22 + load_le16(data + end + 20);
-  EMBSHARD_CHECK(zip_end == size, name, ": ", size - zip_end, " bytes after the end of the zip (offset ",
-                 zip_end, "): trailing data is not part of a torch.save file");
-  DirectoryRange dir{load_le16(data + end + 10), load_le32(data + end + 16),
-                     load_le32(data + end + 12)};
+  EMBSHARD_CHECK(zip_end == size, name, ": ", size - zip_end, " bytes after the end of the zip (offset ", zip_end,
+                 "): trailing data is not part of a torch.save file");
+  DirectoryRange dir{load_le16(data + end + 10), load_le32(data + end + 16), load_le32(data + end + 12)};
   if (end >= 20 && load_le32(data + end - 20) == kZip64Locator) {
     const std::uint64_t z64 = load_le64(data + end - 20 + 8);
-    EMBSHARD_CHECK(
-        z64 <= end - 20 && end - 20 - z64 >= 56 && load_le32(data + z64) == kZip64EndRecord, name,
-        ": bad zip64 end of central directory record (offset ", z64, ")");
+    EMBSHARD_CHECK(z64 <= end - 20 && end - 20 - z64 >= 56 && load_le32(data + z64) == kZip64EndRecord, name,
+                   ": bad zip64 end of central directory record (offset ", z64, ")");
     dir = {load_le64(data + z64 + 32), load_le64(data + z64 + 48), load_le64(data + z64 + 40)};
-    EMBSHARD_CHECK(dir.offset <= z64 && dir.size <= z64 - dir.offset, name,
-                   ": central directory (offset ", dir.offset, ", ", dir.size,
-                   " bytes) lies beyond the end of the file");
+    EMBSHARD_CHECK(dir.offset <= z64 && dir.size <= z64 - dir.offset, name, ": central directory (offset ", dir.offset,
+                   ", ", dir.size, " bytes) lies beyond the end of the file");
   }
-  EMBSHARD_CHECK(dir.offset <= end && dir.size <= end - dir.offset, name,
-                 ": central directory (offset ", dir.offset, ", ", dir.size,
-                 " bytes) lies beyond the end of the file");
-  EMBSHARD_CHECK(dir.entries <= dir.size / 46, name, ": central directory claims ", dir.entries,
-                 " entries in ", dir.size, " bytes");
+  EMBSHARD_CHECK(dir.offset <= end && dir.size <= end - dir.offset, name, ": central directory (offset ", dir.offset,
+                 ", ", dir.size, " bytes) lies beyond the end of the file");
+  EMBSHARD_CHECK(dir.entries <= dir.size / 46, name, ": central directory claims ", dir.entries, " entries in ",
+                 dir.size, " bytes");
   return dir;
 }
 
 /** Resolves the data offset of `e` through its local header at `header`. */
-void resolve_local_header(const std::uint8_t* data, std::uint64_t size, std::uint64_t header,
-                          ZipEntry& e, const std::string& name) {
-  EMBSHARD_CHECK(
-      header <= size && size - header >= 30 && load_le32(data + header) == kZipLocalHeader, name,
-      ": bad local header offset ", header, " for '", e.name, "'");
+void resolve_local_header(const std::uint8_t* data, std::uint64_t size, std::uint64_t header, ZipEntry& e,
+                          const std::string& name) {
+  EMBSHARD_CHECK(header <= size && size - header >= 30 && load_le32(data + header) == kZipLocalHeader, name,
+                 ": bad local header offset ", header, " for '", e.name, "'");
   const std::uint64_t name_len = load_le16(data + header + 26);
   const std::uint64_t extra_len = load_le16(data + header + 28);
   e.data_offset = header + 30 + name_len + extra_len;
-  EMBSHARD_CHECK(e.data_offset <= size && e.compressed_size <= size - e.data_offset, name,
-                 ": record '", e.name, "' (", e.compressed_size, " bytes at offset ", e.data_offset,
-                 ") lies beyond the end of the file (", size, " bytes)");
+  EMBSHARD_CHECK(e.data_offset <= size && e.compressed_size <= size - e.data_offset, name, ": record '", e.name, "' (",
+                 e.compressed_size, " bytes at offset ", e.data_offset, ") lies beyond the end of the file (", size,
+                 " bytes)");
   const std::string local(reinterpret_cast<const char*>(data + header + 30), name_len);
-  EMBSHARD_CHECK(local == e.name, name, ": local header names '", local,
-                 "' but the central directory names '", e.name, "'");
+  EMBSHARD_CHECK(local == e.name, name, ": local header names '", local, "' but the central directory names '", e.name,
+                 "'");
 }
 
 }  // namespace
 
-std::vector<ZipEntry> read_zip_directory(const std::uint8_t* data, std::uint64_t size,
-                                         const std::string& name) {
+std::vector<ZipEntry> read_zip_directory(const std::uint8_t* data, std::uint64_t size, const std::string& name) {
   const DirectoryRange dir = find_directory(data, size, name);
   std::vector<ZipEntry> entries;
   std::uint64_t p = dir.offset;
   const std::uint64_t end = dir.offset + dir.size;
   for (std::uint64_t i = 0; i < dir.entries; ++i) {
-    EMBSHARD_CHECK(end - p >= 46 && load_le32(data + p) == kZipCentralHeader, name,
-                   ": bad central directory entry ", i, " at offset ", p);
+    EMBSHARD_CHECK(end - p >= 46 && load_le32(data + p) == kZipCentralHeader, name, ": bad central directory entry ", i,
+                   " at offset ", p);
     const std::uint8_t* h = data + p;
     const std::uint64_t name_len = load_le16(h + 28);
     const std::uint64_t extra_len = load_le16(h + 30);
     const std::uint64_t comment_len = load_le16(h + 32);
-    EMBSHARD_CHECK(end - p - 46 >= name_len + extra_len + comment_len, name,
-                   ": central directory entry ", i, " runs past the directory");
+    EMBSHARD_CHECK(end - p - 46 >= name_len + extra_len + comment_len, name, ": central directory entry ", i,
+                   " runs past the directory");
     ZipEntry e;
     e.name.assign(reinterpret_cast<const char*>(h + 46), name_len);
     EMBSHARD_CHECK((load_le16(h + 8) & 1) == 0, name, ": record '", e.name, "' is encrypted");
@@ -135,8 +123,7 @@ std::vector<ZipEntry> read_zip_directory(const std::uint8_t* data, std::uint64_t
     e.compressed_size = load_le32(h + 20);
     e.size = load_le32(h + 24);
     std::uint64_t header = load_le32(h + 42);
-    apply_zip64_extra(h + 46 + name_len, extra_len, {&e.size, &e.compressed_size, &header}, name,
-                      e.name);
+    apply_zip64_extra(h + 46 + name_len, extra_len, {&e.size, &e.compressed_size, &header}, name, e.name);
     resolve_local_header(data, size, header, e, name);
     entries.push_back(std::move(e));
     p += 46 + name_len + extra_len + comment_len;
@@ -153,8 +140,8 @@ std::string zip_top_folder(const std::string& entry_name, const std::string& fil
 
 void check_record_crc(const std::string& file, const std::string& record, std::uint32_t expected,
                       std::uint32_t actual) {
-  EMBSHARD_CHECK(expected == actual, file, ": CRC-32 mismatch in record '", record, "' (stored 0x",
-                 std::hex, expected, ", data gives 0x", actual, std::dec, "): the file is corrupt");
+  EMBSHARD_CHECK(expected == actual, file, ": CRC-32 mismatch in record '", record, "' (stored 0x", std::hex, expected,
+                 ", data gives 0x", actual, std::dec, "): the file is corrupt");
 }
 
 // ---- ZipStreamReader --------------------------------------------------------------------------
@@ -170,8 +157,8 @@ bool ZipStreamReader::next(ZipLocalRecord& rec) {
   }
   const std::uint32_t s = load_le32(sig);
   if (s == kZipCentralHeader || s == kZip64EndRecord || s == kZipEndRecord) return false;
-  EMBSHARD_CHECK(s == kZipLocalHeader, src_.name(), ": bad zip signature 0x", std::hex, s, std::dec,
-                 " at offset ", at, " (expected a local file header)");
+  EMBSHARD_CHECK(s == kZipLocalHeader, src_.name(), ": bad zip signature 0x", std::hex, s, std::dec, " at offset ", at,
+                 " (expected a local file header)");
   std::uint8_t h[30];
   src_.read(h, sizeof h);
   rec = ZipLocalRecord{};
@@ -189,8 +176,8 @@ bool ZipStreamReader::next(ZipLocalRecord& rec) {
   if (!rec.has_descriptor) {
     std::uint64_t usize = load_le32(h + 22);
     std::uint64_t csize = load_le32(h + 18);
-    apply_zip64_extra(reinterpret_cast<const std::uint8_t*>(extra.data()), extra.size(),
-                      {&usize, &csize}, src_.name(), rec.name);
+    apply_zip64_extra(reinterpret_cast<const std::uint8_t*>(extra.data()), extra.size(), {&usize, &csize}, src_.name(),
+                      rec.name);
     EMBSHARD_CHECK(usize == csize, src_.name(), ": record '", rec.name,
                    "' is compressed (torch.save stores records uncompressed)");
     rec.size = usize;
@@ -198,11 +185,10 @@ bool ZipStreamReader::next(ZipLocalRecord& rec) {
   return true;
 }
 
-void ZipStreamReader::finish(const ZipLocalRecord& rec, std::uint64_t consumed,
-                             std::optional<std::uint32_t> crc) {
+void ZipStreamReader::finish(const ZipLocalRecord& rec, std::uint64_t consumed, std::optional<std::uint32_t> crc) {
   if (!rec.has_descriptor) {
-    EMBSHARD_CHECK(rec.size && *rec.size == consumed, src_.name(), ": record '", rec.name,
-                   "' holds ", rec.size.value_or(0), " bytes, expected ", consumed);
+    EMBSHARD_CHECK(rec.size && *rec.size == consumed, src_.name(), ": record '", rec.name, "' holds ",
+                   rec.size.value_or(0), " bytes, expected ", consumed);
     if (crc) check_record_crc(src_.name(), rec.name, rec.header_crc, *crc);
     return;
   }
@@ -213,21 +199,19 @@ void ZipStreamReader::finish(const ZipLocalRecord& rec, std::uint64_t consumed,
   src_.read(d + 4, static_cast<std::size_t>(2 * field));
   const std::uint64_t csize = rec.zip64 ? load_le64(d + 4) : load_le32(d + 4);
   const std::uint64_t usize = rec.zip64 ? load_le64(d + 12) : load_le32(d + 8);
-  EMBSHARD_CHECK(csize == consumed && usize == consumed, src_.name(),
-                 ": data descriptor of record '", rec.name, "' gives ", usize,
-                 " bytes, but the record holds ", consumed);
+  EMBSHARD_CHECK(csize == consumed && usize == consumed, src_.name(), ": data descriptor of record '", rec.name,
+                 "' gives ", usize, " bytes, but the record holds ", consumed);
   if (crc) check_record_crc(src_.name(), rec.name, load_le32(d), *crc);
 }
 
 namespace {
 std::uint32_t crc_of(const std::string& bytes) {
-  return static_cast<std::uint32_t>(crc32_z(0, reinterpret_cast<const Bytef*>(bytes.data()),
-                                            static_cast<z_size_t>(bytes.size())));
+  return static_cast<std::uint32_t>(
+      crc32_z(0, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<z_size_t>(bytes.size())));
 }
 }  // namespace
 
-std::string ZipStreamReader::read_small(const ZipLocalRecord& rec, std::size_t max_bytes,
-                                        bool verify_crc) {
+std::string ZipStreamReader::read_small(const ZipLocalRecord& rec, std::size_t max_bytes, bool verify_crc) {
   std::string buf;
   if (rec.size) {
     EMBSHARD_CHECK(*rec.size <= max_bytes, src_.name(), ": record '", rec.name, "' has ", *rec.size,
@@ -287,17 +271,12 @@ void ZipStreamReader::finish_archive() {
 // ---- ZipWriter --------------------------------------------------------------------------------
 
 void ZipWriter::RecordSink::do_write(const void* data, std::size_t n) {
-  crc = static_cast<std::uint32_t>(
-      crc32_z(crc, static_cast<const Bytef*>(data), static_cast<z_size_t>(n)));
+  crc = static_cast<std::uint32_t>(crc32_z(crc, static_cast<const Bytef*>(data), static_cast<z_size_t>(n)));
   out_.write(data, n);
 }
 
 ZipWriter::ZipWriter(Sink& out, std::string folder, std::string name, bool force_zip64)
-    : out_(out),
-      folder_(std::move(folder)),
-      name_(std::move(name)),
-      record_(out),
-      force_zip64_(force_zip64) {}
+    : out_(out), folder_(std::move(folder)), name_(std::move(name)), record_(out), force_zip64_(force_zip64) {}
 
 void ZipWriter::begin(const std::string& record_name, std::uint64_t size) {
   EMBSHARD_ASSERT(!open_);
@@ -361,9 +340,7 @@ void ZipWriter::finish() {
   EMBSHARD_ASSERT(!open_);
   const std::uint64_t cd_offset = out_.written();
   for (const Entry& e : entries_) {
-    auto field = [&](std::uint64_t v) {
-      return force_zip64_ ? kSaturated32 : std::min(v, kSaturated32);
-    };
+    auto field = [&](std::uint64_t v) { return force_zip64_ ? kSaturated32 : std::min(v, kSaturated32); };
     std::string fields;
     for (std::uint64_t v : {e.size, e.size, e.header_offset})
       if (field(v) == kSaturated32) append_le(fields, v, 8);

@@ -39,8 +39,7 @@ struct ZipEntry {
  * (following the zip64 locator when present), walks the entries and resolves every data offset
  * through its local header. Checks that every range lies inside the file.
  */
-std::vector<ZipEntry> read_zip_directory(const std::uint8_t* data, std::uint64_t size,
-                                         const std::string& name);
+std::vector<ZipEntry> read_zip_directory(const std::uint8_t* data, std::uint64_t size, const std::string& name);
 
 /** The top folder of an entry name: everything before the first '/' (throws if there is none). */
 std::string zip_top_folder(const std::string& entry_name, const std::string& file_name);
@@ -61,8 +60,7 @@ struct ZipLocalRecord {
  * The CRC-32 check of a record: "" if `actual` equals `expected`, else the one-line error
  * "NAME: CRC-32 mismatch in record 'R' (stored 0x..., data gives 0x...): the file is corrupt".
  */
-void check_record_crc(const std::string& file, const std::string& record, std::uint32_t expected,
-                      std::uint32_t actual);
+void check_record_crc(const std::string& file, const std::string& record, std::uint32_t expected, std::uint32_t actual);
 
 /** Reads local records in order from a stream (no seeking), as needed for a gzipped zip. */
 class ZipStreamReader {
@@ -74,8 +72,7 @@ class ZipStreamReader {
    * After the caller consumed `consumed` data bytes of `rec`, checks its data descriptor and,
    * when `crc` (the CRC-32 of those bytes) is given, the record's stored CRC-32.
    */
-  void finish(const ZipLocalRecord& rec, std::uint64_t consumed,
-              std::optional<std::uint32_t> crc = std::nullopt);
+  void finish(const ZipLocalRecord& rec, std::uint64_t consumed, std::optional<std::uint32_t> crc = std::nullopt);
   /**
    * Reads a whole record (at most `max_bytes`) and checks its CRC-32 unless `verify_crc` is
    * false. Without a known size (bit 3 set) it scans for a data descriptor whose size fields

@@ -79,8 +79,7 @@ class MappedHostBuffer {
     if (host_ != nullptr) cudaFreeHost(host_);
   }
   MappedHostBuffer(MappedHostBuffer&& other) noexcept
-      : host_(std::exchange(other.host_, nullptr)),
-        device_(std::exchange(other.device_, nullptr)),
+      : host_(std::exchange(other.host_, nullptr)), device_(std::exchange(other.device_, nullptr)),
         bytes_(std::exchange(other.bytes_, 0)) {}
   MappedHostBuffer& operator=(MappedHostBuffer&& other) noexcept {
     std::swap(host_, other.host_);

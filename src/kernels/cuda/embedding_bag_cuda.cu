@@ -3,11 +3,11 @@
 // Every warp-level kernel gives each lane 4 columns of a 128-column chunk of a row: columns
 // 4·lane .. 4·lane+3 (one float4 / 4×half load) when the row allows vector access, else columns
 // lane, lane+32, lane+64, lane+96 (scalar loads). Out-of-range columns read as 0, are not written.
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_run_length_encode.cuh>
 #include <cub/device/device_scan.cuh>
-#include <cuda_fp16.h>
-#include <cuda_runtime.h>
 
 #include <algorithm>
 #include <bit>
@@ -39,12 +39,12 @@ constexpr unsigned kFullMask = 0xffffffffu;
 
 /** One table as the kernels see it. */
 struct DeviceTable {
-  void* weights;        // float or __half, rows [0, hbm_rows) × dim, device memory
-  void* cold_weights;   // rows [hbm_rows, rows) × dim, mapped host memory (device pointer) or null
-  float* momentum;      // rows floats or null (always device memory)
+  void* weights;       // float or __half, rows [0, hbm_rows) × dim, device memory
+  void* cold_weights;  // rows [hbm_rows, rows) × dim, mapped host memory (device pointer) or null
+  float* momentum;     // rows floats or null (always device memory)
   long long rows;
-  long long hbm_rows;   // rows below it are read from `weights`, the others from `cold_weights`
-  long long d_offset;   // first output column
+  long long hbm_rows;  // rows below it are read from `weights`, the others from `cold_weights`
+  long long d_offset;  // first output column
   int dim;
   bool is_f16;
   // One lane layout for weights and output / grad_out alike: vector when dim, D_offsets[t] and
@@ -100,8 +100,7 @@ __device__ inline Quad load_quad(const __half* row, int col0, int lane, int dim,
   return q;
 }
 
-__device__ inline void store_quad(float* row, int col0, int lane, int dim, bool vector_access,
-                                  const Quad& q) {
+__device__ inline void store_quad(float* row, int col0, int lane, int dim, bool vector_access, const Quad& q) {
   if (vector_access) {
     const int c = col0 + 4 * lane;
     if (c < dim) *reinterpret_cast<float4*>(row + c) = make_float4(q.v[0], q.v[1], q.v[2], q.v[3]);
@@ -115,8 +114,7 @@ __device__ inline void store_quad(float* row, int col0, int lane, int dim, bool 
 }
 
 /** Rounds to nearest-even binary16 (the header's float_to_half). */
-__device__ inline void store_quad(__half* row, int col0, int lane, int dim, bool vector_access,
-                                  const Quad& q) {
+__device__ inline void store_quad(__half* row, int col0, int lane, int dim, bool vector_access, const Quad& q) {
   if (vector_access) {
     const int c = col0 + 4 * lane;
     if (c < dim) {
@@ -149,15 +147,12 @@ __device__ inline Quad load_weight_quad(const DeviceTable& table, long long row,
   long long first = 0;
   const void* base = weight_base(table, row, &first);
   if (table.is_f16) {
-    return load_quad(static_cast<const __half*>(base) + first, col0, lane, table.dim,
-                     table.vector_access);
+    return load_quad(static_cast<const __half*>(base) + first, col0, lane, table.dim, table.vector_access);
   }
-  return load_quad(static_cast<const float*>(base) + first, col0, lane, table.dim,
-                   table.vector_access);
+  return load_quad(static_cast<const float*>(base) + first, col0, lane, table.dim, table.vector_access);
 }
 
-__device__ inline void store_weight_quad(const DeviceTable& table, long long row, int col0,
-                                         int lane, const Quad& q) {
+__device__ inline void store_weight_quad(const DeviceTable& table, long long row, int col0, int lane, const Quad& q) {
   long long first = 0;
   void* base = weight_base(table, row, &first);
   if (table.is_f16) {
@@ -171,9 +166,7 @@ __device__ inline long long global_warp() {
   return (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / kWarpSize;
 }
 
-__device__ inline long long warps_in_grid() {
-  return static_cast<long long>(gridDim.x) * blockDim.x / kWarpSize;
-}
+__device__ inline long long warps_in_grid() { return static_cast<long long>(gridDim.x) * blockDim.x / kWarpSize; }
 
 /** Warp sum, reduced towards lane 0 and broadcast from it (one value for every lane). */
 __device__ inline float warp_sum(float x) {
@@ -185,9 +178,8 @@ __device__ inline float warp_sum(float x) {
 
 /** One warp per bag; the smallest position whose index is outside [0, rows_t) → *first_bad. */
 template <class Index>
-__global__ void find_bad_index_kernel(const DeviceTable* tables, const long long* offsets,
-                                      const Index* indices, long long batch_size, long long n_bags,
-                                      unsigned long long* first_bad) {
+__global__ void find_bad_index_kernel(const DeviceTable* tables, const long long* offsets, const Index* indices,
+                                      long long batch_size, long long n_bags, unsigned long long* first_bad) {
   const int lane = threadIdx.x % kWarpSize;
   for (long long k = global_warp(); k < n_bags; k += warps_in_grid()) {
     const long long rows = tables[k / batch_size].rows;
@@ -205,8 +197,8 @@ __global__ void find_bad_index_kernel(const DeviceTable* tables, const long long
 
 /** Sums one 128-column chunk of bag [begin, end) for this lane; bad indices are skipped. */
 template <class Index>
-__device__ Quad pool_chunk(const DeviceTable& table, const Index* indices, long long begin,
-                           long long end, int col0, int lane) {
+__device__ Quad pool_chunk(const DeviceTable& table, const Index* indices, long long begin, long long end, int col0,
+                           int lane) {
   Quad acc{{0.0f, 0.0f, 0.0f, 0.0f}};
   for (long long p0 = begin; p0 < end; p0 += kWarpSize) {
     long long my_row = -1;  // cooperative index load: lane j holds lookup p0 + j
@@ -229,9 +221,8 @@ __device__ Quad pool_chunk(const DeviceTable& table, const Index* indices, long 
 
 /** One warp per (table, bag): out[b][D_offsets[t] + d] = Σ rows (fp32). */
 template <class Index>
-__global__ void forward_kernel(const DeviceTable* tables, const long long* offsets,
-                               const Index* indices, long long batch_size, long long n_bags,
-                               long long total_dim, float* out) {
+__global__ void forward_kernel(const DeviceTable* tables, const long long* offsets, const Index* indices,
+                               long long batch_size, long long n_bags, long long total_dim, float* out) {
   const int lane = threadIdx.x % kWarpSize;
   for (long long k = global_warp(); k < n_bags; k += warps_in_grid()) {
     const long long t = k / batch_size;
@@ -249,8 +240,8 @@ __global__ void forward_kernel(const DeviceTable* tables, const long long* offse
 
 /** Table t's lookups as (row, bag) pairs in position order; one warp per bag. */
 template <class Index>
-__global__ void fill_pairs_kernel(const long long* table_offsets, const Index* indices,
-                                  long long batch_size, unsigned long long* rows, long long* bags) {
+__global__ void fill_pairs_kernel(const long long* table_offsets, const Index* indices, long long batch_size,
+                                  unsigned long long* rows, long long* bags) {
   const int lane = threadIdx.x % kWarpSize;
   const long long base = table_offsets[0];
   for (long long b = global_warp(); b < batch_size; b += warps_in_grid()) {
@@ -262,9 +253,8 @@ __global__ void fill_pairs_kernel(const long long* table_offsets, const Index* i
 }
 
 /** Σ of the gradient rows of `count` sorted bags, for this lane's columns of one chunk. */
-__device__ Quad gradient_chunk(const long long* bags, int begin, int count, const float* grad,
-                               long long total_dim, int dim, bool vector_access, int col0,
-                               int lane) {
+__device__ Quad gradient_chunk(const long long* bags, int begin, int count, const float* grad, long long total_dim,
+                               int dim, bool vector_access, int col0, int lane) {
   double total[4] = {0.0, 0.0, 0.0, 0.0};
   for (int i0 = 0; i0 < count; i0 += kGradientBlock) {
     float block[4] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -300,12 +290,12 @@ struct PieceArgs {
   const int* pieces;         // per segment (count_pieces_kernel)
   const int* piece_offsets;  // exclusive sum of pieces: a segment's first piece
   const long long* sorted_bags;
-  const float* grad;         // grad_out + D_offsets[t]
+  const float* grad;  // grad_out + D_offsets[t]
   long long total_dim;
-  long long max_pieces;      // a bound on the pieces of all segments (2 · lookups / kLongSegment + 1)
+  long long max_pieces;  // a bound on the pieces of all segments (2 · lookups / kLongSegment + 1)
   int dim;
   bool vector_access;
-  float* sums;               // piece p's gradient sum: dim floats from p · dim
+  float* sums;  // piece p's gradient sum: dim floats from p · dim
 };
 
 /** One warp per piece of a long segment: the sum of its ≤ kLongSegment gradient rows. */
@@ -316,23 +306,25 @@ __global__ void piece_sums_kernel(PieceArgs a) {
     int lo = 0, hi = segments - 1;  // the last segment whose first piece is at or before p
     while (lo < hi) {
       const int mid = (lo + hi + 1) / 2;
-      if (a.piece_offsets[mid] <= p) lo = mid; else hi = mid - 1;
+      if (a.piece_offsets[mid] <= p)
+        lo = mid;
+      else
+        hi = mid - 1;
     }
     const long long j = p - a.piece_offsets[lo];
     if (j >= a.pieces[lo]) continue;  // past the last piece (the whole warp alike)
     const int begin = a.starts[lo] + static_cast<int>(j) * kLongSegment;
     const int count = min(kLongSegment, a.starts[lo] + a.counts[lo] - begin);
     for (int col0 = 0; col0 < a.dim; col0 += kColumnsPerChunk) {
-      const Quad g = gradient_chunk(a.sorted_bags, begin, count, a.grad, a.total_dim, a.dim,
-                                    a.vector_access, col0, lane);
+      const Quad g =
+          gradient_chunk(a.sorted_bags, begin, count, a.grad, a.total_dim, a.dim, a.vector_access, col0, lane);
       store_quad(a.sums + p * a.dim, col0, lane, a.dim, a.vector_access, g);
     }
   }
 }
 
 /** A long segment's gradient: its pieces' sums added in piece order (deterministic), in fp64. */
-__device__ Quad pieces_total(const float* sums, int pieces, int dim, bool vector_access, int col0,
-                             int lane) {
+__device__ Quad pieces_total(const float* sums, int pieces, int dim, bool vector_access, int col0, int lane) {
   double total[4] = {0.0, 0.0, 0.0, 0.0};
 #pragma unroll 8
   for (int i = 0; i < pieces; ++i) {
@@ -375,8 +367,7 @@ __global__ void update_rows_kernel(UpdateArgs a) {
         return pieces_total(a.piece_sums + static_cast<long long>(a.piece_offsets[s]) * dim, a.pieces[s], dim,
                             table.vector_access, col0, lane);
       }
-      return gradient_chunk(a.sorted_bags, begin, count, a.grad, a.total_dim, dim,
-                            table.vector_access, col0, lane);
+      return gradient_chunk(a.sorted_bags, begin, count, a.grad, a.total_dim, dim, table.vector_access, col0, lane);
     };
     float scale = a.optimizer.learning_rate;
     if (a.optimizer.kind == OptimizerKind::kRowwiseAdagrad) {
@@ -425,9 +416,7 @@ DeviceBuffer<T> upload(const T* host, std::size_t count, cudaStream_t stream) {
   return buffer;
 }
 
-std::int64_t table_bytes(const TableView& table) {
-  return table.rows * table.dim * weight_bytes(table.dtype);
-}
+std::int64_t table_bytes(const TableView& table) { return table.rows * table.dim * weight_bytes(table.dtype); }
 
 }  // namespace
 
@@ -435,9 +424,9 @@ namespace cuda {
 
 /** Everything one CudaEmbeddingBag keeps on the device; the sort scratch fits the largest table. */
 struct DeviceState {
-  std::vector<TableView> shapes;  // rows/dim/dtype/momentum presence of the uploaded tables
+  std::vector<TableView> shapes;                     // rows/dim/dtype/momentum presence of the uploaded tables
   std::vector<DeviceBuffer<unsigned char>> weights;  // rows [0, hbm_rows) of each table
-  std::vector<MappedHostBuffer> cold_weights;         // rows [hbm_rows, rows), mapped host memory
+  std::vector<MappedHostBuffer> cold_weights;        // rows [hbm_rows, rows), mapped host memory
   std::vector<DeviceBuffer<float>> momentum;
   std::vector<DeviceTable> host_tables;
   DeviceBuffer<DeviceTable> tables;
@@ -492,8 +481,7 @@ std::int64_t device_rows(const TableView& view, std::span<const std::int64_t> hb
   return hbm_rows[t];
 }
 
-void upload_tables(DeviceState& s, std::span<const TableView> tables,
-                   std::span<const std::int64_t> hbm_rows) {
+void upload_tables(DeviceState& s, std::span<const TableView> tables, std::span<const std::int64_t> hbm_rows) {
   const std::vector<std::int64_t> d_offsets = detail::dim_offsets(tables);
   s.total_dim = d_offsets.back();
   for (std::size_t t = 0; t < tables.size(); ++t) {
@@ -504,16 +492,15 @@ void upload_tables(DeviceState& s, std::span<const TableView> tables,
     s.weights.push_back(upload(static_cast<const unsigned char*>(view.weights), hot_bytes, s.stream));
     s.cold_weights.emplace_back(view.rows > 0 ? bytes - hot_bytes : 0);
     if (s.cold_weights.back().bytes() > 0) {  // pinned host memory: filled by the CPU directly
-      std::memcpy(s.cold_weights.back().host(),
-                  static_cast<const unsigned char*>(view.weights) + hot_bytes, bytes - hot_bytes);
+      std::memcpy(s.cold_weights.back().host(), static_cast<const unsigned char*>(view.weights) + hot_bytes,
+                  bytes - hot_bytes);
     }
     const bool has_momentum = view.momentum != nullptr && view.rows > 0;
     s.momentum.push_back(has_momentum ? upload(view.momentum, static_cast<std::size_t>(view.rows), s.stream)
                                       : DeviceBuffer<float>());
     const bool vector_access = s.total_dim % 4 == 0 && d_offsets[t] % 4 == 0 && view.dim % 4 == 0;
-    s.host_tables.push_back({s.weights.back().data(), s.cold_weights.back().device(),
-                             s.momentum.back().data(), view.rows, hot, d_offsets[t], view.dim,
-                             view.dtype == WeightDtype::kF16, vector_access});
+    s.host_tables.push_back({s.weights.back().data(), s.cold_weights.back().device(), s.momentum.back().data(),
+                             view.rows, hot, d_offsets[t], view.dim, view.dtype == WeightDtype::kF16, vector_access});
     TableView shape = view;
     shape.weights = nullptr;
     s.shapes.push_back(shape);
@@ -525,8 +512,7 @@ void upload_batch(DeviceState& s, const BagBatch& batch) {
   s.batch_size = batch.batch_size;
   s.n_bags = static_cast<std::int64_t>(batch.offsets.size()) - 1;
   s.host_offsets.assign(batch.offsets.begin(), batch.offsets.end());
-  s.offsets = upload(reinterpret_cast<const long long*>(s.host_offsets.data()), s.host_offsets.size(),
-                     s.stream);
+  s.offsets = upload(reinterpret_cast<const long long*>(s.host_offsets.data()), s.host_offsets.size(), s.stream);
   s.index_type = batch.index_type;
   const std::size_t index_bytes = batch.index_type == IndexType::kI32 ? 4 : 8;
   // Only [0, offsets[T·B]) can be referenced; later indices are ignored.
@@ -535,23 +521,21 @@ void upload_batch(DeviceState& s, const BagBatch& batch) {
   for (std::size_t t = 0; t < s.shapes.size(); ++t) {
     s.max_table_lookups = std::max(s.max_table_lookups, s.table_lookups(t));
   }
-  EMBSHARD_CHECK(s.max_table_lookups < INT_MAX, "CudaEmbeddingBag: a table has ",
-                 s.max_table_lookups, " lookups; the CUDA implementation takes at most 2^31 - 1");
+  EMBSHARD_CHECK(s.max_table_lookups < INT_MAX, "CudaEmbeddingBag: a table has ", s.max_table_lookups,
+                 " lookups; the CUDA implementation takes at most 2^31 - 1");
 }
 
 template <class Index>
 KernelStatus check_indices(DeviceState& s) {
   if (s.n_bags == 0 || s.batch_size == 0) return {};
   s.first_bad = DeviceBuffer<unsigned long long>(1);
-  check_cuda(cudaMemsetAsync(s.first_bad.data(), 0xff, sizeof(unsigned long long), s.stream),
-             "cudaMemsetAsync");
+  check_cuda(cudaMemsetAsync(s.first_bad.data(), 0xff, sizeof(unsigned long long), s.stream), "cudaMemsetAsync");
   find_bad_index_kernel<Index><<<grid_for_warps(s.n_bags), kThreadsPerBlock, 0, s.stream>>>(
-      s.tables.data(), s.offsets.data(), s.indices_as<Index>(), s.batch_size, s.n_bags,
-      s.first_bad.data());
+      s.tables.data(), s.offsets.data(), s.indices_as<Index>(), s.batch_size, s.n_bags, s.first_bad.data());
   check_cuda(cudaGetLastError(), "find_bad_index_kernel");
   unsigned long long first_bad = 0;
-  check_cuda(cudaMemcpyAsync(&first_bad, s.first_bad.data(), sizeof first_bad,
-                             cudaMemcpyDeviceToHost, s.stream), "cudaMemcpyAsync");
+  check_cuda(cudaMemcpyAsync(&first_bad, s.first_bad.data(), sizeof first_bad, cudaMemcpyDeviceToHost, s.stream),
+             "cudaMemcpyAsync");
   check_cuda(cudaStreamSynchronize(s.stream), "cudaStreamSynchronize");
   if (first_bad == ULLONG_MAX) return {};
   return {KernelError::kBadIndex, static_cast<std::int64_t>(first_bad)};
@@ -581,15 +565,13 @@ void allocate_sort_scratch(DeviceState& s) {
   }
   s.piece_sums = DeviceBuffer<float>(piece_floats);
   std::size_t sort_bytes = 0, encode_bytes = 0, scan_bytes = 0;
-  check_cuda(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, s.rows.data(), s.sorted_rows.data(),
-                                             s.bags.data(), s.sorted_bags.data(), n, 0, 64, s.stream),
+  check_cuda(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, s.rows.data(), s.sorted_rows.data(), s.bags.data(),
+                                             s.sorted_bags.data(), n, 0, 64, s.stream),
              "cub::DeviceRadixSort::SortPairs (size)");
-  check_cuda(cub::DeviceRunLengthEncode::Encode(nullptr, encode_bytes, s.sorted_rows.data(),
-                                                s.unique_rows.data(), s.counts.data(),
-                                                s.num_segments.data(), n, s.stream),
+  check_cuda(cub::DeviceRunLengthEncode::Encode(nullptr, encode_bytes, s.sorted_rows.data(), s.unique_rows.data(),
+                                                s.counts.data(), s.num_segments.data(), n, s.stream),
              "cub::DeviceRunLengthEncode::Encode (size)");
-  check_cuda(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, s.counts.data(), s.starts.data(), n,
-                                           s.stream),
+  check_cuda(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, s.counts.data(), s.starts.data(), n, s.stream),
              "cub::DeviceScan::ExclusiveSum (size)");
   s.temp = DeviceBuffer<unsigned char>(std::max({sort_bytes, encode_bytes, scan_bytes, std::size_t{1}}));
 }
@@ -603,18 +585,15 @@ void sort_table_lookups(DeviceState& s, std::size_t t, int n) {
   check_cuda(cudaGetLastError(), "fill_pairs_kernel");
   const int end_bit = std::max(1, static_cast<int>(std::bit_width(static_cast<std::uint64_t>(s.shapes[t].rows - 1))));
   std::size_t bytes = s.temp.size();
-  check_cuda(cub::DeviceRadixSort::SortPairs(s.temp.data(), bytes, s.rows.data(), s.sorted_rows.data(),
-                                             s.bags.data(), s.sorted_bags.data(), n, 0, end_bit,
-                                             s.stream),
+  check_cuda(cub::DeviceRadixSort::SortPairs(s.temp.data(), bytes, s.rows.data(), s.sorted_rows.data(), s.bags.data(),
+                                             s.sorted_bags.data(), n, 0, end_bit, s.stream),
              "cub::DeviceRadixSort::SortPairs");
   bytes = s.temp.size();
-  check_cuda(cub::DeviceRunLengthEncode::Encode(s.temp.data(), bytes, s.sorted_rows.data(),
-                                                s.unique_rows.data(), s.counts.data(),
-                                                s.num_segments.data(), n, s.stream),
+  check_cuda(cub::DeviceRunLengthEncode::Encode(s.temp.data(), bytes, s.sorted_rows.data(), s.unique_rows.data(),
+                                                s.counts.data(), s.num_segments.data(), n, s.stream),
              "cub::DeviceRunLengthEncode::Encode");
   bytes = s.temp.size();
-  check_cuda(cub::DeviceScan::ExclusiveSum(s.temp.data(), bytes, s.counts.data(), s.starts.data(), n,
-                                           s.stream),
+  check_cuda(cub::DeviceScan::ExclusiveSum(s.temp.data(), bytes, s.counts.data(), s.starts.data(), n, s.stream),
              "cub::DeviceScan::ExclusiveSum");
 }
 
@@ -624,12 +603,20 @@ void sum_long_segments(DeviceState& s, std::size_t t, int n, const float* grad) 
       s.counts.data(), s.num_segments.data(), n, s.pieces.data());
   check_cuda(cudaGetLastError(), "count_pieces_kernel");
   std::size_t bytes = s.temp.size();
-  check_cuda(cub::DeviceScan::ExclusiveSum(s.temp.data(), bytes, s.pieces.data(), s.piece_offsets.data(), n,
-                                           s.stream),
+  check_cuda(cub::DeviceScan::ExclusiveSum(s.temp.data(), bytes, s.pieces.data(), s.piece_offsets.data(), n, s.stream),
              "cub::DeviceScan::ExclusiveSum (pieces)");
-  const PieceArgs args{s.starts.data(), s.counts.data(), s.num_segments.data(), s.pieces.data(),
-                       s.piece_offsets.data(), s.sorted_bags.data(), grad, s.total_dim, max_pieces(n),
-                       s.host_tables[t].dim, s.host_tables[t].vector_access, s.piece_sums.data()};
+  const PieceArgs args{s.starts.data(),
+                       s.counts.data(),
+                       s.num_segments.data(),
+                       s.pieces.data(),
+                       s.piece_offsets.data(),
+                       s.sorted_bags.data(),
+                       grad,
+                       s.total_dim,
+                       max_pieces(n),
+                       s.host_tables[t].dim,
+                       s.host_tables[t].vector_access,
+                       s.piece_sums.data()};
   piece_sums_kernel<<<grid_for_warps(max_pieces(n)), kThreadsPerBlock, 0, s.stream>>>(args);
   check_cuda(cudaGetLastError(), "piece_sums_kernel");
 }
@@ -642,9 +629,18 @@ void backward_tables(DeviceState& s, const OptimizerConfig& optimizer) {
     sort_table_lookups<Index>(s, t, n);
     const float* grad = s.grad.data() + s.host_tables[t].d_offset;
     sum_long_segments(s, t, n, grad);
-    const UpdateArgs args{s.host_tables[t], s.unique_rows.data(), s.starts.data(), s.counts.data(),
-                          s.num_segments.data(), s.pieces.data(), s.piece_offsets.data(), s.piece_sums.data(),
-                          s.sorted_bags.data(), grad, s.total_dim, optimizer};
+    const UpdateArgs args{s.host_tables[t],
+                          s.unique_rows.data(),
+                          s.starts.data(),
+                          s.counts.data(),
+                          s.num_segments.data(),
+                          s.pieces.data(),
+                          s.piece_offsets.data(),
+                          s.piece_sums.data(),
+                          s.sorted_bags.data(),
+                          grad,
+                          s.total_dim,
+                          optimizer};
     update_rows_kernel<<<grid_for_warps(n), kThreadsPerBlock, 0, s.stream>>>(args);
     check_cuda(cudaGetLastError(), "update_rows_kernel");
   }
@@ -743,21 +739,19 @@ std::vector<double> cuda_dense_update_ms(std::int64_t elements, int repeats) {
 
 CudaEmbeddingBag::CudaEmbeddingBag(std::span<const TableView> tables, const BagBatch& batch,
                                    std::span<const std::int64_t> hbm_rows) {
-  EMBSHARD_CHECK(hbm_rows.empty() || hbm_rows.size() == tables.size(), "CudaEmbeddingBag: ",
-                 hbm_rows.size(), " hbm_rows entries for ", tables.size(), " tables");
+  EMBSHARD_CHECK(hbm_rows.empty() || hbm_rows.size() == tables.size(), "CudaEmbeddingBag: ", hbm_rows.size(),
+                 " hbm_rows entries for ", tables.size(), " tables");
   require_device();
   const auto total_dim = static_cast<std::size_t>(detail::dim_offsets(tables).back());
   const std::size_t out_floats = static_cast<std::size_t>(std::max<std::int64_t>(0, batch.batch_size)) * total_dim;
   const KernelStatus shapes = detail::check_shapes(tables, batch, out_floats, false);
-  EMBSHARD_CHECK(shapes.ok(), "CudaEmbeddingBag: ", to_string(shapes.error), " (position ",
-                 shapes.position, ")");
+  EMBSHARD_CHECK(shapes.ok(), "CudaEmbeddingBag: ", to_string(shapes.error), " (position ", shapes.position, ")");
   state_ = std::make_unique<State>();
   State& s = *state_;
   upload_tables(s, tables, hbm_rows);
   upload_batch(s, batch);
   s.out = DeviceBuffer<float>(out_floats);
-  s.index_status = s.index_type == IndexType::kI32 ? check_indices<std::int32_t>(s)
-                                                    : check_indices<std::int64_t>(s);
+  s.index_status = s.index_type == IndexType::kI32 ? check_indices<std::int32_t>(s) : check_indices<std::int64_t>(s);
   allocate_sort_scratch(s);
 }
 
@@ -765,9 +759,7 @@ CudaEmbeddingBag::~CudaEmbeddingBag() = default;
 CudaEmbeddingBag::CudaEmbeddingBag(CudaEmbeddingBag&&) noexcept = default;
 CudaEmbeddingBag& CudaEmbeddingBag::operator=(CudaEmbeddingBag&&) noexcept = default;
 
-std::int64_t CudaEmbeddingBag::output_floats() const {
-  return static_cast<std::int64_t>(state_->out.size());
-}
+std::int64_t CudaEmbeddingBag::output_floats() const { return static_cast<std::int64_t>(state_->out.size()); }
 
 KernelStatus CudaEmbeddingBag::index_status() const { return state_->index_status; }
 
@@ -776,13 +768,13 @@ KernelStatus CudaEmbeddingBag::forward() {
   if (!s.index_status.ok() || s.n_bags == 0 || s.batch_size == 0) return s.index_status;
   const unsigned grid = grid_for_warps(s.n_bags);
   if (s.index_type == IndexType::kI32) {
-    forward_kernel<std::int32_t><<<grid, kThreadsPerBlock, 0, s.stream>>>(
-        s.tables.data(), s.offsets.data(), s.indices_as<std::int32_t>(), s.batch_size, s.n_bags,
-        s.total_dim, s.out.data());
+    forward_kernel<std::int32_t><<<grid, kThreadsPerBlock, 0, s.stream>>>(s.tables.data(), s.offsets.data(),
+                                                                          s.indices_as<std::int32_t>(), s.batch_size,
+                                                                          s.n_bags, s.total_dim, s.out.data());
   } else {
-    forward_kernel<std::int64_t><<<grid, kThreadsPerBlock, 0, s.stream>>>(
-        s.tables.data(), s.offsets.data(), s.indices_as<std::int64_t>(), s.batch_size, s.n_bags,
-        s.total_dim, s.out.data());
+    forward_kernel<std::int64_t><<<grid, kThreadsPerBlock, 0, s.stream>>>(s.tables.data(), s.offsets.data(),
+                                                                          s.indices_as<std::int64_t>(), s.batch_size,
+                                                                          s.n_bags, s.total_dim, s.out.data());
   }
   check_cuda(cudaGetLastError(), "forward_kernel");
   return {};
@@ -790,12 +782,12 @@ KernelStatus CudaEmbeddingBag::forward() {
 
 void CudaEmbeddingBag::set_grad_output(std::span<const float> grad_out) {
   State& s = *state_;
-  EMBSHARD_CHECK(grad_out.size() == s.out.size(), "CudaEmbeddingBag: grad_out has ",
-                 grad_out.size(), " floats, expected ", s.out.size());
+  EMBSHARD_CHECK(grad_out.size() == s.out.size(), "CudaEmbeddingBag: grad_out has ", grad_out.size(),
+                 " floats, expected ", s.out.size());
   if (s.grad.size() != grad_out.size()) s.grad = DeviceBuffer<float>(grad_out.size());
   if (!grad_out.empty()) {
-    check_cuda(cudaMemcpyAsync(s.grad.data(), grad_out.data(), grad_out.size_bytes(),
-                               cudaMemcpyHostToDevice, s.stream), "cudaMemcpyAsync (grad_out)");
+    check_cuda(cudaMemcpyAsync(s.grad.data(), grad_out.data(), grad_out.size_bytes(), cudaMemcpyHostToDevice, s.stream),
+               "cudaMemcpyAsync (grad_out)");
   }
 }
 
@@ -818,45 +810,44 @@ KernelStatus CudaEmbeddingBag::backward(const OptimizerConfig& optimizer) {
   return {};
 }
 
-void CudaEmbeddingBag::synchronize() {
-  check_cuda(cudaStreamSynchronize(state_->stream), "cudaStreamSynchronize");
-}
+void CudaEmbeddingBag::synchronize() { check_cuda(cudaStreamSynchronize(state_->stream), "cudaStreamSynchronize"); }
 
 void CudaEmbeddingBag::copy_output_to(std::span<float> out) {
   State& s = *state_;
-  EMBSHARD_CHECK(out.size() == s.out.size(), "CudaEmbeddingBag: output has ", out.size(),
-                 " floats, expected ", s.out.size());
+  EMBSHARD_CHECK(out.size() == s.out.size(), "CudaEmbeddingBag: output has ", out.size(), " floats, expected ",
+                 s.out.size());
   if (!out.empty()) {
-    check_cuda(cudaMemcpyAsync(out.data(), s.out.data(), out.size_bytes(), cudaMemcpyDeviceToHost,
-                               s.stream), "cudaMemcpyAsync (output)");
+    check_cuda(cudaMemcpyAsync(out.data(), s.out.data(), out.size_bytes(), cudaMemcpyDeviceToHost, s.stream),
+               "cudaMemcpyAsync (output)");
   }
   synchronize();
 }
 
 void CudaEmbeddingBag::copy_tables_to(std::span<const TableView> tables) {
   State& s = *state_;
-  EMBSHARD_CHECK(tables.size() == s.shapes.size(), "CudaEmbeddingBag: ", tables.size(),
-                 " tables given, ", s.shapes.size(), " uploaded");
+  EMBSHARD_CHECK(tables.size() == s.shapes.size(), "CudaEmbeddingBag: ", tables.size(), " tables given, ",
+                 s.shapes.size(), " uploaded");
   for (std::size_t t = 0; t < tables.size(); ++t) {
     const TableView& view = tables[t];
     const TableView& shape = s.shapes[t];
     EMBSHARD_CHECK(view.rows == shape.rows && view.dim == shape.dim && view.dtype == shape.dtype,
                    "CudaEmbeddingBag: table ", t, " differs in shape from the uploaded one");
     if (s.weights[t].size() > 0) {
-      check_cuda(cudaMemcpyAsync(view.weights, s.weights[t].data(), s.weights[t].bytes(),
-                                 cudaMemcpyDeviceToHost, s.stream), "cudaMemcpyAsync (weights)");
+      check_cuda(
+          cudaMemcpyAsync(view.weights, s.weights[t].data(), s.weights[t].bytes(), cudaMemcpyDeviceToHost, s.stream),
+          "cudaMemcpyAsync (weights)");
     }
     if (view.momentum != nullptr && s.momentum[t].size() > 0) {
-      check_cuda(cudaMemcpyAsync(view.momentum, s.momentum[t].data(), s.momentum[t].bytes(),
-                                 cudaMemcpyDeviceToHost, s.stream), "cudaMemcpyAsync (momentum)");
+      check_cuda(
+          cudaMemcpyAsync(view.momentum, s.momentum[t].data(), s.momentum[t].bytes(), cudaMemcpyDeviceToHost, s.stream),
+          "cudaMemcpyAsync (momentum)");
     }
   }
   synchronize();  // the kernels are done with the mapped host rows: read them on the CPU
   for (std::size_t t = 0; t < tables.size(); ++t) {
     const MappedHostBuffer& cold = s.cold_weights[t];
     if (cold.bytes() == 0) continue;
-    std::memcpy(static_cast<unsigned char*>(tables[t].weights) + s.weights[t].bytes(), cold.host(),
-                cold.bytes());
+    std::memcpy(static_cast<unsigned char*>(tables[t].weights) + s.weights[t].bytes(), cold.host(), cold.bytes());
   }
 }
 
@@ -873,16 +864,15 @@ double CudaEmbeddingBag::elapsed_ms(const std::function<void()>& work) {
 
 namespace detail {
 
-KernelStatus forward_cuda(std::span<const TableView> tables, const BagBatch& batch,
-                          std::span<float> out) {
+KernelStatus forward_cuda(std::span<const TableView> tables, const BagBatch& batch, std::span<float> out) {
   CudaEmbeddingBag device(tables, batch);
   const KernelStatus status = device.forward();
   if (status.ok()) device.copy_output_to(out);
   return status;
 }
 
-KernelStatus backward_cuda(std::span<const TableView> tables, const BagBatch& batch,
-                           std::span<const float> grad_out, const OptimizerConfig& optimizer) {
+KernelStatus backward_cuda(std::span<const TableView> tables, const BagBatch& batch, std::span<const float> grad_out,
+                           const OptimizerConfig& optimizer) {
   CudaEmbeddingBag device(tables, batch);
   if (!device.index_status().ok()) return device.index_status();
   device.set_grad_output(grad_out);

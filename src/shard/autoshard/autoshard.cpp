@@ -60,8 +60,9 @@ void register_autoshard(Registry<Sharder>& registry) {
         hardware_param("a policy")}},
       [](const Params& p, const Context&) {
         const std::string path = p.get_string("policy");
-        EMBSHARD_CHECK(!path.empty(), "autoshard: the parameter policy=FILE is required (a policy from "
-                                      "`embshard train autoshard`)");
+        EMBSHARD_CHECK(!path.empty(),
+                       "autoshard: the parameter policy=FILE is required (a policy from "
+                       "`embshard train autoshard`)");
         return std::make_unique<AutoShardSharder>(std::make_shared<const AutoShardPolicy>(read_autoshard_policy(path)),
                                                   path, p.get_string("hardware") == "match");
       });

@@ -43,8 +43,7 @@ class RandomSharder final : public Sharder {
 
 // ---- greedy --------------------------------------------------------------------------------------
 
-enum class Balance { kSize, kDim, kLookup, kSizeLookup, kSizeAndLookup, kLookupPresent,
-                     kSizeAndLookupPresent };
+enum class Balance { kSize, kDim, kLookup, kSizeLookup, kSizeAndLookup, kLookupPresent, kSizeAndLookupPresent };
 
 Balance parse_balance(const std::string& name) {
   if (name == "size") return Balance::kSize;
@@ -123,7 +122,7 @@ class GreedySharder final : public Sharder {
     }
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
       const auto& [cost, size, t] = *it;
-      const std::int64_t bytes = size;   // lambdas cannot capture a structured binding (C++20, clang 14)
+      const std::int64_t bytes = size;  // lambdas cannot capture a structured binding (C++20, clang 14)
       // The device `fits` accepts with the smallest cost sum (ties: smaller `load`, then lower id).
       const auto pick = [&](const auto& fits, const auto& load) {
         int best = -1;
@@ -180,31 +179,47 @@ class GreedySharder final : public Sharder {
 }  // namespace
 
 void register_baselines(Registry<Sharder>& registry) {
-  registry.add({"random", "a uniformly random device per table, memory ignored (the papers' baseline)",
-                {{"attempts", ParamType::kInt, "1", 1, 1e6, {},
-                  "draws until one fits memory; infeasible after that many"}}},
-               [](const Params& p, const Context&) {
-                 return std::make_unique<RandomSharder>(static_cast<int>(p.get_int("attempts")));
-               });
-  registry.add({"greedy", "the papers' greedy baselines: largest cost first onto the least-loaded device that fits",
-                {{"balance", ParamType::kString, "lookup", {}, {},
-                  {"size", "dim", "lookup", "size_lookup", "size_and_lookup", "lookup_present",
-                   "size_and_lookup_present"},
-                  "table cost: size GB | dim | dim×pooling | dim×pooling×size | dim×pooling×log10(rows) | "
-                  "the last two with pooling per sample that has the feature (paper 004's baselines)"},
-                 {"on_full", ParamType::kString, "infeasible", {}, {}, {"infeasible", "last_device", "uvm"},
-                  "a table no device's HBM fits: report infeasible, put it on the last device (reference-code "
-                  "parity), or put it wholly in UVM by the same rule (RecShard's baselines)"},
-                 {"pooling", ParamType::kString, "float", {}, {}, {"float", "int"},
-                  "the pooling factor as measured, or truncated to an integer as DreamShard's and AutoShard's code does"}}},
-               [](const Params& p, const Context&) {
-                 const std::string on_full = p.get_string("on_full");
-                 return std::make_unique<GreedySharder>(
-                     parse_balance(p.get_string("balance")),
-                     on_full == "last_device" ? OnFull::kLastDevice
-                                              : on_full == "uvm" ? OnFull::kUvm : OnFull::kInfeasible,
-                     p.get_string("pooling") == "int");
-               });
+  registry.add(
+      {"random",
+       "a uniformly random device per table, memory ignored (the papers' baseline)",
+       {{"attempts", ParamType::kInt, "1", 1, 1e6, {}, "draws until one fits memory; infeasible after that many"}}},
+      [](const Params& p, const Context&) {
+        return std::make_unique<RandomSharder>(static_cast<int>(p.get_int("attempts")));
+      });
+  registry.add(
+      {"greedy",
+       "the papers' greedy baselines: largest cost first onto the least-loaded device that fits",
+       {{"balance",
+         ParamType::kString,
+         "lookup",
+         {},
+         {},
+         {"size", "dim", "lookup", "size_lookup", "size_and_lookup", "lookup_present", "size_and_lookup_present"},
+         "table cost: size GB | dim | dim×pooling | dim×pooling×size | dim×pooling×log10(rows) | "
+         "the last two with pooling per sample that has the feature (paper 004's baselines)"},
+        {"on_full",
+         ParamType::kString,
+         "infeasible",
+         {},
+         {},
+         {"infeasible", "last_device", "uvm"},
+         "a table no device's HBM fits: report infeasible, put it on the last device (reference-code "
+         "parity), or put it wholly in UVM by the same rule (RecShard's baselines)"},
+        {"pooling",
+         ParamType::kString,
+         "float",
+         {},
+         {},
+         {"float", "int"},
+         "the pooling factor as measured, or truncated to an integer as DreamShard's and AutoShard's code does"}}},
+      [](const Params& p, const Context&) {
+        const std::string on_full = p.get_string("on_full");
+        return std::make_unique<GreedySharder>(parse_balance(p.get_string("balance")),
+                                               on_full == "last_device" ? OnFull::kLastDevice
+                                               : on_full == "uvm"       ? OnFull::kUvm
+                                                                        : OnFull::kInfeasible,
+                                               p.get_string("pooling") == "int");
+      });
 }
 
 }  // namespace embshard::detail

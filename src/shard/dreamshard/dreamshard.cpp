@@ -42,18 +42,18 @@ class DreamShardSharder final : public Sharder {
 }  // namespace
 
 void register_dreamshard(Registry<Sharder>& registry) {
-  registry.add({"dreamshard",
-                "DreamShard's trained placement policy (embshard train dreamshard), greedy over legal devices",
-                {{"policy", ParamType::kString, "", {}, {}, {},
-                  "the policy file written by `embshard train dreamshard`"},
-                 hardware_param("a policy")}},
-               [](const Params& p, const Context&) {
-                 const std::string path = p.get_string("policy");
-                 EMBSHARD_CHECK(!path.empty(), "dreamshard: needs policy=FILE (train one with `embshard train dreamshard`)");
-                 return std::make_unique<DreamShardSharder>(
-                     std::make_shared<const DreamShardPolicy>(read_dreamshard_policy(path)), path,
-                     p.get_string("hardware") == "any");
-               });
+  registry.add(
+      {"dreamshard",
+       "DreamShard's trained placement policy (embshard train dreamshard), greedy over legal devices",
+       {{"policy", ParamType::kString, "", {}, {}, {}, "the policy file written by `embshard train dreamshard`"},
+        hardware_param("a policy")}},
+      [](const Params& p, const Context&) {
+        const std::string path = p.get_string("policy");
+        EMBSHARD_CHECK(!path.empty(), "dreamshard: needs policy=FILE (train one with `embshard train dreamshard`)");
+        return std::make_unique<DreamShardSharder>(
+            std::make_shared<const DreamShardPolicy>(read_dreamshard_policy(path)), path,
+            p.get_string("hardware") == "any");
+      });
 }
 
 }  // namespace embshard::detail

@@ -27,8 +27,8 @@ class ExhaustiveSharder final : public Sharder {
     const auto& tables = task.workload.tables;
     const int n = task.topology.num_devices();
     EMBSHARD_CHECK(static_cast<int>(tables.size()) <= kMaxTables && n <= kMaxDevices,
-                   "exhaustive: only for tiny tasks (at most ", kMaxTables, " tables on ",
-                   kMaxDevices, " devices), this one has ", tables.size(), " tables on ", n);
+                   "exhaustive: only for tiny tasks (at most ", kMaxTables, " tables on ", kMaxDevices,
+                   " devices), this one has ", tables.size(), " tables on ", n);
     const bool symmetric = task.topology.devices_interchangeable();
     const double sign = objective_ == Objective::kBalance ? -1.0 : 1.0;
     std::vector<int> devices(tables.size(), 0);
@@ -77,8 +77,14 @@ class ExhaustiveSharder final : public Sharder {
 }  // namespace
 
 void register_exhaustive(Registry<Sharder>& registry) {
-  registry.add({"exhaustive", "every table-wise plan of a tiny task (<= 10 tables, <= 4 devices) under the cost model",
-                {{"objective", ParamType::kString, "step", {}, {}, {"step", "max_sum", "balance"},
+  registry.add({"exhaustive",
+                "every table-wise plan of a tiny task (<= 10 tables, <= 4 devices) under the cost model",
+                {{"objective",
+                  ParamType::kString,
+                  "step",
+                  {},
+                  {},
+                  {"step", "max_sum", "balance"},
                   "what the best plan minimises (balance: maximises)"}}},
                [](const Params& p, const Context&) {
                  return std::make_unique<ExhaustiveSharder>(parse_objective(p.get_string("objective")));

@@ -78,12 +78,10 @@ void LoadIndex::least(int k, std::int64_t bytes, bool need_room, const std::vect
 }
 
 FastExchange::FastExchange(const Topology& topology)
-    : topology_(&topology), n_(topology.num_devices()),
-      per_host_(std::max(topology.host_size(), 1)), hosts_(topology.num_hosts()),
-      b_(static_cast<std::size_t>(n_), 0), s_(static_cast<std::size_t>(n_), 0),
-      q_(static_cast<std::size_t>(hosts_), 0),
-      host_b_(static_cast<std::size_t>(hosts_), 0), host_u_(static_cast<std::size_t>(hosts_), 0),
-      own_(n_), host_term_(hosts_), host_low_(hosts_) {}
+    : topology_(&topology), n_(topology.num_devices()), per_host_(std::max(topology.host_size(), 1)),
+      hosts_(topology.num_hosts()), b_(static_cast<std::size_t>(n_), 0), s_(static_cast<std::size_t>(n_), 0),
+      q_(static_cast<std::size_t>(hosts_), 0), host_b_(static_cast<std::size_t>(hosts_), 0),
+      host_u_(static_cast<std::size_t>(hosts_), 0), own_(n_), host_term_(hosts_), host_low_(hosts_) {}
 
 double FastExchange::intra(std::int64_t b) const {
   return topology_->intra_host_gbps > 0.0 ? static_cast<double>(b) / (topology_->intra_host_gbps * 1e6) : 0.0;

@@ -67,8 +67,8 @@ class LoadIndex {
   };
   int size_ = 0;
   int base_ = 1;
-  std::vector<Key> least_;            ///< per node
-  std::vector<std::int64_t> free_;    ///< per node: the most free HBM below it
+  std::vector<Key> least_;          ///< per node
+  std::vector<std::int64_t> free_;  ///< per node: the most free HBM below it
 };
 
 /** One exchange (output or input) over the topology, in bytes per peer (file comment). */
@@ -103,9 +103,9 @@ class FastExchange {
   std::vector<std::int64_t> b_, s_, q_;
   std::vector<std::int64_t> host_b_, host_u_;  ///< per host Σ b, Σ (b + s)
   std::int64_t total_b_ = 0, total_q_ = 0;
-  MaxTree own_;         ///< per device own_ms (for the busiest sender)
-  MaxTree host_term_;   ///< per host A_h
-  MaxTree host_low_;    ///< per host −(B_h + q_h) (so the max is −min)
+  MaxTree own_;        ///< per device own_ms (for the busiest sender)
+  MaxTree host_term_;  ///< per host A_h
+  MaxTree host_low_;   ///< per host −(B_h + q_h) (so the max is −min)
 };
 
 }  // namespace embshard::detail::joint

@@ -7,8 +7,8 @@
 #include <limits>
 #include <map>
 #include <memory>
-#include <set>
 #include <numeric>
+#include <set>
 #include <sstream>
 
 #include "embshard/core/error.h"
@@ -120,14 +120,20 @@ class Search {
     state_.restore(best.plan);
     result.plan = state_.plan();
     result.stats.plans_evaluated += evaluations_;
-    const char* stop = out_of_time()     ? "stopped at the deadline"
+    const char* stop = out_of_time()      ? "stopped at the deadline"
                        : work() >= limit_ ? "stopped when its work was spent"
                                           : "converged (no improvement in `patience` rounds)";
     result.stats.solver = detail::concat(
-        "joint: ", options_.origin ? "start from the given plan, " : exact ? "exact table-wise start, " : "greedy start, ", chains.rounds, " rounds of perturbation in ",
-        chains.chains, chains.chains == 1 ? " chain" : " chains", " (best ",
-        chains.best_round > 0 ? detail::concat("at round ", chains.best_round, " of chain ", chains.best_chain) : "the start's",
-        "), ", work() + other_work_, " work units (", start_work, " in the start; ", evaluations_, " evaluations), ", stop);
+        "joint: ",
+        options_.origin ? "start from the given plan, "
+        : exact         ? "exact table-wise start, "
+                        : "greedy start, ",
+        chains.rounds, " rounds of perturbation in ", chains.chains, chains.chains == 1 ? " chain" : " chains",
+        " (best ",
+        chains.best_round > 0 ? detail::concat("at round ", chains.best_round, " of chain ", chains.best_chain)
+                              : "the start's",
+        "), ", work() + other_work_, " work units (", start_work, " in the start; ", evaluations_, " evaluations), ",
+        stop);
     return result;
   }
 
@@ -261,7 +267,8 @@ class Search {
         std::int64_t rows = 0;
         int cols = 0;
         for (const Shard& sh : it->second->shards) rows = std::max(rows, sh.row_end), cols = std::max(cols, sh.col_end);
-        if (rows == t.num_rows() && cols == t.dim) shards = it->second->shards, copies = it->second->type == ShardingType::kDataParallel;
+        if (rows == t.num_rows() && cols == t.dim)
+          shards = it->second->shards, copies = it->second->type == ShardingType::kDataParallel;
       }
       for (const Shard& sh : shards) o.old_devices = std::max(o.old_devices, sh.device + 1);
       o.shards.push_back(std::move(shards));
@@ -299,7 +306,8 @@ class Search {
     for (int t = 0; t < state_.num_tables(); ++t) index[spec(t).name] = t;
     for (const TablePlacement& p : start.tables) {
       const auto it = index.find(p.table);
-      if (it == index.end()) return "the start plan places table '" + one_line(p.table) + "', which the task does not have";
+      if (it == index.end())
+        return "the start plan places table '" + one_line(p.table) + "', which the task does not have";
       state_.set_layout(it->second, layout_of(p));
     }
     const auto tiered = [](const TablePlacement& p) {
@@ -311,7 +319,8 @@ class Search {
         for (const Shard& sh : p.shards) {
           Piece piece;
           if (!state_.make_piece(index.at(p.table), sh, sh.device, second, piece))
-            return "the start plan's table '" + one_line(p.table) + "' does not fit device " + std::to_string(sh.device);
+            return "the start plan's table '" + one_line(p.table) + "' does not fit device " +
+                   std::to_string(sh.device);
           state_.add(piece);
         }
       }
@@ -369,8 +378,9 @@ class Search {
       if (n_ <= kAllCandidatesUpTo) {
         std::vector<double> load(static_cast<std::size_t>(n_));
         for (int d : devices) load[static_cast<std::size_t>(d)] = state_.device_load_ms(d);
-        std::stable_sort(devices.begin(), devices.end(),
-                         [&](int a, int b) { return load[static_cast<std::size_t>(a)] < load[static_cast<std::size_t>(b)]; });
+        std::stable_sort(devices.begin(), devices.end(), [&](int a, int b) {
+          return load[static_cast<std::size_t>(a)] < load[static_cast<std::size_t>(b)];
+        });
       }
       for (const int d : devices) {
         Piece p;
@@ -387,7 +397,8 @@ class Search {
   [[nodiscard]] std::vector<int> tables_by_size() const {
     std::vector<int> order(static_cast<std::size_t>(state_.num_tables()));
     std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return spec(a).size_bytes() > spec(b).size_bytes(); });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int a, int b) { return spec(a).size_bytes() > spec(b).size_bytes(); });
     return order;
   }
 
@@ -405,7 +416,8 @@ class Search {
 
   [[nodiscard]] std::string no_fit_reason(int t) const {
     if (all_layouts(t).empty())
-      return detail::concat("table '", spec(t).name, "': its constraints allow only layouts joint does not make here "
+      return detail::concat("table '", spec(t).name,
+                            "': its constraints allow only layouts joint does not make here "
                             "(data_parallel: with 2 to 63 devices, a copy fitting every device and a cost model that "
                             "can cost copies; grid_shard: where rows and columns may be split)");
     std::int64_t most_hbm = 0, most_uvm = 0;
@@ -474,7 +486,8 @@ class Search {
         for (int r = 2; r <= 4 && r <= s.num_rows() && c * r <= max_parts_; ++r)
           out.push_back({Layout::Kind::kGrid, c, -1, r});
     }
-    if (copies_ && may_replicate(task_, s) && !state_.in_placement_group(t)) out.push_back({Layout::Kind::kCopies, n_, 0});
+    if (copies_ && may_replicate(task_, s) && !state_.in_placement_group(t))
+      out.push_back({Layout::Kind::kCopies, n_, 0});
     return out;
   }
 
@@ -501,7 +514,8 @@ class Search {
       // A re-plan: the devices that held the table before, where a piece moves nothing; a
       // colocated table: its group's device, the only one it may take.
       const auto also = [&](int d) {
-        if (d >= 0 && d < n_ && !taken_[static_cast<std::size_t>(d)] && std::find(out.begin(), out.end(), d) == out.end())
+        if (d >= 0 && d < n_ && !taken_[static_cast<std::size_t>(d)] &&
+            std::find(out.begin(), out.end(), d) == out.end())
           out.push_back(d);
       };
       for (const Shard& old : state_.origin_shards(t)) also(old.device);
@@ -625,7 +639,8 @@ class Search {
       const std::vector<int>& held = state_.tables_on(d);
       out.insert(out.end(), held.begin(), held.end());
     }
-    std::sort(out.begin(), out.end(), [&](int a, int b) { return rank_[static_cast<std::size_t>(a)] < rank_[static_cast<std::size_t>(b)]; });
+    std::sort(out.begin(), out.end(),
+              [&](int a, int b) { return rank_[static_cast<std::size_t>(a)] < rank_[static_cast<std::size_t>(b)]; });
     out.erase(std::unique(out.begin(), out.end()), out.end());
     return out;
   }
@@ -815,9 +830,11 @@ class Search {
         state_.remove_table(t);
       }
       if (scored.empty()) continue;
-      std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return better(a.first, b.first); });
+      std::stable_sort(scored.begin(), scored.end(),
+                       [](const auto& a, const auto& b) { return better(a.first, b.first); });
       std::vector<Layout> finalists;
-      for (std::size_t i = 0; i < scored.size() && i < kRelayoutFinalists; ++i) finalists.push_back(layouts[scored[i].second]);
+      for (std::size_t i = 0; i < scored.size() && i < kRelayoutFinalists; ++i)
+        finalists.push_back(layouts[scored[i].second]);
       if (insert_best(t, finalists)) return true;
     }
     return false;
@@ -876,7 +893,8 @@ class Search {
           each_critical_piece([&](int t, std::size_t i, bool u) { return try_swaps(t, i, current, u, critical); }))
         continue;
       bool relaid = false;
-      for (std::size_t k = 0; k < tables.size() && k < 4 && !relaid && !spent(); ++k) relaid = try_relayout(tables[k], current);
+      for (std::size_t k = 0; k < tables.size() && k < 4 && !relaid && !spent(); ++k)
+        relaid = try_relayout(tables[k], current);
       if (!relaid) break;
     }
   }
@@ -990,12 +1008,12 @@ class Search {
   Rng rng_;
   std::chrono::steady_clock::time_point deadline_;
   std::vector<int> order_;
-  std::vector<int> rank_;  ///< each table's place in order_
+  std::vector<int> rank_;     ///< each table's place in order_
   double mean_weight_ = 0.0;  ///< an average device's share of the tables' weights
-  bool copies_;  ///< data-parallel copies tried (the option, and the model can cost them)
-  std::vector<bool> taken_;  ///< candidates' scratch: the devices holding a piece of the table
+  bool copies_;               ///< data-parallel copies tried (the option, and the model can cost them)
+  std::vector<bool> taken_;   ///< candidates' scratch: the devices holding a piece of the table
   std::int64_t evaluations_ = 0;
-  std::int64_t other_work_ = 0;  ///< the other chains' work (reported)
+  std::int64_t other_work_ = 0;                                    ///< the other chains' work (reported)
   std::int64_t limit_ = std::numeric_limits<std::int64_t>::max();  ///< work at which the search stops
 };
 
@@ -1075,9 +1093,10 @@ class JointSharder final : public Sharder {
     const bool only_2d = options_.groups > 0;
     EMBSHARD_CHECK(!only_2d || options_.objective != Objective::kBalance, "joint: groups=", options_.groups,
                    " with objective=balance: 2D layouts are chosen on step or max_sum");
-    if (layouts.empty() || options_.objective == Objective::kBalance) return Search(task, cost, options_, ctx, start).run();
-    EMBSHARD_CHECK(!only_2d || cost.for_task(task), "joint: groups=", options_.groups, ": the cost model ",
-                   cost.spec(), " cannot cost a 2D plan's sharding group (use sim)");
+    if (layouts.empty() || options_.objective == Objective::kBalance)
+      return Search(task, cost, options_, ctx, start).run();
+    EMBSHARD_CHECK(!only_2d || cost.for_task(task), "joint: groups=", options_.groups, ": the cost model ", cost.spec(),
+                   " cannot cost a 2D plan's sharding group (use sim)");
     if (!cost.for_task(task)) {
       ShardResult result = Search(task, cost, options_, ctx, start).run();
       result.stats.solver += "; 2D layouts not tried: the cost model cannot be built for a sharding group";
@@ -1123,8 +1142,8 @@ class JointSharder final : public Sharder {
     }
     best.stats.plans_evaluated = evaluated;
     if (!tried.empty())
-      best.stats.solver += detail::concat("; 2D layouts searched (ranks per group, ranks, objective): ", tried, "; chose ",
-                                          describe_groups(best.plan.groups, task.topology.num_devices()));
+      best.stats.solver += detail::concat("; 2D layouts searched (ranks per group, ranks, objective): ", tried,
+                                          "; chose ", describe_groups(best.plan.groups, task.topology.num_devices()));
     return best;
   }
 
@@ -1146,14 +1165,16 @@ class JointSharder final : public Sharder {
       const Topology group = sharding_group_topology(task.topology, g);
       double room = 0.0;  // a group holds every table: no layout whose ranks cannot
       for (const Device& d : group.devices)
-        room += static_cast<double>(d.hbm_bytes) + (task.constraints.allow_uvm ? static_cast<double>(d.uvm_bytes) : 0.0);
+        room +=
+            static_cast<double>(d.hbm_bytes) + (task.constraints.allow_uvm ? static_cast<double>(d.uvm_bytes) : 0.0);
       if (room < bytes) continue;
       const double share = static_cast<double>(g.size) / task.topology.num_devices();  // of the batch
       const double ratio = whole > 0 ? even_exchange_time(group, share) / whole : 1.0;
       const double prediction = value - comm + comm * ratio + sync;
       if (prediction <= value * (1.0 + kPredictionMargin)) predicted.emplace_back(prediction, g);
     }
-    std::stable_sort(predicted.begin(), predicted.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+    std::stable_sort(predicted.begin(), predicted.end(),
+                     [](const auto& x, const auto& y) { return x.first < y.first; });
     std::vector<ShardingGroups> out;
     for (std::size_t i = 0; i < predicted.size() && i < kLayoutsSearched; ++i) out.push_back(predicted[i].second);
     return out;
@@ -1190,35 +1211,99 @@ void register_joint(Registry<Sharder>& registry) {
       {"joint",
        "embshard's planner: every table's layout (whole, rows, columns, grids, copies, HBM/UVM split) chosen with "
        "the device of every piece by local search on the cost model's objective (src/shard/joint/joint.h)",
-       {{"objective", ParamType::kString, "step", {}, {}, {"step", "max_sum", "balance"},
+       {{"objective",
+         ParamType::kString,
+         "step",
+         {},
+         {},
+         {"step", "max_sum", "balance"},
          "what the plan minimises (balance: maximises)"},
-        {"time_ms", ParamType::kInt, "60000", 0, 1e9, {},
+        {"time_ms",
+         ParamType::kInt,
+         "60000",
+         0,
+         1e9,
+         {},
          "wall-clock safety stop in ms (the context's deadline when sooner), kept within 10% at every size: the "
          "best plan so far is returned, and past it the greedy start places the remaining tables unscored"},
-        {"patience", ParamType::kInt, "40", 0, 1000000, {},
+        {"patience",
+         ParamType::kInt,
+         "40",
+         0,
+         1000000,
+         {},
          "rounds of perturbation without improvement before the search stops"},
-        {"work", ParamType::kInt, "0", 0, 1e15, {},
+        {"work",
+         ParamType::kInt,
+         "0",
+         0,
+         1e15,
+         {},
          "the search's budget in work units (objective evaluations and pieces placed or taken off) after its "
          "start, shared by the chains; a run is the same for its seed and budget however loaded the machine "
          "(unless time_ms cuts it) and a larger budget never gives a worse plan; 0: 1,500,000, or 3,000,000 where "
          "the objective is kept per change (64 devices or more)"},
-        {"chains", ParamType::kInt, "2", 1, 64, {},
+        {"chains",
+         ParamType::kInt,
+         "2",
+         1,
+         64,
+         {},
          "chains of perturbation rounds, each with its own seed and share of the budget, run at once on the "
          "context's threads (the plan does not depend on how many there are)"},
-        {"max_parts", ParamType::kInt, "0", 0, 1 << 18, {}, "most pieces a table is split into (0: the device count, at most 64)"},
+        {"max_parts",
+         ParamType::kInt,
+         "0",
+         0,
+         1 << 18,
+         {},
+         "most pieces a table is split into (0: the device count, at most 64)"},
         {"rows", ParamType::kBool, "true", {}, {}, {}, "try row-wise layouts"},
         {"columns", ParamType::kBool, "true", {}, {}, {}, "try column-wise layouts"},
         {"uvm", ParamType::kBool, "true", {}, {}, {}, "keep rows that do not fit HBM in UVM where the task allows"},
-        {"grids", ParamType::kBool, "true", {}, {}, {}, "try column × row grids (2–4 column pieces, each in 2–4 row blocks)"},
-        {"data_parallel", ParamType::kBool, "true", {}, {}, {},
-         "try a copy of a table on every device (data_parallel) where it fits and the cost model can cost copies (below 64 devices)"},
-        {"torchrec", ParamType::kBool, "false", {}, {}, {},
-         "only row layouts TorchRec's training path runs: even blocks over all devices or one whole host, in rank order"},
-        {"exact_limit", ParamType::kInt, "200000", 0, 1 << 30, {},
+        {"grids",
+         ParamType::kBool,
+         "true",
+         {},
+         {},
+         {},
+         "try column × row grids (2–4 column pieces, each in 2–4 row blocks)"},
+        {"data_parallel",
+         ParamType::kBool,
+         "true",
+         {},
+         {},
+         {},
+         "try a copy of a table on every device (data_parallel) where it fits and the cost model can cost copies "
+         "(below 64 devices)"},
+        {"torchrec",
+         ParamType::kBool,
+         "false",
+         {},
+         {},
+         {},
+         "only row layouts TorchRec's training path runs: even blocks over all devices or one whole host, in rank "
+         "order"},
+        {"exact_limit",
+         ParamType::kInt,
+         "200000",
+         0,
+         1 << 30,
+         {},
          "score every table-wise plan when there are at most this many (tiny tasks)"},
-        {"candidates", ParamType::kInt, "8", 1, 1 << 18, {},
+        {"candidates",
+         ParamType::kInt,
+         "8",
+         1,
+         1 << 18,
+         {},
          "devices a piece is tried on when there are more than 32 (the least loaded)"},
-        {"groups", ParamType::kString, "auto", {}, {}, {},
+        {"groups",
+         ParamType::kString,
+         "auto",
+         {},
+         {},
+         {},
          "2D parallelism (TorchRec's DMPCollection, plan/sharding_groups.h): auto chooses among 1D and the 2D "
          "layouts the task allows, none keeps to 1D, a number G plans sharding groups of G ranks"}}},
       [](const Params& p, const Context&) {

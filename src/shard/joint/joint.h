@@ -120,32 +120,32 @@ inline constexpr int kAllCandidatesUpTo = 32;
 struct Layout {
   enum class Kind { kWhole, kRows, kColumns, kGrid, kCopies };
   Kind kind = Kind::kWhole;
-  int parts = 1;                ///< pieces; a grid's column pieces
+  int parts = 1;  ///< pieces; a grid's column pieces
   /// ≥ 0: piece i sits on device first_device + i, fixed (TorchRec's row-wise blocks in rank order)
   int first_device = -1;
-  int row_parts = 1;            ///< a grid's row blocks per column piece
+  int row_parts = 1;  ///< a grid's row blocks per column piece
   friend bool operator==(const Layout&, const Layout&) = default;
 };
 
 struct Options {
   Objective objective = Objective::kStep;
-  double time_ms = 60000.0;     ///< wall-clock safety stop (joint.h)
+  double time_ms = 60000.0;  ///< wall-clock safety stop (joint.h)
   int patience = 40;
-  std::int64_t work = 0;         ///< the budget in work units after the start; 0: the path's default (joint.cpp)
-  int chains = 2;                ///< chains of perturbation rounds (joint.h)
-  int max_parts = 0;            ///< 0: the number of devices, at most 64
+  std::int64_t work = 0;  ///< the budget in work units after the start; 0: the path's default (joint.cpp)
+  int chains = 2;         ///< chains of perturbation rounds (joint.h)
+  int max_parts = 0;      ///< 0: the number of devices, at most 64
   bool rows = true;
   bool columns = true;
   bool uvm = true;
-  bool data_parallel = true;    ///< try copies on every device (joint.h)
-  bool grids = true;            ///< try column × row grids (joint.h)
-  bool torchrec = false;        ///< only layouts TorchRec's training path runs (joint.h)
+  bool data_parallel = true;  ///< try copies on every device (joint.h)
+  bool grids = true;          ///< try column × row grids (joint.h)
+  bool torchrec = false;      ///< only layouts TorchRec's training path runs (joint.h)
   std::int64_t exact_limit = 200000;
   int candidates = 8;
   /// 2D layouts tried (plan/sharding_groups.h): kAutoGroups every one the task allows, 0 none,
   /// G > 0 only layouts of G ranks per group (joint.h, "2D")
   int groups = 0;
-  double work_share = 1.0;      ///< the share of the budget this search gets (a 2D candidate's)
+  double work_share = 1.0;  ///< the share of the budget this search gets (a 2D candidate's)
   /// A 2D layout's replica sync, per device by its bytes (the search of a group's task; joint.h)
   ReplicaSyncCost sync;
   /// A re-plan (shard/sharder.h PlanOrigin): the search starts from `start` instead of its own
@@ -172,9 +172,9 @@ inline constexpr int kAutoGroups = -1;
 inline constexpr double kUnitsPerMs = 1e9;
 struct Piece {
   PlacedShard placed;
-  std::int64_t fw_units = 0;    ///< its additive part (additive models only), in 1e-9 ms
+  std::int64_t fw_units = 0;  ///< its additive part (additive models only), in 1e-9 ms
   std::int64_t bw_units = 0;
-  std::int64_t input_bytes = 0; ///< indices and lengths it receives per step
+  std::int64_t input_bytes = 0;  ///< indices and lengths it receives per step
   std::int64_t hbm_bytes = 0;
   std::int64_t uvm_bytes = 0;
   std::int64_t gradient_bytes = 0;  ///< a data-parallel copy's gradient (all-reduced), else 0
@@ -183,12 +183,12 @@ struct Piece {
 
 /** What one device holds. */
 struct DeviceLoad {
-  std::int64_t fw_units = 0;    ///< Σ pieces' cost (additive models)
+  std::int64_t fw_units = 0;  ///< Σ pieces' cost (additive models)
   std::int64_t bw_units = 0;
   int pieces = 0;
-  int copies = 0;               ///< of them, copies of data-parallel tables (a second fused call)
-  std::int64_t dims = 0;         ///< output columns (comm_model.h OutputDims: pooled + partial)
-  std::int64_t partial_dims = 0; ///< of them, partial sums of row ranges
+  int copies = 0;                 ///< of them, copies of data-parallel tables (a second fused call)
+  std::int64_t dims = 0;          ///< output columns (comm_model.h OutputDims: pooled + partial)
+  std::int64_t partial_dims = 0;  ///< of them, partial sums of row ranges
   std::int64_t input_bytes = 0;
   std::int64_t hbm_bytes = 0;
   std::int64_t uvm_bytes = 0;
@@ -265,7 +265,9 @@ class State {
   /** Whether the model's device cost adds up over pieces (compute_model.h `is_additive`). */
   [[nodiscard]] bool additive() const { return additive_; }
   /** One piece's additive cost (additive models only). */
-  [[nodiscard]] DeviceCompute shard_compute(const PlacedShard& shard) { return cost_.compute().shard_compute(task_, shard); }
+  [[nodiscard]] DeviceCompute shard_compute(const PlacedShard& shard) {
+    return cost_.compute().shard_compute(task_, shard);
+  }
   /** Whether the objective is kept up to date per change (fast_step.h). */
   [[nodiscard]] bool incremental() const { return fast_; }
   /** A device's own load in ms: its compute and its bytes over an intra-host link (ranks candidates). */
@@ -279,7 +281,9 @@ class State {
   /** Devices that set a term of the objective in the last `objective()`. */
   [[nodiscard]] std::vector<int> critical_devices() const;
   /** The tables with a piece on `device` (in no particular order; a table once per piece). */
-  [[nodiscard]] const std::vector<int>& tables_on(int device) const { return device_tables_[static_cast<std::size_t>(device)]; }
+  [[nodiscard]] const std::vector<int>& tables_on(int device) const {
+    return device_tables_[static_cast<std::size_t>(device)];
+  }
 
   [[nodiscard]] Plan plan() const;
   /** A copy of the pieces and layouts (to restore the best plan found). */

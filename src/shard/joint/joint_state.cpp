@@ -14,9 +14,7 @@ constexpr std::size_t kFastFromDevices = 64;
 std::vector<Shard> layout_shards(Layout layout, std::int64_t rows, int cols) {
   std::vector<Shard> shards;
   switch (layout.kind) {
-    case Layout::Kind::kWhole:
-      shards.push_back({0, 0, rows, 0, cols, -1});
-      break;
+    case Layout::Kind::kWhole: shards.push_back({0, 0, rows, 0, cols, -1}); break;
     case Layout::Kind::kRows: {
       const std::int64_t block = (rows + layout.parts - 1) / layout.parts;
       for (std::int64_t begin = 0; begin < rows; begin += block)
@@ -47,12 +45,9 @@ std::vector<Shard> layout_shards(Layout layout, std::int64_t rows, int cols) {
 }
 
 State::State(const Task& task, CostModel& cost, Objective objective, const Context& ctx)
-    : task_(task), cost_(cost), objective_(objective), ctx_(ctx),
-      additive_(cost.compute().is_additive()),
-      devices_(static_cast<std::size_t>(task.topology.num_devices())),
-      tables_(task.workload.tables.size()),
-      layouts_(task.workload.tables.size()),
-      device_tables_(static_cast<std::size_t>(task.topology.num_devices())),
+    : task_(task), cost_(cost), objective_(objective), ctx_(ctx), additive_(cost.compute().is_additive()),
+      devices_(static_cast<std::size_t>(task.topology.num_devices())), tables_(task.workload.tables.size()),
+      layouts_(task.workload.tables.size()), device_tables_(static_cast<std::size_t>(task.topology.num_devices())),
       table_type_(task.workload.tables.size(), -1) {
   if (additive_) overhead_ = cost.compute().device_overhead();
   index_placement_groups();
@@ -146,7 +141,8 @@ void State::index_placement_groups() {
   const PlacementGroups& groups = task_.constraints.groups;
   if (groups.empty()) return;
   std::unordered_map<std::string, int> index;
-  for (std::size_t t = 0; t < task_.workload.tables.size(); ++t) index[task_.workload.tables[t].name] = static_cast<int>(t);
+  for (std::size_t t = 0; t < task_.workload.tables.size(); ++t)
+    index[task_.workload.tables[t].name] = static_cast<int>(t);
   const auto members = [&](const std::vector<std::string>& names) {
     std::vector<int> out;
     for (const std::string& name : names) out.push_back(index.at(name));
@@ -300,7 +296,8 @@ void State::count_reduced(const Piece& p, int sign) {
   // (table, first column, host): < 2^16, < 2^16, < 2^18 (data/table.h, data/topology.h limits).
   const int host = task_.topology.host_of(p.placed.shard.device);
   const std::uint64_t key = (static_cast<std::uint64_t>(p.placed.table) << 34) |
-                            (static_cast<std::uint64_t>(p.placed.shard.col_begin) << 18) | static_cast<std::uint64_t>(host);
+                            (static_cast<std::uint64_t>(p.placed.shard.col_begin) << 18) |
+                            static_cast<std::uint64_t>(host);
   int& count = reduced_pieces_[key];
   count += sign;
   EMBSHARD_ASSERT(count >= 0);
@@ -384,9 +381,8 @@ bool same_pieces(const std::vector<Piece>& a, const std::vector<Piece>& b) {
   return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const Piece& x, const Piece& y) {
     const Shard& s = x.placed.shard;
     const Shard& t = y.placed.shard;
-    return s.device == t.device && s.row_begin == t.row_begin && s.row_end == t.row_end &&
-           s.col_begin == t.col_begin && s.col_end == t.col_end && s.hbm_rows == t.hbm_rows &&
-           x.placed.replicas == y.placed.replicas;
+    return s.device == t.device && s.row_begin == t.row_begin && s.row_end == t.row_end && s.col_begin == t.col_begin &&
+           s.col_end == t.col_end && s.hbm_rows == t.hbm_rows && x.placed.replicas == y.placed.replicas;
   });
 }
 }  // namespace
@@ -426,7 +422,8 @@ double State::objective() {
     spread_ = static_cast<double>(fast_spread_);
     const double extra = extra_group_latency_ms(task_.topology, cost_.comm().input_options(), exchange_groups());
     return (input_exposed_ ? in_.max_ms() + extra : 0.0) + fw_tree_.max() + out + out + 2 * extra + bw_tree_.max() +
-           all_reduce_ms(task_.topology, static_cast<double>(gradient_bytes_)) + (sync_.enabled() ? sync_tree_.max() : 0.0);
+           all_reduce_ms(task_.topology, static_cast<double>(gradient_bytes_)) +
+           (sync_.enabled() ? sync_tree_.max() : 0.0);
   }
   const int n = num_devices();
   for (int d = 0; d < n; ++d) {
@@ -451,7 +448,8 @@ double State::objective() {
   const double ar_ms = all_reduce_ms(task_.topology, static_cast<double>(gradient_bytes_));
   for (int d = 0; d < n; ++d) {
     const DeviceLoad& load = devices_[static_cast<std::size_t>(d)];
-    breakdown_.devices[static_cast<std::size_t>(d)].ar_comm_ms = ar_ms + sync_.at(static_cast<double>(load.hbm_bytes + load.uvm_bytes));
+    breakdown_.devices[static_cast<std::size_t>(d)].ar_comm_ms =
+        ar_ms + sync_.at(static_cast<double>(load.hbm_bytes + load.uvm_bytes));
   }
   const InputCommOptions& input = cost_.comm().input_options();
   if (input.mode != InputCommMode::kOmit) {
@@ -493,9 +491,7 @@ std::vector<int> State::critical_devices() const {
       argmax([](const DeviceCost& c) { return c.bw_comp_ms; });
       if (sync_.enabled()) argmax([](const DeviceCost& c) { return c.ar_comm_ms; });
       break;
-    case Objective::kMaxSum:
-      argmax([](const DeviceCost& c) { return c.sum_ms(); });
-      break;
+    case Objective::kMaxSum: argmax([](const DeviceCost& c) { return c.sum_ms(); }); break;
     case Objective::kBalance:
       argmax([](const DeviceCost& c) { return c.fw_comp_ms + c.bw_comp_ms; });
       argmax([](const DeviceCost& c) { return -(c.fw_comp_ms + c.bw_comp_ms); });

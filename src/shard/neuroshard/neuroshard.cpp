@@ -164,7 +164,8 @@ class Search {
   }
 
   bool out_of_time() {
-    if (!out_of_time_) out_of_time_ = ctx_.past_deadline() || (own_deadline_ && std::chrono::steady_clock::now() >= *own_deadline_);
+    if (!out_of_time_)
+      out_of_time_ = ctx_.past_deadline() || (own_deadline_ && std::chrono::steady_clock::now() >= *own_deadline_);
     return out_of_time_;
   }
 
@@ -191,9 +192,9 @@ class Search {
   std::string infeasible_reason() const {
     if (worst_.table < 0) return "no greedy run placed every table";
     const TableSpec& spec = task_.workload.tables[static_cast<std::size_t>(worst_.table)];
-    return concat("every scale of every split set explored fails; the largest table not placed is '",
-                  spec.name, "' (", spec.size_bytes(), " bytes, ", spec.dim, " columns; as columns [",
-                  worst_.piece.col_begin, ", ", worst_.piece.col_end, "): ", worst_.why, ")");
+    return concat("every scale of every split set explored fails; the largest table not placed is '", spec.name, "' (",
+                  spec.size_bytes(), " bytes, ", spec.dim, " columns; as columns [", worst_.piece.col_begin, ", ",
+                  worst_.piece.col_end, "): ", worst_.why, ")");
   }
 
   const Task& task_;
@@ -211,8 +212,7 @@ class Search {
 
 }  // namespace
 
-ShardResult neuroshard_search(const Task& task, CostModel& cost, const SearchOptions& options,
-                              const Context& ctx) {
+ShardResult neuroshard_search(const Task& task, CostModel& cost, const SearchOptions& options, const Context& ctx) {
   return Search(task, cost, options, ctx).run();
 }
 
@@ -254,22 +254,38 @@ void register_neuroshard(Registry<Sharder>& registry) {
        "NeuroShard's search: column splits by beam search around a greedy grid search over the "
        "per-device dim cap, under the cost model",
        {{"beam_width", ParamType::kInt, "3", 1, 100, {}, "column-split plans kept per round (K)"},
-        {"candidates", ParamType::kInt, "10", 1, 10000, {},
+        {"candidates",
+         ParamType::kInt,
+         "10",
+         1,
+         10000,
+         {},
          "tables tried for a split: top-N by size and top-N by predicted compute (N)"},
-        {"max_depth", ParamType::kInt, "10", 0, 100, {},
-         "rounds of column splits (L); 0: table-wise only"},
-        {"scales", ParamType::kInt, "11", 1, 1000, {},
+        {"max_depth", ParamType::kInt, "10", 0, 100, {}, "rounds of column splits (L); 0: table-wise only"},
+        {"scales",
+         ParamType::kInt,
+         "11",
+         1,
+         1000,
+         {},
          "grid points of the dim cap, from 1 to max_scale × the mean device dim (M)"},
-        {"max_scale", ParamType::kFloat, "1.5", 1.0, 100.0, {},
+        {"max_scale",
+         ParamType::kFloat,
+         "1.5",
+         1.0,
+         100.0,
+         {},
          "largest dim cap, as a multiple of the mean device dim"},
-        {"objective", ParamType::kString, "step", {}, {}, {"step", "max_sum"},
-         "what the grid search minimises"},
-        {"time_ms", ParamType::kInt, "0", 0, 1e9, {},
+        {"objective", ParamType::kString, "step", {}, {}, {"step", "max_sum"}, "what the grid search minimises"},
+        {"time_ms",
+         ParamType::kInt,
+         "0",
+         0,
+         1e9,
+         {},
          "stop after this many ms with the best plan so far (the context's deadline when sooner ends it as "
          "time_limit); 0: never"}}},
-      [](const Params& p, const Context&) {
-        return std::make_unique<NeuroShardSharder>(search_options(p));
-      });
+      [](const Params& p, const Context&) { return std::make_unique<NeuroShardSharder>(search_options(p)); });
 }
 
 }  // namespace embshard::detail

@@ -86,8 +86,7 @@ class ShardCostCache final : public ComputeModel {
   /** The node of `node`'s list with `shard` appended (created on first use). */
   [[nodiscard]] int child(int node, const PlacedShard& shard);
   /** fw+bw of `node`, whose list is `shards`; computed by the model on a miss. */
-  [[nodiscard]] double total_ms(const Task& task, int node, std::span<const PlacedShard> shards,
-                                const Context& ctx);
+  [[nodiscard]] double total_ms(const Task& task, int node, std::span<const PlacedShard> shards, const Context& ctx);
 
   [[nodiscard]] std::int64_t queries() const { return queries_; }
   [[nodiscard]] std::int64_t hits() const { return hits_; }
@@ -114,8 +113,8 @@ class ShardCostCache final : public ComputeModel {
     DeviceCompute value;
   };
 
-  [[nodiscard]] const DeviceCompute& lookup(const Task& task, int node,
-                                            std::span<const PlacedShard> shards, const Context& ctx);
+  [[nodiscard]] const DeviceCompute& lookup(const Task& task, int node, std::span<const PlacedShard> shards,
+                                            const Context& ctx);
 
   ComputeModel& model_;
   std::vector<Node> nodes_;
@@ -127,13 +126,13 @@ class ShardCostCache final : public ComputeModel {
 /** A list of pieces with what the greedy needs of each, computed once per split set. */
 struct SplitState {
   std::vector<Piece> pieces;
-  std::vector<double> single_ms;     ///< predicted single-piece compute, fw+bw
+  std::vector<double> single_ms;  ///< predicted single-piece compute, fw+bw
   std::vector<std::int64_t> bytes;
-  std::vector<int> order;            ///< placement order: largest single_ms first, ties higher index
+  std::vector<int> order;  ///< placement order: largest single_ms first, ties higher index
 };
 
-[[nodiscard]] SplitState make_split_state(const Task& task, std::vector<Piece> pieces,
-                                          ShardCostCache& cache, const Context& ctx);
+[[nodiscard]] SplitState make_split_state(const Task& task, std::vector<Piece> pieces, ShardCostCache& cache,
+                                          const Context& ctx);
 
 /** Why a greedy failed: the piece no device took, and the reason in words. */
 struct PlacementFailure {
@@ -150,8 +149,8 @@ struct Placement {
 };
 
 /** The greedy placement of `state` for `scale` (file comment). */
-[[nodiscard]] Placement greedy_place(const Task& task, const SplitState& state, double scale,
-                                     ShardCostCache& cache, const Context& ctx);
+[[nodiscard]] Placement greedy_place(const Task& task, const SplitState& state, double scale, ShardCostCache& cache,
+                                     const Context& ctx);
 
 /** The grid's scales: 1 + i·(max_scale − 1)/(scales − 1), or {1} for one point. */
 [[nodiscard]] std::vector<double> grid_scales(int scales, double max_scale);
@@ -162,8 +161,8 @@ struct Placement {
  * a device's shard list comes out as the greedy inserted it (unless one device holds two pieces
  * of a table with another table's pieces placed in between), so scoring hits the cost cache.
  */
-[[nodiscard]] Plan plan_of_pieces(const Task& task, std::span<const Piece> pieces,
-                                  std::span<const int> devices, std::span<const int> piece_order);
+[[nodiscard]] Plan plan_of_pieces(const Task& task, std::span<const Piece> pieces, std::span<const int> devices,
+                                  std::span<const int> piece_order);
 
 /** Piece indices by table, then first column: the plan order of the task. */
 [[nodiscard]] std::vector<int> task_order(std::span<const Piece> pieces);
@@ -179,7 +178,7 @@ struct SearchOptions {
 };
 
 /** The whole search (file comment); the status is ok, infeasible or time_limit. */
-[[nodiscard]] ShardResult neuroshard_search(const Task& task, CostModel& cost,
-                                            const SearchOptions& options, const Context& ctx);
+[[nodiscard]] ShardResult neuroshard_search(const Task& task, CostModel& cost, const SearchOptions& options,
+                                            const Context& ctx);
 
 }  // namespace embshard::detail::neuroshard

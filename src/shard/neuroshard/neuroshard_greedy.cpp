@@ -62,8 +62,7 @@ int ShardCostCache::child(int node, const PlacedShard& shard) {
   return it->second;
 }
 
-const DeviceCompute& ShardCostCache::lookup(const Task& task, int node,
-                                            std::span<const PlacedShard> shards,
+const DeviceCompute& ShardCostCache::lookup(const Task& task, int node, std::span<const PlacedShard> shards,
                                             const Context& ctx) {
   ++queries_;
   Node& entry = nodes_[static_cast<std::size_t>(node)];
@@ -76,8 +75,7 @@ const DeviceCompute& ShardCostCache::lookup(const Task& task, int node,
   return entry.value;
 }
 
-double ShardCostCache::total_ms(const Task& task, int node, std::span<const PlacedShard> shards,
-                                const Context& ctx) {
+double ShardCostCache::total_ms(const Task& task, int node, std::span<const PlacedShard> shards, const Context& ctx) {
   const DeviceCompute& c = lookup(task, node, shards, ctx);
   return c.fw_ms + c.bw_ms;
 }
@@ -112,8 +110,7 @@ std::vector<int> placement_order(const std::vector<double>& single_ms) {
 
 }  // namespace
 
-SplitState make_split_state(const Task& task, std::vector<Piece> pieces, ShardCostCache& cache,
-                            const Context& ctx) {
+SplitState make_split_state(const Task& task, std::vector<Piece> pieces, ShardCostCache& cache, const Context& ctx) {
   SplitState state;
   state.pieces = std::move(pieces);
   for (const Piece& piece : state.pieces) {
@@ -132,16 +129,16 @@ namespace {
 
 /** What the greedy tracks per device. */
 struct DeviceLoad {
-  std::vector<PlacedShard> shards;   ///< in insertion order (the cache key)
+  std::vector<PlacedShard> shards;  ///< in insertion order (the cache key)
   int node = ShardCostCache::kEmptyList;
-  double compute_ms = 0.0;           ///< the model's fw+bw of the whole list
+  double compute_ms = 0.0;  ///< the model's fw+bw of the whole list
   std::int64_t bytes = 0;
   std::int64_t cols = 0;
 };
 
 /** The feasible device with the least predicted compute (ties: fewer bytes, lower id), or -1. */
-int least_loaded_feasible(const Task& task, const std::vector<DeviceLoad>& loads,
-                          std::int64_t bytes, int cols, double cap) {
+int least_loaded_feasible(const Task& task, const std::vector<DeviceLoad>& loads, std::int64_t bytes, int cols,
+                          double cap) {
   int best = -1;
   for (std::size_t d = 0; d < loads.size(); ++d) {
     const DeviceLoad& l = loads[d];
@@ -160,8 +157,8 @@ int least_loaded_feasible(const Task& task, const std::vector<DeviceLoad>& loads
 }
 
 /** Why no device takes a piece: memory, or the dim cap on every device with room. */
-std::string why_nothing_fits(const Task& task, const std::vector<DeviceLoad>& loads,
-                             std::int64_t bytes, int cols, double cap, double scale) {
+std::string why_nothing_fits(const Task& task, const std::vector<DeviceLoad>& loads, std::int64_t bytes, int cols,
+                             double cap, double scale) {
   std::int64_t most_free = 0;
   for (std::size_t d = 0; d < loads.size(); ++d) {
     most_free = std::max(most_free, task.topology.devices[d].hbm_bytes - loads[d].bytes);
@@ -169,12 +166,11 @@ std::string why_nothing_fits(const Task& task, const std::vector<DeviceLoad>& lo
   if (most_free < bytes) {
     return concat("needs ", bytes, " bytes, the most HBM left on a device is ", most_free);
   }
-  return concat("its ", cols, " columns exceed the dim cap ", cap, " (scale ", scale,
-                ") on every device with room");
+  return concat("its ", cols, " columns exceed the dim cap ", cap, " (scale ", scale, ") on every device with room");
 }
 
-void add_to_device(const Task& task, DeviceLoad& load, const PlacedShard& shard,
-                   std::int64_t bytes, ShardCostCache& cache, const Context& ctx) {
+void add_to_device(const Task& task, DeviceLoad& load, const PlacedShard& shard, std::int64_t bytes,
+                   ShardCostCache& cache, const Context& ctx) {
   load.shards.push_back(shard);
   load.node = cache.child(load.node, shard);
   load.compute_ms = cache.total_ms(task, load.node, load.shards, ctx);  // re-predicted, not summed
@@ -184,8 +180,8 @@ void add_to_device(const Task& task, DeviceLoad& load, const PlacedShard& shard,
 
 }  // namespace
 
-Placement greedy_place(const Task& task, const SplitState& state, double scale,
-                       ShardCostCache& cache, const Context& ctx) {
+Placement greedy_place(const Task& task, const SplitState& state, double scale, ShardCostCache& cache,
+                       const Context& ctx) {
   const int num_devices = task.topology.num_devices();
   std::int64_t total_cols = 0;
   for (const Piece& piece : state.pieces) total_cols += piece.cols();
@@ -203,8 +199,7 @@ Placement greedy_place(const Task& task, const SplitState& state, double scale,
       placement.failure = {p, why_nothing_fits(task, loads, bytes, piece.cols(), cap, scale)};
       return placement;
     }
-    add_to_device(task, loads[static_cast<std::size_t>(d)], placed_shard(task, piece, d), bytes,
-                  cache, ctx);
+    add_to_device(task, loads[static_cast<std::size_t>(d)], placed_shard(task, piece, d), bytes, cache, ctx);
     placement.devices[static_cast<std::size_t>(p)] = d;
   }
   return placement;
@@ -231,8 +226,7 @@ Plan plan_of_pieces(const Task& task, std::span<const Piece> pieces, std::span<c
     int& s = slot[static_cast<std::size_t>(piece.table)];
     if (s < 0) {
       s = static_cast<int>(plan.tables.size());
-      plan.tables.push_back({tables[static_cast<std::size_t>(piece.table)].name,
-                             ShardingType::kTableWise, {}});
+      plan.tables.push_back({tables[static_cast<std::size_t>(piece.table)].name, ShardingType::kTableWise, {}});
     }
     plan.tables[static_cast<std::size_t>(s)].shards.push_back(
         placed_shard(task, piece, devices[static_cast<std::size_t>(p)]).shard);

@@ -30,9 +30,8 @@ RecShardInput recshard_input_of(const Task& task) {
     if (!has_lookups) {
       t.icdf.assign(static_cast<std::size_t>(kNumIcdfSteps) + 1, 0.0);
     } else {
-      EMBSHARD_CHECK(s.icdf.size() == static_cast<std::size_t>(kNumIcdfSteps), "recshard: table '",
-                     spec.name, "' has lookups but its statistics carry no ICDF (",
-                     s.icdf.size(), " of ", kNumIcdfSteps,
+      EMBSHARD_CHECK(s.icdf.size() == static_cast<std::size_t>(kNumIcdfSteps), "recshard: table '", spec.name,
+                     "' has lookups but its statistics carry no ICDF (", s.icdf.size(), " of ", kNumIcdfSteps,
                      " steps); RecShard needs each table's inverse value-frequency CDF "
                      "(embshard stats computes it from index data)");
       t.icdf.push_back(0.0);
@@ -49,10 +48,9 @@ RecShardInput recshard_input_of(const Task& task) {
   EMBSHARD_CHECK(!devices.empty(), "recshard: the topology has no devices");
   for (std::size_t m = 0; m < devices.size(); ++m) {
     const Device& d = devices[m];
-    EMBSHARD_CHECK(d.hbm_gbps == devices[0].hbm_gbps && d.uvm_gbps == devices[0].uvm_gbps,
-                   "recshard: device ", m, " has bandwidths HBM ", d.hbm_gbps, " / UVM ", d.uvm_gbps,
-                   " GB/s, device 0 ", devices[0].hbm_gbps, " / ", devices[0].uvm_gbps,
-                   "; the MILP takes one bandwidth per memory tier");
+    EMBSHARD_CHECK(d.hbm_gbps == devices[0].hbm_gbps && d.uvm_gbps == devices[0].uvm_gbps, "recshard: device ", m,
+                   " has bandwidths HBM ", d.hbm_gbps, " / UVM ", d.uvm_gbps, " GB/s, device 0 ", devices[0].hbm_gbps,
+                   " / ", devices[0].uvm_gbps, "; the MILP takes one bandwidth per memory tier");
     input.gpus.push_back({d.hbm_bytes, task.constraints.allow_uvm ? d.uvm_bytes : 0});
   }
   input.hbm_bytes_per_s = devices[0].hbm_gbps * 1e9;
@@ -77,8 +75,10 @@ std::string find_table_that_fits_nowhere(const RecShardInput& input) {
       if (fits) break;
     }
     if (!fits) {
-      return concat("table '", t.name, "' (", bytes, " bytes) fits on no device even using host "
-                    "memory: the largest HBM + host memory of a device is ", largest, " bytes",
+      return concat("table '", t.name, "' (", bytes,
+                    " bytes) fits on no device even using host "
+                    "memory: the largest HBM + host memory of a device is ",
+                    largest, " bytes",
                     bytes <= largest ? " (its rows that no access needs must go to host memory, "
                                        "which is too small)"
                                      : "");
@@ -98,17 +98,14 @@ Plan recshard_plan_of(const Task& task, const RecShardInput& input, const RecSha
   return plan;
 }
 
-std::vector<RecShardChoice> recshard_choices_of(const Task& task, const RecShardInput& input,
-                                                const Plan& plan) {
-  EMBSHARD_CHECK(plan.tables.size() == task.workload.tables.size(),
-                 "recshard: the plan has ", plan.tables.size(), " tables, the task ",
-                 task.workload.tables.size());
+std::vector<RecShardChoice> recshard_choices_of(const Task& task, const RecShardInput& input, const Plan& plan) {
+  EMBSHARD_CHECK(plan.tables.size() == task.workload.tables.size(), "recshard: the plan has ", plan.tables.size(),
+                 " tables, the task ", task.workload.tables.size());
   std::vector<RecShardChoice> choices;
   for (std::size_t j = 0; j < plan.tables.size(); ++j) {
     const TablePlacement& tp = plan.tables[j];
-    EMBSHARD_CHECK(tp.table == task.workload.tables[j].name && tp.shards.size() == 1,
-                   "recshard: table ", j, " of the plan ('", tp.table,
-                   "') is not the task's table in one table-wise shard");
+    EMBSHARD_CHECK(tp.table == task.workload.tables[j].name && tp.shards.size() == 1, "recshard: table ", j,
+                   " of the plan ('", tp.table, "') is not the task's table in one table-wise shard");
     const RecShardTable& t = input.tables[j];
     const std::int64_t hbm = tp.shards[0].rows_in_hbm();
     const int steps = static_cast<int>(t.icdf.size()) - 1;
@@ -162,8 +159,7 @@ class RecShardSharder final : public Sharder {
     const RecShardInput input = recshard_input_of(task);
     if (std::string nowhere = find_table_that_fits_nowhere(input); !nowhere.empty()) {
       result.status = ShardStatus::kInfeasible;
-      result.reason = "recshard: " + nowhere +
-                      (task.constraints.allow_uvm ? "" : " (the task does not allow UVM)");
+      result.reason = "recshard: " + nowhere + (task.constraints.allow_uvm ? "" : " (the task does not allow UVM)");
       return result;
     }
     // time_limit_s covers building the model too (it grows with tables × GPUs), the context's
@@ -173,8 +169,9 @@ class RecShardSharder final : public Sharder {
     const bool deadline_binds = ctx.deadline && *ctx.deadline < deadline;
     if (deadline_binds) deadline = *ctx.deadline;
     const double variables = recshard_milp_variables(input);
-    result.reason = find_memory_shortfall(static_cast<std::uint64_t>(variables * kBytesPerVariable),
-                                          concat("recshard: its MILP of about ", variables, " variables (3 per table and GPU)"));
+    result.reason =
+        find_memory_shortfall(static_cast<std::uint64_t>(variables * kBytesPerVariable),
+                              concat("recshard: its MILP of about ", variables, " variables (3 per table and GPU)"));
     if (!result.reason.empty()) {  // too big to plan in this machine's memory: a status naming the estimate
       result.status = ShardStatus::kInfeasible;
       return result;
@@ -185,10 +182,11 @@ class RecShardSharder final : public Sharder {
     const RecShardResult solved = solve_recshard(input, options_, cbc, deadline);
     if (!solved.built) {
       result.status = ShardStatus::kTimeLimit;
-      result.reason = concat("recshard: its MILP (about ", static_cast<std::int64_t>(variables),
-                             " variables: 3 per table and GPU) was not built within ",
-                             deadline_binds ? "the context's deadline" : concat("time_limit_s = ", time_limit_s_, " s"),
-                             solved.warm_start ? "; the plan is its greedy warm start" : "; its greedy warm start placed no plan");
+      result.reason =
+          concat("recshard: its MILP (about ", static_cast<std::int64_t>(variables),
+                 " variables: 3 per table and GPU) was not built within ",
+                 deadline_binds ? "the context's deadline" : concat("time_limit_s = ", time_limit_s_, " s"),
+                 solved.warm_start ? "; the plan is its greedy warm start" : "; its greedy warm start placed no plan");
       if (solved.warm_start) result.plan = recshard_plan_of(task, input, *solved.warm_start);
       return result;
     }
@@ -210,18 +208,20 @@ class RecShardSharder final : public Sharder {
       }
       case MilpStatus::kInfeasible:
         result.status = ShardStatus::kInfeasible;
-        result.reason = concat("recshard: every table fits some device, but no placement fits "
-                               "them all together (", task.workload.tables.size(), " tables, ",
-                               task.topology.num_devices(), " devices): ", result.stats.solver);
+        result.reason = concat(
+            "recshard: every table fits some device, but no placement fits "
+            "them all together (",
+            task.workload.tables.size(), " tables, ", task.topology.num_devices(), " devices): ", result.stats.solver);
         return result;
       case MilpStatus::kNoSolution:
         result.status = ShardStatus::kTimeLimit;
-        result.reason = "recshard: no placement found within the time limit (the greedy warm "
-                        "start failed too): " + result.stats.solver;
+        result.reason =
+            "recshard: no placement found within the time limit (the greedy warm "
+            "start failed too): " +
+            result.stats.solver;
         return result;
       case MilpStatus::kUnbounded:
-      case MilpStatus::kError:
-        break;
+      case MilpStatus::kError: break;
     }
     EMBSHARD_THROW("recshard: the solver failed: ", result.stats.solver);
   }
@@ -235,26 +235,37 @@ class RecShardSharder final : public Sharder {
 }  // namespace
 
 void register_recshard(Registry<Sharder>& registry) {
-  registry.add(
-      {"recshard",
-       "RecShard's MILP (paper 004 §4.2) solved with CBC: each table whole on one device, its "
-       "hottest rows in HBM and the rest in host memory via UVM, minimising the largest device cost",
-       {{"time_limit_s", ParamType::kFloat, "60", 0.001, 1e6, {},
-         "CBC's wall-clock limit, seconds (the context deadline wins if sooner)"},
-        {"symmetry", ParamType::kString, "ordered_loads", {}, {},
-         {"ordered_loads", "table_index", "none"},
-         "symmetry-breaking rows between identical devices"},
-        {"warm_start", ParamType::kString, "on", {}, {}, {"on", "off"},
-         "start CBC from the greedy placement"},
-        {"gap", ParamType::kFloat, "0.0001", 0.0, 1.0, {},
-         "relative gap at which CBC stops and calls the solution optimal"}}},
-      [](const Params& p, const Context&) {
-        RecShardOptions options;
-        options.symmetry = parse_symmetry(p.get_string("symmetry"));
-        options.warm_start = p.get_string("warm_start") == "on";
-        return std::make_unique<RecShardSharder>(p.get_float("time_limit_s"), options,
-                                                 p.get_float("gap"));
-      });
+  registry.add({"recshard",
+                "RecShard's MILP (paper 004 §4.2) solved with CBC: each table whole on one device, its "
+                "hottest rows in HBM and the rest in host memory via UVM, minimising the largest device cost",
+                {{"time_limit_s",
+                  ParamType::kFloat,
+                  "60",
+                  0.001,
+                  1e6,
+                  {},
+                  "CBC's wall-clock limit, seconds (the context deadline wins if sooner)"},
+                 {"symmetry",
+                  ParamType::kString,
+                  "ordered_loads",
+                  {},
+                  {},
+                  {"ordered_loads", "table_index", "none"},
+                  "symmetry-breaking rows between identical devices"},
+                 {"warm_start", ParamType::kString, "on", {}, {}, {"on", "off"}, "start CBC from the greedy placement"},
+                 {"gap",
+                  ParamType::kFloat,
+                  "0.0001",
+                  0.0,
+                  1.0,
+                  {},
+                  "relative gap at which CBC stops and calls the solution optimal"}}},
+               [](const Params& p, const Context&) {
+                 RecShardOptions options;
+                 options.symmetry = parse_symmetry(p.get_string("symmetry"));
+                 options.warm_start = p.get_string("warm_start") == "on";
+                 return std::make_unique<RecShardSharder>(p.get_float("time_limit_s"), options, p.get_float("gap"));
+               });
 }
 
 }  // namespace embshard::detail

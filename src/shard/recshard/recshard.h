@@ -63,16 +63,14 @@ namespace embshard::detail {
 [[nodiscard]] std::string find_table_that_fits_nowhere(const RecShardInput& input);
 
 /** The table-wise plan of MILP decisions (hbm_rows = R_j(step), -1 when all rows). */
-[[nodiscard]] Plan recshard_plan_of(const Task& task, const RecShardInput& input,
-                                    const RecShardSolution& solution);
+[[nodiscard]] Plan recshard_plan_of(const Task& task, const RecShardInput& input, const RecShardSolution& solution);
 
 /**
  * The MILP decisions a table-wise plan of `task` stands for: per table its device and the
  * smallest step whose R_j(step) is at least the shard's HBM rows. Error for a plan that is not
  * table-wise with one shard per table.
  */
-[[nodiscard]] std::vector<RecShardChoice> recshard_choices_of(const Task& task,
-                                                              const RecShardInput& input,
+[[nodiscard]] std::vector<RecShardChoice> recshard_choices_of(const Task& task, const RecShardInput& input,
                                                               const Plan& plan);
 
 }  // namespace embshard::detail

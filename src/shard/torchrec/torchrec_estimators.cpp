@@ -64,8 +64,7 @@ Perf table_wise_perf(const BatchShape& b, int num_cols, double elem_bytes, doubl
   const double output_bytes = b.outputs * w * num_cols * elem_bytes;
   const double a2a_bw = comms_bw_bytes_per_ms(w, topo.local_world_size, topo);
   Perf p;
-  p.fwd_compute_ms =
-      (input_bytes + lookup_bytes + output_bytes) * block_usage_penalty(num_cols) / bw_dev;
+  p.fwd_compute_ms = (input_bytes + lookup_bytes + output_bytes) * block_usage_penalty(num_cols) / bw_dev;
   p.fwd_comms_ms = output_bytes / a2a_bw;
   p.bwd_compute_ms = kBwdComputeMultiplier * p.fwd_compute_ms;
   p.bwd_comms_ms = output_bytes / a2a_bw;
@@ -73,8 +72,7 @@ Perf table_wise_perf(const BatchShape& b, int num_cols, double elem_bytes, doubl
 }
 
 /** RW shard (§1.5): I' = I/W, reduce-scatter forward, all-gather + batched copy backward. */
-Perf row_wise_perf(const BatchShape& b, int num_cols, double elem_bytes, double bw_dev,
-                   const TorchrecTopology& topo) {
+Perf row_wise_perf(const BatchShape& b, int num_cols, double elem_bytes, double bw_dev, const TorchrecTopology& topo) {
   const double w = topo.world_size;
   const double shard_inputs = b.inputs / w;
   const double input_bytes = std::ceil(shard_inputs * w * kBigintBytes);
@@ -100,8 +98,7 @@ Perf table_row_wise_perf(const BatchShape& b, int num_cols, double elem_bytes, d
   const double output_bytes = b.outputs * w * num_cols * elem_bytes;
   const double intra_ms = output_bytes / comms_bw_bytes_per_ms(l, l, topo);
   const double inter_ms =
-      w > l ? b.outputs * (w / l) * num_cols * elem_bytes / comms_bw_bytes_per_ms(w / l, 1, topo)
-            : 0.0;
+      w > l ? b.outputs * (w / l) * num_cols * elem_bytes / comms_bw_bytes_per_ms(w / l, 1, topo) : 0.0;
   Perf p;
   p.fwd_compute_ms = (input_bytes + lookup_bytes + output_bytes) / bw_dev;
   p.fwd_comms_ms = intra_ms + inter_ms;
@@ -124,8 +121,9 @@ Perf data_parallel_perf(const BatchShape& b, std::int64_t rows, int num_cols, do
   double all_reduce_ms = table_bytes * (2.0 * n - 1.0) / n / (topo.inter_host_bw_bytes_per_ms * l);
   if (w > 2.0 * l) all_reduce_ms *= 2.0;
   Perf p;
-  p.fwd_compute_ms = (std::ceil(b.inputs * kBigintBytes) + b.inputs * num_cols * elem_bytes +
-                      b.outputs * num_cols * elem_bytes) / bw_dev;
+  p.fwd_compute_ms =
+      (std::ceil(b.inputs * kBigintBytes) + b.inputs * num_cols * elem_bytes + b.outputs * num_cols * elem_bytes) /
+      bw_dev;
   p.bwd_compute_ms = kBwdComputeMultiplier * p.fwd_compute_ms;
   p.bwd_comms_ms = all_reduce_ms + table_bytes * kDenseOptimizerTraffic / bw_dev;
   return p;
@@ -152,10 +150,8 @@ std::int64_t io_buffer_bytes(const TableSpec& table, ShardingType type, const Op
   switch (type) {
     case ShardingType::kTableWise:
     case ShardingType::kColumnWise: return ceil_bytes(b.inputs * w * kBigintBytes) + output;
-    case ShardingType::kRowWise:
-      return shard.num_rows == 0 ? 0 : ceil_bytes(b.inputs * kBigintBytes) + output;
-    case ShardingType::kTableRowWise:
-      return ceil_bytes(b.inputs / topo.local_world_size * w * kBigintBytes) + output;
+    case ShardingType::kRowWise: return shard.num_rows == 0 ? 0 : ceil_bytes(b.inputs * kBigintBytes) + output;
+    case ShardingType::kTableRowWise: return ceil_bytes(b.inputs / topo.local_world_size * w * kBigintBytes) + output;
     case ShardingType::kDataParallel:  // its own rank's samples only
       return ceil_bytes(b.inputs * kBigintBytes) + ceil_bytes(b.outputs * shard.num_cols * e);
     case ShardingType::kGridShard: break;  // not enumerated (allowed_sharding_types)
@@ -218,8 +214,7 @@ TorchrecTopology make_torchrec_topology(const Task& task, const PlannerOptions& 
     topo.intra_host_bw_bytes_per_ms = gbps_to_bytes_per_ms(t.intra_host_gbps);
     topo.inter_host_bw_bytes_per_ms = gbps_to_bytes_per_ms(t.inter_host_gbps);
   }
-  const std::int64_t kjt_bytes =
-      options.reserve_kjt ? kjt_reservation_bytes(task, topo.batch_size_per_rank) : 0;
+  const std::int64_t kjt_bytes = options.reserve_kjt ? kjt_reservation_bytes(task, topo.batch_size_per_rank) : 0;
   for (const Device& d : t.devices) {
     const std::int64_t kept =
         ceil_bytes(std::floor((1.0 - options.storage_reservation) * static_cast<double>(d.hbm_bytes)));
@@ -252,8 +247,8 @@ std::vector<ComputeKernel> allowed_kernels(const Constraints& constraints, Shard
   return {ComputeKernel::kFused, ComputeKernel::kFusedUvm, ComputeKernel::kFusedUvmCaching};
 }
 
-std::vector<OptionShard> shard_shapes(ShardingType type, std::int64_t rows, int cols,
-                                      const TorchrecTopology& topo, int min_partition) {
+std::vector<OptionShard> shard_shapes(ShardingType type, std::int64_t rows, int cols, const TorchrecTopology& topo,
+                                      int min_partition) {
   switch (type) {
     case ShardingType::kTableWise: return {{0, rows, 0, cols, {}, {}}};
     case ShardingType::kColumnWise: {
@@ -300,8 +295,8 @@ Perf shard_perf(const TableSpec& table, ShardingType type, ComputeKernel kernel,
   return {};
 }
 
-Storage shard_storage(const TableSpec& table, ShardingType type, ComputeKernel kernel,
-                      const OptionShard& shard, const TorchrecTopology& topo) {
+Storage shard_storage(const TableSpec& table, ShardingType type, ComputeKernel kernel, const OptionShard& shard,
+                      const TorchrecTopology& topo) {
   // Weights and optimizer state (tensor × (1 + m), §1.6; table.h defines m).
   const std::int64_t tensor_bytes = table.shard_bytes(shard.num_rows, shard.num_cols);
   const std::int64_t io_bytes = io_buffer_bytes(table, type, shard, topo);
@@ -312,8 +307,7 @@ Storage shard_storage(const TableSpec& table, ShardingType type, ComputeKernel k
     case ComputeKernel::kFusedUvmCaching: {
       // HBM base = round(T·clf) spread over the shard's share, plus cache aux state (§1.6).
       const auto cache_bytes = ceil_bytes(std::round(static_cast<double>(tensor_bytes) * kUvmCachingRatio));
-      const auto aux_bytes =
-          ceil_bytes(static_cast<double>(shard.num_rows) * (4.0 + 16.0 * kUvmCachingRatio));
+      const auto aux_bytes = ceil_bytes(static_cast<double>(shard.num_rows) * (4.0 + 16.0 * kUvmCachingRatio));
       return {cache_bytes + aux_bytes + io_bytes, tensor_bytes};
     }
   }
@@ -334,9 +328,10 @@ std::vector<std::vector<ShardingOption>> enumerate_options(const Task& task, con
     for (ShardingType type : types) {
       if (!table.constraints.allows(type)) continue;
       for (ComputeKernel kernel : allowed_kernels(task.constraints, type)) {
-        if (!table.constraints.allow_uvm && (kernel == ComputeKernel::kFusedUvm || kernel == ComputeKernel::kFusedUvmCaching)) continue;
-        ShardingOption option{t, type, kernel,
-                              shard_shapes(type, table.num_rows(), table.dim, topo, min_partition)};
+        if (!table.constraints.allow_uvm &&
+            (kernel == ComputeKernel::kFusedUvm || kernel == ComputeKernel::kFusedUvmCaching))
+          continue;
+        ShardingOption option{t, type, kernel, shard_shapes(type, table.num_rows(), table.dim, topo, min_partition)};
         // Row-wise options have a shard per rank, nearly all alike: each shape is estimated once
         // (perf depends on the columns, storage on rows and columns).
         const OptionShard* previous = nullptr;

@@ -34,13 +34,12 @@ struct DeviceState {
 
 DeviceState initial_state(const TorchrecTopology& topo) {
   const auto w = static_cast<std::size_t>(topo.world_size);
-  return {std::vector<double>(w, 0.0), topo.hbm_cap_bytes, topo.ddr_cap_bytes,
-          std::vector<std::int64_t>(w, 0)};
+  return {std::vector<double>(w, 0.0), topo.hbm_cap_bytes, topo.ddr_cap_bytes, std::vector<std::int64_t>(w, 0)};
 }
 
 std::string describe(const Task& task, const ShardingOption& option) {
-  return concat("table '", task.workload.tables[option.table].name, "' (", to_string(option.type),
-                ", ", to_string(option.kernel), ")");
+  return concat("table '", task.workload.tables[option.table].name, "' (", to_string(option.type), ", ",
+                to_string(option.kernel), ")");
 }
 
 /**
@@ -60,16 +59,14 @@ MinHeap build_heap(const DeviceState& state, int local_world_size) {
 }
 
 /** `uniform` (RW): shard i on rank i; needs num_shards == world_size. "" or the failure. */
-std::string place_uniform(const Task& task, const ShardingOption& option, DeviceState& state,
-                          std::vector<int>& ranks) {
+std::string place_uniform(const Task& task, const ShardingOption& option, DeviceState& state, std::vector<int>& ranks) {
   if (static_cast<int>(option.shards.size()) != static_cast<int>(state.perf_ms.size())) {
     return describe(task, option) + ": uniform placement needs one shard per rank";
   }
   for (int i = 0; i < static_cast<int>(option.shards.size()); ++i) {
     if (!state.fits(i, option.shards[i].storage)) {
-      return concat(describe(task, option), ": shard ", i, " needs ",
-                    option.shards[i].storage.hbm_bytes, " HBM bytes, rank ", i, " has ",
-                    state.hbm_free_bytes[i], " free");
+      return concat(describe(task, option), ": shard ", i, " needs ", option.shards[i].storage.hbm_bytes,
+                    " HBM bytes, rank ", i, " has ", state.hbm_free_bytes[i], " free");
     }
     state.place(i, option.shards[i]);
     ranks[i] = i;
@@ -78,8 +75,8 @@ std::string place_uniform(const Task& task, const ShardingOption& option, Device
 }
 
 /** `device` (TW, CW): each shard onto the first rank popped from the min-heap that fits it. */
-std::string place_on_devices(const Task& task, const ShardingOption& option, DeviceState& state,
-                             MinHeap& heap, std::vector<int>& ranks) {
+std::string place_on_devices(const Task& task, const ShardingOption& option, DeviceState& state, MinHeap& heap,
+                             std::vector<int>& ranks) {
   for (std::size_t s = 0; s < option.shards.size(); ++s) {
     std::vector<HeapKey> popped;
     int chosen = -1;
@@ -98,8 +95,8 @@ std::string place_on_devices(const Task& task, const ShardingOption& option, Dev
     }
     for (const HeapKey& key : popped) heap.push(key);
     if (chosen < 0) {
-      return concat(describe(task, option), ": shard ", s, " (",
-                    option.shards[s].storage.hbm_bytes, " HBM bytes) fits on no rank");
+      return concat(describe(task, option), ": shard ", s, " (", option.shards[s].storage.hbm_bytes,
+                    " HBM bytes) fits on no rank");
     }
     ranks[s] = chosen;
   }
@@ -107,8 +104,8 @@ std::string place_on_devices(const Task& task, const ShardingOption& option, Dev
 }
 
 /** `host` (TWRW): hosts by summed perf; the first whole host with room takes shard i on local rank i. */
-std::string place_on_host(const Task& task, const ShardingOption& option, DeviceState& state,
-                          int local_world_size, std::vector<int>& ranks) {
+std::string place_on_host(const Task& task, const ShardingOption& option, DeviceState& state, int local_world_size,
+                          std::vector<int>& ranks) {
   const int num_hosts = static_cast<int>(state.perf_ms.size()) / local_world_size;
   std::vector<std::pair<double, int>> hosts;
   for (int h = 0; h < num_hosts; ++h) {
@@ -132,19 +129,15 @@ std::string place_on_host(const Task& task, const ShardingOption& option, Device
 }
 
 /** Groups (one option each) by descending storage (hbm, ddr) or perf; stable like Python's sort. */
-std::vector<std::size_t> non_uniform_order(const std::vector<const ShardingOption*>& proposal,
-                                           bool by_perf) {
+std::vector<std::size_t> non_uniform_order(const std::vector<const ShardingOption*>& proposal, bool by_perf) {
   using SortKey = std::tuple<double, std::int64_t, std::int64_t>;
   std::vector<std::pair<SortKey, std::size_t>> keyed;
   for (std::size_t k = 0; k < proposal.size(); ++k) {
     const ShardingOption& o = *proposal[k];
     if (o.is_uniform()) continue;
-    keyed.push_back({by_perf ? SortKey{o.perf_sum_ms(), 0, 0}
-                             : SortKey{0.0, o.hbm_sum_bytes(), o.ddr_sum_bytes()},
-                     k});
+    keyed.push_back({by_perf ? SortKey{o.perf_sum_ms(), 0, 0} : SortKey{0.0, o.hbm_sum_bytes(), o.ddr_sum_bytes()}, k});
   }
-  std::stable_sort(keyed.begin(), keyed.end(),
-                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   std::vector<std::size_t> order;
   for (const auto& [key, k] : keyed) order.push_back(k);
   return order;
@@ -154,8 +147,8 @@ PartitionOutcome failed(std::string why) { return {false, {}, std::move(why)}; }
 
 }  // namespace
 
-PartitionOutcome greedy_partition(const std::vector<const ShardingOption*>& proposal,
-                                  const Task& task, const TorchrecTopology& topo, bool by_perf) {
+PartitionOutcome greedy_partition(const std::vector<const ShardingOption*>& proposal, const Task& task,
+                                  const TorchrecTopology& topo, bool by_perf) {
   DeviceState state = initial_state(topo);
   Partition partition;
   partition.ranks.resize(proposal.size());
@@ -193,8 +186,8 @@ PartitionOutcome greedy_partition(const std::vector<const ShardingOption*>& prop
   return {true, std::move(partition), ""};
 }
 
-PartitionOutcome memory_balanced_partition(const std::vector<const ShardingOption*>& proposal,
-                                           const Task& task, const TorchrecTopology& topo) {
+PartitionOutcome memory_balanced_partition(const std::vector<const ShardingOption*>& proposal, const Task& task,
+                                           const TorchrecTopology& topo) {
   constexpr int kMaxSearchCount = 10;
   constexpr double kTolerance = 0.02;
   PartitionOutcome best = greedy_partition(proposal, task, topo, /*by_perf=*/true);
@@ -206,11 +199,10 @@ PartitionOutcome memory_balanced_partition(const std::vector<const ShardingOptio
   for (const ShardingOption* o : proposal) {
     for (const auto& s : o->shards) largest_shard = std::max(largest_shard, s.storage.hbm_bytes);
   }
-  std::int64_t min_hbm = std::max(
-      std::accumulate(hbm.begin(), hbm.end(), std::int64_t{0}) / topo.world_size, largest_shard);
+  std::int64_t min_hbm =
+      std::max(std::accumulate(hbm.begin(), hbm.end(), std::int64_t{0}) / topo.world_size, largest_shard);
   TorchrecTopology capped = topo;
-  for (int search = 0; search < kMaxSearchCount && min_hbm + kMemoryBalancedStepBytes < max_hbm;
-       ++search) {
+  for (int search = 0; search < kMaxSearchCount && min_hbm + kMemoryBalancedStepBytes < max_hbm; ++search) {
     const std::int64_t mid = (min_hbm + max_hbm) / 2;
     for (std::size_t r = 0; r < capped.hbm_cap_bytes.size(); ++r) {
       capped.hbm_cap_bytes[r] = std::min(topo.hbm_cap_bytes[r], mid);
@@ -231,8 +223,7 @@ double rate_partition(const Partition& partition) {
   return perf.empty() ? 0.0 : *std::max_element(perf.begin(), perf.end());
 }
 
-Plan to_plan(const Task& task, const std::vector<const ShardingOption*>& proposal,
-             const Partition& partition) {
+Plan to_plan(const Task& task, const std::vector<const ShardingOption*>& proposal, const Partition& partition) {
   Plan plan;
   plan.provenance.task_id = task.id;
   for (std::size_t k = 0; k < proposal.size(); ++k) {
@@ -241,12 +232,13 @@ Plan to_plan(const Task& task, const std::vector<const ShardingOption*>& proposa
     for (std::size_t s = 0; s < option.shards.size(); ++s) {
       const OptionShard& os = option.shards[s];
       if (os.num_rows == 0) continue;  // RW/TWRW tails hold no rows (§1.4)
-      Shard shard{partition.ranks[k][s], os.row_offset, os.row_offset + os.num_rows,
-                  os.col_offset, os.col_offset + os.num_cols, -1};
+      Shard shard{partition.ranks[k][s],       os.row_offset,
+                  os.row_offset + os.num_rows, os.col_offset,
+                  os.col_offset + os.num_cols, -1};
       if (option.kernel == ComputeKernel::kFusedUvm) shard.hbm_rows = 0;
       if (option.kernel == ComputeKernel::kFusedUvmCaching) {
-        shard.hbm_rows = std::min<std::int64_t>(
-            os.num_rows, std::llround(kUvmCachingRatio * static_cast<double>(os.num_rows)));
+        shard.hbm_rows =
+            std::min<std::int64_t>(os.num_rows, std::llround(kUvmCachingRatio * static_cast<double>(os.num_rows)));
       }
       placement.shards.push_back(shard);
     }

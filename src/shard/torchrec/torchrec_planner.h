@@ -48,21 +48,21 @@ namespace embshard::detail::torchrec {
 // ---- constants (§1.1, §1.5; GiB/s converted to bytes per ms) --------------------------------------
 
 inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-inline constexpr double kHbmMemBwBytesPerMs = 897.0 * kGiB / 1000.0;       ///< HBM_MEM_BW
-inline constexpr double kHbmToDdrMemBwBytesPerMs = 32.0 * kGiB / 1000.0;   ///< HBM_TO_DDR_MEM_BW
-inline constexpr double kIntraHostBwBytesPerMs = 600.0 * kGiB / 1000.0;    ///< INTRA_NODE_BANDWIDTH
-inline constexpr double kInterHostBwBytesPerMs = 12.5 * kGiB / 1000.0;     ///< CROSS_NODE_BANDWIDTH
-inline constexpr double kBigintBytes = 8.0;                 ///< BIGINT_DTYPE: index bytes
-inline constexpr double kBwdComputeMultiplier = 2.0;        ///< BWD_COMPUTE_MULTIPLIER
-inline constexpr double kBatchedCopyPerfFactor = 2.455;     ///< BATCHED_COPY_PERF_FACTOR (RW/TWRW bwd)
-inline constexpr double kDenseOptimizerTraffic = 9.22;      ///< DP optimizer: table bytes × this / bw_dev (§1.5)
-inline constexpr int kFullBlockEmbDim = 128;                ///< FULL_BLOCK_EMB_DIM
-inline constexpr double kHalfBlockPenalty = 1.15;           ///< dims 64..127
-inline constexpr double kQuarterBlockPenalty = 1.75;        ///< dims below 64
-inline constexpr int kMinCwDim = 128;                       ///< MIN_CW_DIM (min_partition default)
-inline constexpr double kUvmCachingRatio = 0.2;             ///< UVM_CACHING_RATIO (clf default)
-inline constexpr double kUvmKernelBwDivisor = 10.0;         ///< kernel_bw_lookup: UVM bw / 10
-inline constexpr double kDenseKernelBwShare = 0.5;          ///< kernel_bw_lookup: dense at half HBM bw (1.9.2, measured)
+inline constexpr double kHbmMemBwBytesPerMs = 897.0 * kGiB / 1000.0;      ///< HBM_MEM_BW
+inline constexpr double kHbmToDdrMemBwBytesPerMs = 32.0 * kGiB / 1000.0;  ///< HBM_TO_DDR_MEM_BW
+inline constexpr double kIntraHostBwBytesPerMs = 600.0 * kGiB / 1000.0;   ///< INTRA_NODE_BANDWIDTH
+inline constexpr double kInterHostBwBytesPerMs = 12.5 * kGiB / 1000.0;    ///< CROSS_NODE_BANDWIDTH
+inline constexpr double kBigintBytes = 8.0;                               ///< BIGINT_DTYPE: index bytes
+inline constexpr double kBwdComputeMultiplier = 2.0;                      ///< BWD_COMPUTE_MULTIPLIER
+inline constexpr double kBatchedCopyPerfFactor = 2.455;                   ///< BATCHED_COPY_PERF_FACTOR (RW/TWRW bwd)
+inline constexpr double kDenseOptimizerTraffic = 9.22;  ///< DP optimizer: table bytes × this / bw_dev (§1.5)
+inline constexpr int kFullBlockEmbDim = 128;            ///< FULL_BLOCK_EMB_DIM
+inline constexpr double kHalfBlockPenalty = 1.15;       ///< dims 64..127
+inline constexpr double kQuarterBlockPenalty = 1.75;    ///< dims below 64
+inline constexpr int kMinCwDim = 128;                   ///< MIN_CW_DIM (min_partition default)
+inline constexpr double kUvmCachingRatio = 0.2;         ///< UVM_CACHING_RATIO (clf default)
+inline constexpr double kUvmKernelBwDivisor = 10.0;     ///< kernel_bw_lookup: UVM bw / 10
+inline constexpr double kDenseKernelBwShare = 0.5;      ///< kernel_bw_lookup: dense at half HBM bw (1.9.2, measured)
 inline constexpr double kDefaultStorageReservation = 0.15;  ///< HeuristicalStorageReservation(0.15)
 inline constexpr double kKjtReservationCopies = 20.0;       ///< 2 pipelined batches × 10 copies (§1.7)
 inline constexpr std::int64_t kMaxGridProposals = 10000;    ///< GridSearchProposer (§1.9)
@@ -99,10 +99,10 @@ struct PlannerOptions {
   PartitionerKind partitioner = PartitionerKind::kGreedy;
   ProposerSet proposers = ProposerSet::kDefault;
   double storage_reservation = kDefaultStorageReservation;  ///< HBM fraction held back (§1.7)
-  bool reserve_kjt = true;          ///< also hold back the KJT estimate (Heuristical vs FixedPercentage)
-  int min_partition = kMinCwDim;    ///< column-wise block lower bound (§1.4)
-  int greedy_threshold = 0;         ///< GreedyProposer early stop after N non-improving; 0 = never
-  double time_ms = 0.0;             ///< stop proposing after this long (TorchRec's timeout_seconds); 0 = never
+  bool reserve_kjt = true;        ///< also hold back the KJT estimate (Heuristical vs FixedPercentage)
+  int min_partition = kMinCwDim;  ///< column-wise block lower bound (§1.4)
+  int greedy_threshold = 0;       ///< GreedyProposer early stop after N non-improving; 0 = never
+  double time_ms = 0.0;           ///< stop proposing after this long (TorchRec's timeout_seconds); 0 = never
 };
 
 // ---- search space (§1.3–§1.6) ---------------------------------------------------------------------
@@ -127,7 +127,7 @@ struct Storage {
 
 struct OptionShard {
   std::int64_t row_offset = 0;
-  std::int64_t num_rows = 0;   ///< may be 0 (RW/TWRW tails, §1.4); such shards leave the Plan
+  std::int64_t num_rows = 0;  ///< may be 0 (RW/TWRW tails, §1.4); such shards leave the Plan
   int col_offset = 0;
   int num_cols = 0;
   Perf perf;
@@ -136,13 +136,15 @@ struct OptionShard {
 
 /** One (table, sharding type, compute kernel) choice with its shards (TorchRec's ShardingOption). */
 struct ShardingOption {
-  std::size_t table = 0;        ///< index in task.workload.tables
+  std::size_t table = 0;  ///< index in task.workload.tables
   ShardingType type = ShardingType::kTableWise;
   ComputeKernel kernel = ComputeKernel::kFused;
   std::vector<OptionShard> shards;
 
   /// partition_by uniform: shard i on rank i (RW, DP)
-  [[nodiscard]] bool is_uniform() const { return type == ShardingType::kRowWise || type == ShardingType::kDataParallel; }
+  [[nodiscard]] bool is_uniform() const {
+    return type == ShardingType::kRowWise || type == ShardingType::kDataParallel;
+  }
   [[nodiscard]] bool is_host() const { return type == ShardingType::kTableRowWise; }  ///< partition_by host
   [[nodiscard]] double perf_sum_ms() const;
   [[nodiscard]] double perf_max_ms() const;
@@ -174,8 +176,8 @@ struct ShardingOption {
 [[nodiscard]] double kernel_bw_bytes_per_ms(ComputeKernel kernel, const TorchrecTopology& topo);
 
 /** One shard's perf (§1.5) for a table of `table` with `num_cols` columns under `type`/`kernel`. */
-[[nodiscard]] Perf shard_perf(const TableSpec& table, ShardingType type, ComputeKernel kernel,
-                              int num_cols, const TorchrecTopology& topo);
+[[nodiscard]] Perf shard_perf(const TableSpec& table, ShardingType type, ComputeKernel kernel, int num_cols,
+                              const TorchrecTopology& topo);
 
 /** One shard's storage (§1.6, training, pipeline NONE, no optimizer state). */
 [[nodiscard]] Storage shard_storage(const TableSpec& table, ShardingType type, ComputeKernel kernel,
@@ -205,14 +207,12 @@ struct PartitionOutcome {
 };
 
 /** GreedyPerfPartitioner (§1.8); `by_perf` = sort_by PERF instead of STORAGE. */
-[[nodiscard]] PartitionOutcome greedy_partition(const std::vector<const ShardingOption*>& proposal,
-                                                const Task& task, const TorchrecTopology& topo,
-                                                bool by_perf);
+[[nodiscard]] PartitionOutcome greedy_partition(const std::vector<const ShardingOption*>& proposal, const Task& task,
+                                                const TorchrecTopology& topo, bool by_perf);
 
 /** MemoryBalancedPartitioner (§1.8): max_search_count 10, tolerance 0.02. */
-[[nodiscard]] PartitionOutcome memory_balanced_partition(
-    const std::vector<const ShardingOption*>& proposal, const Task& task,
-    const TorchrecTopology& topo);
+[[nodiscard]] PartitionOutcome memory_balanced_partition(const std::vector<const ShardingOption*>& proposal,
+                                                         const Task& task, const TorchrecTopology& topo);
 
 /** NoopPerfModel rating (§1.10): max over ranks of the summed shard perf totals, ms. */
 [[nodiscard]] double rate_partition(const Partition& partition);

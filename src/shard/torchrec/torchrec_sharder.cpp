@@ -4,11 +4,11 @@
 // (§1.9), the best-plan choice (§1.10) and the registration; the estimators and partitioners live
 // in torchrec_estimators.cpp and torchrec_partitioners.cpp (semantics in torchrec_planner.h).
 #include <algorithm>
+#include <chrono>
 #include <numeric>
 #include <optional>
-#include <chrono>
-#include <unordered_set>
 #include <tuple>
+#include <unordered_set>
 
 #include "embshard/core/error.h"
 #include "embshard/core/file_io.h"
@@ -32,7 +32,9 @@ struct ChoiceKey {
   friend bool operator==(const ChoiceKey&, const ChoiceKey&) = default;
 };
 struct ChoiceKeyHash {
-  std::size_t operator()(const ChoiceKey& k) const { return static_cast<std::size_t>(k.a ^ (k.b * 0x9e3779b97f4a7c15ULL)); }
+  std::size_t operator()(const ChoiceKey& k) const {
+    return static_cast<std::size_t>(k.a ^ (k.b * 0x9e3779b97f4a7c15ULL));
+  }
 };
 
 /** splitmix64's finaliser: a bijective mix of 64 bits. */
@@ -59,11 +61,8 @@ std::vector<std::vector<int>> options_by_score(const OptionsByTable& options, bo
   for (std::size_t t = 0; t < options.size(); ++t) {
     sorted[t].resize(options[t].size());
     std::iota(sorted[t].begin(), sorted[t].end(), 0);
-    const auto score = [&](int i) {
-      return use_depth ? options[t][i].perf_max_ms() : options[t][i].perf_sum_ms();
-    };
-    std::stable_sort(sorted[t].begin(), sorted[t].end(),
-                     [&](int a, int b) { return score(a) < score(b); });
+    const auto score = [&](int i) { return use_depth ? options[t][i].perf_max_ms() : options[t][i].perf_sum_ms(); };
+    std::stable_sort(sorted[t].begin(), sorted[t].end(), [&](int a, int b) { return score(a) < score(b); });
   }
   return sorted;
 }
@@ -156,8 +155,7 @@ ShardResult PlanSearch::result() const {
   }
   r.status = out_of_time() ? ShardStatus::kTimeLimit : ShardStatus::kInfeasible;
   r.reason = concat("PlannerError (", storage_shortfall() ? "INSUFFICIENT_STORAGE" : "STRICT_CONSTRAINTS",
-                    "): none of ", proposals_, " proposals partitions; the first failed at ",
-                    first_failure_);
+                    "): none of ", proposals_, " proposals partitions; the first failed at ", first_failure_);
   return r;
 }
 
@@ -186,8 +184,7 @@ void run_grid_search(const OptionsByTable& options, PlanSearch& search) {
  * option; stop when none can advance or, with a threshold, after more than that many ratings in a
  * row that do not improve.
  */
-void run_greedy_proposer(const OptionsByTable& options, bool use_depth, int threshold,
-                         PlanSearch& search) {
+void run_greedy_proposer(const OptionsByTable& options, bool use_depth, int threshold, PlanSearch& search) {
   const auto sorted = options_by_score(options, use_depth);
   std::vector<std::vector<StorageKey>> keys(options.size());
   for (std::size_t t = 0; t < options.size(); ++t) {
@@ -255,8 +252,7 @@ bool has_placeable_option(const std::vector<ShardingOption>& table_options, std:
 }
 
 /** "" or the first table none of whose options fits even an empty rank (names the table). */
-std::string find_unplaceable_table(const Task& task, const OptionsByTable& options,
-                                   const TorchrecTopology& topo) {
+std::string find_unplaceable_table(const Task& task, const OptionsByTable& options, const TorchrecTopology& topo) {
   const std::int64_t hbm = *std::max_element(topo.hbm_cap_bytes.begin(), topo.hbm_cap_bytes.end());
   const std::int64_t ddr = *std::max_element(topo.ddr_cap_bytes.begin(), topo.ddr_cap_bytes.end());
   for (std::size_t t = 0; t < options.size(); ++t) {
@@ -285,13 +281,15 @@ std::string find_unplaceable_table(const Task& task, const OptionsByTable& optio
 std::uint64_t options_bytes(const Task& task, const TorchrecTopology& topo, const PlannerOptions& options) {
   double shards = 0.0;
   for (const TableSpec& table : task.workload.tables) {
-    const int min_partition = table.constraints.min_partition > 0 ? table.constraints.min_partition : options.min_partition;
+    const int min_partition =
+        table.constraints.min_partition > 0 ? table.constraints.min_partition : options.min_partition;
     for (ShardingType type : allowed_sharding_types(task.constraints)) {
       if (!table.constraints.allows(type)) continue;
       const double per_option = type == ShardingType::kRowWise || type == ShardingType::kDataParallel ? topo.world_size
                                 : type == ShardingType::kTableRowWise ? topo.local_world_size
-                                : type == ShardingType::kColumnWise ? table.dim / column_block_width(table.dim, min_partition)
-                                                                    : 1;
+                                : type == ShardingType::kColumnWise
+                                    ? table.dim / column_block_width(table.dim, min_partition)
+                                    : 1;
       shards += per_option * static_cast<double>(allowed_kernels(task.constraints, type).size());
     }
   }
@@ -308,10 +306,10 @@ class TorchrecSharder final : public Sharder {
     infeasible.status = ShardStatus::kInfeasible;
     if (infeasible.reason = find_reservation_error(topo); !infeasible.reason.empty()) return infeasible;
     // Too big to plan in this machine's memory: a status naming the estimate (compare's row says so).
-    infeasible.reason = find_memory_shortfall(
-        options_bytes(task, topo, options_), concat("torchrec: the sharding options of ", task.workload.tables.size(),
-                                                    " tables on ", topo.world_size,
-                                                    " ranks (TorchRec enumerates a shard per rank for row-wise)"));
+    infeasible.reason =
+        find_memory_shortfall(options_bytes(task, topo, options_),
+                              concat("torchrec: the sharding options of ", task.workload.tables.size(), " tables on ",
+                                     topo.world_size, " ranks (TorchRec enumerates a shard per rank for row-wise)"));
     if (!infeasible.reason.empty()) return infeasible;
     // The planner's time_ms (TorchRec's timeout_seconds) or the context's deadline, if sooner.
     std::optional<std::chrono::steady_clock::time_point> deadline = ctx.deadline;
@@ -348,10 +346,9 @@ class TorchrecSharder final : public Sharder {
 PlannerOptions options_from(const Params& p) {
   PlannerOptions o;
   o.formulas = p.get_string("formulas") == "1.4.0a0" ? TorchrecFormulas::k1_4_0a0 : TorchrecFormulas::k1_9_2;
-  o.bandwidths = p.get_string("bandwidths") == "torchrec" ? BandwidthSource::kTorchrec
-                                                          : BandwidthSource::kTask;
-  o.partitioner = p.get_string("partitioner") == "memory_balanced" ? PartitionerKind::kMemoryBalanced
-                                                                   : PartitionerKind::kGreedy;
+  o.bandwidths = p.get_string("bandwidths") == "torchrec" ? BandwidthSource::kTorchrec : BandwidthSource::kTask;
+  o.partitioner =
+      p.get_string("partitioner") == "memory_balanced" ? PartitionerKind::kMemoryBalanced : PartitionerKind::kGreedy;
   o.proposers = p.get_string("proposers") == "greedy" ? ProposerSet::kGreedy : ProposerSet::kDefault;
   o.storage_reservation = p.get_float("storage_reservation");
   o.reserve_kjt = p.get_string("reservation") == "heuristical";
@@ -369,23 +366,62 @@ void register_torchrec(Registry<Sharder>& registry) {
       {"torchrec",
        "TorchRec's planner (torchrec 1.9.2's formulas; 1.4.0a0's as an option): enumerate "
        "TW/CW/RW/TWRW options, perf-model proposals, greedy perf partitioner, lowest max-rank perf wins",
-       {{"formulas", ParamType::kString, "1.9.2", {}, {}, {"1.9.2", "1.4.0a0"},
+       {{"formulas",
+         ParamType::kString,
+         "1.9.2",
+         {},
+         {},
+         {"1.9.2", "1.4.0a0"},
          "1.9.2: pooled outputs min(1, pooling factor) × batch, as released | 1.4.0a0: batch (commit a48cef79)"},
-        {"partitioner", ParamType::kString, "greedy", {}, {}, {"greedy", "memory_balanced"},
+        {"partitioner",
+         ParamType::kString,
+         "greedy",
+         {},
+         {},
+         {"greedy", "memory_balanced"},
          "GreedyPerfPartitioner (sort by storage) | MemoryBalancedPartitioner (HBM cap search)"},
-        {"proposers", ParamType::kString, "default", {}, {}, {"default", "greedy"},
+        {"proposers",
+         ParamType::kString,
+         "default",
+         {},
+         {},
+         {"default", "greedy"},
          "default: grid search (≤10,000 combos), 2 greedy proposers, uniform | greedy: the 2 greedy only"},
-        {"bandwidths", ParamType::kString, "task", {}, {}, {"task", "torchrec"},
+        {"bandwidths",
+         ParamType::kString,
+         "task",
+         {},
+         {},
+         {"task", "torchrec"},
          "task: hbm_gbps/uvm_gbps/intra/inter of the topology | torchrec: its constants (897/32/600/12.5 GiB/s)"},
-        {"storage_reservation", ParamType::kFloat, "0.15", 0.0, 0.99, {},
+        {"storage_reservation",
+         ParamType::kFloat,
+         "0.15",
+         0.0,
+         0.99,
+         {},
          "share of each device's HBM held back (HeuristicalStorageReservation's percentage)"},
-        {"reservation", ParamType::kString, "heuristical", {}, {}, {"heuristical", "fixed_percentage"},
+        {"reservation",
+         ParamType::kString,
+         "heuristical",
+         {},
+         {},
+         {"heuristical", "fixed_percentage"},
          "heuristical also holds back the KJT estimate 20 × 8 bytes × ids per rank; fixed_percentage does not"},
-        {"min_partition", ParamType::kInt, "128", 4, 65536, {},
-         "column-wise block lower bound (MIN_CW_DIM), columns"},
-        {"threshold", ParamType::kInt, "0", 0, 1e9, {},
+        {"min_partition", ParamType::kInt, "128", 4, 65536, {}, "column-wise block lower bound (MIN_CW_DIM), columns"},
+        {"threshold",
+         ParamType::kInt,
+         "0",
+         0,
+         1e9,
+         {},
          "greedy proposers stop after more than this many non-improving plans; 0 = never"},
-        {"time_ms", ParamType::kInt, "0", 0, 1e9, {},
+        {"time_ms",
+         ParamType::kInt,
+         "0",
+         0,
+         1e9,
+         {},
          "stop proposing after this many ms and keep the best plan so far (TorchRec's timeout_seconds; the "
          "context's deadline when sooner); 0 = never, as TorchRec"}}},
       [](const Params& p, const Context&) {
