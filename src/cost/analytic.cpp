@@ -7,11 +7,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/fingerprint_json.h"
 #include "core/json_reader.h"
 #include "embshard/core/error.h"
 #include "embshard/core/file_io.h"
 #include "embshard/core/nnls.h"
-#include "profile/fingerprint_json.h"
 
 namespace embshard {
 namespace {

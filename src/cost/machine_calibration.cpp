@@ -6,6 +6,7 @@
 
 #include "embshard/core/context.h"
 #include "embshard/core/error.h"
+#include "embshard/profile/cost_sample.h"
 
 namespace embshard {
 

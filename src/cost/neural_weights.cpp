@@ -5,12 +5,12 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "core/fingerprint_json.h"
 #include "core/json_reader.h"
 #include "embshard/core/error.h"
 #include "embshard/core/file_io.h"
 #include "embshard/data/features.h"
 #include "nn/nn_json.h"
-#include "profile/fingerprint_json.h"
 
 namespace embshard {
 namespace {

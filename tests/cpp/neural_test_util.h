@@ -8,6 +8,7 @@
 #include "embshard/cost/neural_weights.h"
 #include "embshard/data/random.h"
 #include "embshard/plan/plan.h"
+#include "embshard/profile/cost_sample.h"
 
 namespace embshard::test_util {
 

@@ -68,11 +68,11 @@
 #include <utility>
 #include <vector>
 
+#include "embshard/core/fingerprint.h"
 #include "embshard/cost/breakdown.h"
 #include "embshard/cost/compute_model.h"
 #include "embshard/cost/link_model.h"
 #include "embshard/data/table.h"
-#include "embshard/profile/cost_sample.h"
 
 namespace embshard {
 

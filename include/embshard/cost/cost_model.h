@@ -34,13 +34,13 @@
 #include <string>
 
 #include "embshard/core/context.h"
+#include "embshard/core/fingerprint.h"
 #include "embshard/core/registry.h"
 #include "embshard/cost/breakdown.h"
 #include "embshard/cost/comm_model.h"
 #include "embshard/cost/compute_model.h"
 #include "embshard/data/task.h"
 #include "embshard/plan/plan.h"
-#include "embshard/profile/cost_sample.h"
 
 namespace embshard {
 

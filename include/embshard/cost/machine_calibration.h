@@ -15,7 +15,7 @@
 #include <optional>
 #include <string>
 
-#include "embshard/profile/cost_sample.h"
+#include "embshard/core/fingerprint.h"
 
 namespace embshard {
 

@@ -44,9 +44,9 @@
 #include <string>
 #include <vector>
 
+#include "embshard/core/fingerprint.h"
 #include "embshard/data/table.h"
 #include "embshard/nn/mlp.h"
-#include "embshard/profile/cost_sample.h"
 
 namespace embshard {
 

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "embshard/core/context.h"
+#include "embshard/core/fingerprint.h"
 #include "embshard/profile/measure.h"
 
 namespace embshard {
@@ -38,17 +39,6 @@ inline constexpr int kCostSampleVersion = 1;
 
 enum class SampleKind { kCompute, kComm };
 [[nodiscard]] const char* to_string(SampleKind kind);
-
-/** What makes timings of one machine comparable with another's. */
-struct HardwareFingerprint {
-  std::string device_kind;  ///< "cpu" or the GPU's name
-  std::string cpu_model;    ///< /proc/cpuinfo "model name"
-  int logical_cpus = 0;
-  int threads = 0;  ///< threads the measurement used
-  std::int64_t llc_bytes = 0;
-  std::int64_t memory_bytes = 0;  ///< physical memory (MemTotal)
-  bool operator==(const HardwareFingerprint&) const = default;
-};
 
 /**
  * This machine's fingerprint for a measurement with `threads` threads on `device_kind`.

@@ -1,10 +1,11 @@
 #pragma once
-// The JSON form of a HardwareFingerprint, shared by cost-sample files and neural weight files
-// (private to the library: nlohmann/json stays out of the public headers).
+// The JSON form of a HardwareFingerprint (core/fingerprint.h), shared by cost-sample files,
+// sim coefficient files and neural weight files (private to the library: nlohmann/json stays out
+// of the public headers).
 #include <nlohmann/json.hpp>
 
 #include "core/json_reader.h"
-#include "embshard/profile/cost_sample.h"
+#include "embshard/core/fingerprint.h"
 
 namespace embshard::detail {
 
