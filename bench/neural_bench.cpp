@@ -12,7 +12,7 @@
 
 #include "embshard/cost/cost_model.h"
 #include "embshard/data/pool.h"
-#include "embshard/eval/cost_models.h"
+#include "embshard/eval/cost_model_registry.h"
 #include "embshard/eval/task_gen.h"
 
 namespace {

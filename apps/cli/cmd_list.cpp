@@ -3,7 +3,7 @@
 
 #include "commands.h"
 #include "embshard/data/topology.h"
-#include "embshard/eval/cost_models.h"
+#include "embshard/eval/cost_model_registry.h"
 #include "embshard/eval/task_gen.h"
 #include "embshard/shard/sharder.h"
 #include "verbs.h"

@@ -25,7 +25,7 @@
 #include "embshard/data/task_lookups.h"
 #include "embshard/data/topology.h"
 #include "embshard/eval/compare.h"
-#include "embshard/eval/cost_models.h"
+#include "embshard/eval/cost_model_registry.h"
 #include "embshard/eval/evaluator.h"
 #include "embshard/eval/replan.h"
 #include "embshard/eval/task_gen.h"

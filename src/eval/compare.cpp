@@ -19,7 +19,7 @@
 #include "embshard/core/spec.h"
 #include "embshard/cost/cost_model.h"
 #include "embshard/data/data_io.h"
-#include "embshard/eval/cost_models.h"
+#include "embshard/eval/cost_model_registry.h"
 #include "embshard/shard/sharder.h"
 
 namespace embshard {

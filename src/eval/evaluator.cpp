@@ -11,7 +11,7 @@
 #include "embshard/cost/analytic.h"
 #include "embshard/cost/cost_model.h"
 #include "embshard/cost/link_model.h"
-#include "embshard/eval/cost_models.h"
+#include "embshard/eval/cost_model_registry.h"
 #include "embshard/kernels/cuda_embedding_bag.h"
 #include "eval/measured_model.h"
 

@@ -67,7 +67,7 @@ struct DeviceCalls {
 };
 [[nodiscard]] DeviceCalls device_calls(std::span<const PlacedShard> shards, std::int64_t batch_size);
 
-/** Registers `measured` (eval/cost_models.h): the kernels timed here plus the link model. */
+/** Registers `measured` (eval/cost_model_registry.h): the kernels timed here plus the link model. */
 void register_measured_cost_model(CostModelRegistry& registry);
 
 }  // namespace embshard::detail

@@ -16,7 +16,7 @@
 #include "embshard/core/error.h"
 #include "embshard/core/markup.h"
 #include "embshard/data/data_io.h"
-#include "embshard/eval/cost_models.h"
+#include "embshard/eval/cost_model_registry.h"
 #include "embshard/shard/sharder.h"
 
 namespace embshard {

@@ -16,7 +16,7 @@
 #include "embshard/data/data_io.h"
 #include "embshard/data/random.h"
 #include "embshard/data/topology.h"
-#include "embshard/eval/cost_models.h"
+#include "embshard/eval/cost_model_registry.h"
 #include "embshard/plan/plan.h"
 #include "embshard/plan/plan_io.h"
 #include "embshard/profile/all_to_all.h"

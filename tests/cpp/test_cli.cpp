@@ -18,7 +18,7 @@
 #include "embshard/core/version.h"
 #include "embshard/data/data_io.h"
 #include "embshard/data/topology.h"
-#include "embshard/eval/cost_models.h"
+#include "embshard/eval/cost_model_registry.h"
 #include "embshard/eval/task_gen.h"
 #include "embshard/plan/plan.h"
 #include "embshard/plan/plan_io.h"

@@ -1,4 +1,4 @@
-// Tests of the registry of cost models and judges (eval/cost_models.h): every member's spec
+// Tests of the registry of cost models and judges (eval/cost_model_registry.h): every member's spec
 // builds the same model again, `default` resolves by hardware, the evaluator's judge is a member,
 // and unknown names or keys list what exists.
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 
 #include "embshard/cost/link_model.h"
 #include "embshard/cost/neural_cost.h"
-#include "embshard/eval/cost_models.h"
+#include "embshard/eval/cost_model_registry.h"
 #include "embshard/eval/evaluator.h"
 #include "embshard/shard/sharder.h"
 #include "shard_test_util.h"

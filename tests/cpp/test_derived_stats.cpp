@@ -6,7 +6,7 @@
 #include "embshard/data/derived_stats.h"
 #include "embshard/data/index_batch.h"
 #include "embshard/data/pool.h"
-#include "embshard/eval/cost_models.h"
+#include "embshard/eval/cost_model_registry.h"
 #include "embshard/plan/plan_io.h"
 #include "embshard/shard/sharder.h"
 #include "test_util.h"

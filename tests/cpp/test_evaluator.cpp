@@ -15,7 +15,7 @@
 #include "embshard/data/pool.h"
 #include "embshard/data/topology.h"
 #include "embshard/eval/calibrate.h"
-#include "embshard/eval/cost_models.h"
+#include "embshard/eval/cost_model_registry.h"
 #include "embshard/eval/evaluator.h"
 #include "embshard/kernels/cuda_embedding_bag.h"
 #include "embshard/plan/plan.h"

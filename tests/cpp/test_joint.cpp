@@ -10,7 +10,7 @@
 #include "embshard/cost/link_model.h"
 #include "embshard/data/derived_stats.h"
 #include "embshard/data/random.h"
-#include "embshard/eval/cost_models.h"
+#include "embshard/eval/cost_model_registry.h"
 #include "embshard/plan/plan_io.h"
 #include "embshard/plan/torchrec_export.h"
 #include "embshard/shard/sharder.h"

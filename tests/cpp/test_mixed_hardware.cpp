@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "embshard/data/data_io.h"
-#include "embshard/eval/cost_models.h"
+#include "embshard/eval/cost_model_registry.h"
 #include "embshard/eval/evaluator.h"
 #include "embshard/plan/plan.h"
 #include "embshard/shard/sharder.h"

@@ -9,7 +9,7 @@
 #include "embshard/core/sha256.h"
 #include "embshard/cost/link_model.h"
 #include "embshard/cost/neural_cost.h"
-#include "embshard/eval/cost_models.h"
+#include "embshard/eval/cost_model_registry.h"
 #include "embshard/shard/sharder.h"
 #include "neural_test_util.h"
 #include "plan_test_util.h"

@@ -8,7 +8,7 @@
 #include <limits>
 
 #include "embshard/cost/cost_model.h"
-#include "embshard/eval/cost_models.h"
+#include "embshard/eval/cost_model_registry.h"
 #include "embshard/eval/task_gen.h"
 #include "embshard/shard/sharder.h"
 #include "shard/neuroshard/neuroshard.h"

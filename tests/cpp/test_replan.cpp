@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "embshard/eval/cost_models.h"
+#include "embshard/eval/cost_model_registry.h"
 #include "embshard/eval/replan.h"
 #include "embshard/plan/plan.h"
 #include "embshard/report/replan_report.h"

@@ -14,7 +14,7 @@
 #include "embshard/cost/analytic.h"
 #include "embshard/cost/cost_model.h"
 #include "embshard/data/random.h"
-#include "embshard/eval/cost_models.h"
+#include "embshard/eval/cost_model_registry.h"
 #include "embshard/eval/evaluator.h"
 #include "embshard/plan/plan_io.h"
 #include "embshard/policy/autoshard_policy.h"

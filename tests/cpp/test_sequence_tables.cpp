@@ -14,7 +14,7 @@
 #include "embshard/cost/breakdown.h"
 #include "embshard/cost/compute_model.h"
 #include "embshard/data/data_io.h"
-#include "embshard/eval/cost_models.h"
+#include "embshard/eval/cost_model_registry.h"
 #include "embshard/plan/plan.h"
 #include "shard_test_util.h"
 #include "test_util.h"

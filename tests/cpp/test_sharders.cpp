@@ -7,7 +7,7 @@
 #include "embshard/cost/cost_model.h"
 #include "embshard/data/pool.h"
 #include "embshard/data/random.h"
-#include "embshard/eval/cost_models.h"
+#include "embshard/eval/cost_model_registry.h"
 #include "embshard/shard/sharder.h"
 #include "shard_test_util.h"
 #include "test_util.h"

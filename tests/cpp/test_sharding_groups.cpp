@@ -8,7 +8,7 @@
 #include "embshard/cost/cost_model.h"
 #include "embshard/cost/link_model.h"
 #include "embshard/data/data_io.h"
-#include "embshard/eval/cost_models.h"
+#include "embshard/eval/cost_model_registry.h"
 #include "embshard/eval/evaluator.h"
 #include "embshard/plan/plan_io.h"
 #include "embshard/plan/sharding_groups.h"

@@ -6,7 +6,7 @@
 
 #include "embshard/data/data_io.h"
 #include "embshard/eval/compare.h"
-#include "embshard/eval/cost_models.h"
+#include "embshard/eval/cost_model_registry.h"
 #include "embshard/shard/sharder.h"
 #include "shard_test_util.h"
 #include "test_util.h"

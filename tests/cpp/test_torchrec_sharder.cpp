@@ -11,7 +11,7 @@
 
 #include "embshard/data/pool.h"
 #include "embshard/data/random.h"
-#include "embshard/eval/cost_models.h"
+#include "embshard/eval/cost_model_registry.h"
 #include "embshard/shard/sharder.h"
 #include "shard/torchrec/torchrec_planner.h"
 #include "shard_test_util.h"

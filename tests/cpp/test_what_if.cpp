@@ -8,7 +8,7 @@
 #include <limits>
 
 #include "embshard/data/data_io.h"
-#include "embshard/eval/cost_models.h"
+#include "embshard/eval/cost_model_registry.h"
 #include "embshard/eval/what_if.h"
 #include "embshard/plan/plan.h"
 #include "embshard/report/capacity_report.h"

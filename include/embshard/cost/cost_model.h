@@ -10,7 +10,7 @@
  * may query the two parts directly (one device's shards, one set of dim sums) and assemble with
  * its own caching wrapper around `compute()`.
  *
- * Cost models are plug-ins like sharders: one `CostModelRegistry` (eval/cost_models.h builds it
+ * Cost models are plug-ins like sharders: one `CostModelRegistry` (eval/cost_model_registry.h builds it
  * and `make_cost_model` creates from it) holds every member, each registered by the layer that
  * owns it:
  *
@@ -19,7 +19,7 @@
  *   neural:weights=F,…    neural compute (and, where trained for the task's device count, comm)
  *                         models from a weights file (cost/neural_cost.h)
  *   default               the committed neural weights where they were trained on the task's kind
- *                         of device, else `sim` (resolved in eval/cost_models.cpp)
+ *                         of device, else `sim` (resolved in eval/cost_model_registry.cpp)
  *   measured:impl=…,…     the kernels timed on this machine plus the link model: the judges of
  *                         `eval --backend cpu|reference|cuda` (eval/evaluator.h)
  *

@@ -117,7 +117,7 @@ struct EvalResult {
 [[nodiscard]] std::vector<std::string> eval_backends();
 
 /**
- * The judge `options` describe, as a cost-model spec (eval/cost_models.h): `sim`, or
+ * The judge `options` describe, as a cost-model spec (eval/cost_model_registry.h): `sim`, or
  * `measured:impl=BACKEND,batch=…,warmup=…,repeats=…,flush=…,trim=…,draw=…,remap=…`. Throws
  * Error naming the backends of this build for an unknown or unbuilt backend.
  */

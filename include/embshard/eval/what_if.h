@@ -50,7 +50,7 @@ namespace embshard {
 /** How a changed task is planned and judged. */
 struct WhatIfOptions {
   std::string sharder = "joint";  ///< the sharder spec every changed task is planned with
-  std::string cost = "default";   ///< its cost model (eval/cost_models.h)
+  std::string cost = "default";   ///< its cost model (eval/cost_model_registry.h)
   EvalOptions judge;              ///< how a plan is judged (sim unless said)
 };
 

@@ -1,5 +1,5 @@
-// The registry of cost models and judges (cost_models.h).
-#include "embshard/eval/cost_models.h"
+// The registry of cost models and judges (cost_model_registry.h).
+#include "embshard/eval/cost_model_registry.h"
 
 #include "embshard/cost/neural_cost.h"
 #include "eval/measured_model.h"

@@ -1,6 +1,6 @@
 #pragma once
 /**
- * @file cost_models.h
+ * @file cost_model_registry.h
  * @brief The registry of cost models and judges (cost/cost_model.h lists the members): what
  *        `--cost` of `plan` and `compare`, and the judge of `eval` and `compare`, are built from.
  *
