@@ -17,12 +17,12 @@ namespace {
 
 class AutoShardSharder final : public Sharder {
  public:
-  AutoShardSharder(std::shared_ptr<const AutoShardPolicy> policy, std::string where, bool match_hardware)
-      : policy_(std::move(policy)), where_(std::move(where)), match_hardware_(match_hardware) {}
+  AutoShardSharder(std::shared_ptr<const AutoShardPolicy> policy, std::string policy_path, bool match_hardware)
+      : policy_(std::move(policy)), policy_path_(std::move(policy_path)), match_hardware_(match_hardware) {}
 
   [[nodiscard]] ShardResult shard(const Task& task, CostModel* /*cost*/, const Context& /*ctx*/) const override {
     const AutoShardPolicy& policy = *policy_;
-    if (match_hardware_) check_policy_hardware("autoshard", where_, policy.training, task);
+    if (match_hardware_) check_policy_hardware("autoshard", policy_path_, policy.training, task);
     const AutoShardScorer scorer(policy.net, autoshard_inputs(policy.features, task));
     PlacementState state(task, scorer.order());
     LstmState lstm = policy.net.lstm.zero_state();
@@ -45,8 +45,8 @@ class AutoShardSharder final : public Sharder {
 
  private:
   std::shared_ptr<const AutoShardPolicy> policy_;
-  std::string where_;
-  bool match_hardware_;
+  std::string policy_path_;  ///< the policy file, named in messages
+  bool match_hardware_;      ///< refuse a task on hardware the policy was not trained for
 };
 
 }  // namespace

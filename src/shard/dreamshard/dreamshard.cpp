@@ -15,12 +15,12 @@ namespace {
  */
 class DreamShardSharder final : public Sharder {
  public:
-  DreamShardSharder(std::shared_ptr<const DreamShardPolicy> policy, std::string path, bool any_hardware)
-      : policy_(std::move(policy)), path_(std::move(path)), any_hardware_(any_hardware) {}
+  DreamShardSharder(std::shared_ptr<const DreamShardPolicy> policy, std::string policy_path, bool match_hardware)
+      : policy_(std::move(policy)), policy_path_(std::move(policy_path)), match_hardware_(match_hardware) {}
 
   [[nodiscard]] ShardResult shard(const Task& task, CostModel*, const Context&) const override {
     ShardResult result;
-    if (!any_hardware_) check_policy_hardware("dreamshard", path_, policy_->training, task);
+    if (match_hardware_) check_policy_hardware("dreamshard", policy_path_, policy_->training, task);
     DreamShardEpisode episode(policy_->net, task);
     if (!place_greedily(episode)) {
       result.status = ShardStatus::kInfeasible;
@@ -35,8 +35,8 @@ class DreamShardSharder final : public Sharder {
 
  private:
   std::shared_ptr<const DreamShardPolicy> policy_;
-  std::string path_;
-  bool any_hardware_;
+  std::string policy_path_;  ///< the policy file, named in messages
+  bool match_hardware_;      ///< refuse a task on hardware the policy was not trained for
 };
 
 }  // namespace
@@ -52,7 +52,7 @@ void register_dreamshard(Registry<Sharder>& registry) {
         EMBSHARD_CHECK(!path.empty(), "dreamshard: needs policy=FILE (train one with `embshard train dreamshard`)");
         return std::make_unique<DreamShardSharder>(
             std::make_shared<const DreamShardPolicy>(read_dreamshard_policy(path)), path,
-            p.get_string("hardware") == "any");
+            p.get_string("hardware") == "match");
       });
 }
 
