@@ -44,12 +44,13 @@ fi
 if [ "${EMBSHARD_SKIP_PACKAGE:-0}" != 1 ]; then
   # build/python keeps the package's CMake build, so a second install only rebuilds what changed.
   # pip's verbose output goes to a log; scripts/pip_progress.py shows the compilation's steps.
-  log=$cache/pip-install-$key.log
+  log=$cache/pip-install-$key.$$.log  # one per run: concurrent installs do not share it
   if ! CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)} \
        "$venv/bin/pip" install -v --no-build-isolation . 2>&1 | "$PY" scripts/pip_progress.py "$log"; then
     tail -n 60 "$log" >&2
     echo "setup_python: pip install . failed; its whole output is in $log" >&2
     exit 1
   fi
+  rm -f "$log"
 fi
 echo "$venv/bin/python"

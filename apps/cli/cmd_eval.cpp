@@ -40,7 +40,7 @@ int eval_with_measured_comm(const Task& task, const Plan& plan, const EvalOption
   InputCommOptions input;
   input.mode = parse_input_comm_mode(options.input_comm);
   const std::vector<DeviceTiming> measured = measure_plan_all_to_all(
-      session, eval_batch_size(task, options), device_dim_sums(by_device), comm_options,
+      session, eval_batch_size(task, options), device_output_dims(task, by_device).totals(), comm_options,
       input.mode == InputCommMode::kOmit ? std::vector<double>{} : device_input_bytes(task, by_device, input));
   if (!session.is_root()) return 0;
   report(evaluate_plan(task, plan, options, ctx, measured), task, plan, objective, out);

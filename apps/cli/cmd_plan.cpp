@@ -38,7 +38,12 @@ void add_table_groups(const std::string& text, std::vector<std::vector<std::stri
  */
 std::string with_objective(const std::string& sharder, Objective objective) {
   Spec spec = parse_spec(sharder);
-  if (!sharder_registry().declares(spec.name, "objective")) return sharder;
+  const std::vector<std::string> choices = sharder_registry().choices(spec.name, "objective");
+  if (choices.empty()) return sharder;  // no objective parameter: --objective picks the figure printed
+  std::string allowed;
+  for (const std::string& c : choices) allowed += (allowed.empty() ? "" : " or ") + c;
+  EMBSHARD_CHECK(std::find(choices.begin(), choices.end(), to_string(objective)) != choices.end(), "--objective ",
+                 to_string(objective), ": ", spec.name, " optimises ", allowed);
   for (const auto& [key, value] : spec.pairs) {
     EMBSHARD_CHECK(key != "objective" || value == to_string(objective), "--objective ", to_string(objective),
                    " contradicts the sharder spec's objective=", one_line(value));
@@ -92,7 +97,8 @@ int run_plan(Args& args, const Context& base_ctx) {
   const auto report = args.get("report");
   const std::string format = args.get_or("format", "embshard");
   const std::string device = args.get_or("torchrec-device", "cuda");
-  const std::string module_path = args.get_or("torchrec-module", TorchrecExportOptions{}.module_path);
+  const auto module_given = args.get("torchrec-module");
+  const std::string module_path = module_given.value_or(TorchrecExportOptions{}.module_path);
   const bool explain = args.flag("explain");
   const std::string colocate = args.get_or("colocate", "");
   const std::string separate = args.get_or("separate", "");
@@ -104,6 +110,9 @@ int run_plan(Args& args, const Context& base_ctx) {
                  "'torchrec', got '",
                  format, "'");
   EMBSHARD_CHECK(device == "cuda" || device == "cpu", "--torchrec-device must be 'cuda' or 'cpu'");
+  EMBSHARD_CHECK(!module_given || format == "torchrec",
+                 "--torchrec-module names the module of a TorchRec plan: give "
+                 "it with --format torchrec");
   // A TorchRec plan must be one TorchRec's training path runs: joint keeps to those layouts, and to
   // 1D (DistributedModelParallel's) unless the spec asks for 2D groups (DMPCollection's).
   for (const char* extra : {"torchrec=true", "groups=none"}) {
@@ -131,6 +140,8 @@ int run_plan(Args& args, const Context& base_ctx) {
     TorchrecExportOptions options;
     options.compute_device = device == "cpu" ? TorchrecDevice::kCpu : TorchrecDevice::kCuda;
     options.module_path = module_path == "." ? "" : module_path;
+    const std::string mixed = find_error_in_one_module_export(task);
+    EMBSHARD_CHECK(mixed.empty(), "plan --format torchrec: ", mixed);
     outputs.add(*out, torchrec_plan_json(task, result.plan, options));
   }
   if (report) {  // judged by the sim backend, as `embshard report --task T --plan P` would
@@ -167,11 +178,15 @@ int run_plan(Args& args, const Context& base_ctx) {
     std::printf("%s %.3f under %s; lower bound %.3f (gap %.1f%%)\n", to_string(objective), v, spec.c_str(), b,
                 100.0 * gap_to_bound(v, b));
   };
+  if (objective == Objective::kBalance) {  // a share in (0, 1], best at 1: no lower bound to give
+    std::printf("balance %.3f under %s\n", value, cost->spec().c_str());
+    return 0;
+  }
   if (bound) {
     print_with_bound(value, cost->spec(), *bound);
     return 0;
   }
-  std::printf("%s %.3f under %s (a trained model offers no lower bound)\n", to_string(objective), value,
+  std::printf("%s %.3f under %s (this judge offers no lower bound)\n", to_string(objective), value,
               cost->spec().c_str());
   // Every plan gets a certificate: the same plan under the sim judge, which has a bound.
   const auto sim = make_cost_model("sim", task, ctx);

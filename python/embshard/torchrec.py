@@ -636,7 +636,8 @@ def plan_with_torchrec(task: embshard.Task, *, storage_reservation: float = RESE
     """Plans an embshard task with real TorchRec's EmbeddingShardingPlanner and returns the
     embshard Plan of its ShardingPlan (so the same judge rates it), or raises embshard.Error with
     TorchRec's reason. The task maps onto TorchRec as the `torchrec` sharder maps it
-    (src/shard/torchrec/torchrec_planner.h): an EmbeddingBagCollection on the meta device, one
+    (src/shard/torchrec/torchrec_planner.h): an EmbeddingBagCollection on the meta device (an
+    EmbeddingCollection when every table is a sequence table; a mix is an Error), one
     feature per table with the task's pooling factor, world = devices, local world = devices per
     host, per-rank batch = global / world, per-rank HBM and DDR caps, TorchRec's bandwidth
     constants (or `hbm_mem_bw`, bytes/ms), the task's allowed sharding types, kernel "fused"
@@ -663,11 +664,27 @@ def plan_with_torchrec(task: embshard.Task, *, storage_reservation: float = RESE
     if allowed.get("allow_row_split", True):
         types += ["row_wise", "table_row_wise"]
     kernels = ["dense", "fused"] + (list(UVM_KERNELS) if allowed.get("allow_uvm", False) else [])
-    ebc = EmbeddingBagCollection(device=torch.device("meta"), tables=[
-        EmbeddingBagConfig(name=t["name"], num_embeddings=t["stats"]["num_rows"],
-                           embedding_dim=t["dim"], feature_names=[f"f_{t['name']}"],
-                           data_type=DataType.FP16 if t.get("dtype") == "fp16" else DataType.FP32)
-        for t in tables])
+    sequence = [t["name"] for t in tables if t.get("pooled", True) is False]
+    if sequence and len(sequence) != len(tables):
+        raise Error(f"plan_with_torchrec: the task mixes pooled and sequence tables ({', '.join(sequence[:5])}"
+                    f"{', ...' if len(sequence) > 5 else ''} are sequence tables), which TorchRec keeps in two "
+                    "modules; plan each kind as a task of its own")
+    configs = [dict(name=t["name"], num_embeddings=t["stats"]["num_rows"], embedding_dim=t["dim"],
+                    feature_names=[f"f_{t['name']}"],
+                    data_type=DataType.FP16 if t.get("dtype") == "fp16" else DataType.FP32) for t in tables]
+    if sequence and len({t["dim"] for t in tables}) > 1:
+        raise Error("plan_with_torchrec: TorchRec's EmbeddingCollection needs one embedding dim for every "
+                    f"table; these sequence tables have dims {sorted({t['dim'] for t in tables})}")
+    if sequence:  # an EmbeddingCollection: TorchRec's EC sharder has no table_row_wise
+        from torchrec.distributed.embedding import EmbeddingCollectionSharder
+        from torchrec.modules.embedding_configs import EmbeddingConfig
+        from torchrec.modules.embedding_modules import EmbeddingCollection
+        types = [t for t in types if t != "table_row_wise"]
+        module = EmbeddingCollection(device=torch.device("meta"), tables=[EmbeddingConfig(**c) for c in configs])
+        sharder = EmbeddingCollectionSharder()
+    else:
+        module = EmbeddingBagCollection(device=torch.device("meta"), tables=[EmbeddingBagConfig(**c) for c in configs])
+        sharder = EmbeddingBagCollectionSharder()
     constraints = {t["name"]: ParameterConstraints(
         sharding_types=[s for s in types if s in t.get("constraints", {}).get("sharding_types", types)],
         compute_kernels=kernels, pooling_factors=[t["stats"]["pooling_factor"]]) for t in tables}
@@ -687,7 +704,7 @@ def plan_with_torchrec(task: embshard.Task, *, storage_reservation: float = RESE
         topology=topology, batch_size=max(1, doc["batch_size"] // world), constraints=constraints,
         storage_reservation=HeuristicalStorageReservation(percentage=storage_reservation), **extra)
     try:
-        sharding_plan = planner.plan(ebc, [EmbeddingBagCollectionSharder()])
+        sharding_plan = planner.plan(module, [sharder])
     except PlannerError as e:
         raise Error(f"TorchRec's planner: {str(e).splitlines()[0]}") from None
     mapped = [PlannedTable(t["name"], "", t["name"], [f"f_{t['name']}"], kernels) for t in tables]

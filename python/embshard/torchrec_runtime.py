@@ -111,6 +111,11 @@ def measure(task: embshard.Task, plans: Union[Mapping[str, embshard.Plan], Seque
     the global batch (default the task's), divisible by the ranks; `device`: "cpu" (gloo) or
     "cuda" (NCCL, one GPU per rank); `threads_per_rank` default: the cores over the ranks."""
     named = _named_plans(plans)
+    sequence = [t["name"] for t in json.loads(task.to_json())["tables"] if t.get("pooled", True) is False]
+    if sequence:
+        raise Error(f"embshard.torchrec.measure: tables {', '.join(sequence[:5])}{', ...' if len(sequence) > 5 else ''} "
+                    "are sequence tables (an EmbeddingCollection's); this runtime judge runs an "
+                    "EmbeddingBagCollection only")
     torchrec_version = _check_torchrec()
     world = task.num_devices
     batch = int(task.batch_size if batch_size is None else batch_size)

@@ -6,6 +6,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -125,10 +126,14 @@ std::string read_file(const std::string& path) {
   const std::uintmax_t size = fs::file_size(path, ec);
   EMBSHARD_CHECK(!ec, path, ": cannot read its size (", ec.message(), ")");
   check_fits_in_memory(size, path + ": reading the file");
-  std::string text(static_cast<std::size_t>(size), '\0');  // one allocation, no growth
+  std::string text(static_cast<std::size_t>(size), '\0');  // one allocation for what stat says
   in.read(text.data(), static_cast<std::streamsize>(size));
-  EMBSHARD_CHECK(!in.bad() && in.gcount() == static_cast<std::streamsize>(size), path,
-                 ": read failed (the file changed while it was read?)");
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  // Then to the end: a file that grew since stat (an appended cost-sample file) or one whose size
+  // stat does not know (procfs) is read whole.
+  char chunk[1 << 16];
+  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) text.append(chunk, static_cast<std::size_t>(in.gcount()));
+  EMBSHARD_CHECK(!in.bad(), path, ": read failed");
   return text;
 }
 
@@ -161,17 +166,41 @@ void refuse_if_same_file(const std::vector<NamedPath>& inputs, const std::vector
 
 // ---- resources --------------------------------------------------------------------------------
 
+namespace {
+
+/** The first number in `path` (a cgroup file), or nothing ("max", missing, unreadable). */
+std::optional<std::uint64_t> number_in(const char* path) {
+  std::ifstream in(path);
+  std::uint64_t value = 0;
+  if (in >> value) return value;
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::uint64_t available_memory_bytes() {
   std::ifstream meminfo("/proc/meminfo");
   std::string key;
   std::uint64_t kib = 0;
   std::string unit;
+  std::optional<std::uint64_t> available, swap_free;
   while (meminfo >> key >> kib >> unit) {
-    if (key == "MemAvailable:") return kib * 1024;
+    if (key == "MemAvailable:") available = kib * 1024;
+    if (key == "SwapFree:") swap_free = kib * 1024;
   }
-  const long pages = ::sysconf(_SC_AVPHYS_PAGES);
-  const long page = ::sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) : UINT64_MAX;
+  std::uint64_t bytes = UINT64_MAX;
+  if (available) {
+    bytes = *available + swap_free.value_or(0);  // an allocation may page out: slow, not fatal
+  } else {
+    const long pages = ::sysconf(_SC_AVPHYS_PAGES);
+    const long page = ::sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0) bytes = static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page);
+  }
+  // A container's limit (cgroup v2) ends a process before the machine runs out.
+  const auto limit = number_in("/sys/fs/cgroup/memory.max");
+  const auto used = number_in("/sys/fs/cgroup/memory.current");
+  if (limit && used) bytes = std::min(bytes, *limit > *used ? *limit - *used : 0);
+  return bytes;
 }
 
 std::uint64_t available_disk_bytes(const std::string& path) {

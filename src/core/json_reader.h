@@ -52,8 +52,8 @@ inline constexpr std::size_t kMaxJsonDepth = 128;
  * which nlohmann would otherwise resolve silently by keeping the last value. Nesting deeper than
  * `kMaxJsonDepth` (`<where>: <path>: nested deeper than 128 levels …`) and a document whose
  * parsed form would not fit in memory (`<where>: reading its N JSON values needs about X GiB of
- * memory but Y GiB is available`) are errors too, found by a first pass that allocates nothing
- * per value.
+ * memory but Y GiB is available`) are errors too, found by a first pass that builds no value (it
+ * keeps only the open objects' keys, to find duplicates).
  */
 [[nodiscard]] nlohmann::json parse_json(const std::string& text, const std::string& where);
 

@@ -49,8 +49,9 @@ std::int64_t output_columns(const Task& task, const PlacedShard& p) {
   if (table.pooled) return p.shard.num_cols();
   const double row_share =
       static_cast<double>(p.shard.num_rows()) / static_cast<double>(std::max<std::int64_t>(table.num_rows(), 1));
+  // Rounded up, so no plan's exchange falls below the exact widths the lower bound charges.
   const double width = table.output_width(p.shard.num_cols(), row_share);
-  return width > 0.0 ? std::max<std::int64_t>(1, std::llround(width)) : 0;
+  return static_cast<std::int64_t>(std::ceil(width - 1e-9 * width));
 }
 
 OutputDims device_output_dims(const Task& task, const std::vector<std::vector<PlacedShard>>& by_device) {

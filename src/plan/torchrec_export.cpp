@@ -183,6 +183,15 @@ void write_table(std::ostringstream& out, const Task& task, const TableSpec& spe
 
 const char* to_string(TorchrecDevice device) { return device == TorchrecDevice::kCpu ? "cpu" : "cuda"; }
 
+std::string find_error_in_one_module_export(const Task& task) {
+  const auto sequence = std::count_if(task.workload.tables.begin(), task.workload.tables.end(),
+                                      [](const TableSpec& t) { return !t.pooled; });
+  if (sequence == 0 || sequence == static_cast<std::ptrdiff_t>(task.workload.tables.size())) return "";
+  return "the task has pooled and sequence tables, which TorchRec keeps in two modules (an EmbeddingBagCollection "
+         "and an EmbeddingCollection); a plan file names one module: plan such a model with "
+         "embshard.torchrec.EmbshardPlanner, which keeps each module's path";
+}
+
 std::string torchrec_plan_json(const Task& task, const Plan& plan, const TorchrecExportOptions& options) {
   const std::string error = find_error_in_plan(task, plan);
   EMBSHARD_CHECK(error.empty(), "torchrec export: ", error);

@@ -73,7 +73,7 @@ std::string device_table(const ReplanResult& r) {
 
 std::string replan_chart_svg(const ReplanResult& r) {
   const double left = 64, top = 34, right = 664, bottom = 314;
-  double most_moved = std::isfinite(r.max_move_bytes) ? r.max_move_bytes : 0.0, most_step = 0.0;
+  double most_moved = 0.0, most_step = 0.0;  // the axis spans the points; a budget beyond them is noted
   for (const ReplanPoint& p : r.curve)
     most_moved = std::max(most_moved, p.moved_bytes), most_step = std::max(most_step, p.step_ms);
   const report::Axis x = report::nice_axis(0.0, most_moved > 0 ? most_moved / kGiB : 1.0);
@@ -84,8 +84,11 @@ std::string replan_chart_svg(const ReplanResult& r) {
   svg.x_axis(x, bottom, left, right, top, "GiB moved");
   const auto px = [&](double bytes) { return report::x_of(x, bytes / kGiB, left, right); };
   const auto py = [&](double ms) { return report::y_of(y, ms, top, bottom); };
-  if (std::isfinite(r.max_move_bytes) && r.max_move_bytes <= x.max * kGiB)
+  const bool budget_on_axis = std::isfinite(r.max_move_bytes) && r.max_move_bytes <= x.max * kGiB;
+  if (budget_on_axis)
     svg.line(px(r.max_move_bytes), top, px(r.max_move_bytes), bottom, kBudgetColour, " stroke-dasharray='6 3'");
+  else if (std::isfinite(r.max_move_bytes))
+    svg.text(right, top - 4, "budget " + gib(r.max_move_bytes) + ": beyond every candidate", "end", 11);
   const ReplanPoint* prev = nullptr;
   for (const ReplanPoint& p : r.curve) {  // sorted by bytes moved (replan.h)
     if (is_search(p)) continue;
@@ -105,7 +108,7 @@ std::string replan_chart_svg(const ReplanResult& r) {
   std::vector<std::pair<std::string, std::string>> legend{
       {"curve (kept → from scratch)", kCurveColour}, {"priced search", kSearchColour}, {"chosen", kChosenColour}};
   if (r.kept_fits) legend.emplace_back("kept", kKeptColour);
-  if (std::isfinite(r.max_move_bytes)) legend.emplace_back("budget", kBudgetColour);
+  if (budget_on_axis) legend.emplace_back("budget", kBudgetColour);
   svg.legend(left, bottom + 50, legend);
   return svg.str();
 }
@@ -132,7 +135,8 @@ std::string replan_report_html(const ReplanResult& r) {
           "moved). The blue curve goes from the kept plan to the from-scratch plan (its devices relabelled to "
           "keep the most in place) one table at a time; orange points are joint's searches from the kept plan "
           "with each moved byte priced. The chosen plan is the fastest within the budget (dashed line).</p>\n"
-       << "<figure>" << replan_chart_svg(r) << "</figure>\n<h2>What each device sends and receives</h2>\n"
+       << "<figure>" << replan_chart_svg(r)
+       << "</figure>\n<h2>What each device sends and receives (the chosen plan)</h2>\n"
        << device_table(r) << "<h2>Every candidate</h2>\n"
        << point_table(r);
   return report::page("re-plan: " + r.task_id, body.str());

@@ -374,6 +374,11 @@ TEST_F(Cli, PlanWritesEmbshardAndTorchrecPlans) {
     ASSERT_EQ(r.status, 0) << r.out;
     EXPECT_EQ(nlohmann::json::parse(read_file(path("tr.json")))["plan"].begin().key(), module == "." ? "" : module);
   }
+  r = run_cli("plan --quiet --task " + path("t/000.json") + " --torchrec-module model.ebc");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("--torchrec-module names the module of a TorchRec plan: give it with --format torchrec"),
+            std::string::npos)
+      << r.out;
   r = run_cli("plan --task " + path("t/000.json") + " --sharder sideways");
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.out.find("known: random, greedy, exhaustive"), std::string::npos) << r.out;
@@ -394,6 +399,13 @@ TEST_F(Cli, ObjectiveIsWhatTheSharderOptimises) {
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.out.find("--objective max_sum contradicts the sharder spec's objective=step"), std::string::npos)
       << r.out;
+  r = run_cli("plan --quiet --task " + path("t/000.json") + " --sharder neuroshard --objective balance");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("--objective balance: neuroshard optimises step or max_sum"), std::string::npos) << r.out;
+  r = run_cli("plan --task " + path("t/000.json") + " --objective balance");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("\nbalance "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("lower bound"), std::string::npos) << r.out;  // balance has none (1 is its best)
   r = run_cli("plan --quiet --task " + path("t/000.json") + " --sharder greedy --objective max_sum --out " +
               path("g.json"));
   ASSERT_EQ(r.status, 0) << r.out;
@@ -408,7 +420,7 @@ TEST_F(Cli, APlanUnderATrainedModelStillGetsTheSimJudgesBound) {
   const CliResult r = run_cli("plan --task " + path("t/000.json") + " --sharder greedy");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("under neural:weights=builtin"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("(a trained model offers no lower bound)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(this judge offers no lower bound)"), std::string::npos) << r.out;
   const auto at = r.out.find("under sim:");
   ASSERT_NE(at, std::string::npos) << r.out;
   EXPECT_NE(r.out.find("; lower bound ", at), std::string::npos) << r.out;

@@ -118,7 +118,7 @@ TEST(ReplanReport, ShowsEveryCandidateTheBudgetAndEachDevicesTraffic) {
   EXPECT_NE(html.find("<title>chosen: "), std::string::npos);
   EXPECT_NE(html.find("(10.00% of the tables)"), std::string::npos);
   // One row per device (12 now) in the traffic table, one per candidate in the last.
-  const std::size_t traffic = html.find("<h2>What each device sends and receives</h2>");
+  const std::size_t traffic = html.find("<h2>What each device sends and receives (the chosen plan)</h2>");
   const std::size_t candidates = html.find("<h2>Every candidate</h2>");
   ASSERT_NE(traffic, std::string::npos);
   ASSERT_NE(candidates, std::string::npos);

@@ -16,6 +16,7 @@
 #include "embshard/data/data_io.h"
 #include "embshard/eval/cost_model_registry.h"
 #include "embshard/plan/plan.h"
+#include "embshard/plan/torchrec_export.h"
 #include "shard_test_util.h"
 #include "test_util.h"
 
@@ -37,6 +38,9 @@ Task two_tables(bool first_pooled, bool second_pooled) {
   task.workload.tables[1].pooled = second_pooled;
   return task;
 }
+
+/** A sequence piece's width as the exchange counts it: rounded up (compute_model.h). */
+std::int64_t rounded_up(double width) { return static_cast<std::int64_t>(std::ceil(width - 1e-9 * width)); }
 
 /** Table 0 in two row halves on devices 0 and 1, table 1 whole on device 2. */
 Plan rows_and_whole(const Task& task) {
@@ -79,9 +83,9 @@ TEST(SequenceTables, OutputsScaleWithTheLookupsAndRowPiecesSendNoPartialSums) {
     } else {  // each half sends the lookups its rows serve; the whole table one row per lookup
       EXPECT_EQ(out.partial, (std::vector<std::int64_t>{0, 0, 0, 0}));
       EXPECT_EQ(out.reduced, (std::vector<std::int64_t>{0, 0}));
-      EXPECT_EQ(out.pooled[0], std::llround(16 * t0.stats.pooling_factor * half));
-      EXPECT_EQ(out.pooled[1], std::llround(16 * t0.stats.pooling_factor * (1 - half)));
-      EXPECT_EQ(out.pooled[2], std::llround(16 * t1.stats.pooling_factor));
+      EXPECT_EQ(out.pooled[0], rounded_up(16 * t0.stats.pooling_factor * half));
+      EXPECT_EQ(out.pooled[1], rounded_up(16 * t0.stats.pooling_factor * (1 - half)));
+      EXPECT_EQ(out.pooled[2], rounded_up(16 * t1.stats.pooling_factor));
       EXPECT_GT(t1.stats.pooling_factor, 1.5) << "the test needs tables of several lookups";
     }
     // The sim model's output bytes: B · cols per pooled table, B · cols · lookups per sequence one.
@@ -107,6 +111,46 @@ TEST(SequenceTables, CostMoreToExchangeThanTheSamePooledTablesAndTheBoundFollows
   EXPECT_GT(objective_value(b, Objective::kStep), objective_value(a, Objective::kStep));
   EXPECT_GT(*cost_sequence->lower_bound(sequence, Objective::kStep),
             *cost_pooled->lower_bound(pooled, Objective::kStep));
+}
+
+TEST(SequenceTables, AreExportedToTorchrecOnlyInAModuleOfTheirOwn) {
+  // TorchRec keeps sequence tables in an EmbeddingCollection, pooled ones in an
+  // EmbeddingBagCollection: one module path (the CLI's plan file) cannot hold both; Python's
+  // EmbshardPlanner keys each table by its own module.
+  const TorchrecExportOptions options;
+  EXPECT_NE(find_error_in_one_module_export(two_tables(false, true)).find("the task has pooled and sequence tables"),
+            std::string::npos);
+  EXPECT_EQ(find_error_in_one_module_export(two_tables(true, true)), "");
+  const Task sequence = two_tables(false, false);
+  Plan whole;
+  for (int t = 0; t < 2; ++t) {
+    const TableSpec& spec = sequence.workload.tables[static_cast<std::size_t>(t)];
+    whole.tables.push_back({spec.name, ShardingType::kTableWise, {{t, 0, spec.num_rows(), 0, spec.dim, -1}}});
+  }
+  EXPECT_NE(torchrec_plan_json(sequence, whole, options).find("\"table_wise\""), std::string::npos);
+}
+
+TEST(SequenceTables, ARowPieceCostsNoLessThanTheBoundChargesItsOutput) {
+  // Widths of sequence pieces are rounded up: four tables of 16 columns and 1.03 lookups per sample
+  // (16.48 values), each whole on its own device, balanced — the plan meets the averaging floor
+  // except for the rounding, which must never take it below the bound.
+  static constexpr int kDims[] = {16};
+  Task task = test_util::pool_task(4, "v100:gpus_per_node=4", 1, kDims);
+  task.workload.batch_size = 8192;
+  Plan plan;
+  int device = 0;
+  for (TableSpec& t : task.workload.tables) {
+    t.pooled = false;
+    t.stats = task.workload.tables[0].stats;  // identical tables
+    t.stats.pooling_factor = 1.03;
+    plan.tables.push_back({t.name, ShardingType::kTableWise, {{device++, 0, t.num_rows(), 0, t.dim, -1}}});
+  }
+  const auto cost = make_cost_model("sim", task);
+  for (const Objective o : {Objective::kStep, Objective::kMaxSum}) {
+    EXPECT_GE(objective_value(cost->estimate(task, plan, quiet()), o) * (1 + 1e-12), *cost->lower_bound(task, o));
+  }
+  const OutputDims out = device_output_dims(task, shards_by_device(task, plan));
+  EXPECT_EQ(out.pooled, (std::vector<std::int64_t>{17, 17, 17, 17}));  // 16.48 rounded up
 }
 
 }  // namespace

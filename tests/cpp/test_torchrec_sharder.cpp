@@ -380,14 +380,19 @@ TEST(TorchrecSharder, ASequenceTableOutputsARowPerLookup) {
   Task task = hand_task({table("t", 128, 1000, 3.0)}, "v100:gpus_per_node=4", 1024);
   tr::PlannerOptions options;
   options.bandwidths = tr::BandwidthSource::kTorchrec;
-  const auto comms_ms = [&](bool pooled) {
+  const auto comms_ms = [&](bool pooled, ShardingType type) {
     task.workload.tables[0].pooled = pooled;
-    return tr::shard_perf(task.workload.tables[0], ShardingType::kTableWise, tr::ComputeKernel::kFused, 128,
+    return tr::shard_perf(task.workload.tables[0], type, tr::ComputeKernel::kFused, 128,
                           tr::make_torchrec_topology(task, options))
         .fwd_comms_ms;
   };
-  EXPECT_NEAR(comms_ms(true), 524288.0 / tr::kIntraHostBwBytesPerMs, 1e-15);
-  EXPECT_NEAR(comms_ms(false), 1572864.0 / tr::kIntraHostBwBytesPerMs, 1e-15);
+  EXPECT_NEAR(comms_ms(true, ShardingType::kTableWise), 524288.0 / tr::kIntraHostBwBytesPerMs, 1e-15);
+  EXPECT_NEAR(comms_ms(false, ShardingType::kTableWise), 1572864.0 / tr::kIntraHostBwBytesPerMs, 1e-15);
+  // Row-wise, each of the W shards serves I' = I / W = 192 ids and outputs them: 192·4·128·4 =
+  // 393,216 bytes (pooled: O = B = 256 partial sums, 524,288). Table-row-wise on one host alike.
+  EXPECT_NEAR(comms_ms(true, ShardingType::kRowWise), 524288.0 / tr::kIntraHostBwBytesPerMs, 1e-15);
+  EXPECT_NEAR(comms_ms(false, ShardingType::kRowWise), 393216.0 / tr::kIntraHostBwBytesPerMs, 1e-15);
+  EXPECT_NEAR(comms_ms(false, ShardingType::kTableRowWise), 393216.0 / tr::kIntraHostBwBytesPerMs, 1e-15);
   EXPECT_EQ(plan_task("torchrec", task, nullptr, quiet()).status, ShardStatus::kOk);
 }
 

@@ -114,7 +114,7 @@ def main():
     replan_page = out / "replan.html"
     run(cli, "replan", "--quiet", "--task", str(grown_task), "--from", str(old_plan), "--max-move", "25%",
         "--report", str(replan_page))
-    check_report(browser, replan_page, 1, ["GiB moved", "What each device sends and receives", "Every candidate"],
+    check_report(browser, replan_page, 1, ["GiB moved", "What each device sends and receives (the chosen plan)", "Every candidate"],
                  out / "replan.png", profile)
     samples = out / "compute.jsonl"
     run(cli, "profile", "compute", "--quiet", "--samples", "15", "--batch", "64", "--repeats", "1",

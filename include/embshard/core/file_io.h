@@ -62,7 +62,8 @@ struct NamedPath {
  */
 void refuse_if_same_file(const std::vector<NamedPath>& inputs, const std::vector<NamedPath>& outputs);
 
-/** Bytes of memory available to a new allocation (/proc/meminfo MemAvailable; sysconf fallback). */
+/** Bytes of memory available to a new allocation: /proc/meminfo's MemAvailable plus SwapFree
+ *  (sysconf's free pages without it), capped by the container's cgroup v2 limit less its use. */
 [[nodiscard]] std::uint64_t available_memory_bytes();
 
 /** Bytes free for an unprivileged writer on the file system that would hold `path` (statvfs). */

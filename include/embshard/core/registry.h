@@ -80,12 +80,13 @@ class Registry {
     return out;
   }
 
-  /** Whether the plug-in `name` declares the parameter `param` (an unknown name is an error). */
-  [[nodiscard]] bool declares(const std::string& name, const std::string& param) const {
+  /** The values the plug-in `name` allows for its parameter `param`: empty when it declares no
+   *  such parameter or allows any value (an unknown name is an error). */
+  [[nodiscard]] std::vector<std::string> choices(const std::string& name, const std::string& param) const {
     for (const ParamSpec& p : entry(name).info.params) {
-      if (p.name == param) return true;
+      if (p.name == param) return p.choices;
     }
-    return false;
+    return {};
   }
 
   [[nodiscard]] std::vector<RegistryEntryInfo> list() const {

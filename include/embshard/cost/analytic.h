@@ -33,7 +33,7 @@
  * A copy of a data-parallel table (plan/plan.h) on one of N devices serves b = 1/N of the batch:
  * L_t becomes b · L_t, U_t the distinct rows of a random b of the bags, U_t · (1 − (1 − b)^(L_t/U_t))
  * (each distinct row, looked up L_t/U_t times on average, is missed by all of them with
- * probability (1 − b)^(L_t/U_t)), output_bytes b · B · cols · 4, and its backward is dense: the
+ * probability (1 − b)^(L_t/U_t)), output_bytes b · B · cols · o_t · 4, and its backward is dense: the
  * whole table's gradient and optimizer update, update_bytes = 9.22 · rows · r_t (the traffic of
  * TorchRec's estimator for a data-parallel table's optimizer, table bytes × 9.22). Copies run as
  * their device's second fused call: `calls` counts 1 for the device's shards and 1 for its copies.

@@ -50,8 +50,8 @@ struct PlacedShard {
 /**
  * The columns `shard` puts into the output exchange (comm_model.h `OutputDims`): its columns for
  * a pooled table; for a sequence table its output values per sample (`TableSpec::output_width`:
- * columns × the lookups per sample its rows serve), rounded to a whole number and at least 1, so
- * at most one value per sample off.
+ * columns × the lookups per sample its rows serve), rounded up to a whole number: at most one
+ * value per sample more, never less (the lower bound charges the exact widths).
  */
 [[nodiscard]] std::int64_t output_columns(const Task& task, const PlacedShard& shard);
 

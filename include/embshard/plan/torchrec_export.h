@@ -64,6 +64,10 @@ struct TorchrecExportOptions {
   TorchrecDevice compute_device = TorchrecDevice::kCuda;
 };
 
+/** "" when every table of `task` can live in the one module a plan file names (all pooled, or all
+ *  sequence tables); else why not (TorchRec keeps the two kinds in two modules). */
+[[nodiscard]] std::string find_error_in_one_module_export(const Task& task);
+
 /** The TorchRec plan JSON of `plan` on `task` (ends with a newline); throws Error (see above). */
 [[nodiscard]] std::string torchrec_plan_json(const Task& task, const Plan& plan, const TorchrecExportOptions& options);
 

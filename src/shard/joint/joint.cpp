@@ -914,7 +914,7 @@ class Search {
       const TableSpec& s = spec(t);
       if (!may_replicate(task_, s) || state_.in_placement_group(t)) continue;  // a copy is on every device
       const auto gradient = static_cast<double>(s.weight_bytes());
-      bytes[0] = static_cast<double>(task_.workload.batch_size) * 4.0 * s.dim;
+      bytes[0] = static_cast<double>(task_.workload.batch_size) * 4.0 * s.output_width(s.dim);
       const double out_ms = exchange_ms(task_.topology, bytes)[0] - latency;
       bytes[0] = static_cast<double>(s.stats.num_indices) * 8.0;
       const double in_ms = exchange_ms(task_.topology, bytes)[0] - latency;

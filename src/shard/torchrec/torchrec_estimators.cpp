@@ -44,15 +44,18 @@ double block_usage_penalty(int num_cols) {
 struct BatchShape {
   double inputs = 0.0;   ///< I, ids per rank
   double outputs = 0.0;  ///< O, pooled rows per rank
+  bool pooled = true;    ///< false: a sequence table, whose shards output their own inputs (O = I')
+  /** O of a shard that serves `shard_inputs` ids per rank (I / W row-wise, I / L table-row-wise). */
+  [[nodiscard]] double outputs_of(double shard_inputs) const { return pooled ? outputs : shard_inputs; }
 };
 
 BatchShape batch_shape(const TableSpec& table, const TorchrecTopology& topo) {
   const double inputs = table.stats.pooling_factor * topo.batch_size_per_rank;
-  if (!table.pooled) return {inputs, inputs};  // a sequence table: O = I (an output row per id)
+  if (!table.pooled) return {inputs, inputs, false};  // a sequence table: O = I (an output row per id)
   const double pooled = topo.formulas == TorchrecFormulas::k1_9_2
                             ? std::min(1.0, table.stats.pooling_factor) * topo.batch_size_per_rank
                             : topo.batch_size_per_rank;
-  return {inputs, pooled};
+  return {inputs, pooled, true};
 }
 
 /** TW / CW shard (§1.5): the shard serves the whole global batch (× W). */
@@ -77,7 +80,7 @@ Perf row_wise_perf(const BatchShape& b, int num_cols, double elem_bytes, double 
   const double shard_inputs = b.inputs / w;
   const double input_bytes = std::ceil(shard_inputs * w * kBigintBytes);
   const double lookup_bytes = shard_inputs * w * num_cols * elem_bytes;
-  const double output_bytes = b.outputs * w * num_cols * elem_bytes;
+  const double output_bytes = b.outputs_of(shard_inputs) * w * num_cols * elem_bytes;
   const double rs_bw = comms_bw_bytes_per_ms(w, topo.local_world_size, topo);
   Perf p;
   p.fwd_compute_ms = (input_bytes + lookup_bytes + output_bytes) / bw_dev;
@@ -95,10 +98,11 @@ Perf table_row_wise_perf(const BatchShape& b, int num_cols, double elem_bytes, d
   const double shard_inputs = b.inputs / l;
   const double input_bytes = std::ceil(shard_inputs * w * kBigintBytes);
   const double lookup_bytes = shard_inputs * w * num_cols * elem_bytes;
-  const double output_bytes = b.outputs * w * num_cols * elem_bytes;
+  const double outputs = b.outputs_of(shard_inputs);
+  const double output_bytes = outputs * w * num_cols * elem_bytes;
   const double intra_ms = output_bytes / comms_bw_bytes_per_ms(l, l, topo);
   const double inter_ms =
-      w > l ? b.outputs * (w / l) * num_cols * elem_bytes / comms_bw_bytes_per_ms(w / l, 1, topo) : 0.0;
+      w > l ? outputs * (w / l) * num_cols * elem_bytes / comms_bw_bytes_per_ms(w / l, 1, topo) : 0.0;
   Perf p;
   p.fwd_compute_ms = (input_bytes + lookup_bytes + output_bytes) / bw_dev;
   p.fwd_comms_ms = intra_ms + inter_ms;
@@ -146,12 +150,16 @@ std::int64_t io_buffer_bytes(const TableSpec& table, ShardingType type, const Op
   const BatchShape b = batch_shape(table, topo);
   const double w = topo.world_size;
   const double e = bytes_per_element(table.dtype);
-  const std::int64_t output = ceil_bytes(b.outputs * w * shard.num_cols * e);
+  const auto output = [&](double shard_inputs) {
+    return ceil_bytes(b.outputs_of(shard_inputs) * w * shard.num_cols * e);
+  };
   switch (type) {
     case ShardingType::kTableWise:
-    case ShardingType::kColumnWise: return ceil_bytes(b.inputs * w * kBigintBytes) + output;
-    case ShardingType::kRowWise: return shard.num_rows == 0 ? 0 : ceil_bytes(b.inputs * kBigintBytes) + output;
-    case ShardingType::kTableRowWise: return ceil_bytes(b.inputs / topo.local_world_size * w * kBigintBytes) + output;
+    case ShardingType::kColumnWise: return ceil_bytes(b.inputs * w * kBigintBytes) + output(b.inputs);
+    case ShardingType::kRowWise:
+      return shard.num_rows == 0 ? 0 : ceil_bytes(b.inputs * kBigintBytes) + output(b.inputs / w);
+    case ShardingType::kTableRowWise:
+      return ceil_bytes(b.inputs / topo.local_world_size * w * kBigintBytes) + output(b.inputs / topo.local_world_size);
     case ShardingType::kDataParallel:  // its own rank's samples only
       return ceil_bytes(b.inputs * kBigintBytes) + ceil_bytes(b.outputs * shard.num_cols * e);
     case ShardingType::kGridShard: break;  // not enumerated (allowed_sharding_types)
@@ -327,6 +335,7 @@ std::vector<std::vector<ShardingOption>> enumerate_options(const Task& task, con
         table.constraints.min_partition > 0 ? table.constraints.min_partition : options.min_partition;
     for (ShardingType type : types) {
       if (!table.constraints.allows(type)) continue;
+      if (!table.pooled && type == ShardingType::kTableRowWise) continue;  // TorchRec's EC sharder has none
       for (ComputeKernel kernel : allowed_kernels(task.constraints, type)) {
         if (!table.constraints.allow_uvm &&
             (kernel == ComputeKernel::kFusedUvm || kernel == ComputeKernel::kFusedUvmCaching))

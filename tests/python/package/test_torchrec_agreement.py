@@ -46,3 +46,40 @@ def test_real_torchrec_plans_with_its_dynamic_programming_proposer_too(torchrec)
     assert embshard.evaluate(task, plan).step_ms > 0
     with pytest.raises(embshard.Error, match="proposer 'fastest' is not one of default, dynamic_programming"):
         plan_with_torchrec(task, proposer="fastest")
+
+
+def test_sequence_tables_are_planned_as_real_torchrec_plans_an_embedding_collection(torchrec):
+    """Every table a sequence table (TorchRec's EmbeddingCollection, O = I): the port chooses the
+    sharding type real TorchRec's planner chooses for every table, none of them table_row_wise
+    (the EC sharder has none); a task mixing both kinds is refused by name."""
+    import json
+
+    from embshard.torchrec import plan_with_torchrec
+
+    compared = identical = 0
+    for index in range(4):
+        doc = json.loads(embshard.Task.generate("neuroshard:devices=4,max_dim=64", seed=4244, index=index).to_json())
+        for t in doc["tables"]:  # an EmbeddingCollection's tables share one dim
+            t["pooled"], t["dim"] = False, 32
+        doc["topology"] = {"preset": "v100:gpus_per_node=4,hbm_gib=32"}  # room for their outputs' buffers
+        task = embshard.Task.from_json(json.dumps(doc))
+        ours = embshard.plan(task, "torchrec:bandwidths=torchrec")
+        try:
+            real = plan_with_torchrec(task)
+        except embshard.Error:
+            continue
+        if not ours.ok:
+            continue
+        compared += 1
+        a, b = layout(ours), layout(real)
+        assert {k: v[0] for k, v in a.items()} == {k: v[0] for k, v in b.items()}, index
+        assert "table_row_wise" not in {v[0] for v in a.values()}
+        identical += a == b
+    assert compared >= 3, "too few tasks planned by both to compare"
+    assert identical >= compared - 1, (identical, compared)
+    doc["tables"][0]["dim"] = 64
+    with pytest.raises(embshard.Error, match="needs one embedding dim for every table"):
+        plan_with_torchrec(embshard.Task.from_json(json.dumps(doc)))
+    doc["tables"][0]["pooled"], doc["tables"][0]["dim"] = True, 32
+    with pytest.raises(embshard.Error, match="mixes pooled and sequence tables"):
+        plan_with_torchrec(embshard.Task.from_json(json.dumps(doc)))
