@@ -127,6 +127,10 @@ int run_plan(Args& args, const Context& base_ctx) {
   Task task = read_task_file(task_path);
   add_table_groups(colocate, task.constraints.groups.colocate);
   add_table_groups(separate, task.constraints.groups.separate);
+  if (format == "torchrec") {  // before planning: the file could not hold the plan
+    const std::string mixed = find_error_in_one_module_export(task);
+    EMBSHARD_CHECK(mixed.empty(), "plan --format torchrec: ", mixed);
+  }
   const auto cost = make_cost_model(cost_spec, task, ctx);
   const ShardResult result = plan_task(sharder, task, cost.get(), ctx);
   if (result.status != ShardStatus::kOk) {
@@ -140,8 +144,6 @@ int run_plan(Args& args, const Context& base_ctx) {
     TorchrecExportOptions options;
     options.compute_device = device == "cpu" ? TorchrecDevice::kCpu : TorchrecDevice::kCuda;
     options.module_path = module_path == "." ? "" : module_path;
-    const std::string mixed = find_error_in_one_module_export(task);
-    EMBSHARD_CHECK(mixed.empty(), "plan --format torchrec: ", mixed);
     outputs.add(*out, torchrec_plan_json(task, result.plan, options));
   }
   if (report) {  // judged by the sim backend, as `embshard report --task T --plan P` would

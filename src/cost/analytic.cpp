@@ -178,8 +178,7 @@ SimFeatures sim_device_features(const Task& task, std::span<const PlacedShard> s
     t.stats = spec.stats;
     t.cols = p.shard.num_cols();
     t.bytes_per_element = bytes_per_element(spec.dtype);
-    t.row_share =
-        static_cast<double>(p.shard.num_rows()) / static_cast<double>(std::max<std::int64_t>(spec.num_rows(), 1));
+    t.row_share = spec.row_share(p.shard.num_rows());
     t.hbm_rows = p.shard.hbm_rows < 0 ? -1 : p.shard.hbm_rows;
     t.replicas = p.replicas;
     t.pooled = spec.pooled;

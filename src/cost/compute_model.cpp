@@ -47,10 +47,8 @@ bool outputs_partial_sums(const Task& task, const PlacedShard& p) {
 std::int64_t output_columns(const Task& task, const PlacedShard& p) {
   const TableSpec& table = task.workload.tables[static_cast<std::size_t>(p.table)];
   if (table.pooled) return p.shard.num_cols();
-  const double row_share =
-      static_cast<double>(p.shard.num_rows()) / static_cast<double>(std::max<std::int64_t>(table.num_rows(), 1));
   // Rounded up, so no plan's exchange falls below the exact widths the lower bound charges.
-  const double width = table.output_width(p.shard.num_cols(), row_share);
+  const double width = table.output_width(p.shard.num_cols(), table.row_share(p.shard.num_rows()));
   return static_cast<std::int64_t>(std::ceil(width - 1e-9 * width));
 }
 

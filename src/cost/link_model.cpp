@@ -215,9 +215,7 @@ InputCommOptions input_comm_options(const Params& params) {
 double shard_input_bytes(const Task& task, const PlacedShard& p, const InputCommOptions& options) {
   if (p.is_replica()) return 0.0;  // its own device's samples: nothing crosses a link
   const TableSpec& spec = task.workload.tables[static_cast<std::size_t>(p.table)];
-  const double row_share =
-      static_cast<double>(p.shard.num_rows()) / static_cast<double>(std::max<std::int64_t>(spec.num_rows(), 1));
-  const double lookups = row_share * static_cast<double>(spec.stats.num_indices);
+  const double lookups = spec.row_share(p.shard.num_rows()) * static_cast<double>(spec.stats.num_indices);
   return lookups * options.index_bytes + static_cast<double>(task.workload.batch_size) * options.length_bytes;
 }
 

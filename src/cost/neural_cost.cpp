@@ -112,8 +112,7 @@ class NeuralComputeModel final : public ComputeModel {
     auto it = encodings_.find(key);
     if (it != encodings_.end()) return it->second;
     const TableSpec& spec = task.workload.tables[static_cast<std::size_t>(p.table)];
-    const double row_share =
-        static_cast<double>(p.shard.num_rows()) / static_cast<double>(std::max<std::int64_t>(spec.num_rows(), 1));
+    const double row_share = spec.row_share(p.shard.num_rows());
     try {
       return encodings_.emplace(key, encode_table(net_, table_features(spec.stats, key.cols, row_share))).first->second;
     } catch (const Error& e) {

@@ -49,6 +49,13 @@ class Cli : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  /** One NeuroShard task of 4 devices and dims up to 16 (seed 0), written as `dir`/000.json. */
+  void write_small_task(const std::string& dir) const {
+    ASSERT_EQ(
+        run_cli("task gen --quiet --protocol neuroshard --devices 4 --max-dim 16 --count 1 --seed 0 --out " + path(dir))
+            .status,
+        0);
+  }
   fs::path dir_;
 };
 
@@ -293,10 +300,7 @@ TEST_F(Cli, TaskGenFromAStatisticsFile) {
 }
 
 TEST_F(Cli, CheckAcceptsAValidPlanAndNamesTheProblemOfABadOne) {
-  ASSERT_EQ(
-      run_cli("task gen --quiet --protocol neuroshard --devices 4 --max-dim 16 --count 1 --seed 0 --out " + path("t"))
-          .status,
-      0);
+  ASSERT_NO_FATAL_FAILURE(write_small_task("t"));
   const Task task = read_task_file(path("t/000.json"));
   std::vector<int> devices;
   for (std::size_t i = 0; i < task.workload.tables.size(); ++i) devices.push_back(static_cast<int>(i % 4));
@@ -312,10 +316,7 @@ TEST_F(Cli, CheckAcceptsAValidPlanAndNamesTheProblemOfABadOne) {
 }
 
 TEST_F(Cli, EvalJudgesAPlanAndRejectsWhatDoesNotFit) {
-  ASSERT_EQ(
-      run_cli("task gen --quiet --protocol neuroshard --devices 4 --max-dim 16 --count 1 --seed 0 --out " + path("t"))
-          .status,
-      0);
+  ASSERT_NO_FATAL_FAILURE(write_small_task("t"));
   const Task task = read_task_file(path("t/000.json"));
   Plan plan = plan_task("greedy:balance=size", task, nullptr, Context{}).plan;
   write_plan_file(path("p.json"), plan);
@@ -352,10 +353,7 @@ TEST_F(Cli, EvalJudgesAPlanAndRejectsWhatDoesNotFit) {
 }
 
 TEST_F(Cli, PlanWritesEmbshardAndTorchrecPlans) {
-  ASSERT_EQ(
-      run_cli("task gen --quiet --protocol neuroshard --devices 4 --max-dim 16 --count 1 --seed 0 --out " + path("t"))
-          .status,
-      0);
+  ASSERT_NO_FATAL_FAILURE(write_small_task("t"));
   CliResult r = run_cli("plan --task " + path("t/000.json") + " --sharder greedy:balance=dim --out " + path("p.json"));
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("lower bound"), std::string::npos) << r.out;
@@ -387,10 +385,7 @@ TEST_F(Cli, PlanWritesEmbshardAndTorchrecPlans) {
 TEST_F(Cli, ObjectiveIsWhatTheSharderOptimises) {
   // --objective reaches a sharder that takes one (issue 29: it only changed what was printed);
   // a spec naming another objective is an error; sharders without one keep their own aim.
-  ASSERT_EQ(
-      run_cli("task gen --quiet --protocol neuroshard --devices 4 --max-dim 16 --count 1 --seed 0 --out " + path("t"))
-          .status,
-      0);
+  ASSERT_NO_FATAL_FAILURE(write_small_task("t"));
   CliResult r = run_cli("plan --quiet --task " + path("t/000.json") + " --objective max_sum --out " + path("p.json"));
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(read_plan_file(path("p.json")).provenance.sharder.find("objective=max_sum"), std::string::npos);
@@ -570,10 +565,7 @@ TEST_F(Cli, TrainCostWritesWeightsThePlannerUsesOrSaysItIsNotBuilt) {
   EXPECT_EQ(read_plan_file(path("p.json")).provenance.cost_model,
             "neural:weights=" + path("m.json") +
                 ",comm=auto,hardware=match,input_comm=exposed,index_bytes=8,length_bytes=4,exchanges=fused");
-  ASSERT_EQ(
-      run_cli("task gen --quiet --protocol neuroshard --devices 4 --max-dim 16 --count 1 --seed 0 --out " + path("g"))
-          .status,
-      0);
+  ASSERT_NO_FATAL_FAILURE(write_small_task("g"));
   r = run_cli("plan --task " + path("g/000.json") + " --sharder neuroshard --cost neural:weights=" + path("m.json"));
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.out.find("measured on 'cpu' devices"), std::string::npos) << r.out;

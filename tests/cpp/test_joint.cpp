@@ -596,13 +596,19 @@ void expect_state_matches_estimate(const Task& whole, const std::string& cost_sp
   check("after a removal and re-insertion");
 }
 
-TEST(JointState, ObjectiveIsTheEvaluatorsOnSmallAndLargeTopologies) {
+/** 200 pool tables of dims 8, 32 and 128 on `topology` at batch 65,536, every plan fitting. */
+Task state_task(const char* topology) {
   static constexpr int kDims[] = {8, 32, 128};
+  Task task = test_util::pool_task(200, topology, 3, kDims);
+  task.workload.batch_size = 65536;
+  for (Device& d : task.topology.devices) d.hbm_bytes = std::int64_t{1} << 40;
+  return task;
+}
+
+TEST(JointState, ObjectiveIsTheEvaluatorsOnSmallAndLargeTopologies) {
   for (const char* topology :
        {"v100:gpus_per_node=8", "a100:nodes=16,gpus_per_node=8", "v100:nodes=8,gpus_per_node=8"}) {
-    Task task = test_util::pool_task(200, topology, 3, kDims);
-    task.workload.batch_size = 65536;
-    for (Device& d : task.topology.devices) d.hbm_bytes = std::int64_t{1} << 40;
+    const Task task = state_task(topology);
     for (const char* spec : {"sim", "sim:input_comm=omit", "sim:input_comm=overlap", "sim:exchanges=per_type",
                              "sim:input_comm=omit,exchanges=per_type", "sim:input_comm=overlap,exchanges=per_type"}) {
       expect_state_matches_estimate(task, spec, 7);
@@ -613,12 +619,9 @@ TEST(JointState, ObjectiveIsTheEvaluatorsOnSmallAndLargeTopologies) {
 TEST(JointState, ObjectiveIsTheEvaluatorsWithSequenceTables) {
   // A third of the tables sequence tables: their outputs, per lookup, in the state's incremental
   // sums as in the evaluator's, small and large (the fast path).
-  static constexpr int kDims[] = {8, 32, 128};
   for (const char* topology : {"v100:gpus_per_node=8", "a100:nodes=16,gpus_per_node=8"}) {
-    Task task = test_util::pool_task(200, topology, 3, kDims);
-    task.workload.batch_size = 65536;
+    Task task = state_task(topology);
     for (std::size_t t = 0; t < task.workload.tables.size(); t += 3) task.workload.tables[t].pooled = false;
-    for (Device& d : task.topology.devices) d.hbm_bytes = std::int64_t{1} << 40;
     for (const char* spec : {"sim", "sim:input_comm=overlap", "sim:exchanges=per_type"})
       expect_state_matches_estimate(task, spec, 7);
   }
@@ -627,14 +630,11 @@ TEST(JointState, ObjectiveIsTheEvaluatorsWithSequenceTables) {
 TEST(JointState, ObjectiveIsTheEvaluatorsOnMixedHardware) {
   // Half the devices as fast as H100s, half as A100s (data/topology.h mixed hardware), small and
   // large (the fast path): every device costed in its own terms, the same in the search.
-  static constexpr int kDims[] = {8, 32, 128};
   for (const char* topology : {"h100:nodes=2,gpus_per_node=4", "h100:nodes=16,gpus_per_node=8"}) {
-    Task task = test_util::pool_task(200, topology, 3, kDims);
-    task.workload.batch_size = 65536;
+    Task task = state_task(topology);
     const Topology slow = make_topology("a100");
     for (std::size_t d = 0; d < task.topology.devices.size(); ++d) {
       Device& dev = task.topology.devices[d];
-      dev.hbm_bytes = std::int64_t{1} << 40;
       if (d >= task.topology.devices.size() / 2)
         dev.hbm_gbps = slow.devices[0].hbm_gbps, dev.uvm_gbps = slow.devices[0].uvm_gbps;
     }

@@ -21,6 +21,7 @@
  * row-wise Adagrad (one value per row), 1 for Adagrad, 2 for Adam (two moments). `shard_bytes`
  * is the one definition; plans, the validator and every sharder's memory check use it.
  */
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string>
@@ -155,6 +156,10 @@ struct TableSpec {
    * `cols` when pooled; `cols` × pooling_factor × `row_share` for a sequence table (a row range
    * serves that share of the lookups, as the sim model assumes: cost/analytic.h).
    */
+  /** The share of the table's rows that `rows` of them are (0 rows of an empty table: 0). */
+  [[nodiscard]] double row_share(std::int64_t rows) const {
+    return static_cast<double>(rows) / static_cast<double>(std::max<std::int64_t>(num_rows(), 1));
+  }
   [[nodiscard]] double output_width(int cols, double row_share = 1.0) const {
     return pooled ? cols : cols * stats.pooling_factor * row_share;
   }
