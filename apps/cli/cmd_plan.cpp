@@ -130,6 +130,11 @@ int run_plan(Args& args, const Context& base_ctx) {
   if (format == "torchrec") {  // before planning: the file could not hold the plan
     const std::string mixed = find_error_in_one_module_export(task);
     EMBSHARD_CHECK(mixed.empty(), "plan --format torchrec: ", mixed);
+    const bool sequence = !task.workload.tables.empty() && !task.workload.tables.front().pooled;
+    EMBSHARD_CHECK(module_given || !sequence,
+                   "plan --format torchrec: the task's tables are sequence tables, an EmbeddingCollection, which "
+                   "the default module (torchrec.models.dlrm.DLRM's EmbeddingBagCollection) is not: give its path in "
+                   "your model with --torchrec-module FQN ('.' when the collection is the model)");
   }
   const auto cost = make_cost_model(cost_spec, task, ctx);
   const ShardResult result = plan_task(sharder, task, cost.get(), ctx);

@@ -106,9 +106,9 @@ std::vector<VerbDoc> make_docs() {
          "embshard | torchrec (the ShardingPlan JSON embshard.torchrec.load_sharding_plan reads)"},
         {"torchrec-device", "D", "cuda", "with --format torchrec: cuda | cpu"},
         {"torchrec-module", "FQN", "sparse_arch.embedding_bag_collection",
-         "with --format torchrec: the path of the EmbeddingBagCollection in the model given to "
-         "DistributedModelParallel (torchrec.models.dlrm.DLRM's by default; '.' when the collection itself is the "
-         "model)"},
+         "with --format torchrec: the path of the EmbeddingBagCollection (or, for sequence tables, the "
+         "EmbeddingCollection: then required) in the model given to DistributedModelParallel "
+         "(torchrec.models.dlrm.DLRM's by default; '.' when the collection itself is the model)"},
         {"explain", "", "",
          "per table, its placement and what the best single change of it would cost (docs/what_if.md)"},
         {"colocate", "'A,B;C,D'", "",

@@ -169,22 +169,42 @@ const std::array<const char*, kNumSimFeatures>& sim_feature_names() {
   return names;
 }
 
+namespace {
+
+SimTable sim_table(const Task& task, const PlacedShard& p) {
+  const TableSpec& spec = task.workload.tables[static_cast<std::size_t>(p.table)];
+  SimTable t;
+  t.stats = spec.stats;
+  t.cols = p.shard.num_cols();
+  t.bytes_per_element = bytes_per_element(spec.dtype);
+  t.row_share = spec.row_share(p.shard.num_rows());
+  t.hbm_rows = p.shard.hbm_rows < 0 ? -1 : p.shard.hbm_rows;
+  t.replicas = p.replicas;
+  t.pooled = spec.pooled;
+  return t;
+}
+
+}  // namespace
+
 SimFeatures sim_device_features(const Task& task, std::span<const PlacedShard> shards, std::int64_t cache_bytes) {
   std::vector<SimTable> tables;
   tables.reserve(shards.size());
-  for (const PlacedShard& p : shards) {
-    const TableSpec& spec = task.workload.tables[static_cast<std::size_t>(p.table)];
-    SimTable t;
-    t.stats = spec.stats;
-    t.cols = p.shard.num_cols();
-    t.bytes_per_element = bytes_per_element(spec.dtype);
-    t.row_share = spec.row_share(p.shard.num_rows());
-    t.hbm_rows = p.shard.hbm_rows < 0 ? -1 : p.shard.hbm_rows;
-    t.replicas = p.replicas;
-    t.pooled = spec.pooled;
-    tables.push_back(std::move(t));
-  }
+  for (const PlacedShard& p : shards) tables.push_back(sim_table(task, p));
   return sim_features(tables, task.workload.batch_size, cache_bytes);
+}
+
+DeviceCompute sim_sequence_output_ms(const SimHardware& hardware, const Task& task,
+                                     std::span<const PlacedShard> shards) {
+  std::vector<SimTable> sequence;
+  for (const PlacedShard& p : shards)
+    if (!task.workload.tables[static_cast<std::size_t>(p.table)].pooled) sequence.push_back(sim_table(task, p));
+  if (sequence.empty()) return {};
+  const SimFeatures as_sequence = sim_features(sequence, task.workload.batch_size, hardware.cache_bytes);
+  for (SimTable& t : sequence) t.pooled = true;
+  const SimFeatures as_pooled = sim_features(sequence, task.workload.batch_size, hardware.cache_bytes);
+  SimFeatures extra{};
+  extra[kOutputBytes] = as_sequence[kOutputBytes] - as_pooled[kOutputBytes];
+  return {sim_pass_ms(hardware.fw, extra), sim_pass_ms(hardware.bw, extra)};
 }
 
 SimFeatures sim_features(std::span<const SimTable> tables, std::int64_t batch_size, std::int64_t cache_bytes) {

@@ -7,6 +7,7 @@
 #include "embshard/core/context.h"
 #include "embshard/core/error.h"
 #include "embshard/core/spec.h"
+#include "embshard/cost/analytic.h"
 #include "embshard/cost/link_model.h"
 
 namespace embshard {
@@ -59,15 +60,19 @@ std::string hardware_mismatch(const NeuralWeights& w, const Task& task, bool use
 
 class NeuralComputeModel final : public ComputeModel {
  public:
-  NeuralComputeModel(std::shared_ptr<const NeuralWeights> weights, std::string where)
-      : weights_(std::move(weights)), net_(*weights_->compute), where_(std::move(where)) {}
+  /** `sequence_rate`: what a sequence table's extra output rows cost (sim_sequence_output_ms). */
+  NeuralComputeModel(std::shared_ptr<const NeuralWeights> weights, std::string where, SimHardware sequence_rate)
+      : weights_(std::move(weights)), net_(*weights_->compute), where_(std::move(where)),
+        sequence_rate_(std::move(sequence_rate)) {}
 
   [[nodiscard]] std::string spec() const override { return "neural"; }
   [[nodiscard]] CostSource source() const override { return CostSource::kModelled; }
   [[nodiscard]] std::string detail() const override {
     return detail::concat("neural compute model ", where_, " (", net_.training.num_samples, " ", net_.training.backend,
                           " samples at batch ", net_.training.batch_size, " on ", net_.training.fingerprint.cpu_model,
-                          ", ", net_.training.fingerprint.llc_bytes >> 20, " MiB last-level cache)");
+                          ", ", net_.training.fingerprint.llc_bytes >> 20,
+                          " MiB last-level cache; a sequence table's extra output rows at sim's output-byte rate, ",
+                          sequence_rate_.name, ")");
   }
 
   [[nodiscard]] bool costs_replicas() const override { return false; }
@@ -88,8 +93,10 @@ class NeuralComputeModel final : public ComputeModel {
       const std::vector<float>& e = encoding(task, p);
       for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += e[i];
     }
+    // Trained on pooled kernels: a sequence table's output rows beyond one per sample are added.
     const ComputePrediction y = predict_from_encoding(net_, sum);
-    return {y.fw_ms, y.bw_ms};
+    const DeviceCompute extra = sim_sequence_output_ms(sequence_rate_, task, shards);
+    return {std::max(0.0, y.fw_ms + extra.fw_ms), std::max(0.0, y.bw_ms + extra.bw_ms)};
   }
 
  private:
@@ -123,6 +130,7 @@ class NeuralComputeModel final : public ComputeModel {
   std::shared_ptr<const NeuralWeights> weights_;
   const ComputeNet& net_;
   std::string where_;
+  SimHardware sequence_rate_;
   const Task* task_ = nullptr;
   std::unordered_map<Key, std::vector<float>, KeyHash> encodings_;
 };
@@ -206,7 +214,7 @@ std::unique_ptr<CostModel> build(std::shared_ptr<const NeuralWeights> weights, c
     EMBSHARD_CHECK(problem.empty(), "neural: ", where, ": ", problem);
     warn_if_calibrated_elsewhere(weights->compute->training.fingerprint, "the neural models in " + where, ctx);
   }
-  auto compute = std::make_unique<NeuralComputeModel>(weights, where);
+  auto compute = std::make_unique<NeuralComputeModel>(weights, where, sim_hardware_for(task.topology));
   const InputCommOptions input = input_comm_options(params);
   std::unique_ptr<CommModel> comm =
       neural_comm ? std::unique_ptr<CommModel>(std::make_unique<NeuralCommModel>(weights, where, input))

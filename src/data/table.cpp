@@ -42,6 +42,11 @@ bool TableConstraints::allows(ShardingType type) const {
   return false;
 }
 
+bool TableSpec::allows(ShardingType type) const {
+  const bool sequence_runs = type != ShardingType::kTableRowWise && type != ShardingType::kGridShard;
+  return constraints.allows(type) && (pooled || sequence_runs);
+}
+
 std::int64_t TableSpec::shard_bytes(std::int64_t rows, std::int64_t cols) const {
   const std::int64_t weights = rows * cols * bytes_per_element(dtype);
   switch (optimizer) {

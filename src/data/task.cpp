@@ -1,5 +1,6 @@
 #include "embshard/data/task.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -43,6 +44,11 @@ std::string find_error_in_table_constraints(const TableSpec& t, const Constraint
     return at +
            ": constraints.sharding_types allows only types the task's constraints forbid "
            "(allow_column_split / allow_row_split)";
+  if (!t.pooled && !c.sharding_types.empty() &&
+      std::none_of(c.sharding_types.begin(), c.sharding_types.end(), [&](ShardingType type) { return t.allows(type); }))
+    return at +
+           ": constraints.sharding_types allows only types a sequence table (pooled: false) cannot take: "
+           "TorchRec's EmbeddingCollection runs table_wise, column_wise, row_wise and data_parallel";
   return "";
 }
 
@@ -80,7 +86,7 @@ std::string find_error_in_groups(const Task& task, const std::string& where) {
       if (!colocated.emplace(t, g).second)
         return at + name + ": table '" + one_line(t) + "' is already in " +
                describe_placement_group("colocate", colocated[t], groups.colocate[colocated[t]]);
-      if (!tables[t]->constraints.allows(ShardingType::kTableWise))
+      if (!tables[t]->allows(ShardingType::kTableWise))
         return at + name + ": table '" + one_line(t) + "' does not allow table_wise, which colocated tables take";
     }
   }

@@ -44,6 +44,7 @@ std::vector<ShardTableSpec> MeasuredShards::specs(const Task& task, std::span<co
     const auto t = static_cast<std::size_t>(p.table);
     const TableSpec& table = task.workload.tables[t];
     ShardTableSpec spec{models_[t], p.shard.num_cols(), table.dtype, p.shard.row_begin, p.shard.row_end};
+    spec.pooled = table.pooled;
     if (p.shard.hbm_rows >= 0 && p.shard.hbm_rows < p.shard.num_rows()) {
       spec.hbm_rows = p.shard.hbm_rows;
       spec.remap = std::make_shared<const RowRemap>(
@@ -68,16 +69,16 @@ namespace {
 /**
  * About the most a fused call of `shards` at `batch` holds at once (profile/shard_timer.h): each
  * table's drawn batch (int64 indices and offsets), the int32 indices kept for the shard, and the
- * fp32 output and its gradient. Checked before measuring, so a batch too big is an error with the
- * estimate, not std::bad_alloc.
+ * fp32 output and its gradient (a sequence table's: a row per lookup, TableSpec::output_width). Checked before
+ * measuring, so a batch too big is an error with the estimate, not std::bad_alloc.
  */
 std::uint64_t fused_call_bytes(const Task& task, std::span<const PlacedShard> shards, std::int64_t batch) {
   double bytes = 0.0;
   for (const PlacedShard& p : shards) {
     const TableSpec& table = task.workload.tables[static_cast<std::size_t>(p.table)];
     const double lookups = table.stats.pooling_factor * static_cast<double>(batch);
-    bytes += lookups * (8 + 4) + static_cast<double>(batch) * (8 + 8) +
-             static_cast<double>(batch) * p.shard.num_cols() * 4 * 2;
+    const double width = table.output_width(p.shard.num_cols(), table.row_share(p.shard.num_rows()));
+    bytes += lookups * (8 + 4) + static_cast<double>(batch) * (8 + 8) + static_cast<double>(batch) * width * 4 * 2;
   }
   return bytes >= 1.8e19 ? UINT64_MAX : static_cast<std::uint64_t>(bytes);
 }

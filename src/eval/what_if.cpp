@@ -126,7 +126,7 @@ std::string capacity_verdict(const CapacityCurve& c) {
 
 /** The fewest bytes of one table some device must hold under its constraints (file comment). */
 double smallest_piece_bytes(const Task& task, const TableSpec& t) {
-  const auto allows = [&](ShardingType type) { return t.constraints.allows(type) && task.constraints.allows(type); };
+  const auto allows = [&](ShardingType type) { return t.allows(type) && task.constraints.allows(type); };
   const double size = static_cast<double>(t.size_bytes());
   const double n = task.topology.num_devices();
   if (allows(ShardingType::kRowWise) || allows(ShardingType::kTableRowWise) || allows(ShardingType::kGridShard))

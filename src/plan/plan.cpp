@@ -300,7 +300,12 @@ std::string constraint_violation(const Task& task, const Plan& plan,
   for (const TablePlacement& tp : plan.tables) {
     const auto it = index.find(tp.table);
     if (it == index.end()) continue;
-    const TableConstraints& c = task.workload.tables[it->second].constraints;
+    const TableSpec& spec = task.workload.tables[it->second];
+    const TableConstraints& c = spec.constraints;
+    if (c.allows(tp.type) && !spec.allows(tp.type))
+      return table_prefix(tp.table) + " is " + to_string(tp.type) +
+             ", which TorchRec's EmbeddingCollection does not run for a sequence table (pooled: false); it takes "
+             "table_wise, column_wise, row_wise or data_parallel";
     if (!c.allows(tp.type)) {
       std::string allowed;
       for (ShardingType t : c.sharding_types) allowed += (allowed.empty() ? "" : ", ") + std::string(to_string(t));
@@ -408,7 +413,7 @@ std::string find_error_in_plan(const Task& task, const Plan& plan) {
 }
 
 bool may_replicate(const Task& task, const TableSpec& table) {
-  if (task.topology.num_devices() <= 1 || !table.constraints.allows(ShardingType::kDataParallel)) return false;
+  if (task.topology.num_devices() <= 1 || !table.allows(ShardingType::kDataParallel)) return false;
   const std::int64_t bytes = table.shard_bytes(table.num_rows(), table.dim);
   return std::all_of(task.topology.devices.begin(), task.topology.devices.end(),
                      [&](const Device& d) { return bytes <= d.hbm_bytes; });

@@ -50,8 +50,8 @@ std::vector<std::size_t> one_device_copies(const Task& task) {
   std::vector<std::size_t> copies;
   if (task.topology.num_devices() != 1) return copies;
   for (std::size_t t = 0; t < task.workload.tables.size(); ++t) {
-    const TableConstraints& c = task.workload.tables[t].constraints;
-    if (c.allows(ShardingType::kDataParallel) && !c.allows(ShardingType::kTableWise)) copies.push_back(t);
+    const TableSpec& table = task.workload.tables[t];
+    if (table.allows(ShardingType::kDataParallel) && !table.allows(ShardingType::kTableWise)) copies.push_back(t);
   }
   return copies;
 }

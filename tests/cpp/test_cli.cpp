@@ -382,6 +382,34 @@ TEST_F(Cli, PlanWritesEmbshardAndTorchrecPlans) {
   EXPECT_NE(r.out.find("known: random, greedy, exhaustive"), std::string::npos) << r.out;
 }
 
+TEST_F(Cli, ATorchrecPlanOfSequenceTablesNamesItsEmbeddingCollection) {
+  // DLRM's module is an EmbeddingBagCollection: writing sequence tables under it would give DMP a
+  // plan for a module that is not theirs. Mixed tasks are refused too (one module per file).
+  ASSERT_NO_FATAL_FAILURE(write_small_task("t"));
+  Task task = read_task_file(path("t/000.json"));
+  for (TableSpec& t : task.workload.tables) t.pooled = false;
+  write_task_file(path("seq.json"), task);
+  CliResult r = run_cli("plan --quiet --task " + path("seq.json") + " --format torchrec --out " + path("tr.json"));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("the task's tables are sequence tables, an EmbeddingCollection"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(path("tr.json")));
+  r = run_cli("plan --quiet --task " + path("seq.json") + " --format torchrec --torchrec-module model.ec --out " +
+              path("tr.json"));
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto tr = nlohmann::json::parse(read_file(path("tr.json")));
+  EXPECT_EQ(tr["plan"].begin().key(), "model.ec");
+  for (const auto& [table, entry] : tr["plan"]["model.ec"].items()) {
+    const std::string type = entry["sharding_type"];
+    EXPECT_TRUE(type == "table_wise" || type == "column_wise" || type == "row_wise" || type == "data_parallel")
+        << table << ": " << type;
+  }
+  task.workload.tables.front().pooled = true;
+  write_task_file(path("mixed.json"), task);
+  r = run_cli("plan --quiet --task " + path("mixed.json") + " --format torchrec --torchrec-module model.ec");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("the task has pooled and sequence tables"), std::string::npos) << r.out;
+}
+
 TEST_F(Cli, ObjectiveIsWhatTheSharderOptimises) {
   // --objective reaches a sharder that takes one (issue 29: it only changed what was printed);
   // a spec naming another objective is an error; sharders without one keep their own aim.

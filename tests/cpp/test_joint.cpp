@@ -75,7 +75,8 @@ Plan random_split_plan(const Task& task, Rng& rng, bool copies = true) {
       plan.tables.push_back(tp);
       continue;
     }
-    if (n >= 4 && t.dim >= 8 && t.num_rows() >= 2 && rng.below(5) == 0) {  // a 2 × 2 grid, uneven cuts
+    if (t.allows(ShardingType::kGridShard) && n >= 4 && t.dim >= 8 && t.num_rows() >= 2 &&
+        rng.below(5) == 0) {  // a 2 × 2 grid
       tp.type = ShardingType::kGridShard;
       const int col = 4 * (1 + static_cast<int>(rng.below(static_cast<std::uint64_t>(t.dim / 4 - 1))));
       for (int c = 0; c < 2; ++c) {

@@ -13,10 +13,14 @@
 #include "embshard/cost/analytic.h"
 #include "embshard/cost/breakdown.h"
 #include "embshard/cost/compute_model.h"
+#include "embshard/cost/neural_cost.h"
 #include "embshard/data/data_io.h"
+#include "embshard/data/task_lookups.h"
 #include "embshard/eval/cost_model_registry.h"
 #include "embshard/plan/plan.h"
 #include "embshard/plan/torchrec_export.h"
+#include "embshard/profile/shard_timer.h"
+#include "embshard/shard/sharder.h"
 #include "shard_test_util.h"
 #include "test_util.h"
 
@@ -151,6 +155,134 @@ TEST(SequenceTables, ARowPieceCostsNoLessThanTheBoundChargesItsOutput) {
   }
   const OutputDims out = device_output_dims(task, shards_by_device(task, plan));
   EXPECT_EQ(out.pooled, (std::vector<std::int64_t>{17, 17, 17, 17}));  // 16.48 rounded up
+}
+
+TEST(SequenceTables, TakeOnlyTheTypesTorchrecsEmbeddingCollectionRuns) {
+  Task task = two_tables(false, true);
+  const TableSpec& sequence = task.workload.tables[0];
+  for (const ShardingType type :
+       {ShardingType::kTableWise, ShardingType::kColumnWise, ShardingType::kRowWise, ShardingType::kDataParallel}) {
+    EXPECT_TRUE(sequence.allows(type)) << to_string(type);
+  }
+  for (const ShardingType type : {ShardingType::kTableRowWise, ShardingType::kGridShard}) {
+    EXPECT_FALSE(sequence.allows(type)) << to_string(type);
+    EXPECT_TRUE(task.workload.tables[1].allows(type)) << "pooled: " << to_string(type);
+  }
+  // check refuses a table-row-wise sequence table, naming the table and what it may take.
+  const std::int64_t half = sequence.num_rows() / 2;
+  Plan plan = rows_and_whole(task);
+  plan.tables[0].type = ShardingType::kTableRowWise;
+  plan.tables[0].shards[1].row_begin = half;
+  const std::string error = find_error_in_plan(task, plan);
+  EXPECT_NE(error.find("is table_row_wise, which TorchRec's EmbeddingCollection does not run for a sequence table"),
+            std::string::npos)
+      << error;
+  plan.tables[0].type = ShardingType::kRowWise;
+  EXPECT_EQ(find_error_in_plan(task, plan), "");
+  // A sequence table whose constraints leave it no type it can take is a bad task.
+  task.workload.tables[0].constraints.sharding_types = {ShardingType::kTableRowWise};
+  const std::string bad = find_error_in_task(task, "t.json");
+  EXPECT_NE(bad.find("allows only types a sequence table (pooled: false) cannot take"), std::string::npos) << bad;
+}
+
+TEST(SequenceTables, NoSharderChoosesATypeTheyCannotTake) {
+  // Two hosts: table_row_wise (one host's rows) is on offer for pooled tables, and joint's row
+  // pieces landing on one host would be typed so. Every plan must be one `check` accepts.
+  static constexpr int kDims[] = {32, 64, 128};
+  int row_pieces = 0;
+  for (std::uint64_t seed = 1; seed <= 3; ++seed) {
+    Task task = test_util::pool_task(24, "v100:nodes=2,gpus_per_node=2", seed, kDims);
+    for (TableSpec& t : task.workload.tables) t.pooled = false;
+    const auto cost = make_cost_model("sim", task);
+    for (const std::string spec : {"joint", "joint:torchrec=true", "torchrec", "greedy"}) {
+      const ShardResult r = plan_task(spec, task, cost.get(), quiet(seed));
+      ASSERT_EQ(r.status, ShardStatus::kOk) << spec << ": " << r.reason;
+      EXPECT_EQ(find_error_in_plan(task, r.plan), "") << spec << " seed " << seed;
+      for (const TablePlacement& tp : r.plan.tables) {
+        EXPECT_NE(tp.type, ShardingType::kTableRowWise) << spec << " " << tp.table;
+        EXPECT_NE(tp.type, ShardingType::kGridShard) << spec << " " << tp.table;
+        row_pieces += tp.type == ShardingType::kRowWise ? 1 : 0;
+      }
+    }
+  }
+  EXPECT_GT(row_pieces, 0) << "no sharder split a table by rows: the test checks nothing";
+}
+
+/** The six tables of most lookups per sample among 40 of the pool, on two CPU devices; the first
+ *  `sequence` of them sequence tables. */
+Task cpu_task(int sequence) {
+  static constexpr int kDims[] = {8, 16, 32};
+  Task task = test_util::pool_task(40, "cpu:devices=2", 3, kDims);
+  std::vector<TableSpec>& tables = task.workload.tables;
+  std::sort(tables.begin(), tables.end(),
+            [](const TableSpec& a, const TableSpec& b) { return a.stats.pooling_factor > b.stats.pooling_factor; });
+  tables.resize(6);
+  for (int t = 0; t < sequence; ++t) task.workload.tables[static_cast<std::size_t>(t)].pooled = false;
+  return task;
+}
+
+TEST(SequenceTables, TheNeuralModelAddsTheirExtraOutputRowsAtSimsRate) {
+  if (builtin_weights_text().empty()) GTEST_SKIP() << "built without the default neural weights";
+  const Task pooled = cpu_task(0);
+  const Task sequence = cpu_task(6);
+  const ShardResult planned = plan_task("greedy:balance=lookup", pooled, nullptr, quiet());
+  ASSERT_EQ(planned.status, ShardStatus::kOk) << planned.reason;
+  const auto a =
+      make_cost_model("neural:weights=builtin,hardware=any", pooled)->estimate(pooled, planned.plan, quiet());
+  const auto b =
+      make_cost_model("neural:weights=builtin,hardware=any", sequence)->estimate(sequence, planned.plan, quiet());
+  const auto by_device = shards_by_device(sequence, planned.plan);
+  const SimHardware rate = sim_hardware_for(sequence.topology);
+  for (std::size_t d = 0; d < by_device.size(); ++d) {
+    EXPECT_EQ(sim_sequence_output_ms(rate, pooled, by_device[d]).fw_ms, 0.0);
+    const DeviceCompute extra = sim_sequence_output_ms(rate, sequence, by_device[d]);
+    EXPECT_GT(extra.fw_ms, 0.0) << "device " << d;
+    EXPECT_NEAR(b.devices[d].fw_comp_ms - a.devices[d].fw_comp_ms, extra.fw_ms, 1e-9);
+    EXPECT_NEAR(b.devices[d].bw_comp_ms - a.devices[d].bw_comp_ms, extra.bw_ms, 1e-9);
+  }
+}
+
+TEST(SequenceTables, AreTimedOnTheKernelsAsABagPerLookup) {
+  // FBGEMM's sequence TBE is the pooled kernel with one index per bag: a sequence table is timed
+  // as a call of its own that writes a row per lookup, drawing the same lookups as pooled.
+  const Task task = cpu_task(0);
+  const std::vector<PoolTable> models = task_lookup_models(task);
+  const auto specs = [&](bool first_pooled) {
+    std::vector<ShardTableSpec> out;
+    for (std::size_t t = 0; t < 3; ++t) {
+      ShardTableSpec spec{models[t], task.workload.tables[t].dim};
+      spec.pooled = t != 0 || first_pooled;
+      out.push_back(spec);
+    }
+    return out;
+  };
+  const std::int64_t batch = 64;
+  const ShardTimer pooled(specs(true), batch, 7, kernels::EmbeddingBagImpl::kReference);
+  ShardTimer sequence(specs(false), batch, 7, kernels::EmbeddingBagImpl::kReference);
+  EXPECT_EQ(sequence.num_lookups(), pooled.num_lookups());
+  for (std::size_t t = 0; t < 3; ++t) {
+    const auto p = pooled.table_lookups(t);
+    const auto s = sequence.table_lookups(t);
+    EXPECT_TRUE(std::equal(p.begin(), p.end(), s.begin(), s.end())) << "table " << t;
+    EXPECT_EQ(pooled.output_rows(t), batch);
+  }
+  EXPECT_EQ(sequence.output_rows(0), static_cast<std::int64_t>(sequence.table_lookups(0).size()));
+  EXPECT_GT(sequence.output_rows(0), batch) << "a table of more than one lookup per sample";
+  EXPECT_EQ(sequence.output_rows(1), batch);
+  MeasureOptions once;
+  once.warmup = 0;
+  once.repeats = 1;
+  once.flush_cache = false;
+  const ShardTiming timing = sequence.measure(once);
+  EXPECT_GT(timing.fw.median_ms, 0.0);
+  EXPECT_GT(timing.bw.median_ms, 0.0);
+  // The measured judge passes the table's kind on (eval/measured_model.cpp).
+  const Task mixed = cpu_task(3);
+  const ShardResult planned = plan_task("greedy:balance=lookup", mixed, nullptr, quiet());
+  ASSERT_EQ(planned.status, ShardStatus::kOk) << planned.reason;
+  const auto judge = make_cost_model("measured:impl=reference,batch=64,warmup=0,repeats=1,flush=false", mixed);
+  const CostBreakdown measured = judge->estimate(mixed, planned.plan, quiet());
+  for (const auto& d : measured.devices) EXPECT_GT(d.fw_comp_ms, 0.0);
 }
 
 }  // namespace

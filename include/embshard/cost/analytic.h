@@ -122,6 +122,16 @@ struct SimTable {
                                               std::int64_t cache_bytes);
 [[nodiscard]] double sim_pass_ms(const SimCoefficients& coefficients, const SimFeatures& features);
 /**
+ * What `shards` cost beyond the same shards of pooled tables, forward and backward: a sequence
+ * table's shard writes (and takes the gradient of) one output row per lookup it serves, o_t of the
+ * file comment, where a pooled one writes one per sample; the difference in output_bytes at
+ * `hardware`'s coefficients (negative where a row piece serves fewer lookups than samples).
+ * {0, 0} when every shard is pooled. For compute models trained on pooled kernels only
+ * (cost/neural_cost.h).
+ */
+[[nodiscard]] DeviceCompute sim_sequence_output_ms(const SimHardware& hardware, const Task& task,
+                                                   std::span<const PlacedShard> shards);
+/**
  * h_t of the file comment: the share of a shard's lookups served by its `hbm_rows` hottest rows,
  * for a shard of `shard_rows` rows of the table `stats` describes (-1 or ≥ shard_rows: 1).
  */

@@ -144,6 +144,13 @@ struct TableSpec {
   bool pooled = true;
 
   [[nodiscard]] std::int64_t num_rows() const { return stats.num_rows; }
+  /**
+   * Whether a plan may shard this table `type`: its constraints allow it and, for a sequence
+   * table, TorchRec's EmbeddingCollection runs it — table_wise, column_wise, row_wise or
+   * data_parallel (its sharder offers no table_row_wise and no grid_shard). Every sharder and
+   * `check` ask this, not the constraints alone.
+   */
+  [[nodiscard]] bool allows(ShardingType type) const;
   /** Whether `stats` were derived from the table's shape rather than given (stats_origin). */
   [[nodiscard]] bool has_derived_stats() const { return stats_origin.starts_with(kDerivedStatsOrigin); }
   /** Bytes of `rows` × `cols` of this table: weights plus optimizer state (file comment). */
@@ -151,15 +158,15 @@ struct TableSpec {
   /** Bytes of the whole table's weights alone (no optimizer state): what a data-parallel copy's
    *  dense gradient all-reduces and its dense update moves. */
   [[nodiscard]] std::int64_t weight_bytes() const { return stats.num_rows * dim * bytes_per_element(dtype); }
+  /** The share of the table's rows that `rows` of them are (0 rows of an empty table: 0). */
+  [[nodiscard]] double row_share(std::int64_t rows) const {
+    return static_cast<double>(rows) / static_cast<double>(std::max<std::int64_t>(num_rows(), 1));
+  }
   /**
    * Output values per sample of `cols` columns of the share `row_share` of the table's rows:
    * `cols` when pooled; `cols` × pooling_factor × `row_share` for a sequence table (a row range
    * serves that share of the lookups, as the sim model assumes: cost/analytic.h).
    */
-  /** The share of the table's rows that `rows` of them are (0 rows of an empty table: 0). */
-  [[nodiscard]] double row_share(std::int64_t rows) const {
-    return static_cast<double>(rows) / static_cast<double>(std::max<std::int64_t>(num_rows(), 1));
-  }
   [[nodiscard]] double output_width(int cols, double row_share = 1.0) const {
     return pooled ? cols : cols * stats.pooling_factor * row_share;
   }

@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "embshard/data/pool.h"
@@ -53,6 +54,10 @@ struct ShardTableSpec {
   /// `cuda` implementation keeps rows [hbm_rows, rows) in host-mapped memory read over the bus
   /// (kernels/cuda_embedding_bag.h); `cpu` and `reference` have one tier and ignore it.
   std::int64_t hbm_rows = -1;
+  /// false: a sequence table (TableSpec::pooled): every lookup is an output row of its own. It is
+  /// timed as a call of its own with one bag per lookup — what FBGEMM's sequence TBE computes —
+  /// writing a row per lookup and taking a gradient row per lookup.
+  bool pooled = true;
 };
 
 struct ShardTiming {
@@ -75,15 +80,30 @@ class ShardTimer {
   /** Times forward and backward; an empty shard costs 0 ms. */
   [[nodiscard]] ShardTiming measure(const MeasureOptions& options);
 
-  [[nodiscard]] std::int64_t num_lookups() const { return static_cast<std::int64_t>(indices_.size()); }
+  [[nodiscard]] std::int64_t num_lookups() const;
   /** Table t's lookups as the kernels see them: re-based to the shard's rows, after the remap. */
   [[nodiscard]] std::span<const std::int32_t> table_lookups(std::size_t t) const;
+  /** Rows table t writes to its call's output: the batch size, or a sequence table's lookups. */
+  [[nodiscard]] std::int64_t output_rows(std::size_t t) const;
 
  private:
-  void append_lookups(const ShardTableSpec& table, std::uint64_t batch_number);
+  /** One fused embedding-bag call: the shard's pooled tables (a bag per sample), or one sequence
+   *  table (a bag per lookup). They run one after the other and their times add up. */
+  struct Call {
+    std::int64_t bags = 0;
+    std::int64_t total_dim = 0;
+    std::vector<kernels::TableView> views;
+    std::vector<std::int64_t> hbm_rows;  ///< per table, −1 = all rows in HBM
+    std::vector<std::int64_t> offsets{0};
+    std::vector<std::int32_t> indices;
+    [[nodiscard]] kernels::BagBatch batch() const { return kernels::BagBatch::of(bags, offsets, indices); }
+  };
+
+  /** Draws `table`'s lookups and appends them to `call`, as bags of samples or one per lookup. */
+  void append_lookups(const ShardTableSpec& table, std::uint64_t batch_number, Call& call);
   void check(const kernels::KernelStatus& status, const char* what) const;
   /** The CUDA path: tables and lookups uploaded once, kernels timed with GPU events. */
-  ShardTiming measure_on_gpu(const kernels::BagBatch& batch, const MeasureOptions& options, ShardTiming timing);
+  ShardTiming measure_on_gpu(const MeasureOptions& options, ShardTiming timing);
   /** Evicts the operator's data from the caches (file comment). */
   void flush_operands() const;
 
@@ -92,10 +112,10 @@ class ShardTimer {
   kernels::OptimizerConfig optimizer_;
   std::vector<LazyTable> tables_;
   std::vector<std::vector<std::int32_t>> touched_rows_;  ///< per table, sorted, distinct
-  std::vector<std::int64_t> hbm_rows_;                   ///< per table, −1 = all rows in HBM
-  std::vector<kernels::TableView> views_;
-  std::vector<std::int64_t> offsets_{0};
-  std::vector<std::int32_t> indices_;
+  std::vector<Call> calls_;
+  /// Table t is table `where_[t].second` of call `where_[t].first`.
+  std::vector<std::pair<std::size_t, std::size_t>> where_;
+  /// The output and its gradient, shared by the calls (sized for the largest).
   std::vector<float> out_;
   std::vector<float> grad_out_;
 };

@@ -440,12 +440,11 @@ class Search {
 
   [[nodiscard]] bool allows_rows(int t) const {
     return options_.rows && task_.constraints.allow_row_split &&
-           (spec(t).constraints.allows(ShardingType::kRowWise) ||
-            (task_.topology.num_hosts() == 1 && spec(t).constraints.allows(ShardingType::kTableRowWise)));
+           (spec(t).allows(ShardingType::kRowWise) ||
+            (task_.topology.num_hosts() == 1 && spec(t).allows(ShardingType::kTableRowWise)));
   }
   [[nodiscard]] bool allows_columns(int t) const {
-    return options_.columns && task_.constraints.allow_column_split &&
-           spec(t).constraints.allows(ShardingType::kColumnWise);
+    return options_.columns && task_.constraints.allow_column_split && spec(t).allows(ShardingType::kColumnWise);
   }
 
   /** Split counts tried: every k up to 16, then powers of two, then the device count. */
@@ -462,13 +461,11 @@ class Search {
     std::vector<Layout> out;
     const TableSpec& s = spec(t);
     const int min_width = std::max(4, s.constraints.min_partition);
-    if (s.constraints.allows(ShardingType::kTableWise)) out.push_back({Layout::Kind::kWhole, 1});
+    if (s.allows(ShardingType::kTableWise)) out.push_back({Layout::Kind::kWhole, 1});
     if (allows_rows(t) && options_.torchrec) {
-      if (spec(t).constraints.allows(ShardingType::kRowWise) && s.num_rows() >= n_)
-        out.push_back({Layout::Kind::kRows, n_, 0});
+      if (spec(t).allows(ShardingType::kRowWise) && s.num_rows() >= n_) out.push_back({Layout::Kind::kRows, n_, 0});
       const int per_host = task_.topology.devices_per_host;
-      if (task_.topology.num_hosts() > 1 && spec(t).constraints.allows(ShardingType::kTableRowWise) &&
-          s.num_rows() >= per_host) {
+      if (task_.topology.num_hosts() > 1 && spec(t).allows(ShardingType::kTableRowWise) && s.num_rows() >= per_host) {
         for (int first = 0; first + per_host <= n_; first += per_host)
           out.push_back({Layout::Kind::kRows, per_host, first});
       }
@@ -481,7 +478,7 @@ class Search {
       for (int k : part_counts(limit)) out.push_back({Layout::Kind::kColumns, k});
     }
     if (options_.grids && !options_.torchrec && allows_rows(t) && allows_columns(t) &&
-        s.constraints.allows(ShardingType::kGridShard)) {
+        s.allows(ShardingType::kGridShard)) {
       for (int c = 2; c <= 4 && c <= s.dim / min_width; ++c)
         for (int r = 2; r <= 4 && r <= s.num_rows() && c * r <= max_parts_; ++r)
           out.push_back({Layout::Kind::kGrid, c, -1, r});
@@ -593,7 +590,7 @@ class Search {
   bool exact_start() {
     const auto& tables = task_.workload.tables;
     for (const TableSpec& t : tables)
-      if (!t.constraints.allows(ShardingType::kTableWise)) return false;
+      if (!t.allows(ShardingType::kTableWise)) return false;
     const bool sym = task_.topology.devices_interchangeable();
     double plans = 1.0;
     for (std::size_t t = 0; t < tables.size(); ++t) plans *= n_;

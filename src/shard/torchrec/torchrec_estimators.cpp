@@ -334,8 +334,7 @@ std::vector<std::vector<ShardingOption>> enumerate_options(const Task& task, con
     const int min_partition =
         table.constraints.min_partition > 0 ? table.constraints.min_partition : options.min_partition;
     for (ShardingType type : types) {
-      if (!table.constraints.allows(type)) continue;
-      if (!table.pooled && type == ShardingType::kTableRowWise) continue;  // TorchRec's EC sharder has none
+      if (!table.allows(type)) continue;  // a sequence table: TorchRec's EC sharder offers no table_row_wise
       for (ComputeKernel kernel : allowed_kernels(task.constraints, type)) {
         if (!table.constraints.allow_uvm &&
             (kernel == ComputeKernel::kFusedUvm || kernel == ComputeKernel::kFusedUvmCaching))

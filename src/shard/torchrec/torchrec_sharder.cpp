@@ -284,7 +284,7 @@ std::uint64_t options_bytes(const Task& task, const TorchrecTopology& topo, cons
     const int min_partition =
         table.constraints.min_partition > 0 ? table.constraints.min_partition : options.min_partition;
     for (ShardingType type : allowed_sharding_types(task.constraints)) {
-      if (!table.constraints.allows(type) || (!table.pooled && type == ShardingType::kTableRowWise)) continue;
+      if (!table.allows(type)) continue;
       const double per_option = type == ShardingType::kRowWise || type == ShardingType::kDataParallel ? topo.world_size
                                 : type == ShardingType::kTableRowWise ? topo.local_world_size
                                 : type == ShardingType::kColumnWise
