@@ -64,15 +64,6 @@ void print_task(const Task& task) {
   if (order.size() > 12) std::printf("  ... %zu more\n", order.size() - 12);
 }
 
-/** The best ok row among those `pick` accepts, or nullptr. */
-const CompareRow* best_row(const std::vector<CompareRow>& rows, bool (*pick)(const std::string&)) {
-  const CompareRow* best = nullptr;
-  for (const CompareRow& r : rows) {
-    if (r.ok() && pick(r.sharder) && (best == nullptr || r.eval.step_ms < best->eval.step_ms)) best = &r;
-  }
-  return best;
-}
-
 void print_breakdown(const char* title, const CompareRow& row, const Task& task) {
   std::printf("\n%s: %s (planned in %s)\n%s", title, short_sharder_spec(row.sharder).c_str(),
               readable_ms(row.plan_ms).c_str(), eval_result_table(row.eval, task.topology).c_str());
@@ -80,9 +71,9 @@ void print_breakdown(const char* title, const CompareRow& row, const Task& task)
 
 /** embshard's planner against TorchRec's logic and the best of the papers' heuristics. */
 void print_against(const std::vector<CompareRow>& rows) {
-  const CompareRow* joint = best_row(rows, [](const std::string& s) { return s.rfind("joint", 0) == 0; });
-  const CompareRow* torchrec = best_row(rows, [](const std::string& s) { return s.rfind("torchrec", 0) == 0; });
-  const CompareRow* heuristic = best_row(rows, is_baseline);
+  const CompareRow* joint = fastest_row(rows, [](const std::string& s) { return s.rfind("joint", 0) == 0; });
+  const CompareRow* torchrec = fastest_row(rows, [](const std::string& s) { return s.rfind("torchrec", 0) == 0; });
+  const CompareRow* heuristic = fastest_row(rows, is_baseline);
   if (joint == nullptr) return;
   std::printf("\nembshard's planner (joint): step %.3f ms, %.1f%% above the lower bound %.3f ms\n", joint->eval.step_ms,
               100.0 * gap_to_bound(joint->eval.step_ms, joint->lower_bound_ms), joint->lower_bound_ms);
@@ -128,8 +119,8 @@ void print_planning(const Task& task, const Context& ctx, const std::optional<st
       std::printf("  %-32s %s\n", short_sharder_spec(r.sharder).c_str(), r.status.c_str());
     }
   }
-  const CompareRow* best = best_row(rows, [](const std::string&) { return true; });
-  const CompareRow* baseline = best_row(rows, is_baseline);
+  const CompareRow* best = fastest_row(rows);
+  const CompareRow* baseline = fastest_row(rows, is_baseline);
   if (best == nullptr) {
     std::printf("no sharder found a plan that fits\n");
     return;

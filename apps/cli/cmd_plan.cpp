@@ -115,11 +115,7 @@ int run_plan(Args& args, const Context& base_ctx) {
                  "it with --format torchrec");
   // A TorchRec plan must be one TorchRec's training path runs: joint keeps to those layouts, and to
   // 1D (DistributedModelParallel's) unless the spec asks for 2D groups (DMPCollection's).
-  for (const char* extra : {"torchrec=true", "groups=none"}) {
-    const std::string key = std::string(extra).substr(0, std::string(extra).find('=') + 1);
-    if (format == "torchrec" && sharder.rfind("joint", 0) == 0 && sharder.find(key) == std::string::npos)
-      sharder += (sharder == "joint" ? ":" : ",") + std::string(extra);
-  }
+  if (format == "torchrec") sharder = torchrec_runnable_spec(sharder, "none", false);
   std::vector<NamedPath> inputs = spec_inputs("--sharder", sharder);
   for (const NamedPath& p : spec_inputs("--cost", cost_spec)) inputs.push_back(p);
   inputs.push_back({"--task", task_path});

@@ -33,6 +33,7 @@
 #include "embshard/plan/plan_io.h"
 #include "embshard/plan/torchrec_export.h"
 #include "embshard/shard/sharder.h"
+#include "embshard/shard/torchrec_reservation.h"
 
 namespace py = pybind11;
 
@@ -341,6 +342,25 @@ PYBIND11_MODULE(_embshard, m) {
       py::arg("input_comm") = "exposed");
 
   m.def(
+      "plan_fastest",
+      [](const Task& task, const std::vector<std::string>& candidates, const std::string& cost,
+         const std::string& backend, std::uint64_t seed, int threads) {
+        CompareOptions options;
+        options.sharders = candidates.empty() ? default_sharders() : candidates;
+        options.cost = cost;
+        options.eval.backend = backend;
+        std::vector<Plan> plans;
+        const std::vector<CompareRow> rows =
+            run_call(seed, threads, [&](const Context& ctx) { return run_compare({task}, options, ctx, &plans); });
+        if (const CompareRow* best = fastest_row(rows))
+          return PlanResult{plans[static_cast<std::size_t>(best - rows.data())], best->status, best->reason};
+        std::string reasons;
+        for (const CompareRow& r : rows) reasons += (reasons.empty() ? "" : "; ") + r.sharder + ": " + r.reason;
+        return PlanResult{Plan{}, "infeasible", "no sharder found a plan (" + reasons + ")"};
+      },
+      py::arg("task"), py::arg("candidates"), py::arg("cost"), py::arg("backend"), py::arg("seed"), py::arg("threads"));
+
+  m.def(
       "size",
       [](const Task& task, int min_devices, int max_devices, double target_ms, const std::string& sharder,
          const std::string& cost, const std::string& backend, std::uint64_t seed, int threads) {
@@ -384,7 +404,15 @@ PYBIND11_MODULE(_embshard, m) {
   m.def(
       "topology", [](const std::string& spec) { return topology_dict(make_topology(spec)); }, py::arg("spec"));
   m.def("default_sharders", &default_sharders);
+  // TorchRec's storage reservation, for EmbshardPlanner (shard/torchrec_reservation.h).
+  m.attr("TORCHREC_RESERVATION_SHARE") = kTorchrecReservationShare;
+  m.attr("TORCHREC_DENSE_MULTIPLIER") = kTorchrecDenseMultiplier;
+  m.def("torchrec_kjt_reservation_bytes", &torchrec_kjt_reservation_bytes, py::arg("ids_per_rank"));
+  m.def("torchrec_table_budget_bytes", &torchrec_table_budget_bytes, py::arg("memory_bytes"), py::arg("share"),
+        py::arg("dense_bytes"), py::arg("kjt_bytes"));
   m.def("canonical_sharder", &canonical_sharder_spec, py::arg("spec"));
+  m.def("torchrec_runnable_spec", &torchrec_runnable_spec, py::arg("spec"), py::arg("groups"),
+        py::arg("memory_is_net"));
   m.def("list", &list_family, py::arg("family"));
 
   m.def(

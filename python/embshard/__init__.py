@@ -333,13 +333,8 @@ def plan(task: Task, sharder: str = "best", cost: str = "default", *, seed: int 
         return Plan(_embshard.plan(task._native, sharder, cost, seed, threads))
     if candidates is not None and not _list(candidates):
         raise Error("embshard.plan: candidates is empty (leave it out for the default sharders)")
-    rows = _embshard.compare([task._native], _list(candidates or []), cost, judge, seed, threads)
-    ok = [r for r in rows if r["status"] == "ok"]
-    if not ok:
-        reasons = "; ".join(f"{r['sharder']}: {r['reason']}" for r in rows)
-        return Plan(_embshard.PlanResult.failed(f"no sharder found a plan ({reasons})"))
-    best = min(ok, key=lambda r: (r["step_ms"], r["sharder"]))
-    return Plan(best["plan"])
+    # The fastest by the judge, the first of the candidates on a tie (C++'s fastest_row, as the CLI).
+    return Plan(_embshard.plan_fastest(task._native, _list(candidates or []), cost, judge, seed, threads))
 
 
 def evaluate(task: Task, plan: Plan, backend: str = "sim", *, batch_size: int = 0, seed: int = 0,

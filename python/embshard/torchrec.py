@@ -52,20 +52,11 @@ HBM_KERNELS = ("fused", "dense")
 UVM_KERNELS = ("fused_uvm", "fused_uvm_caching")
 TORCHREC_DEFAULT_BATCH = 512          # torchrec.distributed.planner.constants.BATCH_SIZE
 TORCHREC_DEFAULT_POOLING = 1.0        # ... POOLING_FACTOR
-RESERVATION_SHARE = 0.15              # HeuristicalStorageReservation's default percentage
-DENSE_MULTIPLIER = 6                  # parameter + ~2× optimizer + ~3× DDP (storage_reservations.py)
-KJT_MULTIPLIER = 20                   # 2 pipelined batches × 10 copies
-
-
-def kjt_reservation_bytes(total_pooling: float, batch_per_rank: int) -> int:
-    """TorchRec's KJT estimate: 20 × the bytes of one rank's ids (storage_reservations.py)."""
-    return math.ceil(total_pooling * batch_per_rank * 8) * KJT_MULTIPLIER
-
-
-def table_budget(memory_bytes: int, share: float, dense_bytes: int, kjt_bytes: int) -> int:
-    """What HeuristicalStorageReservation leaves the tables of a device with `memory_bytes`: less
-    the `share` (HBM only; 0 for DDR), 6× the dense parameters and the KJT estimate."""
-    return int(memory_bytes * (1.0 - share)) - DENSE_MULTIPLIER * dense_bytes - kjt_bytes
+# TorchRec's storage reservation is embshard's C++ (include/embshard/shard/torchrec_reservation.h),
+# which the `torchrec` sharder applies too: HeuristicalStorageReservation's percentage, and the
+# dense parameters' multiplier.
+RESERVATION_SHARE = embshard._embshard.TORCHREC_RESERVATION_SHARE
+DENSE_MULTIPLIER = embshard._embshard.TORCHREC_DENSE_MULTIPLIER
 
 
 @functools.lru_cache(maxsize=None)
@@ -458,12 +449,13 @@ class EmbshardPlanner:
             raise Error(f"EmbshardPlanner: the topology lists {len(topology.devices)} devices for "
                         f"world_size {world}")
         cuda = topology.compute_device == "cuda"
-        kjt = kjt_reservation_bytes(total_pooling, self._batch_size)
+        kjt = embshard._embshard.torchrec_kjt_reservation_bytes(total_pooling * self._batch_size)
         devices = []
         for d in topology.devices:
             # The memory the tables use: HBM less the share on cuda, DDR (not reduced by it) on cpu.
-            budget = (table_budget(d.storage.hbm, self._reservation, dense_bytes, kjt) if cuda
-                      else table_budget(d.storage.ddr, 0.0, dense_bytes, kjt))
+            budget = embshard._embshard.torchrec_table_budget_bytes(
+                int(d.storage.hbm if cuda else d.storage.ddr), self._reservation if cuda else 0.0,
+                dense_bytes, kjt)
             if budget <= 0:
                 raise Error(f"EmbshardPlanner: rank {d.rank} keeps no memory for embeddings: "
                             f"{d.storage.hbm if cuda else d.storage.ddr} bytes less the reservation "
@@ -486,21 +478,11 @@ class EmbshardPlanner:
 
 
 def _for_torchrec(spec: str, groups: str = "none") -> str:
-    """A sharder spec as this planner runs it, unless the spec says otherwise: the task's HBM is
-    already net of TorchRec's reservation, so the `torchrec` sharder must not hold it back again;
-    `joint` makes only the row-wise layouts TorchRec's training path runs (torchrec=true) and the
-    2D layouts the planner's `sharding_group_size` asks for (`groups`: none, auto or G)."""
-    name, _, params = spec.partition(":")
-    if name == "torchrec" and "storage_reservation" not in params and "reservation" not in params:
-        extra = "storage_reservation=0,reservation=fixed_percentage"
-    elif name == "joint":
-        extra = ",".join(([] if "torchrec" in params else ["torchrec=true"])
-                         + ([] if "groups" in params else [f"groups={groups}"]))
-        if not extra:
-            return spec
-    else:
-        return spec
-    return f"{name}:{params},{extra}" if params else f"{name}:{extra}"
+    """A sharder spec as this planner runs it, unless the spec says otherwise: the task's memory is
+    already net of TorchRec's reservation; `joint` makes only what TorchRec's training path runs and
+    the 2D layouts `sharding_group_size` asks for (`groups`: none, auto or G). The rule is C++'s
+    (`torchrec_runnable_spec`, include/embshard/shard/sharder.h), which `plan --format torchrec` uses."""
+    return embshard._embshard.torchrec_runnable_spec(spec, groups, True)
 
 
 def plan_from_sharding_plan(task: embshard.Task, sharding_plan, tables: Sequence[PlannedTable]) -> embshard.Plan:

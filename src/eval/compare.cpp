@@ -101,6 +101,15 @@ std::vector<T> unique_in_order(const std::vector<CompareRow>& rows, T CompareRow
 
 }  // namespace
 
+const CompareRow* fastest_row(const std::vector<CompareRow>& rows,
+                              const std::function<bool(const std::string&)>& pick) {
+  const CompareRow* best = nullptr;
+  for (const CompareRow& r : rows) {
+    if (r.ok() && (!pick || pick(r.sharder)) && (best == nullptr || r.eval.step_ms < best->eval.step_ms)) best = &r;
+  }
+  return best;
+}
+
 std::vector<std::string> default_sharders() {
   std::vector<std::string> specs;
   for (const RegistryEntryInfo& info : sharder_registry().list()) {

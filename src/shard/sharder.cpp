@@ -1,9 +1,11 @@
 #include "embshard/shard/sharder.h"
 
+#include <algorithm>
 #include <functional>
 
 #include "embshard/core/clock.h"
 #include "embshard/core/error.h"
+#include "embshard/core/spec.h"
 #include "shard/builtin_sharders.h"
 
 namespace embshard {
@@ -38,6 +40,26 @@ std::string canonical_sharder_spec(const std::string& spec) { return sharder_reg
 std::string short_sharder_spec(const std::string& spec) { return sharder_registry().short_spec(spec); }
 
 std::unique_ptr<Sharder> make_sharder(const std::string& spec) { return sharder_registry().create(spec, Context{}); }
+
+std::string torchrec_runnable_spec(const std::string& text, const std::string& groups, bool memory_is_net) {
+  Spec spec = parse_spec(text);
+  const auto has = [&](const char* key) {
+    return std::any_of(spec.pairs.begin(), spec.pairs.end(), [&](const auto& pair) { return pair.first == key; });
+  };
+  const auto set_unless_given = [&](const char* key, const std::string& value) {
+    if (!has(key)) set_spec_value(spec, key, value);
+  };
+  if (spec.name == "joint") {
+    set_unless_given("torchrec", "true");
+    set_unless_given("groups", groups);
+  } else if (spec.name == "torchrec" && memory_is_net && !has("storage_reservation") && !has("reservation")) {
+    set_spec_value(spec, "storage_reservation", "0");
+    set_spec_value(spec, "reservation", "fixed_percentage");
+  } else {
+    return text;
+  }
+  return format_spec(spec);
+}
 
 namespace {
 

@@ -133,6 +133,22 @@ TEST(Compare, SummarySaysSomethingWhenSomeTasksFail) {
   EXPECT_NE(md.find("`greedy:balance=lookup`"), std::string::npos) << md;  // the full spec too
 }
 
+TEST(Compare, TheFastestRowIsTheFirstOkRowOfTheLeastStep) {
+  const auto row = [](const std::string& sharder, const char* status, double step) {
+    CompareRow r;
+    r.sharder = sharder;
+    r.status = status;
+    r.eval.step_ms = step;
+    return r;
+  };
+  const std::vector<CompareRow> rows{row("torchrec", "ok", 3.0), row("joint", "infeasible", 0.0),
+                                     row("torchrec:bandwidths=torchrec", "ok", 2.0), row("greedy", "ok", 2.0)};
+  EXPECT_EQ(fastest_row(rows), &rows[2]) << "a failed row's zero step is not a step; ties keep row order";
+  EXPECT_EQ(fastest_row(rows, is_baseline), &rows[3]);
+  EXPECT_EQ(fastest_row(rows, [](const std::string& s) { return s == "joint"; }), nullptr);
+  EXPECT_EQ(fastest_row({}), nullptr);
+}
+
 TEST(Compare, DefaultShardersCoverEveryBaseline) {
   const auto specs = default_sharders();
   EXPECT_NE(std::find(specs.begin(), specs.end(), "greedy:balance=size_and_lookup"), specs.end());

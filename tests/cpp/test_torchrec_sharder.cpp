@@ -204,6 +204,30 @@ TEST(TorchrecSharder, StorageReservationIsTorchrecs) {
   EXPECT_EQ(topo.hbm_cap_bytes.at(0), static_cast<std::int64_t>(0.85 * 1073741824.0) - 81920);
 }
 
+TEST(TorchrecSharder, TheReservationPythonTakesOffATopologyIsTheSharders) {
+  // EmbshardPlanner calls these (shard/torchrec_reservation.h); the dense parameters cost 6×.
+  EXPECT_EQ(torchrec_kjt_reservation_bytes(2.0 * 256.0), 81920);
+  EXPECT_EQ(torchrec_table_budget_bytes(1073741824, 0.15, 0, 81920),
+            static_cast<std::int64_t>(0.85 * 1073741824.0) - 81920);
+  EXPECT_EQ(torchrec_table_budget_bytes(1000000, 0.0, 1000, 20), 1000000 - 6000 - 20);
+  EXPECT_NE(test_util::error_of([] { (void)torchrec_kjt_reservation_bytes(1e300); }).find("out of range"),
+            std::string::npos);
+}
+
+TEST(TorchrecSharder, ARunnableSpecKeepsWhatTheUserSaid) {
+  // What `plan --format torchrec` and EmbshardPlanner run (shard/sharder.h).
+  EXPECT_EQ(torchrec_runnable_spec("joint", "none", false), "joint:torchrec=true,groups=none");
+  EXPECT_EQ(torchrec_runnable_spec("joint:time_ms=5,groups=auto", "none", true),
+            "joint:time_ms=5,groups=auto,torchrec=true");
+  EXPECT_EQ(torchrec_runnable_spec("joint:torchrec=false", "2", false), "joint:torchrec=false,groups=2");
+  EXPECT_EQ(torchrec_runnable_spec("torchrec", "none", false), "torchrec");
+  EXPECT_EQ(torchrec_runnable_spec("torchrec", "none", true),
+            "torchrec:storage_reservation=0,reservation=fixed_percentage");
+  EXPECT_EQ(torchrec_runnable_spec("torchrec:reservation=heuristical", "none", true),
+            "torchrec:reservation=heuristical");
+  EXPECT_EQ(torchrec_runnable_spec("greedy:balance=dim", "auto", true), "greedy:balance=dim");
+}
+
 TEST(TorchrecSharder, EstimatesOutOfRangeAreErrorsNotCasts) {
   // Defence in depth behind find_error_in_task: a pooling factor no task file may carry (1e300,
   // NaN) reaches the float → int conversions as an Error, never as undefined behaviour.

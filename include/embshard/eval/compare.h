@@ -19,6 +19,7 @@
  * `*`, and "-" only when it planned none of them.
  */
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,14 @@ struct CompareRow {
  */
 [[nodiscard]] std::vector<CompareRow> run_compare(const std::vector<Task>& tasks, const CompareOptions& options,
                                                   const Context& ctx, std::vector<Plan>* plans = nullptr);
+
+/**
+ * The fastest ok row by the judge's step among `rows` that `pick` accepts (every row when `pick`
+ * is empty), the first in row order on a tie; nullptr when none is ok. The main job's "best" and
+ * Python's `plan(sharder="best")`.
+ */
+[[nodiscard]] const CompareRow* fastest_row(const std::vector<CompareRow>& rows,
+                                            const std::function<bool(const std::string&)>& pick = {});
 
 /** Reads every `*.json` task of a directory, in name order; Error naming the bad file. */
 [[nodiscard]] std::vector<Task> read_task_dir(const std::string& dir);

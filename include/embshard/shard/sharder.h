@@ -95,6 +95,17 @@ class Sharder {
 /** The spec with only its non-default parameters, for people to read (`Registry::short_spec`). */
 [[nodiscard]] std::string short_sharder_spec(const std::string& spec);
 
+/**
+ * `spec` as a plan for TorchRec's training path needs it, where the spec does not say otherwise:
+ * `joint` gets torchrec=true (only the layouts TorchRec runs) and groups=`groups` ("none": 1D, what
+ * DistributedModelParallel takes; "auto" or G: DMPCollection's 2D). With `memory_is_net` (the
+ * task's memory is already net of TorchRec's reservation, as EmbshardPlanner makes it) the
+ * `torchrec` sharder holds nothing back again (storage_reservation=0, reservation=fixed_percentage).
+ * Other specs are returned unchanged. The CLI's `plan --format torchrec` and Python's planner use it.
+ */
+[[nodiscard]] std::string torchrec_runnable_spec(const std::string& spec, const std::string& groups,
+                                                 bool memory_is_net);
+
 /** Builds a sharder from its spec; throws Error listing names or keys. */
 [[nodiscard]] std::unique_ptr<Sharder> make_sharder(const std::string& spec);
 

@@ -127,6 +127,10 @@ struct Layout {
   friend bool operator==(const Layout&, const Layout&) = default;
 };
 
+/** `Options::groups`: choose among every 2D layout the task allows, and 1D. */
+inline constexpr int kAutoGroups = -1;
+
+/** The search's settings; their defaults are the `joint` spec's (joint.cpp derives it from them). */
 struct Options {
   Objective objective = Objective::kStep;
   double time_ms = 60000.0;  ///< wall-clock safety stop (joint.h)
@@ -144,7 +148,7 @@ struct Options {
   int candidates = 8;
   /// 2D layouts tried (plan/sharding_groups.h): kAutoGroups every one the task allows, 0 none,
   /// G > 0 only layouts of G ranks per group (joint.h, "2D")
-  int groups = 0;
+  int groups = kAutoGroups;
   double work_share = 1.0;  ///< the share of the budget this search gets (a 2D candidate's)
   /// A 2D layout's replica sync, per device by its bytes (the search of a group's task; joint.h)
   ReplicaSyncCost sync;
@@ -160,9 +164,6 @@ struct Origin {
   std::vector<char> copies;
   int old_devices = 0;
 };
-
-/** `Options::groups`: choose among every 2D layout the task allows, and 1D. */
-inline constexpr int kAutoGroups = -1;
 
 /**
  * One piece of a table on a device, with what it adds to the device. Costs are kept in integer

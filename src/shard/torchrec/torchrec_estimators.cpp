@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "embshard/core/error.h"
+#include "embshard/shard/torchrec_reservation.h"
 #include "shard/torchrec/torchrec_planner.h"
 
 namespace embshard::detail::torchrec {
@@ -206,7 +207,7 @@ std::int64_t ShardingOption::ddr_sum_bytes() const {
 std::int64_t kjt_reservation_bytes(const Task& task, double batch_size_per_rank) {
   double ids = 0.0;
   for (const auto& t : task.workload.tables) ids += t.stats.pooling_factor * batch_size_per_rank;
-  return ceil_bytes(ceil_bytes(ids * kBigintBytes) * kKjtReservationCopies);
+  return torchrec_kjt_reservation_bytes(ids);
 }
 
 TorchrecTopology make_torchrec_topology(const Task& task, const PlannerOptions& options) {
@@ -224,9 +225,7 @@ TorchrecTopology make_torchrec_topology(const Task& task, const PlannerOptions& 
   }
   const std::int64_t kjt_bytes = options.reserve_kjt ? kjt_reservation_bytes(task, topo.batch_size_per_rank) : 0;
   for (const Device& d : t.devices) {
-    const std::int64_t kept =
-        ceil_bytes(std::floor((1.0 - options.storage_reservation) * static_cast<double>(d.hbm_bytes)));
-    topo.hbm_cap_bytes.push_back(kept - kjt_bytes);
+    topo.hbm_cap_bytes.push_back(torchrec_table_budget_bytes(d.hbm_bytes, options.storage_reservation, 0, kjt_bytes));
     topo.ddr_cap_bytes.push_back(d.uvm_bytes);
   }
   return topo;
@@ -360,3 +359,18 @@ std::vector<std::vector<ShardingOption>> enumerate_options(const Task& task, con
 }
 
 }  // namespace embshard::detail::torchrec
+
+namespace embshard {
+
+std::int64_t torchrec_kjt_reservation_bytes(double ids_per_rank) {
+  using detail::torchrec::ceil_bytes;
+  return ceil_bytes(ceil_bytes(ids_per_rank * detail::torchrec::kBigintBytes) * kTorchrecKjtCopies);
+}
+
+std::int64_t torchrec_table_budget_bytes(std::int64_t memory_bytes, double share, std::int64_t dense_bytes,
+                                         std::int64_t kjt_bytes) {
+  const std::int64_t kept = detail::torchrec::ceil_bytes(std::floor((1.0 - share) * static_cast<double>(memory_bytes)));
+  return kept - kTorchrecDenseMultiplier * dense_bytes - kjt_bytes;
+}
+
+}  // namespace embshard

@@ -42,6 +42,7 @@
 #include "embshard/core/context.h"
 #include "embshard/data/task.h"
 #include "embshard/plan/plan.h"
+#include "embshard/shard/torchrec_reservation.h"
 
 namespace embshard::detail::torchrec {
 
@@ -55,17 +56,15 @@ inline constexpr double kInterHostBwBytesPerMs = 12.5 * kGiB / 1000.0;    ///< C
 inline constexpr double kBigintBytes = 8.0;                               ///< BIGINT_DTYPE: index bytes
 inline constexpr double kBwdComputeMultiplier = 2.0;                      ///< BWD_COMPUTE_MULTIPLIER
 inline constexpr double kBatchedCopyPerfFactor = 2.455;                   ///< BATCHED_COPY_PERF_FACTOR (RW/TWRW bwd)
-inline constexpr double kDenseOptimizerTraffic = 9.22;  ///< DP optimizer: table bytes × this / bw_dev (§1.5)
-inline constexpr int kFullBlockEmbDim = 128;            ///< FULL_BLOCK_EMB_DIM
-inline constexpr double kHalfBlockPenalty = 1.15;       ///< dims 64..127
-inline constexpr double kQuarterBlockPenalty = 1.75;    ///< dims below 64
-inline constexpr int kMinCwDim = 128;                   ///< MIN_CW_DIM (min_partition default)
-inline constexpr double kUvmCachingRatio = 0.2;         ///< UVM_CACHING_RATIO (clf default)
-inline constexpr double kUvmKernelBwDivisor = 10.0;     ///< kernel_bw_lookup: UVM bw / 10
-inline constexpr double kDenseKernelBwShare = 0.5;      ///< kernel_bw_lookup: dense at half HBM bw (1.9.2, measured)
-inline constexpr double kDefaultStorageReservation = 0.15;  ///< HeuristicalStorageReservation(0.15)
-inline constexpr double kKjtReservationCopies = 20.0;       ///< 2 pipelined batches × 10 copies (§1.7)
-inline constexpr std::int64_t kMaxGridProposals = 10000;    ///< GridSearchProposer (§1.9)
+inline constexpr double kDenseOptimizerTraffic = 9.22;    ///< DP optimizer: table bytes × this / bw_dev (§1.5)
+inline constexpr int kFullBlockEmbDim = 128;              ///< FULL_BLOCK_EMB_DIM
+inline constexpr double kHalfBlockPenalty = 1.15;         ///< dims 64..127
+inline constexpr double kQuarterBlockPenalty = 1.75;      ///< dims below 64
+inline constexpr int kMinCwDim = 128;                     ///< MIN_CW_DIM (min_partition default)
+inline constexpr double kUvmCachingRatio = 0.2;           ///< UVM_CACHING_RATIO (clf default)
+inline constexpr double kUvmKernelBwDivisor = 10.0;       ///< kernel_bw_lookup: UVM bw / 10
+inline constexpr double kDenseKernelBwShare = 0.5;        ///< kernel_bw_lookup: dense at half HBM bw (1.9.2, measured)
+inline constexpr std::int64_t kMaxGridProposals = 10000;  ///< GridSearchProposer (§1.9)
 inline constexpr std::int64_t kMemoryBalancedStepBytes = 10LL * 1024 * 1024;  ///< 10 MiB (§1.8)
 
 // ---- configuration --------------------------------------------------------------------------------
@@ -98,7 +97,7 @@ struct PlannerOptions {
   BandwidthSource bandwidths = BandwidthSource::kTask;
   PartitionerKind partitioner = PartitionerKind::kGreedy;
   ProposerSet proposers = ProposerSet::kDefault;
-  double storage_reservation = kDefaultStorageReservation;  ///< HBM fraction held back (§1.7)
+  double storage_reservation = kTorchrecReservationShare;  ///< HBM fraction held back (§1.7)
   bool reserve_kjt = true;        ///< also hold back the KJT estimate (Heuristical vs FixedPercentage)
   int min_partition = kMinCwDim;  ///< column-wise block lower bound (§1.4)
   int greedy_threshold = 0;       ///< GreedyProposer early stop after N non-improving; 0 = never
