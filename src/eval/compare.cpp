@@ -361,22 +361,22 @@ std::vector<CompareRow> read_compare_csv(const std::string& path) {
   return rows;
 }
 
-std::string compare_markdown(const std::vector<CompareRow>& rows) {
+CompareSummary compare_summary(const std::vector<CompareRow>& rows) {
   const auto settings = unique_in_order(rows, &CompareRow::setting);
   const auto sharders = unique_in_order(rows, &CompareRow::sharder);
   const std::vector<TaskRows> tasks = rows_by_task(rows);
   // The UVM column appears only when some evaluated plan serves lookups from UVM.
   const bool any_uvm = std::any_of(rows.begin(), rows.end(),
                                    [](const CompareRow& r) { return r.ok() && uvm_lookup_share(r.eval) > 0.0; });
-  std::ostringstream out;
-  out << "Step time in ms (docs/metrics.md). Per setting: the mean over the setting's tasks that "
-         "every sharder planned (n of them in the header), so a column compares like with like; "
-         "`*`: no task of the setting was planned by every sharder, the mean of the sharder's own "
-         "valid plans; `-`: it planned none. *own mean*: over all its valid plans. *W/T/L*: tasks "
-      << "where it beat / tied (within " << number(100.0 * kTieTolerance, 1)
-      << "%) / lost to the best other sharder. *gap*: mean gap to the lower bound."
-      << (any_uvm ? " *UVM lookups*: the mean share of lookups served from UVM over its valid plans." : "")
-      << "\n\n| sharder |";
+  CompareSummary summary;
+  summary.note =
+      "Step time in ms (docs/metrics.md). Per setting: the mean over the setting's tasks that every sharder planned "
+      "(n of them in the header), so a column compares like with like; `*`: no task of the setting was planned by "
+      "every sharder, the mean of the sharder's own valid plans; `-`: it planned none. *own mean*: over all its valid "
+      "plans. *W/T/L*: tasks where it beat / tied (within " +
+      number(100.0 * kTieTolerance, 1) + "%) / lost to the best other sharder. *gap*: mean gap to the lower bound." +
+      (any_uvm ? " *UVM lookups*: the mean share of lookups served from UVM over its valid plans." : "");
+  summary.header.push_back("sharder");
   for (const auto& setting : settings) {
     int n = 0, all = 0;
     for (const TaskRows& task : tasks) {
@@ -384,25 +384,41 @@ std::string compare_markdown(const std::vector<CompareRow>& rows) {
       ++all;
       n += task.all_ok();
     }
-    out << ' ' << markdown_cell(setting) << " (n=" << n << " of " << all << ") |";
+    summary.header.push_back(one_line(setting) + " (n=" + std::to_string(n) + " of " + std::to_string(all) + ")");
   }
-  out << " own mean | valid | W/T/L | plan ms | gap |" << (any_uvm ? " UVM lookups |" : "") << "\n|---|";
-  for (std::size_t i = 0; i < settings.size() + 5 + (any_uvm ? 1 : 0); ++i) out << "---|";
-  out << '\n';
+  for (const char* column : {"own mean", "valid", "W/T/L", "plan ms", "gap"}) summary.header.push_back(column);
+  if (any_uvm) summary.header.push_back("UVM lookups");
   for (const std::string& sharder : sharders) {
-    out << "| " << short_sharder_spec(sharder) << " |";
-    for (const std::string& setting : settings) out << ' ' << setting_cell(sharder, setting, tasks) << " |";
+    std::vector<std::string>& row = summary.rows.emplace_back();
+    row.push_back(one_line(short_sharder_spec(sharder)));
+    for (const std::string& setting : settings) row.push_back(setting_cell(sharder, setting, tasks));
     const SharderSummary s = summarise(sharder, tasks);
-    out << ' ' << fraction_or_dash(s.step, s.valid, 1.0, 2, "") << " | " << s.valid << '/' << s.count << " | " << s.wins
-        << '/' << s.ties << '/' << s.losses << " | " << fraction_or_dash(s.plan_ms, s.count, 1.0, 2, "") << " | "
-        << fraction_or_dash(s.gap, s.bounded, 100.0, 1, "%") << " |";
-    if (any_uvm) out << ' ' << fraction_or_dash(s.uvm_share, s.valid, 100.0, 2, "%") << " |";
-    out << '\n';
+    row.push_back(fraction_or_dash(s.step, s.valid, 1.0, 2, ""));
+    row.push_back(std::to_string(s.valid) + '/' + std::to_string(s.count));
+    row.push_back(std::to_string(s.wins) + '/' + std::to_string(s.ties) + '/' + std::to_string(s.losses));
+    row.push_back(fraction_or_dash(s.plan_ms, s.count, 1.0, 2, ""));
+    row.push_back(fraction_or_dash(s.gap, s.bounded, 100.0, 1, "%"));
+    if (any_uvm) row.push_back(fraction_or_dash(s.uvm_share, s.valid, 100.0, 2, "%"));
   }
-  out << "\nSharders in full: ";
-  for (std::size_t i = 0; i < sharders.size(); ++i) out << (i ? "; " : "") << '`' << sharders[i] << '`';
-  out << ".\n";
-  return out.str();
+  summary.sharders_note = "Sharders in full: ";
+  for (std::size_t i = 0; i < sharders.size(); ++i)
+    summary.sharders_note += (i ? "; `" : "`") + one_line(sharders[i]) + '`';
+  summary.sharders_note += '.';
+  return summary;
+}
+
+std::string compare_markdown(const std::vector<CompareRow>& rows) {
+  const CompareSummary summary = compare_summary(rows);
+  const auto line = [](const std::vector<std::string>& cells) {
+    std::string out = "|";
+    for (const std::string& c : cells) out += ' ' + markdown_cell(c) + " |";
+    return out + '\n';
+  };
+  std::string out = summary.note + "\n\n" + line(summary.header) + "|";
+  for (std::size_t i = 0; i < summary.header.size(); ++i) out += "---|";
+  out += '\n';
+  for (const auto& row : summary.rows) out += line(row);
+  return out + '\n' + summary.sharders_note + '\n';
 }
 
 }  // namespace embshard

@@ -418,43 +418,18 @@ std::string inline_markdown(const std::string& text) {
   return out;
 }
 
-/** The Markdown summary table of `compare_markdown` as an HTML table (and its notes as text). */
-std::string markdown_table_html(const std::string& markdown) {
+/** The comparison's summary (eval/compare.h) as its notes and a sortable table. */
+std::string summary_html(const CompareSummary& summary) {
   std::ostringstream out;
-  std::istringstream lines(markdown);
-  std::string line;
-  bool in_table = false, header = true;
-  while (std::getline(lines, line)) {
-    if (line.rfind("|", 0) != 0) {
-      if (in_table) out << "</tbody></table>\n";
-      in_table = false;
-      if (!line.empty()) out << "<p class='note'>" << inline_markdown(line) << "</p>\n";
-      continue;
-    }
-    if (line.rfind("|---", 0) == 0) continue;
-    if (!in_table) {
-      out << "<table class='sortable'>";
-      in_table = true;
-      header = true;
-    }
-    std::vector<std::string> cells;
-    std::size_t at = 1;
-    while (at < line.size()) {
-      const std::size_t end = line.find('|', at);
-      if (end == std::string::npos) break;
-      std::string cell = line.substr(at, end - at);
-      cell.erase(0, cell.find_first_not_of(' '));
-      cell.erase(cell.find_last_not_of(' ') + 1);
-      cells.push_back(cell);
-      at = end + 1;
-    }
-    out << (header ? "<thead><tr>" : "<tr>");
-    for (const std::string& c : cells)
-      out << (header ? "<th>" : "<td>") << xml_escape(c) << (header ? "</th>" : "</td>");
-    out << (header ? "</tr></thead><tbody>\n" : "</tr>\n");
-    header = false;
+  out << "<p class='note'>" << inline_markdown(summary.note) << "</p>\n<table class='sortable'><thead><tr>";
+  for (const std::string& c : summary.header) out << "<th>" << xml_escape(c) << "</th>";
+  out << "</tr></thead><tbody>\n";
+  for (const auto& row : summary.rows) {
+    out << "<tr>";
+    for (const std::string& c : row) out << "<td>" << xml_escape(c) << "</td>";
+    out << "</tr>\n";
   }
-  if (in_table) out << "</tbody></table>\n";
+  out << "</tbody></table>\n<p class='note'>" << inline_markdown(summary.sharders_note) << "</p>\n";
   return out.str();
 }
 
@@ -501,7 +476,7 @@ std::string compare_report_html(const std::vector<CompareRow>& rows, const std::
        << " sharders, " << settings.size() << " settings; from " << xml_escape(source)
        << ". Step times are the judge's <code>step_ms</code> (docs/metrics.md). Written " << utc_timestamp()
        << ".</p>\n<h2>Summary (NeuroShard Table 1 shape)</h2>\n"
-       << markdown_table_html(compare_markdown(rows));
+       << summary_html(compare_summary(rows));
   for (const std::string& setting : settings) {
     body << "<h2>" << xml_escape(setting) << "</h2>\n<figure>"
          << strip_plot_svg(

@@ -207,6 +207,21 @@ TEST(CompareReport, CsvReadsBackAndTheReportShowsEverySettingAndSharder) {
   EXPECT_NE(error_of([&] { (void)compare_report_html({}, "", path); }).find("empty comparison"), std::string::npos);
 }
 
+TEST(CompareReport, TheSummaryIsOneTableTheMarkdownAndTheHtmlEachRender) {
+  // A setting with a pipe and a tab: the Markdown escapes them for its table syntax, the HTML
+  // shows the setting as it is (nothing is parsed back from Markdown), both from compare_summary.
+  std::vector<CompareRow> rows = small_comparison();
+  for (CompareRow& r : rows) r.setting = "a|b\tc";
+  const CompareSummary summary = compare_summary(rows);
+  ASSERT_EQ(summary.rows.size(), 3u);
+  EXPECT_EQ(summary.header.at(1).rfind("a|b\\tc (n=", 0), 0u) << summary.header.at(1);
+  const std::string md = compare_markdown(rows);
+  EXPECT_NE(md.find("| a\u00a6b\\tc (n="), std::string::npos) << md;
+  const std::string html = compare_report_html(rows, "", "x.csv");
+  EXPECT_NE(html.find("<th>a|b\\tc (n="), std::string::npos);
+  for (const auto& row : summary.rows) EXPECT_NE(html.find("<td>" + row.front() + "</td>"), std::string::npos);
+}
+
 TEST(CompareReport, BadCsvIsOneLineNamingTheFileAndLine) {
   const std::string path = test_util::temp_file("report", "bad.csv");
   const std::string header =

@@ -90,13 +90,28 @@ struct CompareRow {
 [[nodiscard]] std::vector<CompareRow> read_compare_csv(const std::string& path);
 
 /**
- * The Markdown summary, one row per sharder (its short spec; the full specs follow the table):
+ * The summary of a comparison as text and a table, which the Markdown (`compare_markdown`) and the
+ * comparison report's HTML (report/html_report.h) each render. Notes use `code` and *emphasis*;
+ * cells are one line (`one_line`), unescaped.
+ */
+struct CompareSummary {
+  std::string note;  ///< what the cells are, before the table
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+  std::string sharders_note;  ///< the sharders' full specs, after the table
+};
+
+/**
+ * The summary, one row per sharder (its short spec; the full specs follow the table):
  * the per-setting cells of the file comment, the mean over its own valid plans, valid / total,
  * wins / ties / losses against the best other sharder on each task both planned (ties within
  * 0.1%), mean planning time, mean gap to the lower bound; and, when some valid plan serves
  * lookups from UVM, the mean share of lookups served from UVM (`uvm_lookup_share`, expected from
  * the tasks' statistics) over its valid plans.
  */
+[[nodiscard]] CompareSummary compare_summary(const std::vector<CompareRow>& rows);
+
+/** `compare_summary` as Markdown: the note, a blank line, the table, a blank line, the sharders. */
 [[nodiscard]] std::string compare_markdown(const std::vector<CompareRow>& rows);
 
 }  // namespace embshard
