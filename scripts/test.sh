@@ -3,12 +3,14 @@
 #   1. the GoogleTest suite and the Python / browser tests through ctest (build/), then the Python
 #      package's tests (tests/python/package) against real torch / fbgemm-gpu-cpu / torchrec 1.9.2
 #      in the cached environment of scripts/setup_python.sh --torchrec; none may skip;
-#   2. the GoogleTest suite again under two faked hardware fingerprints (no test may depend on the
+#   2. clang-tidy with the house checks over every C++ source (.clang-tidy, scripts/check_tidy.sh;
+#      TIDY=0 skips it for a quick local run);
+#   3. the GoogleTest suite again under two faked hardware fingerprints (no test may depend on the
 #      host's CPU, cache or core count: scripts/test_fake_fingerprint.sh);
-#   3. the suite under AddressSanitizer + UndefinedBehaviorSanitizer (scripts/sanitize.sh, build-san/);
-#   4. a short run of each fuzz target on the same sanitized library (FUZZ_SECONDS each, default
+#   4. the suite under AddressSanitizer + UndefinedBehaviorSanitizer (scripts/sanitize.sh, build-san/);
+#   5. a short run of each fuzz target on the same sanitized library (FUZZ_SECONDS each, default
 #      20; 0 skips fuzzing).
-# SANITIZE=0 skips step 3 (and fuzzes in its own build-fuzz/ instead) for a quick local run.
+# SANITIZE=0 skips step 4 (and fuzzes in its own build-fuzz/ instead) for a quick local run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$SECONDS
@@ -20,6 +22,10 @@ step "the Python package against TorchRec"
 python=$(bash scripts/setup_python.sh --torchrec | tail -n 1)
 # No test may see a calibration installed for this machine (cost/machine_calibration.h).
 EMBSHARD_CALIBRATIONS="$PWD/build/no-calibrations" EMBSHARD_REQUIRE_TORCHREC=1 "$python" -m pytest -q -p no:cacheprovider
+if [ "${TIDY:-1}" = 1 ]; then
+  step "clang-tidy"
+  bash scripts/check_tidy.sh build
+fi
 step "the suite under faked hardware fingerprints"
 bash scripts/test_fake_fingerprint.sh
 if [ "${SANITIZE:-1}" = 1 ]; then

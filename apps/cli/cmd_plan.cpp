@@ -87,7 +87,7 @@ int run_plan(Args& args, const Context& base_ctx) {
                    " given; plain `embshard plan` runs the main job)");
     return run_default(args, base_ctx);  // the main job: the built-in task
   }
-  const std::string task_path = *task_given;
+  const std::string& task_path = *task_given;
   std::string sharder = args.get_or("sharder", "joint");
   const std::string cost_spec = args.get_or("cost", "default");
   const bool objective_given = args.get("objective").has_value();

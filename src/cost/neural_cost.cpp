@@ -204,8 +204,8 @@ bool use_neural_comm(const NeuralWeights& w, const std::string& comm, const Task
   return true;
 }
 
-std::unique_ptr<CostModel> build(std::shared_ptr<const NeuralWeights> weights, const Params& params, const Task& task,
-                                 const Context& ctx) {
+std::unique_ptr<CostModel> build(const std::shared_ptr<const NeuralWeights>& weights, const Params& params,
+                                 const Task& task, const Context& ctx) {
   const std::string& where = params.get_string("weights");
   EMBSHARD_CHECK(weights->compute, "neural: ", where, " holds no compute model");
   const bool neural_comm = use_neural_comm(*weights, params.get_string("comm"), task, where);

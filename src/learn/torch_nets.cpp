@@ -36,7 +36,7 @@ Mlp export_mlp(const std::string& prefix, const torch::nn::Sequential& seq, bool
 }
 
 void clear_gradients(const std::vector<torch::Tensor>& parameters) {
-  for (torch::Tensor p : parameters) p.mutable_grad().reset();
+  for (const torch::Tensor& p : parameters) p.mutable_grad().reset();
 }
 
 std::vector<torch::Tensor> snapshot(const std::vector<torch::Tensor>& parameters) {

@@ -57,7 +57,7 @@ ShardTimer::ShardTimer(std::vector<ShardTableSpec> tables, std::int64_t batch_si
   grad_out_.assign(output_floats, 1e-3f);
 }
 
-void ShardTimer::append_lookups(const ShardTableSpec& spec, std::uint64_t batch_number, Call& call) {
+void ShardTimer::append_lookups(const ShardTableSpec& spec, std::uint64_t batch_number, Call& call) const {
   TableBatch batch = materialise_table(spec.model, batch_size_, batch_number);
   if (spec.remap) {
     EMBSHARD_CHECK(spec.remap->num_rows() == spec.model.num_rows, "shard bench: remap of table '", spec.remap->table,

@@ -776,7 +776,7 @@ TEST_F(CliOutputs, DevNullAndStdoutOutputsWorkAndDevFullFailsNamingIt) {
   EXPECT_TRUE(fs::is_character_file("/dev/null"));
   r = run_cli("plan --quiet --task " + path("t/000.json") + " --sharder greedy --out -");
   ASSERT_EQ(r.status, 0) << r.out;
-  EXPECT_EQ(r.out.rfind("{", 0), 0u) << r.out;  // the plan JSON first, then the report
+  EXPECT_EQ(r.out.rfind('{', 0), 0u) << r.out;  // the plan JSON first, then the report
   EXPECT_NE(r.out.find("\"schema_version\""), std::string::npos) << r.out;
   if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
   r = run_cli("eval" + tp + " --out /dev/full");

@@ -31,7 +31,7 @@ using test_util::error_of;
 
 // ---- objectives ---------------------------------------------------------------------------------
 
-CostBreakdown breakdown_of(std::vector<std::array<double, 4>> rows) {
+CostBreakdown breakdown_of(const std::vector<std::array<double, 4>>& rows) {
   CostBreakdown b;
   for (const auto& r : rows) {
     DeviceCost d;

@@ -71,7 +71,7 @@ TEST(PaperCalibration, TheCommittedFiguresFileReadsBack) {
 }
 
 TEST(PaperCalibration, BadFilesNameTheFileTheFigureAndTheField) {
-  const auto error_for = [](Json doc) {
+  const auto error_for = [](const Json& doc) {
     const std::string path = write_doc(doc, "bad.json");
     return test_util::error_of([&] { (void)read_paper_figures(path); });
   };

@@ -298,7 +298,7 @@ TEST(PlanCheck, RejectsUvmOverBudget) {
                {"plan: device 1: UVM use 0.500 GiB (536870912 bytes)", "UVM budget 0.250 GiB (268435456 bytes)"});
 }
 
-TablePlacement copies_of_t1(std::vector<int> devices) {
+TablePlacement copies_of_t1(const std::vector<int>& devices) {
   TablePlacement tp{"t1", ShardingType::kDataParallel, {}};
   for (int d : devices) tp.shards.push_back(shard(d, 0, 500, 0, 32));
   return tp;

@@ -282,10 +282,10 @@ TEST(TaskIo, OutOfRangeNumbersNameFileAndTable) {
     std::function<void(nlohmann::json&)> edit;
     std::string expect;
   };
-  const auto stats = [](const char* field, nlohmann::json value) {
+  const auto stats = [](const char* field, const nlohmann::json& value) {
     return [field, value](nlohmann::json& j) { j["tables"][0]["stats"][field] = value; };
   };
-  const auto device = [](const char* field, nlohmann::json value) {
+  const auto device = [](const char* field, const nlohmann::json& value) {
     return [field, value](nlohmann::json& j) {
       j["topology"] = {
           {"devices_per_host", 1},

@@ -100,7 +100,7 @@ class ShardTimer {
   };
 
   /** Draws `table`'s lookups and appends them to `call`, as bags of samples or one per lookup. */
-  void append_lookups(const ShardTableSpec& table, std::uint64_t batch_number, Call& call);
+  void append_lookups(const ShardTableSpec& table, std::uint64_t batch_number, Call& call) const;
   void check(const kernels::KernelStatus& status, const char* what) const;
   /** The CUDA path: tables and lookups uploaded once, kernels timed with GPU events. */
   ShardTiming measure_on_gpu(const MeasureOptions& options, ShardTiming timing);

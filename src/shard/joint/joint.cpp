@@ -1109,7 +1109,7 @@ class JointSharder final : public Sharder {
       evaluated = best.stats.plans_evaluated;
       const CostBreakdown b = cost.estimate(task, best.plan, ctx);
       best_value = objective_value(b, options_.objective);
-      layouts = most_promising(task, b, best_value, std::move(layouts));
+      layouts = most_promising(task, b, best_value, layouts);
     }
     const double share = only_2d ? 1.0 / static_cast<double>(layouts.size()) : kLayoutShare;
     const auto deadline = start + std::chrono::microseconds(static_cast<std::int64_t>(options_.time_ms * 1000.0));
@@ -1146,7 +1146,7 @@ class JointSharder final : public Sharder {
 
   /** The 2D layouts worth a search after the 1D plan of breakdown `b` (joint.h, "2D"), best first. */
   std::vector<ShardingGroups> most_promising(const Task& task, const CostBreakdown& b, double value,
-                                             std::vector<ShardingGroups> layouts) const {
+                                             const std::vector<ShardingGroups>& layouts) const {
     const auto most = [&b](auto field) {
       double m = 0.0;
       for (const DeviceCost& c : b.devices) m = std::max(m, c.*field);
