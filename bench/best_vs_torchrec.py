@@ -23,8 +23,9 @@ warnings.filterwarnings("ignore")
 logging.disable(logging.WARNING)
 
 import embshard  # noqa: E402
-from embshard.torchrec import (RESERVATION_SHARE, _for_torchrec,  # noqa: E402
-                               kjt_reservation_bytes, plan_with_torchrec, table_budget)
+from embshard._embshard import (torchrec_kjt_reservation_bytes,  # noqa: E402
+                                torchrec_table_budget_bytes)
+from embshard.torchrec import RESERVATION_SHARE, _for_torchrec, plan_with_torchrec  # noqa: E402
 
 
 def reserved(task):
@@ -33,9 +34,9 @@ def reserved(task):
     topology = task.topology
     world = len(topology["devices"])
     per_rank = doc["batch_size"] // world
-    kjt = kjt_reservation_bytes(sum(t["stats"]["pooling_factor"] for t in doc["tables"]), per_rank)
+    kjt = torchrec_kjt_reservation_bytes(sum(t["stats"]["pooling_factor"] for t in doc["tables"]) * per_rank)
     for d in topology["devices"]:
-        d["hbm_bytes"] = max(1, table_budget(d["hbm_bytes"], RESERVATION_SHARE, 0, kjt))
+        d["hbm_bytes"] = max(1, torchrec_table_budget_bytes(d["hbm_bytes"], RESERVATION_SHARE, 0, kjt))
     doc["topology"] = {k: topology[k] for k in ("device_kind", "devices_per_host", "intra_host_gbps",
                                                 "inter_host_gbps", "a2a_latency_us", "devices")}
     return embshard.Task.from_json(json.dumps(doc), where=f"{task.id} (reserved)")

@@ -6,7 +6,7 @@
 
 Each task of the protocol has every K-th table made a sequence table (`pooled: false`: an output
 row per lookup). `joint` plans it twice: as it is, and as if every table were pooled (what
-embshard did before sequence tables were costed). Both plans are judged by `sim` on the task as it
+embshard did before sequence tables were costed, kept to the types an EmbeddingCollection runs). Both plans are judged by `sim` on the task as it
 is. One CSV row per task: the steps, their ratio and joint's planning times.
 
 --kernels: what a sequence table costs the kernels against `sim`'s output rows. One plan per task
@@ -23,6 +23,11 @@ import time
 import embshard
 
 
+# What TorchRec's EmbeddingCollection runs (TableSpec::allows): the as-pooled plan keeps to it, so
+# that the sequence task can take it.
+EC_TYPES = ["table_wise", "column_wise", "row_wise", "data_parallel"]
+
+
 def with_sequence(task, every, pooled):
     doc = json.loads(task.to_json())
     for i, table in enumerate(doc["tables"]):
@@ -30,6 +35,8 @@ def with_sequence(task, every, pooled):
             table["pooled"] = False
         else:
             table.pop("pooled", None)
+            if i % every == 0:
+                table.setdefault("constraints", {})["sharding_types"] = EC_TYPES
     return embshard.Task.from_json(json.dumps(doc), where="sequence task")
 
 

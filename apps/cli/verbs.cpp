@@ -107,7 +107,7 @@ std::vector<VerbDoc> make_docs() {
         {"torchrec-device", "D", "cuda", "with --format torchrec: cuda | cpu"},
         {"torchrec-module", "FQN", "sparse_arch.embedding_bag_collection",
          "with --format torchrec: the path of the EmbeddingBagCollection (or, for sequence tables, the "
-         "EmbeddingCollection: then required) in the model given to DistributedModelParallel "
+         "EmbeddingCollection, which has no default) in the model given to DistributedModelParallel "
          "(torchrec.models.dlrm.DLRM's by default; '.' when the collection itself is the model)"},
         {"explain", "", "",
          "per table, its placement and what the best single change of it would cost (docs/what_if.md)"},

@@ -16,11 +16,14 @@ namespace {
 
 /** The coefficients file `params` names; for `builtin` on cpu devices, this machine's installed
  *  calibration where there is one (cost/machine_calibration.h); "" for the built-in ones. */
-std::string coefficients_file(const Task& task, const Params& params) {
-  const std::string& file = params.get_string("coefficients");
-  if (file != "builtin") return file;
+std::string builtin_coefficients_file(const Task& task) {
   if (task.topology.device_kind != "cpu") return "";
   return installed_calibration_of_this_machine().value_or("");
+}
+
+std::string coefficients_file(const Task& task, const Params& params) {
+  const std::string& file = params.get_string("coefficients");
+  return file == "builtin" ? builtin_coefficients_file(task) : file;
 }
 
 /** The built-in coefficients of the task's preset (file ""), or a file's for its device kind. */
@@ -196,6 +199,8 @@ void warn_if_calibrated_elsewhere(const HardwareFingerprint& calibrated_on, cons
   const std::lock_guard<std::mutex> lock(mutex);
   if (warned.insert(message).second) ctx.warn(message);
 }
+
+SimHardware builtin_sim_hardware(const Task& task) { return sim_hardware_of(task, builtin_coefficients_file(task)); }
 
 void register_sim_cost_model(CostModelRegistry& registry) {
   const auto sim = [](const Params& p, const Context& ctx, const Task& task) -> std::unique_ptr<CostModel> {

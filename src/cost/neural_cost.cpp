@@ -214,7 +214,7 @@ std::unique_ptr<CostModel> build(const std::shared_ptr<const NeuralWeights>& wei
     EMBSHARD_CHECK(problem.empty(), "neural: ", where, ": ", problem);
     warn_if_calibrated_elsewhere(weights->compute->training.fingerprint, "the neural models in " + where, ctx);
   }
-  auto compute = std::make_unique<NeuralComputeModel>(weights, where, sim_hardware_for(task.topology));
+  auto compute = std::make_unique<NeuralComputeModel>(weights, where, builtin_sim_hardware(task));
   const InputCommOptions input = input_comm_options(params);
   std::unique_ptr<CommModel> comm =
       neural_comm ? std::unique_ptr<CommModel>(std::make_unique<NeuralCommModel>(weights, where, input))

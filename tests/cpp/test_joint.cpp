@@ -628,6 +628,37 @@ TEST(JointState, ObjectiveIsTheEvaluatorsWithSequenceTables) {
   }
 }
 
+TEST(JointState, RowPiecesOnOneHostAreTableRowWiseOnlyWhereTheTableMayBe) {
+  // Two hosts of two devices, a table in two row pieces on host 0: table_row_wise when pooled (its
+  // partial sums reduce within the host), row_wise when a sequence table (TableSpec::allows: the
+  // EmbeddingCollection has no table_row_wise) or a pooled one whose constraints name row_wise
+  // only, and row_wise for any across hosts.
+  for (const int kind : {0, 1, 2}) {
+    const bool pooled = kind != 1;
+    Task task = state_task("a100:nodes=2,gpus_per_node=2");
+    task.workload.tables.resize(1);
+    task.workload.tables[0].pooled = pooled;
+    if (kind == 2) task.workload.tables[0].constraints.sharding_types = {ShardingType::kRowWise};
+    const TableSpec& spec = task.workload.tables[0];
+    const auto cost = make_cost_model("sim", task);
+    for (const int second : {1, 2}) {
+      State state(task, *cost, Objective::kStep, test_util::quiet());
+      state.set_layout(0, {Layout::Kind::kRows, 2});
+      int device = 0;
+      for (const Shard& s : layout_shards({Layout::Kind::kRows, 2}, spec.num_rows(), spec.dim)) {
+        Piece p;
+        ASSERT_TRUE(state.make_piece(0, s, device, false, p));
+        state.add(p);
+        device = second;
+      }
+      const ShardingType want = kind == 0 && second == 1 ? ShardingType::kTableRowWise : ShardingType::kRowWise;
+      const Plan plan = state.plan();
+      EXPECT_EQ(plan.tables.at(0).type, want) << "kind " << kind << ", second piece on " << second;
+      EXPECT_EQ(find_error_in_plan(task, plan), "");
+    }
+  }
+}
+
 TEST(JointState, ObjectiveIsTheEvaluatorsOnMixedHardware) {
   // Half the devices as fast as H100s, half as A100s (data/topology.h mixed hardware), small and
   // large (the fast path): every device costed in its own terms, the same in the search.

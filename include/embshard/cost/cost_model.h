@@ -36,6 +36,7 @@
 #include "embshard/core/context.h"
 #include "embshard/core/fingerprint.h"
 #include "embshard/core/registry.h"
+#include "embshard/cost/analytic.h"
 #include "embshard/cost/breakdown.h"
 #include "embshard/cost/comm_model.h"
 #include "embshard/cost/compute_model.h"
@@ -105,6 +106,14 @@ using CostModelRegistry = Registry<CostModel, const Task&>;
  */
 void warn_if_calibrated_elsewhere(const HardwareFingerprint& calibrated_on, const std::string& what,
                                   const Context& ctx);
+
+/**
+ * The coefficients `sim:coefficients=builtin` judges `task` with: for cpu devices this machine's
+ * installed calibration (cost/machine_calibration.h) where there is one, else the built-in preset
+ * of the topology (`sim_hardware_for`). The neural model prices sequence tables' extra output rows
+ * with them too (cost/neural_cost.h).
+ */
+[[nodiscard]] SimHardware builtin_sim_hardware(const Task& task);
 
 /**
  * Registers `sim` and its alias `analytic`:

@@ -1,18 +1,20 @@
 #pragma once
 /**
  * @file shard_timer.h
- * @brief Times one device's shard — several tables fused into one embedding-bag call — on a
- *        real kernel, forward and backward separately.
+ * @brief Times one device's shard — its pooled tables fused into one embedding-bag call, each
+ *        sequence table a call of its own — on a real kernel, forward and backward separately.
  *
  * Construction does all the set-up outside the timed region: it draws `batch_size` samples of
  * each table's lookups from its generative model (`PoolTable`, see data/pool.h; tables known
  * only by statistics get one from `model_from_stats`), keeps the lookups that fall in the
- * shard's row range (re-based to the range, as a row-wise shard sees them), lays them out
- * table-major as one CSR batch with int32 indices, and reserves each table lazily
- * (`LazyTable`) with just the looked-up rows materialised.
+ * shard's row range (re-based to the range, as a row-wise shard sees them), lays the pooled
+ * tables' out table-major as one CSR batch of B bags with int32 indices and each sequence table's
+ * (`ShardTableSpec::pooled` false) as a batch of one bag per lookup, and reserves each table
+ * lazily (`LazyTable`) with just the looked-up rows materialised.
  *
- * `measure` then times, with the discipline of measure.h, the forward (SUM pooling into an fp32
- * [B × Σ dims] output) and, separately, the backward with the fused optimizer (exact SGD by
+ * `measure` then times, with the discipline of measure.h, the calls one after the other: the
+ * forward (SUM pooling into an fp32 [bags × Σ dims] output: B rows for the pooled call, a row per
+ * lookup for a sequence table's) and, separately, the backward with the fused optimizer (exact SGD by
  * default, as the papers time it) against a fixed gradient. Its cache flush evicts exactly the
  * operator's data — every looked-up row (and its optimizer state), the indices, offsets, output
  * and gradient — from all cache levels before each repeat (`evict_lines`). With the CUDA

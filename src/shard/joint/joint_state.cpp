@@ -360,9 +360,11 @@ ShardingType State::type_of(int table) const {
     case Layout::Kind::kGrid: return ShardingType::kGridShard;
     default: break;
   }
-  // A sequence table's row pieces send their own lookups wherever they are: row_wise, the type
-  // TorchRec's EmbeddingCollection runs (TableSpec::allows).
-  if (!task_.workload.tables[static_cast<std::size_t>(table)].pooled) return ShardingType::kRowWise;
+  // Row pieces on one host of several are table_row_wise where the table may take it; else
+  // row_wise, the general row split (a sequence table, TableSpec::allows, or constraints that name
+  // row_wise only: the search offers rows on several hosts only where row_wise is allowed).
+  if (!task_.workload.tables[static_cast<std::size_t>(table)].allows(ShardingType::kTableRowWise))
+    return ShardingType::kRowWise;
   const std::vector<Piece>& pieces = tables_[static_cast<std::size_t>(table)];
   const bool one_host = std::all_of(pieces.begin(), pieces.end(), [&](const Piece& p) {
     return task_.topology.same_host(p.placed.shard.device, pieces.front().placed.shard.device);
