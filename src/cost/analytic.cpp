@@ -184,6 +184,13 @@ SimTable sim_table(const Task& task, const PlacedShard& p) {
   return t;
 }
 
+/** The output_bytes feature of one table (file comment): B · cols · o_t · 4, on a copy's share. */
+double output_bytes(const SimTable& t, std::int64_t batch_size) {
+  const double batch_share = t.replicas > 0 ? 1.0 / t.replicas : 1.0;
+  const double outputs_per_sample = t.pooled ? 1.0 : t.stats.pooling_factor * t.row_share;
+  return batch_share * static_cast<double>(batch_size) * t.cols * outputs_per_sample * 4.0;
+}
+
 }  // namespace
 
 SimFeatures sim_device_features(const Task& task, std::span<const PlacedShard> shards, std::int64_t cache_bytes) {
@@ -195,15 +202,17 @@ SimFeatures sim_device_features(const Task& task, std::span<const PlacedShard> s
 
 DeviceCompute sim_sequence_output_ms(const SimHardware& hardware, const Task& task,
                                      std::span<const PlacedShard> shards) {
-  std::vector<SimTable> sequence;
-  for (const PlacedShard& p : shards)
-    if (!task.workload.tables[static_cast<std::size_t>(p.table)].pooled) sequence.push_back(sim_table(task, p));
-  if (sequence.empty()) return {};
-  const SimFeatures as_sequence = sim_features(sequence, task.workload.batch_size, hardware.cache_bytes);
-  for (SimTable& t : sequence) t.pooled = true;
-  const SimFeatures as_pooled = sim_features(sequence, task.workload.batch_size, hardware.cache_bytes);
+  double as_sequence = 0.0, as_pooled = 0.0;  // the sequence shards' output bytes, and theirs if pooled
+  for (const PlacedShard& p : shards) {
+    if (task.workload.tables[static_cast<std::size_t>(p.table)].pooled) continue;
+    SimTable t = sim_table(task, p);
+    as_sequence += output_bytes(t, task.workload.batch_size);
+    t.pooled = true;
+    as_pooled += output_bytes(t, task.workload.batch_size);
+  }
+  if (as_sequence == as_pooled) return {};
   SimFeatures extra{};
-  extra[kOutputBytes] = as_sequence[kOutputBytes] - as_pooled[kOutputBytes];
+  extra[kOutputBytes] = as_sequence - as_pooled;
   return {sim_pass_ms(hardware.fw, extra), sim_pass_ms(hardware.bw, extra)};
 }
 
@@ -226,8 +235,7 @@ SimFeatures sim_features(std::span<const SimTable> tables, std::int64_t batch_si
     f[kLookups] += lookups;
     f[kMissBytes] += hot * row_bytes * (distinct + reuse * evict);
     f[kHitBytes] += hot * row_bytes * reuse * (1.0 - evict);
-    const double outputs_per_sample = t.pooled ? 1.0 : t.stats.pooling_factor * t.row_share;
-    f[kOutputBytes] += batch_share * static_cast<double>(batch_size) * t.cols * outputs_per_sample * 4.0;
+    f[kOutputBytes] += output_bytes(t, batch_size);
     f[kUpdateBytes] += t.replicas > 0 ? kDenseUpdateTraffic * row_bytes * static_cast<double>(t.stats.num_rows)
                                       : 2.0 * row_bytes * distinct;
     f[kUvmBytes] += row_bytes * lookups * (1.0 - hot);

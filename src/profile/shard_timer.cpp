@@ -51,8 +51,7 @@ ShardTimer::ShardTimer(std::vector<ShardTableSpec> tables, std::int64_t batch_si
     call.total_dim += spec.dim;
   }
   std::size_t output_floats = 0;
-  for (const Call& call : calls_)
-    output_floats = std::max(output_floats, static_cast<std::size_t>(call.bags * call.total_dim));
+  for (const Call& call : calls_) output_floats = std::max(output_floats, call.output_floats());
   out_.assign(output_floats, 0.0f);
   grad_out_.assign(output_floats, 1e-3f);
 }
@@ -136,11 +135,9 @@ ShardTiming ShardTimer::measure(const MeasureOptions& options) {
     return timing;
   }
   if (impl_ == kernels::EmbeddingBagImpl::kCuda) return measure_on_gpu(options, timing);
-  const auto output = [this](const Call& call) {
-    return std::span<float>(out_).first(static_cast<std::size_t>(call.bags * call.total_dim));
-  };
+  const auto output = [this](const Call& call) { return std::span<float>(out_).first(call.output_floats()); };
   const auto gradient = [this](const Call& call) {
-    return std::span<const float>(grad_out_).first(static_cast<std::size_t>(call.bags * call.total_dim));
+    return std::span<const float>(grad_out_).first(call.output_floats());
   };
   timing.fw = embshard::measure(
       [&] {
@@ -164,8 +161,7 @@ ShardTiming ShardTimer::measure_on_gpu(const MeasureOptions& options, ShardTimin
   for (const Call& call : calls_) {
     if (call.bags == 0) continue;  // a sequence row piece that serves no lookup of this batch
     gpu.push_back(std::make_unique<kernels::CudaEmbeddingBag>(call.views, call.batch(), call.hbm_rows));
-    gpu.back()->set_grad_output(
-        std::span<const float>(grad_out_).first(static_cast<std::size_t>(call.bags * call.total_dim)));
+    gpu.back()->set_grad_output(std::span<const float>(grad_out_).first(call.output_floats()));
   }
   const auto timed = [&](auto pass) {
     return measure_self_timed(

@@ -99,6 +99,8 @@ class ShardTimer {
     std::vector<std::int64_t> offsets{0};
     std::vector<std::int32_t> indices;
     [[nodiscard]] kernels::BagBatch batch() const { return kernels::BagBatch::of(bags, offsets, indices); }
+    /** Floats of its output, and of its gradient: a row of `total_dim` per bag. */
+    [[nodiscard]] std::size_t output_floats() const { return static_cast<std::size_t>(bags * total_dim); }
   };
 
   /** Draws `table`'s lookups and appends them to `call`, as bags of samples or one per lookup. */
