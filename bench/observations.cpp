@@ -109,18 +109,15 @@ void evaluate_tasks(int count, std::int64_t batch, int repeats) {
   for (int i = 0; i < count; ++i) {
     const embshard::Task task = gen->generate(source, 0, i);
     const embshard::Plan plan = embshard::plan_task("greedy:balance=size", task, nullptr, ctx).plan;
-    embshard::EvalOptions cpu;
-    cpu.backend = "cpu";
-    cpu.batch_size = batch;
-    cpu.measure = {1, repeats, true, 0.2};
+    const std::string cpu = embshard::detail::concat("measured:impl=cpu,batch=", batch, ",warmup=1,repeats=", repeats);
     const auto measured = embshard::evaluate_plan(task, plan, cpu, ctx);
-    const auto modelled = embshard::evaluate_plan(task, plan, {}, ctx);
+    const auto modelled = embshard::evaluate_plan(task, plan, embshard::kSimJudge, ctx);
     // The same plan on the sim model of this machine (cpu preset) at the measured batch.
     embshard::Task on_cpu = task;
     on_cpu.topology = embshard::make_topology("cpu:devices=4");
     on_cpu.workload.batch_size = batch;
     for (auto& t : on_cpu.workload.tables) t.stats = pool.expected_stats(t.source_id, batch);
-    const auto sim_cpu = embshard::evaluate_plan(on_cpu, plan, {}, ctx);
+    const auto sim_cpu = embshard::evaluate_plan(on_cpu, plan, embshard::kSimJudge, ctx);
     std::printf("task,%d,%zu,%lld,%d,%.3f,%.3f,%.1f,%.3f,%.3f,%.3f\n", i, task.workload.tables.size(),
                 static_cast<long long>(batch), repeats, measured.step_ms, measured.max_sum_ms,
                 measured.wall_ms / 1000.0, modelled.step_ms, compute_ms(measured.breakdown),

@@ -14,10 +14,7 @@ int run_compare(Args& args, const Context& ctx) {
   CompareOptions options;
   options.sharders = split_list(args.require("sharders"));
   options.cost = args.get_or("cost", "default");
-  options.eval.backend = args.get_or("backend", "sim");
-  read_exchange_options(args, options.eval);
-  options.eval.batch_size = args.get_int("batch", 0);
-  options.eval.measure = measure_options(args, options.eval.measure);
+  options.judge = judge_option(args);
   const std::string out = args.require("out");
   const auto summary = args.get("summary");
   const auto chart = args.get("chart");

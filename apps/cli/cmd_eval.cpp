@@ -28,26 +28,45 @@ void report(const EvalResult& result, const Task& task, const Plan& plan, Object
  * Under `mpirun -n D` (D = the task's devices): every rank measures the plan's all-to-alls
  * together, then rank 0 alone measures the compute and reports; the other ranks return first.
  */
-int eval_with_measured_comm(const Task& task, const Plan& plan, const EvalOptions& options, Objective objective,
+int eval_with_measured_comm(const Task& task, const Plan& plan, const std::string& judge, Objective objective,
                             const std::optional<std::string>& out, const Context& ctx) {
   MpiSession session;
   EMBSHARD_CHECK(session.size() == task.topology.num_devices(), "eval --comm mpi: the task has ",
                  task.topology.num_devices(), " devices but the job has ", session.size(),
                  " MPI ranks (run it as mpirun -n ", task.topology.num_devices(), " embshard eval ...)");
-  MeasureOptions comm_options = options.measure;
+  // The all-to-alls are timed with the judge's discipline, at its batch and input mode.
+  MeasureOptions comm_options = judge_measure_options(judge);
   comm_options.flush_cache = false;  // 2 × LLC per rank per repeat would dominate the run
   const auto by_device = shards_by_device(task, plan);
-  InputCommOptions input;
-  input.mode = parse_input_comm_mode(options.input_comm);
+  const InputCommOptions input = judge_input_comm(judge);
   const std::vector<DeviceTiming> measured = measure_plan_all_to_all(
-      session, eval_batch_size(task, options), device_output_dims(task, by_device).totals(), comm_options,
+      session, make_judge(task, judge, ctx)->batch_size(task), device_output_dims(task, by_device).totals(),
+      comm_options,
       input.mode == InputCommMode::kOmit ? std::vector<double>{} : device_input_bytes(task, by_device, input));
   if (!session.is_root()) return 0;
-  report(evaluate_plan(task, plan, options, ctx, measured), task, plan, objective, out);
+  report(evaluate_plan(task, plan, judge, ctx, measured), task, plan, objective, out);
   return 0;
 }
 
 }  // namespace
+
+std::string judge_option(Args& args) {
+  std::string judge = args.get_or("backend", kSimJudge);
+  static const std::vector<std::pair<std::string, std::string>> kJudgeOptions = {
+      {"batch", "batch"},        {"draw", "draw"},   {"warmup", "warmup"},
+      {"repeats", "repeats"},    {"remap", "remap"}, {"input-comm", "input_comm"},
+      {"exchanges", "exchanges"}};
+  for (const auto& [option, key] : kJudgeOptions) {
+    if (args.given(option)) judge = set_judge_value(judge, key, args.require(option));
+  }
+  if (args.given("no-flush") && args.flag("no-flush")) judge = set_judge_value(judge, "flush", "false");
+  try {
+    (void)judge_spec(judge);
+  } catch (const Error& e) {
+    EMBSHARD_THROW("--backend: ", e.what());
+  }
+  return judge;
+}
 
 Objective objective_option(Args& args) {
   const std::string name = args.get_or("objective", "step");
@@ -61,26 +80,13 @@ Objective objective_option(Args& args) {
 int run_eval(Args& args, const Context& ctx) {
   const std::string task_path = args.require("task");
   const std::string plan_path = args.require("plan");
-  EvalOptions options;
-  options.backend = args.get_or("backend", "sim");
-  read_exchange_options(args, options);
-  options.batch_size = args.get_int("batch", 0);
-  options.batch_number = static_cast<std::uint64_t>(args.get_int("draw", 0));
-  options.measure = measure_options(args, options.measure);
+  const std::string judge = judge_option(args);
   const Objective objective = objective_option(args);
   const auto out = args.get("out");
   std::string comm = args.get_or("comm", "auto");
-  const std::string remap = args.get_or("remap", "in_sample");
   args.finish();
   EMBSHARD_CHECK(comm == "auto" || comm == "model" || comm == "mpi", "--comm must be 'auto', 'model' or 'mpi', got '",
                  comm, "'");
-  // auto: a measured backend started by mpirun measures the all-to-alls too; the link model otherwise.
-  if (comm == "auto") comm = options.backend != "sim" && built_with_mpi() && launched_by_mpirun() ? "mpi" : "model";
-  EMBSHARD_CHECK(remap == "in_sample" || remap == "held_out", "--remap must be 'in_sample' or 'held_out', got '", remap,
-                 "'");
-  options.remap_held_out = remap == "held_out";
-  EMBSHARD_CHECK(options.batch_size >= 0 && options.batch_size <= (std::int64_t{1} << 24),
-                 "--batch must lie in [1, 2^24] (0 or absent: the task's batch)");
   check_paths({{"--task", task_path}, {"--plan", plan_path}}, {}, {{"--out", out.value_or("")}});
   const Task task = read_task_file(task_path);
   const Plan plan = read_plan_file(plan_path);
@@ -89,8 +95,11 @@ int run_eval(Args& args, const Context& ctx) {
   EMBSHARD_CHECK(comm != "mpi" || !plan.groups.enabled(), plan_path,
                  ": --comm mpi cannot measure a 2D plan's "
                  "exchanges (they run inside each sharding group); judge it with --comm model");
-  if (comm == "mpi") return eval_with_measured_comm(task, plan, options, objective, out, ctx);
-  const EvalResult result = evaluate_plan(task, plan, options, ctx);
+  // auto: a judge that times kernels, started by mpirun, measures the all-to-alls too; the link model otherwise.
+  if (comm == "auto")
+    comm = built_with_mpi() && launched_by_mpirun() && make_judge(task, judge, ctx)->measures() ? "mpi" : "model";
+  if (comm == "mpi") return eval_with_measured_comm(task, plan, judge, objective, out, ctx);
+  const EvalResult result = evaluate_plan(task, plan, judge, ctx);
   report(result, task, plan, objective, out);
   return 0;
 }

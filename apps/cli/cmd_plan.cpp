@@ -148,7 +148,7 @@ int run_plan(Args& args, const Context& base_ctx) {
     outputs.add(*out, torchrec_plan_json(task, result.plan, options));
   }
   if (report) {  // judged by the sim backend, as `embshard report --task T --plan P` would
-    const EvalResult judged = evaluate_plan(task, result.plan, EvalOptions{}, ctx);
+    const EvalResult judged = evaluate_plan(task, result.plan, kSimJudge, ctx);
     outputs.add(*report, plan_report_html(task, {{result.plan, judged, out.value_or("(not saved)")}}));
   }
   outputs.commit();

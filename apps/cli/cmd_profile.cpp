@@ -37,11 +37,6 @@ MeasureOptions measure_options(Args& args, const MeasureOptions& defaults) {
   return options;
 }
 
-void read_exchange_options(Args& args, EvalOptions& options) {
-  options.input_comm = args.get_or("input-comm", "exposed");
-  options.exchanges = args.get_or("exchanges", "fused");
-}
-
 int run_profile(Args& args, const Context& ctx) {
   const auto& words = args.positional();
   EMBSHARD_CHECK(!words.empty() && (words[0] == "compute" || words[0] == "comm" || words[0] == "calibrate"),

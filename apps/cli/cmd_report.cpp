@@ -15,11 +15,7 @@ namespace {
 int report_plans(Args& args, const Context& ctx, const std::string& out) {
   const std::string task_path = args.require("task");
   const std::vector<std::string> plan_paths = split_list(args.require("plan"));
-  EvalOptions options;
-  options.backend = args.get_or("backend", "sim");
-  read_exchange_options(args, options);
-  options.batch_size = args.get_int("batch", 0);
-  options.measure = measure_options(args, options.measure);
+  const std::string judge = judge_option(args);
   args.finish();
   EMBSHARD_CHECK(!plan_paths.empty(), "embshard report: --plan names no file");
   std::vector<NamedPath> inputs{{"--task", task_path}};
@@ -35,7 +31,7 @@ int report_plans(Args& args, const Context& ctx, const std::string& out) {
     if (const std::string error = find_error_in_plan(task, j.plan); !error.empty()) {
       EMBSHARD_THROW(path, ": the plan does not fit the task ", task_path, ": ", error);
     }
-    j.eval = evaluate_plan(task, j.plan, options, ctx);
+    j.eval = evaluate_plan(task, j.plan, judge, ctx);
     plans.push_back(std::move(j));
   }
   write_file_atomic(out, plan_report_html(task, plans));

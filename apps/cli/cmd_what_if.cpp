@@ -24,8 +24,7 @@ WhatIfOptions what_if_options(Args& args) {
   WhatIfOptions options;
   options.sharder = args.get_or("sharder", options.sharder);
   options.cost = args.get_or("cost", options.cost);
-  options.judge.backend = args.get_or("backend", "sim");
-  read_exchange_options(args, options.judge);
+  options.judge = judge_option(args);
   return options;
 }
 
@@ -155,8 +154,7 @@ int run_replan(Args& args, const Context& base) {
   ReplanOptions options;
   options.sharder = args.get_or("sharder", options.sharder);
   options.cost = args.get_or("cost", options.cost);
-  options.judge.backend = args.get_or("backend", "sim");
-  read_exchange_options(args, options.judge);
+  options.judge = judge_option(args);
   const std::string max_move = args.get_or("max-move", "");
   const auto out = args.get("out");
   const auto curve_out = args.get("curve");

@@ -50,7 +50,11 @@ Objective objective_option(Args& args);
 /** --warmup, --repeats and --no-flush folded into `defaults`. */
 MeasureOptions measure_options(Args& args, const MeasureOptions& defaults);
 
-/** --input-comm and --exchanges (how the judge counts the exchanges) into `options`. */
-void read_exchange_options(Args& args, EvalOptions& options);
+/**
+ * The judge spec of --backend (any judge spec, eval/evaluator.h), with the judge options the
+ * user gave (--batch, --draw, --warmup, --repeats, --no-flush, --remap, --input-comm,
+ * --exchanges) set in it where the judge takes them; an unknown judge is an error naming it.
+ */
+std::string judge_option(Args& args);
 
 }  // namespace embshard::cli

@@ -47,7 +47,9 @@ std::vector<OptionDoc> policy_training(std::vector<OptionDoc> options) {
   std::vector<OptionDoc> all = {
       {"tasks", "DIR|T.json[,...]", "", "the training tasks (required)"},
       {"out", "POLICY.json", "", "the policy file (required; checkpoints in POLICY.json.ckpt)"},
-      {"backend", "B", "sim", "the judge: sim | cpu | reference | cuda"},
+      {"backend", "J", "sim",
+       "the judge: sim | cpu | reference | cuda, or any judge spec (sim:coefficients=F.json, "
+       "measured:impl=cpu,repeats=9)"},
       {"batch", "B", "", "measured backends: the batch (default 8192; sim: the task's)"},
       {"resume", "", "", "continue from the checkpoint"},
       {"seed", "S", "0", "seed of the run"}};
@@ -123,7 +125,9 @@ std::vector<VerbDoc> make_docs() {
                         "the device counts to try (default 1 to 16 × the task's); the sizes the topology comes in"},
                        {"sharder", "SPEC", "joint", "the sharder that plans each count"},
                        {"cost", "SPEC", "default", "its cost model"},
-                       {"backend", "B", "sim", "the judge of each plan"},
+                       {"backend", "J", "sim",
+                        "the judge: sim | cpu | reference | cuda, or any judge spec (sim:coefficients=F.json, "
+                        "measured:impl=cpu,repeats=9)"},
                        {"out", "C.csv", "", "the curve as CSV"},
                        {"report", "R.html", "", "the curve as an HTML report"},
                        {"seed", "S", "0", "seed of every plan made"}}),
@@ -132,7 +136,9 @@ std::vector<VerbDoc> make_docs() {
        with_exchanges({{"task", "T.json", "", "the task (required)"},
                        {"sharder", "SPEC", "joint", "the sharder that must plan the changed task"},
                        {"cost", "SPEC", "default", "its cost model"},
-                       {"backend", "B", "sim", "the judge of each plan"},
+                       {"backend", "J", "sim",
+                        "the judge: sim | cpu | reference | cuda, or any judge spec (sim:coefficients=F.json, "
+                        "measured:impl=cpu,repeats=9)"},
                        {"out", "T2.json", "", "write a changed task (the first of the ranked list unless --apply)"},
                        {"apply", "K", "1", "with --out: which change to write"},
                        {"seed", "S", "0", "seed of every plan made"}}),
@@ -149,7 +155,9 @@ std::vector<VerbDoc> make_docs() {
              "the most to move: a share of the task's table bytes (0.1, 10%) or bytes (5e9, 4GiB); default: no limit"},
             {"sharder", "SPEC", "joint:groups=none", "the from-scratch plan the curve ends at (1D)"},
             {"cost", "SPEC", "default", "its cost model"},
-            {"backend", "B", "sim", "the judge of each point"},
+            {"backend", "J", "sim",
+             "the judge: sim | cpu | reference | cuda, or any judge spec (sim:coefficients=F.json, "
+             "measured:impl=cpu,repeats=9)"},
             {"out", "P.json", "", "the chosen plan"},
             {"curve", "C.csv", "", "the curve: moved_bytes, moved_share, step_ms, tables_switched, price, chosen"},
             {"report", "R.html", "",
@@ -163,7 +171,9 @@ std::vector<VerbDoc> make_docs() {
       {"eval", "judge a plan: per-device compute, communication, memory and the objectives",
        with_measure(with_exchanges({{"task", "T.json", "", "the task (required)"},
                                     {"plan", "P.json", "", "the plan (required)"},
-                                    {"backend", "B", "sim", "sim | cpu | reference | cuda (where built)"},
+                                    {"backend", "J", "sim",
+                                     "the judge: sim | cpu | reference | cuda, or any judge spec "
+                                     "(sim:coefficients=F.json, measured:impl=cpu,repeats=9)"},
                                     {"batch", "B", "0", "measured backends: the batch to run (0: the task's)"},
                                     {"draw", "N", "0", "measured backends: which draw of the lookups"},
                                     {"objective", "O", "step", "step | max_sum | balance"},
@@ -180,7 +190,9 @@ std::vector<VerbDoc> make_docs() {
            with_exchanges({{"tasks", "DIR", "", "the task directory (required)"},
                            {"sharders", "'S1;S2;...'", "", "sharder specs (required)"},
                            {"cost", "SPEC", "default", "the cost model sharders that search use"},
-                           {"backend", "B", "sim", "the judge: sim | cpu | reference | cuda"},
+                           {"backend", "J", "sim",
+                            "the judge: sim | cpu | reference | cuda, or any judge spec (sim:coefficients=F.json, "
+                            "measured:impl=cpu,repeats=9)"},
                            {"batch", "B", "0", "measured backends: the batch to run (0: the task's)"},
                            {"out", "R.csv", "", "the comparison CSV (required)"},
                            {"summary", "R.md", "", "a NeuroShard-Table-1-shaped Markdown summary"},
@@ -194,7 +206,9 @@ std::vector<VerbDoc> make_docs() {
        with_measure(
            with_exchanges({{"task", "T.json", "", "the task whose plans to show"},
                            {"plan", "'P1.json;P2.json'", "", "the plans (with --task)"},
-                           {"backend", "B", "sim", "the judge of the plans"},
+                           {"backend", "J", "sim",
+                            "the judge: sim | cpu | reference | cuda, or any judge spec (sim:coefficients=F.json, "
+                            "measured:impl=cpu,repeats=9)"},
                            {"batch", "B", "0", "measured backends: the batch to run (0: the task's)"},
                            {"compare", "R.csv", "", "a compare CSV to show instead"},
                            {"reference", "SPEC", "", "with --compare: the sharder the others are compared with"},

@@ -133,11 +133,12 @@ PolicyTrainSetup policy_setup(cli::Args& args) {
   for (const std::string& path : setup.task_paths) inputs.push_back({"--tasks", path});
   refuse_if_same_file(inputs, {{"--out", setup.out}});
   for (const std::string& path : setup.task_paths) setup.tasks.push_back(read_task_file(path));
-  EvalOptions eval;
-  eval.backend = args.get_or("backend", "sim");
-  eval.batch_size = args.get_int("batch", eval.backend == "sim" ? 0 : 8192);
+  // A measured judge runs at batch 8192 unless told (sim and other models: the task's).
+  std::string judge = args.get_or("backend", kSimJudge);
+  judge = args.given("batch") ? set_judge_value(judge, "batch", args.require("batch"))
+                              : with_judge_default(judge, "batch", "8192");
   EMBSHARD_CHECK(!setup.tasks.empty(), "train: no training task in ", setup.tasks_spec);
-  setup.judge = plan_judge(eval, setup.tasks.front());  // an unknown backend fails here
+  setup.judge = plan_judge(judge, setup.tasks.front());  // an unknown backend fails here
   setup.resume = args.flag("resume");
   setup.seed = static_cast<std::uint64_t>(args.get_int("seed", 0));
   return setup;

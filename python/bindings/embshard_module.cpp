@@ -210,6 +210,13 @@ std::string csr_stats(py::array_t<IndexT, py::array::c_style> indices, py::array
   return stats_to_json({stats});
 }
 
+/** `judge` with the exchange options Python gave (empty: as the judge says) set where it takes them. */
+std::string judge_with_exchanges(std::string judge, const std::string& input_comm, const std::string& exchanges) {
+  if (!input_comm.empty()) judge = set_judge_value(judge, "input_comm", input_comm);
+  if (!exchanges.empty()) judge = set_judge_value(judge, "exchanges", exchanges);
+  return judge;
+}
+
 py::dict compare_row_dict(const CompareRow& r, const Task& task, const Plan& plan) {
   py::dict d;
   d["task_id"] = r.task_id;
@@ -298,19 +305,17 @@ PYBIND11_MODULE(_embshard, m) {
          std::uint64_t seed, int threads, const std::string& input_comm, const std::string& exchanges) {
         EMBSHARD_CHECK(plan.status == "ok", "embshard.evaluate: the plan is ", plan.status, " (", plan.reason,
                        "); there is nothing to evaluate");
-        EvalOptions options;
-        options.backend = backend;
-        options.batch_size = batch_size;
-        options.input_comm = input_comm;
-        options.exchanges = exchanges;
+        // Each option given (batch ≥ 0, a non-empty name) set in the judge where it takes it.
+        std::string judge = batch_size >= 0 ? set_judge_value(backend, "batch", std::to_string(batch_size)) : backend;
+        judge = judge_with_exchanges(judge, input_comm, exchanges);
         return run_call(seed, threads, [&](const Context& ctx) {
-          const EvalResult r = evaluate_plan(task, plan.plan, options, ctx);
+          const EvalResult r = evaluate_plan(task, plan.plan, judge, ctx);
           return std::make_pair(eval_result_json(r, task, plan.plan),
                                 eval_result_table(r, sharding_group_topology(task.topology, plan.plan.groups)));
         });
       },
       py::arg("task"), py::arg("plan"), py::arg("backend"), py::arg("batch_size"), py::arg("seed"), py::arg("threads"),
-      py::arg("input_comm") = "exposed", py::arg("exchanges") = "fused");
+      py::arg("input_comm") = "", py::arg("exchanges") = "");
 
   m.def(
       "check", [](const Task& task, const PlanResult& plan) { return find_error_in_plan(task, plan.plan); },
@@ -323,8 +328,7 @@ PYBIND11_MODULE(_embshard, m) {
         CompareOptions options;
         options.sharders = sharders.empty() ? default_sharders() : sharders;
         options.cost = cost;
-        options.eval.backend = backend;
-        options.eval.input_comm = input_comm;
+        options.judge = judge_with_exchanges(backend, input_comm, "");
         std::vector<Plan> plans;
         const std::vector<CompareRow> rows =
             run_call(seed, threads, [&](const Context& ctx) { return run_compare(tasks, options, ctx, &plans); });
@@ -339,7 +343,7 @@ PYBIND11_MODULE(_embshard, m) {
         return out;
       },
       py::arg("tasks"), py::arg("sharders"), py::arg("cost"), py::arg("backend"), py::arg("seed"), py::arg("threads"),
-      py::arg("input_comm") = "exposed");
+      py::arg("input_comm") = "");
 
   m.def(
       "plan_fastest",
@@ -348,7 +352,7 @@ PYBIND11_MODULE(_embshard, m) {
         CompareOptions options;
         options.sharders = candidates.empty() ? default_sharders() : candidates;
         options.cost = cost;
-        options.eval.backend = backend;
+        options.judge = backend;
         std::vector<Plan> plans;
         const std::vector<CompareRow> rows =
             run_call(seed, threads, [&](const Context& ctx) { return run_compare({task}, options, ctx, &plans); });
@@ -364,8 +368,7 @@ PYBIND11_MODULE(_embshard, m) {
       "size",
       [](const Task& task, int min_devices, int max_devices, double target_ms, const std::string& sharder,
          const std::string& cost, const std::string& backend, std::uint64_t seed, int threads) {
-        WhatIfOptions options{sharder, cost, {}};
-        options.judge.backend = backend;
+        const WhatIfOptions options{sharder, cost, backend};
         return run_call(seed, threads, [&](const Context& ctx) {
           return capacity_json(plan_capacity(task, min_devices, max_devices, target_ms, options, ctx));
         });
@@ -380,7 +383,7 @@ PYBIND11_MODULE(_embshard, m) {
         EMBSHARD_CHECK(old_plan.status == "ok", "embshard.replan: the old plan is ", old_plan.status,
                        "; there is nothing to start from");
         ReplanOptions options;
-        options.sharder = sharder, options.cost = cost, options.judge.backend = backend;
+        options.sharder = sharder, options.cost = cost, options.judge = backend;
         options.max_move_bytes = max_move_bytes;
         return run_call(seed, threads, [&](const Context& ctx) {
           ReplanResult r = replan(task, old_plan.plan, options, ctx);
@@ -394,8 +397,7 @@ PYBIND11_MODULE(_embshard, m) {
       "fit",
       [](const Task& task, const std::string& sharder, const std::string& cost, const std::string& backend,
          std::uint64_t seed, int threads) {
-        WhatIfOptions options{sharder, cost, {}};
-        options.judge.backend = backend;
+        const WhatIfOptions options{sharder, cost, backend};
         return run_call(seed, threads,
                         [&](const Context& ctx) { return fit_advice_json(advise_fit(task, options, ctx)); });
       },

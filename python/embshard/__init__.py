@@ -337,15 +337,19 @@ def plan(task: Task, sharder: str = "best", cost: str = "default", *, seed: int 
     return Plan(_embshard.plan_fastest(task._native, _list(candidates or []), cost, judge, seed, threads))
 
 
-def evaluate(task: Task, plan: Plan, backend: str = "sim", *, batch_size: int = 0, seed: int = 0,
-             threads: int = 1, input_comm: str = "exposed", exchanges: str = "fused") -> Breakdown:
-    """Judges `plan` on `task` with a backend (`list("backend")`: sim, cpu, reference, ...);
-    `input_comm` as for `compare`. Each device's entry has `in_comm_ms` (the input all-to-all the
-    step pays) and `in_hidden_ms` (the part an overlapping pipeline hides). `exchanges`: "fused"
-    (one exchange set for the plan) or "per_type" (one per sharding type, as TorchRec runs them:
-    each further type pays the all-to-all latency again)."""
-    document, table = _embshard.evaluate(task._native, plan._native, backend, batch_size, seed,
-                                         threads, input_comm, exchanges)
+def evaluate(task: Task, plan: Plan, backend: str = "sim", *, batch_size: Optional[int] = None,
+             seed: int = 0, threads: int = 1, input_comm: Optional[str] = None,
+             exchanges: Optional[str] = None) -> Breakdown:
+    """Judges `plan` on `task` with a judge: a backend (`list("backend")`: sim, cpu, reference, ...)
+    or any judge spec (`list("cost")`: "sim:coefficients=F.json", "measured:impl=cpu,repeats=9").
+    `batch_size` (a measured judge's batch; 0: the task's), `input_comm` as for `compare` and
+    `exchanges`, where given, are set in the judge where it takes them. Each device's entry has
+    `in_comm_ms` (the input all-to-all the step pays) and `in_hidden_ms` (the part an overlapping
+    pipeline hides). `exchanges`: "fused" (one exchange set for the plan) or "per_type" (one per
+    sharding type, as TorchRec runs them: each further type pays the all-to-all latency again)."""
+    batch = -1 if batch_size is None else _integer(batch_size, "evaluate: batch_size")
+    document, table = _embshard.evaluate(task._native, plan._native, backend, batch, seed,
+                                         threads, input_comm or "", exchanges or "")
     return Breakdown(document, table)
 
 
@@ -365,15 +369,16 @@ class CompareRow:
 
 def compare(tasks: Union[Task, Sequence[Task]], sharders: Optional[Sequence[str]] = None,
             cost: str = "default", backend: str = "sim", *, seed: int = 0,
-            threads: int = 1, input_comm: str = "exposed") -> List[CompareRow]:
+            threads: int = 1, input_comm: Optional[str] = None) -> List[CompareRow]:
     """Plans every task with every sharder (default: `default_sharders()`) and judges each plan
-    on `backend`; rows task-major, as `embshard compare` writes them. `input_comm`: whether the
-    judge's step pays the input all-to-all of indices (exposed), hides it under compute where it
-    fits (overlap, TorchRec's pipeline) or leaves it out (omit, the papers' benchmarks)."""
+    with the judge `backend` (as for `evaluate`); rows task-major, as `embshard compare` writes
+    them. `input_comm`, where given: whether the judge's step pays the input all-to-all of indices
+    (exposed, the default), hides it under compute where it fits (overlap, TorchRec's pipeline) or
+    leaves it out (omit, the papers' benchmarks)."""
     if isinstance(tasks, Task):
         tasks = [tasks]
     rows = _embshard.compare([t._native for t in tasks], _list(sharders or []), cost, backend,
-                             seed, threads, input_comm)
+                             seed, threads, input_comm or "")
     return [CompareRow(r["task_id"], r["sharder"], r["status"], r["reason"], r["step_ms"],
                        r["max_sum_ms"], r["balance"], r["plan_ms"], r["lower_bound_ms"],
                        Plan(r["plan"])) for r in rows]

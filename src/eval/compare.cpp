@@ -62,7 +62,7 @@ CompareRow plan_row(const Task& task, const std::string& sharder, const CompareO
   row.reason = r.reason;
   row.plan_ms = plan.provenance.wall_ms;
   // A bound of one model says nothing of another's costs: only the sim judge of the sim model.
-  if (options.eval.backend == "sim" && cost->spec() == judge_spec(options.eval)) {
+  if (cost->spec() == judge_spec(options.judge)) {
     const bool known = r.lower_bound && r.bound_objective == Objective::kStep;
     row.lower_bound_ms = (known ? r.lower_bound : cost->lower_bound(task, Objective::kStep)).value_or(0.0);
   }
@@ -156,6 +156,8 @@ std::vector<CompareRow> run_compare(const std::vector<Task>& tasks, const Compar
                                     std::vector<Plan>* plans_out) {
   EMBSHARD_CHECK(!options.sharders.empty(), "compare: no sharders given");
   for (const std::string& s : options.sharders) (void)canonical_sharder_spec(s);  // fail early
+  // A judge that times kernels judges one plan at a time (an unknown judge fails here, before planning).
+  const bool measured = !tasks.empty() && make_judge(tasks.front(), options.judge, ctx)->measures();
   const std::size_t per_task = options.sharders.size();
   std::vector<CompareRow> rows(tasks.size() * per_task);
   std::vector<Plan> plans(rows.size());
@@ -170,14 +172,13 @@ std::vector<CompareRow> run_compare(const std::vector<Task>& tasks, const Compar
       progress.advance();
     }
   });
-  const bool measured = options.eval.backend != "sim";
   const auto evaluate = [&](std::size_t i) {
     CompareRow& row = rows[i];
-    if (row.ok()) row.eval = evaluate_plan(tasks[i / per_task], plans[i], options.eval, inner);
+    if (row.ok()) row.eval = evaluate_plan(tasks[i / per_task], plans[i], options.judge, inner);
     progress.advance();
   };
   parallel_for(rows.size(), measured ? 1 : ctx.num_threads, evaluate);
-  progress.finish(detail::concat(tasks.size(), " tasks × ", per_task, " sharders, judged by ", options.eval.backend));
+  progress.finish(detail::concat(tasks.size(), " tasks × ", per_task, " sharders, judged by ", options.judge));
   if (plans_out != nullptr) *plans_out = std::move(plans);
   return rows;
 }

@@ -26,8 +26,7 @@ std::string backend_list() {
   return list;
 }
 
-void fill_measured_comm(std::span<const DeviceTiming> measured, const std::string& input_comm,
-                        CostBreakdown& breakdown) {
+void fill_measured_comm(std::span<const DeviceTiming> measured, InputCommMode input_comm, CostBreakdown& breakdown) {
   EMBSHARD_CHECK(measured.size() == breakdown.devices.size(), "eval: ", measured.size(), " measured all-to-alls for ",
                  breakdown.devices.size(), " devices");
   std::vector<double> input_ms;
@@ -38,11 +37,11 @@ void fill_measured_comm(std::span<const DeviceTiming> measured, const std::strin
   }
   const bool input_measured =
       std::any_of(measured.begin(), measured.end(), [](const DeviceTiming& t) { return t.in_ms > 0; });
-  if (input_measured) apply_input_comm(input_ms, parse_input_comm_mode(input_comm), breakdown);
+  if (input_measured) apply_input_comm(input_ms, input_comm, breakdown);
   breakdown.comm_source = CostSource::kMeasured;
-  breakdown.comm_detail =
-      detail::concat("MPI all-to-alls, one rank per device (", measured.size(), " ranks), input all-to-all ",
-                     input_measured ? "measured too, " + input_comm : "from the " + breakdown.comm_detail);
+  breakdown.comm_detail = detail::concat(
+      "MPI all-to-alls, one rank per device (", measured.size(), " ranks), input all-to-all ",
+      input_measured ? "measured too, " + std::string(to_string(input_comm)) : "from the " + breakdown.comm_detail);
 }
 
 }  // namespace
@@ -112,47 +111,90 @@ double uvm_lookup_share(const EvalResult& result) {
   return total.hbm + total.uvm > 0 ? total.uvm / (total.hbm + total.uvm) : 0.0;
 }
 
-std::int64_t measured_batch_size(const Task& task, std::int64_t batch) {
-  return batch > 0 ? batch : task.workload.batch_size;
-}
-
-std::int64_t eval_batch_size(const Task& task, const EvalOptions& options) {
-  return options.backend == "sim" ? task.workload.batch_size : measured_batch_size(task, options.batch_size);
-}
-
 std::vector<std::string> eval_backends() {
-  std::vector<std::string> names{"sim"};
+  std::vector<std::string> names{kSimJudge};
   for (kernels::EmbeddingBagImpl impl : kernels::embedding_bag_impls()) {
     names.emplace_back(kernels::to_string(impl));
   }
   return names;
 }
 
-std::string judge_spec(const EvalOptions& options) {
-  if (options.backend == "sim") {
-    return cost_model_registry().canonical("sim:input_comm=" + options.input_comm + ",exchanges=" + options.exchanges);
-  }
-  const std::vector<std::string> built = eval_backends();
-  if (std::find(built.begin(), built.end(), options.backend) == built.end()) {
-    EMBSHARD_CHECK(options.backend != "cuda",
-                   "eval: backend 'cuda' is not available: embshard was built "
-                   "without CUDA; available: ",
-                   backend_list());
-    EMBSHARD_THROW("eval: unknown backend '", options.backend, "' (available: ", backend_list(), ")");
-  }
-  const std::string problem = find_error_in_measure_options(options.measure);
-  EMBSHARD_CHECK(problem.empty(), "eval: ", problem);
-  EMBSHARD_CHECK(options.batch_size >= 0, "eval: batch size must be positive");
-  return cost_model_registry().canonical(
-      detail::concat("measured:impl=", options.backend, ",batch=", options.batch_size,
-                     ",warmup=", options.measure.warmup, ",repeats=", options.measure.repeats,
-                     ",flush=", options.measure.flush_cache ? "true" : "false", ",trim=", options.measure.trim,
-                     ",draw=", options.batch_number, ",remap=", options.remap_held_out ? "held_out" : "in_sample",
-                     ",input_comm=", options.input_comm, ",exchanges=", options.exchanges));
+namespace {
+
+/** `judge` with a measured backend's bare name (`cpu`) spelled out: `measured:impl=cpu`. */
+std::string expand_backend(const std::string& judge) {
+  const std::vector<std::string> impls = cost_model_registry().choices("measured", "impl");
+  const bool backend = std::find(impls.begin(), impls.end(), judge) != impls.end();
+  return backend ? "measured:impl=" + judge : judge;
 }
 
-std::unique_ptr<CostModel> make_judge(const Task& task, const EvalOptions& options, const Context& ctx) {
-  const std::string spec = judge_spec(options);
+}  // namespace
+
+std::string judge_spec(const std::string& judge) {
+  const std::string expanded = expand_backend(judge);
+  const Spec parsed = parse_spec(expanded);
+  std::string models;
+  bool known = false;
+  for (const RegistryEntryInfo& entry : cost_model_registry().list()) {
+    models += (models.empty() ? "" : ", ") + entry.name;
+    known = known || entry.name == parsed.name;
+  }
+  EMBSHARD_CHECK(known, "eval: unknown judge '", parsed.name, "' (available: ", backend_list(),
+                 "; or a cost-model spec: ", models, ")");
+  std::string canonical;
+  try {
+    canonical = cost_model_registry().canonical(expanded);
+  } catch (const Error& e) {
+    EMBSHARD_THROW("eval: judge '", judge, "': ", e.what());
+  }
+  const Spec spec = parse_spec(canonical);
+  if (spec.name == "measured") {  // the registry knows every kernel; this build may lack one
+    const std::string impl = detail::measured_options_of(canonical).impl;
+    const std::vector<std::string> built = eval_backends();
+    EMBSHARD_CHECK(std::find(built.begin(), built.end(), impl) != built.end(), "eval: backend '", impl,
+                   "' is not available: embshard was built without ", impl == "cuda" ? "CUDA" : impl,
+                   "; available: ", backend_list());
+  }
+  return canonical;
+}
+
+std::string set_judge_value(const std::string& judge, const std::string& key, const std::string& value) {
+  Spec spec = parse_spec(expand_backend(judge));
+  const CostModelRegistry& registry = cost_model_registry();
+  bool declared = false;
+  for (const RegistryEntryInfo& entry : registry.list()) {
+    if (entry.name != spec.name) continue;
+    for (const ParamSpec& p : entry.params) declared = declared || p.name == key;
+  }
+  if (!declared) return judge;
+  set_spec_value(spec, key, value);
+  return format_spec(spec);
+}
+
+std::string with_judge_default(const std::string& judge, const std::string& key, const std::string& value) {
+  for (const auto& pair : parse_spec(expand_backend(judge)).pairs) {
+    if (pair.first == key) return judge;
+  }
+  return set_judge_value(judge, key, value);
+}
+
+MeasureOptions judge_measure_options(const std::string& judge) {
+  return detail::measured_options_of(judge_spec(judge)).measure;
+}
+
+InputCommOptions judge_input_comm(const std::string& judge) {
+  const Spec spec = parse_spec(judge_spec(judge));
+  const std::vector<ParamSpec> declared = with_input_comm_params({});
+  std::vector<std::pair<std::string, std::string>> pairs;
+  for (const auto& pair : spec.pairs) {
+    for (const ParamSpec& p : declared)
+      if (p.name == pair.first) pairs.push_back(pair);
+  }
+  return input_comm_options(bind_params(spec.name, declared, pairs));
+}
+
+std::unique_ptr<CostModel> make_judge(const Task& task, const std::string& judge, const Context& ctx) {
+  const std::string spec = judge_spec(judge);
   try {
     return make_cost_model(spec, task, ctx);
   } catch (const Error& e) {
@@ -169,9 +211,16 @@ std::int64_t group_batch(const Task& task, const Plan& plan, std::int64_t batch)
   return std::max<std::int64_t>(1, batch * plan.groups.size / task.topology.num_devices());
 }
 
+/** `judge` for `plan`'s sharding group: a measured judge's batch is the group's share. */
+std::string group_judge(const Task& task, const Plan& plan, const std::string& judge) {
+  if (!plan.groups.enabled()) return judge;
+  const std::int64_t batch = detail::measured_options_of(judge_spec(judge)).batch;
+  return set_judge_value(judge, "batch", std::to_string(group_batch(task, plan, batch)));
+}
+
 }  // namespace
 
-EvalResult evaluate_plan(const Task& task, const Plan& plan, const EvalOptions& options, const Context& ctx,
+EvalResult evaluate_plan(const Task& task, const Plan& plan, const std::string& judge, const Context& ctx,
                          std::span<const DeviceTiming> measured_comm) {
   const double start_ms = now_ms();
   check_task(task, "eval: task");
@@ -182,29 +231,28 @@ EvalResult evaluate_plan(const Task& task, const Plan& plan, const EvalOptions& 
   const std::optional<Task> group =
       plan.groups.enabled() ? std::optional(sharding_group_task(task, plan.groups)) : std::nullopt;
   const Task& costed = group ? *group : task;
-  EvalOptions o = options;
-  o.batch_size = group_batch(task, plan, options.batch_size);
   EMBSHARD_CHECK(measured_comm.empty() || !group,
                  "eval: measured all-to-alls cannot judge a 2D plan (its exchanges run "
                  "inside each sharding group); judge it with the link model");
-  const auto judge = make_judge(costed, o, ctx);
-  const std::int64_t batch_size = eval_batch_size(costed, o);
-  CostBreakdown breakdown = judge->estimate(task, plan, ctx);
-  if (!measured_comm.empty()) fill_measured_comm(measured_comm, options.input_comm, breakdown);
-  EvalResult result = eval_result_of(std::move(breakdown), batch_size, judge->spec());
+  const auto model = make_judge(costed, group_judge(task, plan, judge), ctx);
+  const std::int64_t batch_size = model->batch_size(costed);
+  CostBreakdown breakdown = model->estimate(task, plan, ctx);
+  if (!measured_comm.empty()) fill_measured_comm(measured_comm, judge_input_comm(judge).mode, breakdown);
+  EvalResult result = eval_result_of(std::move(breakdown), batch_size, model->spec());
   result.lookups = tier_lookups(costed, plan, batch_size);
   result.wall_ms = now_ms() - start_ms;
   return result;
 }
 
-std::vector<DeviceLookups> measured_tier_lookups(const Task& task, const Plan& plan, const EvalOptions& options) {
+std::vector<DeviceLookups> measured_tier_lookups(const Task& task, const Plan& plan, const std::string& judge) {
   check_task(task, "eval: task");
   const std::string plan_error = find_error_in_plan(task, plan);
   EMBSHARD_CHECK(plan_error.empty(), "eval: the plan does not fit the task: ", plan_error);
   const std::optional<Task> group =
       plan.groups.enabled() ? std::optional(sharding_group_task(task, plan.groups)) : std::nullopt;
   const Task& costed = group ? *group : task;
-  const std::int64_t batch_size = measured_batch_size(costed, group_batch(task, plan, options.batch_size));
+  const detail::MeasuredOptions options = detail::measured_options_of(judge_spec(judge));
+  const std::int64_t batch_size = detail::measured_batch_size(costed, group_batch(task, plan, options.batch));
   detail::MeasuredShards measured(costed);
   const auto by_device = shards_by_device(costed, plan);
   std::vector<DeviceLookups> out(by_device.size());
@@ -214,11 +262,10 @@ std::vector<DeviceLookups> measured_tier_lookups(const Task& task, const Plan& p
     for (const auto& [shards, batch] :
          {std::pair{&calls.shards, batch_size}, std::pair{&calls.copies, calls.copy_batch}}) {
       if (shards->empty()) continue;
-      std::vector<ShardTableSpec> specs =
-          measured.specs(costed, *shards, batch, options.batch_number, options.remap_held_out);
+      std::vector<ShardTableSpec> specs = measured.specs(costed, *shards, batch, options.draw, options.remap_held_out);
       std::vector<std::int64_t> hbm_rows;
       for (const ShardTableSpec& spec : specs) hbm_rows.push_back(spec.hbm_rows);
-      const ShardTimer bench(std::move(specs), batch, options.batch_number, kernels::EmbeddingBagImpl::kReference);
+      const ShardTimer bench(std::move(specs), batch, options.draw, kernels::EmbeddingBagImpl::kReference);
       for (std::size_t t = 0; t < hbm_rows.size(); ++t) {
         for (const std::int32_t row : bench.table_lookups(t)) {
           (hbm_rows[t] < 0 || row < hbm_rows[t] ? out[d].hbm : out[d].uvm) += 1.0;
@@ -240,15 +287,14 @@ EvalResult eval_result_of(CostBreakdown breakdown, std::int64_t batch_size, std:
   return result;
 }
 
-PlanJudge plan_judge(const EvalOptions& options, const Task& reference_task) {
+PlanJudge plan_judge(const std::string& judge, const Task& reference_task) {
+  const auto model = make_judge(reference_task, judge);  // an unknown backend fails here
   PlanJudge j;
-  j.backend = make_judge(reference_task, options)->spec();  // an unknown backend fails here
-  j.batch_size = eval_batch_size(reference_task, options);
-  j.measures = options.backend != "sim";
-  j.judge = [options](const Task& task, const Plan& plan, std::uint64_t draw, const Context& ctx) {
-    EvalOptions o = options;
-    o.batch_number = draw;
-    return evaluate_plan(task, plan, o, ctx).breakdown;
+  j.backend = model->spec();
+  j.batch_size = model->batch_size(reference_task);
+  j.measures = model->measures();
+  j.judge = [spec = judge_spec(judge)](const Task& task, const Plan& plan, std::uint64_t draw, const Context& ctx) {
+    return evaluate_plan(task, plan, set_judge_value(spec, "draw", std::to_string(draw)), ctx).breakdown;
   };
   return j;
 }

@@ -56,6 +56,10 @@ std::vector<ShardTableSpec> MeasuredShards::specs(const Task& task, std::span<co
   return specs;
 }
 
+std::int64_t measured_batch_size(const Task& task, std::int64_t batch) {
+  return batch > 0 ? batch : task.workload.batch_size;
+}
+
 DeviceCalls device_calls(std::span<const PlacedShard> shards, std::int64_t batch_size) {
   DeviceCalls calls;
   for (const PlacedShard& p : shards) (p.is_replica() ? calls.copies : calls.shards).push_back(p);
@@ -85,18 +89,18 @@ std::uint64_t fused_call_bytes(const Task& task, std::span<const PlacedShard> sh
 
 class MeasuredModel final : public ComputeModel {
  public:
-  MeasuredModel(const Task& task, kernels::EmbeddingBagImpl impl, const EvalOptions& options)
+  MeasuredModel(const Task& task, kernels::EmbeddingBagImpl impl, const MeasuredOptions& options)
       : impl_(impl), options_(options), shards_(task) {
-    options_.batch_size = measured_batch_size(task, options_.batch_size);
+    options_.batch = measured_batch_size(task, options_.batch);
   }
 
   [[nodiscard]] std::string spec() const override {
-    return concat("measured:impl=", kernels::to_string(impl_), ",batch=", options_.batch_size);
+    return concat("measured:impl=", kernels::to_string(impl_), ",batch=", options_.batch);
   }
-  [[nodiscard]] std::int64_t batch_size() const { return options_.batch_size; }
+  [[nodiscard]] std::int64_t batch_size() const { return options_.batch; }
   [[nodiscard]] CostSource source() const override { return CostSource::kMeasured; }
   [[nodiscard]] std::string detail() const override {
-    return concat(kernels::to_string(impl_), " kernels, batch ", options_.batch_size, ", median of ",
+    return concat(kernels::to_string(impl_), " kernels, batch ", options_.batch, ", median of ",
                   options_.measure.repeats, " after ", options_.measure.warmup, " warm-up",
                   options_.measure.flush_cache ? ", cache flushed" : "");
   }
@@ -105,8 +109,8 @@ class MeasuredModel final : public ComputeModel {
    *  over its share of the batch, then their dense optimizer step (evaluator.h). */
   [[nodiscard]] DeviceCompute device_compute(const Task& task, std::span<const PlacedShard> shards,
                                              const Context&) override {
-    const DeviceCalls calls = device_calls(shards, options_.batch_size);
-    const DeviceCompute c = time_fused(task, calls.shards, options_.batch_size);
+    const DeviceCalls calls = device_calls(shards, options_.batch);
+    const DeviceCompute c = time_fused(task, calls.shards, options_.batch);
     if (calls.copies.empty()) return c;
     const DeviceCompute replicas = time_fused(task, calls.copies, calls.copy_batch);
     std::int64_t elements = 0;  // fp32 elements of the same bytes (the timers update floats)
@@ -125,14 +129,14 @@ class MeasuredModel final : public ComputeModel {
     if (shards.empty()) return {};
     check_fits_in_memory(fused_call_bytes(task, shards, batch),
                          concat("measuring ", shards.size(), " shards at batch ", batch, " (eval --batch)"));
-    ShardTimer bench(shards_.specs(task, shards, batch, options_.batch_number, options_.remap_held_out), batch,
-                     options_.batch_number, impl_);
+    ShardTimer bench(shards_.specs(task, shards, batch, options_.draw, options_.remap_held_out), batch, options_.draw,
+                     impl_);
     const ShardTiming timing = bench.measure(options_.measure);
     return {timing.fw.median_ms, timing.bw.median_ms};
   }
 
   kernels::EmbeddingBagImpl impl_;
-  EvalOptions options_;
+  MeasuredOptions options_;
   MeasuredShards shards_;
 };
 
@@ -145,7 +149,7 @@ const std::vector<ParamSpec>& measured_params() {
         {},
         {"reference", "cpu", "cuda"},
         "kernels to time (cuda: where built, with a GPU)"},
-       {"batch", ParamType::kInt, "0", 0, 1 << 30, {}, "batch to run; 0: the task's"},
+       {"batch", ParamType::kInt, "0", 0, 1 << 24, {}, "batch to run; 0: the task's"},
        {"warmup", ParamType::kInt, "2", 0, 1000, {}, "unmeasured runs before the measured ones"},
        {"repeats", ParamType::kInt, "5", 1, 100000, {}, "measured runs; the median is the cost"},
        {"flush", ParamType::kBool, "true", {}, {}, {}, "flush the caches before every run"},
@@ -174,8 +178,8 @@ kernels::EmbeddingBagImpl built_impl(const std::string& name) {
 /** The kernels of `impl` timed here for compute, the link model at the same batch for comm. */
 class MeasuredCostModel final : public CostModel {
  public:
-  MeasuredCostModel(const Task& task, kernels::EmbeddingBagImpl impl, const EvalOptions& options, Params params)
-      : compute_(task, impl, options),
+  MeasuredCostModel(const Task& task, const MeasuredOptions& options, Params params)
+      : compute_(task, built_impl(options.impl), options),
         comm_(make_link_comm_model(task.topology, compute_.batch_size(), input_comm_options(params))),
         params_(std::move(params)) {}
 
@@ -187,6 +191,8 @@ class MeasuredCostModel final : public CostModel {
   [[nodiscard]] ComputeModel& compute() override { return compute_; }
   [[nodiscard]] CommModel& comm() override { return *comm_; }
   [[nodiscard]] std::optional<double> lower_bound(const Task&, Objective) const override { return std::nullopt; }
+  [[nodiscard]] std::int64_t batch_size(const Task&) const override { return compute_.batch_size(); }
+  [[nodiscard]] bool measures() const override { return true; }
 
  private:
   MeasuredModel compute_;
@@ -196,22 +202,32 @@ class MeasuredCostModel final : public CostModel {
 
 }  // namespace
 
+MeasuredOptions measured_options(const Params& p) {
+  MeasuredOptions options;
+  options.impl = p.get_string("impl");
+  options.batch = p.get_int("batch");
+  options.measure = {static_cast<int>(p.get_int("warmup")), static_cast<int>(p.get_int("repeats")), p.get_bool("flush"),
+                     p.get_float("trim")};
+  const std::string problem = find_error_in_measure_options(options.measure);
+  EMBSHARD_CHECK(problem.empty(), "measured: ", problem);
+  options.draw = static_cast<std::uint64_t>(p.get_int("draw"));
+  options.remap_held_out = p.get_string("remap") == "held_out";
+  return options;
+}
+
+MeasuredOptions measured_options_of(const std::string& judge_spec) {
+  const Spec spec = parse_spec(judge_spec);
+  if (spec.name != "measured") return measured_options(bind_params("measured", measured_params(), {}));
+  return measured_options(bind_params("measured", measured_params(), spec.pairs));
+}
+
 void register_measured_cost_model(CostModelRegistry& registry) {
   registry.add({"measured",
                 "each device's shards timed on this machine's kernels, plus the link model (the judge of eval "
                 "--backend cpu|reference|cuda)",
                 measured_params()},
                [](const Params& p, const Context&, const Task& task) -> std::unique_ptr<CostModel> {
-                 EvalOptions options;
-                 options.backend = p.get_string("impl");
-                 options.batch_size = p.get_int("batch");
-                 options.measure = {static_cast<int>(p.get_int("warmup")), static_cast<int>(p.get_int("repeats")),
-                                    p.get_bool("flush"), p.get_float("trim")};
-                 const std::string problem = find_error_in_measure_options(options.measure);
-                 EMBSHARD_CHECK(problem.empty(), "measured: ", problem);
-                 options.batch_number = static_cast<std::uint64_t>(p.get_int("draw"));
-                 options.remap_held_out = p.get_string("remap") == "held_out";
-                 return std::make_unique<MeasuredCostModel>(task, built_impl(options.backend), options, p);
+                 return std::make_unique<MeasuredCostModel>(task, measured_options(p), p);
                });
 }
 

@@ -6,7 +6,7 @@
 // from the access counts of the table's generative model so that the first hbm_rows rows of the
 // shard are its hottest: by default the counts of the measured draw itself (in-sample, like the
 // one-batch ICDF of the task's statistics that the sharders and `tier_lookups` rank rows by), with
-// EvalOptions::remap_held_out those of `kRemapProfileBatches` other draws at the task's batch
+// remap=held_out those of `kRemapProfileBatches` other draws at the task's batch
 // (held out: rows a fresh batch needs but the profile never saw rank last, so fewer lookups hit
 // the HBM part than the ICDF predicts). The remap permutes only the shard's own rows [row_begin, row_end)
 // (build_remap's row range: other rows keep their numbers), so the lookups that fall in the shard are those of the
@@ -23,15 +23,34 @@
 #include <utility>
 #include <vector>
 
+#include "embshard/core/registry.h"
 #include "embshard/cost/compute_model.h"
 #include "embshard/cost/cost_model.h"
 #include "embshard/data/pool.h"
 #include "embshard/data/task_lookups.h"
-#include "embshard/eval/evaluator.h"
 #include "embshard/kernels/embedding_bag.h"
+#include "embshard/profile/measure.h"
 #include "embshard/profile/shard_timer.h"
 
 namespace embshard::detail {
+
+/** What a `measured` judge's spec says (eval/cost_model_registry.h): the model owns its options. */
+struct MeasuredOptions {
+  std::string impl = "cpu";     ///< the kernels: reference | cpu | cuda
+  std::int64_t batch = 0;       ///< the batch to run; 0: the task's
+  MeasureOptions measure;       ///< warm-up, repeats, cache flush, trim
+  std::uint64_t draw = 0;       ///< which draw of each table's lookups
+  bool remap_held_out = false;  ///< rank a tiered shard's rows by other draws (header comment)
+};
+
+/** The options of a `measured` spec's bound parameters (bad measuring options fail, named). */
+[[nodiscard]] MeasuredOptions measured_options(const Params& params);
+
+/** The options of any judge spec: a `measured` spec's own, `measured`'s defaults for any other. */
+[[nodiscard]] MeasuredOptions measured_options_of(const std::string& judge_spec);
+
+/** The batch a measured judge runs: `batch` when positive, else the task's (the one place of this rule). */
+[[nodiscard]] std::int64_t measured_batch_size(const Task& task, std::int64_t batch);
 
 /** Profile draws behind a tiered shard's remap (header comment). */
 inline constexpr int kRemapProfileBatches = 4;

@@ -39,7 +39,7 @@ CompareRow plan_changed(const Task& task, const WhatIfOptions& options, const Co
   CompareOptions compare;
   compare.sharders = {options.sharder};
   compare.cost = options.cost;
-  compare.eval = options.judge;
+  compare.judge = options.judge;
   Context quiet = ctx;
   quiet.progress = {};
   quiet.verbosity = std::max(ctx.verbosity, LogLevel::kWarning);
@@ -79,9 +79,8 @@ CapacityPoint capacity_point(const Task& task, int devices, const WhatIfOptions&
   p.run = plan_changed(changed, options, ctx);
   if (p.run.lower_bound_ms > 0) {  // compare's bound, where the sharder's model is the judge
     p.bound_ms = p.run.lower_bound_ms;
-  } else if (options.judge.backend == "sim") {
-    const auto judge = make_cost_model(judge_spec(options.judge), changed, ctx);
-    p.bound_ms = judge->lower_bound(changed, Objective::kStep).value_or(0.0);
+  } else {  // the judge's own bound, where it has one (a measured judge has none)
+    p.bound_ms = make_judge(changed, options.judge, ctx)->lower_bound(changed, Objective::kStep).value_or(0.0);
   }
   return p;
 }

@@ -18,6 +18,7 @@
 #include "embshard/core/version.h"
 #include "embshard/data/data_io.h"
 #include "embshard/data/topology.h"
+#include "embshard/eval/compare.h"
 #include "embshard/eval/cost_model_registry.h"
 #include "embshard/eval/task_gen.h"
 #include "embshard/plan/plan.h"
@@ -100,8 +101,10 @@ TEST_F(Cli, ListPrintsEveryRegistryWithParameters) {
 TEST_F(Cli, HelpOfAVerbShowsItsUsageAndWhereItsFiguresAreDefined) {
   CliResult r = run_cli("eval --help");
   ASSERT_EQ(r.status, 0) << r.out;
-  EXPECT_NE(r.out.find("usage: embshard eval --task T.json --plan P.json [--backend B]"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("sim | cpu | reference | cuda (where built) (default sim)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("usage: embshard eval --task T.json --plan P.json [--backend J]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("or any judge spec (sim:coefficients=F.json, measured:impl=cpu,repeats=9) (default sim)"),
+            std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("docs/metrics.md"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("embshard stats"), std::string::npos) << r.out;  // only its own
   r = run_cli("profile calibrate -h");
@@ -510,6 +513,28 @@ TEST_F(Cli, ProfileCalibrateWritesAPresetTheSimJudgeLoadsAndWarnsOnAnotherMachin
       << r.out;
   r = test_util::run_command(on_b + EMBSHARD_CLI_PATH + plan + "sim:hardware=any,coefficients=" + path("c.json"));
   EXPECT_EQ(r.out.find("were measured on"), std::string::npos) << r.out;
+  // eval and compare judge with the file too (--backend takes any judge spec): the plan's own step.
+  const std::string judge = "sim:hardware=any,coefficients=" + path("c.json");
+  r = run_cli(plan.substr(1) + judge + " --out " + path("p.json"));
+  ASSERT_EQ(r.status, 0) << r.out;
+  const std::string planned =
+      r.out.substr(r.out.find("step_ms ") + 8, r.out.find("  max_sum_ms") - r.out.find("step_ms ") - 8);
+  const std::string eval = "eval --task " + path("t/000.json") + " --plan " + path("p.json") + " --out ";
+  ASSERT_EQ(run_cli(eval + path("e.json") + " --backend " + judge).status, 0);
+  ASSERT_EQ(run_cli(eval + path("builtin.json")).status, 0);
+  const auto own = nlohmann::json::parse(read_file(path("e.json")));
+  const auto builtin = nlohmann::json::parse(read_file(path("builtin.json")));
+  EXPECT_NE(own["backend"].get<std::string>().find("coefficients=" + path("c.json")), std::string::npos)
+      << own["backend"];
+  EXPECT_NEAR(own["objectives"]["step_ms"].get<double>(), std::stod(planned), 1e-3);
+  EXPECT_NE(own["objectives"]["step_ms"], builtin["objectives"]["step_ms"]);
+  r = run_cli("compare --tasks " + path("t") + " --sharders greedy --cost " + judge + " --backend " + judge +
+              " --out " + path("c.csv"));
+  ASSERT_EQ(r.status, 0) << r.out;
+  const auto rows = read_compare_csv(path("c.csv"));
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_NEAR(rows[0].eval.step_ms, std::stod(planned), 1e-3);
+  EXPECT_GT(rows[0].lower_bound_ms, 0.0);  // the judge is the planner's model: its bound holds
   // The built-in cpu coefficients say which machine they describe, too.
   r = test_util::run_command(on_b + EMBSHARD_CLI_PATH + plan + "sim");
   EXPECT_NE(r.out.find("sim's cpu coefficients were measured on 'Intel(R) Xeon(R) Processor'"), std::string::npos)

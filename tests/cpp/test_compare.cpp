@@ -66,9 +66,7 @@ TEST(Compare, PlansAndJudgesEveryTaskWithEverySharder) {
   EXPECT_NE(svg.find("ms per step"), std::string::npos);  // the axis
   EXPECT_NE(error_of([&] { (void)compare_chart_svg(rows, "too-small"); }).find("no sharder produced a plan"),
             std::string::npos);
-  options.eval.backend = "cpu";  // another judge: no bound, no gap
-  options.eval.batch_size = 256;
-  options.eval.measure = {0, 1, false, 0.0};
+  options.judge = "measured:impl=cpu,batch=256,warmup=0,repeats=1,flush=false,trim=0";  // another judge: no bound
   options.sharders = {"greedy:balance=lookup"};
   const std::vector<Task> one(tasks.begin(), tasks.begin() + 1);
   const std::vector<CompareRow> measured = run_compare(one, options, ctx);

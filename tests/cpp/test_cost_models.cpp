@@ -54,11 +54,11 @@ TEST(CostModels, TheJudgeOfEvalIsAMemberWhoseSpecSaysItsBatch) {
   const Task task = cpu_task();
   const ShardResult planned = plan_task("greedy:balance=lookup", task, nullptr, quiet_context());
   ASSERT_EQ(planned.status, ShardStatus::kOk) << planned.reason;
-  EvalOptions options;
-  EXPECT_EQ(judge_spec(options),
+  EXPECT_EQ(judge_spec(kSimJudge),
             "sim:coefficients=builtin,hardware=match,input_comm=exposed,index_bytes=8,length_bytes=4,exchanges=fused");
-  options.backend = "reference";
-  options.measure = {0, 1, false, 0.0};
+  std::string options = "reference";  // short for measured:impl=reference
+  for (const auto& [key, value] : {std::pair{"warmup", "0"}, {"repeats", "1"}, {"flush", "false"}, {"trim", "0"}})
+    options = set_judge_value(options, key, value);
   EXPECT_EQ(judge_spec(options),
             "measured:impl=reference,batch=0,warmup=0,repeats=1,flush=false,trim=0,draw=0,remap=in_sample,input_comm="
             "exposed,index_bytes=8,length_bytes=4,exchanges=fused");
@@ -67,8 +67,12 @@ TEST(CostModels, TheJudgeOfEvalIsAMemberWhoseSpecSaysItsBatch) {
             "measured:impl=reference,batch=4096,warmup=0,repeats=1,flush=false,trim=0,draw=0,remap=in_sample,input_"
             "comm=exposed,index_bytes=8,length_bytes=4,exchanges=fused");
   EXPECT_EQ(make_cost_model(result.backend, task)->spec(), result.backend);
-  options.backend = "tpu";
-  EXPECT_NE(error_of([&] { (void)judge_spec(options); }).find("unknown backend 'tpu'"), std::string::npos);
+  // The measured options leave a judge that does not take them as it is; a bad judge is named.
+  EXPECT_EQ(set_judge_value(kSimJudge, "batch", "512"), kSimJudge);
+  EXPECT_EQ(with_judge_default("measured:impl=reference,batch=64", "batch", "8192"),
+            "measured:impl=reference,batch=64");
+  EXPECT_EQ(with_judge_default("reference", "batch", "8192"), "measured:impl=reference,batch=8192");
+  EXPECT_NE(error_of([&] { (void)judge_spec("tpu"); }).find("unknown judge 'tpu'"), std::string::npos);
 }
 
 TEST(CostModels, UnknownNamesKeysAndValuesListWhatExists) {
@@ -146,10 +150,8 @@ TEST(CostModels, PerTypeExchangesPayTheLatencyOncePerFurtherShardingType) {
     EXPECT_EQ(exchange_groups(plan), 2);
     same_but(plan, latency);
   }
-  EvalOptions options;
-  options.exchanges = "per_type";
   EXPECT_EQ(
-      judge_spec(options),
+      judge_spec(set_judge_value(kSimJudge, "exchanges", "per_type")),
       "sim:coefficients=builtin,hardware=match,input_comm=exposed,index_bytes=8,length_bytes=4,exchanges=per_type");
 }
 

@@ -303,12 +303,18 @@ Task small_task() {
 
 class EvaluatorBackends : public ::testing::TestWithParam<std::string> {};
 
+/** The judge of a backend, timing once without warm-up or flush where it measures. */
+std::string quick_judge(const std::string& backend) {
+  std::string judge = backend;
+  for (const auto& [key, value] : {std::pair{"warmup", "0"}, {"repeats", "1"}, {"flush", "false"}, {"trim", "0"}})
+    judge = set_judge_value(judge, key, value);
+  return judge;
+}
+
 TEST_P(EvaluatorBackends, GivesAFullBreakdownForEveryDevice) {
   const Task task = small_task();
   const Plan plan = table_wise_plan(task, {0, 1, 0, 1});
-  EvalOptions options;
-  options.backend = GetParam();
-  options.measure = {0, 1, false, 0.0};
+  const std::string options = quick_judge(GetParam());
   Context ctx;
   ctx.verbosity = LogLevel::kQuiet;
   const EvalResult r = evaluate_plan(task, plan, options, ctx);
@@ -335,10 +341,7 @@ TEST_P(EvaluatorBackends, DataParallelCopiesServeTheirDevicesSamplesAndAllReduce
   copy.device = 1;
   plan.tables[0].shards.push_back(copy);
   ASSERT_EQ(find_error_in_plan(task, plan), "");
-  EvalOptions options;
-  options.backend = GetParam();
-  options.measure = {0, 1, false, 0.0};
-  const EvalResult r = evaluate_plan(task, plan, options, test_util::quiet_context());
+  const EvalResult r = evaluate_plan(task, plan, quick_judge(GetParam()), test_util::quiet_context());
   // Only t1, t2, t3 exchange outputs (16 columns each way); t0's 16-wide gradient is all-reduced.
   const auto a2a = all_to_all_ms(task.topology, {16, 32}, r.batch_size);
   const double gradient = static_cast<double>(task.workload.tables[0].num_rows()) * 16 * 4;
@@ -371,10 +374,7 @@ TEST_P(EvaluatorBackends, A2DPlanIsCostedPerRankOfAGroupWithItsReplicaSync) {
   Plan plan = table_wise_plan(task, {0, 1, 0, 1});
   plan.groups = {2, GroupRanks::kStrided};
   ASSERT_EQ(find_error_in_plan(task, plan), "");
-  EvalOptions options;
-  options.backend = GetParam();
-  options.measure = {0, 1, false, 0.0};
-  const EvalResult r = evaluate_plan(task, plan, options, test_util::quiet_context());
+  const EvalResult r = evaluate_plan(task, plan, quick_judge(GetParam()), test_util::quiet_context());
   ASSERT_EQ(r.breakdown.devices.size(), 2u);
   EXPECT_EQ(r.batch_size, task.workload.batch_size / 2);
   const Topology group = sharding_group_topology(task.topology, plan.groups);
@@ -393,7 +393,7 @@ TEST_P(EvaluatorBackends, A2DPlanIsCostedPerRankOfAGroupWithItsReplicaSync) {
   // Measured all-to-alls cannot stand for a group's exchanges.
   const std::vector<DeviceTiming> measured(2);
   EXPECT_NE(error_of([&] {
-              (void)evaluate_plan(task, plan, options, test_util::quiet_context(), measured);
+              (void)evaluate_plan(task, plan, quick_judge(GetParam()), test_util::quiet_context(), measured);
             }).find("cannot judge a 2D plan"),
             std::string::npos);
 }
@@ -439,8 +439,8 @@ TEST(Evaluator, SimColumnHalvesDuplicateLookups) {
   halves.tables[0].type = ShardingType::kColumnWise;
   halves.tables[0].shards = {left, right};
   Context ctx;
-  const EvalResult w = evaluate_plan(task, whole, {}, ctx);
-  const EvalResult h = evaluate_plan(task, halves, {}, ctx);
+  const EvalResult w = evaluate_plan(task, whole, kSimJudge, ctx);
+  const EvalResult h = evaluate_plan(task, halves, kSimJudge, ctx);
   EXPECT_GT(h.breakdown.devices[0].fw_comp_ms, w.breakdown.devices[0].fw_comp_ms / 2);
   EXPECT_GT(h.breakdown.devices[1].fw_comp_ms, w.breakdown.devices[1].fw_comp_ms);
 }
@@ -450,27 +450,21 @@ TEST(Evaluator, BadInputIsAClearError) {
   Context ctx;
   Plan missing = table_wise_plan(task, {0, 1, 0, 1});
   missing.tables.pop_back();
-  EXPECT_NE(error_of([&] { (void)evaluate_plan(task, missing, {}, ctx); }).find("does not fit the task"),
+  EXPECT_NE(error_of([&] { (void)evaluate_plan(task, missing, kSimJudge, ctx); }).find("does not fit the task"),
             std::string::npos);
   const Plan plan = table_wise_plan(task, {0, 1, 0, 1});
-  EvalOptions unknown;
-  unknown.backend = "tpu";
-  EXPECT_NE(error_of([&] { (void)evaluate_plan(task, plan, unknown, ctx); }).find("unknown backend 'tpu'"),
+  EXPECT_NE(error_of([&] { (void)evaluate_plan(task, plan, "tpu", ctx); }).find("unknown judge 'tpu'"),
             std::string::npos);
   if (!kernels::cuda_device_available()) {
-    EvalOptions cuda;
-    cuda.backend = "cuda";
-    const std::string message = error_of([&] { (void)evaluate_plan(task, plan, cuda, ctx); });
+    const std::string message = error_of([&] { (void)evaluate_plan(task, plan, "cuda", ctx); });
     EXPECT_TRUE(message.find("built without CUDA") != std::string::npos ||
                 message.find("no GPU is visible") != std::string::npos)
         << message;
   }
   Task other_pool = task;
   other_pool.pool_seed = 1;  // pool ids now name tables of another size
-  EvalOptions cpu;
-  cpu.backend = "cpu";
-  cpu.measure = {0, 1, false, 0.0};
-  EXPECT_NE(error_of([&] { (void)evaluate_plan(other_pool, plan, cpu, ctx); }).find("another pool"), std::string::npos);
+  EXPECT_NE(error_of([&] { (void)evaluate_plan(other_pool, plan, quick_judge("cpu"), ctx); }).find("another pool"),
+            std::string::npos);
 }
 
 }  // namespace
@@ -553,10 +547,7 @@ TEST(Evaluator, AMeasuredBatchTooBigForMemoryIsAnErrorWithTheEstimate) {
   check_task(task, "test");
   Plan plan;
   plan.tables.push_back({"hot", ShardingType::kTableWise, {{0, 0, 1000, 0, 4}}});
-  EvalOptions options;
-  options.backend = "reference";
-  options.batch_size = std::int64_t{1} << 24;
-  options.measure = {0, 1, false, 0.0};
+  const std::string options = "measured:impl=reference,batch=16777216,warmup=0,repeats=1,flush=false";
   const std::string message =
       test_util::error_of([&] { (void)evaluate_plan(task, plan, options, test_util::quiet_context()); });
   EXPECT_NE(message.find("at batch 16777216 (eval --batch) needs about"), std::string::npos) << message;

@@ -66,7 +66,7 @@ TEST(MixedHardware, FasterDevicesTakeMoreOfTheWorkAndNoPlanBeatsTheBound) {
     for (const char* spec : {"joint", "greedy", "torchrec", "neuroshard", "random"}) {
       const ShardResult p = plan_task(spec, task, cost.get(), quiet());
       if (p.status != ShardStatus::kOk) continue;
-      EXPECT_LE(bound, evaluate_plan(task, p.plan, EvalOptions{}, quiet()).step_ms * (1 + 1e-9)) << spec;
+      EXPECT_LE(bound, evaluate_plan(task, p.plan, kSimJudge, quiet()).step_ms * (1 + 1e-9)) << spec;
     }
   }
 }

@@ -67,7 +67,7 @@ TEST(RecShardSharder, PlanIsValidAndIsTheMilpOptimum) {
     EXPECT_NEAR(mine.max_cost_ms, direct.solution->max_cost_ms, 1e-4 * direct.solution->max_cost_ms);
 
     // Under the sim judge, each device's UVM lookups are its tables' (1 − pct_j) of their lookups.
-    const EvalResult judged = evaluate_plan(task, r.plan, EvalOptions{}, quiet_context());
+    const EvalResult judged = evaluate_plan(task, r.plan, kSimJudge, quiet_context());
     std::vector<double> expected_uvm(2, 0.0);
     bool some_uvm = false;
     for (std::size_t j = 0; j < choices.size(); ++j) {
@@ -108,12 +108,12 @@ TEST(RecShardSharder, BeatsTheUvmFallbackGreedyWhenHbmIsShort) {
   const Task task = short_hbm_task(24, 4, 0.35, 11);
   const ShardResult rec = plan_task("recshard:time_limit_s=20", task, nullptr, quiet_context());
   ASSERT_EQ(rec.status, ShardStatus::kOk) << rec.reason;
-  const EvalResult rec_eval = evaluate_plan(task, rec.plan, EvalOptions{}, quiet_context());
+  const EvalResult rec_eval = evaluate_plan(task, rec.plan, kSimJudge, quiet_context());
   for (const char* balance : {"size", "lookup", "size_and_lookup"}) {
     const ShardResult g =
         plan_task(std::string("greedy:on_full=uvm,balance=") + balance, task, nullptr, quiet_context());
     ASSERT_EQ(g.status, ShardStatus::kOk) << balance << ": " << g.reason;
-    const EvalResult g_eval = evaluate_plan(task, g.plan, EvalOptions{}, quiet_context());
+    const EvalResult g_eval = evaluate_plan(task, g.plan, kSimJudge, quiet_context());
     EXPECT_LT(rec_eval.step_ms, g_eval.step_ms) << balance;
     EXPECT_LT(uvm_lookup_share(rec_eval), uvm_lookup_share(g_eval)) << balance;
   }
@@ -297,8 +297,8 @@ TEST(SimTiers, ColdRowsCostUvmBandwidthByTheirAccessShare) {
   Plan cold = all_hbm;
   const TableStats& s0 = task.workload.tables[0].stats;
   cold.tables[0].shards[0].hbm_rows = static_cast<std::int64_t>(s0.icdf[49]);  // serves 50%
-  const EvalResult a = evaluate_plan(task, all_hbm, EvalOptions{}, quiet_context());
-  const EvalResult b = evaluate_plan(task, cold, EvalOptions{}, quiet_context());
+  const EvalResult a = evaluate_plan(task, all_hbm, kSimJudge, quiet_context());
+  const EvalResult b = evaluate_plan(task, cold, kSimJudge, quiet_context());
   EXPECT_DOUBLE_EQ(a.lookups[0].uvm, 0.0);
   const double cold_share = 1.0 - sim_hbm_access_share(s0, s0.num_rows, cold.tables[0].shards[0].hbm_rows);
   EXPECT_NEAR(cold_share, 0.5, 0.011);
@@ -313,8 +313,8 @@ TEST(SimTiers, ColdRowsCostUvmBandwidthByTheirAccessShare) {
   // Doubling the UVM bandwidth halves that part.
   Task faster = task;
   faster.topology.devices[0].uvm_gbps *= 2;
-  const EvalResult c = evaluate_plan(faster, cold, EvalOptions{}, quiet_context());
-  const EvalResult c0 = evaluate_plan(faster, all_hbm, EvalOptions{}, quiet_context());
+  const EvalResult c = evaluate_plan(faster, cold, kSimJudge, quiet_context());
+  const EvalResult c0 = evaluate_plan(faster, all_hbm, kSimJudge, quiet_context());
   EXPECT_NEAR(c.breakdown.devices[0].fw_comp_ms - c0.breakdown.devices[0].fw_comp_ms, delta / 2, 0.05 * delta);
   const std::string json = eval_result_json(b, task, cold);
   EXPECT_NE(json.find("\"uvm_lookups\""), std::string::npos);
@@ -435,8 +435,7 @@ TEST(RecShardMeasured, ShardTimerSeesTheHottestRowsFirst) {
   ASSERT_GT(hbm_rows, 0);
   ASSERT_LT(hbm_rows, s0.num_rows);
   plan.tables[0].shards[0].hbm_rows = hbm_rows;
-  EvalOptions options;
-  options.backend = "reference";  // at the task's batch, whose one-batch ICDF the stats hold
+  const std::string options = "reference";  // at the task's batch, whose one-batch ICDF the stats hold
   const std::vector<DeviceLookups> measured = measured_tier_lookups(task, plan, options);
   const std::vector<DeviceLookups> expected = tier_lookups(task, plan, task.workload.batch_size);
   ASSERT_EQ(measured.size(), 1u);
@@ -444,8 +443,7 @@ TEST(RecShardMeasured, ShardTimerSeesTheHottestRowsFirst) {
   EXPECT_NEAR(hbm_share(measured), hbm_share(expected), 0.03);
   EXPECT_GT(measured[0].uvm, 0.0);
   // A remap ranked on held-out draws: rows the profile never saw rank last, so a little less.
-  EvalOptions held_out = options;
-  held_out.remap_held_out = true;
+  const std::string held_out = set_judge_value(options, "remap", "held_out");
   const double held_out_share = hbm_share(measured_tier_lookups(task, plan, held_out));
   EXPECT_LT(held_out_share, hbm_share(measured));
   EXPECT_GT(held_out_share, hbm_share(measured) - 0.15);
@@ -470,8 +468,8 @@ TEST(RecShardMeasured, RecShardPlanRunsOnTheMeasuredBackendsWithItsTiers) {
     for (const Shard& shard : tp.shards) tiered |= shard.hbm_rows >= 0 && shard.hbm_rows < shard.num_rows();
   }
   ASSERT_TRUE(tiered) << "the task should force some rows into UVM";
-  EvalOptions options;  // the task's batch: the lookups ShardTimer gets by tier
-  const std::vector<DeviceLookups> measured = measured_tier_lookups(task, r.plan, options);
+  // the task's batch: the lookups ShardTimer gets by tier
+  const std::vector<DeviceLookups> measured = measured_tier_lookups(task, r.plan, "reference");
   const std::vector<DeviceLookups> expected = tier_lookups(task, r.plan, task.workload.batch_size);
   ASSERT_EQ(measured.size(), expected.size());
   EXPECT_LT(hbm_share(expected), 0.99);
@@ -482,13 +480,12 @@ TEST(RecShardMeasured, RecShardPlanRunsOnTheMeasuredBackendsWithItsTiers) {
     EXPECT_NEAR(m, e, 0.1 * e) << "device " << d;
     EXPECT_NEAR(measured[d].hbm / m, expected[d].hbm / e, 0.05) << "device " << d;
   }
-  options.batch_size = 512;  // timing: small and quick
-  options.measure = {0, 1, false, 0.0};
   for (const kernels::EmbeddingBagImpl impl : kernels::embedding_bag_impls()) {  // cuda too where built
     const std::string backend(kernels::to_string(impl));
     if (impl == kernels::EmbeddingBagImpl::kCuda && !kernels::cuda_device_available()) continue;
-    options.backend = backend;
-    const EvalResult result = evaluate_plan(task, r.plan, options, quiet_context());
+    // timing: small and quick
+    const std::string judge = "measured:impl=" + backend + ",batch=512,warmup=0,repeats=1,flush=false,trim=0";
+    const EvalResult result = evaluate_plan(task, r.plan, judge, quiet_context());
     for (std::size_t d = 0; d < result.breakdown.devices.size(); ++d) {
       const DeviceCost& c = result.breakdown.devices[d];
       if (measured[d].hbm + measured[d].uvm > 0) {
@@ -523,9 +520,7 @@ TEST(RecShardMeasured, CudaBackendWithoutAGpuIsAClearError) {
   Task task = short_hbm_task(1, 1, 1.0, 12);
   Plan plan = table_wise_plan(task, {0});
   plan.tables[0].shards[0].hbm_rows = task.workload.tables[0].num_rows() / 2;
-  EvalOptions options;
-  options.backend = "cuda";
-  options.batch_size = 64;
+  const std::string options = "measured:impl=cuda,batch=64";
   const auto message = caught_error([&] { (void)evaluate_plan(task, plan, options, quiet_context()); });
   ASSERT_TRUE(message.has_value());
   EXPECT_TRUE(message->find("built without CUDA") != std::string::npos ||

@@ -22,7 +22,7 @@ using test_util::hand_table;
 using test_util::quiet;
 using test_util::tiny_task;
 
-double step_of(const Task& task, const Plan& plan) { return evaluate_plan(task, plan, EvalOptions{}, quiet()).step_ms; }
+double step_of(const Task& task, const Plan& plan) { return evaluate_plan(task, plan, kSimJudge, quiet()).step_ms; }
 
 Plan planned(const Task& task, const std::string& sharder = "joint:groups=none") {
   const auto cost = make_cost_model("default", task, quiet());

@@ -142,7 +142,7 @@ TEST(PlanReport, ShowsEveryPlanWithItsFiguresStragglerAndProvenance) {
   for (const char* sharder : {"greedy:balance=lookup", "greedy:balance=dim"}) {
     ShardResult r = plan_task(sharder, task, nullptr, quiet_context());
     ASSERT_EQ(r.status, ShardStatus::kOk) << r.reason;
-    const EvalResult e = evaluate_plan(task, r.plan, EvalOptions{}, quiet_context());
+    const EvalResult e = evaluate_plan(task, r.plan, kSimJudge, quiet_context());
     plans.push_back({r.plan, e, std::string(sharder) + ".json"});
   }
   const std::string html = plan_report_html(task, plans);

@@ -149,8 +149,8 @@ TEST(SavedPlans, EverySharderPlanReadBackFromItsFileEvaluatesExactlyAsInMemory) 
       expect_same_plan(read, r.plan);
       EXPECT_EQ(find_error_in_plan(task, read), "");
 
-      const EvalResult in_memory = evaluate_plan(task, r.plan, EvalOptions{}, quiet_context());
-      const EvalResult from_file = evaluate_plan(task, read, EvalOptions{}, quiet_context());
+      const EvalResult in_memory = evaluate_plan(task, r.plan, kSimJudge, quiet_context());
+      const EvalResult from_file = evaluate_plan(task, read, kSimJudge, quiet_context());
       expect_same_result(from_file, in_memory);
       if (!task.constraints.allow_uvm) {
         EXPECT_EQ(uvm_lookup_share(from_file), 0.0);
@@ -159,8 +159,7 @@ TEST(SavedPlans, EverySharderPlanReadBackFromItsFileEvaluatesExactlyAsInMemory) 
         EXPECT_EQ(uvm_lookup_share(in_memory), 0.0);
       }
 
-      EvalOptions measured;  // what the measured backends hand to the kernels, by tier
-      measured.batch_size = 256;
+      const std::string measured = "measured:batch=256";  // what the measured backends hand to the kernels, by tier
       expect_same_lookups(measured_tier_lookups(task, read, measured), measured_tier_lookups(task, r.plan, measured));
       bool row_split = false;
       for (const TablePlacement& tp : r.plan.tables) {
@@ -200,8 +199,7 @@ TEST(SavedPlans, SimAndMeasuredBackendsAgreeOnTheTiersOfRowWiseShards) {
   for (Device& d : task.topology.devices) d.uvm_bytes = task.workload.total_bytes();
   ASSERT_EQ(find_error_in_plan(task, plan), "");
   const std::vector<DeviceLookups> expected = tier_lookups(task, plan, task.workload.batch_size);
-  EvalOptions options;
-  const std::vector<DeviceLookups> measured = measured_tier_lookups(task, plan, options);
+  const std::vector<DeviceLookups> measured = measured_tier_lookups(task, plan, "cpu");
   double e_hbm = 0, e_all = 0, m_hbm = 0, m_all = 0;
   for (std::size_t d = 0; d < expected.size(); ++d) {
     e_hbm += expected[d].hbm;

@@ -189,8 +189,8 @@ TEST(ShardingGroups, APlanReadBackFromItsFileEvaluatesAsInMemory) {
     ASSERT_EQ(find_error_in_plan(task, plan), "");
     const Plan back = plan_from_json(plan_to_json(plan), "p.json");
     EXPECT_EQ(back.groups, groups);
-    const EvalResult a = evaluate_plan(task, plan, EvalOptions{}, quiet());
-    const EvalResult b = evaluate_plan(read_task, back, EvalOptions{}, quiet());
+    const EvalResult a = evaluate_plan(task, plan, kSimJudge, quiet());
+    const EvalResult b = evaluate_plan(read_task, back, kSimJudge, quiet());
     EXPECT_EQ(a.step_ms, b.step_ms) << describe_groups(groups, 8);
     EXPECT_EQ(a.breakdown.devices.size(), static_cast<std::size_t>(groups.size));
   }
@@ -271,7 +271,7 @@ TEST(Joint, Chooses2DWhereItPaysAnd1DWhereTheSyncCostsMore) {
   EXPECT_THROW((void)plan_task("joint:groups=many", cheap, cost.get(), quiet(1)), Error);
   EXPECT_THROW((void)plan_task("joint:groups=4,objective=balance", cheap, cost.get(), quiet(1)), Error);
   // The plan's breakdown says what its rows are.
-  const EvalResult judged = evaluate_plan(cheap, four.plan, EvalOptions{}, quiet());
+  const EvalResult judged = evaluate_plan(cheap, four.plan, kSimJudge, quiet());
   EXPECT_NE(eval_result_table(judged, sharding_group_topology(cheap.topology, four.plan.groups))
                 .find("sharding groups of 4 ranks"),
             std::string::npos);

@@ -171,7 +171,7 @@ TinySetup tiny_setup(const std::string& name) {
   }
   t.test_task = gen->generate(source, 999, 0);
   t.setup.tasks_spec = t.dir;
-  t.setup.judge = plan_judge(EvalOptions{}, t.setup.tasks.front());  // sim
+  t.setup.judge = plan_judge(kSimJudge, t.setup.tasks.front());  // sim
   t.setup.out = t.dir + "/policy.json";
   t.setup.seed = 5;
   return t;

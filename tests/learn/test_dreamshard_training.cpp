@@ -39,7 +39,7 @@ PolicyTrainSetup setup_for(const std::string& dir, const std::string& out) {
   s.tasks_spec = dir;
   s.task_paths = find_task_files(dir);
   for (const std::string& p : s.task_paths) s.tasks.push_back(read_task_file(p));
-  s.judge = plan_judge(EvalOptions{}, s.tasks.front());  // sim
+  s.judge = plan_judge(kSimJudge, s.tasks.front());  // sim
   s.out = out;
   s.seed = 3;
   return s;

@@ -29,6 +29,7 @@
  * which is maximised, it is an upper bound: 1). Sharders report it beside their plans so every
  * result carries its optimality gap.
  */
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -82,6 +83,10 @@ class CostModel {
    * then keeps to 1D plans).
    */
   [[nodiscard]] virtual std::unique_ptr<CostModel> for_task(const Task&) const { return nullptr; }
+  /** The batch its costs are for: the task's, or the batch a measured model runs. */
+  [[nodiscard]] virtual std::int64_t batch_size(const Task& task) const { return task.workload.batch_size; }
+  /** Whether it times real kernels (a measured judge): then one judgement at a time, and each is a draw. */
+  [[nodiscard]] virtual bool measures() const { return false; }
   /** The breakdown of a valid plan: `assemble_breakdown` with this model's two parts. */
   [[nodiscard]] CostBreakdown estimate(const Task& task, const Plan& plan, const Context& ctx) {
     return assemble_breakdown(task, plan, compute(), comm(), ctx);

@@ -6,11 +6,11 @@
  *        report/html_report.h).
  *
  * Planning runs in parallel across tasks (the context's threads); each (task, sharder) gets the
- * context seed. Evaluation of ok plans runs in parallel on `sim` and serially on a measured
- * backend, so timings do not disturb each other. Each row also carries the cost model's lower
+ * context seed. Evaluation of ok plans runs in parallel, and serially where the judge times
+ * kernels, so timings do not disturb each other. Each row also carries the cost model's lower
  * bound of the objective, so every result has its optimality gap — when the judge is that same
- * model (backend `sim`, cost `sim`); with another judge the bound is 0 (unknown) and the summary
- * shows no gap.
+ * model (the judge spec is the cost spec, e.g. both `sim`); with another judge the bound is 0
+ * (unknown) and the summary shows no gap.
  *
  * Settings (the columns of the summary, like NeuroShard's Table 1) group tasks by their protocol's
  * `devices` and `max_dim` parameters ("d4 m128"), or by the whole protocol spec when it has none.
@@ -32,7 +32,7 @@ namespace embshard {
 struct CompareOptions {
   std::vector<std::string> sharders;  ///< sharder specs
   std::string cost = "default";       ///< handed to every sharder that uses a cost model
-  EvalOptions eval;                   ///< the judge (backend, batch, repeats)
+  std::string judge = kSimJudge;      ///< the judge spec of every plan (eval/evaluator.h)
 };
 
 struct CompareRow {

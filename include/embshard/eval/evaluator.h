@@ -51,21 +51,27 @@
 
 namespace embshard {
 
-struct EvalOptions {
-  std::string backend = "sim";     ///< sim | cpu | reference | cuda
-  std::int64_t batch_size = 0;     ///< measured backends: batch to run; 0 = the task's
-  MeasureOptions measure;          ///< measured backends
-  std::uint64_t batch_number = 0;  ///< which draw of the lookups
-  /// Measured backends, tiered shards: rank rows for RecShard's remap by the measured draw itself
-  /// (false: in-sample, as the task's ICDF that plans and `tier_lookups` use is) or by other
-  /// draws of the same model (true: held out, what a deployment profiling past data sees).
-  bool remap_held_out = false;
-  /// Whether the step pays the input all-to-all: exposed | overlap | omit (cost/link_model.h).
-  std::string input_comm = "exposed";
-  /// fused | per_type: one exchange set for the plan, or one per sharding type as TorchRec runs
-  /// them (cost/link_model.h `exchange_groups`).
-  std::string exchanges = "fused";
-};
+/**
+ * Judge specs. A plan is judged by a cost model (eval/cost_model_registry.h) named by a spec:
+ * `sim`, `sim:coefficients=FILE`, `neural:weights=F`, `measured:impl=cpu,repeats=9,…`, … ; the
+ * names of the measured backends (`cpu`, `reference`, `cuda`) are short for `measured:impl=NAME`.
+ * Every function below takes such a spec; the CLI's `--backend` and Python's `backend=` are one.
+ */
+inline constexpr const char* kSimJudge = "sim";
+
+/**
+ * The canonical spec of `judge` (file comment). Throws Error, prefixed "eval: ", for an unknown
+ * judge or parameter, naming this build's backends, and for a backend this build lacks.
+ */
+[[nodiscard]] std::string judge_spec(const std::string& judge);
+
+/**
+ * `judge` with its parameter `key` set to `value`, where the judge's family declares `key`
+ * (measured judges: batch, warmup, repeats, flush, trim, draw, remap; sim and measured:
+ * input_comm, exchanges, index_bytes, length_bytes); unchanged where it does not — so a
+ * command's --batch leaves `sim` (which runs at the task's batch) as it is.
+ */
+[[nodiscard]] std::string set_judge_value(const std::string& judge, const std::string& key, const std::string& value);
 
 /** Expected lookups per step of one device, by the memory tier that serves them. */
 struct DeviceLookups {
@@ -86,13 +92,13 @@ struct Spread {
 [[nodiscard]] std::vector<DeviceLookups> tier_lookups(const Task& task, const Plan& plan, std::int64_t batch_size);
 
 /**
- * Per device, the lookups the measured backends hand to the kernels (ShardTimer's batch at
- * `options.batch_size`, draw `options.batch_number`, after the remap), counted by tier: those
- * below their shard's hbm_rows are HBM's. Nothing is timed; the backend is not used. A check that
- * the measured backends run the plan's tiers: it follows `tier_lookups` up to sampling.
+ * Per device, the lookups a measured judge (`judge`: its batch, draw and remap; any other judge
+ * as `measured`'s defaults) hands to the kernels (ShardTimer's batch, after the remap), counted by
+ * tier: those below their shard's hbm_rows are HBM's. Nothing is timed; the kernels are not used. A
+ * check that the measured backends run the plan's tiers: it follows `tier_lookups` up to sampling.
  */
 [[nodiscard]] std::vector<DeviceLookups> measured_tier_lookups(const Task& task, const Plan& plan,
-                                                               const EvalOptions& options);
+                                                               const std::string& judge);
 
 struct EvalResult {
   CostBreakdown breakdown;
@@ -116,36 +122,37 @@ struct EvalResult {
 /** Names of the compute backends this build offers (sim, cpu, reference, and cuda if built). */
 [[nodiscard]] std::vector<std::string> eval_backends();
 
-/**
- * The judge `options` describe, as a cost-model spec (eval/cost_model_registry.h): `sim`, or
- * `measured:impl=BACKEND,batch=…,warmup=…,repeats=…,flush=…,trim=…,draw=…,remap=…`. Throws
- * Error naming the backends of this build for an unknown or unbuilt backend.
- */
-[[nodiscard]] std::string judge_spec(const EvalOptions& options);
+/** `judge` with `key` set to `value` as `set_judge_value` does, unless the spec sets `key` itself. */
+[[nodiscard]] std::string with_judge_default(const std::string& judge, const std::string& key,
+                                             const std::string& value);
 
-/** The judge of `options` built for `task` (an unavailable backend fails here, before any work). */
-[[nodiscard]] std::unique_ptr<CostModel> make_judge(const Task& task, const EvalOptions& options,
+/** How `judge` times: a measured judge's warm-up, repeats, flush and trim; the defaults for any other. */
+[[nodiscard]] MeasureOptions judge_measure_options(const std::string& judge);
+
+/** How `judge` counts the input all-to-all (its input_comm, index_bytes, length_bytes; defaults where absent). */
+[[nodiscard]] InputCommOptions judge_input_comm(const std::string& judge);
+
+/** The judge `judge` built for `task` (an unavailable backend fails here, before any work). */
+[[nodiscard]] std::unique_ptr<CostModel> make_judge(const Task& task, const std::string& judge,
                                                     const Context& ctx = Context{});
 
 /** The batch a measured judge runs: `batch` when positive, else the task's (the one place of this rule). */
 [[nodiscard]] std::int64_t measured_batch_size(const Task& task, std::int64_t batch);
 
-/** The batch the costs are for: the measured backends' `batch_size` if set, else the task's. */
-[[nodiscard]] std::int64_t eval_batch_size(const Task& task, const EvalOptions& options);
+/**
+ * Evaluates `plan` on `task` with the judge `judge` (file comment). `measured_comm`, if not
+ * empty, holds every device's measured forward and backward all-to-all (one entry per device, at
+ * the judge's batch, CostModel::batch_size) and replaces the link model.
+ */
+[[nodiscard]] EvalResult evaluate_plan(const Task& task, const Plan& plan, const std::string& judge, const Context& ctx,
+                                       std::span<const DeviceTiming> measured_comm = {});
 
 /**
- * Evaluates `plan` on `task` (file comment). `measured_comm`, if not empty, holds every device's
- * measured forward and backward all-to-all (one entry per device, at `eval_batch_size`) and
- * replaces the link model.
+ * The judge `judge` for trainers (cost/plan_judge.h): evaluates with `evaluate_plan`, each draw
+ * as the judge's `draw` where it has one. Fails now, on `reference_task`, for an unknown or
+ * unbuilt backend.
  */
-[[nodiscard]] EvalResult evaluate_plan(const Task& task, const Plan& plan, const EvalOptions& options,
-                                       const Context& ctx, std::span<const DeviceTiming> measured_comm = {});
-
-/**
- * The judge of `options` for trainers (cost/plan_judge.h): evaluates with `evaluate_plan`, the
- * draw as `batch_number`. Fails now, on `reference_task`, for an unknown or unbuilt backend.
- */
-[[nodiscard]] PlanJudge plan_judge(const EvalOptions& options, const Task& reference_task);
+[[nodiscard]] PlanJudge plan_judge(const std::string& judge, const Task& reference_task);
 
 /** The result as a JSON document (see docs/architecture.md, "eval report"). */
 [[nodiscard]] std::string eval_result_json(const EvalResult& result, const Task& task, const Plan& plan);

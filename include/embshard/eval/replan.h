@@ -61,7 +61,7 @@ struct Movement {
 struct ReplanOptions {
   std::string sharder = "joint:groups=none";  ///< the from-scratch plan (1D)
   std::string cost = "default";
-  EvalOptions judge;  ///< the step of every point (sim unless said)
+  std::string judge = kSimJudge;  ///< the judge spec of every point's step (eval/evaluator.h)
   double max_move_bytes = std::numeric_limits<double>::infinity();
 };
 

@@ -51,7 +51,7 @@ namespace embshard {
 struct WhatIfOptions {
   std::string sharder = "joint";  ///< the sharder spec every changed task is planned with
   std::string cost = "default";   ///< its cost model (eval/cost_model_registry.h)
-  EvalOptions judge;              ///< how a plan is judged (sim unless said)
+  std::string judge = kSimJudge;  ///< the judge spec of every plan (eval/evaluator.h)
 };
 
 /** One device count planned. */

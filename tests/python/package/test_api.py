@@ -114,6 +114,12 @@ def test_evaluate_gives_every_device():
     assert exposed.step_ms == pytest.approx(omitted.step_ms + most)
     with pytest.raises(embshard.Error, match="exposed"):
         embshard.evaluate(task, plan, input_comm="sometimes")
+    # The judge is a spec: its own input_comm, or the keyword set in it; a bad judge is named.
+    in_spec = embshard.evaluate(task, plan, "sim:input_comm=omit")
+    assert in_spec.step_ms == omitted.step_ms and "input_comm=omit" in json.loads(in_spec.json)["backend"]
+    assert embshard.evaluate(task, plan, "sim:input_comm=omit", input_comm="exposed").step_ms == exposed.step_ms
+    with pytest.raises(embshard.Error, match="unknown judge 'tpu'"):
+        embshard.evaluate(task, plan, "tpu")
 
 
 def test_registries_list_every_family():
