@@ -61,15 +61,18 @@ const OptionDoc& Args::declared(const std::string& key) const {
   throw InternalError("embshard " + verb_ + ": reads option --" + key + ", which apps/cli/verbs.cpp does not declare");
 }
 
-void Args::check_default(const std::string& key, double fallback) const {
+void Args::check_no_declared_default(const std::string& key) const {
   const std::string& text = declared(key).fallback;
-  if (text.empty()) return;
-  double value = 0.0;
-  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || ptr != text.data() + text.size()) return;  // not a number: prose
-  if (value != fallback)
-    throw InternalError("embshard " + verb_ + ": --" + key + " defaults to " + std::to_string(fallback) +
-                        " in the code but to " + text + " in apps/cli/verbs.cpp");
+  if (!text.empty())
+    throw InternalError("embshard " + verb_ + ": --" + key + " declares its default (" + text +
+                        ") in apps/cli/verbs.cpp; the code reads it from there, never with a fallback of its own");
+}
+
+const std::string& Args::declared_default(const std::string& key) const {
+  const std::string& text = declared(key).fallback;
+  if (text.empty())
+    throw InternalError("embshard " + verb_ + ": --" + key + " has no default in apps/cli/verbs.cpp to read");
+  return text;
 }
 
 std::optional<std::string> Args::get(const std::string& key) {
@@ -86,33 +89,42 @@ std::string Args::require(const std::string& key) {
   return *v;
 }
 
+std::string Args::value(const std::string& key) { return get(key).value_or(declared_default(key)); }
+
+std::int64_t Args::get_int(const std::string& key) { return parse_int(key, value(key)); }
+
+double Args::get_double(const std::string& key) { return parse_double(key, value(key)); }
+
 std::string Args::get_or(const std::string& key, const std::string& fallback) {
-  const std::string& documented = declared(key).fallback;
-  if (!documented.empty() && documented != fallback)
-    throw InternalError("embshard " + verb_ + ": --" + key + " defaults to '" + fallback + "' in the code but to '" +
-                        documented + "' in apps/cli/verbs.cpp");
+  check_no_declared_default(key);
   return get(key).value_or(fallback);
 }
 
 std::int64_t Args::get_int(const std::string& key, std::int64_t fallback) {
-  check_default(key, static_cast<double>(fallback));
-  auto v = get(key);
-  if (!v) return fallback;
-  std::int64_t out = 0;
-  auto [ptr, ec] = std::from_chars(v->data(), v->data() + v->size(), out);
-  EMBSHARD_CHECK(ec == std::errc() && ptr == v->data() + v->size(), "embshard ", verb_, ": --", key,
-                 " expects an integer, got '", *v, "'");
-  return out;
+  check_no_declared_default(key);
+  const auto v = get(key);
+  return v ? parse_int(key, *v) : fallback;
 }
 
 double Args::get_double(const std::string& key, double fallback) {
-  check_default(key, fallback);
-  auto v = get(key);
-  if (!v) return fallback;
+  check_no_declared_default(key);
+  const auto v = get(key);
+  return v ? parse_double(key, *v) : fallback;
+}
+
+std::int64_t Args::parse_int(const std::string& key, const std::string& text) const {
+  std::int64_t out = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  EMBSHARD_CHECK(ec == std::errc() && ptr == text.data() + text.size(), "embshard ", verb_, ": --", key,
+                 " expects an integer, got '", text, "'");
+  return out;
+}
+
+double Args::parse_double(const std::string& key, const std::string& text) const {
   double out = 0.0;
-  auto [ptr, ec] = std::from_chars(v->data(), v->data() + v->size(), out);
-  EMBSHARD_CHECK(ec == std::errc() && ptr == v->data() + v->size() && std::isfinite(out), "embshard ", verb_, ": --",
-                 key, " expects a number, got '", *v, "'");
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  EMBSHARD_CHECK(ec == std::errc() && ptr == text.data() + text.size() && std::isfinite(out), "embshard ", verb_,
+                 ": --", key, " expects a number, got '", text, "'");
   return out;
 }
 

@@ -2,8 +2,10 @@
 // A small strict option parser for the CLI verbs: `--key value`, `--key=value` and `--flag`.
 // A verb's options are declared once (verbs.h): an undeclared option is an error that lists the
 // verb's options; a declared one the verb's path does not use is an error too; an empty value
-// (`--out ''`) is an error naming the option, never taken as "not given". Reading an undeclared
-// option, or a number whose declared default differs from the code's, is a bug (InternalError).
+// (`--out ''`) is an error naming the option, never taken as "not given". A default is written
+// once, in the declaration: `value`, `get_int` and `get_double` with no fallback read it. The
+// forms with a fallback are for a default the code computes (declared ""). Reading an undeclared
+// option, or giving a fallback for one whose default is declared, is a bug (InternalError).
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -27,9 +29,15 @@ class Args {
 
   [[nodiscard]] std::optional<std::string> get(const std::string& key);
   [[nodiscard]] std::string require(const std::string& key);
+  /** The value given, else the declared default (verbs.cpp: the one place of a default). */
+  [[nodiscard]] std::string value(const std::string& key);
+  /** An integer: the value given, else the declared default; Error naming the option otherwise. */
+  [[nodiscard]] std::int64_t get_int(const std::string& key);
+  /** A finite number (`1e-3`, `0.5`): given, else declared; Error naming the option otherwise. */
+  [[nodiscard]] double get_double(const std::string& key);
+  /** The same for an option whose default the code computes (declared ""): `fallback` when not given. */
   [[nodiscard]] std::string get_or(const std::string& key, const std::string& fallback);
   [[nodiscard]] std::int64_t get_int(const std::string& key, std::int64_t fallback);
-  /** A finite number (`1e-3`, `0.5`); Error naming the option and the value otherwise. */
   [[nodiscard]] double get_double(const std::string& key, double fallback);
   [[nodiscard]] bool flag(const std::string& key);
   /** Whether `--key` was given (a value or a flag); does not count as asking for it. */
@@ -45,8 +53,12 @@ class Args {
   const OptionDoc* lookup(const std::string& key) const;
   /** `lookup(key)`; InternalError if undeclared. */
   const OptionDoc& declared(const std::string& key) const;
-  /** InternalError if `key` declares a numeric default other than `fallback`. */
-  void check_default(const std::string& key, double fallback) const;
+  /** InternalError if `key` declares a default: the code must not write it a second time. */
+  void check_no_declared_default(const std::string& key) const;
+  /** The declared default of `key`; InternalError if it has none. */
+  const std::string& declared_default(const std::string& key) const;
+  [[nodiscard]] std::int64_t parse_int(const std::string& key, const std::string& text) const;
+  [[nodiscard]] double parse_double(const std::string& key, const std::string& text) const;
 
   const VerbDoc& doc_;
   std::string verb_;

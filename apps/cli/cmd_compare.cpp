@@ -13,7 +13,7 @@ int run_compare(Args& args, const Context& ctx) {
   const std::string dir = args.require("tasks");
   CompareOptions options;
   options.sharders = split_list(args.require("sharders"));
-  options.cost = args.get_or("cost", "default");
+  options.cost = args.value("cost");
   options.judge = judge_option(args);
   const std::string out = args.require("out");
   const auto summary = args.get("summary");

@@ -69,16 +69,16 @@ int print_check(const Pool& pool, int measured, std::int64_t batch, const Contex
 
 int run_pool(Args& args, const Context& ctx) {
   // One mode, and only the options of that mode (another mode's option is refused by finish()).
-  const auto seed = static_cast<std::uint64_t>(args.get_int("seed", 0));
+  const auto seed = static_cast<std::uint64_t>(args.get_int("seed"));
   const bool check = args.flag("check");
   const bool fit = args.flag("fit");
   const auto out = args.get("out");
   const auto write_pt = args.get("write-pt");
   EMBSHARD_CHECK(int{check} + int{fit} + int{out.has_value()} + int{write_pt.has_value()} == 1,
                  "embshard pool: give one of --out FILE, --check, --write-pt FILE or --fit");
-  const auto batch = fit ? kPublishedDlrm.batch_size : args.get_int("batch", kPublishedDlrm.batch_size);
-  const auto measured = check ? static_cast<int>(args.get_int("measure", 8)) : 0;
-  const auto num_tables = write_pt ? args.get_int("tables", kPublishedDlrm.num_tables) : 0;
+  const auto batch = fit ? kPublishedDlrm.batch_size : args.get_int("batch");
+  const auto measured = check ? static_cast<int>(args.get_int("measure")) : 0;
+  const auto num_tables = write_pt ? args.get_int("tables") : 0;
   args.finish();
   EMBSHARD_CHECK(batch > 0 && batch <= kMaxBatchSize, "embshard pool: --batch must lie in [1, ", kMaxBatchSize, "]");
   if (fit) {

@@ -51,7 +51,7 @@ int eval_with_measured_comm(const Task& task, const Plan& plan, const std::strin
 }  // namespace
 
 std::string judge_option(Args& args) {
-  std::string judge = args.get_or("backend", kSimJudge);
+  std::string judge = args.value("backend");
   static const std::vector<std::pair<std::string, std::string>> kJudgeOptions = {
       {"batch", "batch"},        {"draw", "draw"},   {"warmup", "warmup"},
       {"repeats", "repeats"},    {"remap", "remap"}, {"input-comm", "input_comm"},
@@ -69,7 +69,7 @@ std::string judge_option(Args& args) {
 }
 
 Objective objective_option(Args& args) {
-  const std::string name = args.get_or("objective", "step");
+  const std::string name = args.value("objective");
   try {
     return parse_objective(name);
   } catch (const Error& e) {
@@ -83,7 +83,7 @@ int run_eval(Args& args, const Context& ctx) {
   const std::string judge = judge_option(args);
   const Objective objective = objective_option(args);
   const auto out = args.get("out");
-  std::string comm = args.get_or("comm", "auto");
+  std::string comm = args.value("comm");
   args.finish();
   EMBSHARD_CHECK(comm == "auto" || comm == "model" || comm == "mpi", "--comm must be 'auto', 'model' or 'mpi', got '",
                  comm, "'");

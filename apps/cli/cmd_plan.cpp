@@ -88,22 +88,22 @@ int run_plan(Args& args, const Context& base_ctx) {
     return run_default(args, base_ctx);  // the main job: the built-in task
   }
   const std::string& task_path = *task_given;
-  std::string sharder = args.get_or("sharder", "joint");
-  const std::string cost_spec = args.get_or("cost", "default");
+  std::string sharder = args.value("sharder");
+  const std::string cost_spec = args.value("cost");
   const bool objective_given = args.get("objective").has_value();
   const Objective objective = objective_option(args);
   if (objective_given) sharder = with_objective(sharder, objective);
   const auto out = args.get("out");
   const auto report = args.get("report");
-  const std::string format = args.get_or("format", "embshard");
-  const std::string device = args.get_or("torchrec-device", "cuda");
+  const std::string format = args.value("format");
+  const std::string device = args.value("torchrec-device");
   const auto module_given = args.get("torchrec-module");
   const std::string module_path = module_given.value_or(TorchrecExportOptions{}.module_path);
   const bool explain = args.flag("explain");
   const std::string colocate = args.get_or("colocate", "");
   const std::string separate = args.get_or("separate", "");
   Context ctx = base_ctx;
-  ctx.seed = static_cast<std::uint64_t>(args.get_int("seed", 0));
+  ctx.seed = static_cast<std::uint64_t>(args.get_int("seed"));
   args.finish();
   EMBSHARD_CHECK(format == "embshard" || format == "torchrec",
                  "--format must be 'embshard' or "

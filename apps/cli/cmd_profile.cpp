@@ -29,8 +29,8 @@ kernels::EmbeddingBagImpl parse_impl(const std::string& name) {
 
 MeasureOptions measure_options(Args& args, const MeasureOptions& defaults) {
   MeasureOptions options = defaults;
-  options.warmup = static_cast<int>(args.get_int("warmup", options.warmup));
-  options.repeats = static_cast<int>(args.get_int("repeats", options.repeats));
+  options.warmup = static_cast<int>(args.get_int("warmup"));
+  options.repeats = static_cast<int>(args.get_int("repeats"));
   if (defaults.flush_cache && args.flag("no-flush")) options.flush_cache = false;  // declared only where it flushes
   const std::string problem = find_error_in_measure_options(options);
   EMBSHARD_CHECK(problem.empty(), "--warmup/--repeats: ", problem);
@@ -48,8 +48,8 @@ int run_profile(Args& args, const Context& ctx) {
 /** `profile calibrate --figures`: the sim judge of a GPU preset against published figures. */
 int run_profile_calibrate_figures(Args& args, const Context& ctx) {
   const std::string figures = args.require("figures");
-  const auto tasks = static_cast<int>(args.get_int("tasks", 20));
-  const auto seed = static_cast<std::uint64_t>(args.get_int("seed", 1));
+  const auto tasks = static_cast<int>(args.get_int("tasks"));
+  const auto seed = static_cast<std::uint64_t>(args.get_int("seed"));
   const auto markdown = args.get("markdown");
   args.finish(1);
   check_paths({{"--figures", figures}}, {}, {{"--markdown", markdown.value_or("")}});
@@ -66,7 +66,7 @@ int run_profile_calibrate_figures(Args& args, const Context& ctx) {
 int run_profile_calibrate(Args& args, const Context& ctx) {
   if (args.get("figures")) return run_profile_calibrate_figures(args, ctx);
   const std::vector<std::string> samples = split_list(args.require("samples"), ',');
-  const auto test_every = static_cast<int>(args.get_int("test-every", 3));
+  const auto test_every = static_cast<int>(args.get_int("test-every"));
   const auto out = args.get("out");
   const auto report = args.get("report");
   const bool install = args.flag("install");
@@ -102,13 +102,13 @@ int run_profile_calibrate(Args& args, const Context& ctx) {
 int run_profile_compute(Args& args, const Context& ctx) {
   ComputeProfileRun run;
   const std::string out = args.require("out");
-  run.num_samples = args.get_int("samples", run.num_samples);
-  run.batch_size = args.get_int("batch", run.batch_size);
-  run.seed = static_cast<std::uint64_t>(args.get_int("seed", 0));
-  const auto pool_seed = static_cast<std::uint64_t>(args.get_int("pool-seed", 0));
-  run.sampler.max_tables = static_cast<int>(args.get_int("max-tables", run.sampler.max_tables));
-  run.sampler.max_bytes = args.get_int("max-bytes", run.sampler.max_bytes);
-  run.impl = parse_impl(args.get_or("backend", "cpu"));
+  run.num_samples = args.get_int("samples");
+  run.batch_size = args.get_int("batch");
+  run.seed = static_cast<std::uint64_t>(args.get_int("seed"));
+  const auto pool_seed = static_cast<std::uint64_t>(args.get_int("pool-seed"));
+  run.sampler.max_tables = static_cast<int>(args.get_int("max-tables"));
+  run.sampler.max_bytes = args.get_int("max-bytes");
+  run.impl = parse_impl(args.value("backend"));
   run.measure = measure_options(args, run.measure);
   const bool gpu = run.impl == kernels::EmbeddingBagImpl::kCuda;
   run.prepare_ahead = args.get_int("prepare-ahead", gpu ? ctx.num_threads : 0);

@@ -18,11 +18,11 @@ namespace {
 
 CommProfileRun parse_run(Args& args) {
   CommProfileRun run;
-  run.num_samples = args.get_int("samples", run.num_samples);
-  run.batch_size = args.get_int("batch", run.batch_size);
-  run.seed = static_cast<std::uint64_t>(args.get_int("seed", 0));
-  run.sampler.max_tables = static_cast<int>(args.get_int("max-tables", run.sampler.max_tables));
-  run.sampler.max_sleep_ms = static_cast<int>(args.get_int("max-sleep-ms", run.sampler.max_sleep_ms));
+  run.num_samples = args.get_int("samples");
+  run.batch_size = args.get_int("batch");
+  run.seed = static_cast<std::uint64_t>(args.get_int("seed"));
+  run.sampler.max_tables = static_cast<int>(args.get_int("max-tables"));
+  run.sampler.max_sleep_ms = static_cast<int>(args.get_int("max-sleep-ms"));
   if (args.flag("no-sleep")) run.sampler.max_sleep_ms = 0;
   run.measure = measure_options(args, run.measure);
   const std::string problem = find_error_in_comm_run(run);

@@ -46,11 +46,11 @@ int run_task(Args& args, const Context& ctx) {
   EMBSHARD_CHECK(args.positional().size() == 1 && args.positional()[0] == "gen",
                  "embshard task: the only sub-verb is 'gen' (embshard task gen --protocol ...)");
   const auto gen = make_task_generator(protocol_spec(args));
-  const auto count = args.get_int("count", 1);
-  const auto seed = static_cast<std::uint64_t>(args.get_int("seed", 0));
+  const auto count = args.get_int("count");
+  const auto seed = static_cast<std::uint64_t>(args.get_int("seed"));
   const std::string out = args.require("out");
   const auto tables = args.get("tables");
-  const auto pool_seed = static_cast<std::uint64_t>(args.get_int("pool-seed", 0));
+  const auto pool_seed = static_cast<std::uint64_t>(args.get_int("pool-seed"));
   EMBSHARD_CHECK(count >= 1 && count <= kMaxTaskCount, "embshard task gen: --count must lie in [1, ", kMaxTaskCount,
                  "], got ", count);
   args.finish(1);

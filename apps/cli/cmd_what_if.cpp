@@ -22,8 +22,8 @@ namespace {
 /** --sharder, --cost and the judge's options, read the same way for both verbs. */
 WhatIfOptions what_if_options(Args& args) {
   WhatIfOptions options;
-  options.sharder = args.get_or("sharder", options.sharder);
-  options.cost = args.get_or("cost", options.cost);
+  options.sharder = args.value("sharder");
+  options.cost = args.value("cost");
   options.judge = judge_option(args);
   return options;
 }
@@ -31,7 +31,7 @@ WhatIfOptions what_if_options(Args& args) {
 /** The context with --seed, the seed of every plan made (sharders that draw use it). */
 Context seeded(Args& args, const Context& base) {
   Context ctx = base;
-  ctx.seed = static_cast<std::uint64_t>(args.get_int("seed", 0));
+  ctx.seed = static_cast<std::uint64_t>(args.get_int("seed"));
   return ctx;
 }
 
@@ -91,7 +91,7 @@ int run_fit(Args& args, const Context& base) {
   const Context ctx = seeded(args, base);
   const WhatIfOptions options = what_if_options(args);
   const auto out = args.get("out");
-  const auto apply = args.get_int("apply", 1);
+  const auto apply = args.get_int("apply");
   args.finish();
   EMBSHARD_CHECK(apply >= 1, "--apply: the change to write counts from 1, got ", apply);
   check_paths({{"--task", task_path}}, {}, {{"--out", out.value_or("")}});
@@ -152,8 +152,8 @@ int run_replan(Args& args, const Context& base) {
   const Context ctx = seeded(args, base);
   const std::string from = args.require("from");
   ReplanOptions options;
-  options.sharder = args.get_or("sharder", options.sharder);
-  options.cost = args.get_or("cost", options.cost);
+  options.sharder = args.value("sharder");
+  options.cost = args.value("cost");
   options.judge = judge_option(args);
   const std::string max_move = args.get_or("max-move", "");
   const auto out = args.get("out");

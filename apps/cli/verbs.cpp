@@ -4,6 +4,16 @@
 #include <sstream>
 
 #include "embshard/core/error.h"
+#include "embshard/data/features.h"
+#include "embshard/data/pool.h"
+#include "embshard/eval/evaluator.h"
+#include "embshard/eval/replan.h"
+#include "embshard/eval/what_if.h"
+#include "embshard/learn/cost_training.h"
+#include "embshard/learn/policy_training.h"
+#include "embshard/profile/comm_profile.h"
+#include "embshard/profile/compute_sampler.h"
+#include "embshard/profile/measure.h"
 
 namespace embshard::cli {
 namespace {
@@ -29,14 +39,21 @@ std::vector<OptionDoc> with_exchanges(std::vector<OptionDoc> options) {
   return options;
 }
 
-/** `options` followed by the measurement options with this verb's defaults (`no-flush` only
- *  where the caches are flushed by default). */
-std::vector<OptionDoc> with_measure(std::vector<OptionDoc> options, const char* warmup, const char* repeats,
-                                    bool flushes = true) {
+/** A default as the help prints it, taken from the code's own struct: the one place of a default. */
+std::string number(std::int64_t value) { return std::to_string(value); }
+std::string number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
+
+/** `options` followed by the measurement options with this verb's defaults `measure` (`no-flush`
+ *  only where the caches are flushed by default). */
+std::vector<OptionDoc> with_measure(std::vector<OptionDoc> options, const MeasureOptions& measure) {
   for (OptionDoc o : kMeasure) {
-    if (o.name == "warmup") o.fallback = warmup;
-    if (o.name == "repeats") o.fallback = repeats;
-    if (o.name == "no-flush" && !flushes) continue;
+    if (o.name == "warmup") o.fallback = number(std::int64_t{measure.warmup});
+    if (o.name == "repeats") o.fallback = number(std::int64_t{measure.repeats});
+    if (o.name == "no-flush" && !measure.flush_cache) continue;
     options.push_back(o);
   }
   return options;
@@ -47,7 +64,7 @@ std::vector<OptionDoc> policy_training(std::vector<OptionDoc> options) {
   std::vector<OptionDoc> all = {
       {"tasks", "DIR|T.json[,...]", "", "the training tasks (required)"},
       {"out", "POLICY.json", "", "the policy file (required; checkpoints in POLICY.json.ckpt)"},
-      {"backend", "J", "sim",
+      {"backend", "J", kSimJudge,
        "the judge: sim | cpu | reference | cuda, or any judge spec (sim:coefficients=F.json, "
        "measured:impl=cpu,repeats=9)"},
       {"batch", "B", "", "measured backends: the batch (default 8192; sim: the task's)"},
@@ -75,11 +92,11 @@ std::vector<VerbDoc> make_docs() {
        "the built-in synthetic pool: its expected statistics, a check against the published figures, or raw batches",
        {{"seed", "N", "0", "the pool's seed"},
         {"out", "pool.json", "", "write the pool's expected statistics"},
-        {"batch", "B", "65536", "the batch the statistics (or batches) are for"},
+        {"batch", "B", number(kPublishedDlrm.batch_size), "the batch the statistics (or batches) are for"},
         {"check", "", "", "compare the generated figures with the published ones; non-zero exit if off"},
         {"measure", "K", "8", "with --check: tables whose batches are materialised and measured"},
         {"write-pt", "FILE[.gz]", "", "write raw batches in the dataset's own format"},
-        {"tables", "N", "856", "with --write-pt: how many tables"},
+        {"tables", "N", number(kPublishedDlrm.num_tables), "with --write-pt: how many tables"},
         {"fit", "", "", "refit the pool's parameters to the published figures and print them"}},
        "Give one of --out, --check, --write-pt or --fit."},
       {"task gen",
@@ -123,9 +140,9 @@ std::vector<VerbDoc> make_docs() {
                        {"target-step", "MS", "", "the step to meet, ms (without it: the curve alone)"},
                        {"devices", "MIN-MAX", "",
                         "the device counts to try (default 1 to 16 × the task's); the sizes the topology comes in"},
-                       {"sharder", "SPEC", "joint", "the sharder that plans each count"},
-                       {"cost", "SPEC", "default", "its cost model"},
-                       {"backend", "J", "sim",
+                       {"sharder", "SPEC", WhatIfOptions{}.sharder, "the sharder that plans each count"},
+                       {"cost", "SPEC", WhatIfOptions{}.cost, "its cost model"},
+                       {"backend", "J", kSimJudge,
                         "the judge: sim | cpu | reference | cuda, or any judge spec (sim:coefficients=F.json, "
                         "measured:impl=cpu,repeats=9)"},
                        {"out", "C.csv", "", "the curve as CSV"},
@@ -134,9 +151,9 @@ std::vector<VerbDoc> make_docs() {
        "Exits 1 when no count tried meets the target; the last line says why (docs/what_if.md)."},
       {"fit", "why a task does not fit, and the smallest changes that make it fit, each verified by planning",
        with_exchanges({{"task", "T.json", "", "the task (required)"},
-                       {"sharder", "SPEC", "joint", "the sharder that must plan the changed task"},
-                       {"cost", "SPEC", "default", "its cost model"},
-                       {"backend", "J", "sim",
+                       {"sharder", "SPEC", WhatIfOptions{}.sharder, "the sharder that must plan the changed task"},
+                       {"cost", "SPEC", WhatIfOptions{}.cost, "its cost model"},
+                       {"backend", "J", kSimJudge,
                         "the judge: sim | cpu | reference | cuda, or any judge spec (sim:coefficients=F.json, "
                         "measured:impl=cpu,repeats=9)"},
                        {"out", "T2.json", "", "write a changed task (the first of the ranked list unless --apply)"},
@@ -153,9 +170,9 @@ std::vector<VerbDoc> make_docs() {
              "the plan running today (required); ranks keep their numbers, added ranks come last"},
             {"max-move", "M", "",
              "the most to move: a share of the task's table bytes (0.1, 10%) or bytes (5e9, 4GiB); default: no limit"},
-            {"sharder", "SPEC", "joint:groups=none", "the from-scratch plan the curve ends at (1D)"},
-            {"cost", "SPEC", "default", "its cost model"},
-            {"backend", "J", "sim",
+            {"sharder", "SPEC", ReplanOptions{}.sharder, "the from-scratch plan the curve ends at (1D)"},
+            {"cost", "SPEC", ReplanOptions{}.cost, "its cost model"},
+            {"backend", "J", kSimJudge,
              "the judge: sim | cpu | reference | cuda, or any judge spec (sim:coefficients=F.json, "
              "measured:impl=cpu,repeats=9)"},
             {"out", "P.json", "", "the chosen plan"},
@@ -171,7 +188,7 @@ std::vector<VerbDoc> make_docs() {
       {"eval", "judge a plan: per-device compute, communication, memory and the objectives",
        with_measure(with_exchanges({{"task", "T.json", "", "the task (required)"},
                                     {"plan", "P.json", "", "the plan (required)"},
-                                    {"backend", "J", "sim",
+                                    {"backend", "J", kSimJudge,
                                      "the judge: sim | cpu | reference | cuda, or any judge spec "
                                      "(sim:coefficients=F.json, measured:impl=cpu,repeats=9)"},
                                     {"batch", "B", "0", "measured backends: the batch to run (0: the task's)"},
@@ -183,14 +200,14 @@ std::vector<VerbDoc> make_docs() {
                                      "-n D). auto: mpi for a measured backend started by mpirun, else the link model"},
                                     {"remap", "R", "in_sample",
                                      "tiered shards: in_sample | held_out (which draw ranks the hot rows)"}}),
-                    "2", "5"),
+                    MeasureOptions{}),
        metrics},
       {"compare", "every sharder on every task of a directory, one judge",
        with_measure(
            with_exchanges({{"tasks", "DIR", "", "the task directory (required)"},
                            {"sharders", "'S1;S2;...'", "", "sharder specs (required)"},
                            {"cost", "SPEC", "default", "the cost model sharders that search use"},
-                           {"backend", "J", "sim",
+                           {"backend", "J", kSimJudge,
                             "the judge: sim | cpu | reference | cuda, or any judge spec (sim:coefficients=F.json, "
                             "measured:impl=cpu,repeats=9)"},
                            {"batch", "B", "0", "measured backends: the batch to run (0: the task's)"},
@@ -200,44 +217,48 @@ std::vector<VerbDoc> make_docs() {
                            {"chart-task", "ID", "", "with --chart: which task (default: the first)"},
                            {"report", "R.html", "", "an HTML report of the comparison"},
                            {"reference", "SPEC", "", "with --report: the sharder the others are compared with"}}),
-           "2", "5"),
+           MeasureOptions{}),
        metrics},
       {"report", "an HTML report: plans of one task, or a saved comparison",
        with_measure(
            with_exchanges({{"task", "T.json", "", "the task whose plans to show"},
                            {"plan", "'P1.json;P2.json'", "", "the plans (with --task)"},
-                           {"backend", "J", "sim",
+                           {"backend", "J", kSimJudge,
                             "the judge: sim | cpu | reference | cuda, or any judge spec (sim:coefficients=F.json, "
                             "measured:impl=cpu,repeats=9)"},
                            {"batch", "B", "0", "measured backends: the batch to run (0: the task's)"},
                            {"compare", "R.csv", "", "a compare CSV to show instead"},
                            {"reference", "SPEC", "", "with --compare: the sharder the others are compared with"},
                            {"out", "R.html", "", "the report (required)"}}),
-           "2", "5"),
+           MeasureOptions{}),
        "Give --task and --plan, or --compare."},
       {"profile compute", "measure random fused shards on this machine's kernels (cost samples, resumable)",
-       with_measure({{"out", "S.jsonl", "", "the sample file (appended to; required)"},
-                     {"samples", "N", "100", "the file holds this many samples when done"},
-                     {"batch", "B", "8192", "samples per batch"},
-                     {"seed", "S", "0", "seed of the sampler"},
-                     {"pool-seed", "N", "0", "the pool the tables come from"},
-                     {"max-tables", "N", "15", "most tables in a shard"},
-                     {"max-bytes", "N", "4294967296", "most bytes of a shard"},
-                     {"backend", "B", "cpu", "the kernels: cpu | reference | cuda"},
-                     {"prepare-ahead", "N", "",
-                      "samples set up in parallel before they are timed in turn (default: --threads on cuda, 0 on the "
-                      "CPU, whose cores are measured)"}},
-                    "2", "5"),
+       with_measure(
+           {{"out", "S.jsonl", "", "the sample file (appended to; required)"},
+            {"samples", "N", number(ComputeProfileRun{}.num_samples), "the file holds this many samples when done"},
+            {"batch", "B", number(ComputeProfileRun{}.batch_size), "samples per batch"},
+            {"seed", "S", "0", "seed of the sampler"},
+            {"pool-seed", "N", "0", "the pool the tables come from"},
+            {"max-tables", "N", number(std::int64_t{ComputeProfileRun{}.sampler.max_tables}), "most tables in a shard"},
+            {"max-bytes", "N", number(ComputeProfileRun{}.sampler.max_bytes), "most bytes of a shard"},
+            {"backend", "B", "cpu", "the kernels: cpu | reference | cuda"},
+            {"prepare-ahead", "N", "",
+             "samples set up in parallel before they are timed in turn (default: --threads on cuda, 0 on the "
+             "CPU, whose cores are measured)"}},
+           ComputeProfileRun{}.measure),
        ""},
       {"profile comm", "measure the all-to-alls of random placements over MPI ranks (mpirun -n D)",
-       with_measure({{"out", "S.jsonl", "", "the sample file (appended to; required)"},
-                     {"samples", "N", "100", "the file holds this many samples when done"},
-                     {"batch", "B", "65536", "samples per batch"},
-                     {"seed", "S", "0", "seed of the sampler"},
-                     {"max-tables", "N", "59", "most tables of a placement"},
-                     {"max-sleep-ms", "N", "18", "most a rank sleeps before joining"},
-                     {"no-sleep", "", "", "no rank sleeps"}},
-                    "5", "10", /*flushes=*/false),
+       with_measure(
+           {{"out", "S.jsonl", "", "the sample file (appended to; required)"},
+            {"samples", "N", number(CommProfileRun{}.num_samples), "the file holds this many samples when done"},
+            {"batch", "B", number(CommProfileRun{}.batch_size), "samples per batch"},
+            {"seed", "S", "0", "seed of the sampler"},
+            {"max-tables", "N", number(std::int64_t{CommProfileRun{}.sampler.max_tables}),
+             "most tables of a placement"},
+            {"max-sleep-ms", "N", number(std::int64_t{CommProfileRun{}.sampler.max_sleep_ms}),
+             "most a rank sleeps before joining"},
+            {"no-sleep", "", "", "no rank sleeps"}},
+           CommProfileRun{}.measure),
        ""},
       {"profile calibrate",
        "fit the sim model to measured compute samples (cpu, cuda) or to a GPU's published figures; held-out error",
@@ -257,11 +278,12 @@ std::vector<VerbDoc> make_docs() {
        "train NeuroShard's neural cost models (embshard-train, libtorch); held-out accuracy",
        {{"samples", "S.jsonl[,C.jsonl]", "", "compute and/or comm sample files (required)"},
         {"out", "MODEL.json", "", "the weights file (required)"},
-        {"epochs", "N", "1000", "training epochs"},
+        {"epochs", "N", number(std::int64_t{CostTrainOptions{}.epochs}), "training epochs"},
         {"seed", "S", "0", "seed of the split and the initialisation"},
-        {"outputs", "N", "2", "compute model outputs: 2 (fw and bw) or 1 (fw+bw)"},
-        {"batch", "N", "512", "samples per gradient step"},
-        {"lr", "X", "0.001", "Adam's learning rate"},
+        {"outputs", "N", number(std::int64_t{CostTrainOptions{}.compute_outputs}),
+         "compute model outputs: 2 (fw and bw) or 1 (fw+bw)"},
+        {"batch", "N", number(std::int64_t{CostTrainOptions{}.batch_size}), "samples per gradient step"},
+        {"lr", "X", number(CostTrainOptions{}.learning_rate), "Adam's learning rate"},
         {"report", "R.html", "", "the training report (default: MODEL.html)"},
         {"force", "", "", "write weights even when worse than the baselines"}},
        "Trains the compute model on a compute sample file and the fw/bw comm models on a comm sample\n"
@@ -271,36 +293,45 @@ std::vector<VerbDoc> make_docs() {
        "than nothing (held-out R² < 0, or compute worse than the sum of singles) is not written\n"
        "unless --force."},
       {"train dreamshard", "train DreamShard's policy on a directory of tasks, plans judged on a backend",
-       policy_training({{"iterations", "N", "10", "outer iterations"},
-                        {"collect", "N", "10", "real plans evaluated per iteration"},
-                        {"cost-steps", "N", "300", "cost-network updates per iteration"},
-                        {"rl-batches", "N", "10", "policy updates per iteration"},
-                        {"episodes", "N", "10", "estimated-MDP episodes per policy update"},
-                        {"lr", "X", "0.0005", "Adam's learning rate"},
-                        {"features", "per_task|training_set", "per_task",
-                         "table features z-scored over each task (the authors' recipe) or over every training table "
-                         "(stored in the policy)"},
-                        {"cost-patience", "N", "0",
-                         "0: N_cost cost updates per iteration (the authors'); N: up to 10 x N_cost, stopped after N "
-                         "held-out checks without gain"},
-                        {"reward", "overall|kernels", "overall",
-                         "the policy's reward: the cost network's overall head (the authors') or its fw/bw/comm heads "
-                         "composed as the judge composes a step"},
-                        {"keep", "last|best", "last",
-                         "the policy written: the last iteration's (the authors') or the iteration whose arg-max plans "
-                         "of the first training tasks judged best"}}),
+       policy_training(
+           {{"iterations", "N", number(std::int64_t{DreamShardTrainOptions{}.iterations}), "outer iterations"},
+            {"collect", "N", number(std::int64_t{DreamShardTrainOptions{}.collect_episodes}),
+             "real plans evaluated per iteration"},
+            {"cost-steps", "N", number(std::int64_t{DreamShardTrainOptions{}.cost_steps}),
+             "cost-network updates per iteration"},
+            {"rl-batches", "N", number(std::int64_t{DreamShardTrainOptions{}.rl_batches}),
+             "policy updates per iteration"},
+            {"episodes", "N", number(std::int64_t{DreamShardTrainOptions{}.rl_episodes}),
+             "estimated-MDP episodes per policy update"},
+            {"lr", "X", number(DreamShardTrainOptions{}.learning_rate), "Adam's learning rate"},
+            {"features", "per_task|training_set", to_string(DreamShardTrainOptions{}.features),
+             "table features z-scored over each task (the authors' recipe) or over every training table "
+             "(stored in the policy)"},
+            {"cost-patience", "N", number(std::int64_t{DreamShardTrainOptions{}.cost_patience}),
+             "0: N_cost cost updates per iteration (the authors'); N: up to 10 x N_cost, stopped after N "
+             "held-out checks without gain"},
+            {"reward", "overall|kernels", "overall",
+             "the policy's reward: the cost network's overall head (the authors') or its fw/bw/comm heads "
+             "composed as the judge composes a step"},
+            {"keep", "last|best", "last",
+             "the policy written: the last iteration's (the authors') or the iteration whose arg-max plans "
+             "of the first training tasks judged best"}}),
        "Evaluates real plans on the backend (at --batch for measured backends), with a checkpoint in\n"
        "POLICY.json.ckpt after every iteration (--resume continues from it); plan with\n"
        "--sharder dreamshard:policy=POLICY.json."},
       {"train autoshard", "train AutoShard's policy (IMPALA actors, V-trace learner) on a directory of tasks",
-       policy_training({{"env-steps", "N", "100000", "placement steps the actors take in all"},
-                        {"actors", "N", "8", "actor threads"},
-                        {"unroll", "N", "100", "steps per unroll"},
-                        {"learner-batch", "N", "8", "unrolls per learner update"},
-                        {"lr", "X", "0.001", "Adam's learning rate"},
-                        {"entropy", "X", "0.001", "entropy weight"},
-                        {"cost-updates", "N", "20", "cost-head updates after each learner update"},
-                        {"checkpoint-every", "N", "10", "learner updates between checkpoints"}}),
+       policy_training(
+           {{"env-steps", "N", number(AutoShardTrainOptions{}.env_steps), "placement steps the actors take in all"},
+            {"actors", "N", number(std::int64_t{AutoShardTrainOptions{}.actors}), "actor threads"},
+            {"unroll", "N", number(std::int64_t{AutoShardTrainOptions{}.unroll}), "steps per unroll"},
+            {"learner-batch", "N", number(std::int64_t{AutoShardTrainOptions{}.learner_batch}),
+             "unrolls per learner update"},
+            {"lr", "X", number(AutoShardTrainOptions{}.learning_rate), "Adam's learning rate"},
+            {"entropy", "X", number(AutoShardTrainOptions{}.entropy_weight), "entropy weight"},
+            {"cost-updates", "N", number(std::int64_t{AutoShardTrainOptions{}.cost_updates}),
+             "cost-head updates after each learner update"},
+            {"checkpoint-every", "N", number(std::int64_t{AutoShardTrainOptions{}.checkpoint_every}),
+             "learner updates between checkpoints"}}),
        "Evaluates real plans on the backend (at --batch for measured backends), with a checkpoint in\n"
        "POLICY.json.ckpt every --checkpoint-every learner updates (--resume continues from it); plan\n"
        "with --sharder autoshard:policy=POLICY.json."},

@@ -11,8 +11,8 @@ namespace embshard::cli {
 struct OptionDoc {
   std::string name;      ///< without the dashes
   std::string value;     ///< what it takes ("N", "FILE"); empty for a flag
-  std::string fallback;  ///< the default as printed ("" when required or unset); a number here
-                         ///< must equal the code's fallback (Args checks it at every read)
+  std::string fallback;  ///< the default as printed and read ("" when required, unset or computed
+                         ///< by the code); the one place of a default (args.h)
   std::string help;      ///< one line
 };
 

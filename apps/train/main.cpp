@@ -86,11 +86,11 @@ int train_cost(cli::Args& args, const Context& ctx) {
   const std::vector<std::string> files = split_list(args.require("samples"));
   const std::string out = args.require("out");
   CostTrainOptions options;
-  options.epochs = static_cast<int>(args.get_int("epochs", options.epochs));
-  options.seed = static_cast<std::uint64_t>(args.get_int("seed", 0));
-  options.compute_outputs = static_cast<int>(args.get_int("outputs", options.compute_outputs));
-  options.batch_size = static_cast<int>(args.get_int("batch", options.batch_size));
-  options.learning_rate = args.get_double("lr", 0.001);
+  options.epochs = static_cast<int>(args.get_int("epochs"));
+  options.seed = static_cast<std::uint64_t>(args.get_int("seed"));
+  options.compute_outputs = static_cast<int>(args.get_int("outputs"));
+  options.batch_size = static_cast<int>(args.get_int("batch"));
+  options.learning_rate = args.get_double("lr");
   const std::string stem = out.size() > 5 && out.ends_with(".json") ? out.substr(0, out.size() - 5) : out;
   const std::string report = args.get_or("report", stem + ".html");
   const bool force = args.flag("force");
@@ -134,32 +134,32 @@ PolicyTrainSetup policy_setup(cli::Args& args) {
   refuse_if_same_file(inputs, {{"--out", setup.out}});
   for (const std::string& path : setup.task_paths) setup.tasks.push_back(read_task_file(path));
   // A measured judge runs at batch 8192 unless told (sim and other models: the task's).
-  std::string judge = args.get_or("backend", kSimJudge);
+  std::string judge = args.value("backend");
   judge = args.given("batch") ? set_judge_value(judge, "batch", args.require("batch"))
                               : with_judge_default(judge, "batch", "8192");
   EMBSHARD_CHECK(!setup.tasks.empty(), "train: no training task in ", setup.tasks_spec);
   setup.judge = plan_judge(judge, setup.tasks.front());  // an unknown backend fails here
   setup.resume = args.flag("resume");
-  setup.seed = static_cast<std::uint64_t>(args.get_int("seed", 0));
+  setup.seed = static_cast<std::uint64_t>(args.get_int("seed"));
   return setup;
 }
 
 int train_dreamshard_verb(cli::Args& args, Context& ctx) {
   PolicyTrainSetup setup = policy_setup(args);
   DreamShardTrainOptions o;
-  o.iterations = static_cast<int>(args.get_int("iterations", o.iterations));
-  o.collect_episodes = static_cast<int>(args.get_int("collect", o.collect_episodes));
-  o.cost_steps = static_cast<int>(args.get_int("cost-steps", o.cost_steps));
-  o.rl_batches = static_cast<int>(args.get_int("rl-batches", o.rl_batches));
-  o.rl_episodes = static_cast<int>(args.get_int("episodes", o.rl_episodes));
-  o.learning_rate = args.get_double("lr", 0.0005);
-  const std::string features = args.get_or("features", "per_task");
+  o.iterations = static_cast<int>(args.get_int("iterations"));
+  o.collect_episodes = static_cast<int>(args.get_int("collect"));
+  o.cost_steps = static_cast<int>(args.get_int("cost-steps"));
+  o.rl_batches = static_cast<int>(args.get_int("rl-batches"));
+  o.rl_episodes = static_cast<int>(args.get_int("episodes"));
+  o.learning_rate = args.get_double("lr");
+  const std::string features = args.value("features");
   EMBSHARD_CHECK(features == "per_task" || features == "training_set",
                  "--features: expected per_task or training_set, got '", features, "'");
   o.features = parse_feature_scaling(features);
-  o.cost_patience = static_cast<int>(args.get_int("cost-patience", o.cost_patience));
-  o.reward = parse_dreamshard_reward(args.get_or("reward", "overall"));
-  o.keep = parse_dreamshard_keep(args.get_or("keep", "last"));
+  o.cost_patience = static_cast<int>(args.get_int("cost-patience"));
+  o.reward = parse_dreamshard_reward(args.value("reward"));
+  o.keep = parse_dreamshard_keep(args.value("keep"));
   args.finish(1);
   ctx.seed = setup.seed;
   std::printf("policy: %s\n", train_dreamshard(setup, o, ctx).c_str());
@@ -169,14 +169,14 @@ int train_dreamshard_verb(cli::Args& args, Context& ctx) {
 int train_autoshard_verb(cli::Args& args, Context& ctx) {
   PolicyTrainSetup setup = policy_setup(args);
   AutoShardTrainOptions o;
-  o.env_steps = args.get_int("env-steps", o.env_steps);
-  o.actors = static_cast<int>(args.get_int("actors", o.actors));
-  o.unroll = static_cast<int>(args.get_int("unroll", o.unroll));
-  o.learner_batch = static_cast<int>(args.get_int("learner-batch", o.learner_batch));
-  o.learning_rate = args.get_double("lr", 0.001);
-  o.entropy_weight = args.get_double("entropy", 0.001);
-  o.cost_updates = static_cast<int>(args.get_int("cost-updates", o.cost_updates));
-  o.checkpoint_every = static_cast<int>(args.get_int("checkpoint-every", o.checkpoint_every));
+  o.env_steps = args.get_int("env-steps");
+  o.actors = static_cast<int>(args.get_int("actors"));
+  o.unroll = static_cast<int>(args.get_int("unroll"));
+  o.learner_batch = static_cast<int>(args.get_int("learner-batch"));
+  o.learning_rate = args.get_double("lr");
+  o.entropy_weight = args.get_double("entropy");
+  o.cost_updates = static_cast<int>(args.get_int("cost-updates"));
+  o.checkpoint_every = static_cast<int>(args.get_int("checkpoint-every"));
   args.finish(1);
   ctx.seed = setup.seed;
   std::printf("policy: %s\n", train_autoshard(setup, o, ctx).c_str());
