@@ -2,7 +2,7 @@
 /**
  * @file autoshard_net.h
  * @brief AutoShard's network in libtorch and IMPALA's V-trace, private to the learn module
- *        (src/learn/autoshard_training.cpp; the learn tests check them against the plain C++
+ *        (src/learn/autoshard_trainer.h; the learn tests check them against the plain C++
  *        network of policy/autoshard_policy.h and against a slow V-trace reference).
  */
 #include <torch/nn/module.h>

@@ -496,13 +496,10 @@ class DreamShardTrainer {
     std::filesystem::create_directories(dir);
     torch::save(parameters_, dir + "/nets.pt.tmp");
     torch::save(optimizer_, dir + "/optimizer.pt.tmp");
-    Json state = {{"kind", "dreamshard"},
-                  {"tasks_sha256", provenance_.tasks_sha256},
-                  {"iteration", iteration_},
+    Json state = {{"iteration", iteration_},
                   {"real_evaluations", provenance_.real_evaluations},
                   {"env_steps", provenance_.env_steps},
                   {"wall_s", provenance_.wall_s},
-                  {"options", resumable_options()},
                   {"buffers", buffers_json(devices_, plans_)}};
     state["greedy_evaluations"] = greedy_evaluations_;
     if (kept_) {
@@ -512,21 +509,16 @@ class DreamShardTrainer {
     }
     std::filesystem::rename(dir + "/nets.pt.tmp", dir + "/nets.pt");
     std::filesystem::rename(dir + "/optimizer.pt.tmp", dir + "/optimizer.pt");
-    write_file_atomic(dir + "/state.json", state.dump() + "\n");
+    learn::write_checkpoint_state(setup_.out, "dreamshard", provenance_.tasks_sha256, resumable_options(),
+                                  std::move(state));
     write_dreamshard_policy(setup_.out, policy);
   }
 
   void resume() {
     const std::string dir = learn::checkpoint_dir(setup_.out);
-    EMBSHARD_CHECK(std::filesystem::exists(dir + "/state.json"), "--resume: no checkpoint at ", dir);
-    Json state;
+    const Json state =
+        learn::read_checkpoint_state(setup_.out, "dreamshard", provenance_.tasks_sha256, resumable_options());
     try {
-      state = Json::parse(read_file(dir + "/state.json"));
-      EMBSHARD_CHECK(state.at("kind") == "dreamshard", dir, ": not a dreamshard checkpoint");
-      EMBSHARD_CHECK(state.at("tasks_sha256") == provenance_.tasks_sha256, dir,
-                     ": the checkpoint was made for other training tasks");
-      if (state.contains("options"))
-        check_same_options(dir, state.at("options").get<std::map<std::string, std::string>>());
       iteration_ = state.at("iteration").get<int>();
       provenance_.real_evaluations = state.at("real_evaluations").get<std::int64_t>();
       provenance_.env_steps = state.at("env_steps").get<std::int64_t>();
@@ -557,14 +549,6 @@ class DreamShardTrainer {
     std::map<std::string, std::string> options = options_record(o_);
     options.erase("iterations");
     return options;
-  }
-
-  void check_same_options(const std::string& dir, const std::map<std::string, std::string>& saved) const {
-    for (const auto& [name, value] : resumable_options()) {
-      const auto it = saved.find(name);
-      EMBSHARD_CHECK(it == saved.end() || it->second == value, dir, ": the checkpoint was made with ", name, " = ",
-                     it->second, ", this run has ", value, "; resume with the same");
-    }
   }
 
   const PolicyTrainSetup& setup_;

@@ -88,5 +88,35 @@ std::string why_no_plan_fits(const Task& task) {
 
 std::string checkpoint_dir(const std::string& out) { return out + ".ckpt"; }
 
+void write_checkpoint_state(const std::string& out, const std::string& kind, const std::string& tasks_sha256,
+                            const std::map<std::string, std::string>& options, nlohmann::json state) {
+  state["kind"] = kind;
+  state["tasks_sha256"] = tasks_sha256;
+  state["options"] = options;
+  write_file_atomic(checkpoint_dir(out) + "/state.json", state.dump() + "\n");
+}
+
+nlohmann::json read_checkpoint_state(const std::string& out, const std::string& kind, const std::string& tasks_sha256,
+                                     const std::map<std::string, std::string>& options) {
+  const std::string dir = checkpoint_dir(out);
+  EMBSHARD_CHECK(std::filesystem::exists(dir + "/state.json"), "--resume: no checkpoint at ", dir);
+  nlohmann::json state;
+  try {
+    state = nlohmann::json::parse(read_file(dir + "/state.json"));
+    EMBSHARD_CHECK(state.value("kind", "") == kind, dir, ": not a ", kind, " checkpoint");
+    EMBSHARD_CHECK(state.at("tasks_sha256") == tasks_sha256, dir, ": the checkpoint was made for other training tasks");
+    if (!state.contains("options")) return state;
+    const auto saved = state.at("options").get<std::map<std::string, std::string>>();
+    for (const auto& [name, value] : options) {
+      const auto it = saved.find(name);
+      EMBSHARD_CHECK(it == saved.end() || it->second == value, dir, ": the checkpoint was made with ", name, " = ",
+                     it->second, ", this run has ", value, "; resume with the same");
+    }
+  } catch (const nlohmann::json::exception& e) {
+    EMBSHARD_THROW(dir, "/state.json: corrupt checkpoint: ", e.what());
+  }
+  return state;
+}
+
 }  // namespace learn
 }  // namespace embshard

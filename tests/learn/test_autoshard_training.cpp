@@ -209,8 +209,21 @@ TEST(AutoShardTraining, TinyRunWritesAPolicyTheSharderPlansWith) {
   EXPECT_EQ(find_error_in_plan(t.test_task, r.plan), "");
   EXPECT_TRUE(std::filesystem::exists(t.setup.out + ".ckpt/state.json"));
 
-  // Resume to 3 updates: the counters go on, and the result is the uninterrupted run's.
+  // A resume with other options, or another trainer's checkpoint, is refused naming the option.
   t.setup.resume = true;
+  AutoShardTrainOptions other_unroll = tiny_options(3);
+  other_unroll.unroll += 1;
+  EXPECT_NE(error_of([&] { (void)train_autoshard(t.setup, other_unroll, ctx); })
+                .find("the checkpoint was made with unroll = " + std::to_string(tiny_options(3).unroll) +
+                      ", this run has " + std::to_string(other_unroll.unroll) + "; resume with the same"),
+            std::string::npos);
+  PolicyTrainSetup other_seed = t.setup;
+  other_seed.seed += 1;
+  EXPECT_NE(error_of([&] {
+              (void)train_autoshard(other_seed, tiny_options(3), ctx);
+            }).find("the checkpoint was made with seed = 5"),
+            std::string::npos);
+  // Resume to 3 updates: the counters go on, and the result is the uninterrupted run's.
   (void)train_autoshard(t.setup, tiny_options(3), ctx);
   const AutoShardPolicy resumed = read_autoshard_policy(t.setup.out);
   EXPECT_EQ(resumed.training.iterations, 3);
