@@ -24,9 +24,11 @@ namespace joint {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-/** The default budgets in work units (`work=0`; joint.h): about 0.15 s on a protocol task, and on
- *  the fast path (fast_step.h) about 1.5 s at 5,000 tables × 1,024 devices on one core. */
+/** The default budgets in work units (`work=0`; joint.h): about 0.15 s on a protocol task (per
+ *  `kWorkDevices` devices, from one host to the fast path), and on the fast path (fast_step.h)
+ *  about 1.5 s at 5,000 tables × 1,024 devices on one core. */
 constexpr std::int64_t kWork = 1500000;
+constexpr int kWorkDevices = 8;
 constexpr std::int64_t kIncrementalWork = 3000000;
 /** Copies are tried below this many devices: a copy is a piece per device, and at the sizes of the
  *  fast path the deadline is better spent on the other moves (docs/benchmarks.md, "At scale"). */
@@ -110,7 +112,10 @@ class Search {
       }
     }
     const std::int64_t start_work = work();
-    const std::int64_t whole = options_.work > 0 ? options_.work : state_.incremental() ? kIncrementalWork : kWork;
+    const std::int64_t whole = options_.work > 0      ? options_.work
+                               : state_.incremental() ? kIncrementalWork
+                               : n_ <= kWorkDevices   ? kWork
+                                                      : kWork * n_ / kWorkDevices;
     const auto budget = static_cast<std::int64_t>(static_cast<double>(whole) * options_.work_share);
     limit_ = start_work + budget;
     Best best{score(), state_.snapshot()};

@@ -62,7 +62,9 @@
  *      improvement or when its share is spent; the best chain's plan wins.
  * Budget. `work` counts work units after the start — objective evaluations and pieces placed or
  * taken off (at scale a piece's trees cost more than reading an objective) —: 1,500,000 by
- * default, 3,000,000 on the fast path (about 1.5 s at 5,000 tables × 1,024 devices on one core).
+ * default up to 8 devices and as much again for every 8 more (a 16-GPU task's first descent and
+ * copy groups alone took 1,500,000, leaving no perturbation round), 3,000,000 on the fast path
+ * (about 1.5 s at 5,000 tables × 1,024 devices on one core).
  * Every phase keeps the best plan of its own deterministic trajectory and stops when the budget
  * is spent, so a larger budget never returns a worse plan (under `groups=auto` the 2D layouts
  * searched follow the 1D plan, so there this holds for each layout's search). `time_ms` (default 60 s, the context's
