@@ -75,16 +75,16 @@ void Trainer::save_checkpoint() {
   actor.training = provenance_;
   const double wall = wall_before_ + std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   Json state = {{"updates", updates_},
-                      {"env_steps", env_steps_},
-                      {"real_evaluations", real_evaluations_},
-                      {"episodes", episodes_},
-                      {"wall_s", wall},
-                      {"recent_rewards", recent_rewards_},
-                      {"ring", ring},
-                      {"ring_next", ring_next_},
-                      {"streams", streams},
-                      {"metrics", metrics_},
-                      {"actor_policy", Json::parse(autoshard_policy_json(actor))}};
+                {"env_steps", env_steps_},
+                {"real_evaluations", real_evaluations_},
+                {"episodes", episodes_},
+                {"wall_s", wall},
+                {"recent_rewards", recent_rewards_},
+                {"ring", ring},
+                {"ring_next", ring_next_},
+                {"streams", streams},
+                {"metrics", metrics_},
+                {"actor_policy", Json::parse(autoshard_policy_json(actor))}};
   // state.json last: a checkpoint is complete once it names the update its networks hold.
   write_checkpoint_state(setup_.out, "autoshard", provenance_.tasks_sha256, resumable_options(o_, setup_.seed),
                          std::move(state));
@@ -93,8 +93,8 @@ void Trainer::save_checkpoint() {
 bool Trainer::load_checkpoint() {
   const std::string dir = checkpoint_dir(setup_.out);
   const std::string path = dir + "/state.json";
-  const Json s = read_checkpoint_state(setup_.out, "autoshard", provenance_.tasks_sha256,
-                                       resumable_options(o_, setup_.seed));
+  const Json s =
+      read_checkpoint_state(setup_.out, "autoshard", provenance_.tasks_sha256, resumable_options(o_, setup_.seed));
   try {
     updates_ = s.at("updates").get<std::int64_t>();
     env_steps_ = s.at("env_steps").get<std::int64_t>();

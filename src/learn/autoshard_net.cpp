@@ -11,7 +11,6 @@
 namespace embshard::learn {
 namespace {
 
-
 constexpr int kF = kNumTableFeatures;
 constexpr int kS = kAutoShardState;
 
