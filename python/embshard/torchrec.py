@@ -28,6 +28,9 @@ How a TorchRec model becomes an embshard task (docs/python.md has the whole tabl
     host bandwidths; HBM (DDR on cpu) less TorchRec's heuristical reservation (a share, 6× the
     dense parameters, 20× the KJT bytes), the budget every sharder plans against;
   * global batch = `batch_size` (per rank, TorchRec's meaning) × world size.
+Re-planning: `reshard_delta(old, new)` is what DistributedModelParallel.reshard takes to move a
+running job from one ShardingPlan to another, or an Error naming the table whose change TorchRec's
+reshard cannot express (only shards moving between ranks).
 What embshard cannot express raises embshard.Error naming the table or field, never a silent change.
 TorchRec is imported lazily, so `import embshard.torchrec` works without it.
 """
@@ -605,6 +608,48 @@ def dmp_collection_kwargs(document: Mapping[str, Any]) -> Optional[Dict[str, Any
             "sharding_group_size": int(document["sharding_group_size"]),
             "node_group_size": int(document["node_group_size"]),
             "use_inter_host_allreduce": bool(document["use_inter_host_allreduce"])}
+
+
+def _shard_shapes(sharding) -> List[Tuple[Tuple[int, ...], Tuple[int, ...]]]:
+    spec = sharding.sharding_spec
+    if spec is None:
+        return []
+    return [(tuple(m.shard_offsets), tuple(m.shard_sizes)) for m in spec.shards]
+
+
+def reshard_delta(old_plan, new_plan) -> Dict[str, Tuple[float, Any]]:
+    """What `DistributedModelParallel.reshard` takes to go from the torchrec ShardingPlan
+    `old_plan` to `new_plan` (from `EmbshardPlanner`, `load_sharding_plan` or `sharding_plan`): per
+    sharded module, TorchRec's own delta (`output_sharding_plans_delta`: the MiB it moves and the
+    ParameterShardings of the tables whose ranks change). TorchRec's reshard only moves shards
+    between the ranks of one world; the move is refused, naming the first table, where it cannot
+    express it: a module or table added or removed, or a table whose sharding type, compute kernel
+    or shard geometry (offsets and sizes) changes."""
+    from torchrec.distributed.sharding.dynamic_sharding import output_sharding_plans_delta
+
+    old, new = old_plan.plan, new_plan.plan
+    where = "embshard.torchrec.reshard_delta"
+    if set(old) != set(new):
+        raise Error(f"{where}: the plans shard other modules ({sorted(old)} against {sorted(new)}); "
+                    "TorchRec's reshard moves shards of the modules it has")
+    for module, tables in old.items():
+        if set(tables) != set(new[module]):
+            gone = sorted(set(tables) ^ set(new[module]))
+            raise Error(f"{where}: table '{gone[0]}' of module '{module}' is in one plan only; TorchRec's "
+                        "reshard moves the tables a module has")
+        for name, before in tables.items():
+            after = new[module][name]
+            what = None
+            if before.sharding_type != after.sharding_type:
+                what = f"its sharding type ({before.sharding_type} to {after.sharding_type})"
+            elif before.compute_kernel != after.compute_kernel:
+                what = f"its compute kernel ({before.compute_kernel} to {after.compute_kernel})"
+            elif _shard_shapes(before) != _shard_shapes(after):
+                what = "its shards' offsets or sizes"
+            if what is not None:
+                raise Error(f"{where}: table '{name}' changes {what}; TorchRec's reshard only moves "
+                            "shards between ranks")
+    return output_sharding_plans_delta(old, new, return_data_volume=True)
 
 
 def load_sharding_plan(path: str):
