@@ -172,6 +172,9 @@ std::vector<VerbDoc> make_docs() {
              "the most to move: a share of the task's table bytes (0.1, 10%) or bytes (5e9, 4GiB); default: no limit"},
             {"sharder", "SPEC", ReplanOptions{}.sharder, "the from-scratch plan the curve ends at (1D)"},
             {"cost", "SPEC", ReplanOptions{}.cost, "its cost model"},
+            {"reshard", "", "",
+             "only plans TorchRec's DistributedModelParallel.reshard can run: the same ranks and tables, each table "
+             "keeping its sharding type and shards (embshard.torchrec.reshard_delta builds its argument)"},
             {"backend", "J", kSimJudge,
              "the judge: sim | cpu | reference | cuda, or any judge spec (sim:coefficients=F.json, "
              "measured:impl=cpu,repeats=9)"},

@@ -453,16 +453,20 @@ class Replan:
 
 
 def replan(task: Task, old_plan: Plan, *, max_move: Optional[float] = None, sharder: str = "joint:groups=none",
-           cost: str = "default", judge: str = "sim", seed: int = 0, threads: int = 1) -> Replan:
+           cost: str = "default", judge: str = "sim", seed: int = 0, threads: int = 1,
+           reshard: bool = False) -> Replan:
     """Re-plans a changed `task` (new statistics, tables, world size) from the plan running today
     (`embshard replan`, docs/what_if.md): the fastest plan moving at most `max_move` — a share of
-    the task's table bytes when ≤ 1, else bytes; None: no limit."""
+    the task's table bytes when ≤ 1, else bytes; None: no limit. With `reshard`, only plans
+    TorchRec's `DistributedModelParallel.reshard` can run (the same ranks and tables, each table
+    keeping its sharding type and shards; `embshard.torchrec.reshard_delta` builds its argument)."""
     limit = math.inf if max_move is None else _finite(max_move, "replan: max_move")
     if limit < 0:
         raise Error(f"replan: max_move must be >= 0, got {max_move!r}")
     if limit <= 1:
         limit *= task._native.total_bytes
-    native, document = _embshard.replan(task._native, old_plan._native, limit, sharder, cost, judge, seed, threads)
+    native, document = _embshard.replan(task._native, old_plan._native, limit, sharder, cost, judge, seed, threads,
+                                        bool(reshard))
     doc = json.loads(document)
     return Replan(Plan(native), doc["chosen"], doc["kept"], doc["target"], doc["curve"], doc["sent_bytes"],
                   doc["received_bytes"], doc["created_bytes"], doc["verdict"])

@@ -6,11 +6,13 @@
 #include <map>
 #include <numeric>
 #include <sstream>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
 #include "embshard/core/error.h"
 #include "embshard/core/markup.h"
+#include "embshard/core/spec.h"
 #include "embshard/eval/cost_model_registry.h"
 #include "embshard/shard/sharder.h"
 
@@ -357,6 +359,67 @@ Movement movement_from(const Task& task, const Plan& plan, const std::map<std::s
 
 }  // namespace
 
+namespace {
+
+/** A table's shards as TorchRec's reshard compares them: rows, columns and rows in HBM, not devices. */
+std::vector<std::tuple<std::int64_t, std::int64_t, int, int, std::int64_t>> shard_geometry(const TablePlacement& p) {
+  std::vector<std::tuple<std::int64_t, std::int64_t, int, int, std::int64_t>> out;
+  for (const Shard& s : p.shards) out.emplace_back(s.row_begin, s.row_end, s.col_begin, s.col_end, s.hbm_rows);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+/** Whether TorchRec's reshard can turn placement `from` into `to` (the same type and shards). */
+bool reshardable(const TablePlacement& from, const TablePlacement& to) {
+  return from.type == to.type && shard_geometry(from) == shard_geometry(to);
+}
+
+/** The ranks a plan uses: one past its highest device. */
+int ranks_of(const Plan& plan) {
+  int ranks = 0;
+  for (const TablePlacement& p : plan.tables)
+    for (const Shard& s : p.shards) ranks = std::max(ranks, s.device + 1);
+  return ranks;
+}
+
+}  // namespace
+
+std::string torchrec_reshard_problem(const Plan& old_plan, const Plan& plan) {
+  if (old_plan.groups.enabled() || plan.groups.enabled())
+    return "a 2D plan: TorchRec's reshard moves the shards of DistributedModelParallel's 1D plans";
+  std::map<std::string, const TablePlacement*> old;
+  for (const TablePlacement& p : old_plan.tables) old[p.table] = &p;
+  const int ranks = ranks_of(old_plan);
+  std::size_t matched = 0;
+  for (const TablePlacement& p : plan.tables) {
+    const auto it = old.find(p.table);
+    const std::string table = "table '" + one_line(p.table) + "'";
+    if (it == old.end()) return table + " is not in the old plan: TorchRec's reshard moves the tables the job has";
+    ++matched;
+    if (p.type != it->second->type)
+      return detail::concat(table, " changes its sharding type (", to_string(it->second->type), " to ",
+                            to_string(p.type), "): TorchRec's reshard only moves shards between ranks");
+    if (!reshardable(*it->second, p))
+      return table +
+             " changes its shards (rows, columns or rows in HBM): TorchRec's reshard only moves shards between ranks";
+    for (const Shard& s : p.shards) {
+      if (s.device >= ranks)
+        return detail::concat(table, " moves to rank ", s.device, ", beyond the old plan's ", ranks,
+                              ": TorchRec's reshard keeps the job's world");
+    }
+  }
+  if (matched < old.size()) {
+    for (const TablePlacement& p : old_plan.tables) {
+      const bool kept = std::any_of(plan.tables.begin(), plan.tables.end(),
+                                    [&](const TablePlacement& q) { return q.table == p.table; });
+      if (!kept)
+        return "table '" + one_line(p.table) +
+               "' of the old plan is not in the plan: TorchRec's reshard moves the tables the job has";
+    }
+  }
+  return "";
+}
+
 Movement plan_movement(const Task& task, const Plan& plan, const Plan& old_plan) {
   const auto old = old_tables(old_plan);
   check_old_plan(task, old_plan, old);
@@ -374,6 +437,7 @@ class ReplanSearch {
         table_bytes_(static_cast<double>(task.workload.total_bytes())) {}
 
   ReplanResult run() {
+    if (options_.reshard) check_reshardable_task();
     const Plan scratch = from_scratch();
     result_.scratch_moved_bytes = movement_from(task_, scratch, old_).moved_bytes;
     Curve curve = curve_to(relabelled(task_, scratch, old_));
@@ -401,7 +465,8 @@ class ReplanSearch {
     for (const TableSpec& t : task_.workload.tables) {
       const TablePlacement& to = *by_name.at(t.name);
       kept.push_back(kept_placement(same_shape(old_, t), task_.topology.num_devices()).value_or(to));
-      ends.push_back(to);
+      // Under `reshard` a table whose target changes its shards stays as it is (TorchRec moves shards only).
+      ends.push_back(options_.reshard && !reshardable(kept.back(), to) ? kept.back() : to);
     }
     Curve curve(task_, old_, std::move(kept), std::move(ends), *judge_, ctx_);
     order_ = curve.order();
@@ -466,9 +531,12 @@ class ReplanSearch {
   ReplanResult finish(const Provenance& scratch) {
     if (!best_) {
       double least = std::numeric_limits<double>::infinity();
-      for (const ReplanPoint& p : result_.curve) least = std::min(least, p.moved_bytes);
-      EMBSHARD_THROW("replan: no plan that fits moves at most ", gib(options_.max_move_bytes),
-                     "; the least any does is ", gib(least));
+      for (std::size_t i = 0; i < result_.curve.size(); ++i)
+        if (eligible(plans_[i])) least = std::min(least, result_.curve[i].moved_bytes);
+      EMBSHARD_CHECK(std::isfinite(least), "replan --reshard: no plan that fits is one TorchRec's reshard can run ",
+                     "(the old plan itself does not fit the task)");
+      EMBSHARD_THROW("replan: no plan that fits", options_.reshard ? " and TorchRec's reshard can run" : "",
+                     " moves at most ", gib(options_.max_move_bytes), "; the least any does is ", gib(least));
     }
     result_.chosen = result_.curve[*best_];
     result_.plan = std::move(plans_[*best_]);
@@ -477,32 +545,54 @@ class ReplanSearch {
     result_.movement = movement_from(task_, result_.plan, old_);
     std::stable_sort(result_.curve.begin(), result_.curve.end(),
                      [](const ReplanPoint& x, const ReplanPoint& y) { return x.moved_bytes < y.moved_bytes; });
-    result_.verdict =
-        "chosen: " + describe(result_.chosen) +
-        "; from scratch: " + (result_.target.step_ms > 0 ? describe(result_.target) : std::string("does not fit")) +
-        " (" + gib(result_.scratch_moved_bytes) +
-        " before relabelling); kept: " + (kept_fits_ ? describe(result_.kept) : std::string("does not fit"));
+    result_.verdict = "chosen: " + describe(result_.chosen) +
+                      (options_.reshard ? "; from scratch, each table keeping its shards: " : "; from scratch: ") +
+                      (result_.target.step_ms > 0 ? describe(result_.target) : std::string("does not fit")) + " (" +
+                      gib(result_.scratch_moved_bytes) + " before relabelling); kept: " +
+                      (kept_fits_ ? describe(result_.kept) : std::string("does not fit"));
     result_.kept_fits = kept_fits_;
     result_.task_id = task_.id;
     result_.sharder = scratch.sharder;
     result_.judge = judge_->spec();
     result_.max_move_bytes = options_.max_move_bytes;
     result_.table_bytes = table_bytes_;
+    result_.reshard = options_.reshard;
+    if (options_.reshard) result_.verdict += "; the chosen plan is one TorchRec's reshard can run";
     return std::move(result_);
   }
 
   /** The sharder of the priced searches: the options' when it is joint, else joint (only joint
    *  searches from a plan, shard/sharder.h PlanOrigin). */
   std::string searcher() const {
-    return options_.sharder.rfind("joint", 0) == 0 ? options_.sharder : std::string("joint:groups=none");
+    Spec spec = parse_spec(options_.sharder.rfind("joint", 0) == 0 ? options_.sharder : "joint:groups=none");
+    if (options_.reshard) set_spec_value(spec, "keep_layouts", "true");  // only pieces move
+    return format_spec(spec);
   }
 
   void add(ReplanPoint pt, Plan plan) {
     pt = with_share(pt);
+    const bool chosen_may_be = eligible(plan);
     result_.curve.push_back(pt);
     plans_.push_back(std::move(plan));
-    if (pt.moved_bytes <= budget() && (!best_ || pt.step_ms < result_.curve[*best_].step_ms))
+    if (chosen_may_be && pt.moved_bytes <= budget() && (!best_ || pt.step_ms < result_.curve[*best_].step_ms))
       best_ = result_.curve.size() - 1;
+  }
+  /** Whether `plan` may be chosen: any plan, or under `reshard` one TorchRec's reshard can run. */
+  bool eligible(const Plan& plan) const {
+    return !options_.reshard || torchrec_reshard_problem(old_plan_, plan).empty();
+  }
+  /** Under `reshard`: the task keeps the old plan's ranks and tables (else nothing can be resharded). */
+  void check_reshardable_task() const {
+    const int ranks = ranks_of(old_plan_);
+    EMBSHARD_CHECK(task_.topology.num_devices() == ranks, "replan --reshard: the task has ",
+                   task_.topology.num_devices(), " devices but the old plan uses ", ranks,
+                   " ranks; TorchRec's reshard keeps the running job's world (re-plan without --reshard)");
+    for (const TableSpec& t : task_.workload.tables)
+      EMBSHARD_CHECK(same_shape(old_, t) != nullptr, "replan --reshard: table '", one_line(t.name),
+                     "' is not in the old plan with its shape; TorchRec's reshard moves the tables the job has");
+    EMBSHARD_CHECK(old_.size() == task_.workload.tables.size(),
+                   "replan --reshard: the old plan has tables the task does not; TorchRec's reshard moves the "
+                   "tables the job has");
   }
   ReplanPoint with_share(ReplanPoint pt) const {
     pt.moved_share = pt.moved_bytes / table_bytes_;
@@ -553,6 +643,7 @@ std::string replan_json(const ReplanResult& r) {
                         {"sent_bytes", r.movement.sent},
                         {"received_bytes", r.movement.received},
                         {"created_bytes", r.movement.created_bytes},
+                        {"reshard", r.reshard},
                         {"verdict", r.verdict}}
       .dump();
 }

@@ -178,6 +178,67 @@ TEST(Replan, JointSearchingFromAPlanNeverEndsWorseThanItAndOthersRefuse) {
   EXPECT_EQ(find_error_in_plan(task, replan(task, start, greedy, quiet()).plan), "");
 }
 
+TEST(ReplanReshard, OnlyShardsMovingBetweenTheOldRanksAreWhatTorchrecCanReshard) {
+  Plan old;
+  old.tables = {{"a", ShardingType::kTableWise, {shard(0, 0, 1000, 0, 8)}},
+                {"b", ShardingType::kColumnWise, {shard(1, 0, 500, 0, 4), shard(2, 0, 500, 4, 8)}}};
+  Plan moved = old;
+  moved.tables[0].shards[0].device = 2;
+  std::swap(moved.tables[1].shards[0].device, moved.tables[1].shards[1].device);
+  EXPECT_EQ(torchrec_reshard_problem(old, moved), "");
+  Plan retyped = old;
+  retyped.tables[0] = {"a", ShardingType::kRowWise, {shard(0, 0, 500, 0, 8), shard(1, 500, 1000, 0, 8)}};
+  EXPECT_NE(torchrec_reshard_problem(old, retyped).find("table 'a' changes its sharding type (table_wise to row_wise)"),
+            std::string::npos);
+  Plan resized = old;
+  resized.tables[1].shards[0].col_end = 2, resized.tables[1].shards[1].col_begin = 2;
+  EXPECT_NE(torchrec_reshard_problem(old, resized).find("table 'b' changes its shards"), std::string::npos);
+  Plan tiered = old;
+  tiered.tables[0].shards[0].hbm_rows = 100;
+  EXPECT_NE(torchrec_reshard_problem(old, tiered).find("table 'a' changes its shards"), std::string::npos);
+  Plan wider = old;
+  wider.tables[0].shards[0].device = 3;  // the old plan uses ranks 0 to 2
+  EXPECT_NE(torchrec_reshard_problem(old, wider).find("moves to rank 3, beyond the old plan's 3"), std::string::npos)
+      << torchrec_reshard_problem(old, wider);
+  Plan fewer = old;
+  fewer.tables.pop_back();
+  EXPECT_NE(torchrec_reshard_problem(old, fewer).find("table 'b' of the old plan is not in the plan"),
+            std::string::npos);
+}
+
+TEST(ReplanReshard, AfterADriftTheChosenPlanIsOneTorchrecCanReshardAndNoSlowerThanKept) {
+  const Task before = tiny_task(24, "v100:nodes=1,gpus_per_node=4,hbm_gib=4", 23);
+  Task after = before;
+  for (std::size_t t = 0; t < after.workload.tables.size(); t += 3) {  // every third table: 4× the lookups
+    TableStats& s = after.workload.tables[t].stats;
+    s.num_indices *= 4;
+    s.pooling_factor = static_cast<double>(s.num_indices) / static_cast<double>(s.batch_size);
+  }
+  check_task(after, "drifted");
+  const Plan old = planned(before);
+  ReplanOptions options;
+  options.reshard = true;
+  const ReplanResult r = replan(after, old, options, quiet());
+  SCOPED_TRACE(r.verdict);
+  EXPECT_TRUE(r.reshard);
+  EXPECT_EQ(torchrec_reshard_problem(old, r.plan), "");
+  EXPECT_EQ(find_error_in_plan(after, r.plan), "");
+  EXPECT_LE(r.chosen.step_ms, r.kept.step_ms * (1 + 1e-12));
+  EXPECT_NEAR(step_of(after, r.plan), r.chosen.step_ms, 1e-9 * r.chosen.step_ms);
+  // A new world, or a table the old plan does not have, cannot be resharded: one line naming it.
+  Task wider = after;
+  wider.topology = topology_with_devices(after.topology, 8);
+  EXPECT_NE(error_of([&] {
+              (void)replan(wider, old, options, quiet());
+            }).find("replan --reshard: the task has 8 devices but the old plan uses 4 ranks"),
+            std::string::npos);
+  Task more = after;
+  more.workload.tables.push_back(hand_table("new_table", 8, 1000, 1.0));
+  EXPECT_NE(
+      error_of([&] { (void)replan(more, old, options, quiet()); }).find("table 'new_table' is not in the old plan"),
+      std::string::npos);
+}
+
 TEST(Replan, BadInputIsOneLineNamingIt) {
   const Task task = tiny_task(8, "v100:nodes=2,gpus_per_node=4", 24);
   const Plan old = planned(task);

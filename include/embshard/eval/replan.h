@@ -58,11 +58,24 @@ struct Movement {
  */
 [[nodiscard]] Movement plan_movement(const Task& task, const Plan& plan, const Plan& old_plan);
 
+/**
+ * Why TorchRec's `DistributedModelParallel.reshard` cannot move a running job from `old_plan` to
+ * `plan`, or "" when it can: it moves shards between the ranks of the job's world and nothing
+ * else, so every table of `plan` must be in `old_plan` with the same sharding type and the same
+ * shards (rows, columns, rows in HBM), only on other ranks (python: embshard.torchrec.reshard_delta
+ * builds TorchRec's argument). The reason names the first table that differs.
+ */
+[[nodiscard]] std::string torchrec_reshard_problem(const Plan& old_plan, const Plan& plan);
+
 struct ReplanOptions {
   std::string sharder = "joint:groups=none";  ///< the from-scratch plan (1D)
   std::string cost = "default";
   std::string judge = kSimJudge;  ///< the judge spec of every point's step (eval/evaluator.h)
   double max_move_bytes = std::numeric_limits<double>::infinity();
+  /// Only plans TorchRec's reshard can run (`torchrec_reshard_problem`): the task keeps the old
+  /// plan's ranks, the curve switches only the tables whose target keeps their shards, and the
+  /// chosen plan is the fastest such point within the budget
+  bool reshard = false;
 };
 
 struct ReplanPoint {
@@ -89,10 +102,12 @@ struct ReplanResult {
   std::string judge;    ///< the judge of every point's step, canonical
   double max_move_bytes = std::numeric_limits<double>::infinity();
   double table_bytes = 0;  ///< the task's table bytes (the budget's share is of them)
+  bool reshard = false;    ///< the chosen plan is one TorchRec's reshard can run (ReplanOptions::reshard)
 };
 
 /**
- * Re-plans `task` from `old_plan` (file comment). Error naming the cause when the old plan is of
+ * Re-plans `task` from `old_plan` (file comment; `options.reshard`: only plans TorchRec's reshard
+ * can run, docs/what_if.md). Error naming the cause when the old plan is of
  * another task or 2D, the sharder finds no plan of the new task, or no point of the curve moves at
  * most `max_move_bytes` (the message gives the least any valid point moves).
  */

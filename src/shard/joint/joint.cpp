@@ -81,7 +81,8 @@ class Search {
         max_parts_(options.max_parts > 0 ? std::min(options.max_parts, n_) : std::min(n_, kDefaultMaxParts)),
         rng_(chain == 0 ? derive_seed(ctx.seed, 0x6a6f696e74)
                         : derive_seed(derive_seed(ctx.seed, 0x6a6f696e74), static_cast<std::uint64_t>(chain))),
-        copies_(options.data_parallel && cost.compute().costs_replicas() && n_ < kCopiesBelowDevices) {
+        copies_(options.data_parallel && !options.keep_layouts && cost.compute().costs_replicas() &&
+                n_ < kCopiesBelowDevices) {
     state_.set_cold_rows_to_uvm(options.uvm);
     state_.set_replica_sync(options.sync);
     if (options.origin) state_.set_origin(origin_of(*options.origin->old));
@@ -657,7 +658,7 @@ class Search {
     bool found = false;
     for (int d : candidates(t, old.hbm_bytes + old.uvm_bytes)) {
       Piece p;
-      if (!state_.make_piece(t, old.placed.shard, d, uvm, p)) continue;
+      if (!state_.make_piece(t, old.placed.shard, d, uvm, p) || !keeps_tier(p, old)) continue;
       state_.place(i, p);
       const Score now = score();
       state_.lift(t, i);
@@ -715,9 +716,9 @@ class Search {
         const Piece a = state_.lift(t, i);
         const Piece b = state_.lift(u, j);
         Piece a2, b2;
-        if (state_.make_piece(t, a.placed.shard, to, uvm, a2)) {
+        if (state_.make_piece(t, a.placed.shard, to, uvm, a2) && keeps_tier(a2, a)) {
           state_.place(i, a2);
-          if (state_.make_piece(u, b.placed.shard, from, uvm, b2)) {
+          if (state_.make_piece(u, b.placed.shard, from, uvm, b2) && keeps_tier(b2, b)) {
             state_.place(j, b2);
             if (better(score(), current)) return true;
             state_.lift(u, j);
@@ -736,6 +737,11 @@ class Search {
     return b.fw_units < a.fw_units || b.bw_units < a.bw_units || b.input_bytes < a.input_bytes ||
            b.placed.shard.num_cols() < a.placed.shard.num_cols() ||
            (a.fw_units == 0 && a.bw_units == 0);  // a model that is not additive: unknown
+  }
+
+  /** Whether a piece moved keeps its rows in HBM, where `keep_layouts` asks it to (else always). */
+  [[nodiscard]] bool keeps_tier(const Piece& moved, const Piece& was) const {
+    return !options_.keep_layouts || moved.placed.shard.hbm_rows == was.placed.shard.hbm_rows;
   }
 
   [[nodiscard]] bool holds(int t, int device) const {
@@ -888,14 +894,14 @@ class Search {
       };
       if (each_critical_piece([&](int t, std::size_t i, bool u) { return try_moves(t, i, current, u); })) continue;
       bool shifted = false;
-      for (std::size_t k = 0; k < tables.size() && !shifted && !spent(); ++k)
+      for (std::size_t k = 0; k < tables.size() && !shifted && !options_.keep_layouts && !spent(); ++k)
         shifted = try_row_shift(tables[k], current, allows_uvm(tables[k]), critical);
       if (shifted) continue;
       if (swaps && n_ <= kAllCandidatesUpTo &&
           each_critical_piece([&](int t, std::size_t i, bool u) { return try_swaps(t, i, current, u, critical); }))
         continue;
       bool relaid = false;
-      for (std::size_t k = 0; k < tables.size() && k < 4 && !relaid && !spent(); ++k)
+      for (std::size_t k = 0; k < tables.size() && k < 4 && !relaid && !options_.keep_layouts && !spent(); ++k)
         relaid = try_relayout(tables[k], current);
       if (!relaid) break;
     }
@@ -971,6 +977,23 @@ class Search {
   }
 
   /** Re-lays out one to three random tables in random layouts (seeded). */
+  /** The perturbation under `keep_layouts`: every piece of the `chosen` tables to a random device
+   *  where it fits as it is (its rows, columns and tier kept), else where it was. */
+  void move_pieces_randomly(const std::vector<int>& chosen) {
+    for (int t : chosen) {
+      if (state_.layout(t).first_device >= 0 || state_.colocated(t) || state_.layout(t).kind == Layout::Kind::kCopies)
+        continue;
+      for (std::size_t i = 0; i < state_.pieces(t).size() && !spent(); ++i) {
+        const Piece old = state_.lift(t, i);
+        const int d = static_cast<int>(rng_.below(static_cast<std::uint64_t>(n_)));
+        Piece p;
+        const bool moved =
+            !holds(t, d) && state_.make_piece(t, old.placed.shard, d, allows_uvm(t), p) && keeps_tier(p, old);
+        state_.place(i, moved ? p : old);
+      }
+    }
+  }
+
   void perturb() {
     const int count = 1 + static_cast<int>(rng_.below(3));
     std::vector<int> chosen;
@@ -982,6 +1005,7 @@ class Search {
     }
     std::sort(chosen.begin(), chosen.end());
     chosen.erase(std::unique(chosen.begin(), chosen.end()), chosen.end());
+    if (options_.keep_layouts) return move_pieces_randomly(chosen);
     // Only the chosen tables are saved (a snapshot of every table costs as much as the round at
     // scale); past the budget or where a table fits nowhere they go back as they were.
     std::vector<std::pair<Layout, std::vector<Piece>>> saved;
@@ -1252,8 +1276,8 @@ void register_joint(Registry<Sharder>& registry) {
          {},
          "the search's budget in work units (objective evaluations and pieces placed or taken off) after its "
          "start, shared by the chains; a run is the same for its seed and budget however loaded the machine "
-         "(unless time_ms cuts it) and a larger budget never gives a worse plan; 0: 1,500,000, or 3,000,000 where "
-         "the objective is kept per change (64 devices or more)"},
+         "(unless time_ms cuts it) and a larger budget never gives a worse plan; 0: 1,500,000 per 8 devices (at "
+         "least 1,500,000), or 3,000,000 where the objective is kept per change (64 devices or more)"},
         {"chains",
          ParamType::kInt,
          text_of(d.chains),
@@ -1301,6 +1325,14 @@ void register_joint(Registry<Sharder>& registry) {
          {},
          "only row layouts TorchRec's training path runs: even blocks over all devices or one whole host, in rank "
          "order"},
+        {"keep_layouts",
+         ParamType::kBool,
+         text_of(d.keep_layouts),
+         {},
+         {},
+         {},
+         "only pieces move, every table keeping its layout and shards from where the search starts (a re-plan "
+         "TorchRec's reshard can run: replan --reshard)"},
         {"exact_limit",
          ParamType::kInt,
          text_of(d.exact_limit),
@@ -1337,6 +1369,7 @@ void register_joint(Registry<Sharder>& registry) {
         o.data_parallel = p.get_bool("data_parallel");
         o.grids = p.get_bool("grids");
         o.torchrec = p.get_bool("torchrec");
+        o.keep_layouts = p.get_bool("keep_layouts");
         o.exact_limit = p.get_int("exact_limit");
         o.candidates = static_cast<int>(p.get_int("candidates"));
         o.groups = parse_groups(p.get_string("groups"));

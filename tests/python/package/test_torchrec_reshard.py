@@ -58,3 +58,35 @@ def test_a_change_reshard_cannot_express_names_the_table():
     del fewer.plan[""]["t_b"]
     with pytest.raises(embshard.Error, match="table 't_b' of module '' is in one plan only"):
         embshard.torchrec.reshard_delta(old, fewer)
+
+
+def test_a_replan_for_reshard_is_one_torchrec_takes():
+    """What users do: plan, the statistics drift, re-plan with reshard=True, export both plans and
+    hand TorchRec the delta; the tables it moves are those whose shards changed device."""
+    torchrec_or_skip()
+    import json
+
+    task = embshard.Task.generate("neuroshard:preset=v100,devices=8,max_dim=128", seed=9961)
+    sharder = "joint:groups=none,torchrec=true"  # plans TorchRec runs (row-wise in rank order)
+    old = embshard.plan(task, sharder, seed=1)
+    doc = json.loads(task.to_json())
+    for i, t in enumerate(doc["tables"]):
+        s = t["stats"]
+        if i % 3 == 0 and s["num_indices"] > 0:  # every third table: 3× the lookups
+            s["num_indices"] *= 3
+            s["pooling_factor"] = s["num_indices"] / s["batch_size"]
+    drifted = embshard.Task.from_json(json.dumps(doc))
+    r = embshard.replan(drifted, old, max_move=0.1, sharder=sharder, seed=1, reshard=True)
+    assert r.chosen["step_ms"] <= r.kept["step_ms"] * (1 + 1e-12)
+
+    def sharding_plan(plan):
+        document = json.loads(embshard._embshard.torchrec_plan_json(drifted._native, plan._native, "", "cuda"))
+        return embshard.torchrec.sharding_plan_from_dict(document)
+
+    mib, changed = embshard.torchrec.reshard_delta(sharding_plan(old), sharding_plan(r.plan))[""]
+    devices = {p["table"]: sorted(s["device"] for s in p["shards"]) for p in json.loads(old.to_json())["tables"]}
+    moved = {p["table"] for p in json.loads(r.plan.to_json())["tables"]
+             if sorted(s["device"] for s in p["shards"]) != devices[p["table"]]}
+    assert set(changed) >= moved and mib >= 0
+    if r.chosen["moved_bytes"] > 0:
+        assert changed
