@@ -28,14 +28,13 @@ void report(const EvalResult& result, const Task& task, const Plan& plan, Object
  * Under `mpirun -n D` (D = the task's devices): every rank measures the plan's all-to-alls
  * together, then rank 0 alone measures the compute and reports; the other ranks return first.
  */
-int eval_with_measured_comm(const Task& task, const Plan& plan, const std::string& judge, Objective objective,
-                            const std::optional<std::string>& out, const Context& ctx) {
+int eval_with_measured_comm(const Task& task, const Plan& plan, const std::string& judge, MeasureOptions comm_options,
+                            Objective objective, const std::optional<std::string>& out, const Context& ctx) {
   MpiSession session;
   EMBSHARD_CHECK(session.size() == task.topology.num_devices(), "eval --comm mpi: the task has ",
                  task.topology.num_devices(), " devices but the job has ", session.size(),
                  " MPI ranks (run it as mpirun -n ", task.topology.num_devices(), " embshard eval ...)");
-  // The all-to-alls are timed with the judge's discipline, at its batch and input mode.
-  MeasureOptions comm_options = judge_measure_options(judge);
+  // The all-to-alls are timed with --warmup / --repeats (whatever the judge), at the judge's batch and input mode.
   comm_options.flush_cache = false;  // 2 × LLC per rank per repeat would dominate the run
   const auto by_device = shards_by_device(task, plan);
   const InputCommOptions input = judge_input_comm(judge);
@@ -60,6 +59,11 @@ std::string judge_option(Args& args) {
     if (args.given(option)) judge = set_judge_value(judge, key, args.require(option));
   }
   if (args.given("no-flush") && args.flag("no-flush")) judge = set_judge_value(judge, "flush", "false");
+  // The measuring options apply to judges that measure; how the exchanges are counted, to every judge.
+  for (const auto& [option, key] : {std::pair{"input-comm", "input_comm"}, {"exchanges", "exchanges"}}) {
+    EMBSHARD_CHECK(!args.given(option) || judge.find(std::string(key) + "=") != std::string::npos, "--", option,
+                   ": the judge '", judge, "' takes no ", key, " (name its model: sim, neural:…, measured:…)");
+  }
   try {
     (void)judge_spec(judge);
   } catch (const Error& e) {
@@ -81,6 +85,7 @@ int run_eval(Args& args, const Context& ctx) {
   const std::string task_path = args.require("task");
   const std::string plan_path = args.require("plan");
   const std::string judge = judge_option(args);
+  const MeasureOptions comm_measure = measure_options(args, MeasureOptions{});  // --comm mpi's all-to-alls
   const Objective objective = objective_option(args);
   const auto out = args.get("out");
   std::string comm = args.value("comm");
@@ -97,8 +102,11 @@ int run_eval(Args& args, const Context& ctx) {
                  "exchanges (they run inside each sharding group); judge it with --comm model");
   // auto: a judge that times kernels, started by mpirun, measures the all-to-alls too; the link model otherwise.
   if (comm == "auto")
-    comm = built_with_mpi() && launched_by_mpirun() && make_judge(task, judge, ctx)->measures() ? "mpi" : "model";
-  if (comm == "mpi") return eval_with_measured_comm(task, plan, judge, objective, out, ctx);
+    comm =
+        built_with_mpi() && launched_by_mpirun() && !plan.groups.enabled() && make_judge(task, judge, ctx)->measures()
+            ? "mpi"
+            : "model";
+  if (comm == "mpi") return eval_with_measured_comm(task, plan, judge, comm_measure, objective, out, ctx);
   const EvalResult result = evaluate_plan(task, plan, judge, ctx);
   report(result, task, plan, objective, out);
   return 0;

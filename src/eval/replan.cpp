@@ -361,17 +361,28 @@ Movement movement_from(const Task& task, const Plan& plan, const std::map<std::s
 
 namespace {
 
-/** A table's shards as TorchRec's reshard compares them: rows, columns and rows in HBM, not devices. */
-std::vector<std::tuple<std::int64_t, std::int64_t, int, int, std::int64_t>> shard_geometry(const TablePlacement& p) {
-  std::vector<std::tuple<std::int64_t, std::int64_t, int, int, std::int64_t>> out;
-  for (const Shard& s : p.shards) out.emplace_back(s.row_begin, s.row_end, s.col_begin, s.col_end, s.hbm_rows);
+/** A table's shards as TorchRec's reshard compares them: rows, columns and rows in HBM, and the
+ *  device too where `with_devices`. */
+std::vector<std::tuple<std::int64_t, std::int64_t, int, int, std::int64_t, int>> shard_geometry(const TablePlacement& p,
+                                                                                                bool with_devices) {
+  std::vector<std::tuple<std::int64_t, std::int64_t, int, int, std::int64_t, int>> out;
+  for (const Shard& s : p.shards)
+    out.emplace_back(s.row_begin, s.row_end, s.col_begin, s.col_end, s.rows_in_hbm(), with_devices ? s.device : 0);
   std::sort(out.begin(), out.end());
   return out;
 }
 
-/** Whether TorchRec's reshard can turn placement `from` into `to` (the same type and shards). */
+/** TorchRec's reshard moves the shards of table-wise and column-wise tables only (row blocks
+ *  stay in rank order, copies on every rank). */
+bool movable_by_reshard(ShardingType type) {
+  return type == ShardingType::kTableWise || type == ShardingType::kColumnWise;
+}
+
+/** Whether TorchRec's reshard can turn placement `from` into `to`: the same type and shards, on
+ *  other devices only where the type's shards move. */
 bool reshardable(const TablePlacement& from, const TablePlacement& to) {
-  return from.type == to.type && shard_geometry(from) == shard_geometry(to);
+  const bool fixed = !movable_by_reshard(to.type);
+  return from.type == to.type && shard_geometry(from, fixed) == shard_geometry(to, fixed);
 }
 
 /** The ranks a plan uses: one past its highest device. */
@@ -400,8 +411,10 @@ std::string torchrec_reshard_problem(const Plan& old_plan, const Plan& plan) {
       return detail::concat(table, " changes its sharding type (", to_string(it->second->type), " to ",
                             to_string(p.type), "): TorchRec's reshard only moves shards between ranks");
     if (!reshardable(*it->second, p))
-      return table +
-             " changes its shards (rows, columns or rows in HBM): TorchRec's reshard only moves shards between ranks";
+      return table + (movable_by_reshard(p.type)
+                          ? " changes its shards (rows, columns or rows in HBM): TorchRec's reshard only moves shards "
+                            "between ranks"
+                          : " moves: TorchRec's reshard moves only table-wise and column-wise shards");
     for (const Shard& s : p.shards) {
       if (s.device >= ranks)
         return detail::concat(table, " moves to rank ", s.device, ", beyond the old plan's ", ranks,
@@ -533,8 +546,9 @@ class ReplanSearch {
       double least = std::numeric_limits<double>::infinity();
       for (std::size_t i = 0; i < result_.curve.size(); ++i)
         if (eligible(plans_[i])) least = std::min(least, result_.curve[i].moved_bytes);
-      EMBSHARD_CHECK(std::isfinite(least), "replan --reshard: no plan that fits is one TorchRec's reshard can run ",
-                     "(the old plan itself does not fit the task)");
+      EMBSHARD_CHECK(!options_.reshard || std::isfinite(least),
+                     "replan --reshard: no plan that fits is one TorchRec's reshard can run (the old plan itself "
+                     "does not fit the task)");
       EMBSHARD_THROW("replan: no plan that fits", options_.reshard ? " and TorchRec's reshard can run" : "",
                      " moves at most ", gib(options_.max_move_bytes), "; the least any does is ", gib(least));
     }
@@ -586,7 +600,8 @@ class ReplanSearch {
     const int ranks = ranks_of(old_plan_);
     EMBSHARD_CHECK(task_.topology.num_devices() == ranks, "replan --reshard: the task has ",
                    task_.topology.num_devices(), " devices but the old plan uses ", ranks,
-                   " ranks; TorchRec's reshard keeps the running job's world (re-plan without --reshard)");
+                   " ranks (its highest device + 1); TorchRec's reshard keeps the running job's world (re-plan "
+                   "without --reshard)");
     for (const TableSpec& t : task_.workload.tables)
       EMBSHARD_CHECK(same_shape(old_, t) != nullptr, "replan --reshard: table '", one_line(t.name),
                      "' is not in the old plan with its shape; TorchRec's reshard moves the tables the job has");

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <set>
 
 #include "embshard/eval/cost_model_registry.h"
 #include "embshard/eval/replan.h"
@@ -237,6 +238,27 @@ TEST(ReplanReshard, AfterADriftTheChosenPlanIsOneTorchrecCanReshardAndNoSlowerTh
   EXPECT_NE(
       error_of([&] { (void)replan(more, old, options, quiet()); }).find("table 'new_table' is not in the old plan"),
       std::string::npos);
+}
+
+TEST(ReplanReshard, JointKeepingLayoutsOnlyMovesShardsTorchrecCanMove) {
+  // A start with table-wise, column-wise, row-wise and (tight memory) tiered tables; the search
+  // may move pieces only, so every result is one TorchRec's reshard can run from the start.
+  const Task task = tiny_task(16, "v100:nodes=1,gpus_per_node=4", 24);
+  const Plan start = planned(task);
+  std::set<ShardingType> types;
+  for (const TablePlacement& p : start.tables) types.insert(p.type);
+  ASSERT_GE(types.size(), 2u) << "the start should mix layouts";
+  const auto cost = make_cost_model("sim", task, quiet());
+  for (const char* spec : {"joint:groups=none,keep_layouts=true", "joint:groups=none,keep_layouts=true,chains=1"}) {
+    const PlanOrigin origin{&start, &start, 0.0};
+    const ShardResult r = plan_task_from(spec, task, cost.get(), origin, quiet());
+    ASSERT_EQ(r.status, ShardStatus::kOk) << r.reason;
+    EXPECT_EQ(torchrec_reshard_problem(start, r.plan), "") << spec;
+    EXPECT_LE(step_of(task, r.plan), step_of(task, start) * (1 + 1e-12));
+  }
+  // Without it the search re-lays tables out (on this task), which TorchRec's reshard cannot run.
+  const ShardResult free = plan_task_from("joint:groups=none", task, cost.get(), {&start, &start, 0.0}, quiet());
+  EXPECT_NE(torchrec_reshard_problem(start, free.plan), "");
 }
 
 TEST(Replan, BadInputIsOneLineNamingIt) {

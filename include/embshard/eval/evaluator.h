@@ -18,9 +18,9 @@
  * from (`source_id` ≥ 0, pool `task.pool_seed`), else a model fitted to its statistics
  * (`model_from_stats`). They honour a plan's memory tiers: a shard with hbm_rows < its rows gets
  * RecShard's remap (data/remap.h), built from the access counts of the measured draw (or of
- * other draws: `remap_held_out`), so its first hbm_rows rows are its hottest (`measured_tier_lookups` counts what the
+ * other draws: `remap=held_out`), so its first hbm_rows rows are its hottest (`measured_tier_lookups` counts what the
  * kernels then see); `cuda` keeps the other rows in mapped host memory (kernels/cuda_embedding_bag.h), while `cpu` and
- * `reference` have no UVM tier on this machine and the remap only re-orders rows. They run at `batch_size` (default:
+ * `reference` have no UVM tier on this machine and the remap only re-orders rows. They run at their `batch` (default:
  * the task's) — a smaller batch keeps a 60-table task to minutes on a small machine; the result records the batch it
  * used, and the link model uses the same batch so compute and comm stay comparable.
  *
@@ -44,6 +44,7 @@
 #include "embshard/cost/breakdown.h"
 #include "embshard/cost/compute_model.h"
 #include "embshard/cost/cost_model.h"
+#include "embshard/cost/link_model.h"
 #include "embshard/cost/plan_judge.h"
 #include "embshard/plan/plan.h"
 #include "embshard/profile/all_to_all.h"
@@ -135,9 +136,6 @@ struct EvalResult {
 /** The judge `judge` built for `task` (an unavailable backend fails here, before any work). */
 [[nodiscard]] std::unique_ptr<CostModel> make_judge(const Task& task, const std::string& judge,
                                                     const Context& ctx = Context{});
-
-/** The batch a measured judge runs: `batch` when positive, else the task's (the one place of this rule). */
-[[nodiscard]] std::int64_t measured_batch_size(const Task& task, std::int64_t batch);
 
 /**
  * Evaluates `plan` on `task` with the judge `judge` (file comment). `measured_comm`, if not

@@ -650,7 +650,7 @@ class Search {
 
   /** Moves piece `i` of `t` to the best other device if that helps. */
   bool try_moves(int t, std::size_t i, const Score& current, bool uvm) {
-    if (state_.layout(t).first_device >= 0) return false;
+    if (state_.layout(t).first_device >= 0 || !movable(t)) return false;
     if (state_.colocated(t)) return try_group_moves(t, current, uvm);
     const Piece old = state_.lift(t, i);
     Score best = current;
@@ -680,7 +680,8 @@ class Search {
     const auto put = [&](int d) {  // every member whole on d; false (nothing left placed) if one does not fit
       for (std::size_t m = 0; m < members.size(); ++m) {
         Piece p;
-        if (old[m].size() != 1 || !state_.make_piece(members[m], old[m].front().placed.shard, d, uvm, p)) {
+        if (old[m].size() != 1 || !state_.make_piece(members[m], old[m].front().placed.shard, d, uvm, p) ||
+            !keeps_tier(p, old[m].front())) {
           for (std::size_t k = 0; k < m; ++k) state_.remove_table(members[k]);
           return false;
         }
@@ -709,8 +710,8 @@ class Search {
       if (u == t) continue;
       for (std::size_t j = 0; j < state_.pieces(u).size(); ++j) {
         const int to = state_.pieces(u)[j].placed.shard.device;
-        if (to == from || state_.layout(t).first_device >= 0 || state_.layout(u).first_device >= 0 ||
-            std::find(critical.begin(), critical.end(), to) != critical.end() ||
+        if (to == from || state_.layout(t).first_device >= 0 || state_.layout(u).first_device >= 0 || !movable(t) ||
+            !movable(u) || std::find(critical.begin(), critical.end(), to) != critical.end() ||
             !lighter(state_.pieces(u)[j], state_.pieces(t)[i]) || holds(t, to) || holds(u, from))
           continue;
         const Piece a = state_.lift(t, i);
@@ -737,6 +738,16 @@ class Search {
     return b.fw_units < a.fw_units || b.bw_units < a.bw_units || b.input_bytes < a.input_bytes ||
            b.placed.shard.num_cols() < a.placed.shard.num_cols() ||
            (a.fw_units == 0 && a.bw_units == 0);  // a model that is not additive: unknown
+  }
+
+  /**
+   * Whether `t`'s pieces may change device: always, but under `keep_layouts` only a whole table or
+   * column pieces (TorchRec's reshard moves table-wise and column-wise shards only; row blocks
+   * stay in rank order, copies on every device).
+   */
+  [[nodiscard]] bool movable(int t) const {
+    const Layout::Kind kind = state_.layout(t).kind;
+    return !options_.keep_layouts || kind == Layout::Kind::kWhole || kind == Layout::Kind::kColumns;
   }
 
   /** Whether a piece moved keeps its rows in HBM, where `keep_layouts` asks it to (else always). */
@@ -976,13 +987,11 @@ class Search {
     state_.restore(best.plan);
   }
 
-  /** Re-lays out one to three random tables in random layouts (seeded). */
   /** The perturbation under `keep_layouts`: every piece of the `chosen` tables to a random device
    *  where it fits as it is (its rows, columns and tier kept), else where it was. */
   void move_pieces_randomly(const std::vector<int>& chosen) {
     for (int t : chosen) {
-      if (state_.layout(t).first_device >= 0 || state_.colocated(t) || state_.layout(t).kind == Layout::Kind::kCopies)
-        continue;
+      if (state_.layout(t).first_device >= 0 || !movable(t) || state_.colocated(t)) continue;
       for (std::size_t i = 0; i < state_.pieces(t).size() && !spent(); ++i) {
         const Piece old = state_.lift(t, i);
         const int d = static_cast<int>(rng_.below(static_cast<std::uint64_t>(n_)));
@@ -994,6 +1003,7 @@ class Search {
     }
   }
 
+  /** Re-lays out one to three random tables in random layouts (seeded). */
   void perturb() {
     const int count = 1 + static_cast<int>(rng_.below(3));
     std::vector<int> chosen;
