@@ -62,7 +62,8 @@ struct Movement {
  * Why TorchRec's `DistributedModelParallel.reshard` cannot move a running job from `old_plan` to
  * `plan`, or "" when it can: it moves shards between the ranks of the job's world and nothing
  * else, so every table of `plan` must be in `old_plan` with the same sharding type and the same
- * shards (rows, columns, rows in HBM), only on other ranks (python: embshard.torchrec.reshard_delta
+ * shards (rows, columns, rows in HBM), table-wise and column-wise ones on other ranks of the old
+ * plan if need be, every other type's on its own ranks (python: embshard.torchrec.reshard_delta
  * builds TorchRec's argument). The reason names the first table that differs.
  */
 [[nodiscard]] std::string torchrec_reshard_problem(const Plan& old_plan, const Plan& plan);

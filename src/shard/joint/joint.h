@@ -146,8 +146,9 @@ struct Options {
   bool data_parallel = true;  ///< try copies on every device (joint.h)
   bool grids = true;          ///< try column × row grids (joint.h)
   bool torchrec = false;      ///< only layouts TorchRec's training path runs (joint.h)
-  /// Only pieces move: every table keeps its layout and shards from the start (a re-plan that
-  /// TorchRec's reshard can run, eval/replan.h); no re-layout, row shift or copies
+  /// Only pieces move: every table keeps its layout and shards from the start, and only whole
+  /// tables and column pieces change device, each keeping its rows in HBM (a re-plan TorchRec's
+  /// reshard can run, eval/replan.h); no re-layout, row shift or copies
   bool keep_layouts = false;
   std::int64_t exact_limit = 200000;
   int candidates = 8;
