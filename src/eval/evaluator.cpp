@@ -178,10 +178,6 @@ std::string with_judge_default(const std::string& judge, const std::string& key,
   return set_judge_value(judge, key, value);
 }
 
-MeasureOptions judge_measure_options(const std::string& judge) {
-  return detail::measured_options_of(judge_spec(judge)).measure;
-}
-
 InputCommOptions judge_input_comm(const std::string& judge) {
   const Spec spec = parse_spec(judge_spec(judge));
   const std::vector<ParamSpec> declared = with_input_comm_params({});

@@ -127,9 +127,6 @@ struct EvalResult {
 [[nodiscard]] std::string with_judge_default(const std::string& judge, const std::string& key,
                                              const std::string& value);
 
-/** How `judge` times: a measured judge's warm-up, repeats, flush and trim; the defaults for any other. */
-[[nodiscard]] MeasureOptions judge_measure_options(const std::string& judge);
-
 /** How `judge` counts the input all-to-all (its input_comm, index_bytes, length_bytes; defaults where absent). */
 [[nodiscard]] InputCommOptions judge_input_comm(const std::string& judge);
 
