@@ -32,7 +32,8 @@ struct NodeSheet {
 // the seeds' server of eight (paper 003 §4); its all-to-all latency and GPU-to-GPU bandwidth are
 // not the data sheet's but fitted to the papers' measurements (`embshard profile calibrate
 // --figures models/calibration/2080ti-papers.json`, docs/judge.md): GeForce cards have no PCIe
-// peer-to-peer, so NCCL stages every transfer through host memory. The other presets keep the
+// peer-to-peer, so NCCL stages every transfer through host memory (the fit puts the per-device
+// constant in the call and none in the latency: docs/judge.md). The other presets keep the
 // data-sheet NCCL floor (25 µs). Their link bandwidths are NCCL bus bandwidths where published
 // (cost/link_model.h): on H100 / H200 nodes NCCL reaches 370 GB/s over NVLink4's 450 GB/s line rate
 // (~20% protocol overhead; NVIDIA's NCCL maintainers, nccl-tests issue #212) and an all-to-all runs
@@ -47,7 +48,7 @@ constexpr NodeSheet kSheets[] = {
     {"2080ti", "GeForce-RTX-2080Ti-11GB", "NVIDIA GeForce RTX 2080 Ti",
      "RTX 2080 Ti PCIe server of 8: 11 GB GDDR6 at 616 GB/s, PCIe 3.0 x16 links, 100 Gb/s NIC per node; all-to-all "
      "fitted to the papers",
-     8, 11.0, 616.0, 32.0, 15.75, 7.779, 12.5 / 8, 1940.0},
+     8, 11.0, 616.0, 32.0, 15.75, 6.621, 12.5 / 8, 0.0},
     {"v100", "V100-SXM2-32GB", "Tesla V100-SXM2-32GB",
      "DGX-1 V100: 32 GB HBM2 at 900 GB/s, NVLink2 150 GB/s/dir, PCIe 3.0, 4x100 Gb/s IB per node", 8, 32.0, 900.0, 64.0,
      15.75, 150.0, 50.0 / 8, 25.0},

@@ -25,16 +25,17 @@ namespace {
 using Json = nlohmann::json;
 
 /** Parameters: the seven compute features without uvm, then latency (ms) and ms per byte. */
-constexpr int kCalls = 0;
 constexpr int kComputeParams = kNumSimFeatures - 1;
 constexpr int kLatency = kComputeParams;
 constexpr int kMsPerByte = kComputeParams + 1;
 constexpr int kNumParams = kComputeParams + 2;
-using Vec = std::array<double, kNumParams>;
+/** A row's known part: the features charged at fixed rates (θ[kFixed] is always 1). */
+constexpr int kFixed = kNumParams;
+using Vec = std::array<double, kNumParams + 1>;
 
 double dot(const Vec& a, const Vec& b) {
   double s = 0.0;
-  for (int i = 0; i < kNumParams; ++i) s += a[i] * b[i];
+  for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
   return s;
 }
 
@@ -83,10 +84,28 @@ PaperFigure parse_figure(const detail::JsonNode& node) {
   return f;
 }
 
-/** The row of one device: compute features (fw and bw alike) and both all-to-alls. */
-Vec device_row(const SimFeatures& features, double a2a_bytes, int all_to_alls) {
+/** update_bytes (cost/analytic.h's feature order): only the backward has it, so no split can hold for it. */
+constexpr int kUpdateBytes = 6;
+
+/** What the fit charges for a compute feature: a fitted coefficient, or a fixed rate (ms per unit). */
+struct FitForm {
+  FittedFeatures fitted{};
+  SimCoefficients fixed{};  ///< forward + backward, for the features not fitted
+};
+
+/**
+ * The row of one device: the fitted compute features (forward and backward together), the others
+ * at their fixed rates, and both all-to-alls.
+ */
+Vec device_row(const SimFeatures& features, const FitForm& form, double a2a_bytes, int all_to_alls) {
   Vec x{};
-  for (int i = 0; i < kComputeParams; ++i) x[i] = features[i];
+  for (int i = 0; i < kNumSimFeatures; ++i) {
+    if (i < kComputeParams && form.fitted[i]) {
+      x[i] = features[i];
+    } else {
+      x[kFixed] += form.fixed[i] * features[i];
+    }
+  }
   x[kLatency] = all_to_alls;
   x[kMsPerByte] = all_to_alls * a2a_bytes;
   return x;
@@ -119,8 +138,8 @@ const std::vector<Task>& protocol_tasks(const std::string& protocol, const std::
 }
 
 /** The protocol's tasks on `preset`, planned by the sharder: their device rows. */
-FigureTasks protocol_rows(const PaperFigure& f, const std::string& preset, int count, std::uint64_t seed,
-                          TaskCache& task_cache, const Context& ctx) {
+FigureTasks protocol_rows(const PaperFigure& f, const FitForm& form, const std::string& preset, int count,
+                          std::uint64_t seed, TaskCache& task_cache, const Context& ctx) {
   FigureTasks rows;
   for (const Task& task : protocol_tasks(f.protocol, preset, count, seed, task_cache)) {
     const ShardResult r = plan_task(f.sharder, task, nullptr, ctx);
@@ -130,7 +149,7 @@ FigureTasks protocol_rows(const PaperFigure& f, const std::string& preset, int c
     const std::vector<double> bytes = a2a_bytes(task.topology, device_dim_sums(by_device), task.workload.batch_size);
     DeviceRows devices;
     for (std::size_t d = 0; d < by_device.size(); ++d) {
-      devices.push_back(device_row(sim_device_features(task, by_device[d], l2), bytes[d], 2));
+      devices.push_back(device_row(sim_device_features(task, by_device[d], l2), form, bytes[d], 2));
     }
     rows.push_back(std::move(devices));
   }
@@ -142,7 +161,7 @@ FigureTasks all_to_all_rows(const PaperFigure& f, const std::string& preset) {
   const Topology t = make_topology(preset + ":nodes=1,gpus_per_node=" + std::to_string(n));
   const std::vector<double> bytes = a2a_bytes(t, f.dim_sums, f.batch_size);
   DeviceRows devices;
-  for (int d = 0; d < n; ++d) devices.push_back(device_row(SimFeatures{}, bytes[d], 1));
+  for (int d = 0; d < n; ++d) devices.push_back(device_row(SimFeatures{}, FitForm{}, bytes[d], 1));
   return {devices};
 }
 
@@ -156,28 +175,61 @@ std::pair<double, Vec> mean_of_maxima(const FigureTasks& tasks, const Vec& theta
       if (dot(devices[d], theta) > dot(devices[slowest], theta)) slowest = d;
     }
     mean += dot(devices[slowest], theta);
-    for (int i = 0; i < kNumParams; ++i) mean_row[i] += devices[slowest][i];
+    for (std::size_t i = 0; i < mean_row.size(); ++i) mean_row[i] += devices[slowest][i];
   }
   const double n = std::max<double>(1.0, static_cast<double>(tasks.size()));
   for (double& v : mean_row) v /= n;
   return {mean / n, mean_row};
 }
 
-/** The mean over tasks of (each table in its own call) / (all tables in one call) under θ. */
-double mean_fusion_speedup(const std::vector<Task>& tasks, const Vec& theta, std::int64_t l2) {
-  double sum = 0.0;
+/** One task of a fusion figure: its tables each in a call of their own (rows summed), and in one call. */
+struct FusionTask {
+  Vec singles{};
+  Vec fused{};
+};
+
+std::vector<FusionTask> fusion_tasks(const std::vector<Task>& tasks, const FitForm& form, std::int64_t l2) {
+  std::vector<FusionTask> out;
   for (const Task& task : tasks) {
+    FusionTask f;
     std::vector<PlacedShard> shards;
-    double singles = 0.0;
     for (std::size_t t = 0; t < task.workload.tables.size(); ++t) {
       const TableSpec& spec = task.workload.tables[t];
       shards.push_back({static_cast<int>(t), Shard{0, 0, spec.num_rows(), 0, spec.dim, -1}});
-      singles += dot(device_row(sim_device_features(task, std::span<const PlacedShard>(&shards.back(), 1), l2), 0.0, 0),
-                     theta);
+      const Vec single =
+          device_row(sim_device_features(task, std::span<const PlacedShard>(&shards.back(), 1), l2), form, 0, 0);
+      for (std::size_t i = 0; i < single.size(); ++i) f.singles[i] += single[i];
     }
-    sum += singles / dot(device_row(sim_device_features(task, shards, l2), 0.0, 0), theta);
+    f.fused = device_row(sim_device_features(task, shards, l2), form, 0.0, 0);
+    out.push_back(f);
   }
+  return out;
+}
+
+/** The mean over tasks of (each table in its own call) / (all tables in one call) under θ. */
+double mean_fusion_speedup(const std::vector<FusionTask>& tasks, const Vec& theta) {
+  double sum = 0.0;
+  for (const FusionTask& f : tasks) sum += dot(f.singles, theta) / std::max(dot(f.fused, theta), 1e-30);
   return sum / static_cast<double>(std::max<std::size_t>(tasks.size(), 1));
+}
+
+/**
+ * A published speedup s as a relation the fit holds: Σ singles · θ − s · Σ fused · θ = 0, scaled
+ * by s · Σ fused · θ under the current θ so that its residual weighs as a figure's relative error.
+ */
+NnlsRow fusion_relation(const std::vector<FusionTask>& tasks, double speedup, const Vec& theta) {
+  Vec singles{}, fused{};
+  for (const FusionTask& f : tasks) {
+    for (std::size_t i = 0; i < singles.size(); ++i) {
+      singles[i] += f.singles[i];
+      fused[i] += f.fused[i];
+    }
+  }
+  const double scale = std::max(speedup * dot(fused, theta), 1e-30);
+  NnlsRow row;
+  for (int i = 0; i < kNumParams; ++i) row.features.push_back((singles[i] - speedup * fused[i]) / scale);
+  row.constant = (singles[kFixed] - speedup * fused[kFixed]) / scale;
+  return row;
 }
 
 /**
@@ -185,9 +237,10 @@ double mean_fusion_speedup(const std::vector<Task>& tasks, const Vec& theta, std
  * bandwidth and a 25 µs floor, not at the preset's all-to-all (which a previous fit may have set),
  * so the fit does not depend on the constants it produced.
  */
-Vec roofline_theta(const SimHardware& roofline, const Topology& topology) {
+Vec roofline_theta(const SimHardware& roofline, const FitForm& form, const Topology& topology) {
   Vec theta{};
-  for (int i = 0; i < kComputeParams; ++i) theta[i] = roofline.fw[i] + roofline.bw[i];
+  for (int i = 0; i < kComputeParams; ++i) theta[i] = form.fitted[i] ? roofline.fw[i] + roofline.bw[i] : 0.0;
+  theta[kFixed] = 1.0;
   theta[kLatency] = 0.025;
   theta[kMsPerByte] = 1.0 / (topology.devices.front().uvm_gbps * 1e6);
   return theta;
@@ -199,10 +252,28 @@ PaperFigures read_paper_figures(const std::string& path) {
   const Json document = detail::parse_json(read_file(path), path);
   const detail::JsonNode root(document, path);
   root.expect_object();
-  root.only_keys({"preset", "source", "figures"});
+  root.only_keys({"preset", "source", "features", "backward_to_forward", "figures"});
   PaperFigures figures;
   figures.preset = root.at("preset").as_string();
   figures.source = root.at("source").as_string();
+  const detail::JsonNode split = root.at("backward_to_forward");
+  split.expect_object();
+  split.only_keys({"ratio", "source"});
+  figures.backward_to_forward = split.at("ratio").as_double(0.0);
+  if (!(figures.backward_to_forward > 0)) split.at("ratio").fail("must be positive");
+  figures.split_source = split.at("source").as_string();
+  const detail::JsonNode features = root.at("features");
+  features.expect_array(1);
+  for (std::size_t k = 0; k < features.size(); ++k) {
+    const std::string name = features.at(k).as_string();
+    const auto& names = sim_feature_names();
+    const auto at = std::find(names.begin(), names.begin() + kComputeParams, name);
+    if (at == names.begin() + kComputeParams || at == names.begin() + kUpdateBytes) {
+      features.at(k).fail("'" + name + "' is not a feature both passes have (calls, tables, lookups, miss_bytes, " +
+                          "hit_bytes, output_bytes)");
+    }
+    figures.fitted[static_cast<std::size_t>(at - names.begin())] = true;
+  }
   try {
     const Topology t = make_topology(figures.preset);
     EMBSHARD_CHECK(t.device_kind != "cpu", "the cpu preset is calibrated by `profile calibrate --samples`");
@@ -225,92 +296,96 @@ PaperFit fit_to_papers(const PaperFigures& figures, int tasks_per_setting, std::
   const Topology preset = make_topology(figures.preset);
   const SimHardware roofline = sim_roofline(preset);
   TaskCache task_cache;
+  // Not fitted: the update's traffic and UVM reads at the data sheet's rates; the rest nothing.
+  FitForm form;
+  form.fitted = figures.fitted;
+  SimHardware charged;  // what the judge charges for what is not fitted
+  for (const int i : {kUpdateBytes, kNumSimFeatures - 1}) {
+    charged.fw[i] = roofline.fw[i];
+    charged.bw[i] = roofline.bw[i];
+    form.fixed[i] = roofline.fw[i] + roofline.bw[i];
+  }
   std::vector<FigureTasks> rows;
+  std::vector<std::vector<FusionTask>> fusions(figures.figures.size());
   for (const PaperFigure& f : figures.figures) {
     if (f.kind == "fusion_speedup") {
+      const auto& tasks = protocol_tasks(f.protocol, figures.preset, tasks_per_setting, seed, task_cache);
+      fusions[rows.size()] = fusion_tasks(tasks, form, roofline.cache_bytes);
       rows.emplace_back();
       continue;
     }
-    rows.push_back(f.kind == "all_to_all" ? all_to_all_rows(f, figures.preset)
-                                          : protocol_rows(f, figures.preset, tasks_per_setting, seed, task_cache, ctx));
+    rows.push_back(f.kind == "all_to_all"
+                       ? all_to_all_rows(f, figures.preset)
+                       : protocol_rows(f, form, figures.preset, tasks_per_setting, seed, task_cache, ctx));
     EMBSHARD_CHECK(!rows.back().empty(), "paper fit: '", f.sharder, "' planned none of the tasks of figure '", f.id,
                    "'");
   }
-  Vec theta = roofline_theta(roofline, preset);
+  Vec theta = roofline_theta(roofline, form, preset);
   PaperFit fit;
   // The slowest devices under θ can flip back and forth between rounds: keep the θ whose real
-  // predictions (means of maxima) fit best.
+  // predictions (means of maxima, speedups) fit best. A fusion figure separates a device's call
+  // cost from its per-table cost and the all-to-all latency, which the totals alone cannot.
+  const auto loss_of = [&](const Vec& t) {
+    double loss = 0.0;
+    for (std::size_t k = 0; k < figures.figures.size(); ++k) {
+      const PaperFigure& f = figures.figures[k];
+      if (!f.fit) continue;
+      const double judged =
+          f.kind == "fusion_speedup" ? mean_fusion_speedup(fusions[k], t) : mean_of_maxima(rows[k], t).first;
+      loss += std::pow(judged / f.published_ms - 1.0, 2);
+    }
+    return loss;
+  };
   Vec best = theta;
   double best_loss = std::numeric_limits<double>::infinity();
   for (fit.iterations = 1; fit.iterations <= 100; ++fit.iterations) {
-    std::vector<Vec> fit_rows;
-    std::vector<double> targets;
-    double loss = 0.0;
+    std::vector<NnlsRow> fitted_rows, relations;
     for (std::size_t k = 0; k < figures.figures.size(); ++k) {
-      if (!figures.figures[k].fit || rows[k].empty()) continue;
-      const auto [mean, row] = mean_of_maxima(rows[k], theta);
-      loss += std::pow(mean / figures.figures[k].published_ms - 1.0, 2);
-      fit_rows.push_back(row);
-      targets.push_back(figures.figures[k].published_ms);
+      const PaperFigure& f = figures.figures[k];
+      if (!f.fit) continue;
+      if (f.kind == "fusion_speedup") {
+        relations.push_back(fusion_relation(fusions[k], f.published_ms, theta));
+        continue;
+      }
+      const Vec row = mean_of_maxima(rows[k], theta).second;
+      fitted_rows.push_back({std::vector<double>(row.begin(), row.begin() + kNumParams), row[kFixed], f.published_ms});
     }
-    if (loss < best_loss) {
+    if (const double loss = loss_of(theta); loss < best_loss) {
       best_loss = loss;
       best = theta;
     }
-    std::vector<std::vector<double>> matrix;
-    for (const Vec& r : fit_rows) matrix.emplace_back(r.begin(), r.end());
-    const std::vector<double> solved = relative_nnls(matrix, targets);
+    const std::vector<double> solved = relative_nnls(fitted_rows, relations);
     Vec next{};
     std::copy(solved.begin(), solved.end(), next.begin());
+    next[kFixed] = 1.0;
     double change = 0.0;
     for (int i = 0; i < kNumParams; ++i)
       change = std::max(change, std::abs(next[i] - theta[i]) / std::max(std::abs(theta[i]), 1e-30));
     theta = next;
     if (change < 1e-9) break;
   }
-  double last_loss = 0.0;  // the last round's θ has not been scored yet
-  for (std::size_t k = 0; k < figures.figures.size(); ++k) {
-    if (!figures.figures[k].fit || rows[k].empty()) continue;
-    last_loss += std::pow(mean_of_maxima(rows[k], theta).first / figures.figures[k].published_ms - 1.0, 2);
-  }
-  if (last_loss > best_loss) theta = best;
-  // A device's call cost and the all-to-all latency are one constant to the totals; a fusion
-  // figure tells them apart: the call takes its share of the constant, the latency keeps the rest.
-  std::vector<double> speedups(figures.figures.size(), 0.0);
-  for (std::size_t k = 0; k < figures.figures.size(); ++k) {
-    const PaperFigure& f = figures.figures[k];
-    if (f.kind != "fusion_speedup") continue;
-    const std::vector<Task>& tasks = protocol_tasks(f.protocol, figures.preset, tasks_per_setting, seed, task_cache);
-    // The speedup grows with the call cost: bisect for the published one, within the constant.
-    const double constant = theta[kCalls] + 2.0 * theta[kLatency];
-    double low = 0.0, high = constant;
-    for (int step = 0; step < 60; ++step) {
-      Vec trial = theta;
-      trial[kCalls] = (low + high) / 2.0;
-      (mean_fusion_speedup(tasks, trial, roofline.cache_bytes) < f.published_ms ? low : high) = trial[kCalls];
-    }
-    theta[kCalls] = (low + high) / 2.0;
-    theta[kLatency] = std::max(0.0, (constant - theta[kCalls]) / 2.0);
-    speedups[k] = mean_fusion_speedup(tasks, theta, roofline.cache_bytes);
-  }
+  if (loss_of(theta) > best_loss) theta = best;  // the last round's θ has not been scored yet
   fit.hardware.name = figures.preset + " fitted to " + figures.source;
   fit.hardware.calibrated = true;
   fit.hardware.cache_bytes = roofline.cache_bytes;
-  for (int i = 0; i < kComputeParams; ++i) {
-    const double total = roofline.fw[i] + roofline.bw[i];
-    const double fw_share = total > 0 ? roofline.fw[i] / total : 0.5;
-    fit.hardware.fw[i] = theta[i] * fw_share;
-    fit.hardware.bw[i] = theta[i] * (1.0 - fw_share);
+  // Every fitted term is split forward : backward = 1 : ratio, the published evidence's (the
+  // figures are totals and cannot tell the passes apart).
+  fit.backward_to_forward = figures.backward_to_forward;
+  fit.split_source = figures.split_source;
+  const double fw_share = 1.0 / (1.0 + figures.backward_to_forward);
+  for (int i = 0; i < kNumSimFeatures; ++i) {
+    const bool fitted = i < kComputeParams && form.fitted[i];
+    fit.hardware.fw[i] = fitted ? theta[i] * fw_share : charged.fw[i];
+    fit.hardware.bw[i] = fitted ? theta[i] - theta[i] * fw_share : charged.bw[i];
   }
-  fit.hardware.fw[kNumSimFeatures - 1] = roofline.fw[kNumSimFeatures - 1];  // uvm: data sheet
-  fit.hardware.bw[kNumSimFeatures - 1] = roofline.bw[kNumSimFeatures - 1];
   fit.a2a_latency_us = theta[kLatency] * 1000.0;
   fit.a2a_gbps = theta[kMsPerByte] > 0 ? 1.0 / (theta[kMsPerByte] * 1e6) : 0.0;
   fit.tasks_per_setting = tasks_per_setting;
   fit.seed = seed;
   for (std::size_t k = 0; k < figures.figures.size(); ++k) {
     const bool fusion = figures.figures[k].kind == "fusion_speedup";
-    fit.rows.push_back({figures.figures[k], fusion ? speedups[k] : mean_of_maxima(rows[k], theta).first,
+    fit.rows.push_back({figures.figures[k],
+                        fusion ? mean_fusion_speedup(fusions[k], theta) : mean_of_maxima(rows[k], theta).first,
                         fusion ? tasks_per_setting : static_cast<int>(rows[k].size())});
   }
   return fit;
@@ -321,7 +396,9 @@ std::string paper_fit_markdown(const PaperFit& fit) {
   char line[400];
   out << "Fitted on " << fit.tasks_per_setting << " tasks per setting (seed " << fit.seed << "), " << fit.iterations
       << " rounds. All-to-all: latency " << fit.a2a_latency_us << " µs, " << fit.a2a_gbps
-      << " GB/s per device and direction; L2 " << fit.hardware.cache_bytes << " bytes.\n\n";
+      << " GB/s per device and direction; L2 " << fit.hardware.cache_bytes
+      << " bytes. Every compute term's backward is " << fit.backward_to_forward << "× its forward (" << fit.split_source
+      << ").\n\n";
   out << "| feature | forward ms per unit | backward ms per unit |\n|---|---:|---:|\n";
   for (int i = 0; i < kNumSimFeatures; ++i) {
     std::snprintf(line, sizeof line, "| %s | %.4g | %.4g |\n", sim_feature_names()[i], fit.hardware.fw[i],

@@ -244,6 +244,47 @@ TEST(LowerBound, HoldsWhereHeavyTablesAreSplitInsideAHost) {
   }
 }
 
+TEST(LowerBound, KnowsPiecesPayForTheCacheAndNoPlanSplitJustEnoughBeatsIt) {
+  // One table whose working set outgrows the V100's L2: a plan that splits it into k equal row
+  // pieces pays k − 1 more per-table costs and evicts less. The bound charges the cheaper of the
+  // whole table under the cache and enough pieces for none to evict (analytic.h), so it is above
+  // the bound of a device whose cache holds everything, and no split of it goes below.
+  for (const int dim : {32, 64, 128}) {
+    Task task;
+    task.id = "cache-" + std::to_string(dim);
+    task.workload.batch_size = 65536;
+    task.topology = make_topology("v100:gpus_per_node=4");
+    for (Device& d : task.topology.devices) d.hbm_bytes = std::int64_t{1} << 40;
+    TableSpec spec;
+    spec.name = "heavy";
+    spec.dim = dim;
+    spec.stats = derive_table_stats(400'000, 30.0, -1.0, task.workload.batch_size, pool_median_model(), spec.name);
+    task.workload.tables.push_back(spec);
+    ASSERT_EQ(find_error_in_task(task, task.id), "");
+    const SimHardware hw = sim_hardware_for(task.topology);
+    ASSERT_STREQ(sim_feature_names()[1], "tables");
+    ASSERT_GT(hw.fw[1], 0.0);  // each piece pays a per-table cost
+    const double working_set = static_cast<double>(spec.stats.num_distinct) * dim * 4.0;
+    ASSERT_GT(working_set, static_cast<double>(hw.cache_bytes)) << dim;
+    SimHardware roomy = hw;
+    roomy.cache_bytes = std::int64_t{1} << 50;
+    const InputCommOptions input;
+    const double bound = sim_lower_bound(task, hw, Objective::kStep, input);
+    EXPECT_GT(bound, sim_lower_bound(task, roomy, Objective::kStep, input) * (1 + 1e-6)) << dim;
+    const auto cost = make_cost_model("sim", task);
+    for (int k = 1; k <= 4; ++k) {
+      Plan plan;
+      TablePlacement tp{spec.name, k == 1 ? ShardingType::kTableWise : ShardingType::kRowWise, {}};
+      for (int i = 0; i < k; ++i)
+        tp.shards.push_back({i, spec.num_rows() * i / k, spec.num_rows() * (i + 1) / k, 0, dim, -1});
+      plan.tables.push_back(tp);
+      ASSERT_EQ(find_error_in_plan(task, plan), "");
+      EXPECT_GE(value_of(*cost, task, plan, Objective::kStep) * (1 + 1e-12), *cost->lower_bound(task, Objective::kStep))
+          << "dim " << dim << ", " << k << " pieces";
+    }
+  }
+}
+
 TEST(LowerBound, AThinnedEnumerationIsWeakerAndStillHolds) {
   // With its enumeration capped (as at scale), the bound may only fall, and still no plan beats it.
   int thinned = 0;

@@ -36,7 +36,11 @@ Json figures_doc() {
   }
   figures.push_back(a2a_figure("a0", {256, 256, 256, 256}, 11.0));
   figures.push_back(a2a_figure("a1", {64, 64, 64, 832}, 17.0));
-  return {{"preset", "2080ti"}, {"source", "test"}, {"figures", figures}};
+  return {{"preset", "2080ti"},
+          {"source", "test"},
+          {"features", {"calls", "tables", "lookups", "miss_bytes", "output_bytes"}},
+          {"backward_to_forward", {{"ratio", 4.0}, {"source", "test"}}},
+          {"figures", figures}};
 }
 
 std::string write_doc(const Json& doc, const std::string& name) {
@@ -97,6 +101,20 @@ TEST(PaperCalibration, BadFilesNameTheFileTheFigureAndTheField) {
   doc = figures_doc();
   doc["figures"][13]["dim_sums"] = {64};
   EXPECT_NE(error_for(doc).find("figures[13].dim_sums"), std::string::npos) << error_for(doc);
+  doc = figures_doc();
+  doc["features"] = {"calls", "update_bytes"};  // the backward alone has it: no ratio splits it
+  EXPECT_NE(error_for(doc).find("bad.json: features[1]: 'update_bytes' is not a feature both passes have"),
+            std::string::npos)
+      << error_for(doc);
+  doc["features"] = {"calls", "flops"};
+  EXPECT_NE(error_for(doc).find("features[1]: 'flops'"), std::string::npos) << error_for(doc);
+  doc = figures_doc();
+  doc["backward_to_forward"]["ratio"] = 0.0;
+  EXPECT_NE(error_for(doc).find("bad.json: backward_to_forward.ratio: must be positive"), std::string::npos)
+      << error_for(doc);
+  doc = figures_doc();
+  doc.erase("backward_to_forward");
+  EXPECT_NE(error_for(doc).find("backward_to_forward: missing required field"), std::string::npos) << error_for(doc);
   doc = figures_doc();
   for (auto& f : doc["figures"]) f["role"] = "held_out";
   EXPECT_NE(error_for(doc).find("needs at least"), std::string::npos);

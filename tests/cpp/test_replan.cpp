@@ -147,7 +147,11 @@ TEST(Replan, AnOldPlanWithItsDevicesRelabelledIsRecognisedAndMovesNothing) {
   const ReplanResult r = replan(task, old, ReplanOptions{}, quiet());
   EXPECT_EQ(r.target.moved_bytes, 0.0);
   EXPECT_NEAR(r.target.step_ms, step_of(task, scratch), 1e-9 * r.target.step_ms);
-  EXPECT_EQ(r.chosen.moved_bytes, 0.0);
+  // The answer moves bytes only for a step faster than the target's, which moves none.
+  EXPECT_LE(r.chosen.step_ms, r.target.step_ms * (1 + 1e-12));
+  if (r.chosen.moved_bytes > 0) {
+    EXPECT_LT(r.chosen.step_ms, r.target.step_ms);
+  }
 }
 
 TEST(Replan, JointSearchingFromAPlanNeverEndsWorseThanItAndOthersRefuse) {
@@ -241,10 +245,10 @@ TEST(ReplanReshard, AfterADriftTheChosenPlanIsOneTorchrecCanReshardAndNoSlowerTh
 }
 
 TEST(ReplanReshard, JointKeepingLayoutsOnlyMovesShardsTorchrecCanMove) {
-  // A start with table-wise, column-wise, row-wise and (tight memory) tiered tables; the search
-  // may move pieces only, so every result is one TorchRec's reshard can run from the start.
-  const Task task = tiny_task(16, "v100:nodes=1,gpus_per_node=4", 24);
-  const Plan start = planned(task);
+  // A start with table-wise, column-wise and row-wise tables (TorchRec's plan of this task); the
+  // search may move pieces only, so every result is one TorchRec's reshard can run from the start.
+  const Task task = tiny_task(16, "v100:nodes=1,gpus_per_node=4", 32);
+  const Plan start = planned(task, "torchrec");
   std::set<ShardingType> types;
   for (const TablePlacement& p : start.tables) types.insert(p.type);
   ASSERT_GE(types.size(), 2u) << "the start should mix layouts";

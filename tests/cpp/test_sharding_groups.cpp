@@ -236,7 +236,7 @@ TEST(ShardingGroups, TheTorchrecExportIsOneGroupsPlanWithWhatDMPCollectionTakes)
 Task task_where_2d_pays() {
   Task task = tiny_task(24, "v100:nodes=4,gpus_per_node=4", 11);
   task.topology.inter_host_gbps = 2.0;
-  task.workload.replica_sync_every = 1000;
+  task.workload.replica_sync_every = 100000;
   return task;
 }
 

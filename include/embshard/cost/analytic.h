@@ -162,11 +162,20 @@ struct SimTable {
  * extreme is cheaper and no call overhead is at most the summed cost of any split of it (splits
  * add lookups and tables and keep bytes; all coefficients are ≥ 0; UVM rows cost at least their
  * HBM bytes); the busiest device pays its call, so max_d fw_comp_d ≥ call + Σ_t fw_t / N, likewise
- * bw. Every column is output at least once, so some device sends at least (N−1)/N² · B · 4 · Σ dims
- * bytes, over at most the sum of its link bandwidths, plus latency. Every table's lookups and
- * lengths reach some device at least once, so when the input all-to-all is exposed some device
- * receives at least (N−1)/N² · Σ_t (L_t · index_bytes + B · length_bytes) (overlap, omit: 0).
- * max_sum ≥ its device average; step ≥ input + fw + 2 · comm + bw.
+ * bw. Pieces and the cache: a piece of area share a evicts the share max(0, 1 − cache / (a · W))
+ * of its re-reads (W the table's working set), so its evicted re-read bytes are convex in a and
+ * k pieces evict no less than k equal ones; the summed cost of k pieces is linear in k between
+ * k = 1 and k* = ⌈W / cache⌉ (where none evicts), and each piece beyond the first pays the
+ * per-table cost. So a table split into pieces costs at least the smaller of the whole table
+ * under the cache and the whole table with every re-read a hit plus (k* − 1) per-table costs
+ * (where re-reads cost more as hits than as misses, the whole table is the cheapest anyway). A
+ * data-parallel table costs at least the first floor plus N − 1 per-table costs and N dense
+ * updates in place of one sparse one (its N copies); the bound over plans with copies takes the
+ * smaller of the two for each table that may be copied. Every column is output at least once, so some device sends at
+ * least (N−1)/N² · B · 4 · Σ dims bytes, over at most the sum of its link bandwidths, plus latency. Every table's
+ * lookups and lengths reach some device at least once, so when the input all-to-all is exposed some device receives at
+ * least (N−1)/N² · Σ_t (L_t · index_bytes + B · length_bytes) (overlap, omit: 0). max_sum ≥ its device average; step ≥
+ * input + fw + 2 · comm + bw.
  *
  * Split bound (step). Write a table's floor as τ + a + β per pass: τ the per-table coefficient, a
  * the lookup term (∝ the lookups a piece serves, i.e. its row share s), β the rest (∝ at least

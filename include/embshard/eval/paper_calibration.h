@@ -7,12 +7,16 @@
  * A figures file (JSON; models/calibration/2080ti-papers.json is the seeds' 2080 Ti) lists:
  *
  *   {"preset": "2080ti", "source": "...",
+ *    "features": ["calls", "tables", "lookups", "miss_bytes"],
+ *    "backward_to_forward": {"ratio": 4.0, "source": "..."},
  *    "figures": [
  *      {"id": "...", "kind": "protocol_mean", "protocol": "neuroshard:devices=4,max_dim=4",
  *       "sharder": "greedy:balance=lookup", "published_ms": 18.69, "role": "fit"|"held_out",
  *       "source": "paper 003 Table 1"},
  *      {"id": "...", "kind": "all_to_all", "batch_size": 65536, "dim_sums": [256, 256, 256, 256],
- *       "published_ms": 11.24, "role": "fit"|"held_out", "source": "paper 000 Table 4"}]}
+ *       "published_ms": 11.24, "role": "fit"|"held_out", "source": "paper 000 Table 4"},
+ *      {"id": "...", "kind": "fusion_speedup", "protocol": "dreamshard:devices=1,tables=10",
+ *       "published_ms": 1.5, "role": "fit", "source": "..."}]}
  *
  * `protocol_mean`: the mean over `tasks` generated tasks of the protocol (on the file's preset)
  * of the sharder's plan cost, objective max_sum (max over devices of fw comp + fw comm + bw comm
@@ -21,14 +25,23 @@
  * left out of its mean. `all_to_all`: the slowest device's time in one output all-to-all of
  * devices with these dim sums, all on one host.
  *
- * The model fitted: per device, Σ_f c_f · feature_f (cost/analytic.h's features at the preset's
- * L2 size, forward and backward together) + 2 · (latency + max(send, recv) / bandwidth) (the link
- * model, forward and backward all-to-all). All nine parameters are non-negative. Each figure's
- * prediction is a mean of maxima over devices, so the fit alternates: fix each task's slowest
- * device, solve the non-negative least squares on relative error over the `fit` figures, repeat
- * until the slowest devices stop changing. The forward / backward split of each c_f, which no
- * published total identifies, is the data-sheet roofline's (cost/analytic.h).
+ * `fusion_speedup`: the mean over the protocol's tasks (one device) of the cost of every table in
+ * a call of its own over the cost of all in one call.
+ *
+ * The model fitted: per device, Σ_f c_f · feature_f over the file's `features` (cost/analytic.h's,
+ * at the preset's L2 size, forward and backward together; the others cost nothing, uvm_bytes the
+ * data sheet's PCIe rate) + 2 · (latency + max(send, recv) / bandwidth) (the link model, forward and
+ * backward all-to-all). Every parameter is non-negative. Each figure's prediction is a mean of
+ * maxima over devices, so the fit alternates: fix each task's slowest device, solve the
+ * non-negative least squares on relative error over the `fit` figures, with each fusion speedup s
+ * held as the relation Σ singles − s · Σ fused = 0 (it separates the call cost from the per-table
+ * cost and the latency, which the totals cannot), and repeat until the slowest devices stop
+ * changing (at most 100 rounds; the round whose real predictions fit best is kept). The figures
+ * are totals, so no figure splits a c_f into forward and backward: the file's
+ * `backward_to_forward` ratio does, the same for every feature (published evidence, named in the
+ * file); update_bytes, which only the backward has, cannot be a fitted feature.
  */
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -50,9 +63,15 @@ struct PaperFigure {
   std::string source;
 };
 
+/** Which of cost/analytic.h's features a fit may charge (uvm_bytes keeps the data sheet's rate). */
+using FittedFeatures = std::array<bool, kNumSimFeatures>;
+
 struct PaperFigures {
   std::string preset;
   std::string source;
+  double backward_to_forward = 0.0;  ///< every compute term's backward ÷ its forward
+  std::string split_source;          ///< the published evidence for that ratio
+  FittedFeatures fitted{};           ///< the features the fit may charge; the others cost nothing
   std::vector<PaperFigure> figures;
 };
 
@@ -63,7 +82,9 @@ struct PaperFigures {
 struct PaperFit {
   SimHardware hardware;  ///< compute coefficients, forward and backward
   double a2a_latency_us = 0.0;
-  double a2a_gbps = 0.0;  ///< per device, per direction
+  double a2a_gbps = 0.0;             ///< per device, per direction
+  double backward_to_forward = 0.0;  ///< the figures file's split
+  std::string split_source;
   struct Row {
     PaperFigure figure;
     double judged_ms = 0.0;
