@@ -29,16 +29,15 @@
  * a call of its own over the cost of all in one call.
  *
  * The model fitted: per device, Σ_f c_f · feature_f over the file's `features` (cost/analytic.h's,
- * at the preset's L2 size, forward and backward together; the others cost nothing, uvm_bytes the
- * data sheet's PCIe rate) + 2 · (latency + max(send, recv) / bandwidth) (the link model, forward and
- * backward all-to-all). Every parameter is non-negative. Each figure's prediction is a mean of
- * maxima over devices, so the fit alternates: fix each task's slowest device, solve the
- * non-negative least squares on relative error over the `fit` figures, with each fusion speedup s
- * held as the relation Σ singles − s · Σ fused = 0 (it separates the call cost from the per-table
- * cost and the latency, which the totals cannot), and repeat until the slowest devices stop
- * changing (at most 100 rounds; the round whose real predictions fit best is kept). The figures
- * are totals, so no figure splits a c_f into forward and backward: the file's
- * `backward_to_forward` ratio does, the same for every feature (published evidence, named in the
+ * at the preset's L2 size, forward and backward together; update_bytes and uvm_bytes at the
+ * data-sheet roofline's rates, a known part of each figure; the others cost nothing) + 2 ·
+ * (latency + max(send, recv) / bandwidth) (the link model, forward and backward all-to-all). Every parameter is
+ * non-negative. Each figure's prediction is a mean of maxima over devices, so the fit alternates: fix each task's
+ * slowest device, solve the non-negative least squares on relative error over the `fit` figures, with each fusion
+ * speedup s held as the relation Σ singles − s · Σ fused = 0 (it separates the call cost from the per-table cost and
+ * the latency, which the totals cannot), and repeat until the slowest devices stop changing (at most 100 rounds; the
+ * round whose real predictions fit best is kept). The figures are totals, so no figure splits a c_f into forward and
+ * backward: the file's `backward_to_forward` ratio does, the same for every feature (published evidence, named in the
  * file); update_bytes, which only the backward has, cannot be a fitted feature.
  */
 #include <array>
