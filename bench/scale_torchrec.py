@@ -6,7 +6,7 @@ DIR: a task directory of bench/scale.sh (e.g. /tmp/embshard-scale/v100-500-64). 
 `joint` (the default budget, one thread) plans against each device's HBM less TorchRec's
 reservation, as EmbshardPlanner does — as it is and with `torchrec=true` (only the row layouts
 TorchRec's training path runs, what EmbshardPlanner asks for); torchrec 1.9.2 plans with its DynamicProgrammingProposer and
-with its default proposers (PROPOSERS, comma-separated, to choose); every plan is judged on the
+with its default proposers (PROPOSERS, comma-separated, to choose; empty: joint only); every plan is judged on the
 original task by `sim`. One CSV row per (task, planner): its status, sim step, planning seconds,
 and TorchRec's step ÷ joint's (the first joint row).
 """
@@ -28,7 +28,7 @@ from best_vs_torchrec import reserved  # noqa: E402
 
 
 def main(dirs):
-    proposers = os.environ.get("PROPOSERS", "dynamic_programming,default").split(",")
+    proposers = [p for p in os.environ.get("PROPOSERS", "dynamic_programming,default").split(",") if p]
     out = csv.writer(sys.stdout)
     out.writerow(["task", "tables", "devices", "planner", "status", "step_ms", "plan_s", "torchrec_over_joint"])
     for directory in dirs:

@@ -16,8 +16,6 @@
 namespace embshard {
 namespace {
 
-enum Feature { kCalls, kTables, kLookups, kMissBytes, kHitBytes, kOutputBytes, kUpdateBytes, kUvmBytes };
-
 /** Share of a table's lookups served by its `hot_rows` hottest rows (ICDF, linear in between). */
 double table_hot_share(const TableStats& stats, double hot_rows) {
   if (stats.icdf.size() != static_cast<std::size_t>(kNumIcdfSteps)) {
@@ -132,8 +130,8 @@ SimFeatures on_device(SimFeatures f, const Task& task, int device) {
   if (device <= 0 || static_cast<std::size_t>(device) >= devices.size()) return f;
   const Device &ref = devices.front(), &dev = devices[static_cast<std::size_t>(device)];
   const double hbm = ref.hbm_gbps / dev.hbm_gbps, uvm = ref.uvm_gbps / dev.uvm_gbps;
-  for (int i = kTables; i < kUvmBytes; ++i) f[i] *= hbm;
-  f[kUvmBytes] *= uvm;
+  for (int i = kSimTables; i < kSimUvmBytes; ++i) f[i] *= hbm;
+  f[kSimUvmBytes] *= uvm;
   return f;
 }
 
@@ -156,10 +154,12 @@ class SimModel final : public ComputeModel {
   [[nodiscard]] DeviceCompute shard_compute(const Task& task, const PlacedShard& shard) override {
     SimFeatures f = on_device(sim_device_features(task, std::span<const PlacedShard>(&shard, 1), hardware_.cache_bytes),
                               task, shard.shard.device);
-    f[kCalls] = 0.0;  // the device's calls are device_overhead()'s (compute_model.h)
+    f[kSimCalls] = 0.0;  // the device's calls are device_overhead()'s (compute_model.h)
     return {sim_pass_ms(hardware_.fw, f), sim_pass_ms(hardware_.bw, f)};
   }
-  [[nodiscard]] DeviceCompute device_overhead() const override { return {hardware_.fw[kCalls], hardware_.bw[kCalls]}; }
+  [[nodiscard]] DeviceCompute device_overhead() const override {
+    return {hardware_.fw[kSimCalls], hardware_.bw[kSimCalls]};
+  }
 
  private:
   SimHardware hardware_;
@@ -216,7 +216,7 @@ DeviceCompute sim_sequence_output_ms(const SimHardware& hardware, const Task& ta
   }
   if (as_sequence == as_pooled) return {};
   SimFeatures extra{};
-  extra[kOutputBytes] = as_sequence - as_pooled;
+  extra[kSimOutputBytes] = as_sequence - as_pooled;
   return {sim_pass_ms(hardware.fw, extra), sim_pass_ms(hardware.bw, extra)};
 }
 
@@ -235,16 +235,16 @@ SimFeatures sim_features(std::span<const SimTable> tables, std::int64_t batch_si
     const double evict =
         working_set > 0 ? std::clamp(1.0 - static_cast<double>(cache_bytes) / working_set, 0.0, 1.0) : 0.0;
     const double hot = hot_share(t.stats, t.row_share, t.hbm_rows);  // the HBM tier's share
-    f[kTables] += 1.0;
-    f[kLookups] += lookups;
-    f[kMissBytes] += hot * row_bytes * (distinct + reuse * evict);
-    f[kHitBytes] += hot * row_bytes * reuse * (1.0 - evict);
-    f[kOutputBytes] += output_bytes(t, batch_size);
-    f[kUpdateBytes] += t.replicas > 0 ? kDenseUpdateTraffic * row_bytes * static_cast<double>(t.stats.num_rows)
-                                      : 2.0 * row_bytes * distinct;
-    f[kUvmBytes] += row_bytes * lookups * (1.0 - hot);
+    f[kSimTables] += 1.0;
+    f[kSimLookups] += lookups;
+    f[kSimMissBytes] += hot * row_bytes * (distinct + reuse * evict);
+    f[kSimHitBytes] += hot * row_bytes * reuse * (1.0 - evict);
+    f[kSimOutputBytes] += output_bytes(t, batch_size);
+    f[kSimUpdateBytes] += t.replicas > 0 ? kDenseUpdateTraffic * row_bytes * static_cast<double>(t.stats.num_rows)
+                                         : 2.0 * row_bytes * distinct;
+    f[kSimUvmBytes] += row_bytes * lookups * (1.0 - hot);
   }
-  f[kCalls] = (shards ? 1.0 : 0.0) + (copies ? 1.0 : 0.0);
+  f[kSimCalls] = (shards ? 1.0 : 0.0) + (copies ? 1.0 : 0.0);
   return f;
 }
 
@@ -277,39 +277,36 @@ DeviceCompute whole_table_ms(const SimHardware& hw, const TableSpec& spec, std::
                              std::int64_t cache_bytes) {
   const std::array<SimTable, 1> one{whole_table(spec)};
   SimFeatures f = sim_features(one, batch, cache_bytes);
-  f[kCalls] = 0.0;
+  f[kSimCalls] = 0.0;
   return {sim_pass_ms(hw.fw, f), sim_pass_ms(hw.bw, f)};
 }
 
-/**
- * The cheapest any split of `spec`, data-parallel copies included, can cost in total, forward and
- * backward (see the header): the whole table with its re-reads all hits or all misses.
- */
-DeviceCompute table_floor_ms(const SimHardware& hw, const TableSpec& spec, std::int64_t batch) {
-  const DeviceCompute cached = whole_table_ms(hw, spec, batch, std::numeric_limits<std::int64_t>::max());
-  const DeviceCompute evicted = whole_table_ms(hw, spec, batch, 0);
-  return {std::min(cached.fw_ms, evicted.fw_ms), std::min(cached.bw_ms, evicted.bw_ms)};
-}
+/** The cheapest a table's forward and backward can cost in total, split in any way (see the header). */
+struct TableFloors {
+  DeviceCompute any;     ///< data-parallel copies included: the whole table, its re-reads all hits or all misses
+  DeviceCompute pieces;  ///< no copy ("Pieces and the cache"): under the device's cache, or all hits in pieces
+};
 
 /**
- * The cheapest any split of `spec` into pieces (no data-parallel copy) can cost in total (header,
- * "Pieces and the cache"): the whole table under the device's cache, or its re-reads all hits,
- * which takes at least k = ⌈working set / cache⌉ pieces, each beyond the first paying the
- * per-table cost.
+ * The floors of `spec`. All hits takes at least k = ⌈working set / cache⌉ pieces, each beyond the
+ * first paying the per-table cost; with copies, one piece (on every device) can hit throughout.
  */
-DeviceCompute sharded_table_floor_ms(const SimHardware& hw, const TableSpec& spec, std::int64_t batch) {
-  const DeviceCompute whole = whole_table_ms(hw, spec, batch, hw.cache_bytes);
+TableFloors table_floors(const SimHardware& hw, const TableSpec& spec, std::int64_t batch) {
   const DeviceCompute cached = whole_table_ms(hw, spec, batch, std::numeric_limits<std::int64_t>::max());
+  const DeviceCompute evicted = whole_table_ms(hw, spec, batch, 0);
+  const DeviceCompute whole = whole_table_ms(hw, spec, batch, hw.cache_bytes);
   const SimTable t = whole_table(spec);
   const double working_set =
       static_cast<double>(t.stats.num_distinct) * static_cast<double>(t.cols) * t.bytes_per_element;
   const double pieces = hw.cache_bytes > 0 ? std::max(1.0, std::ceil(working_set / static_cast<double>(hw.cache_bytes)))
                                            : std::numeric_limits<double>::infinity();
-  const auto cheaper = [&](double whole_ms, double cached_ms, double per_table) {
+  const auto in_pieces = [&](double whole_ms, double cached_ms, double per_table) {
     const double split_ms = per_table > 0 ? cached_ms + (pieces - 1.0) * per_table : cached_ms;
     return std::min(whole_ms, split_ms);
   };
-  return {cheaper(whole.fw_ms, cached.fw_ms, hw.fw[kTables]), cheaper(whole.bw_ms, cached.bw_ms, hw.bw[kTables])};
+  return {{std::min(cached.fw_ms, evicted.fw_ms), std::min(cached.bw_ms, evicted.bw_ms)},
+          {in_pieces(whole.fw_ms, cached.fw_ms, hw.fw[kSimTables]),
+           in_pieces(whole.bw_ms, cached.bw_ms, hw.bw[kSimTables])}};
 }
 
 /** Per byte of an exchange's total volume, the least the average device's intra-host (`intra`) or
@@ -481,14 +478,15 @@ double bound_over(const Task& task, const SimHardware& hw, Objective objective, 
   for (const TableSpec& t : task.workload.tables) {
     // Pieces pay for the cache with per-table costs; a data-parallel table pays one per device,
     // and on every device its dense update in place of the sparse one.
-    const DeviceCompute floor = table_floor_ms(hw, t, batch);
-    DeviceCompute total = sharded_table_floor_ms(hw, t, batch);
+    const TableFloors floors = table_floors(hw, t, batch);
+    const DeviceCompute& floor = floors.any;
+    DeviceCompute total = floors.pieces;
     if (copies && may_replicate(task, t)) {
       const double row_bytes = static_cast<double>(t.dim) * bytes_per_element(t.dtype);
       const double sparse = 2.0 * row_bytes * static_cast<double>(t.stats.num_distinct);
       const double dense = kDenseUpdateTraffic * row_bytes * static_cast<double>(t.stats.num_rows);
       const auto copied = [&](double floor_ms, const SimCoefficients& c) {
-        return floor_ms + (n - 1.0) * c[kTables] + c[kUpdateBytes] * (n * dense - sparse);
+        return floor_ms + (n - 1.0) * c[kSimTables] + c[kSimUpdateBytes] * (n * dense - sparse);
       };
       total.fw_ms = std::min(total.fw_ms, copied(floor.fw_ms, hw.fw));
       total.bw_ms = std::min(total.bw_ms, copied(floor.bw_ms, hw.bw));
@@ -497,10 +495,10 @@ double bound_over(const Task& task, const SimHardware& hw, Objective objective, 
     bw += total.bw_ms;
     SplitTable s;
     const double lookups = static_cast<double>(t.stats.num_indices);
-    s.lookup_fw = hw.fw[kLookups] * lookups;
-    s.lookup_bw = hw.bw[kLookups] * lookups;
-    s.rest_fw = std::max(0.0, floor.fw_ms - s.lookup_fw - hw.fw[kTables]);
-    s.rest_bw = std::max(0.0, floor.bw_ms - s.lookup_bw - hw.bw[kTables]);
+    s.lookup_fw = hw.fw[kSimLookups] * lookups;
+    s.lookup_bw = hw.bw[kSimLookups] * lookups;
+    s.rest_fw = std::max(0.0, floor.fw_ms - s.lookup_fw - hw.fw[kSimTables]);
+    s.rest_bw = std::max(0.0, floor.bw_ms - s.lookup_bw - hw.bw[kSimTables]);
     const double out_bytes = 2.0 * static_cast<double>(batch) * 4.0 * t.output_width(t.dim);
     s.output_per_copy = t.pooled;
     s.out_ms = per_byte * out_bytes;
@@ -514,18 +512,19 @@ double bound_over(const Task& task, const SimHardware& hw, Objective objective, 
     }
     tables.push_back(s);
   }
-  const double fw_avg = hw.fw[kCalls] + fw / n;
-  const double bw_avg = hw.bw[kCalls] + bw / n;
+  const double fw_avg = hw.fw[kSimCalls] + fw / n;
+  const double bw_avg = hw.bw[kSimCalls] + bw / n;
   const double comm = exchange_floors_ms(task, tables, input, replicable);
   const double averaging = fw_avg + bw_avg + comm;
   if (objective == Objective::kMaxSum || n <= 1) {
     // max_sum ≥ the average device's sum; each device pays its call only if it holds a shard.
-    return objective == Objective::kMaxSum ? (hw.fw[kCalls] + hw.bw[kCalls]) / n + (fw + bw) / n + comm : averaging;
+    return objective == Objective::kMaxSum ? (hw.fw[kSimCalls] + hw.bw[kSimCalls]) / n + (fw + bw) / n + comm
+                                           : averaging;
   }
   // Split bound (header): for every max forward F and max backward W a plan could have, the
   // copies of each table's columns and lookups its pieces need, at their cheapest.
-  const double over_fw = hw.fw[kCalls] + hw.fw[kTables];
-  const double over_bw = hw.bw[kCalls] + hw.bw[kTables];
+  const double over_fw = hw.fw[kSimCalls] + hw.fw[kSimTables];
+  const double over_bw = hw.bw[kSimCalls] + hw.bw[kSimTables];
   std::vector<double> a_fw, a_bw;
   double max_a_fw = 0.0, max_a_bw = 0.0;
   for (const SplitTable& s : tables) {
@@ -666,9 +665,9 @@ double sim_lower_bound(const Task& task, const SimHardware& hw, Objective object
       top.hbm_gbps = std::max(top.hbm_gbps, d.hbm_gbps), top.uvm_gbps = std::max(top.uvm_gbps, d.uvm_gbps);
     SimHardware quick = hw;
     const Device& ref = task.topology.devices.front();
-    for (int i = kTables; i < kUvmBytes; ++i)
+    for (int i = kSimTables; i < kSimUvmBytes; ++i)
       quick.fw[i] *= ref.hbm_gbps / top.hbm_gbps, quick.bw[i] *= ref.hbm_gbps / top.hbm_gbps;
-    quick.fw[kUvmBytes] *= ref.uvm_gbps / top.uvm_gbps, quick.bw[kUvmBytes] *= ref.uvm_gbps / top.uvm_gbps;
+    quick.fw[kSimUvmBytes] *= ref.uvm_gbps / top.uvm_gbps, quick.bw[kSimUvmBytes] *= ref.uvm_gbps / top.uvm_gbps;
     for (Device& d : fastest.topology.devices) d.hbm_gbps = top.hbm_gbps, d.uvm_gbps = top.uvm_gbps;
     return sim_lower_bound(fastest, quick, objective, input, most_cell_tables);
   }
@@ -724,8 +723,8 @@ SimHardware sim_calibrated_gpu(const Topology& topology) {
   const bool measured = topology.device_kind.find("H200") != std::string::npos;
   SimHardware hw = measured ? measured_h200() : scaled_from_2080ti(topology);
   hw.cache_bytes = roofline.cache_bytes;
-  hw.fw[kUvmBytes] = roofline.fw[kUvmBytes];  // the device's own host link (no sample had a UVM tier)
-  hw.bw[kUvmBytes] = roofline.bw[kUvmBytes];
+  hw.fw[kSimUvmBytes] = roofline.fw[kSimUvmBytes];  // the device's own host link (no sample had a UVM tier)
+  hw.bw[kSimUvmBytes] = roofline.bw[kSimUvmBytes];
   return hw;
 }
 

@@ -25,7 +25,7 @@ namespace {
 using Json = nlohmann::json;
 
 /** Parameters: the seven compute features without uvm, then latency (ms) and ms per byte. */
-constexpr int kComputeParams = kNumSimFeatures - 1;
+constexpr int kComputeParams = kSimUvmBytes;
 constexpr int kLatency = kComputeParams;
 constexpr int kMsPerByte = kComputeParams + 1;
 constexpr int kNumParams = kComputeParams + 2;
@@ -83,9 +83,6 @@ PaperFigure parse_figure(const detail::JsonNode& node) {
   }
   return f;
 }
-
-/** update_bytes (cost/analytic.h's feature order): only the backward has it, so no split can hold for it. */
-constexpr int kUpdateBytes = 6;
 
 /** What the fit charges for a compute feature: a fitted coefficient, or a fixed rate (ms per unit). */
 struct FitForm {
@@ -268,7 +265,8 @@ PaperFigures read_paper_figures(const std::string& path) {
     const std::string name = features.at(k).as_string();
     const auto& names = sim_feature_names();
     const auto at = std::find(names.begin(), names.begin() + kComputeParams, name);
-    if (at == names.begin() + kComputeParams || at == names.begin() + kUpdateBytes) {
+    // update_bytes: only the backward has it, so no forward/backward split can hold for it
+    if (at == names.begin() + kComputeParams || at == names.begin() + kSimUpdateBytes) {
       features.at(k).fail("'" + name + "' is not a feature both passes have (calls, tables, lookups, miss_bytes, " +
                           "hit_bytes, output_bytes)");
     }
@@ -300,7 +298,7 @@ PaperFit fit_to_papers(const PaperFigures& figures, int tasks_per_setting, std::
   FitForm form;
   form.fitted = figures.fitted;
   SimHardware charged;  // what the judge charges for what is not fitted
-  for (const int i : {kUpdateBytes, kNumSimFeatures - 1}) {
+  for (const int i : {kSimUpdateBytes, kSimUvmBytes}) {
     charged.fw[i] = roofline.fw[i];
     charged.bw[i] = roofline.bw[i];
     form.fixed[i] = roofline.fw[i] + roofline.bw[i];

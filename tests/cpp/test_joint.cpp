@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <numeric>
 
@@ -214,26 +215,32 @@ TEST(LowerBound, No2DPlanBeatsIt) {
   EXPECT_GT(checked, 500);
 }
 
+/** Three tables of many lookups (pooling 400–800) among 13 light ones, 1M rows each, batch 65,536. */
+Task heavy_tables_task(std::uint64_t seed, const std::string& topology) {
+  Task task;
+  task.id = "heavy-" + std::to_string(seed);
+  task.workload.batch_size = 65536;
+  task.topology = make_topology(topology);
+  Rng rng(seed);
+  for (int t = 0; t < 16; ++t) {
+    TableSpec spec;
+    spec.name = "t" + std::to_string(t);
+    spec.dim = 16 << rng.below(4);
+    const double pooling =
+        t < 3 ? 400.0 + static_cast<double>(rng.below(400)) : 1.0 + static_cast<double>(rng.below(20));
+    spec.stats = derive_table_stats(1'000'000, pooling, -1.0, task.workload.batch_size, pool_median_model(), spec.name);
+    task.workload.tables.push_back(spec);
+  }
+  return task;
+}
+
 TEST(LowerBound, HoldsWhereHeavyTablesAreSplitInsideAHost) {
   // A few tables of many lookups, too heavy for one device, among light ones on two and three
   // hosts: joint splits them, and row pieces inside one host send their outputs across hosts
   // once, not once per piece (cost/link_model.h) — the bound must not charge them per piece.
   for (std::uint64_t seed = 0; seed < 6; ++seed) {
-    Task task;
-    task.id = "heavy-" + std::to_string(seed);
-    task.workload.batch_size = 65536;
-    task.topology = make_topology(seed % 2 ? "v100:nodes=2,gpus_per_node=4" : "h100:nodes=3,gpus_per_node=4");
-    Rng rng(seed);
-    for (int t = 0; t < 16; ++t) {
-      TableSpec spec;
-      spec.name = "t" + std::to_string(t);
-      spec.dim = 16 << rng.below(4);
-      const double pooling =
-          t < 3 ? 400.0 + static_cast<double>(rng.below(400)) : 1.0 + static_cast<double>(rng.below(20));
-      spec.stats =
-          derive_table_stats(1'000'000, pooling, -1.0, task.workload.batch_size, pool_median_model(), spec.name);
-      task.workload.tables.push_back(spec);
-    }
+    const Task task =
+        heavy_tables_task(seed, seed % 2 ? "v100:nodes=2,gpus_per_node=4" : "h100:nodes=3,gpus_per_node=4");
     ASSERT_EQ(find_error_in_task(task, task.id), "");
     const auto cost = make_cost_model("sim", task);
     const double bound = *cost->lower_bound(task, Objective::kStep);
@@ -241,6 +248,51 @@ TEST(LowerBound, HoldsWhereHeavyTablesAreSplitInsideAHost) {
     ASSERT_EQ(r.status, ShardStatus::kOk) << r.reason;
     EXPECT_GE(value_of(*cost, task, r.plan, Objective::kStep) * (1 + 1e-12), bound)
         << task.topology.name << " seed " << seed;
+  }
+}
+
+TEST(Joint, AboveOneHostAHeavyTableStartsInRowPiecesAndOnOneHostWhole) {
+  // joint.h step 2: with no budget to search, the plan is the start. Three tables of many lookups
+  // among light ones on 8 devices: on two hosts each table holding more than split_start of an
+  // average device's lookups or lookups × dim starts in ⌈that share / split_start⌉ row pieces (at
+  // most one a device); on one host, or with split_start=0, every table starts whole.
+  for (std::uint64_t seed = 0; seed < 4; ++seed) {
+    Task task = heavy_tables_task(seed, "v100:nodes=2,gpus_per_node=4");
+    double lookups = 0.0, weight = 0.0;
+    for (const TableSpec& t : task.workload.tables) {
+      lookups += static_cast<double>(t.stats.num_indices) / 8;
+      weight += static_cast<double>(t.stats.num_indices) * t.dim / 8;
+    }
+    for (const char* topology : {"v100:nodes=2,gpus_per_node=4", "v100:gpus_per_node=8"}) {
+      task.topology = make_topology(topology);
+      ASSERT_EQ(find_error_in_task(task, task.id), "");
+      const auto cost = make_cost_model("sim", task);
+      const bool hosts = task.topology.num_hosts() > 1;
+      for (const char* spec : {"joint:work=1", "joint:work=1,split_start=0"}) {
+        const ShardResult r = plan_task(spec, task, cost.get(), quiet(seed));
+        ASSERT_EQ(r.status, ShardStatus::kOk) << r.reason;
+        const bool splits = hosts && std::string(spec).find("split_start=0") == std::string::npos;
+        int split = 0;
+        for (const TablePlacement& p : r.plan.tables) {
+          const TableSpec& t = *std::find_if(task.workload.tables.begin(), task.workload.tables.end(),
+                                             [&](const TableSpec& s) { return s.name == p.table; });
+          const double share = std::max(static_cast<double>(t.stats.num_indices) / lookups,
+                                        static_cast<double>(t.stats.num_indices) * t.dim / weight);
+          // at most a piece per device (max_parts)
+          const std::size_t pieces = splits ? static_cast<std::size_t>(std::min(std::ceil(share / 0.5), 8.0)) : 1;
+          SCOPED_TRACE(std::string(topology) + " " + spec + " seed " + std::to_string(seed) + " " + p.table);
+          ASSERT_EQ(p.shards.size(), pieces);
+          std::int64_t rows = 0;
+          for (const Shard& s : p.shards) {
+            EXPECT_EQ(s.num_cols(), t.dim);
+            rows += s.num_rows();
+          }
+          EXPECT_EQ(rows, t.num_rows());
+          split += pieces > 1 ? 1 : 0;
+        }
+        EXPECT_GE(split, splits ? 3 : 0);  // at least the three heavy tables
+      }
+    }
   }
 }
 
@@ -262,8 +314,7 @@ TEST(LowerBound, KnowsPiecesPayForTheCacheAndNoPlanSplitJustEnoughBeatsIt) {
     task.workload.tables.push_back(spec);
     ASSERT_EQ(find_error_in_task(task, task.id), "");
     const SimHardware hw = sim_hardware_for(task.topology);
-    ASSERT_STREQ(sim_feature_names()[1], "tables");
-    ASSERT_GT(hw.fw[1], 0.0);  // each piece pays a per-table cost
+    ASSERT_GT(hw.fw[kSimTables], 0.0);  // each piece pays a per-table cost
     const double working_set = static_cast<double>(spec.stats.num_distinct) * dim * 4.0;
     ASSERT_GT(working_set, static_cast<double>(hw.cache_bytes)) << dim;
     SimHardware roomy = hw;
@@ -428,14 +479,21 @@ TEST(Joint, ALargerBudgetNeverGivesAWorsePlan) {
 }
 
 TEST(Joint, ADeadlineInThePastStillGivesAValidPlan) {
+  // One host (every table whole, unscored) and two hosts, where heavy tables start in row pieces.
   static constexpr int kDims[] = {16, 64};
-  const Task task = test_util::pool_task(40, "v100:gpus_per_node=8", 1, kDims);
-  const auto cost = make_cost_model("sim", task);
-  Context ctx = quiet();
-  ctx.deadline = std::chrono::steady_clock::now();
-  const ShardResult r = plan_task("joint", task, cost.get(), ctx);
-  ASSERT_EQ(r.status, ShardStatus::kOk) << r.reason;  // plan_task checked it
-  EXPECT_NE(r.stats.solver.find("deadline"), std::string::npos) << r.stats.solver;
+  for (const Task& task : {test_util::pool_task(40, "v100:gpus_per_node=8", 1, kDims),
+                           heavy_tables_task(1, "v100:nodes=2,gpus_per_node=4")}) {
+    const auto cost = make_cost_model("sim", task);
+    Context ctx = quiet();
+    ctx.deadline = std::chrono::steady_clock::now();
+    const ShardResult r = plan_task("joint", task, cost.get(), ctx);
+    ASSERT_EQ(r.status, ShardStatus::kOk) << r.reason;  // plan_task checked it
+    EXPECT_NE(r.stats.solver.find("deadline"), std::string::npos) << r.stats.solver;
+    const bool hosts = task.topology.num_hosts() > 1;
+    const auto pieces = std::count_if(r.plan.tables.begin(), r.plan.tables.end(),
+                                      [](const TablePlacement& p) { return p.shards.size() > 1; });
+    EXPECT_EQ(pieces > 0, hosts) << task.topology.name;
+  }
 }
 
 TEST(Joint, HonoursDevicesOfDifferentSizes) {

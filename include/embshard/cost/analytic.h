@@ -76,7 +76,18 @@
 
 namespace embshard {
 
-inline constexpr int kNumSimFeatures = 8;
+/** Where each feature sits in SimFeatures and SimCoefficients (sim_feature_names() in this order). */
+enum SimFeature : int {
+  kSimCalls,
+  kSimTables,
+  kSimLookups,
+  kSimMissBytes,
+  kSimHitBytes,
+  kSimOutputBytes,
+  kSimUpdateBytes,
+  kSimUvmBytes
+};
+inline constexpr int kNumSimFeatures = kSimUvmBytes + 1;
 /** Feature names in order: calls, tables, lookups, miss_bytes, hit_bytes, output_bytes, update_bytes, uvm_bytes. */
 [[nodiscard]] const std::array<const char*, kNumSimFeatures>& sim_feature_names();
 

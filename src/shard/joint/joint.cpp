@@ -5,6 +5,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <locale>
 #include <map>
 #include <memory>
 #include <numeric>
@@ -93,6 +94,7 @@ class Search {
     if (ctx.deadline && *ctx.deadline < deadline_) deadline_ = *ctx.deadline;
     order_ = tables_by_cost();
     for (int t = 0; t < state_.num_tables(); ++t) mean_weight_ += weight(t) / n_;
+    for (int t = 0; t < state_.num_tables(); ++t) mean_lookups_ += static_cast<double>(spec(t).stats.num_indices) / n_;
     rank_.resize(order_.size());
     for (std::size_t i = 0; i < order_.size(); ++i) rank_[static_cast<std::size_t>(order_[i])] = static_cast<int>(i);
   }
@@ -370,31 +372,18 @@ class Search {
   }
 
   /**
-   * Past the deadline: `t` whole on the least loaded device where it fits (HBM first, then with
-   * UVM), no move scored; other layouts as `insert_best` would.
+   * Past the deadline: `t` in its start layout (whole, or a heavy table's row pieces), each piece
+   * on the least loaded device where it fits (HBM first, then with UVM), no move scored; other
+   * layouts as `insert_best` would.
    */
   bool insert_quickly(int t) {
     const std::vector<Layout> layouts = start_layouts(t);
-    if (layouts.empty() || layouts.front().kind != Layout::Kind::kWhole) return insert_best(t, layouts);
-    const TableSpec& s = spec(t);
-    const Shard whole = layout_shards(layouts.front(), s.num_rows(), s.dim).front();
+    if (layouts.size() != 1 || layouts.front().first_device >= 0 ||
+        (layouts.front().kind != Layout::Kind::kWhole && layouts.front().kind != Layout::Kind::kRows))
+      return insert_best(t, layouts);
     for (const bool uvm : {false, true}) {
       if (uvm && !allows_uvm(t)) break;
-      std::vector<int> devices = candidates(t, s.size_bytes());
-      if (n_ <= kAllCandidatesUpTo) {
-        std::vector<double> load(static_cast<std::size_t>(n_));
-        for (int d : devices) load[static_cast<std::size_t>(d)] = state_.device_load_ms(d);
-        std::stable_sort(devices.begin(), devices.end(), [&](int a, int b) {
-          return load[static_cast<std::size_t>(a)] < load[static_cast<std::size_t>(b)];
-        });
-      }
-      for (const int d : devices) {
-        Piece p;
-        if (!state_.make_piece(t, whole, d, uvm, p)) continue;
-        state_.set_layout(t, layouts.front());
-        state_.add(p);
-        return true;
-      }
+      if (insert_unscored(t, layouts.front(), uvm)) return true;
     }
     return insert_best(t, layouts);
   }
@@ -494,11 +483,33 @@ class Search {
     return out;
   }
 
-  /** The greedy start's layouts: whole where the table allows it (splits come from the search). */
+  /**
+   * The greedy start's layouts: whole where the table allows it (other splits come from the
+   * search), a heavy table's row pieces above one host (`start_row_pieces`).
+   */
   [[nodiscard]] std::vector<Layout> start_layouts(int t) const {
     std::vector<Layout> all = all_layouts(t);
-    if (!all.empty() && all.front().kind == Layout::Kind::kWhole) return {all.front()};
-    return all;
+    if (all.empty() || all.front().kind != Layout::Kind::kWhole) return all;
+    const bool rows =
+        std::any_of(all.begin(), all.end(), [](const Layout& l) { return l.kind == Layout::Kind::kRows; });
+    if (const int k = rows ? start_row_pieces(t) : 1; k >= 2) return {{Layout::Kind::kRows, k}};
+    return {all.front()};
+  }
+
+  /**
+   * Above one host, the row pieces a heavy table whose rows may be split (a colocated table's may
+   * not) starts in (joint.h step 2): enough that none holds more than `split_start` of an average
+   * device's lookups or lookups × dim; 1 for a lighter table, or under `torchrec` (its row layouts
+   * are fixed).
+   */
+  [[nodiscard]] int start_row_pieces(int t) const {
+    const double share = options_.split_start;
+    if (share <= 0 || task_.topology.num_hosts() <= 1 || options_.torchrec) return 1;
+    const double heaviness = std::max(weight(t) / std::max(mean_weight_, 1e-300),
+                                      static_cast<double>(spec(t).stats.num_indices) / std::max(mean_lookups_, 1e-300));
+    const double pieces = std::ceil(heaviness / share);
+    return static_cast<int>(
+        std::min({pieces, static_cast<double>(max_parts_), static_cast<double>(spec(t).num_rows())}));
   }
 
   /**
@@ -526,6 +537,19 @@ class Search {
     }
     for (const Piece& p : state_.pieces(t)) taken_[static_cast<std::size_t>(p.placed.shard.device)] = false;
     return out;
+  }
+
+  /** `candidates`, least loaded first (beyond kAllCandidatesUpTo devices they already are). */
+  std::vector<int> least_loaded_first(int t, std::int64_t bytes) {
+    std::vector<int> devices = candidates(t, bytes);
+    if (n_ <= kAllCandidatesUpTo) {
+      std::vector<double> load(static_cast<std::size_t>(n_));
+      for (int d : devices) load[static_cast<std::size_t>(d)] = state_.device_load_ms(d);
+      std::stable_sort(devices.begin(), devices.end(), [&](int a, int b) {
+        return load[static_cast<std::size_t>(a)] < load[static_cast<std::size_t>(b)];
+      });
+    }
+    return devices;
   }
 
   /**
@@ -869,7 +893,7 @@ class Search {
       if (layout.first_device >= 0) {
         placed = state_.make_piece(t, shard, layout.first_device + static_cast<int>(state_.pieces(t).size()), uvm, p);
       } else {
-        for (const int d : candidates(t, s.shard_bytes(shard.num_rows(), shard.num_cols())))
+        for (const int d : least_loaded_first(t, s.shard_bytes(shard.num_rows(), shard.num_cols())))
           if ((placed = state_.make_piece(t, shard, d, uvm, p))) break;
       }
       if (!placed) {
@@ -1044,10 +1068,11 @@ class Search {
   Rng rng_;
   std::chrono::steady_clock::time_point deadline_;
   std::vector<int> order_;
-  std::vector<int> rank_;     ///< each table's place in order_
-  double mean_weight_ = 0.0;  ///< an average device's share of the tables' weights
-  bool copies_;               ///< data-parallel copies tried (the option, and the model can cost them)
-  std::vector<bool> taken_;   ///< candidates' scratch: the devices holding a piece of the table
+  std::vector<int> rank_;      ///< each table's place in order_
+  double mean_weight_ = 0.0;   ///< an average device's share of the tables' weights
+  double mean_lookups_ = 0.0;  ///< an average device's share of the tables' lookups
+  bool copies_;                ///< data-parallel copies tried (the option, and the model can cost them)
+  std::vector<bool> taken_;    ///< candidates' scratch: the devices holding a piece of the table
   std::int64_t evaluations_ = 0;
   std::int64_t other_work_ = 0;                                    ///< the other chains' work (reported)
   std::int64_t limit_ = std::numeric_limits<std::int64_t>::max();  ///< work at which the search stops
@@ -1242,6 +1267,12 @@ int parse_groups(const std::string& text) {
 
 /** The text of a default in the spec's canonical form. */
 std::string text_of(bool b) { return b ? "true" : "false"; }
+std::string text_of(double x) {
+  std::ostringstream out;
+  out.imbue(std::locale::classic());
+  out << x;
+  return out.str();
+}
 template <typename Int>
 requires std::is_integral_v<Int> std::string text_of(Int n) { return std::to_string(n); }
 std::string groups_text(int groups) {
@@ -1357,6 +1388,14 @@ void register_joint(Registry<Sharder>& registry) {
          1 << 18,
          {},
          "devices a piece is tried on when there are more than 32 (the least loaded)"},
+        {"split_start",
+         ParamType::kFloat,
+         text_of(d.split_start),
+         0.0,
+         1e6,
+         {},
+         "above one host, a table holding more than this share of an average device's lookups or lookups x dim "
+         "starts in row pieces of at most this share each (0: every table starts whole)"},
         {"groups",
          ParamType::kString,
          groups_text(d.groups),
@@ -1382,6 +1421,7 @@ void register_joint(Registry<Sharder>& registry) {
         o.keep_layouts = p.get_bool("keep_layouts");
         o.exact_limit = p.get_int("exact_limit");
         o.candidates = static_cast<int>(p.get_int("candidates"));
+        o.split_start = p.get_float("split_start");
         o.groups = parse_groups(p.get_string("groups"));
         return std::make_unique<joint::JointSharder>(o);
       });

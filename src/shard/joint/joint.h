@@ -39,7 +39,12 @@
  *      (devices^tables, up to relabelling identical devices), every one is scored and the best
  *      starts the search — so `joint` is never worse than `exhaustive`;
  *   2. otherwise a greedy start: tables by decreasing lookups × dim, each whole on the device that
- *      keeps the objective lowest (splits come from the search); a table that fits no device
+ *      keeps the objective lowest (splits come from the search) — except, above one host, a table
+ *      holding more than `split_start` (0.5) of an average device's lookups or lookups × dim,
+ *      which starts in as many row pieces as keep each below that, each piece placed the same way
+ *      (several such tables each set a term's maximum on their device, so splitting one alone
+ *      never lowers it and the search does not find the split; docs/benchmarks.md, "Heavy tables
+ *      start in pieces"); a table that fits no device
  *      whole takes whichever layout, pieces placed the same way, leaves the lowest objective;
  *      when one fits nowhere (memory is tight), the start is made again, tables by decreasing bytes;
  *      past the deadline the remaining tables go whole on the least loaded device they fit, unscored;
@@ -152,6 +157,9 @@ struct Options {
   bool keep_layouts = false;
   std::int64_t exact_limit = 200000;
   int candidates = 8;
+  /// Above one host, a table holding more than this share of an average device's lookups or
+  /// lookups × dim starts in row pieces that each hold at most this share (joint.h step 2); 0: none
+  double split_start = 0.5;
   /// 2D layouts tried (plan/sharding_groups.h): kAutoGroups every one the task allows, 0 none,
   /// G > 0 only layouts of G ranks per group (joint.h, "2D")
   int groups = kAutoGroups;
