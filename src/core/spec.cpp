@@ -45,22 +45,6 @@ std::optional<bool> parse_bool(const std::string& s) {
   return std::nullopt;
 }
 
-std::string format_float(double v) {
-  std::ostringstream out;
-  out.imbue(std::locale::classic());
-  out.precision(17);
-  out << v;
-  // Prefer the shortest text that reads back to the same double.
-  for (int p = 1; p <= 17; ++p) {
-    std::ostringstream o;
-    o.imbue(std::locale::classic());
-    o.precision(p);
-    o << v;
-    if (parse_float(o.str()) == v) return o.str();
-  }
-  return out.str();
-}
-
 /** Validates `raw` for `p` and returns its canonical text. */
 std::string canonical_value(const std::string& owner, const ParamSpec& p, const std::string& raw) {
   const std::string where = owner + ": parameter '" + p.name + "'";
@@ -104,6 +88,22 @@ std::string canonical_value(const std::string& owner, const ParamSpec& p, const 
 }
 
 }  // namespace
+
+std::string format_float(double v) {
+  std::ostringstream out;
+  out.imbue(std::locale::classic());
+  out.precision(17);
+  out << v;
+  // Prefer the shortest text that reads back to the same double.
+  for (int p = 1; p <= 17; ++p) {
+    std::ostringstream o;
+    o.imbue(std::locale::classic());
+    o.precision(p);
+    o << v;
+    if (parse_float(o.str()) == v) return o.str();
+  }
+  return out.str();
+}
 
 Spec parse_spec(const std::string& text) {
   Spec spec;

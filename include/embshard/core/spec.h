@@ -82,6 +82,9 @@ class Params {
 [[nodiscard]] Params bind_params(const std::string& owner, const std::vector<ParamSpec>& declared,
                                  const std::vector<std::pair<std::string, std::string>>& pairs);
 
+/** The canonical text of a float parameter: the shortest that reads back as the same double. */
+[[nodiscard]] std::string format_float(double v);
+
 /** `name:k1=v1,k2=v2,...` with every parameter in declaration order (just `name` if none). */
 [[nodiscard]] std::string canonical_spec(const std::string& name, const Params& params);
 

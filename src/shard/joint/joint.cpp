@@ -5,7 +5,6 @@
 #include <cmath>
 #include <functional>
 #include <limits>
-#include <locale>
 #include <map>
 #include <memory>
 #include <numeric>
@@ -93,8 +92,10 @@ class Search {
     deadline_ = start + std::chrono::microseconds(static_cast<std::int64_t>((options.time_ms - finish_ms) * 1000.0));
     if (ctx.deadline && *ctx.deadline < deadline_) deadline_ = *ctx.deadline;
     order_ = tables_by_cost();
-    for (int t = 0; t < state_.num_tables(); ++t) mean_weight_ += weight(t) / n_;
-    for (int t = 0; t < state_.num_tables(); ++t) mean_lookups_ += static_cast<double>(spec(t).stats.num_indices) / n_;
+    for (int t = 0; t < state_.num_tables(); ++t) {
+      mean_weight_ += weight(t) / n_;
+      mean_lookups_ += static_cast<double>(spec(t).stats.num_indices) / n_;
+    }
     rank_.resize(order_.size());
     for (std::size_t i = 0; i < order_.size(); ++i) rank_[static_cast<std::size_t>(order_[i])] = static_cast<int>(i);
   }
@@ -1267,12 +1268,6 @@ int parse_groups(const std::string& text) {
 
 /** The text of a default in the spec's canonical form. */
 std::string text_of(bool b) { return b ? "true" : "false"; }
-std::string text_of(double x) {
-  std::ostringstream out;
-  out.imbue(std::locale::classic());
-  out << x;
-  return out.str();
-}
 template <typename Int>
 requires std::is_integral_v<Int> std::string text_of(Int n) { return std::to_string(n); }
 std::string groups_text(int groups) {
@@ -1390,7 +1385,7 @@ void register_joint(Registry<Sharder>& registry) {
          "devices a piece is tried on when there are more than 32 (the least loaded)"},
         {"split_start",
          ParamType::kFloat,
-         text_of(d.split_start),
+         format_float(d.split_start),
          0.0,
          1e6,
          {},

@@ -47,7 +47,8 @@
  *      start in pieces"); a table that fits no device
  *      whole takes whichever layout, pieces placed the same way, leaves the lowest objective;
  *      when one fits nowhere (memory is tight), the start is made again, tables by decreasing bytes;
- *      past the deadline the remaining tables go whole on the least loaded device they fit, unscored;
+ *      past the deadline the remaining tables go in their start layouts, each piece on the least
+ *      loaded device it fits, unscored;
  *   3. local search until no move helps, around the critical devices (those that set a term of
  *      the objective): move a piece to another device; make a row layout uneven; on up to 32
  *      devices, when polishing (below), swap a piece with a lighter one elsewhere; re-lay out one
