@@ -475,12 +475,16 @@ double bound_over(const Task& task, const SimHardware& hw, Objective objective, 
   const double per_byte = rates.max();
   const bool exposed = input.mode == InputCommMode::kExposed;
   bool replicable = false;  // some table may be data-parallel
+  // Σ_t of the cheaper, for the average device, of the table sharded and copied: its compute share
+  // and its exchange floors, or its copies' compute share and its gradient's all-reduce (header).
+  double cheaper_of_two = 0.0;
   for (const TableSpec& t : task.workload.tables) {
     // Pieces pay for the cache with per-table costs; a data-parallel table pays one per device,
     // and on every device its dense update in place of the sparse one.
     const TableFloors floors = table_floors(hw, t, batch);
     const DeviceCompute& floor = floors.any;
     DeviceCompute total = floors.pieces;
+    DeviceCompute copied_total{kNever, kNever};
     if (copies && may_replicate(task, t)) {
       const double row_bytes = static_cast<double>(t.dim) * bytes_per_element(t.dtype);
       const double sparse = 2.0 * row_bytes * static_cast<double>(t.stats.num_distinct);
@@ -488,9 +492,11 @@ double bound_over(const Task& task, const SimHardware& hw, Objective objective, 
       const auto copied = [&](double floor_ms, const SimCoefficients& c) {
         return floor_ms + (n - 1.0) * c[kSimTables] + c[kSimUpdateBytes] * (n * dense - sparse);
       };
-      total.fw_ms = std::min(total.fw_ms, copied(floor.fw_ms, hw.fw));
-      total.bw_ms = std::min(total.bw_ms, copied(floor.bw_ms, hw.bw));
+      copied_total = {copied(floor.fw_ms, hw.fw), copied(floor.bw_ms, hw.bw)};
     }
+    const DeviceCompute sharded_total = total;
+    total.fw_ms = std::min(total.fw_ms, copied_total.fw_ms);
+    total.bw_ms = std::min(total.bw_ms, copied_total.bw_ms);
     fw += total.fw_ms;
     bw += total.bw_ms;
     SplitTable s;
@@ -510,12 +516,20 @@ double bound_over(const Task& task, const SimHardware& hw, Objective objective, 
       s.replicated_ms = all_reduce_ms_per_byte(task.topology) * static_cast<double>(t.weight_bytes());
       replicable = true;
     }
+    cheaper_of_two += std::min((sharded_total.fw_ms + sharded_total.bw_ms) / n + s.out_ms + s.in_ms,
+                               (copied_total.fw_ms + copied_total.bw_ms) / n + s.replicated_ms);
     tables.push_back(s);
   }
   const double fw_avg = hw.fw[kSimCalls] + fw / n;
   const double bw_avg = hw.bw[kSimCalls] + bw / n;
   const double comm = exchange_floors_ms(task, tables, input, replicable);
-  const double averaging = fw_avg + bw_avg + comm;
+  double averaging = fw_avg + bw_avg + comm;
+  if (replicable && n > 1) {
+    // The averaging floor with each table's choice made once for its compute and its exchanges.
+    const double slack = (2.0 + (exposed ? 1.0 : 0.0)) * (task.topology.a2a_latency_us / 1000.0 -
+                                                          truncation_slack_bytes(task) * exchange_ms_per_byte(task));
+    averaging = std::max(averaging, hw.fw[kSimCalls] + hw.bw[kSimCalls] + slack + cheaper_of_two);
+  }
   if (objective == Objective::kMaxSum || n <= 1) {
     // max_sum ≥ the average device's sum; each device pays its call only if it holds a shard.
     return objective == Objective::kMaxSum ? (hw.fw[kSimCalls] + hw.bw[kSimCalls]) / n + (fw + bw) / n + comm

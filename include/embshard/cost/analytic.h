@@ -209,7 +209,12 @@ struct SimTable {
  * (α_t X_t + γ_t Y_t, or its share of the averaging floors), at least its gradient's bytes at the
  * all-reduce's time per byte (a copy's total compute over the devices is no less than the
  * table's floor: its lookups are counted once, its distinct rows at least once, its dense update
- * moves more than the sparse one); the bound is the smaller of the two. Memory is not in the bound: where HBM
+ * moves more than the sparse one); the bound is the smaller of the two. Over plans with copies the
+ * averaging floor is also at least the calls, the latencies and Σ_t of the cheaper for the average
+ * device of t sharded (its compute floor / N and its exchange floors) and t copied (its copies'
+ * compute / N and δ_t): a table is copied or not for its compute and its exchanges alike (taking
+ * the two cheaper apart let a table save its exchanges as a copy and its compute as a shard: 1 ms
+ * of a 1,000 × 128 task's 28.5). Memory is not in the bound: where HBM
  * forces placements (full devices), plans sit further above it.
  *
  * Several hosts. A column's output crosses hosts at least once however it is split (a host's row

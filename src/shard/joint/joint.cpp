@@ -35,6 +35,8 @@ constexpr std::int64_t kIncrementalWork = 3000000;
 constexpr int kCopiesBelowDevices = 64;
 /** Layouts placed piece by piece after the unscored first pass of a re-layout at scale (joint.h). */
 constexpr std::size_t kRelayoutFinalists = 3;
+/** On the fast path, candidates beyond the least loaded: the least loaded by each term (joint.h). */
+constexpr int kTermCandidates = 1;
 /** Most pieces per table unless `max_parts` says otherwise (more only multiplies the output). */
 constexpr int kDefaultMaxParts = 64;
 
@@ -161,10 +163,8 @@ class Search {
     improve(stats, false);
     Score now = score();
     if (!better(now, best.score)) return;
-    if (n_ <= kAllCandidatesUpTo) {
-      improve(stats, true);
-      now = score();
-    }
+    improve(stats, true);
+    now = score();
     best = {now, state_.snapshot()};
   }
 
@@ -525,7 +525,16 @@ class Search {
       for (int d = 0; d < n_; ++d)
         if (!taken_[static_cast<std::size_t>(d)]) out.push_back(d);
     } else {
-      state_.least_loaded(options_.candidates, bytes, taken_, out);
+      if (!same_host_devices(t, bytes, out)) {
+        state_.least_loaded(options_.candidates, bytes, taken_, out);
+        // On the fast path also the least loaded by each term, whose straggler a move may relieve.
+        for (int term = 1; term < state_.load_terms(); ++term) {
+          for (const int d : out) taken_[static_cast<std::size_t>(d)] = true;
+          state_.least_loaded(kTermCandidates, bytes, taken_, out, static_cast<State::LoadTerm>(term));
+        }
+        for (const int d : out) taken_[static_cast<std::size_t>(d)] = false;
+        for (const Piece& p : state_.pieces(t)) taken_[static_cast<std::size_t>(p.placed.shard.device)] = true;
+      }
       // A re-plan: the devices that held the table before, where a piece moves nothing; a
       // colocated table: its group's device, the only one it may take.
       const auto also = [&](int d) {
@@ -538,6 +547,39 @@ class Search {
     }
     for (const Piece& p : state_.pieces(t)) taken_[static_cast<std::size_t>(p.placed.shard.device)] = false;
     return out;
+  }
+
+  /**
+   * A row piece of `t` on several hosts (beyond kAllCandidatesUpTo devices): the devices of the
+   * hosts holding its other pieces that hold none and have `bytes` of HBM free, least loaded
+   * first, into `out`; false if there are none (or `t` is not in rows). Its partial sums then
+   * cross hosts once per host, reduced (cost/link_model.h): the table opens a new host only when
+   * its hosts are full.
+   */
+  bool same_host_devices(int t, std::int64_t bytes, std::vector<int>& out) {
+    if (state_.layout(t).kind != Layout::Kind::kRows || task_.topology.num_hosts() <= 1) return false;
+    const int size = task_.topology.host_size();
+    const std::size_t before = out.size();
+    for (const Piece& p : state_.pieces(t)) {
+      const int first = task_.topology.host_of(p.placed.shard.device) * size;
+      for (int d = first; d < first + size; ++d) {
+        const auto i = static_cast<std::size_t>(d);
+        const std::int64_t free = task_.topology.devices[i].hbm_bytes - state_.load(d).hbm_bytes;
+        if (taken_[i] || free < bytes ||
+            std::find(out.begin() + static_cast<std::ptrdiff_t>(before), out.end(), d) != out.end())
+          continue;
+        out.push_back(d);
+      }
+    }
+    std::vector<double> load(out.size() - before);
+    for (std::size_t i = before; i < out.size(); ++i) load[i - before] = state_.device_load_ms(out[i]);
+    std::vector<std::size_t> order(load.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return load[a] < load[b]; });
+    std::vector<int> sorted;
+    for (const std::size_t i : order) sorted.push_back(out[before + i]);
+    std::copy(sorted.begin(), sorted.end(), out.begin() + static_cast<std::ptrdiff_t>(before));
+    return out.size() > before;
   }
 
   /** `candidates`, least loaded first (beyond kAllCandidatesUpTo devices they already are). */
@@ -728,33 +770,51 @@ class Search {
     return false;
   }
 
-  /** Swaps piece `i` of `t` with a piece of another table on another device if that helps. */
+  /**
+   * Swaps piece `i` of `t` with a piece of another table on another device if that helps: any
+   * other piece on up to kAllCandidatesUpTo devices, else those on the `candidates` devices.
+   */
   bool try_swaps(int t, std::size_t i, const Score& current, bool uvm, const std::vector<int>& critical) {
-    const int from = state_.pieces(t)[i].placed.shard.device;
-    for (int u = 0; u < state_.num_tables(); ++u) {
-      if (u == t) continue;
-      for (std::size_t j = 0; j < state_.pieces(u).size(); ++j) {
-        const int to = state_.pieces(u)[j].placed.shard.device;
-        if (to == from || state_.layout(t).first_device >= 0 || state_.layout(u).first_device >= 0 || !movable(t) ||
-            !movable(u) || std::find(critical.begin(), critical.end(), to) != critical.end() ||
-            !lighter(state_.pieces(u)[j], state_.pieces(t)[i]) || holds(t, to) || holds(u, from))
-          continue;
-        const Piece a = state_.lift(t, i);
-        const Piece b = state_.lift(u, j);
-        Piece a2, b2;
-        if (state_.make_piece(t, a.placed.shard, to, uvm, a2) && keeps_tier(a2, a)) {
-          state_.place(i, a2);
-          if (state_.make_piece(u, b.placed.shard, from, uvm, b2) && keeps_tier(b2, b)) {
-            state_.place(j, b2);
-            if (better(score(), current)) return true;
-            state_.lift(u, j);
-          }
-          state_.lift(t, i);
-        }
-        state_.place(i, a);
-        state_.place(j, b);
-      }
+    if (state_.layout(t).first_device >= 0 || !movable(t)) return false;
+    if (n_ <= kAllCandidatesUpTo) {
+      for (int u = 0; u < state_.num_tables(); ++u)
+        for (std::size_t j = 0; j < state_.pieces(u).size(); ++j)
+          if (try_swap(t, i, u, j, current, uvm, critical)) return true;
+      return false;
     }
+    const Piece& piece = state_.pieces(t)[i];
+    for (const int d : candidates(t, piece.hbm_bytes + piece.uvm_bytes)) {
+      const std::vector<int> held = state_.tables_on(d);  // a copy: a swap changes it
+      for (const int u : held)
+        for (std::size_t j = 0; j < state_.pieces(u).size() && !spent(); ++j)
+          if (state_.pieces(u)[j].placed.shard.device == d && try_swap(t, i, u, j, current, uvm, critical)) return true;
+    }
+    return false;
+  }
+
+  /** Swaps piece `i` of `t` with piece `j` of `u` if that helps; restores both otherwise. */
+  bool try_swap(int t, std::size_t i, int u, std::size_t j, const Score& current, bool uvm,
+                const std::vector<int>& critical) {
+    const int from = state_.pieces(t)[i].placed.shard.device;
+    const int to = state_.pieces(u)[j].placed.shard.device;
+    if (u == t || to == from || state_.layout(u).first_device >= 0 || !movable(u) ||
+        std::find(critical.begin(), critical.end(), to) != critical.end() ||
+        !lighter(state_.pieces(u)[j], state_.pieces(t)[i]) || holds(t, to) || holds(u, from))
+      return false;
+    const Piece a = state_.lift(t, i);
+    const Piece b = state_.lift(u, j);
+    Piece a2, b2;
+    if (state_.make_piece(t, a.placed.shard, to, uvm, a2) && keeps_tier(a2, a)) {
+      state_.place(i, a2);
+      if (state_.make_piece(u, b.placed.shard, from, uvm, b2) && keeps_tier(b2, b)) {
+        state_.place(j, b2);
+        if (better(score(), current)) return true;
+        state_.lift(u, j);
+      }
+      state_.lift(t, i);
+    }
+    state_.place(i, a);
+    state_.place(j, b);
     return false;
   }
 
@@ -787,25 +847,28 @@ class Search {
   }
 
   /**
-   * Gives `sizes[k]` rows to the k-th row piece of `t` (in row order, each on its device): false,
-   * with nothing changed, when a piece no longer fits its device.
+   * Gives `sizes[k]` rows to the k-th row piece of `t` (in row order, each on its device), making
+   * pieces `first` … `last` again (all by default; the others must keep their ranges): false, with
+   * nothing changed, when a piece no longer fits its device.
    */
-  bool set_row_sizes(int t, const std::vector<std::int64_t>& sizes, bool uvm) {
-    const std::size_t k = sizes.size();
-    std::vector<Piece> old(k), made(k);
-    for (std::size_t i = 0; i < k; ++i) old[i] = state_.lift(t, i);
+  bool set_row_sizes(int t, const std::vector<std::int64_t>& sizes, bool uvm, std::size_t first = 0,
+                     std::size_t last = std::numeric_limits<std::size_t>::max()) {
+    last = std::min(last, sizes.size() - 1);
+    std::vector<Piece> old(last + 1), made(last + 1);
+    for (std::size_t i = first; i <= last; ++i) old[i] = state_.lift(t, i);
     std::int64_t begin = 0;
-    std::size_t placed = 0;
-    for (; placed < k; ++placed) {
+    for (std::size_t i = 0; i < first; ++i) begin += sizes[i];
+    std::size_t placed = first;
+    for (; placed <= last; ++placed) {
       Shard s = old[placed].placed.shard;
       s.row_begin = begin, s.row_end = begin + sizes[placed], s.hbm_rows = -1;
       begin = s.row_end;
       if (!state_.make_piece(t, s, s.device, uvm, made[placed])) break;
       state_.place(placed, made[placed]);
     }
-    if (placed == k) return true;
-    for (std::size_t i = 0; i < placed; ++i) state_.lift(t, i);
-    for (std::size_t i = 0; i < k; ++i) state_.place(i, old[i]);
+    if (placed > last) return true;
+    for (std::size_t i = first; i < placed; ++i) state_.lift(t, i);
+    for (std::size_t i = first; i <= last; ++i) state_.place(i, old[i]);
     return false;
   }
 
@@ -819,19 +882,23 @@ class Search {
       return false;
     std::vector<std::int64_t> sizes;
     for (const Piece& p : state_.pieces(t)) sizes.push_back(p.placed.shard.num_rows());
+    const bool scale = n_ > kAllCandidatesUpTo;
     for (std::size_t i = 0; i < sizes.size(); ++i) {
       const int from = state_.pieces(t)[i].placed.shard.device;
       if (std::find(critical.begin(), critical.end(), from) == critical.end()) continue;
       for (std::size_t j = 0; j < sizes.size() && !spent(); ++j) {  // 2k pieces re-placed per try
-        if (j == i) continue;
+        // At scale only to a neighbour, re-making the two pieces alone (a chain of such shifts
+        // reaches any other: docs/benchmarks.md "The search at scale").
+        if (j == i || (scale && j + 1 != i && i + 1 != j)) continue;
+        const std::size_t first = scale ? std::min(i, j) : 0, last = scale ? std::max(i, j) : sizes.size() - 1;
         for (const std::int64_t part : {2, 4, 8, 16, 32}) {
           const std::int64_t delta = sizes[i] / part;
           if (delta == 0 || delta >= sizes[i]) continue;
           std::vector<std::int64_t> shifted = sizes;
           shifted[i] -= delta, shifted[j] += delta;
-          if (!set_row_sizes(t, shifted, uvm)) continue;
+          if (!set_row_sizes(t, shifted, uvm, first, last)) continue;
           if (score().value < current.value * (1.0 - 1e-6)) return true;  // no plateau moves: endless
-          EMBSHARD_ASSERT(set_row_sizes(t, sizes, uvm));
+          EMBSHARD_ASSERT(set_row_sizes(t, sizes, uvm, first, last));
         }
       }
     }
@@ -933,7 +1000,7 @@ class Search {
       for (std::size_t k = 0; k < tables.size() && !shifted && !options_.keep_layouts && !spent(); ++k)
         shifted = try_row_shift(tables[k], current, allows_uvm(tables[k]), critical);
       if (shifted) continue;
-      if (swaps && n_ <= kAllCandidatesUpTo &&
+      if (swaps &&
           each_critical_piece([&](int t, std::size_t i, bool u) { return try_swaps(t, i, current, u, critical); }))
         continue;
       bool relaid = false;

@@ -50,8 +50,10 @@
  *      past the deadline the remaining tables go in their start layouts, each piece on the least
  *      loaded device it fits, unscored;
  *   3. local search until no move helps, around the critical devices (those that set a term of
- *      the objective): move a piece to another device; make a row layout uneven; on up to 32
- *      devices, when polishing (below), swap a piece with a lighter one elsewhere; re-lay out one
+ *      the objective): move a piece to another device; make a row layout uneven (beyond 32
+ *      devices only between neighbouring pieces, the two re-made alone); when polishing (below),
+ *      swap a piece with a lighter one elsewhere (beyond 32 devices one on a candidate device);
+ *      re-lay out one
  *      of the four heaviest tables there (every layout, pieces placed greedily; beyond 32 devices
  *      each layout of at most twice the table's weight in average device loads pieces is first
  *      scored with its pieces unscored on the least loaded devices, and the best three are placed
@@ -81,7 +83,13 @@
  * host (table_row_wise, multi-host topologies), in blocks of ⌈R/k⌉ in rank order, never moved or
  * made uneven; the Python package's TorchRec planner asks for it.
  * At large sizes (more than 32 devices) a piece is tried only on the `candidates` devices with the
- * least load (fast_step.h `LoadIndex`: O(k log devices)). From 64 devices on, with an additive
+ * least load (fast_step.h `LoadIndex`: O(k log devices)) — on the fast path (below) their compute
+ * and their own sending and receiving times, the spread's terms — and there also on the least
+ * loaded by each term alone (compute; output sent, its host's reduced rows included; input), one
+ * each (a straggler of one term is relieved where that term is low, not the sum). A row piece of a
+ * table already on some hosts is tried instead on the free devices of those hosts (with room in
+ * HBM), so its partial sums cross hosts once per host, reduced: the table opens a new host only
+ * when its hosts are full (docs/benchmarks.md, "The search at scale"). From 64 devices on, with an additive
  * model, the link model and `step` (input exposed or omitted), the objective is kept up to date per
  * change (fast_step.h: O(devices per host + log devices) instead of O(devices)), and the spread is
  * the sum of the squares of each device's compute and own sending times, and of each host's
@@ -286,14 +294,25 @@ class State {
   }
   /** Whether the objective is kept up to date per change (fast_step.h). */
   [[nodiscard]] bool incremental() const { return fast_; }
-  /** A device's own load in ms: its compute and its bytes over an intra-host link (ranks candidates). */
-  [[nodiscard]] double device_load_ms(int device);
   /**
-   * Appends to `out` up to k devices not marked in `skip`, least loaded first (device_load_ms, then
-   * HBM used, then index), among those with `bytes` of HBM free if any has, else among all; only
-   * with more than kAllCandidatesUpTo devices (kept in a LoadIndex, refreshed where pieces changed).
+   * A device's own load in ms (ranks candidates): on the fast path its compute and its own sending
+   * and receiving times on its links (the spread's terms, joint.h), else its compute and its bytes
+   * over an intra-host link.
    */
-  void least_loaded(int k, std::int64_t bytes, const std::vector<bool>& skip, std::vector<int>& out);
+  [[nodiscard]] double device_load_ms(int device);
+  /** What a device is ranked by: its whole load (device_load_ms), or on the fast path one term
+   *  of it: its compute, its output sent (its host's reduced rows included), its input received. */
+  enum class LoadTerm { kAll, kCompute, kOutput, kInput };
+  /** The terms least_loaded can rank by, the first ones of LoadTerm: kAll, and on the fast path
+   *  the others (kInput where the input all-to-all is exposed). */
+  [[nodiscard]] int load_terms() const { return static_cast<int>(loads_.size()); }
+  /**
+   * Appends to `out` up to k devices not marked in `skip`, least loaded first (by `term`, then
+   * HBM used, then index), among those with `bytes` of HBM free if any has, else among all; only
+   * with more than kAllCandidatesUpTo devices (kept in LoadIndexes, refreshed where pieces changed).
+   */
+  void least_loaded(int k, std::int64_t bytes, const std::vector<bool>& skip, std::vector<int>& out,
+                    LoadTerm term = LoadTerm::kAll);
   /** Devices that set a term of the objective in the last `objective()`. */
   [[nodiscard]] std::vector<int> critical_devices() const;
   /** The tables with a piece on `device` (in no particular order; a table once per piece). */
@@ -368,7 +387,7 @@ class State {
   /// it must not share a device with; both empty when the task has no placement groups.
   std::vector<std::vector<int>> colocated_with_, separated_from_;
   // More than kAllCandidatesUpTo devices: the devices by load, refreshed lazily (least_loaded).
-  LoadIndex loads_;
+  std::vector<LoadIndex> loads_;  ///< per LoadTerm (kAll only off the fast path)
   std::vector<int> stale_loads_;
   std::vector<bool> load_is_stale_;
   // Many devices, an additive model, the link model and `step` (fast_step.h): kept per change.

@@ -67,7 +67,9 @@ State::State(const Task& task, CostModel& cost, Objective objective, const Conte
   fast_ = additive_ && cost.comm().is_link_model() && objective == Objective::kStep &&
           mode != InputCommMode::kOverlap && n >= kFastFromDevices;
   if (static_cast<int>(n) > kAllCandidatesUpTo) {
-    loads_ = LoadIndex(static_cast<int>(n));
+    // kAll, and on the fast path kCompute, kOutput and (where it is paid) kInput.
+    const int terms = !fast_ ? 1 : mode == InputCommMode::kExposed ? 4 : 3;
+    loads_.assign(static_cast<std::size_t>(terms), LoadIndex(static_cast<int>(n)));
     load_is_stale_.assign(n, true);
     for (std::size_t d = 0; d < n; ++d) stale_loads_.push_back(static_cast<int>(d));
   }
@@ -117,6 +119,10 @@ void State::update_spread(int device, const DeviceCompute& c) {
 
 double State::device_load_ms(int device) {
   const DeviceCompute c = device_compute(device);
+  if (fast_) {
+    // The spread's terms: compute and the device's own sending and receiving times on its links.
+    return c.fw_ms + c.bw_ms + 2.0 * out_.own_ms(device) + (input_exposed_ ? in_.own_ms(device) : 0.0);
+  }
   const DeviceLoad& load = devices_[static_cast<std::size_t>(device)];
   const double bytes = 2.0 * static_cast<double>(task_.workload.batch_size) * static_cast<double>(load.dims) * 4 +
                        static_cast<double>(load.input_bytes);
@@ -124,17 +130,30 @@ double State::device_load_ms(int device) {
   return c.fw_ms + c.bw_ms + bytes / (gbps * 1e6);
 }
 
-void State::least_loaded(int k, std::int64_t bytes, const std::vector<bool>& skip, std::vector<int>& out) {
-  EMBSHARD_ASSERT(num_devices() > kAllCandidatesUpTo);
+void State::least_loaded(int k, std::int64_t bytes, const std::vector<bool>& skip, std::vector<int>& out,
+                         LoadTerm term) {
+  EMBSHARD_ASSERT(num_devices() > kAllCandidatesUpTo && static_cast<int>(term) < load_terms());
   for (const int d : stale_loads_) {
     const std::int64_t used = devices_[static_cast<std::size_t>(d)].hbm_bytes;
-    loads_.set(d, device_load_ms(d), used, task_.topology.devices[static_cast<std::size_t>(d)].hbm_bytes - used);
+    const std::int64_t free = task_.topology.devices[static_cast<std::size_t>(d)].hbm_bytes - used;
+    const auto set = [&](LoadTerm term, double load_ms) {
+      if (static_cast<int>(term) < load_terms()) loads_[static_cast<std::size_t>(term)].set(d, load_ms, used, free);
+    };
+    set(LoadTerm::kAll, device_load_ms(d));
+    if (fast_) {
+      const DeviceCompute c = device_compute(d);
+      set(LoadTerm::kCompute, c.fw_ms + c.bw_ms);
+      // What it sends across hosts, its host's reduced rows included (fast_step.h).
+      set(LoadTerm::kOutput, out_.own_ms(d) + out_.host_ms(task_.topology.host_of(d)));
+      set(LoadTerm::kInput, in_.own_ms(d));
+    }
     load_is_stale_[static_cast<std::size_t>(d)] = false;
   }
   stale_loads_.clear();
+  const LoadIndex& index = loads_[static_cast<std::size_t>(term)];
   const std::size_t before = out.size();
-  loads_.least(k, bytes, true, skip, out);
-  if (out.size() == before) loads_.least(k, bytes, false, skip, out);
+  index.least(k, bytes, true, skip, out);
+  if (out.size() == before) index.least(k, bytes, false, skip, out);
 }
 
 void State::index_placement_groups() {
@@ -313,6 +332,13 @@ void State::count_reduced(const Piece& p, int sign) {
   fast_spread_ -= term * term;
   term = 2 * whole_us(out_.host_ms(host));
   fast_spread_ += term * term;
+  // Every device of the host sends its reduced rows: their output load changed (least_loaded).
+  const int size = task_.topology.host_size();
+  for (int d = host * size; d < (host + 1) * size && !load_is_stale_.empty(); ++d) {
+    if (load_is_stale_[static_cast<std::size_t>(d)]) continue;
+    load_is_stale_[static_cast<std::size_t>(d)] = true;
+    stale_loads_.push_back(d);
+  }
 }
 
 void State::add(const Piece& piece) {
