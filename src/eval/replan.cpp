@@ -456,6 +456,7 @@ class ReplanSearch {
     Curve curve = curve_to(relabelled(task_, scratch, old_));
     const std::optional<Plan> start = walk(curve);
     search_priced(start ? *start : curve.plan_with(curve.size(), order_));
+    walk_back_nearest_over_budget();
     return finish(scratch.provenance);
   }
 
@@ -486,9 +487,29 @@ class ReplanSearch {
     return curve;
   }
 
+  /**
+   * The search that moved least beyond the budget, where it is faster than the best within it,
+   * walked back: the curve from the kept plan to it, table by table (replan.h), whose points up to
+   * the budget keep most of what it gained (at a price a search may move just too much, and the
+   * next price nothing).
+   */
+  void walk_back_nearest_over_budget() {
+    std::optional<std::size_t> nearest;
+    for (std::size_t i = 0; i < result_.curve.size(); ++i) {
+      const ReplanPoint& pt = result_.curve[i];
+      if (pt.price >= 0 && pt.moved_bytes > budget() &&
+          (!nearest || pt.moved_bytes < result_.curve[*nearest].moved_bytes))
+        nearest = i;
+    }
+    if (!nearest || (best_ && result_.curve[*best_].step_ms <= result_.curve[*nearest].step_ms)) return;
+    Curve curve = curve_to(plans_[*nearest]);
+    walk(curve, false);
+  }
+
   /** Every kMostCurvePoints-th plan of the curve that fits becomes a point; returns the first
-   *  that fits (the kept plan, where it fits). */
-  std::optional<Plan> walk(Curve& curve) {
+   *  that fits (the kept plan, where it fits). `ends`: the curve's ends are the kept plan and
+   *  the target (result_.kept and result_.target). */
+  std::optional<Plan> walk(Curve& curve, bool ends = true) {
     const std::size_t n = curve.size();
     const std::size_t stride = std::max<std::size_t>(1, (n + kMostCurvePoints - 1) / kMostCurvePoints);
     std::optional<Plan> first;
@@ -497,8 +518,8 @@ class ReplanSearch {
       if (!find_error_in_plan(task_, p).empty()) continue;
       ReplanPoint pt = curve.point(k, order_);
       pt.step_ms = curve.step(p);
-      if (k == 0) result_.kept = with_share(pt), kept_fits_ = true;
-      if (k == n) result_.target = with_share(pt);
+      if (ends && k == 0) result_.kept = with_share(pt), kept_fits_ = true;
+      if (ends && k == n) result_.target = with_share(pt);
       if (!first) first = p;
       add(pt, std::move(p));
     }

@@ -37,8 +37,23 @@ constexpr int kCopiesBelowDevices = 64;
 constexpr std::size_t kRelayoutFinalists = 3;
 /** On the fast path, candidates beyond the least loaded: the least loaded by each term (joint.h). */
 constexpr int kTermCandidates = 1;
+/** What placing a table unscored takes past the deadline (insert_quickly), in ms: 6–8 µs at 1,000
+ *  to 20,000 tables on 128 to 4,096 devices on this project's VM, rounded up (docs/benchmarks.md,
+ *  "Deadlines and reproducibility"). */
+constexpr double kUnscoredMsPerTable = 0.01;
 /** Most pieces per table unless `max_parts` says otherwise (more only multiplies the output). */
 constexpr int kDefaultMaxParts = 64;
+
+/**
+ * When a search that began at `start` stops: start + time_ms, less what finishing a plan takes.
+ * Restoring the best plan, writing it out and judging its gap take about 3 µs a table at 20,000
+ * tables (docs/benchmarks.md): the search stops that much early, at most 10% of time_ms.
+ */
+std::chrono::steady_clock::time_point search_deadline(const Task& task, const Options& options,
+                                                      std::chrono::steady_clock::time_point start) {
+  const double finish_ms = std::min(0.1 * options.time_ms, 3e-3 * static_cast<double>(task.workload.tables.size()));
+  return start + std::chrono::microseconds(static_cast<std::int64_t>((options.time_ms - finish_ms) * 1000.0));
+}
 
 /** An objective value and its tie-breaker. */
 struct Score {
@@ -88,10 +103,7 @@ class Search {
     state_.set_cold_rows_to_uvm(options.uvm);
     state_.set_replica_sync(options.sync);
     if (options.origin) state_.set_origin(origin_of(*options.origin->old));
-    // Restoring the best plan, writing it out and judging its gap take about 3 µs a table at
-    // 20,000 tables (docs/benchmarks.md): the search stops that much early, at most 10% of time_ms.
-    const double finish_ms = std::min(0.1 * options.time_ms, 3e-3 * static_cast<double>(task.workload.tables.size()));
-    deadline_ = start + std::chrono::microseconds(static_cast<std::int64_t>((options.time_ms - finish_ms) * 1000.0));
+    deadline_ = search_deadline(task, options, start);
     if (ctx.deadline && *ctx.deadline < deadline_) deadline_ = *ctx.deadline;
     order_ = tables_by_cost();
     for (int t = 0; t < state_.num_tables(); ++t) {
@@ -153,7 +165,11 @@ class Search {
   [[nodiscard]] std::int64_t work() const { return evaluations_ + state_.changes(); }
   /** Whether the search must stop: its work is spent or the deadline has passed. */
   [[nodiscard]] bool spent() const { return work() >= limit_ || out_of_time(); }
-  [[nodiscard]] bool out_of_time() const { return std::chrono::steady_clock::now() >= deadline_; }
+  /** Whether the deadline has passed, or is less than `reserve_ms` away. */
+  [[nodiscard]] bool out_of_time(double reserve_ms = 0.0) const {
+    return std::chrono::steady_clock::now() + std::chrono::microseconds(static_cast<std::int64_t>(reserve_ms * 1e3)) >=
+           deadline_;
+  }
 
   /**
    * Local search from the current plan; where it ends better than `best`, polished (swaps too,
@@ -367,8 +383,11 @@ class Search {
    * unscored (`insert_quickly`). Returns the first table that fits nowhere, or -1.
    */
   int greedy_start(const std::vector<int>& order) {
-    for (int t : order)
-      if (!(out_of_time() ? insert_quickly(t) : insert_best(t, start_layouts(t)))) return t;
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      // Unscored once only the time placing the rest that way takes is left (joint.h step 2).
+      const bool quick = out_of_time(static_cast<double>(order.size() - i) * kUnscoredMsPerTable);
+      if (!(quick ? insert_quickly(order[i]) : insert_best(order[i], start_layouts(order[i])))) return order[i];
+    }
     return -1;
   }
 
@@ -1196,13 +1215,14 @@ class JointSharder final : public Sharder {
     // time_ms covers everything: the bound first, the search, then the plan's gap (joint.h).
     const auto start = std::chrono::steady_clock::now();
     const std::optional<double> bound = cost->lower_bound(task, options_.objective);
-    ShardResult result = plan_layouts(task, *cost, ctx, start);
+    std::optional<double> value;  // the plan's objective, where choosing among layouts judged it
+    ShardResult result = plan_layouts(task, *cost, ctx, start, value);
     if (result.status != ShardStatus::kOk) return result;
     result.lower_bound = bound;
     result.bound_objective = options_.objective;
     if (bound && *bound > 0 && options_.objective != Objective::kBalance) {
-      const double value = plan_value(task, *cost, result.plan, ctx);
-      result.stats.solver_gap = gap_to_bound(value, *bound);
+      if (!value) value = plan_value(task, *cost, result.plan, ctx);
+      result.stats.solver_gap = gap_to_bound(*value, *bound);
     }
     return result;
   }
@@ -1215,9 +1235,10 @@ class JointSharder final : public Sharder {
     return objective_value(group_cost->estimate(task, plan, ctx), options_.objective);
   }
 
-  /** The best plan among 1D and the 2D layouts the options name (joint.h, "2D"). */
+  /** The best plan among 1D and the 2D layouts the options name (joint.h, "2D"); `value`: its
+   *  objective where the choice judged it. */
   ShardResult plan_layouts(const Task& task, CostModel& cost, const Context& ctx,
-                           std::chrono::steady_clock::time_point start) const {
+                           std::chrono::steady_clock::time_point start, std::optional<double>& value) const {
     std::vector<ShardingGroups> layouts = layouts_named(task, options_.groups);
     const bool only_2d = options_.groups > 0;
     EMBSHARD_CHECK(!only_2d || options_.objective != Objective::kBalance, "joint: groups=", options_.groups,
@@ -1235,16 +1256,19 @@ class JointSharder final : public Sharder {
     double best_value = kInf;
     std::int64_t evaluated = 0;
     std::string tried;
+    // A layout's search first places every table; once the 1D search's own deadline has passed
+    // there is no time left for that (it would run past time_ms, unscored), nor for judging.
+    const auto deadline = search_deadline(task, options_, start);
     if (!only_2d) {
       best = Search(task, cost, options_, ctx, start).run();
       if (best.status != ShardStatus::kOk) return best;  // 2D needs more memory per device, not less
+      if (std::chrono::steady_clock::now() >= deadline) return best;
       evaluated = best.stats.plans_evaluated;
       const CostBreakdown b = cost.estimate(task, best.plan, ctx);
       best_value = objective_value(b, options_.objective);
       layouts = most_promising(task, b, best_value, layouts);
     }
     const double share = only_2d ? 1.0 / static_cast<double>(layouts.size()) : kLayoutShare;
-    const auto deadline = start + std::chrono::microseconds(static_cast<std::int64_t>(options_.time_ms * 1000.0));
     for (const ShardingGroups& groups : layouts) {
       if (!only_2d && std::chrono::steady_clock::now() >= deadline) break;
       const Task group_task = sharding_group_task(task, groups);
@@ -1270,6 +1294,7 @@ class JointSharder final : public Sharder {
       }
     }
     best.stats.plans_evaluated = evaluated;
+    if (best.status == ShardStatus::kOk && best_value < kInf) value = best_value;
     if (!tried.empty())
       best.stats.solver += detail::concat("; 2D layouts searched (ranks per group, ranks, objective): ", tried,
                                           "; chose ", describe_groups(best.plan.groups, task.topology.num_devices()));

@@ -47,8 +47,9 @@
  *      start in pieces"); a table that fits no device
  *      whole takes whichever layout, pieces placed the same way, leaves the lowest objective;
  *      when one fits nowhere (memory is tight), the start is made again, tables by decreasing bytes;
- *      past the deadline the remaining tables go in their start layouts, each piece on the least
- *      loaded device it fits, unscored;
+ *      once the time left is what placing the rest that way takes (~10 µs a table), the
+ *      remaining tables go in their start layouts, each piece on the least loaded device it
+ *      fits, unscored;
  *   3. local search until no move helps, around the critical devices (those that set a term of
  *      the objective): move a piece to another device; make a row layout uneven (beyond 32
  *      devices only between neighbouring pieces, the two re-made alone); when polishing (below),
@@ -77,7 +78,8 @@
  * is spent, so a larger budget never returns a worse plan (under `groups=auto` the 2D layouts
  * searched follow the 1D plan, so there this holds for each layout's search). `time_ms` (default 60 s, the context's
  * deadline when sooner) is a safety stop that covers the bound, the search and finishing the plan
- * (the search stops ~3 µs a table early): past it the best plan so far is returned.
+ * (the search stops ~3 µs a table early): past it the best plan so far is returned, and no 2D
+ * layout is searched once the 1D search has stopped there.
  * With `torchrec=true` the row layouts are those TorchRec's training path can run (the export,
  * plan/torchrec_export.h, rejects others): rows over every device, or over every device of one
  * host (table_row_wise, multi-host topologies), in blocks of ⌈R/k⌉ in rank order, never moved or
