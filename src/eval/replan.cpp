@@ -508,12 +508,13 @@ class ReplanSearch {
 
   /** Every kMostCurvePoints-th plan of the curve that fits becomes a point; returns the first
    *  that fits (the kept plan, where it fits). `ends`: the curve's ends are the kept plan and
-   *  the target (result_.kept and result_.target). */
+   *  the target (result_.kept and result_.target); else they are left out (already points). */
   std::optional<Plan> walk(Curve& curve, bool ends = true) {
     const std::size_t n = curve.size();
     const std::size_t stride = std::max<std::size_t>(1, (n + kMostCurvePoints - 1) / kMostCurvePoints);
     std::optional<Plan> first;
     for (std::size_t k = 0; k <= n; k = k == n ? n + 1 : std::min(n, k + stride)) {
+      if (!ends && (k == 0 || k == n)) continue;  // the kept plan and the search: points already
       Plan p = curve.plan_with(k, order_);
       if (!find_error_in_plan(task_, p).empty()) continue;
       ReplanPoint pt = curve.point(k, order_);
