@@ -379,12 +379,12 @@ class Search {
   }
 
   /**
-   * Inserts the tables in `order` (greedy start, joint.h); past the deadline the rest go in
-   * unscored (`insert_quickly`). Returns the first table that fits nowhere, or -1.
+   * Inserts the tables in `order` (greedy start, joint.h); once only the time placing the rest
+   * unscored takes is left (kUnscoredMsPerTable each), the rest go in that way (`insert_quickly`).
+   * Returns the first table that fits nowhere, or -1.
    */
   int greedy_start(const std::vector<int>& order) {
     for (std::size_t i = 0; i < order.size(); ++i) {
-      // Unscored once only the time placing the rest that way takes is left (joint.h step 2).
       const bool quick = out_of_time(static_cast<double>(order.size() - i) * kUnscoredMsPerTable);
       if (!(quick ? insert_quickly(order[i]) : insert_best(order[i], start_layouts(order[i])))) return order[i];
     }
@@ -392,9 +392,9 @@ class Search {
   }
 
   /**
-   * Past the deadline: `t` in its start layout (whole, or a heavy table's row pieces), each piece
-   * on the least loaded device where it fits (HBM first, then with UVM), no move scored; other
-   * layouts as `insert_best` would.
+   * Near the deadline (greedy_start): `t` in its start layout (whole, or a heavy table's row
+   * pieces), each piece on the least loaded device where it fits (HBM first, then with UVM), no
+   * move scored; other layouts as `insert_best` would.
    */
   bool insert_quickly(int t) {
     const std::vector<Layout> layouts = start_layouts(t);
@@ -551,8 +551,7 @@ class Search {
           for (const int d : out) taken_[static_cast<std::size_t>(d)] = true;
           state_.least_loaded(kTermCandidates, bytes, taken_, out, static_cast<State::LoadTerm>(term));
         }
-        for (const int d : out) taken_[static_cast<std::size_t>(d)] = false;
-        for (const Piece& p : state_.pieces(t)) taken_[static_cast<std::size_t>(p.placed.shard.device)] = true;
+        for (const int d : out) taken_[static_cast<std::size_t>(d)] = false;  // only the table's own stay
       }
       // A re-plan: the devices that held the table before, where a piece moves nothing; a
       // colocated table: its group's device, the only one it may take.
@@ -1235,10 +1234,10 @@ class JointSharder final : public Sharder {
     return objective_value(group_cost->estimate(task, plan, ctx), options_.objective);
   }
 
-  /** The best plan among 1D and the 2D layouts the options name (joint.h, "2D"); `value`: its
-   *  objective where the choice judged it. */
+  /** The best plan among 1D and the 2D layouts the options name (joint.h, "2D"); `chosen_value`:
+   *  its objective where the choice judged it. */
   ShardResult plan_layouts(const Task& task, CostModel& cost, const Context& ctx,
-                           std::chrono::steady_clock::time_point start, std::optional<double>& value) const {
+                           std::chrono::steady_clock::time_point start, std::optional<double>& chosen_value) const {
     std::vector<ShardingGroups> layouts = layouts_named(task, options_.groups);
     const bool only_2d = options_.groups > 0;
     EMBSHARD_CHECK(!only_2d || options_.objective != Objective::kBalance, "joint: groups=", options_.groups,
@@ -1294,7 +1293,7 @@ class JointSharder final : public Sharder {
       }
     }
     best.stats.plans_evaluated = evaluated;
-    if (best.status == ShardStatus::kOk && best_value < kInf) value = best_value;
+    if (best.status == ShardStatus::kOk && best_value < kInf) chosen_value = best_value;
     if (!tried.empty())
       best.stats.solver += detail::concat("; 2D layouts searched (ranks per group, ranks, objective): ", tried,
                                           "; chose ", describe_groups(best.plan.groups, task.topology.num_devices()));

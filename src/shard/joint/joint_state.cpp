@@ -136,8 +136,8 @@ void State::least_loaded(int k, std::int64_t bytes, const std::vector<bool>& ski
   for (const int d : stale_loads_) {
     const std::int64_t used = devices_[static_cast<std::size_t>(d)].hbm_bytes;
     const std::int64_t free = task_.topology.devices[static_cast<std::size_t>(d)].hbm_bytes - used;
-    const auto set = [&](LoadTerm term, double load_ms) {
-      if (static_cast<int>(term) < load_terms()) loads_[static_cast<std::size_t>(term)].set(d, load_ms, used, free);
+    const auto set = [&](LoadTerm which, double load_ms) {
+      if (static_cast<int>(which) < load_terms()) loads_[static_cast<std::size_t>(which)].set(d, load_ms, used, free);
     };
     set(LoadTerm::kAll, device_load_ms(d));
     if (fast_) {
