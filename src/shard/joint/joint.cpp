@@ -1261,7 +1261,10 @@ class JointSharder final : public Sharder {
     if (!only_2d) {
       best = Search(task, cost, options_, ctx, start).run();
       if (best.status != ShardStatus::kOk) return best;  // 2D needs more memory per device, not less
-      if (std::chrono::steady_clock::now() >= deadline) return best;
+      if (std::chrono::steady_clock::now() >= deadline) {
+        best.stats.solver += "; 2D layouts not searched: the 1D search reached the deadline";
+        return best;
+      }
       evaluated = best.stats.plans_evaluated;
       const CostBreakdown b = cost.estimate(task, best.plan, ctx);
       best_value = objective_value(b, options_.objective);
