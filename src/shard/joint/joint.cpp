@@ -589,27 +589,23 @@ class Search {
         out.push_back(d);
       }
     }
-    std::vector<double> load(out.size() - before);
-    for (std::size_t i = before; i < out.size(); ++i) load[i - before] = state_.device_load_ms(out[i]);
-    std::vector<std::size_t> order(load.size());
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return load[a] < load[b]; });
-    std::vector<int> sorted;
-    for (const std::size_t i : order) sorted.push_back(out[before + i]);
-    std::copy(sorted.begin(), sorted.end(), out.begin() + static_cast<std::ptrdiff_t>(before));
+    sort_by_load(out.begin() + static_cast<std::ptrdiff_t>(before), out.end());
     return out.size() > before;
+  }
+
+  /** Orders the devices in [first, last) least loaded first (State::device_load_ms), stably. */
+  void sort_by_load(std::vector<int>::iterator first, std::vector<int>::iterator last) {
+    std::vector<double> load(static_cast<std::size_t>(n_));
+    for (auto d = first; d != last; ++d) load[static_cast<std::size_t>(*d)] = state_.device_load_ms(*d);
+    std::stable_sort(first, last, [&](int a, int b) {
+      return load[static_cast<std::size_t>(a)] < load[static_cast<std::size_t>(b)];
+    });
   }
 
   /** `candidates`, least loaded first (beyond kAllCandidatesUpTo devices they already are). */
   std::vector<int> least_loaded_first(int t, std::int64_t bytes) {
     std::vector<int> devices = candidates(t, bytes);
-    if (n_ <= kAllCandidatesUpTo) {
-      std::vector<double> load(static_cast<std::size_t>(n_));
-      for (int d : devices) load[static_cast<std::size_t>(d)] = state_.device_load_ms(d);
-      std::stable_sort(devices.begin(), devices.end(), [&](int a, int b) {
-        return load[static_cast<std::size_t>(a)] < load[static_cast<std::size_t>(b)];
-      });
-    }
+    if (n_ <= kAllCandidatesUpTo) sort_by_load(devices.begin(), devices.end());
     return devices;
   }
 

@@ -390,6 +390,8 @@ class State {
   std::vector<std::vector<int>> colocated_with_, separated_from_;
   // More than kAllCandidatesUpTo devices: the devices by load, refreshed lazily (least_loaded).
   std::vector<LoadIndex> loads_;  ///< per LoadTerm (kAll only off the fast path)
+  /** Queues `device`'s loads for refreshing (least_loaded), once; nothing below that many devices. */
+  void mark_load_stale(int device);
   std::vector<int> stale_loads_;
   std::vector<bool> load_is_stale_;
   // Many devices, an additive model, the link model and `step` (fast_step.h): kept per change.

@@ -156,6 +156,13 @@ void State::least_loaded(int k, std::int64_t bytes, const std::vector<bool>& ski
   if (out.size() == before) index.least(k, bytes, false, skip, out);
 }
 
+void State::mark_load_stale(int device) {
+  const auto d = static_cast<std::size_t>(device);
+  if (load_is_stale_.empty() || load_is_stale_[d]) return;
+  load_is_stale_[d] = true;
+  stale_loads_.push_back(device);
+}
+
 void State::index_placement_groups() {
   const PlacementGroups& groups = task_.constraints.groups;
   if (groups.empty()) return;
@@ -292,10 +299,7 @@ void State::apply(const Piece& p, int sign) {
     held.pop_back();
   }
   if (fast_) update_fast(static_cast<int>(d));
-  if (!load_is_stale_.empty() && !load_is_stale_[d]) {
-    load_is_stale_[d] = true;
-    stale_loads_.push_back(static_cast<int>(d));
-  }
+  mark_load_stale(static_cast<int>(d));
   if (additive_) return;
   dirty_[d] = true;
   auto& list = by_device_[d];
@@ -334,11 +338,7 @@ void State::count_reduced(const Piece& p, int sign) {
   fast_spread_ += term * term;
   // Every device of the host sends its reduced rows: their output load changed (least_loaded).
   const int size = task_.topology.host_size();
-  for (int d = host * size; d < (host + 1) * size && !load_is_stale_.empty(); ++d) {
-    if (load_is_stale_[static_cast<std::size_t>(d)]) continue;
-    load_is_stale_[static_cast<std::size_t>(d)] = true;
-    stale_loads_.push_back(d);
-  }
+  for (int d = host * size; d < (host + 1) * size; ++d) mark_load_stale(d);
 }
 
 void State::add(const Piece& piece) {
