@@ -534,8 +534,8 @@ class ReplanSearch {
     const double base = step_of(start);
     // At each price: within budget, over it, or no plan (which says nothing of the budget).
     enum class Outcome { kWithin, kOver, kNone };
-    const auto at = [&](double price) {
-      const PlanOrigin origin{&start, &old_plan_, price * base / table_bytes_};
+    const auto at = [&](double price, double cap = std::numeric_limits<double>::infinity()) {
+      const PlanOrigin origin{&start, &old_plan_, price * base / table_bytes_, cap};
       ShardResult r = plan_task_from(searcher(), task_, cost_.get(), origin, ctx_);
       if (r.status != ShardStatus::kOk) return Outcome::kNone;
       ReplanPoint pt;
@@ -561,6 +561,8 @@ class ReplanSearch {
       if (o == Outcome::kNone) break;
       (o == Outcome::kWithin ? over : under) = price;
     }
+    // The highest price that moved too much, held to the budget: it stops where the budget ends.
+    if (under > 0 && std::isfinite(budget())) at(under, budget());
   }
 
   ReplanResult finish(const Provenance& scratch) {

@@ -823,5 +823,49 @@ TEST(JointState, ObjectiveIsThe2DPlansWithItsReplicaSync) {
   }
 }
 
+/** best_splits' ranking, each split's two devices summed from scratch (the slow reference). */
+std::vector<std::uint32_t> best_splits_by_brute_force(const Repartition& r, std::size_t count) {
+  std::vector<std::pair<std::pair<double, double>, std::uint32_t>> ranked;
+  for (std::uint32_t split = 0; split < (std::uint32_t{1} << r.tables.size()); ++split) {
+    if (split == r.now) continue;
+    std::array<std::array<double, 4>, 2> v = r.base;
+    for (std::size_t i = 0; i < r.tables.size(); ++i)
+      for (int j = 0; j < 4; ++j) v[(split >> i) & 1U][j] += r.loads[i][j];
+    double top = 0.0, squares = 0.0;
+    for (std::size_t i = 0; i < r.tables.size(); ++i) top += r.moved[i][(split >> i) & 1U];
+    for (int j = 0; j < 4; ++j) top += std::max(v[0][j], v[1][j]), squares += v[0][j] * v[0][j] + v[1][j] * v[1][j];
+    ranked.push_back({{top, squares}, split});
+  }
+  std::sort(ranked.begin(), ranked.end());
+  std::vector<std::uint32_t> out;
+  for (std::size_t i = 0; i < ranked.size() && i < count; ++i) out.push_back(ranked[i].second);
+  return out;
+}
+
+TEST(JointRepartition, TheGrayCodeWalkRanksSplitsAsSummingEachFromScratchDoes) {
+  Rng rng(17);
+  for (int trial = 0; trial < 40; ++trial) {
+    Repartition r;
+    r.devices = {3, 7};
+    const std::size_t tables = 3 + rng.below(10);
+    for (auto& device : r.base)
+      for (double& term : device) term = rng.uniform();
+    for (std::size_t i = 0; i < tables; ++i) {
+      r.tables.push_back(static_cast<int>(i));
+      r.loads.push_back({rng.uniform(), 4 * rng.uniform(), rng.uniform(), rng.below(4) == 0 ? 0.0 : rng.uniform()});
+      // What moving it would cost (re-planning): on its old device nothing, else its bytes × a price.
+      const double price = trial % 2 == 0 ? 0.0 : 0.3 * rng.uniform();
+      const std::uint64_t home = rng.below(3);  // side 0, side 1 or neither held it before
+      r.moved.push_back({home == 0 ? 0.0 : price, home == 1 ? 0.0 : price});
+    }
+    r.now = static_cast<std::uint32_t>(rng.below(std::uint64_t{1} << tables));
+    for (const std::size_t count : {std::size_t{1}, std::size_t{6}, std::size_t{1} << tables}) {
+      const std::vector<std::uint32_t> fast = best_splits(r, count);
+      EXPECT_EQ(fast, best_splits_by_brute_force(r, count)) << "trial " << trial << ", " << tables << " tables";
+      EXPECT_EQ(std::count(fast.begin(), fast.end(), r.now), 0);  // never the split it has
+    }
+  }
+}
+
 }  // namespace
 }  // namespace embshard::detail::joint

@@ -183,6 +183,32 @@ TEST(Replan, JointSearchingFromAPlanNeverEndsWorseThanItAndOthersRefuse) {
   EXPECT_EQ(find_error_in_plan(task, replan(task, start, greedy, quiet()).plan), "");
 }
 
+TEST(Replan, JointHeldToAMovementCapNeverMovesMoreNorEndsWorse) {
+  const Task before = tiny_task(24, "v100:nodes=2,gpus_per_node=4,hbm_gib=4", 22);
+  Task after = before;
+  after.topology = topology_with_devices(before.topology, 12);
+  const Plan old = planned(before);
+  const auto cost = make_cost_model("sim", after, quiet());
+  const double total = static_cast<double>(after.workload.total_bytes());
+  const PlanOrigin free{&old, &old, 0.0};
+  const ShardResult unheld = plan_task_from("joint:groups=none", after, cost.get(), free, quiet());
+  ASSERT_EQ(unheld.status, ShardStatus::kOk) << unheld.reason;
+  EXPECT_GT(plan_movement(after, unheld.plan, old).moved_bytes, 0.05 * total);  // so the caps below bind
+  for (const double share : {0.0, 0.02, 0.05}) {
+    SCOPED_TRACE(share);
+    const PlanOrigin held{&old, &old, 0.0, share * total};
+    const ShardResult r = plan_task_from("joint:groups=none", after, cost.get(), held, quiet());
+    ASSERT_EQ(r.status, ShardStatus::kOk) << r.reason;
+    EXPECT_LE(plan_movement(after, r.plan, old).moved_bytes, share * total);
+    EXPECT_LE(step_of(after, r.plan), step_of(after, old) * (1 + 1e-12));
+  }
+  // A start that already moves more than the cap is refused, naming both.
+  const PlanOrigin beyond{&unheld.plan, &old, 0.0, 0.01 * total};
+  const ShardResult refused = plan_task_from("joint:groups=none", after, cost.get(), beyond, quiet());
+  EXPECT_EQ(refused.status, ShardStatus::kInfeasible);
+  EXPECT_NE(refused.reason.find("the start plan moves"), std::string::npos) << refused.reason;
+}
+
 TEST(ReplanReshard, OnlyShardsMovingBetweenTheOldRanksAreWhatTorchrecCanReshard) {
   Plan old;
   old.tables = {{"a", ShardingType::kTableWise, {shard(0, 0, 1000, 0, 8)}},

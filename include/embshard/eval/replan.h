@@ -29,10 +29,11 @@
  * all); each prefix is a point of the curve (bytes moved, step), kept where it fits memory. The
  * last point is the target itself. Then joint searches from the kept plan with every moved byte
  * priced (`plan_task_from`, shard/sharder.h `PlanOrigin`; the options' sharder when it is joint,
- * else joint): at fixed prices, then bisected between the two that straddle the budget. A search
- * that moved just too much is not lost: the one that moved least beyond the budget, where it is
- * faster than every plan within it, is walked back like the target, table by table from the kept
- * plan, and its prefixes are points too. The answer is the fastest point within `max_move_bytes`.
+ * else joint): at fixed prices, then bisected between the two that straddle the budget, and once
+ * more at the highest price that moved too much, held to the budget (PlanOrigin::max_moved_bytes:
+ * it stops taking moves where the budget ends). A search that moved just too much is not lost: the one that moved least
+ * beyond the budget, where it is faster than every plan within it, is walked back like the target, table by table from
+ * the kept plan, and its prefixes are points too. The answer is the fastest point within `max_move_bytes`.
  */
 #include <limits>
 #include <string>

@@ -26,6 +26,7 @@
  * objective; src/shard/joint/joint.h).
  */
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -66,12 +67,15 @@ struct ShardResult {
  * the task to search from, `old` the plan that runs today (devices keep their ranks; its tables are
  * matched by name and shape), and every byte a piece holds that its device did not hold in `old`
  * adds `ms_per_moved_byte` to the objective the search minimises (a Lagrangian price: 0 searches
- * from `start` for the step alone). Only sharders that search from a plan take it (joint).
+ * from `start` for the step alone), and no plan moving more than `max_moved_bytes` is taken (a cap; a
+ * `start` that moves more is infeasible). Only sharders that search from a plan take it (joint).
  */
 struct PlanOrigin {
   const Plan* start = nullptr;
   const Plan* old = nullptr;
   double ms_per_moved_byte = 0.0;
+  /// No plan moving more than this many bytes is taken (a cap, beside or instead of the price)
+  double max_moved_bytes = std::numeric_limits<double>::infinity();
 };
 
 class Sharder {

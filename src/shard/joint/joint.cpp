@@ -1,6 +1,7 @@
 // `joint`: layouts and placement chosen together by local search on the model's exact objective
 // (the search space and the algorithm are documented in joint.h).
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <functional>
@@ -21,6 +22,42 @@
 
 namespace embshard::detail {
 namespace joint {
+
+std::vector<std::uint32_t> best_splits(const Repartition& r, std::size_t count) {
+  std::array<std::array<double, 4>, 2> v = r.base;
+  for (const std::array<double, 4>& load : r.loads)
+    for (int j = 0; j < 4; ++j) v[0][j] += load[j];
+  double moved = 0.0;
+  for (const std::array<double, 2>& m : r.moved) moved += m[0];
+  std::vector<std::pair<std::pair<double, double>, std::uint32_t>> best;
+  std::uint32_t split = 0;
+  const std::uint32_t all = std::uint32_t{1} << r.tables.size();
+  for (std::uint32_t step = 0; step < all; ++step) {
+    if (step > 0) {
+      const auto i = static_cast<std::size_t>(std::countr_zero(step));
+      split ^= std::uint32_t{1} << i;
+      const auto to = static_cast<std::size_t>((split >> i) & 1U);
+      for (int j = 0; j < 4; ++j) v[to][j] += r.loads[i][j], v[1 - to][j] -= r.loads[i][j];
+      moved += r.moved[i][to] - r.moved[i][1 - to];
+    }
+    if (split == r.now) continue;
+    double top = moved, squares = 0.0;
+    for (int j = 0; j < 4; ++j) {
+      top += std::max(v[0][j], v[1][j]);
+      squares += v[0][j] * v[0][j] + v[1][j] * v[1][j];
+    }
+    const std::pair<double, double> key{top, squares};
+    if (best.size() < count || key < best.back().first) {
+      best.emplace_back(key, split);
+      std::sort(best.begin(), best.end());
+      if (best.size() > count) best.pop_back();
+    }
+  }
+  std::vector<std::uint32_t> out;
+  for (const auto& b : best) out.push_back(b.second);
+  return out;
+}
+
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -41,6 +78,14 @@ constexpr int kTermCandidates = 1;
  *  to 20,000 tables on 128 to 4,096 devices on this project's VM, rounded up (docs/benchmarks.md,
  *  "Deadlines and reproducibility"). */
 constexpr double kUnscoredMsPerTable = 0.01;
+/** A re-partition of two devices (joint.h step 3) takes at most this many whole tables (every
+ *  split of them is estimated: 65,536 at 16), and makes and scores the best few by the estimate
+ *  (3 and 12 were no better on the tuning seeds: docs/benchmarks.md, "Two devices re-partitioned"). */
+constexpr std::size_t kMostRepartitioned = 16;
+constexpr std::size_t kRepartitionsScored = 6;
+/** Re-partitions run up to this many devices: beyond, the first descent is far from done when the
+ *  budget is spent, and they cost it more than they gave (docs/benchmarks.md, same section). */
+constexpr int kRepartitionsUpToDevices = 1024;
 /** Most pieces per table unless `max_parts` says otherwise (more only multiplies the output). */
 constexpr int kDefaultMaxParts = 64;
 
@@ -112,6 +157,7 @@ class Search {
     }
     rank_.resize(order_.size());
     for (std::size_t i = 0; i < order_.size(); ++i) rank_[static_cast<std::size_t>(order_[i])] = static_cast<int>(i);
+    move_rank_ = options.origin ? rank_by_load_per_byte() : rank_;
   }
 
   ShardResult run() {
@@ -119,6 +165,9 @@ class Search {
     if (std::string why = find_memory_infeasibility(); !why.empty()) return infeasible(why);
     if (options_.origin) {
       if (std::string why = load(*options_.origin->start); !why.empty()) return infeasible(why);
+      if (const auto moved = static_cast<double>(state_.moved_bytes()); moved > options_.origin->max_moved_bytes)
+        return infeasible(detail::concat("the start plan moves ", gib_text(moved, 4), ", more than the ",
+                                         gib_text(options_.origin->max_moved_bytes, 4), " allowed"));
     }
     const bool exact = !options_.origin && exact_start();  // bounded by exact_limit, outside the budget
     if (!exact && !options_.origin) {
@@ -162,7 +211,7 @@ class Search {
 
  private:
   /** Work done so far: objective evaluations and pieces placed or taken off (joint.h). */
-  [[nodiscard]] std::int64_t work() const { return evaluations_ + state_.changes(); }
+  [[nodiscard]] std::int64_t work() const { return evaluations_ + estimates_ + state_.changes(); }
   /** Whether the search must stop: its work is spent or the deadline has passed. */
   [[nodiscard]] bool spent() const { return work() >= limit_ || out_of_time(); }
   /** Whether the deadline has passed, or is less than `reserve_ms` away. */
@@ -275,7 +324,10 @@ class Search {
   Score score() {
     ++evaluations_;
     double value = state_.objective();
-    if (options_.origin) value += options_.origin->ms_per_moved_byte * static_cast<double>(state_.moved_bytes());
+    if (options_.origin) {
+      const auto moved = static_cast<double>(state_.moved_bytes());
+      value = moved > options_.origin->max_moved_bytes ? kInf : value + options_.origin->ms_per_moved_byte * moved;
+    }
     return {value, state_.spread()};
   }
 
@@ -716,17 +768,131 @@ class Search {
     return true;
   }
 
-  /** Tables with a piece on one of `devices`, heaviest first (the order of `order_`). */
-  std::vector<int> tables_on(const std::vector<int>& devices) const {
+  /** Tables with a piece on one of `devices`, heaviest first (the order of `order_`), or in the
+   *  order of `rank` (a table's place). */
+  std::vector<int> tables_on(const std::vector<int>& devices) const { return tables_on(devices, rank_); }
+  std::vector<int> tables_on(const std::vector<int>& devices, const std::vector<int>& rank) const {
     std::vector<int> out;
     for (const int d : devices) {
       const std::vector<int>& held = state_.tables_on(d);
       out.insert(out.end(), held.begin(), held.end());
     }
     std::sort(out.begin(), out.end(),
-              [&](int a, int b) { return rank_[static_cast<std::size_t>(a)] < rank_[static_cast<std::size_t>(b)]; });
+              [&](int a, int b) { return rank[static_cast<std::size_t>(a)] < rank[static_cast<std::size_t>(b)]; });
     out.erase(std::unique(out.begin(), out.end()), out.end());
     return out;
+  }
+
+  /**
+   * Each table's place when re-planning (joint.h): by the load it carries per byte moved,
+   * lookups × dim per weight byte, most first (ties heaviest first), so that moves that relieve
+   * a device for few bytes are tried first.
+   */
+  [[nodiscard]] std::vector<int> rank_by_load_per_byte() const {
+    std::vector<int> tables(order_);
+    const auto density = [&](int t) {
+      const TableSpec& s = spec(t);
+      return (static_cast<double>(s.stats.num_indices) + 1.0) * s.dim / (static_cast<double>(s.weight_bytes()) + 1.0);
+    };
+    std::stable_sort(tables.begin(), tables.end(), [&](int a, int b) { return density(a) > density(b); });
+    std::vector<int> rank(tables.size());
+    for (std::size_t i = 0; i < tables.size(); ++i) rank[static_cast<std::size_t>(tables[i])] = static_cast<int>(i);
+    return rank;
+  }
+
+  /** Each critical device re-partitioned with the least loaded device by each term (try_repartition). */
+  bool try_repartitions(const std::vector<int>& critical, const Score& current) {
+    std::vector<bool> skip(static_cast<std::size_t>(n_), false);
+    for (const int a : critical) skip[static_cast<std::size_t>(a)] = true;
+    for (const int a : critical) {
+      std::vector<int> partners;
+      for (int term = 0; term < state_.load_terms(); ++term)
+        state_.least_loaded(1, 0, skip, partners, static_cast<State::LoadTerm>(term));
+      std::sort(partners.begin(), partners.end());
+      partners.erase(std::unique(partners.begin(), partners.end()), partners.end());
+      for (const int b : partners)
+        if (!spent() && try_repartition(a, b, current)) return true;
+    }
+    return false;
+  }
+
+  /**
+   * The whole tables of devices `a` and `b` shared out between them again (joint.h step 3): every
+   * split of them ranked by an estimate of the two devices' terms (best_splits), the best few made
+   * and scored; the first that helps is kept.
+   */
+  bool try_repartition(int a, int b, const Score& current) {
+    Repartition r = repartition_of(a, b);
+    if (r.tables.size() < 3 || r.tables.size() > kMostRepartitioned) return false;
+    estimates_ += (std::int64_t{1} << r.tables.size()) / 16;  // one work unit per 16 splits (joint.h Budget)
+    for (const std::uint32_t split : best_splits(r, kRepartitionsScored)) {
+      if (spent()) break;
+      if (try_split(r, split, current)) return true;
+    }
+    return false;
+  }
+
+  /** Devices `a` and `b` with their whole tables taken out (each term's estimate, best_splits). */
+  [[nodiscard]] Repartition repartition_of(int a, int b) const {
+    Repartition r;
+    r.devices = {a, b};
+    std::array<double, 2> per_col{}, per_input{};
+    for (int k = 0; k < 2; ++k) {
+      const std::array<std::int64_t, 4>& us = state_.spread_terms_us(r.devices[k]);
+      for (int j = 0; j < 4; ++j) r.base[k][j] = static_cast<double>(us[j]) / 1e3;
+      const DeviceLoad& l = state_.load(r.devices[k]);
+      per_col[k] = l.dims > 0 ? r.base[k][2] / static_cast<double>(l.dims) : 0.0;
+      per_input[k] = l.input_bytes > 0 ? r.base[k][3] / static_cast<double>(l.input_bytes) : 0.0;
+    }
+    const double col_ms = std::max(per_col[0], per_col[1]), input_ms = std::max(per_input[0], per_input[1]);
+    for (int k = 0; k < 2; ++k) {
+      for (const int t : state_.tables_on(r.devices[k])) {
+        const Layout& layout = state_.layout(t);
+        if (layout.kind != Layout::Kind::kWhole || layout.first_device >= 0 || !movable(t) || state_.colocated(t) ||
+            state_.pieces(t).front().uvm_bytes > 0)
+          continue;
+        const Piece& p = state_.pieces(t).front();
+        const std::array<double, 4> load{static_cast<double>(p.fw_units) * 1e-9, static_cast<double>(p.bw_units) * 1e-9,
+                                         static_cast<double>(p.placed.shard.num_cols()) * col_ms,
+                                         static_cast<double>(p.input_bytes) * input_ms};
+        for (int j = 0; j < 4; ++j) r.base[k][j] -= load[j];
+        if (k == 1) r.now |= std::uint32_t{1} << r.tables.size();
+        r.tables.push_back(t);
+        r.loads.push_back(load);
+        std::array<double, 2> moved{};
+        for (int side = 0; side < 2 && options_.origin; ++side) {
+          Shard on = p.placed.shard;
+          on.device = r.devices[side];
+          moved[side] = options_.origin->ms_per_moved_byte * static_cast<double>(state_.moved_bytes_of(t, on));
+        }
+        r.moved.push_back(moved);
+      }
+    }
+    return r;
+  }
+
+  /** Moves `r`'s tables to the sides `split` gives them; keeps it if it scores better than
+   *  `current`, else puts every piece back. */
+  bool try_split(const Repartition& r, std::uint32_t split, const Score& current) {
+    std::vector<std::pair<int, Piece>> lifted;  // the pieces that change device
+    for (std::size_t i = 0; i < r.tables.size(); ++i)
+      if (((split ^ r.now) >> i) & 1U) lifted.emplace_back(r.tables[i], state_.lift(r.tables[i], 0));
+    std::size_t placed = 0;
+    bool fits = true;
+    for (; placed < lifted.size() && fits; ++placed) {
+      const auto& [t, old] = lifted[placed];
+      const int to = old.placed.shard.device == r.devices[0] ? r.devices[1] : r.devices[0];
+      Piece p;
+      fits = state_.make_piece(t, old.placed.shard, to, false, p) && p.uvm_bytes == 0 && keeps_tier(p, old);
+      state_.place(0, fits ? p : old);
+    }
+    if (fits && better(score(), current)) return true;
+    for (std::size_t i = 0; i < placed; ++i) {
+      state_.lift(lifted[i].first, 0);
+      state_.place(0, lifted[i].second);
+    }
+    for (std::size_t i = placed; i < lifted.size(); ++i) state_.place(0, lifted[i].second);
+    return false;
   }
 
   /** Moves piece `i` of `t` to the best other device if that helps. */
@@ -996,7 +1162,7 @@ class Search {
       const Score current = score();
       ++stats.nodes_visited;
       const std::vector<int> critical = state_.critical_devices();
-      const std::vector<int> tables = tables_on(critical);
+      const std::vector<int> tables = tables_on(critical, move_rank_);
       const auto on_critical = [&](int t, std::size_t i) {
         const int d = state_.pieces(t)[i].placed.shard.device;
         return std::find(critical.begin(), critical.end(), d) != critical.end();
@@ -1014,6 +1180,7 @@ class Search {
       for (std::size_t k = 0; k < tables.size() && !shifted && !options_.keep_layouts && !spent(); ++k)
         shifted = try_row_shift(tables[k], current, allows_uvm(tables[k]), critical);
       if (shifted) continue;
+      if (state_.fast() && n_ <= kRepartitionsUpToDevices && try_repartitions(critical, current)) continue;
       if (swaps &&
           each_critical_piece([&](int t, std::size_t i, bool u) { return try_swaps(t, i, current, u, critical); }))
         continue;
@@ -1150,13 +1317,15 @@ class Search {
   Rng rng_;
   std::chrono::steady_clock::time_point deadline_;
   std::vector<int> order_;
-  std::vector<int> rank_;      ///< each table's place in order_
-  double mean_weight_ = 0.0;   ///< an average device's share of the tables' weights
-  double mean_lookups_ = 0.0;  ///< an average device's share of the tables' lookups
-  bool copies_;                ///< data-parallel copies tried (the option, and the model can cost them)
-  std::vector<bool> taken_;    ///< candidates' scratch: the devices holding a piece of the table
+  std::vector<int> rank_;       ///< each table's place in order_
+  std::vector<int> move_rank_;  ///< the order the local search tries tables in (rank_, or rank_by_load_per_byte)
+  double mean_weight_ = 0.0;    ///< an average device's share of the tables' weights
+  double mean_lookups_ = 0.0;   ///< an average device's share of the tables' lookups
+  bool copies_;                 ///< data-parallel copies tried (the option, and the model can cost them)
+  std::vector<bool> taken_;     ///< candidates' scratch: the devices holding a piece of the table
   std::int64_t evaluations_ = 0;
-  std::int64_t other_work_ = 0;                                    ///< the other chains' work (reported)
+  std::int64_t estimates_ = 0;   ///< re-partitions' estimated splits / 16 (work units, joint.h Budget)
+  std::int64_t other_work_ = 0;  ///< the other chains' work (reported)
   std::int64_t limit_ = std::numeric_limits<std::int64_t>::max();  ///< work at which the search stops
 };
 

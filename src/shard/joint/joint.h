@@ -52,8 +52,12 @@
  *      fits, unscored;
  *   3. local search until no move helps, around the critical devices (those that set a term of
  *      the objective): move a piece to another device; make a row layout uneven (beyond 32
- *      devices only between neighbouring pieces, the two re-made alone); when polishing (below),
- *      swap a piece with a lighter one elsewhere (beyond 32 devices one on a candidate device);
+ *      devices only between neighbouring pieces, the two re-made alone); on the fast path (below)
+ *      up to 1,024 devices, share the whole tables of a critical device and of the least loaded device by each term out
+ *      between the two again (at most 16 tables: every split estimated, `best_splits`, the best
+ *      six made and scored), which finds the exchanges of several tables for several that single
+ *      moves and swaps cannot (docs/benchmarks.md, "Two devices re-partitioned"); when polishing
+ *      (below), swap a piece with a lighter one elsewhere (beyond 32 devices one on a candidate device);
  *      re-lay out one
  *      of the four heaviest tables there (every layout, pieces placed greedily; beyond 32 devices
  *      each layout of at most twice the table's weight in average device loads pieces is first
@@ -69,8 +73,9 @@
  *      where the cost model can be copied (`CostModel::clone`): re-lay out a few random tables,
  *      search again, keep what is better; a chain stops after `patience` rounds without
  *      improvement or when its share is spent; the best chain's plan wins.
- * Budget. `work` counts work units after the start — objective evaluations and pieces placed or
- * taken off (at scale a piece's trees cost more than reading an objective) —: 1,500,000 by
+ * Budget. `work` counts work units after the start — objective evaluations, pieces placed or
+ * taken off (at scale a piece's trees cost more than reading an objective) and one per 16 splits
+ * a re-partition estimates —: 1,500,000 by
  * default up to 8 devices and as much again for every 8 more (a 16-GPU task's first descent and
  * copy groups alone took 1,500,000, leaving no perturbation round), 3,000,000 on the fast path
  * (about 1.5 s at 5,000 tables × 1,024 devices on one core).
@@ -101,7 +106,11 @@
  * from the given plan (each placement loaded as its layout, each piece on its device, its HBM/UVM
  * split made again) instead of steps 1–2, and its score adds `ms_per_moved_byte` × the bytes its
  * pieces hold that their devices did not hold in the old plan (`State::moved_bytes`, kept per
- * change: a piece's own count, `Piece::moved_bytes`). 1D only.
+ * change: a piece's own count, `Piece::moved_bytes`); a plan moving more than `max_moved_bytes`
+ * is never taken. The local search tries the tables on the critical devices in the order of the
+ * load they carry per byte moved (lookups × dim per weight byte), most first, instead of heaviest
+ * first: a move that relieves a device for few bytes is found before one that moves a big table
+ * (docs/benchmarks.md, "Re-planning moves the densest tables first"). 1D only.
  *
  * 2D (plan/sharding_groups.h; `groups=auto`, the default, on more than one host). The 1D search
  * runs first, on its whole budget (its plan is `groups=none`'s). Each 2D layout the task allows is
@@ -130,6 +139,32 @@
 #include "shard/joint/fast_step.h"
 
 namespace embshard::detail::joint {
+
+/**
+ * Two devices and the whole tables they hold, for a re-partition (step 3): each table's estimated
+ * load on either device per spread term (ms: forward, backward, twice the output sent, the input
+ * received; compute exactly, output and input at the two devices' ms per column and per input
+ * byte), the devices' terms without those tables, and the side each table is on now (bit i:
+ * table i on devices[1]); when re-planning, what each table's moved bytes would cost on either
+ * device (the price × the bytes that device did not hold in the old plan).
+ */
+struct Repartition {
+  std::array<int, 2> devices{};
+  std::array<std::array<double, 4>, 2> base{};
+  std::vector<int> tables;
+  std::vector<std::array<double, 4>> loads;
+  std::vector<std::array<double, 2>> moved;  ///< ms, per side (all 0 without a price)
+  std::uint32_t now = 0;
+};
+
+/**
+ * The `count` splits of `r`'s tables, other than the current one, that the estimate ranks best:
+ * by Σ over the terms of the larger of the two devices plus the tables' moved bytes' cost, then
+ * by Σ of the squares. Every split is
+ * visited in Gray-code order, each one table away from the last (O(terms) apiece); at most 31
+ * tables.
+ */
+[[nodiscard]] std::vector<std::uint32_t> best_splits(const Repartition& r, std::size_t count);
 
 /** With more devices than this a piece is tried only on the `candidates` least loaded (joint.h). */
 inline constexpr int kAllCandidatesUpTo = 32;
@@ -262,6 +297,8 @@ class State {
     static const std::vector<Shard> kNone;
     return origin_.shards.empty() ? kNone : origin_.shards[static_cast<std::size_t>(table)];
   }
+  /** The bytes of `shard` of `table` its device did not hold in the origin's old plan. */
+  [[nodiscard]] std::int64_t moved_bytes_of(int table, const Shard& shard) const;
   /** Σ over the pieces of the bytes moved from the origin's old plan (0 without one). */
   [[nodiscard]] std::int64_t moved_bytes() const { return moved_; }
   /** Whether pieces keep only the rows the profile saw in HBM, where the task allows UVM (default). */
@@ -315,6 +352,13 @@ class State {
    */
   void least_loaded(int k, std::int64_t bytes, const std::vector<bool>& skip, std::vector<int>& out,
                     LoadTerm term = LoadTerm::kAll);
+  /** Whether the objective is kept per change (fast_step.h; joint.h "At large sizes"). */
+  [[nodiscard]] bool fast() const { return fast_; }
+  /** On the fast path, the spread's terms of `device` in whole µs: forward and backward compute,
+   *  twice the output it sends, the input it receives. */
+  [[nodiscard]] const std::array<std::int64_t, 4>& spread_terms_us(int device) const {
+    return fast_terms_[static_cast<std::size_t>(device)];
+  }
   /** Devices that set a term of the objective in the last `objective()`. */
   [[nodiscard]] std::vector<int> critical_devices() const;
   /** The tables with a piece on `device` (in no particular order; a table once per piece). */
@@ -343,8 +387,6 @@ class State {
   void index_placement_groups();
   /** Whether a piece of `table` on `device` keeps the placement groups given the pieces placed. */
   [[nodiscard]] bool keeps_placement_groups(int table, int device) const;
-  /** The bytes of `shard` of `table` its device did not hold in the origin's old plan. */
-  [[nodiscard]] std::int64_t moved_bytes_of(int table, const Shard& shard) const;
   /** Recounts `table`'s sharding type after its layout or pieces changed. */
   void refresh_type(int table);
   /** The current plan's exchange groups, as `exchange_groups(plan())` counts them. */
