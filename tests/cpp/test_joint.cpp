@@ -832,7 +832,7 @@ std::vector<std::uint32_t> best_splits_by_brute_force(const Repartition& r, std:
     for (std::size_t i = 0; i < r.tables.size(); ++i)
       for (int j = 0; j < 4; ++j) v[(split >> i) & 1U][j] += r.loads[i][j];
     double top = 0.0, squares = 0.0;
-    for (std::size_t i = 0; i < r.tables.size(); ++i) top += r.moved[i][(split >> i) & 1U];
+    for (std::size_t i = 0; i < r.tables.size(); ++i) top += r.moved_ms[i][(split >> i) & 1U];
     for (int j = 0; j < 4; ++j) top += std::max(v[0][j], v[1][j]), squares += v[0][j] * v[0][j] + v[1][j] * v[1][j];
     ranked.push_back({{top, squares}, split});
   }
@@ -856,7 +856,7 @@ TEST(JointRepartition, TheGrayCodeWalkRanksSplitsAsSummingEachFromScratchDoes) {
       // What moving it would cost (re-planning): on its old device nothing, else its bytes × a price.
       const double price = trial % 2 == 0 ? 0.0 : 0.3 * rng.uniform();
       const std::uint64_t home = rng.below(3);  // side 0, side 1 or neither held it before
-      r.moved.push_back({home == 0 ? 0.0 : price, home == 1 ? 0.0 : price});
+      r.moved_ms.push_back({home == 0 ? 0.0 : price, home == 1 ? 0.0 : price});
     }
     r.now = static_cast<std::uint32_t>(rng.below(std::uint64_t{1} << tables));
     for (const std::size_t count : {std::size_t{1}, std::size_t{6}, std::size_t{1} << tables}) {

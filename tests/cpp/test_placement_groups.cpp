@@ -146,5 +146,22 @@ TEST(PlacementGroups, AtScaleAColocatedGroupFindsItsDeviceAmongTheCandidates) {
   EXPECT_EQ(find_error_in_plan(task, r.plan), "");
 }
 
+TEST(PlacementGroups, TwoDevicesRepartitionedOnTheFastPathKeepThem) {
+  // 64 devices (joint.h step 3 re-partitions two devices' whole tables): with few tables a device
+  // every split is estimated; with many (beyond 16 a pair) none is, and the search goes on.
+  for (const int n : {300, 2500}) {
+    Task task = tiny_task(n, "v100:nodes=8,gpus_per_node=8", 5);
+    task.constraints.groups.colocate = {{name(task, 10), name(task, 20)}};
+    task.constraints.groups.separate = {{name(task, 11), name(task, 21), name(task, 31)},
+                                        {name(task, 12), name(task, 22)}};
+    const auto cost = make_cost_model("sim", task, quiet());
+    for (const char* spec : {"joint:work=200000", "joint:work=200000,keep_layouts=true"}) {
+      const ShardResult r = plan_task(spec, task, cost.get(), quiet());
+      ASSERT_EQ(r.status, ShardStatus::kOk) << n << " tables, " << spec << ": " << r.reason;
+      EXPECT_EQ(find_error_in_plan(task, r.plan), "") << n << " tables, " << spec;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace embshard

@@ -190,8 +190,8 @@ TEST(Replan, JointHeldToAMovementCapNeverMovesMoreNorEndsWorse) {
   const Plan old = planned(before);
   const auto cost = make_cost_model("sim", after, quiet());
   const double total = static_cast<double>(after.workload.total_bytes());
-  const PlanOrigin free{&old, &old, 0.0};
-  const ShardResult unheld = plan_task_from("joint:groups=none", after, cost.get(), free, quiet());
+  const PlanOrigin uncapped{&old, &old, 0.0};
+  const ShardResult unheld = plan_task_from("joint:groups=none", after, cost.get(), uncapped, quiet());
   ASSERT_EQ(unheld.status, ShardStatus::kOk) << unheld.reason;
   EXPECT_GT(plan_movement(after, unheld.plan, old).moved_bytes, 0.05 * total);  // so the caps below bind
   for (const double share : {0.0, 0.02, 0.05}) {

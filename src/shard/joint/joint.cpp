@@ -24,11 +24,12 @@ namespace embshard::detail {
 namespace joint {
 
 std::vector<std::uint32_t> best_splits(const Repartition& r, std::size_t count) {
+  EMBSHARD_ASSERT(r.tables.size() < 32 && count > 0);
   std::array<std::array<double, 4>, 2> v = r.base;
   for (const std::array<double, 4>& load : r.loads)
     for (int j = 0; j < 4; ++j) v[0][j] += load[j];
-  double moved = 0.0;
-  for (const std::array<double, 2>& m : r.moved) moved += m[0];
+  double moved_ms = 0.0;
+  for (const std::array<double, 2>& m : r.moved_ms) moved_ms += m[0];
   std::vector<std::pair<std::pair<double, double>, std::uint32_t>> best;
   std::uint32_t split = 0;
   const std::uint32_t all = std::uint32_t{1} << r.tables.size();
@@ -38,10 +39,10 @@ std::vector<std::uint32_t> best_splits(const Repartition& r, std::size_t count) 
       split ^= std::uint32_t{1} << i;
       const auto to = static_cast<std::size_t>((split >> i) & 1U);
       for (int j = 0; j < 4; ++j) v[to][j] += r.loads[i][j], v[1 - to][j] -= r.loads[i][j];
-      moved += r.moved[i][to] - r.moved[i][1 - to];
+      moved_ms += r.moved_ms[i][to] - r.moved_ms[i][1 - to];
     }
     if (split == r.now) continue;
-    double top = moved, squares = 0.0;
+    double top = moved_ms, squares = 0.0;
     for (int j = 0; j < 4; ++j) {
       top += std::max(v[0][j], v[1][j]);
       squares += v[0][j] * v[0][j] + v[1][j] * v[1][j];
@@ -211,7 +212,7 @@ class Search {
 
  private:
   /** Work done so far: objective evaluations and pieces placed or taken off (joint.h). */
-  [[nodiscard]] std::int64_t work() const { return evaluations_ + estimates_ + state_.changes(); }
+  [[nodiscard]] std::int64_t work() const { return evaluations_ + estimate_work_ + state_.changes(); }
   /** Whether the search must stop: its work is spent or the deadline has passed. */
   [[nodiscard]] bool spent() const { return work() >= limit_ || out_of_time(); }
   /** Whether the deadline has passed, or is less than `reserve_ms` away. */
@@ -243,6 +244,11 @@ class Search {
     while (since_best < options_.patience && !spent()) {
       ++r.rounds;
       perturb();
+      if (!std::isfinite(score().value)) {  // over the movement cap (PlanOrigin): a lost round
+        ++since_best;
+        state_.restore(best.plan);
+        continue;
+      }
       const Score before = best.score;
       settle(best, stats);
       if (better(best.score, before)) {
@@ -785,7 +791,8 @@ class Search {
 
   /**
    * Each table's place when re-planning (joint.h): by the load it carries per byte moved,
-   * lookups × dim per weight byte, most first (ties heaviest first), so that moves that relieve
+   * lookups × dim per weight byte (a whole table's lookups per row over its element size), most
+   * first (ties heaviest first), so that moves that relieve
    * a device for few bytes are tried first.
    */
   [[nodiscard]] std::vector<int> rank_by_load_per_byte() const {
@@ -824,7 +831,7 @@ class Search {
   bool try_repartition(int a, int b, const Score& current) {
     Repartition r = repartition_of(a, b);
     if (r.tables.size() < 3 || r.tables.size() > kMostRepartitioned) return false;
-    estimates_ += (std::int64_t{1} << r.tables.size()) / 16;  // one work unit per 16 splits (joint.h Budget)
+    estimate_work_ += (std::int64_t{1} << r.tables.size()) / 16;  // one unit per 16 splits (joint.h Budget)
     for (const std::uint32_t split : best_splits(r, kRepartitionsScored)) {
       if (spent()) break;
       if (try_split(r, split, current)) return true;
@@ -855,17 +862,21 @@ class Search {
         const std::array<double, 4> load{static_cast<double>(p.fw_units) * 1e-9, static_cast<double>(p.bw_units) * 1e-9,
                                          static_cast<double>(p.placed.shard.num_cols()) * col_ms,
                                          static_cast<double>(p.input_bytes) * input_ms};
+        if (r.tables.size() == kMostRepartitioned) {  // too many to split: the caller gives up
+          r.tables.push_back(t);
+          return r;
+        }
         for (int j = 0; j < 4; ++j) r.base[k][j] -= load[j];
         if (k == 1) r.now |= std::uint32_t{1} << r.tables.size();
         r.tables.push_back(t);
         r.loads.push_back(load);
-        std::array<double, 2> moved{};
+        std::array<double, 2> moved_ms{};
         for (int side = 0; side < 2 && options_.origin; ++side) {
           Shard on = p.placed.shard;
           on.device = r.devices[side];
-          moved[side] = options_.origin->ms_per_moved_byte * static_cast<double>(state_.moved_bytes_of(t, on));
+          moved_ms[side] = options_.origin->ms_per_moved_byte * static_cast<double>(state_.moved_bytes_of(t, on));
         }
-        r.moved.push_back(moved);
+        r.moved_ms.push_back(moved_ms);
       }
     }
     return r;
@@ -1155,7 +1166,8 @@ class Search {
 
   /**
    * Local search around the critical devices until no move helps: cheap moves first (a piece to
-   * another device), then swaps, then new layouts for the heaviest tables there.
+   * another device), then row shifts, re-partitions (fast path), swaps, then new layouts for the
+   * first tables there (joint.h step 3).
    */
   void improve(ShardStats& stats, bool swaps) {
     while (!spent()) {
@@ -1180,7 +1192,7 @@ class Search {
       for (std::size_t k = 0; k < tables.size() && !shifted && !options_.keep_layouts && !spent(); ++k)
         shifted = try_row_shift(tables[k], current, allows_uvm(tables[k]), critical);
       if (shifted) continue;
-      if (state_.fast() && n_ <= kRepartitionsUpToDevices && try_repartitions(critical, current)) continue;
+      if (state_.incremental() && n_ <= kRepartitionsUpToDevices && try_repartitions(critical, current)) continue;
       if (swaps &&
           each_critical_piece([&](int t, std::size_t i, bool u) { return try_swaps(t, i, current, u, critical); }))
         continue;
@@ -1324,8 +1336,8 @@ class Search {
   bool copies_;                 ///< data-parallel copies tried (the option, and the model can cost them)
   std::vector<bool> taken_;     ///< candidates' scratch: the devices holding a piece of the table
   std::int64_t evaluations_ = 0;
-  std::int64_t estimates_ = 0;   ///< re-partitions' estimated splits / 16 (work units, joint.h Budget)
-  std::int64_t other_work_ = 0;  ///< the other chains' work (reported)
+  std::int64_t estimate_work_ = 0;  ///< re-partitions' estimated splits / 16 (work units, joint.h Budget)
+  std::int64_t other_work_ = 0;     ///< the other chains' work (reported)
   std::int64_t limit_ = std::numeric_limits<std::int64_t>::max();  ///< work at which the search stops
 };
 

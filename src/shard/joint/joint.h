@@ -53,21 +53,19 @@
  *   3. local search until no move helps, around the critical devices (those that set a term of
  *      the objective): move a piece to another device; make a row layout uneven (beyond 32
  *      devices only between neighbouring pieces, the two re-made alone); on the fast path (below)
- *      up to 1,024 devices, share the whole tables of a critical device and of the least loaded device by each term out
- *      between the two again (at most 16 tables: every split estimated, `best_splits`, the best
- *      six made and scored), which finds the exchanges of several tables for several that single
- *      moves and swaps cannot (docs/benchmarks.md, "Two devices re-partitioned"); when polishing
- *      (below), swap a piece with a lighter one elsewhere (beyond 32 devices one on a candidate device);
- *      re-lay out one
- *      of the four heaviest tables there (every layout, pieces placed greedily; beyond 32 devices
- *      each layout of at most twice the table's weight in average device loads pieces is first
- *      scored with its pieces unscored on the least loaded devices, and the best three are placed
- *      piece by piece). A move is taken when it lowers the objective, or keeps it and lowers the
- *      spread Σ_d (device step)² (which breaks plateaus; the objective never rises along a chain
- *      of moves, so none can cycle). A local optimum better than the best so far is polished
- *      (the search again, with swaps) and kept;
- *   3b. once, below 64 devices, groups of data-parallel copies (the k most promising tables for
- *      k = 1, 2, 4, …), the rest of the plan built again around them and searched as in 3;
+ *      up to 1,024 devices, share the whole tables of a critical device and of the least loaded
+ *      device by each term out between the two again (3 to 16 tables: every split estimated,
+ *      `best_splits`, the best six made and scored), which finds the exchanges of several tables
+ *      for several that single moves and swaps cannot (docs/benchmarks.md, "Two devices
+ *      re-partitioned"); when polishing (below), swap a piece with a lighter one elsewhere (beyond
+ *      32 devices one on a candidate device); re-lay out one of the four heaviest tables there
+ *      (the first four in the re-planning order when re-planning, below) (every layout, pieces placed greedily; beyond
+ * 32 devices each layout of at most twice the table's weight in average device loads pieces is first scored with its
+ * pieces unscored on the least loaded devices, and the best three are placed piece by piece). A move is taken when it
+ * lowers the objective, or keeps it and lowers the spread Σ_d (device step)² (which breaks plateaus; the objective
+ * never rises along a chain of moves, so none can cycle). A local optimum better than the best so far is polished (the
+ * search again, with swaps) and kept; 3b. once, below 64 devices, groups of data-parallel copies (the k most promising
+ * tables for k = 1, 2, 4, …), the rest of the plan built again around them and searched as in 3;
  *   4. iterated local search in `chains` chains (default 2), each from the best plan with its own
  *      seed and an equal share of what is left of the budget, run at once on the context's threads
  *      where the cost model can be copied (`CostModel::clone`): re-lay out a few random tables,
@@ -107,10 +105,11 @@
  * split made again) instead of steps 1–2, and its score adds `ms_per_moved_byte` × the bytes its
  * pieces hold that their devices did not hold in the old plan (`State::moved_bytes`, kept per
  * change: a piece's own count, `Piece::moved_bytes`); a plan moving more than `max_moved_bytes`
- * is never taken. The local search tries the tables on the critical devices in the order of the
- * load they carry per byte moved (lookups × dim per weight byte), most first, instead of heaviest
- * first: a move that relieves a device for few bytes is found before one that moves a big table
- * (docs/benchmarks.md, "Re-planning moves the densest tables first"). 1D only.
+ * is never taken (a perturbation past it is a lost round). The local search takes the tables on
+ * the critical devices — for every move, row shift and re-layout — by lookups × dim per weight
+ * byte (for a whole table, its lookups per row over its element size), most first, instead of
+ * heaviest first: a move that relieves a device for few bytes is found before one that moves a
+ * big table (docs/benchmarks.md, "Re-planning moves the densest tables first"). 1D only.
  *
  * 2D (plan/sharding_groups.h; `groups=auto`, the default, on more than one host). The 1D search
  * runs first, on its whole budget (its plan is `groups=none`'s). Each 2D layout the task allows is
@@ -143,9 +142,9 @@ namespace embshard::detail::joint {
 /**
  * Two devices and the whole tables they hold, for a re-partition (step 3): each table's estimated
  * load on either device per spread term (ms: forward, backward, twice the output sent, the input
- * received; compute exactly, output and input at the two devices' ms per column and per input
- * byte), the devices' terms without those tables, and the side each table is on now (bit i:
- * table i on devices[1]); when re-planning, what each table's moved bytes would cost on either
+ * received; compute exactly, output and input at the higher of the two devices' ms per column
+ * and per input byte), the devices' terms without those tables, and the side each table is on
+ * now (bit i: table i on devices[1]); when re-planning, what each table's moved bytes would cost on either
  * device (the price × the bytes that device did not hold in the old plan).
  */
 struct Repartition {
@@ -153,7 +152,7 @@ struct Repartition {
   std::array<std::array<double, 4>, 2> base{};
   std::vector<int> tables;
   std::vector<std::array<double, 4>> loads;
-  std::vector<std::array<double, 2>> moved;  ///< ms, per side (all 0 without a price)
+  std::vector<std::array<double, 2>> moved_ms;  ///< per side (all 0 without a price)
   std::uint32_t now = 0;
 };
 
@@ -352,8 +351,6 @@ class State {
    */
   void least_loaded(int k, std::int64_t bytes, const std::vector<bool>& skip, std::vector<int>& out,
                     LoadTerm term = LoadTerm::kAll);
-  /** Whether the objective is kept per change (fast_step.h; joint.h "At large sizes"). */
-  [[nodiscard]] bool fast() const { return fast_; }
   /** On the fast path, the spread's terms of `device` in whole µs: forward and backward compute,
    *  twice the output it sends, the input it receives. */
   [[nodiscard]] const std::array<std::int64_t, 4>& spread_terms_us(int device) const {
