@@ -58,14 +58,16 @@
  *      `best_splits`, the best six made and scored), which finds the exchanges of several tables
  *      for several that single moves and swaps cannot (docs/benchmarks.md, "Two devices
  *      re-partitioned"); when polishing (below), swap a piece with a lighter one elsewhere (beyond
- *      32 devices one on a candidate device); re-lay out one of the four heaviest tables there
- *      (the first four in the re-planning order when re-planning, below) (every layout, pieces placed greedily; beyond
- * 32 devices each layout of at most twice the table's weight in average device loads pieces is first scored with its
- * pieces unscored on the least loaded devices, and the best three are placed piece by piece). A move is taken when it
- * lowers the objective, or keeps it and lowers the spread Σ_d (device step)² (which breaks plateaus; the objective
- * never rises along a chain of moves, so none can cycle). A local optimum better than the best so far is polished (the
- * search again, with swaps) and kept; 3b. once, below 64 devices, groups of data-parallel copies (the k most promising
- * tables for k = 1, 2, 4, …), the rest of the plan built again around them and searched as in 3;
+ *      32 devices one on a candidate device); re-lay out one of the four heaviest tables there,
+ *      or when re-planning the first four in its order (below): every layout, pieces placed
+ *      greedily; beyond 32 devices each layout of at most twice the table's weight in average
+ *      device loads pieces is first scored with its pieces unscored on the least loaded devices,
+ *      and the best three are placed piece by piece. A move is taken when it lowers the
+ *      objective, or keeps it and lowers the spread Σ_d (device step)² (which breaks plateaus;
+ *      the objective never rises along a chain of moves, so none can cycle). A local optimum
+ *      better than the best so far is polished (the search again, with swaps) and kept;
+ *   3b. once, below 64 devices, groups of data-parallel copies (the k most promising tables for
+ *      k = 1, 2, 4, …), the rest of the plan built again around them and searched as in 3;
  *   4. iterated local search in `chains` chains (default 2), each from the best plan with its own
  *      seed and an equal share of what is left of the budget, run at once on the context's threads
  *      where the cost model can be copied (`CostModel::clone`): re-lay out a few random tables,
