@@ -867,5 +867,103 @@ TEST(JointRepartition, TheGrayCodeWalkRanksSplitsAsSummingEachFromScratchDoes) {
   }
 }
 
+/** best_swaps' ranking from every pair listed, each pair's two devices summed from scratch, sorted. */
+std::vector<std::array<int, 3>> best_swaps_by_brute_force(const SwapDevice& a, const std::array<bool, 4>& sets,
+                                                          const std::vector<SwapDevice>& partners,
+                                                          const std::array<double, 4>& most, std::size_t count) {
+  std::vector<std::pair<double, std::array<int, 3>>> ranked;
+  for (std::size_t e = 0; e < partners.size(); ++e) {
+    const SwapDevice& b = partners[e];
+    const std::array<double, 4> rate{1.0, 1.0, std::max(a.per_col, b.per_col), std::max(a.per_input, b.per_input)};
+    for (std::size_t i = 0; i < a.tables.size(); ++i)
+      for (std::size_t k = 0; k < b.tables.size(); ++k) {
+        std::array<double, 4> on_a = a.terms, on_b = b.terms;
+        for (std::size_t j = 0; j < 4; ++j) {
+          on_a[j] += (b.loads[k][j] - a.loads[i][j]) * rate[j];
+          on_b[j] += (a.loads[i][j] - b.loads[k][j]) * rate[j];
+        }
+        double before = 0.0, after = 0.0;
+        bool fits = true;
+        for (std::size_t j = 0; j < 4; ++j) {
+          before += a.terms[j] * a.terms[j] + b.terms[j] * b.terms[j];
+          after += on_a[j] * on_a[j] + on_b[j] * on_b[j];
+          fits = fits && on_a[j] <= most[j] && on_b[j] <= most[j] && !(sets[j] && on_a[j] >= a.terms[j]);
+        }
+        if (fits && after < before) ranked.push_back({after - before, {static_cast<int>(e), a.tables[i], b.tables[k]}});
+      }
+  }
+  std::sort(ranked.begin(), ranked.end());  // by spread, then partner, then tables
+  std::vector<std::array<int, 3>> out;
+  for (std::size_t i = 0; i < ranked.size() && i < count; ++i)
+    out.push_back({ranked[i].second[1], ranked[i].second[2], ranked[i].second[0]});
+  return out;
+}
+
+/** A device of `tables` whole tables numbered from `first`, random terms and loads. */
+SwapDevice random_swap_device(Rng& rng, int first, std::size_t tables) {
+  SwapDevice d;
+  for (double& term : d.terms) term = 2.0 + rng.uniform();
+  d.per_col = 0.01 * rng.uniform();
+  d.per_input = rng.below(4) == 0 ? 0.0 : 1e-6 * rng.uniform();
+  for (std::size_t i = 0; i < tables; ++i) {
+    d.tables.push_back(first + static_cast<int>(i));
+    d.loads.push_back(
+        {0.3 * rng.uniform(), 0.9 * rng.uniform(), static_cast<double>(4 * (1 + rng.below(8))), 2e5 * rng.uniform()});
+  }
+  return d;
+}
+
+TEST(JointWideSwap, KeepsTheBestSwapsAsRankingEveryPairFromScratchDoes) {
+  Rng rng(29);
+  for (int trial = 0; trial < 60; ++trial) {
+    SwapDevice a = random_swap_device(rng, 0, 1 + rng.below(8));
+    std::vector<SwapDevice> partners;
+    for (int e = 0, n = static_cast<int>(1 + rng.below(20)); e < n; ++e)
+      partners.push_back(random_swap_device(rng, 100 * (e + 1), rng.below(7)));
+    // The terms the critical device sets are the largest of all; the others leave it room.
+    std::array<bool, 4> sets{};
+    std::array<double, 4> most{};
+    for (std::size_t j = 0; j < 4; ++j) {
+      sets[j] = rng.below(2) == 0;
+      if (sets[j]) a.terms[j] = 3.5;
+      most[j] = sets[j] ? a.terms[j] : a.terms[j] + 0.5 * rng.uniform();
+      for (const SwapDevice& p : partners) most[j] = std::max(most[j], p.terms[j]);
+    }
+    for (const std::size_t count : {std::size_t{1}, std::size_t{6}, std::size_t{1000}}) {
+      std::int64_t estimates = 0;
+      const std::vector<SwapPair> fast = best_swaps(a, sets, partners, most, count, estimates);
+      std::vector<std::array<int, 3>> got;
+      for (const SwapPair& p : fast) {
+        got.push_back({p.table, p.other, p.partner});
+        EXPECT_LT(p.spread, 0.0);
+      }
+      EXPECT_EQ(got, best_swaps_by_brute_force(a, sets, partners, most, count)) << "trial " << trial;
+      std::int64_t pairs = 0;
+      for (const SwapDevice& p : partners) pairs += static_cast<std::int64_t>(p.tables.size() * a.tables.size());
+      EXPECT_EQ(estimates, pairs);
+    }
+  }
+}
+
+TEST(JointWideSwap, NeverKeepsASwapThatLeavesATermTheCriticalDeviceSetsWhereItWas) {
+  // The critical device sets the output term. Its 8-column table swapped for the partner's 8-column
+  // one would lower the spread (much less compute) but leave the output term where it is: no swap.
+  SwapDevice a;
+  a.terms = {1.0, 3.0, 4.0, 2.0};
+  a.per_col = 0.1;
+  a.tables = {1};
+  a.loads = {{0.2, 1.0, 8.0, 0.0}};
+  SwapDevice b = a;
+  b.terms = {0.5, 1.0, 3.0, 2.0};
+  b.tables = {2};
+  b.loads = {{0.0, 0.1, 8.0, 0.0}};
+  const std::array<double, 4> most{1.0, 3.0, 4.0, 2.0};
+  std::int64_t estimates = 0;
+  EXPECT_TRUE(best_swaps(a, {false, false, true, false}, {b}, most, 6, estimates).empty());
+  // Where it sets the backward term instead, the same swap lowers it and is kept.
+  EXPECT_EQ(best_swaps(a, {false, true, false, false}, {b}, most, 6, estimates).size(), 1U);
+  EXPECT_EQ(estimates, 2);
+}
+
 }  // namespace
 }  // namespace embshard::detail::joint

@@ -11,6 +11,7 @@
 #include <numeric>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "embshard/core/error.h"
 #include "embshard/core/markup.h"
@@ -59,6 +60,48 @@ std::vector<std::uint32_t> best_splits(const Repartition& r, std::size_t count) 
   return out;
 }
 
+std::vector<SwapPair> best_swaps(const SwapDevice& critical, const std::array<bool, 4>& sets,
+                                 const std::vector<SwapDevice>& partners, const std::array<double, 4>& most,
+                                 std::size_t count, std::int64_t& estimates) {
+  EMBSHARD_ASSERT(count > 0);
+  const auto at = [](const std::array<double, 4>& load, double per_col, double per_input) {
+    return std::array<double, 4>{load[0], load[1], load[2] * per_col, load[3] * per_input};
+  };
+  // Lower spread first; ties by partner and tables, so the order is the same with any library.
+  const auto before = [](const SwapPair& x, const SwapPair& y) {
+    return std::tie(x.spread, x.partner, x.table, x.other) < std::tie(y.spread, y.partner, y.table, y.other);
+  };
+  std::vector<SwapPair> best;  // at most `count`, unordered until the end
+  for (std::size_t e = 0; e < partners.size(); ++e) {
+    const SwapDevice& other = partners[e];
+    const double per_col = std::max(critical.per_col, other.per_col);
+    const double per_input = std::max(critical.per_input, other.per_input);
+    for (std::size_t k = 0; k < other.tables.size(); ++k) {
+      const std::array<double, 4> lu = at(other.loads[k], per_col, per_input);
+      for (std::size_t i = 0; i < critical.tables.size(); ++i) {
+        ++estimates;
+        const std::array<double, 4> lt = at(critical.loads[i], per_col, per_input);
+        double spread = 0.0;
+        bool fits = true;
+        for (std::size_t j = 0; j < 4 && fits; ++j) {
+          const double on_a = critical.terms[j] - lt[j] + lu[j], on_e = other.terms[j] - lu[j] + lt[j];
+          fits = on_a <= most[j] && on_e <= most[j] && (!sets[j] || on_a < critical.terms[j]);
+          spread += on_a * on_a + on_e * on_e - critical.terms[j] * critical.terms[j] - other.terms[j] * other.terms[j];
+        }
+        if (!fits || spread >= 0.0) continue;
+        const SwapPair pair{spread, critical.tables[i], other.tables[k], static_cast<int>(e)};
+        if (best.size() < count) {
+          best.push_back(pair);
+        } else if (const auto last = std::max_element(best.begin(), best.end(), before); before(pair, *last)) {
+          *last = pair;
+        }
+      }
+    }
+  }
+  std::sort(best.begin(), best.end(), before);
+  return best;
+}
+
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -84,6 +127,12 @@ constexpr double kUnscoredMsPerTable = 0.01;
  *  (3 and 12 were no better on the tuning seeds: docs/benchmarks.md, "Two devices re-partitioned"). */
 constexpr std::size_t kMostRepartitioned = 16;
 constexpr std::size_t kRepartitionsScored = 6;
+/** A wide swap (joint.h step 3) estimates the critical device's whole tables against those of
+ *  this many least loaded devices by each term the device sets (docs/benchmarks.md, "Swaps with
+ *  any device"). */
+constexpr int kWideSwapPartners = 128;
+/** The wide swaps of one critical device made and scored, best estimate first (as re-partitions). */
+constexpr std::size_t kWideSwapsScored = 6;
 /** Re-partitions run up to this many devices: beyond, the first descent is far from done when the
  *  budget is spent, and they cost it more than they gave (docs/benchmarks.md, same section). */
 constexpr int kRepartitionsUpToDevices = 1024;
@@ -807,11 +856,12 @@ class Search {
     return rank;
   }
 
-  /** Each critical device re-partitioned with the least loaded device by each term (try_repartition). */
-  bool try_repartitions(const std::vector<int>& critical, const Score& current) {
+  /** Each device of `from` (critical ones) re-partitioned with the least loaded device by each term
+   *  (try_repartition); `critical` are never partners. */
+  bool try_repartitions(const std::vector<int>& critical, const std::vector<int>& from, const Score& current) {
     std::vector<bool> skip(static_cast<std::size_t>(n_), false);
     for (const int a : critical) skip[static_cast<std::size_t>(a)] = true;
-    for (const int a : critical) {
+    for (const int a : from) {
       std::vector<int> partners;
       for (int term = 0; term < state_.load_terms(); ++term)
         state_.least_loaded(1, 0, skip, partners, static_cast<State::LoadTerm>(term));
@@ -843,43 +893,104 @@ class Search {
   [[nodiscard]] Repartition repartition_of(int a, int b) const {
     Repartition r;
     r.devices = {a, b};
-    std::array<double, 2> per_col{}, per_input{};
-    for (int k = 0; k < 2; ++k) {
-      const std::array<std::int64_t, 4>& us = state_.spread_terms_us(r.devices[k]);
-      for (int j = 0; j < 4; ++j) r.base[k][j] = static_cast<double>(us[j]) / 1e3;
-      const DeviceLoad& l = state_.load(r.devices[k]);
-      per_col[k] = l.dims > 0 ? r.base[k][2] / static_cast<double>(l.dims) : 0.0;
-      per_input[k] = l.input_bytes > 0 ? r.base[k][3] / static_cast<double>(l.input_bytes) : 0.0;
-    }
-    const double col_ms = std::max(per_col[0], per_col[1]), input_ms = std::max(per_input[0], per_input[1]);
-    for (int k = 0; k < 2; ++k) {
-      for (const int t : state_.tables_on(r.devices[k])) {
-        const Layout& layout = state_.layout(t);
-        if (layout.kind != Layout::Kind::kWhole || layout.first_device >= 0 || !movable(t) || state_.colocated(t) ||
-            state_.pieces(t).front().uvm_bytes > 0)
-          continue;
-        const Piece& p = state_.pieces(t).front();
-        const std::array<double, 4> load{static_cast<double>(p.fw_units) * 1e-9, static_cast<double>(p.bw_units) * 1e-9,
-                                         static_cast<double>(p.placed.shard.num_cols()) * col_ms,
-                                         static_cast<double>(p.input_bytes) * input_ms};
+    const std::array<SwapDevice, 2> side{swap_device(a), swap_device(b)};
+    const double col_ms = std::max(side[0].per_col, side[1].per_col);
+    const double input_ms = std::max(side[0].per_input, side[1].per_input);
+    for (std::size_t k = 0; k < 2; ++k) {
+      r.base[k] = side[k].terms;
+      for (std::size_t i = 0; i < side[k].tables.size(); ++i) {
+        const int t = side[k].tables[i];
+        const std::array<double, 4>& raw = side[k].loads[i];
         if (r.tables.size() == kMostRepartitioned) {  // too many to split: the caller gives up
           r.tables.push_back(t);
           return r;
         }
-        for (int j = 0; j < 4; ++j) r.base[k][j] -= load[j];
+        const std::array<double, 4> load{raw[0], raw[1], raw[2] * col_ms, raw[3] * input_ms};
+        for (std::size_t j = 0; j < 4; ++j) r.base[k][j] -= load[j];
         if (k == 1) r.now |= std::uint32_t{1} << r.tables.size();
         r.tables.push_back(t);
         r.loads.push_back(load);
         std::array<double, 2> moved_ms{};
-        for (int side = 0; side < 2 && options_.origin; ++side) {
-          Shard on = p.placed.shard;
-          on.device = r.devices[side];
-          moved_ms[side] = options_.origin->ms_per_moved_byte * static_cast<double>(state_.moved_bytes_of(t, on));
+        for (std::size_t to = 0; to < 2 && options_.origin; ++to) {
+          Shard on = state_.pieces(t).front().placed.shard;
+          on.device = r.devices[to];
+          moved_ms[to] = options_.origin->ms_per_moved_byte * static_cast<double>(state_.moved_bytes_of(t, on));
         }
         r.moved_ms.push_back(moved_ms);
       }
     }
     return r;
+  }
+
+  /** Device `d` as a wide swap sees it (SwapDevice): its whole tables that may change device alone. */
+  [[nodiscard]] SwapDevice swap_device(int d) const {
+    SwapDevice out;
+    const std::array<std::int64_t, 4>& us = state_.spread_terms_us(d);
+    for (std::size_t j = 0; j < 4; ++j) out.terms[j] = static_cast<double>(us[j]) / 1e3;
+    const DeviceLoad& l = state_.load(d);
+    out.per_col = l.dims > 0 ? out.terms[2] / static_cast<double>(l.dims) : 0.0;
+    out.per_input = l.input_bytes > 0 ? out.terms[3] / static_cast<double>(l.input_bytes) : 0.0;
+    for (const int t : state_.tables_on(d)) {
+      if (!whole_and_free(t)) continue;
+      const Piece& p = state_.pieces(t).front();
+      out.tables.push_back(t);
+      out.loads.push_back({static_cast<double>(p.fw_units) * 1e-9, static_cast<double>(p.bw_units) * 1e-9,
+                           static_cast<double>(p.placed.shard.num_cols()), static_cast<double>(p.input_bytes)});
+    }
+    return out;
+  }
+  /** Whether `t` is one whole piece in HBM that may change device alone (re-partitions, wide swaps). */
+  [[nodiscard]] bool whole_and_free(int t) const {
+    const Layout& layout = state_.layout(t);
+    return layout.kind == Layout::Kind::kWhole && layout.first_device < 0 && movable(t) && !state_.colocated(t) &&
+           state_.pieces(t).front().uvm_bytes == 0;
+  }
+
+  /**
+   * Each device of `from` (critical ones) swaps a whole table with a whole table of one of the
+   * kWideSwapPartners least loaded devices by each term it sets (joint.h step 3): the pairs ranked
+   * by best_swaps, the best few made and scored (try_swap), the first that helps kept.
+   */
+  bool try_wide_swaps(const std::vector<int>& critical, const std::vector<int>& from, const Score& current) {
+    std::array<double, 4> most{};
+    for (int d = 0; d < n_; ++d)
+      for (std::size_t j = 0; j < 4; ++j)
+        most[j] = std::max(most[j], static_cast<double>(state_.spread_terms_us(d)[j]) / 1e3);
+    for (const int a : from) {
+      const SwapDevice on_a = swap_device(a);
+      if (on_a.tables.empty()) continue;
+      std::array<bool, 4> sets{};
+      const std::vector<int> partners = wide_swap_partners(on_a, critical, most, sets);
+      std::vector<SwapDevice> others;
+      for (const int e : partners) others.push_back(swap_device(e));
+      std::int64_t estimates = 0;
+      const std::vector<SwapPair> pairs = best_swaps(on_a, sets, others, most, kWideSwapsScored, estimates);
+      estimate_work_ += estimates / 16;  // as a re-partition's splits (joint.h Budget)
+      for (const SwapPair& pair : pairs)
+        if (!spent() && try_swap(pair.table, 0, pair.other, 0, current, false, critical)) return true;
+      if (spent()) break;
+    }
+    return false;
+  }
+
+  /** A critical device's partners: the least loaded by each term it sets (marked in `sets`), none
+   *  of them critical (try_swap would refuse it). */
+  std::vector<int> wide_swap_partners(const SwapDevice& on_a, const std::vector<int>& critical,
+                                      const std::array<double, 4>& most, std::array<bool, 4>& sets) {
+    std::vector<int> partners;
+    std::vector<bool> skip(static_cast<std::size_t>(n_), false);
+    for (const int d : critical) skip[static_cast<std::size_t>(d)] = true;
+    for (std::size_t j = 0; j < 4; ++j) {
+      sets[j] = most[j] > 0.0 && on_a.terms[j] >= most[j];
+      // Spread terms forward, backward, output, input; both compute terms rank by compute.
+      const State::LoadTerm term = j < 2    ? State::LoadTerm::kCompute
+                                   : j == 2 ? State::LoadTerm::kOutput
+                                            : State::LoadTerm::kInput;
+      if (!sets[j] || static_cast<int>(term) >= state_.load_terms() || (j == 1 && sets[0])) continue;
+      state_.least_loaded(kWideSwapPartners, 0, skip, partners, term);
+      for (const int d : partners) skip[static_cast<std::size_t>(d)] = true;
+    }
+    return partners;
   }
 
   /** Moves `r`'s tables to the sides `split` gives them; keeps it if it scores better than
@@ -1165,11 +1276,53 @@ class Search {
   }
 
   /**
+   * Don't-look marks for the local search at scale (joint.h step 3): per kind of move, the devices
+   * on which a whole pass of it found nothing, with their loads then. A device is skipped by that
+   * kind until its load changes (a move elsewhere that would now help it is found once it changes,
+   * or by the next phase). Only on the fast path: elsewhere every device is always looked at.
+   */
+  class DontLook {
+   public:
+    enum class Kind { kMove, kRowShift, kRepartition, kWideSwap };
+    explicit DontLook(const Search& search) : search_(search) {}
+    [[nodiscard]] bool skips(Kind kind, int d) const {
+      const auto& seen = seen_[static_cast<std::size_t>(kind)];
+      return !seen.empty() && seen[static_cast<std::size_t>(d)] == fingerprint(d);
+    }
+    [[nodiscard]] std::vector<int> unmarked(Kind kind, const std::vector<int>& devices) const {
+      std::vector<int> out;
+      for (const int d : devices)
+        if (!skips(kind, d)) out.push_back(d);
+      return out;
+    }
+    void mark(Kind kind, const std::vector<int>& devices) {
+      for (const int d : devices) mark(kind, d);
+    }
+
+   private:
+    using Fingerprint = std::array<std::int64_t, 7>;
+    [[nodiscard]] Fingerprint fingerprint(int d) const {
+      const DeviceLoad& l = search_.state_.load(d);
+      return {l.fw_units, l.bw_units, l.dims, l.partial_dims, l.input_bytes, l.hbm_bytes, l.pieces};
+    }
+    void mark(Kind kind, int d) {
+      if (!search_.state_.incremental()) return;
+      auto& seen = seen_[static_cast<std::size_t>(kind)];
+      if (seen.empty()) seen.assign(static_cast<std::size_t>(search_.n_), Fingerprint{-1, -1, -1, -1, -1, -1, -1});
+      seen[static_cast<std::size_t>(d)] = fingerprint(d);
+    }
+    const Search& search_;
+    std::array<std::vector<Fingerprint>, 4> seen_;
+  };
+
+  /**
    * Local search around the critical devices until no move helps: cheap moves first (a piece to
-   * another device), then row shifts, re-partitions (fast path), swaps, then new layouts for the
-   * first tables there (joint.h step 3).
+   * another device), then row shifts, re-partitions and wide swaps (fast path), swaps, then new
+   * layouts for the first tables there (joint.h step 3). On the fast path the first four kinds
+   * leave out the devices their last whole pass found nothing on, until those change (DontLook).
    */
   void improve(ShardStats& stats, bool swaps) {
+    DontLook dont_look(*this);
     while (!spent()) {
       const Score current = score();
       ++stats.nodes_visited;
@@ -1187,12 +1340,26 @@ class Search {
         }
         return false;
       };
-      if (each_critical_piece([&](int t, std::size_t i, bool u) { return try_moves(t, i, current, u); })) continue;
+      using Kind = DontLook::Kind;
+      if (each_critical_piece([&](int t, std::size_t i, bool u) {
+            return !dont_look.skips(Kind::kMove, state_.pieces(t)[i].placed.shard.device) &&
+                   try_moves(t, i, current, u);
+          }))
+        continue;
+      dont_look.mark(Kind::kMove, critical);
       bool shifted = false;
+      const std::vector<int> shift_from = dont_look.unmarked(Kind::kRowShift, critical);
       for (std::size_t k = 0; k < tables.size() && !shifted && !options_.keep_layouts && !spent(); ++k)
-        shifted = try_row_shift(tables[k], current, allows_uvm(tables[k]), critical);
+        shifted = try_row_shift(tables[k], current, allows_uvm(tables[k]), shift_from);
       if (shifted) continue;
-      if (state_.incremental() && n_ <= kRepartitionsUpToDevices && try_repartitions(critical, current)) continue;
+      dont_look.mark(Kind::kRowShift, critical);
+      if (state_.incremental() && n_ <= kRepartitionsUpToDevices &&
+          try_repartitions(critical, dont_look.unmarked(Kind::kRepartition, critical), current))
+        continue;
+      dont_look.mark(Kind::kRepartition, critical);
+      if (state_.incremental() && try_wide_swaps(critical, dont_look.unmarked(Kind::kWideSwap, critical), current))
+        continue;
+      dont_look.mark(Kind::kWideSwap, critical);
       if (swaps &&
           each_critical_piece([&](int t, std::size_t i, bool u) { return try_swaps(t, i, current, u, critical); }))
         continue;

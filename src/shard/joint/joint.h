@@ -57,15 +57,23 @@
  *      device by each term out between the two again (3 to 16 tables: every split estimated,
  *      `best_splits`, the best six made and scored), which finds the exchanges of several tables
  *      for several that single moves and swaps cannot (docs/benchmarks.md, "Two devices
- *      re-partitioned"); when polishing (below), swap a piece with a lighter one elsewhere (beyond
- *      32 devices one on a candidate device); re-lay out one of the four heaviest tables there,
- *      or when re-planning the first four in its order (below): every layout, pieces placed
- *      greedily; beyond 32 devices each layout of at most twice the table's weight in average
- *      device loads pieces is first scored with its pieces unscored on the least loaded devices,
- *      and the best three are placed piece by piece. A move is taken when it lowers the
- *      objective, or keeps it and lowers the spread Σ_d (device step)² (which breaks plateaus;
- *      the objective never rises along a chain of moves, so none can cycle). A local optimum
- *      better than the best so far is polished (the search again, with swaps) and kept;
+ *      re-partitioned"); on the fast path, swap a whole table of a critical device with a whole
+ *      table of one of the 128 least loaded devices by each term that device sets, every pair
+ *      estimated (`best_swaps`: no term of either device may pass its largest, the device's own
+ *      terms must fall; the best six by the spread made and scored), which finds the partner far
+ *      from the candidate devices that a table's dims, lookups and compute together need
+ *      (docs/benchmarks.md, "Swaps with any device"); when polishing (below), swap a piece with a
+ *      lighter one elsewhere (beyond 32 devices one on a candidate device); re-lay out one of the
+ *      four heaviest tables there, or when re-planning the first four in its order (below): every
+ *      layout, pieces placed greedily; beyond 32 devices each layout of at most twice the table's
+ *      weight in average device loads pieces is first scored with its pieces unscored on the
+ *      least loaded devices, and the best three are placed piece by piece. A move is taken when it
+ *      lowers the objective, or keeps it and lowers the spread Σ_d (device step)² (which breaks
+ *      plateaus; the objective never rises along a chain of moves, so none can cycle). On the fast
+ *      path a device on which a whole pass of one kind of move (moves, row shifts, re-partitions,
+ *      wide swaps) found nothing is left out of that kind until its load changes (don't-look
+ *      marks): the budget goes to devices that changed, not to passes that fail again. A local
+ *      optimum better than the best so far is polished (the search again, with swaps) and kept;
  *   3b. once, below 64 devices, groups of data-parallel copies (the k most promising tables for
  *      k = 1, 2, 4, …), the rest of the plan built again around them and searched as in 3;
  *   4. iterated local search in `chains` chains (default 2), each from the best plan with its own
@@ -75,7 +83,7 @@
  *      improvement or when its share is spent; the best chain's plan wins.
  * Budget. `work` counts work units after the start — objective evaluations, pieces placed or
  * taken off (at scale a piece's trees cost more than reading an objective) and one per 16 splits
- * a re-partition estimates —: 1,500,000 by
+ * a re-partition estimates or pairs a wide swap estimates —: 1,500,000 by
  * default up to 8 devices and as much again for every 8 more (a 16-GPU task's first descent and
  * copy groups alone took 1,500,000, leaving no perturbation round), 3,000,000 on the fast path
  * (about 1.5 s at 5,000 tables × 1,024 devices on one core).
@@ -107,11 +115,12 @@
  * split made again) instead of steps 1–2, and its score adds `ms_per_moved_byte` × the bytes its
  * pieces hold that their devices did not hold in the old plan (`State::moved_bytes`, kept per
  * change: a piece's own count, `Piece::moved_bytes`); a plan moving more than `max_moved_bytes`
- * is never taken (a perturbation past it is a lost round). The local search takes the tables on
- * the critical devices — for every move, row shift and re-layout — by lookups × dim per weight
- * byte (for a whole table, its lookups per row over its element size), most first, instead of
- * heaviest first: a move that relieves a device for few bytes is found before one that moves a
- * big table (docs/benchmarks.md, "Re-planning moves the densest tables first"). 1D only.
+ * is never taken (a perturbation past it is a lost round; a wide swap's estimate leaves the price
+ * out, its score has it). The local search takes the tables on the critical devices — for every
+ * move, row shift and re-layout — by lookups × dim per weight byte (for a whole table, its lookups
+ * per row over its element size), most first, instead of heaviest first: a move that relieves a
+ * device for few bytes is found before one that moves a big table (docs/benchmarks.md,
+ * "Re-planning moves the densest tables first"). 1D only.
  *
  * 2D (plan/sharding_groups.h; `groups=auto`, the default, on more than one host). The 1D search
  * runs first, on its whole budget (its plan is `groups=none`'s). Each 2D layout the task allows is
@@ -166,6 +175,39 @@ struct Repartition {
  * tables.
  */
 [[nodiscard]] std::vector<std::uint32_t> best_splits(const Repartition& r, std::size_t count);
+
+/**
+ * A device as a wide swap (step 3) sees it: its spread terms in ms (as Repartition's), its ms per
+ * output column and per input byte, and per whole table that may change device its load in raw
+ * units (forward ms, backward ms, output columns, input bytes).
+ */
+struct SwapDevice {
+  std::array<double, 4> terms{};
+  double per_col = 0.0;
+  double per_input = 0.0;
+  std::vector<int> tables;
+  std::vector<std::array<double, 4>> loads;
+};
+
+/** One swap of a table of the critical device with a table of partner `partner` (an index). */
+struct SwapPair {
+  double spread = 0.0;  ///< the change of Σ of the two devices' squared terms (< 0)
+  int table = -1;       ///< the critical device's table
+  int other = -1;       ///< the partner's table
+  int partner = -1;
+};
+
+/**
+ * The `count` swaps of a table of `critical` with a table of one of `partners` that the estimate
+ * ranks best, lowest spread first: each table's terms at the higher of the two devices' ms per
+ * column and per input byte (compute as it is); only swaps after which no term of either device
+ * passes that term's largest over all devices (`most`), every term `sets` marks (those the
+ * critical device sets) falls on it, and the spread falls. `estimates` grows by the pairs looked at.
+ */
+[[nodiscard]] std::vector<SwapPair> best_swaps(const SwapDevice& critical, const std::array<bool, 4>& sets,
+                                               const std::vector<SwapDevice>& partners,
+                                               const std::array<double, 4>& most, std::size_t count,
+                                               std::int64_t& estimates);
 
 /** With more devices than this a piece is tried only on the `candidates` least loaded (joint.h). */
 inline constexpr int kAllCandidatesUpTo = 32;
