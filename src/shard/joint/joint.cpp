@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <tuple>
@@ -205,8 +206,7 @@ class Search {
       mean_weight_ += weight(t) / n_;
       mean_lookups_ += static_cast<double>(spec(t).stats.num_indices) / n_;
     }
-    rank_.resize(order_.size());
-    for (std::size_t i = 0; i < order_.size(); ++i) rank_[static_cast<std::size_t>(order_[i])] = static_cast<int>(i);
+    rank_ = places_of(order_);
     move_rank_ = options.origin ? rank_by_load_per_byte() : rank_;
   }
 
@@ -851,9 +851,14 @@ class Search {
       return (static_cast<double>(s.stats.num_indices) + 1.0) * s.dim / (static_cast<double>(s.weight_bytes()) + 1.0);
     };
     std::stable_sort(tables.begin(), tables.end(), [&](int a, int b) { return density(a) > density(b); });
-    std::vector<int> rank(tables.size());
-    for (std::size_t i = 0; i < tables.size(); ++i) rank[static_cast<std::size_t>(tables[i])] = static_cast<int>(i);
-    return rank;
+    return places_of(tables);
+  }
+
+  /** Each table's place in `order` (a permutation of the tables). */
+  [[nodiscard]] static std::vector<int> places_of(const std::vector<int>& order) {
+    std::vector<int> place(order.size());
+    for (std::size_t i = 0; i < order.size(); ++i) place[static_cast<std::size_t>(order[i])] = static_cast<int>(i);
+    return place;
   }
 
   /** Each device of `from` (critical ones) re-partitioned with the least loaded device by each term
@@ -879,18 +884,19 @@ class Search {
    * and scored; the first that helps is kept.
    */
   bool try_repartition(int a, int b, const Score& current) {
-    Repartition r = repartition_of(a, b);
-    if (r.tables.size() < 3 || r.tables.size() > kMostRepartitioned) return false;
-    estimate_work_ += (std::int64_t{1} << r.tables.size()) / 16;  // one unit per 16 splits (joint.h Budget)
-    for (const std::uint32_t split : best_splits(r, kRepartitionsScored)) {
+    const std::optional<Repartition> r = repartition_of(a, b);
+    if (!r || r->tables.size() < 3) return false;
+    estimate_work_ += (std::int64_t{1} << r->tables.size()) / 16;  // one unit per 16 splits (joint.h Budget)
+    for (const std::uint32_t split : best_splits(*r, kRepartitionsScored)) {
       if (spent()) break;
-      if (try_split(r, split, current)) return true;
+      if (try_split(*r, split, current)) return true;
     }
     return false;
   }
 
-  /** Devices `a` and `b` with their whole tables taken out (each term's estimate, best_splits). */
-  [[nodiscard]] Repartition repartition_of(int a, int b) const {
+  /** Devices `a` and `b` with their whole tables taken out (each term's estimate, best_splits);
+   *  none when they hold more than kMostRepartitioned. */
+  [[nodiscard]] std::optional<Repartition> repartition_of(int a, int b) const {
     Repartition r;
     r.devices = {a, b};
     const std::array<SwapDevice, 2> side{swap_device(a), swap_device(b)};
@@ -901,10 +907,7 @@ class Search {
       for (std::size_t i = 0; i < side[k].tables.size(); ++i) {
         const int t = side[k].tables[i];
         const std::array<double, 4>& raw = side[k].loads[i];
-        if (r.tables.size() == kMostRepartitioned) {  // too many to split: the caller gives up
-          r.tables.push_back(t);
-          return r;
-        }
+        if (r.tables.size() == kMostRepartitioned) return std::nullopt;  // too many to split
         const std::array<double, 4> load{raw[0], raw[1], raw[2] * col_ms, raw[3] * input_ms};
         for (std::size_t j = 0; j < 4; ++j) r.base[k][j] -= load[j];
         if (k == 1) r.now |= std::uint32_t{1} << r.tables.size();
