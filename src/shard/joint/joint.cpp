@@ -108,10 +108,19 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 /** The default budgets in work units (`work=0`; joint.h): about 0.15 s on a protocol task (per
  *  `kWorkDevices` devices, from one host to the fast path), and on the fast path (fast_step.h)
- *  about 1.5 s at 5,000 tables × 1,024 devices on one core. */
+ *  about 1.5 s at 5,000 tables × 1,024 devices on one core, growing beyond `kIncrementalWorkTables`
+ *  tables with the square root of their number, to at most `kMostIncrementalWorkScale` times. */
 constexpr std::int64_t kWork = 1500000;
 constexpr int kWorkDevices = 8;
 constexpr std::int64_t kIncrementalWork = 3000000;
+constexpr double kIncrementalWorkTables = 5000.0;
+constexpr double kMostIncrementalWorkScale = 2.0;
+
+/** The fast path's default budget for `tables` tables (above). */
+std::int64_t incremental_work(int tables) {
+  const double scale = std::clamp(std::sqrt(tables / kIncrementalWorkTables), 1.0, kMostIncrementalWorkScale);
+  return static_cast<std::int64_t>(static_cast<double>(kIncrementalWork) * scale);
+}
 /** Copies are tried below this many devices: a copy is a piece per device, and at the sizes of the
  *  fast path the deadline is better spent on the other moves (docs/benchmarks.md, "At scale"). */
 constexpr int kCopiesBelowDevices = 64;
@@ -230,7 +239,7 @@ class Search {
     }
     const std::int64_t start_work = work();
     const std::int64_t whole = options_.work > 0      ? options_.work
-                               : state_.incremental() ? kIncrementalWork
+                               : state_.incremental() ? incremental_work(state_.num_tables())
                                : n_ <= kWorkDevices   ? kWork
                                                       : kWork * n_ / kWorkDevices;
     const auto budget = static_cast<std::int64_t>(static_cast<double>(whole) * options_.work_share);
@@ -1754,7 +1763,8 @@ void register_joint(Registry<Sharder>& registry) {
          "the search's budget in work units (objective evaluations and pieces placed or taken off) after its "
          "start, shared by the chains; a run is the same for its seed and budget however loaded the machine "
          "(unless time_ms cuts it) and a larger budget never gives a worse plan; 0: 1,500,000 per 8 devices (at "
-         "least 1,500,000), or 3,000,000 where the objective is kept per change (64 devices or more)"},
+         "least 1,500,000), or where the objective is kept per change (64 devices or more) 3,000,000, times "
+         "sqrt(tables / 5,000) beyond 5,000 tables, at most 6,000,000"},
         {"chains",
          ParamType::kInt,
          text_of(d.chains),
