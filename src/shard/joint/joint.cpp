@@ -116,11 +116,6 @@ constexpr std::int64_t kIncrementalWork = 3000000;
 constexpr double kIncrementalWorkTables = 5000.0;
 constexpr double kMostIncrementalWorkScale = 2.0;
 
-/** The fast path's default budget for `tables` tables (above). */
-std::int64_t incremental_work(int tables) {
-  const double scale = std::clamp(std::sqrt(tables / kIncrementalWorkTables), 1.0, kMostIncrementalWorkScale);
-  return static_cast<std::int64_t>(static_cast<double>(kIncrementalWork) * scale);
-}
 /** Copies are tried below this many devices: a copy is a piece per device, and at the sizes of the
  *  fast path the deadline is better spent on the other moves (docs/benchmarks.md, "At scale"). */
 constexpr int kCopiesBelowDevices = 64;
@@ -238,10 +233,8 @@ class Search {
       }
     }
     const std::int64_t start_work = work();
-    const std::int64_t whole = options_.work > 0      ? options_.work
-                               : state_.incremental() ? incremental_work(state_.num_tables())
-                               : n_ <= kWorkDevices   ? kWork
-                                                      : kWork * n_ / kWorkDevices;
+    const std::int64_t whole =
+        options_.work > 0 ? options_.work : default_work(state_.num_tables(), n_, state_.incremental());
     const auto budget = static_cast<std::int64_t>(static_cast<double>(whole) * options_.work_share);
     limit_ = start_work + budget;
     Best best{score(), state_.snapshot()};
@@ -1696,6 +1689,15 @@ class JointSharder final : public Sharder {
 };
 
 }  // namespace
+
+std::int64_t default_work(int tables, int devices, bool incremental) {
+  if (incremental) {
+    const double scale = std::clamp(std::sqrt(tables / kIncrementalWorkTables), 1.0, kMostIncrementalWorkScale);
+    return static_cast<std::int64_t>(static_cast<double>(kIncrementalWork) * scale);
+  }
+  return devices <= kWorkDevices ? kWork : kWork * devices / kWorkDevices;
+}
+
 }  // namespace joint
 
 namespace {

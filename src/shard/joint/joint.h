@@ -88,7 +88,8 @@
  * copy groups alone took 1,500,000, leaving no perturbation round), 3,000,000 on the fast path
  * (about 1.5 s at 5,000 tables × 1,024 devices on one core) up to 5,000 tables, and beyond that
  * as much times √(tables / 5,000), at most twice as much (from 20,000 tables: about 5 s at
- * 20,000 × 4,096, 7 s at 50,000 × 8,192; docs/benchmarks.md, "The budget grows with the tables").
+ * 20,000 × 4,096, 7 s at 50,000 × 8,192; docs/benchmarks.md, "The budget grows with the tables"):
+ * `default_work`.
  * Every phase keeps the best plan of its own deterministic trajectory and stops when the budget
  * is spent, so a larger budget never returns a worse plan (under `groups=auto` the 2D layouts
  * searched follow the 1D plan, so there this holds for each layout's search). `time_ms` (default 60 s, the context's
@@ -210,6 +211,10 @@ struct SwapPair {
                                                const std::vector<SwapDevice>& partners,
                                                const std::array<double, 4>& most, std::size_t count,
                                                std::int64_t& estimates);
+
+/** The default budget in work units (`work=0`; "Budget" above) of a task of `tables` tables on
+ *  `devices` devices, on the fast path (`incremental`: the objective kept per change) or not. */
+[[nodiscard]] std::int64_t default_work(int tables, int devices, bool incremental);
 
 /** With more devices than this a piece is tried only on the `candidates` least loaded (joint.h). */
 inline constexpr int kAllCandidatesUpTo = 32;
