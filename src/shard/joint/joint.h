@@ -134,11 +134,11 @@
  * misses what a group's search gains in balance), whose sync floor is below that objective and whose
  * group's memory can hold every table, are searched on their group's task (a model of the same
  * kind built for it, `CostModel::for_task`), each with a sixth of its group task's default
- * budget more, and judged on the whole objective; the best plan, 1D or 2D, wins. A group's search sees the sync: each
- * device's all-reduce term carries its bytes' sync (`State::set_replica_sync`), so its objective
- * is the 2D plan's. `groups=G` searches only the layouts of G ranks (strided and contiguous, where
- * valid) with the whole budget; `groups=none` keeps to 1D. A group's search makes no data-parallel
- * copies (a 2D plan has none), and `objective=balance` keeps to 1D.
+ * budget more, and judged on the whole objective; the best plan, 1D or 2D, wins. A group's search
+ * sees the sync: each device's all-reduce term carries its bytes' sync (`State::set_replica_sync`),
+ * so its objective is the 2D plan's. `groups=G` searches only the layouts of G ranks (strided and
+ * contiguous, where valid) with the whole budget; `groups=none` keeps to 1D. A group's search makes
+ * no data-parallel copies (a 2D plan has none), and `objective=balance` keeps to 1D.
  */
 #include <array>
 #include <cstdint>
