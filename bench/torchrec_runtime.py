@@ -147,7 +147,7 @@ def main():
     parser.add_argument("--batch", type=int, default=8192)
     parser.add_argument("--mem-gib", type=float, default=1.0)
     parser.add_argument("--warmup", type=int, default=3)
-    parser.add_argument("--repeats", type=int, default=11)
+    parser.add_argument("--repeats", type=int, default=31)
     parser.add_argument("--cost", default="sim", help="the cost model joint plans with")
     parser.add_argument("--planners", default=PLANNERS,
                         help="name=sharder spec[|cost spec];...: the plans of each task (torchrec is the reference)")
