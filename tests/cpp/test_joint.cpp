@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <set>
 
 #include "embshard/cost/analytic.h"
 #include "embshard/cost/cost_model.h"
@@ -297,6 +298,63 @@ TEST(Joint, AboveOneHostAHeavyTableStartsInRowPiecesAndOnOneHostWhole) {
       }
     }
   }
+}
+
+TEST(Joint, BelowSixtyFourDevicesASplitStartIsAlsoSearchedWhole) {
+  // joint.h step 2: where the greedy start split heavy tables (above one host), below 64 devices
+  // the start is made again with every table whole and searched the same way, and the better
+  // kept. With no perturbation rounds (patience=0) the plan is then never worse than the search
+  // from the whole start alone (split_start=0).
+  for (std::uint64_t seed = 0; seed < 8; ++seed) {
+    const Task task =
+        heavy_tables_task(seed, seed % 2 ? "v100:nodes=2,gpus_per_node=4" : "h100:nodes=3,gpus_per_node=4");
+    const auto cost = make_cost_model("sim", task);
+    const auto step = [&](const char* spec) {
+      const ShardResult r = plan_task(spec, task, cost.get(), quiet(seed));
+      EXPECT_EQ(r.status, ShardStatus::kOk) << r.reason;
+      return value_of(*cost, task, r.plan, Objective::kStep);
+    };
+    const double both = step("joint:patience=0,groups=none,data_parallel=false");
+    const double whole = step("joint:patience=0,groups=none,data_parallel=false,split_start=0");
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    EXPECT_LE(both, whole * (1 + 1e-12));
+  }
+}
+
+TEST(Joint, FromSixtyFourHostsAHeavyTableTakesTheLeastLoadedHostFirst) {
+  // joint.h step 2: from 64 hosts on, a table that starts in row pieces takes its host first, the
+  // one whose loads so far are least aligned with its own. 64 equal heavy tables among light ones
+  // on 64 hosts of 8: each starts in 5 row pieces and, with no budget to search, the plan is the
+  // start: every heavy table on a host of its own. The devices' candidates alone (the least loaded
+  // devices, which share hosts) would open a new host only when the last one's devices ran out.
+  Task task;
+  task.id = "host-first";
+  task.workload.batch_size = 65536;
+  task.topology = make_topology("v100:nodes=64,gpus_per_node=8");
+  for (int t = 0; t < 512; ++t) {
+    TableSpec spec;
+    spec.name = "t" + std::to_string(t);
+    spec.dim = 32;
+    spec.stats = derive_table_stats(100'000, t < 64 ? 60.0 : 20.0, -1.0, task.workload.batch_size, pool_median_model(),
+                                    spec.name);
+    task.workload.tables.push_back(spec);
+  }
+  ASSERT_EQ(find_error_in_task(task, task.id), "");
+  const auto cost = make_cost_model("sim", task);
+  const ShardResult r = plan_task("joint:work=1,groups=none", task, cost.get(), quiet());
+  ASSERT_EQ(r.status, ShardStatus::kOk) << r.reason;
+  std::set<int> hosts;
+  int heavy = 0;
+  for (const TablePlacement& p : r.plan.tables) {
+    if (std::stoi(p.table.substr(1)) >= 64) continue;
+    ++heavy;
+    SCOPED_TRACE(p.table);
+    ASSERT_EQ(p.shards.size(), 5U);
+    const int host = task.topology.host_of(p.shards.front().device);
+    for (const Shard& s : p.shards) EXPECT_EQ(task.topology.host_of(s.device), host);
+    EXPECT_TRUE(hosts.insert(host).second) << "host " << host << " holds two heavy tables";
+  }
+  EXPECT_EQ(heavy, 64);
 }
 
 TEST(LowerBound, KnowsPiecesPayForTheCacheAndNoPlanSplitJustEnoughBeatsIt) {

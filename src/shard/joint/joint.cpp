@@ -141,6 +141,15 @@ constexpr std::size_t kWideSwapsScored = 6;
 /** Re-partitions run up to this many devices: beyond, the first descent is far from done when the
  *  budget is spent, and they cost it more than they gave (docs/benchmarks.md, same section). */
 constexpr int kRepartitionsUpToDevices = 1024;
+/** From this many hosts on, a table that starts in row pieces takes its host first (joint.h step
+ *  2): the candidates of a piece cover only a few of the hosts (docs/benchmarks.md, "Heavy tables
+ *  take their host first"). */
+constexpr int kHostFirstFromHosts = 64;
+/** The hosts a table that takes its host first is tried on, best first, before any device. */
+constexpr std::size_t kHostFirstHosts = 4;
+/** Below this many devices a greedy start that split heavy tables is made again with every table
+ *  whole, and the better search kept (joint.h step 2; the fast path starts from 64). */
+constexpr int kBothStartsBelowDevices = 64;
 /** Most pieces per table unless `max_parts` says otherwise (more only multiplies the output). */
 constexpr int kDefaultMaxParts = 64;
 
@@ -239,6 +248,7 @@ class Search {
     limit_ = start_work + budget;
     Best best{score(), state_.snapshot()};
     settle(best, result.stats);
+    if (!exact && !options_.origin) settle_whole_start(best, result.stats);
     if (copies_) try_copy_groups(best, result.stats);
     const ChainsResult chains = perturb_in_chains(best, result.stats);
     state_.restore(best.plan);
@@ -283,6 +293,29 @@ class Search {
     improve(stats, true);
     now = score();
     best = {now, state_.snapshot()};
+  }
+
+  /**
+   * Below kBothStartsBelowDevices devices, where the greedy start split heavy tables (several
+   * hosts): the start again with every table whole, searched the same way (`settle`), and kept in
+   * `best` where it ends better (joint.h step 2). From pieces the search may not find what a start
+   * of whole tables leads to (docs/benchmarks.md, "Both starts below 64 devices").
+   */
+  void settle_whole_start(Best& best, ShardStats& stats) {
+    if (n_ >= kBothStartsBelowDevices || spent()) return;
+    bool split = false;  // whether the greedy start split a table
+    for (int t = 0; t < state_.num_tables() && !split; ++t) split = start_row_pieces(t) >= 2;
+    if (!split) return;
+    for (int t = 0; t < state_.num_tables(); ++t) state_.remove_table(t);
+    whole_start_ = true;
+    const bool placed = greedy_start(order_) < 0;
+    whole_start_ = false;
+    if (placed) {
+      Best whole{score(), state_.snapshot()};
+      settle(whole, stats);
+      if (better(whole.score, best.score)) best = std::move(whole);
+    }
+    state_.restore(best.plan);
   }
 
   /**
@@ -488,16 +521,97 @@ class Search {
   }
 
   /**
-   * Inserts the tables in `order` (greedy start, joint.h); once only the time placing the rest
-   * unscored takes is left (kUnscoredMsPerTable each), the rest go in that way (`insert_quickly`).
-   * Returns the first table that fits nowhere, or -1.
+   * Inserts the tables in `order` (greedy start, joint.h); from kHostFirstFromHosts hosts on, a
+   * table that starts in row pieces on its host first (`insert_on_best_host`); once only the time
+   * placing the rest unscored takes is left (kUnscoredMsPerTable each), the rest go in that way
+   * (`insert_quickly`). Returns the first table that fits nowhere, or -1.
    */
   int greedy_start(const std::vector<int>& order) {
+    HostLoads hosts(*this);
     for (std::size_t i = 0; i < order.size(); ++i) {
+      const int t = order[i];
       const bool quick = out_of_time(static_cast<double>(order.size() - i) * kUnscoredMsPerTable);
-      if (!(quick ? insert_quickly(order[i]) : insert_best(order[i], start_layouts(order[i])))) return order[i];
+      if (!(quick                                    ? insert_quickly(t)
+            : hosts.on() && start_row_pieces(t) >= 2 ? insert_on_best_host(t, hosts)
+                                                     : insert_best(t, start_layouts(t))))
+        return t;
+      hosts.add(t);
     }
     return -1;
+  }
+
+  /**
+   * What the greedy start has put on each host, per term, for choosing a heavy table's host
+   * (joint.h step 2): each table's compute whole on an empty device, its columns and its lookups,
+   * shared out over the hosts of its pieces; each term in units of its average per host over the
+   * whole task. Only from kHostFirstFromHosts hosts on (`on`).
+   */
+  class HostLoads {
+   public:
+    explicit HostLoads(Search& search) : search_(search) {
+      const Topology& topology = search.task_.topology;
+      if (topology.num_hosts() < kHostFirstFromHosts) return;
+      hosts_ = topology.num_hosts();
+      table_.resize(static_cast<std::size_t>(search.state_.num_tables()));
+      std::array<double, 3> total{};
+      for (int t = 0; t < search.state_.num_tables(); ++t) {
+        const TableSpec& s = search.spec(t);
+        const DeviceCompute c = search.state_.shard_compute({t, Shard{0, 0, s.num_rows(), 0, s.dim, -1}, 0});
+        table_[static_cast<std::size_t>(t)] = {c.fw_ms + c.bw_ms, static_cast<double>(s.dim),
+                                               static_cast<double>(s.stats.num_indices)};
+        for (std::size_t k = 0; k < 3; ++k) total[k] += table_[static_cast<std::size_t>(t)][k];
+      }
+      for (auto& loads : table_)
+        for (std::size_t k = 0; k < 3; ++k) loads[k] *= total[k] > 0 ? hosts_ / total[k] : 0.0;
+      load_.assign(static_cast<std::size_t>(hosts_), {});
+    }
+    [[nodiscard]] bool on() const { return hosts_ > 0; }
+
+    /** Table `t`, as placed now, counted on the hosts of its pieces. */
+    void add(int t) {
+      if (!on()) return;
+      const std::vector<Piece>& pieces = search_.state_.pieces(t);
+      for (const Piece& p : pieces) {
+        auto& host = load_[static_cast<std::size_t>(search_.task_.topology.host_of(p.placed.shard.device))];
+        for (std::size_t k = 0; k < 3; ++k)
+          host[k] += table_[static_cast<std::size_t>(t)][k] / static_cast<double>(pieces.size());
+      }
+    }
+
+    /** The `count` hosts whose loads are least aligned with `t`'s (the smallest dot product: where
+     *  adding it raises Σ over hosts and terms of the squared loads least), best first. */
+    [[nodiscard]] std::vector<int> best_for(int t, std::size_t count) const {
+      std::vector<std::pair<double, int>> keyed(static_cast<std::size_t>(hosts_));
+      for (int h = 0; h < hosts_; ++h) {
+        double dot = 0.0;
+        for (std::size_t k = 0; k < 3; ++k)
+          dot += load_[static_cast<std::size_t>(h)][k] * table_[static_cast<std::size_t>(t)][k];
+        keyed[static_cast<std::size_t>(h)] = {dot, h};
+      }
+      count = std::min(count, keyed.size());
+      std::partial_sort(keyed.begin(), keyed.begin() + static_cast<std::ptrdiff_t>(count), keyed.end());
+      std::vector<int> out;
+      for (std::size_t i = 0; i < count; ++i) out.push_back(keyed[i].second);
+      return out;
+    }
+
+   private:
+    Search& search_;
+    int hosts_ = 0;
+    std::vector<std::array<double, 3>> table_;  ///< per table: compute, columns, lookups
+    std::vector<std::array<double, 3>> load_;   ///< per host
+  };
+
+  /** `t` in its start layout on the first of `hosts.best_for(t)` where it fits, its pieces placed
+   *  as `insert_best` places them among that host's devices; else as `insert_best` alone. */
+  bool insert_on_best_host(int t, const HostLoads& hosts) {
+    for (const int h : hosts.best_for(t, kHostFirstHosts)) {
+      only_host_ = h;
+      const bool placed = insert_best(t, start_layouts(t));
+      only_host_ = -1;
+      if (placed) return true;
+    }
+    return insert_best(t, start_layouts(t));
   }
 
   /**
@@ -632,7 +746,7 @@ class Search {
    * are fixed).
    */
   [[nodiscard]] int start_row_pieces(int t) const {
-    const double share = options_.split_start;
+    const double share = whole_start_ ? 0.0 : options_.split_start;
     if (share <= 0 || task_.topology.num_hosts() <= 1 || options_.torchrec) return 1;
     const double heaviness = std::max(weight(t) / std::max(mean_weight_, 1e-300),
                                       static_cast<double>(spec(t).stats.num_indices) / std::max(mean_lookups_, 1e-300));
@@ -649,7 +763,11 @@ class Search {
     taken_.resize(static_cast<std::size_t>(n_), false);
     for (const Piece& p : state_.pieces(t)) taken_[static_cast<std::size_t>(p.placed.shard.device)] = true;
     std::vector<int> out;
-    if (n_ <= kAllCandidatesUpTo) {
+    if (only_host_ >= 0) {
+      const int size = task_.topology.host_size();
+      for (int d = only_host_ * size; d < (only_host_ + 1) * size; ++d)
+        if (!taken_[static_cast<std::size_t>(d)]) out.push_back(d);
+    } else if (n_ <= kAllCandidatesUpTo) {
       for (int d = 0; d < n_; ++d)
         if (!taken_[static_cast<std::size_t>(d)]) out.push_back(d);
     } else {
@@ -1507,6 +1625,8 @@ class Search {
   double mean_lookups_ = 0.0;   ///< an average device's share of the tables' lookups
   bool copies_;                 ///< data-parallel copies tried (the option, and the model can cost them)
   std::vector<bool> taken_;     ///< candidates' scratch: the devices holding a piece of the table
+  int only_host_ = -1;          ///< ≥ 0: candidates are this host's devices (insert_on_best_host)
+  bool whole_start_ = false;    ///< the greedy start splits no table (settle_whole_start)
   std::int64_t evaluations_ = 0;
   std::int64_t estimate_work_ = 0;  ///< re-partitions' estimated splits / 16 (work units, joint.h Budget)
   std::int64_t other_work_ = 0;     ///< the other chains' work (reported)

@@ -44,12 +44,19 @@
  *      which starts in as many row pieces as keep each below that, each piece placed the same way
  *      (several such tables each set a term's maximum on their device, so splitting one alone
  *      never lowers it and the search does not find the split; docs/benchmarks.md, "Heavy tables
- *      start in pieces"); a table that fits no device
+ *      start in pieces"); from 64 hosts on such a table first takes its host, the first of the
+ *      four whose loads so far — every table placed, its compute whole, its columns and its
+ *      lookups, each in units of its average per host — have the smallest dot product with its
+ *      own (where it raises the sum of the hosts' squared loads least), and its pieces are placed
+ *      the same way among that host's devices (a piece's candidates cover only a few hosts:
+ *      docs/benchmarks.md, "Heavy tables take their host first"); a table that fits no device
  *      whole takes whichever layout, pieces placed the same way, leaves the lowest objective;
  *      when one fits nowhere (memory is tight), the start is made again, tables by decreasing bytes;
  *      once the time left is what placing the rest that way takes (~10 µs a table), the
  *      remaining tables go in their start layouts, each piece on the least loaded device it
- *      fits, unscored;
+ *      fits, unscored. Below 64 devices a start that split tables is made again with every table
+ *      whole; both are searched (step 3, before any perturbation) and the better is kept
+ *      (docs/benchmarks.md, "Both starts below 64 devices");
  *   3. local search until no move helps, around the critical devices (those that set a term of
  *      the objective): move a piece to another device; make a row layout uneven (beyond 32
  *      devices only between neighbouring pieces, the two re-made alone); on the fast path (below)
