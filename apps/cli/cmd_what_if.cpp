@@ -63,6 +63,8 @@ int run_size(Args& args, const Context& base) {
   const Context ctx = seeded(args, base);
   const WhatIfOptions options = what_if_options(args);
   const double target = args.get_double("target-step", 0.0);
+  EMBSHARD_CHECK(!args.get("target-step") || target > 0, "--target-step: expected a step above 0 ms, got '",
+                 one_line(*args.get("target-step")), "'");
   const auto out = args.get("out");
   const auto report = args.get("report");
   check_paths({{"--task", task_path}}, {}, {{"--out", out.value_or("")}, {"--report", report.value_or("")}});
@@ -80,7 +82,9 @@ int run_size(Args& args, const Context& base) {
     std::printf("%8d %6d %12s %12s %10.2f  %s\n", p.devices, p.hosts,
                 ok ? report_number(p.run.eval.step_ms).c_str() : p.run.status.c_str(),
                 p.bound_ms > 0 ? report_number(p.bound_ms).c_str() : "-", p.run.plan_ms / 1000.0,
-                target > 0 && p.meets(target) ? "meets the target" : "");
+                target > 0 && p.meets(target) ? "meets the target"
+                : ok                          ? ""
+                                              : one_line(p.run.reason).c_str());
   }
   std::cout << curve.verdict << "\n";
   return target > 0 && curve.fewest == 0 ? 1 : 0;
@@ -129,15 +133,19 @@ int run_fit(Args& args, const Context& base) {
 namespace embshard::cli {
 namespace {
 
-/** --max-move: a share of the task's table bytes ("0.1", "10%") or bytes ("5e9", "4GiB"). */
+/** --max-move: a share of the task's table bytes ("0.1", "10%": a plain number up to 1 is a share)
+ *  or bytes ("5e9", "4GiB": a plain number above 1 is whole bytes). */
 double max_move_bytes(const std::string& text, const Task& task) {
   if (text.empty()) return std::numeric_limits<double>::infinity();
   char* end = nullptr;
   const double value = std::strtod(text.c_str(), &end);
   const std::string unit = end ? std::string(end) : "";
-  EMBSHARD_CHECK(end != text.c_str() && std::isfinite(value) && value >= 0 &&
+  const bool hex = text.find_first_of("xX") != std::string::npos;
+  EMBSHARD_CHECK(end != text.c_str() && !hex && std::isfinite(value) && value >= 0 &&
                      (unit.empty() || unit == "%" || unit == "GiB" || unit == "MiB"),
                  "--max-move: expected a share (0.1 or 10%) or bytes (5e9, 4GiB, 512MiB), got '", one_line(text), "'");
+  EMBSHARD_CHECK(!unit.empty() || value <= 1.0 || value == std::floor(value), "--max-move: '", one_line(text),
+                 "' is neither a share (a number up to 1, or a percentage) nor whole bytes");
   const double total = static_cast<double>(task.workload.total_bytes());
   if (unit == "%") return value / 100.0 * total;
   if (unit == "GiB") return value * 1024.0 * 1024.0 * 1024.0;

@@ -169,7 +169,8 @@ std::vector<VerbDoc> make_docs() {
             {"from", "P.json", "",
              "the plan running today (required); ranks keep their numbers, added ranks come last"},
             {"max-move", "M", "",
-             "the most to move: a share of the task's table bytes (0.1, 10%) or bytes (5e9, 4GiB); default: no limit"},
+             "the most to move: a share of the task's table bytes (0.1, 10%: a plain number up to 1) or bytes (5e9, "
+             "4GiB: a plain number above 1 is whole bytes); default: no limit"},
             {"sharder", "SPEC", ReplanOptions{}.sharder, "the from-scratch plan the curve ends at (1D)"},
             {"cost", "SPEC", ReplanOptions{}.cost, "its cost model"},
             {"reshard", "", "",

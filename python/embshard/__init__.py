@@ -76,6 +76,13 @@ def _finite(value: Any, where: str) -> float:
     return number
 
 
+def _of_type(value: Any, kind: type, where: str) -> Any:
+    """`value` if it is a `kind` (a Task, a Plan, a spec string), else an Error naming what it is."""
+    if not isinstance(value, kind):
+        raise Error(f"{where} must be a {kind.__name__}, got {type(value).__name__} {value!r}"[:200])
+    return value
+
+
 @dataclasses.dataclass
 class Table:
     """One embedding table, as a TorchRec user knows it.
@@ -329,6 +336,9 @@ def plan(task: Task, sharder: str = "best", cost: str = "default", *, seed: int 
     """Plans `task` with a registered sharder spec (`list("sharder")`), or with "best": every
     sharder of `candidates` (default: `default_sharders()`), the plan the `judge` backend rates
     fastest. A sharder that finds no plan returns a Plan whose `status` says why (no exception)."""
+    _of_type(task, Task, "plan: task")
+    _of_type(sharder, str, "plan: sharder")
+    _of_type(cost, str, "plan: cost")
     if sharder != "best":
         return Plan(_embshard.plan(task._native, sharder, cost, seed, threads))
     if candidates is not None and not _list(candidates):
@@ -401,12 +411,15 @@ def size(task: Task, target_step_ms: Optional[float] = None, *, devices: Optiona
     """Capacity planning (`embshard size`, docs/what_if.md): the task planned at each device count
     of its hardware in `devices` = (min, max) (default 1 to 16 × today's), the global batch and the
     memory per device kept; with `target_step_ms`, the fewest devices whose plan meets it."""
+    _of_type(task, Task, "size: task")
     if devices is None:
         devices = (1, 16 * task._native.num_devices)
-    if isinstance(devices, (str, bytes)) or len(devices) != 2:
+    if isinstance(devices, (str, bytes)) or not hasattr(devices, "__len__") or len(devices) != 2:
         raise Error(f"size: devices must be (min, max), got {devices!r}")
     lo, hi = devices
     target = 0.0 if target_step_ms is None else _finite(target_step_ms, "size: target_step_ms")
+    if target_step_ms is not None and target <= 0:
+        raise Error(f"size: target_step_ms must be above 0 ms, got {target_step_ms!r}")
     doc = json.loads(_embshard.size(task._native, _integer(lo, "size: devices[0]"), _integer(hi, "size: devices[1]"),
                                     target, sharder, cost, judge, seed, threads))
     return Capacity(doc["fewest"], doc["verdict"], doc["target_ms"], doc["points"])
@@ -460,9 +473,13 @@ def replan(task: Task, old_plan: Plan, *, max_move: Optional[float] = None, shar
     the task's table bytes when ≤ 1, else bytes; None: no limit. With `reshard`, only plans
     TorchRec's `DistributedModelParallel.reshard` can run (the same ranks and tables, each table
     keeping its sharding type and shards; `embshard.torchrec.reshard_delta` builds its argument)."""
+    _of_type(task, Task, "replan: task")
+    _of_type(old_plan, Plan, "replan: old_plan")
     limit = math.inf if max_move is None else _finite(max_move, "replan: max_move")
     if limit < 0:
         raise Error(f"replan: max_move must be >= 0, got {max_move!r}")
+    if limit > 1 and limit != math.floor(limit) and math.isfinite(limit):
+        raise Error(f"replan: max_move {max_move!r} is neither a share (up to 1) nor whole bytes")
     if limit <= 1:
         limit *= task._native.total_bytes
     native, document = _embshard.replan(task._native, old_plan._native, limit, sharder, cost, judge, seed, threads,

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 #include <numeric>
+#include <set>
 #include <sstream>
 #include <tuple>
 
@@ -97,13 +98,67 @@ void add_table_movement(const TableSpec& t, const TablePlacement& now, const Tab
   }
 }
 
+/**
+ * Why the shards of one table of an old plan are not a plan of a table of `shape` (read off
+ * them), or "": each a non-empty range inside the table, on a device ≥ 0, with hbm_rows in [−1,
+ * rows]; a data-parallel table's all whole copies on distinct devices, a table-wise one's a single
+ * shard, any other's covering every cell once (the area is the table's and no two overlap). The
+ * old task is not known, so neither its constraints nor its memory are checked.
+ */
+std::string find_error_in_old_table(const TablePlacement& p, const OldTable& shape) {
+  const std::string at = "table '" + one_line(p.table) + "' of the old plan";
+  if (p.shards.empty()) return at + " has no shards";
+  for (std::size_t i = 0; i < p.shards.size(); ++i) {
+    const Shard& s = p.shards[i];
+    if (s.device < 0 || s.row_begin < 0 || s.row_begin >= s.row_end || s.col_begin < 0 || s.col_begin >= s.col_end ||
+        s.hbm_rows < -1 || s.hbm_rows > s.num_rows())
+      return at + ": shard " + std::to_string(i) + " (device " + std::to_string(s.device) + ", rows " +
+             std::to_string(s.row_begin) + "–" + std::to_string(s.row_end) + ", columns " +
+             std::to_string(s.col_begin) + "–" + std::to_string(s.col_end) + ", hbm_rows " +
+             std::to_string(s.hbm_rows) + ") is not a shard: a range must be non-empty, a device ≥ 0";
+  }
+  if (p.type == ShardingType::kDataParallel) {
+    std::set<int> devices;
+    for (const Shard& s : p.shards)
+      if (s.row_begin != 0 || s.row_end != shape.rows || s.col_begin != 0 || s.col_end != shape.cols ||
+          !devices.insert(s.device).second)
+        return at + " is data_parallel but its shards are not whole copies on distinct devices";
+    return "";
+  }
+  if (p.type == ShardingType::kTableWise && p.shards.size() != 1)
+    return at + " is table_wise but has " + std::to_string(p.shards.size()) + " shards";
+  double area = 0.0;
+  for (std::size_t i = 0; i < p.shards.size(); ++i) {
+    const Shard& a = p.shards[i];
+    area += static_cast<double>(a.num_rows()) * a.num_cols();
+    for (std::size_t j = 0; j < i; ++j) {
+      const Shard& b = p.shards[j];
+      if (a.row_begin < b.row_end && b.row_begin < a.row_end && a.col_begin < b.col_end && b.col_begin < a.col_end)
+        return at + ": shards " + std::to_string(j) + " and " + std::to_string(i) + " overlap";
+    }
+  }
+  if (area != static_cast<double>(shape.rows) * shape.cols)
+    return at + ": its shards leave part of its " + std::to_string(shape.rows) + " × " + std::to_string(shape.cols) +
+           " cells uncovered";
+  return "";
+}
+
 void check_old_plan(const Task& task, const Plan& old_plan, const std::map<std::string, OldTable>& old) {
   EMBSHARD_CHECK(!old_plan.groups.enabled(),
                  "replan: the old plan is 2D (sharding groups); re-planning starts from 1D plans");
   const bool shared = std::any_of(task.workload.tables.begin(), task.workload.tables.end(),
                                   [&](const TableSpec& t) { return old.count(t.name) > 0; });
-  EMBSHARD_CHECK(shared, "replan: the old plan (of task '", one_line(old_plan.provenance.task_id),
-                 "') shares no table with task '", one_line(task.id), "': it is a plan of another task");
+  const std::string& old_id = old_plan.provenance.task_id;
+  EMBSHARD_CHECK(shared, "replan: the old plan",
+                 old_id.empty() || old_id == task.id ? std::string() : " (of task '" + one_line(old_id) + "')",
+                 " shares no table name with task '", one_line(task.id), "': it is a plan of another task");
+  std::set<std::string> seen;
+  for (const TablePlacement& p : old_plan.tables) {
+    EMBSHARD_CHECK(seen.insert(p.table).second, "replan: table '", one_line(p.table),
+                   "' appears twice in the old plan");
+    const std::string why = find_error_in_old_table(p, old.at(p.table));
+    EMBSHARD_CHECK(why.empty(), "replan: ", why);
+  }
 }
 
 // ---- relabelling ----
@@ -491,19 +546,24 @@ class ReplanSearch {
    * The search that moved least beyond the budget, where it is faster than the best within it,
    * walked back: the curve from the kept plan to it, table by table (replan.h), whose points up to
    * the budget keep most of what it gained (at a price a search may move just too much, and the
-   * next price nothing).
+   * next price nothing). While no point is within the budget (the kept plan does not fit the new
+   * task), the next nearest is walked back too, until one is.
    */
   void walk_back_nearest_over_budget() {
-    std::optional<std::size_t> nearest;
-    for (std::size_t i = 0; i < result_.curve.size(); ++i) {
-      const ReplanPoint& pt = result_.curve[i];
-      if (pt.price >= 0 && pt.moved_bytes > budget() &&
-          (!nearest || pt.moved_bytes < result_.curve[*nearest].moved_bytes))
-        nearest = i;
+    std::vector<std::size_t> over;
+    for (std::size_t i = 0; i < result_.curve.size(); ++i)
+      if (result_.curve[i].price >= 0 && result_.curve[i].moved_bytes > budget()) over.push_back(i);
+    std::stable_sort(over.begin(), over.end(), [&](std::size_t a, std::size_t b) {
+      return result_.curve[a].moved_bytes < result_.curve[b].moved_bytes;
+    });
+    // The next nearest too while no plan is within the budget (the kept plan does not fit).
+    for (const std::size_t i : over) {
+      if (best_ && result_.curve[*best_].step_ms <= result_.curve[i].step_ms) return;
+      const bool had = best_.has_value();
+      Curve curve = curve_to(plans_[i]);
+      walk(curve, false);
+      if (had || best_) return;
     }
-    if (!nearest || (best_ && result_.curve[*best_].step_ms <= result_.curve[*nearest].step_ms)) return;
-    Curve curve = curve_to(plans_[*nearest]);
-    walk(curve, false);
   }
 
   /** Every kMostCurvePoints-th plan of the curve that fits becomes a point; returns the first

@@ -76,7 +76,13 @@ CapacityPoint capacity_point(const Task& task, int devices, const WhatIfOptions&
     p.run.reason = why;
     return p;
   }
-  p.run = plan_changed(changed, options, ctx);
+  try {
+    p.run = plan_changed(changed, options, ctx);
+  } catch (const Error& e) {  // the sharder's options the count makes invalid (2D groups it does not divide)
+    p.run.status = "invalid";
+    p.run.reason = e.what();
+    return p;
+  }
   if (p.run.lower_bound_ms > 0) {  // compare's bound, where the sharder's model is the judge
     p.bound_ms = p.run.lower_bound_ms;
   } else {  // the judge's own bound, where it has one (a measured judge has none)

@@ -206,6 +206,16 @@ TEST_F(Cli, FitWritesAChangedTaskThatPlansAndSizeAnswersInOneLine) {
             "then whole hosts of 4)\n");
   r = run_cli("size --task " + path("fixed.json") + " --devices 8-2x");
   EXPECT_NE(r.out.find("--devices: expected MIN-MAX"), std::string::npos) << r.out;
+  // A target of 0 is no target, and a plain number above 1 is whole bytes: both one line.
+  r = run_cli("size --task " + path("fixed.json") + " --target-step 0");
+  EXPECT_EQ(r.out, "error: --target-step: expected a step above 0 ms, got '0'\n");
+  r = run_cli("replan --task " + path("fixed.json") + " --from " + path("p.json") + " --max-move 1.5");
+  EXPECT_EQ(r.out, "error: --max-move: '1.5' is neither a share (a number up to 1, or a percentage) nor whole bytes\n");
+  // A count the sharder's options do not fit (2D groups on one host) is a point that says why.
+  r = run_cli("size --quiet --task " + path("fixed.json") + " --sharder joint:groups=2 --devices 2-3");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("invalid"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("groups=2"), std::string::npos) << r.out;
 }
 
 TEST_F(Cli, StatsReproducesTheFixtures) {

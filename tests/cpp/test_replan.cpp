@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <numeric>
 #include <set>
 
@@ -309,6 +310,51 @@ TEST(Replan, BadInputIsOneLineNamingIt) {
             std::string::npos);
   none.max_move_bytes = -1;
   EXPECT_NE(error_of([&] { (void)replan(task, old, none, quiet()); }).find("≥ 0"), std::string::npos);
+}
+
+TEST(Replan, AnOldPlanWhoseShardsAreNotAPlanIsRefusedNamingTheTable) {
+  // The old task is not known, but an old plan's shards must still be shards that tile their
+  // table: each mutation below is refused, naming the table, before anything is searched.
+  const Task task = tiny_task(8, "v100:nodes=2,gpus_per_node=4", 24);
+  const Plan old = planned(task);
+  const auto whole = std::find_if(old.tables.begin(), old.tables.end(),
+                                  [](const TablePlacement& p) { return p.type == ShardingType::kTableWise; });
+  ASSERT_NE(whole, old.tables.end());
+  const auto at = static_cast<std::size_t>(whole - old.tables.begin());
+  const std::string name = whole->table;
+  const auto refused = [&](const std::function<void(TablePlacement&)>& mutate, const std::string& why) {
+    Plan bad = old;
+    mutate(bad.tables[at]);
+    const std::string error = error_of([&] { (void)replan(task, bad, ReplanOptions{}, quiet()); });
+    EXPECT_NE(error.find("'" + name + "' of the old plan"), std::string::npos) << error;
+    EXPECT_NE(error.find(why), std::string::npos) << error;
+    EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+  };
+  refused([](TablePlacement& p) { p.shards.clear(); }, "has no shards");
+  refused([](TablePlacement& p) { std::swap(p.shards[0].row_begin, p.shards[0].row_end); }, "is not a shard");
+  refused([](TablePlacement& p) { p.shards.push_back(p.shards[0]); }, "table_wise but has 2 shards");
+  refused(
+      [](TablePlacement& p) {
+        p.type = ShardingType::kRowWise;
+        p.shards.push_back(p.shards[0]);
+        p.shards.back().device = (p.shards[0].device + 1) % 8;
+      },
+      "overlap");
+  refused(
+      [](TablePlacement& p) {
+        p.type = ShardingType::kColumnWise;
+        p.shards[0].col_end = 4;    // the rest of the columns on no shard (the shape is read off them:
+        Shard other = p.shards[0];  // so a second shard sets the width)
+        other.col_begin = 8;
+        other.col_end = 12;
+        other.device = (other.device + 1) % 8;
+        p.shards.push_back(other);
+      },
+      "uncovered");
+  Plan twice = old;
+  twice.tables.push_back(twice.tables[at]);
+  EXPECT_NE(error_of([&] { (void)replan(task, twice, ReplanOptions{}, quiet()); }).find("appears twice"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -34,7 +34,9 @@
  * it stops taking moves where the budget ends). A search that moved just too much is not lost:
  * the one that moved least beyond the budget, where it is faster than every plan within it, is
  * walked back like the target, table by table from the kept plan, and its prefixes are points
- * too. The answer is the fastest point within `max_move_bytes`.
+ * too (while no point is within the budget, the next nearest as well). The answer is the fastest
+ * point within `max_move_bytes`: the fastest plan found, not proven the fastest there is, so
+ * another budget, which searches at other prices, may find a faster one even when it is smaller.
  */
 #include <limits>
 #include <string>

@@ -342,6 +342,12 @@ def test_size_finds_the_fewest_devices_and_its_answer_plans_as_promised():
         embshard.size(task, devices=(1,))
     with pytest.raises(Error, match="target_step_ms must be finite"):
         embshard.size(task, float("nan"))
+    with pytest.raises(Error, match="target_step_ms must be above 0"):
+        embshard.size(task, 0.0)
+    with pytest.raises(Error, match="devices must be"):
+        embshard.size(task, devices=8)
+    with pytest.raises(Error, match="size: task must be a Task"):
+        embshard.size("task.json")
 
 
 def test_fit_names_the_conflict_and_every_change_it_offers_plans():
@@ -376,6 +382,12 @@ def test_replan_keeps_its_budget_and_its_plan_evaluates_as_reported():
     assert r.plan.ok and "replan(" in r.plan.provenance["sharder"]
     with pytest.raises(Error, match="max_move must be"):
         embshard.replan(grown, old, max_move=-1)
+    with pytest.raises(Error, match="neither a share"):
+        embshard.replan(grown, old, max_move=1.5)
+    with pytest.raises(Error, match="old_plan must be a Plan, got str"):
+        embshard.replan(grown, "p.json")
+    with pytest.raises(Error, match="plan: sharder must be a str, got NoneType"):
+        embshard.plan(grown, None)
 
 
 def test_placement_groups_are_kept_or_named():
