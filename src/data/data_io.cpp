@@ -80,9 +80,10 @@ Topology mixed_topology_from(const JsonNode& hosts) {
   t.name = "custom";
   for (std::size_t i = 0; i < hosts.size(); ++i) {
     const JsonNode entry = hosts.at(i);
+    const std::string spec = entry.as_string();  // its own error names the entry already
     Topology part;
     try {
-      part = make_topology(entry.as_string());
+      part = make_topology(spec);
     } catch (const Error& e) {
       entry.fail(e.what());
     }

@@ -510,7 +510,9 @@ class ReplanSearch {
     result_.scratch_moved_bytes = movement_from(task_, scratch, old_).moved_bytes;
     Curve curve = curve_to(relabelled(task_, scratch, old_));
     const std::optional<Plan> start = walk(curve);
-    search_priced(start ? *start : curve.plan_with(curve.size(), order_));
+    // No point of the curve fits (the kept plan does not, and under `reshard` neither may the
+    // target): nothing to search from, and `finish` says why.
+    if (start) search_priced(*start);
     walk_back_nearest_over_budget();
     return finish(scratch.provenance);
   }

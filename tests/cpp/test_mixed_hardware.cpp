@@ -45,6 +45,14 @@ TEST(MixedHardware, TheTaskFileCarriesHostsOfTwoKinds) {
                   "t.json");
             }).find("hosts of 8 devices beside hosts of 4"),
             std::string::npos);
+  // An entry that is not a spec is named once.
+  EXPECT_EQ(error_of([] {
+              (void)task_from_json(
+                  R"({"schema_version": 1, "batch_size": 8, "topology": {"hosts": [["v100"]]},
+                                      "tables": [{"name": "t", "dim": 4, "stats": {"num_rows": 10, "pooling_factor": 1}}]})",
+                  "t.json");
+            }),
+            "t.json: topology.hosts[0]: expected a string, got an array");
 }
 
 TEST(MixedHardware, FasterDevicesTakeMoreOfTheWorkAndNoPlanBeatsTheBound) {

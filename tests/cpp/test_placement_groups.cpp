@@ -127,6 +127,24 @@ TEST(PlacementGroups, EverySharderKeepsThemOrSaysItCannotNamingTheGroup) {
   EXPECT_GE(kept, 1);  // joint at least
 }
 
+TEST(PlacementGroups, AColocateGroupTooBigForADeviceIsNamedInJointsReason) {
+  // Every table colocated, on devices that hold about half of them: joint finds no plan, and its
+  // reason says the table that fits nowhere must share a device with its group.
+  Task task = tiny_task(8, "v100:nodes=1,gpus_per_node=4", 7);
+  std::vector<std::string> all;
+  std::int64_t bytes = 0;
+  for (const TableSpec& t : task.workload.tables) all.push_back(t.name), bytes += t.size_bytes();
+  task.constraints.groups.colocate = {all};
+  task.constraints.allow_uvm = false;
+  for (Device& d : task.topology.devices) d.hbm_bytes = bytes / 2;
+  ASSERT_EQ(find_error_in_task(task, task.id), "");
+  const auto cost = make_cost_model("sim", task, quiet());
+  const ShardResult r = plan_task("joint", task, cost.get(), quiet());
+  ASSERT_EQ(r.status, ShardStatus::kInfeasible);
+  EXPECT_NE(r.reason.find("it is in a colocate group of 8 tables"), std::string::npos) << r.reason;
+  EXPECT_NE(r.reason.find("which must share one device"), std::string::npos) << r.reason;
+}
+
 TEST(PlacementGroups, AtScaleAColocatedGroupFindsItsDeviceAmongTheCandidates) {
   // More than 32 devices: a piece is tried on the least loaded devices only; a colocated table
   // must still reach its group's device, and stays whole even where the heaviest table, which

@@ -665,10 +665,17 @@ class Search {
       most_uvm = std::max(most_uvm, dev.uvm_bytes - state_.load(d).uvm_bytes);
     }
     const bool uvm = allows_uvm(t);
+    std::string group;  // a colocate group shares one device: what it needs there
+    if (const std::vector<int>& members = state_.colocated_members(t); !members.empty()) {
+      std::int64_t bytes = 0;
+      for (const int u : members) bytes += spec(u).size_bytes();
+      group = detail::concat("; it is in a colocate group of ", members.size(), " tables (", gib(bytes),
+                             " together), which must share one device");
+    }
     return detail::concat("table '", spec(t).name, "' (", gib(spec(t).size_bytes()),
                           ") fits no device in any layout joint tries: the most free HBM left on a device is ",
                           gib(most_hbm), " of its ", gib(task_.topology.devices.front().hbm_bytes), " budget",
-                          uvm ? ", the most free UVM " + gib(most_uvm) : std::string(" (UVM not allowed)"));
+                          uvm ? ", the most free UVM " + gib(most_uvm) : std::string(" (UVM not allowed)"), group);
   }
 
   /** Whether pieces of `t` may keep rows in UVM (the option, the task and the table allow it). */
