@@ -28,8 +28,11 @@ constexpr int kMostAllPlanned = 16;                          // counts planned w
 std::string gib(double bytes) { return gib_text(bytes, 6); }
 
 std::string ms(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.3f ms", value);
+  char text[40];
+  if (std::abs(value) < 1e6)
+    std::snprintf(text, sizeof text, "%.3f ms", value);
+  else
+    std::snprintf(text, sizeof text, "%.4g ms", value);  // a target no count could meet
   return text;
 }
 
