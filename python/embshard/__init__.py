@@ -469,10 +469,11 @@ def replan(task: Task, old_plan: Plan, *, max_move: Optional[float] = None, shar
            cost: str = "default", judge: str = "sim", seed: int = 0, threads: int = 1,
            reshard: bool = False) -> Replan:
     """Re-plans a changed `task` (new statistics, tables, world size) from the plan running today
-    (`embshard replan`, docs/what_if.md): the fastest plan moving at most `max_move` — a share of
-    the task's table bytes when ≤ 1, else bytes; None: no limit. With `reshard`, only plans
-    TorchRec's `DistributedModelParallel.reshard` can run (the same ranks and tables, each table
-    keeping its sharding type and shards; `embshard.torchrec.reshard_delta` builds its argument)."""
+    (`embshard replan`, docs/what_if.md): the fastest plan found moving at most `max_move` — a
+    share of the task's table bytes when ≤ 1, else whole bytes; None: no limit. With `reshard`,
+    only plans TorchRec's `DistributedModelParallel.reshard` can run (the same ranks and tables,
+    each table keeping its sharding type and shards; `embshard.torchrec.reshard_delta` builds its
+    argument)."""
     _of_type(task, Task, "replan: task")
     _of_type(old_plan, Plan, "replan: old_plan")
     limit = math.inf if max_move is None else _finite(max_move, "replan: max_move")
