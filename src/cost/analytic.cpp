@@ -465,7 +465,7 @@ double exchange_floors_ms(const Task& task, const std::vector<SplitTable>& table
 
 /** The bound of the header over plans with data-parallel tables (`copies`) or without. */
 double bound_over(const Task& task, const SimHardware& hw, Objective objective, const InputCommOptions& input,
-                  bool copies, double most_cell_tables) {
+                  bool copies, double most_cell_tables, bool averaging_only = false) {
   const double n = task.topology.num_devices();
   const std::int64_t batch = task.workload.batch_size;
   // A device with a shard pays the call once, and the busiest pays at least the average.
@@ -530,6 +530,7 @@ double bound_over(const Task& task, const SimHardware& hw, Objective objective, 
                                                           truncation_slack_bytes(task) * exchange_ms_per_byte(task));
     averaging = std::max(averaging, hw.fw[kSimCalls] + hw.bw[kSimCalls] + slack + cheaper_of_two);
   }
+  if (averaging_only) return averaging;
   if (objective == Objective::kMaxSum || n <= 1) {
     // max_sum ≥ the average device's sum; each device pays its call only if it holds a shard.
     return objective == Objective::kMaxSum ? (hw.fw[kSimCalls] + hw.bw[kSimCalls]) / n + (fw + bw) / n + comm
@@ -644,15 +645,15 @@ namespace {
 /** sim_lower_bound over the 1D plans of `task` (analytic.h); with `copies` false, over those
  *  without a data-parallel table (a 2D plan's group). */
 double one_layout_bound(const Task& task, const SimHardware& hw, Objective objective, const InputCommOptions& input,
-                        double most_cell_tables, bool copies = true) {
-  const double without = bound_over(task, hw, objective, input, false, most_cell_tables);
+                        double most_cell_tables, bool copies = true, bool averaging_only = false) {
+  const double without = bound_over(task, hw, objective, input, false, most_cell_tables, averaging_only);
   if (!copies) return without;
   const bool replicable = std::any_of(task.workload.tables.begin(), task.workload.tables.end(),
                                       [&](const TableSpec& t) { return may_replicate(task, t); });
   if (!replicable) return without;
   // A plan with a data-parallel table also pays the all-reduce's latency on every device.
-  return std::min(
-      without, bound_over(task, hw, objective, input, true, most_cell_tables) + task.topology.a2a_latency_us / 1000.0);
+  return std::min(without, bound_over(task, hw, objective, input, true, most_cell_tables, averaging_only) +
+                               task.topology.a2a_latency_us / 1000.0);
 }
 
 }  // namespace
@@ -668,24 +669,13 @@ bool mixed_speeds(const Topology& topology) {
 
 }  // namespace
 
-double sim_lower_bound(const Task& task, const SimHardware& hw, Objective objective, const InputCommOptions& input,
-                       double most_cell_tables) {
-  if (objective == Objective::kBalance) return 1.0;
-  if (mixed_speeds(task.topology)) {
-    // Every device no slower than the fastest: a plan costs no more there, so its bound holds here.
-    Task fastest = task;
-    Device top = task.topology.devices.front();
-    for (const Device& d : task.topology.devices)
-      top.hbm_gbps = std::max(top.hbm_gbps, d.hbm_gbps), top.uvm_gbps = std::max(top.uvm_gbps, d.uvm_gbps);
-    SimHardware quick = hw;
-    const Device& ref = task.topology.devices.front();
-    for (int i = kSimTables; i < kSimUvmBytes; ++i)
-      quick.fw[i] *= ref.hbm_gbps / top.hbm_gbps, quick.bw[i] *= ref.hbm_gbps / top.hbm_gbps;
-    quick.fw[kSimUvmBytes] *= ref.uvm_gbps / top.uvm_gbps, quick.bw[kSimUvmBytes] *= ref.uvm_gbps / top.uvm_gbps;
-    for (Device& d : fastest.topology.devices) d.hbm_gbps = top.hbm_gbps, d.uvm_gbps = top.uvm_gbps;
-    return sim_lower_bound(fastest, quick, objective, input, most_cell_tables);
-  }
-  double bound = one_layout_bound(task, hw, objective, input, most_cell_tables);
+namespace {
+
+/** The smaller of `one_d` (the 1D plans' bound) and, for every 2D layout the task allows, its
+ *  group task's 1D bound plus the replica sync floor (analytic.h, "2D plans"). */
+double with_2d_layouts(const Task& task, const SimHardware& hw, Objective objective, const InputCommOptions& input,
+                       double most_cell_tables, double one_d) {
+  double bound = one_d;
   const std::vector<ShardingGroups> layouts = sharding_group_layouts(task);
   for (const ShardingGroups& groups : layouts) {
     // step and max_sum both pay at least the busiest rank's sync on top of (or besides) the group's plan.
@@ -696,6 +686,54 @@ double sim_lower_bound(const Task& task, const SimHardware& hw, Objective object
     bound = std::min(bound, objective == Objective::kStep ? group + sync : std::max(group, sync));
   }
   return bound;
+}
+
+/**
+ * Mixed speeds (analytic.h): the averaging floor of the 1D plans with device 0's coefficients
+ * scaled to the devices' mean speed. Device d's kernel time is the calls plus r_d × its HBM-bound
+ * work plus u_d × its UVM-bound work, in device 0's terms (r_d, u_d: device 0's bandwidths over
+ * d's). The busiest device's is at least the average weighted by 1 / r_d, which is the calls plus
+ * (Σ HBM work + ρ Σ UVM work) / Σ_d 1 / r_d, with ρ = min_d u_d / r_d: every term but the calls
+ * scaled by n / Σ_d 1 / r_d, the UVM term by ρ too.
+ */
+double mean_speed_averaging(const Task& task, const SimHardware& hw, Objective objective, const InputCommOptions& input,
+                            double most_cell_tables) {
+  const Device& ref = task.topology.devices.front();
+  double speeds = 0.0, rho = std::numeric_limits<double>::infinity();
+  for (const Device& d : task.topology.devices) {
+    speeds += d.hbm_gbps / ref.hbm_gbps;
+    rho = std::min(rho, (ref.uvm_gbps / d.uvm_gbps) / (ref.hbm_gbps / d.hbm_gbps));
+  }
+  const double scale = static_cast<double>(task.topology.num_devices()) / speeds;
+  if (!std::isfinite(scale) || !std::isfinite(rho) || rho <= 0.0) return 0.0;
+  SimHardware mean = hw;
+  for (int i = kSimTables; i < kSimUvmBytes; ++i) mean.fw[i] *= scale, mean.bw[i] *= scale;
+  mean.fw[kSimUvmBytes] *= scale * rho, mean.bw[kSimUvmBytes] *= scale * rho;
+  return one_layout_bound(task, mean, objective, input, most_cell_tables, true, true);
+}
+
+}  // namespace
+
+double sim_lower_bound(const Task& task, const SimHardware& hw, Objective objective, const InputCommOptions& input,
+                       double most_cell_tables) {
+  if (objective == Objective::kBalance) return 1.0;
+  if (!mixed_speeds(task.topology))
+    return with_2d_layouts(task, hw, objective, input, most_cell_tables,
+                           one_layout_bound(task, hw, objective, input, most_cell_tables));
+  // Every device no slower than the fastest: a plan costs no more there, so its bound holds here.
+  Task fastest = task;
+  Device top = task.topology.devices.front();
+  for (const Device& d : task.topology.devices)
+    top.hbm_gbps = std::max(top.hbm_gbps, d.hbm_gbps), top.uvm_gbps = std::max(top.uvm_gbps, d.uvm_gbps);
+  SimHardware quick = hw;
+  const Device& ref = task.topology.devices.front();
+  for (int i = kSimTables; i < kSimUvmBytes; ++i)
+    quick.fw[i] *= ref.hbm_gbps / top.hbm_gbps, quick.bw[i] *= ref.hbm_gbps / top.hbm_gbps;
+  quick.fw[kSimUvmBytes] *= ref.uvm_gbps / top.uvm_gbps, quick.bw[kSimUvmBytes] *= ref.uvm_gbps / top.uvm_gbps;
+  for (Device& d : fastest.topology.devices) d.hbm_gbps = top.hbm_gbps, d.uvm_gbps = top.uvm_gbps;
+  const double one_d = std::max(one_layout_bound(fastest, quick, objective, input, most_cell_tables),
+                                mean_speed_averaging(task, hw, objective, input, most_cell_tables));
+  return with_2d_layouts(fastest, quick, objective, input, most_cell_tables, one_d);
 }
 
 namespace {

@@ -102,8 +102,8 @@ void add_table_movement(const TableSpec& t, const TablePlacement& now, const Tab
  * Why the shards of one table of an old plan are not a plan of a table of `shape` (read off
  * them), or "": each a non-empty range inside the table, on a device ≥ 0, with hbm_rows in [−1,
  * rows]; a data-parallel table's all whole copies on distinct devices, a table-wise one's a single
- * shard, any other's covering every cell once (the area is the table's and no two overlap). The
- * old task is not known, so neither its constraints nor its memory are checked.
+ * shard, any other's covering every cell once (plan.h `find_coverage_error`). The old task is not
+ * known, so neither its constraints nor its memory are checked.
  */
 std::string find_error_in_old_table(const TablePlacement& p, const OldTable& shape) {
   const std::string at = "table '" + one_line(p.table) + "' of the old plan";
@@ -127,20 +127,8 @@ std::string find_error_in_old_table(const TablePlacement& p, const OldTable& sha
   }
   if (p.type == ShardingType::kTableWise && p.shards.size() != 1)
     return at + " is table_wise but has " + std::to_string(p.shards.size()) + " shards";
-  double area = 0.0;
-  for (std::size_t i = 0; i < p.shards.size(); ++i) {
-    const Shard& a = p.shards[i];
-    area += static_cast<double>(a.num_rows()) * a.num_cols();
-    for (std::size_t j = 0; j < i; ++j) {
-      const Shard& b = p.shards[j];
-      if (a.row_begin < b.row_end && b.row_begin < a.row_end && a.col_begin < b.col_end && b.col_begin < a.col_end)
-        return at + ": shards " + std::to_string(j) + " and " + std::to_string(i) + " overlap";
-    }
-  }
-  if (area != static_cast<double>(shape.rows) * shape.cols)
-    return at + ": its shards leave part of its " + std::to_string(shape.rows) + " × " + std::to_string(shape.cols) +
-           " cells uncovered";
-  return "";
+  const std::string why = find_coverage_error(shape.rows, shape.cols, p.shards);
+  return why.empty() ? "" : at + ": " + why;
 }
 
 void check_old_plan(const Task& task, const Plan& old_plan, const std::map<std::string, OldTable>& old) {

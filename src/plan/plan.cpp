@@ -119,38 +119,6 @@ std::size_t overlapping_shard(const std::map<int, std::size_t>& active, const st
   return shards.size();
 }
 
-/**
- * Sweep over rows with the active column intervals kept sorted: an overlap shows up as a
- * neighbour clash when a shard starts, a hole as an active width below dim. O(s log s).
- * Shards must already be inside the table.
- */
-std::string find_coverage_error(const TableSpec& spec, const std::vector<Shard>& shards) {
-  const std::vector<Event> events = sorted_events(shards);
-  std::map<int, std::size_t> active;  // col_begin -> shard
-  std::int64_t width = 0;
-  std::size_t e = 0;
-  for (std::int64_t row = 0; row < spec.num_rows(); row = e < events.size() ? events[e].row : spec.num_rows()) {
-    for (; e < events.size() && events[e].row == row; ++e) {
-      const Shard& s = shards[events[e].shard];
-      if (events[e].is_end) {
-        active.erase(s.col_begin);
-        width -= s.num_cols();
-        continue;
-      }
-      if (const std::size_t o = overlapping_shard(active, shards, s); o != shards.size())
-        return shard_prefix(spec.name, events[e].shard, s) + ": overlaps shard " + std::to_string(o) + " (rows " +
-               range(shards[o].row_begin, shards[o].row_end) + ", columns " +
-               range(shards[o].col_begin, shards[o].col_end) + ")";
-      active.emplace(s.col_begin, events[e].shard);
-      width += s.num_cols();
-    }
-    if (width != spec.dim)
-      return table_prefix(spec.name) + ": no shard covers row " + std::to_string(row) + ", column " +
-             std::to_string(first_gap(active, shards));
-  }
-  return "";
-}
-
 /// What the sharding type needs that shard `s` lacks ({need, has}), or two empty strings.
 std::pair<std::string, std::string> type_mismatch(const Task& task, const TableSpec& spec, const TablePlacement& tp,
                                                   const Shard& s) {
@@ -225,7 +193,8 @@ std::string find_error_in_placement(const Task& task, const TableSpec& spec, con
   for (std::size_t i = 0; i < tp.shards.size(); ++i)
     if (auto err = find_error_in_shard(task, spec, i, tp.shards[i]); !err.empty()) return err;
   if (tp.type == ShardingType::kDataParallel) return find_replica_error(task, spec, tp);
-  if (auto err = find_coverage_error(spec, tp.shards); !err.empty()) return err;
+  if (auto err = find_coverage_error(spec.num_rows(), spec.dim, tp.shards); !err.empty())
+    return table_prefix(spec.name) + ": " + err;
   if (auto err = find_type_error(task, spec, tp); !err.empty()) return err;
   for (std::size_t i = 0; i < tp.shards.size(); ++i)
     if (auto err = find_constraint_error(task, spec, i, tp.shards[i]); !err.empty()) return err;
@@ -255,6 +224,34 @@ std::unordered_map<std::string, std::size_t> table_index(const Task& task) {
 }
 
 }  // namespace
+
+// A sweep over rows with the active column intervals kept sorted: an overlap shows up as a
+// neighbour clash when a shard starts, a hole as an active width below the table's.
+std::string find_coverage_error(std::int64_t rows, int cols, const std::vector<Shard>& shards) {
+  const std::vector<Event> events = sorted_events(shards);
+  std::map<int, std::size_t> active;  // col_begin -> shard
+  std::int64_t width = 0;
+  std::size_t e = 0;
+  for (std::int64_t row = 0; row < rows; row = e < events.size() ? events[e].row : rows) {
+    for (; e < events.size() && events[e].row == row; ++e) {
+      const Shard& s = shards[events[e].shard];
+      if (events[e].is_end) {
+        active.erase(s.col_begin);
+        width -= s.num_cols();
+        continue;
+      }
+      if (const std::size_t o = overlapping_shard(active, shards, s); o != shards.size())
+        return "shard " + std::to_string(events[e].shard) + " (device " + std::to_string(s.device) +
+               ") overlaps shard " + std::to_string(o) + " (rows " + range(shards[o].row_begin, shards[o].row_end) +
+               ", columns " + range(shards[o].col_begin, shards[o].col_end) + ")";
+      active.emplace(s.col_begin, events[e].shard);
+      width += s.num_cols();
+    }
+    if (width != cols)
+      return "no shard covers row " + std::to_string(row) + ", column " + std::to_string(first_gap(active, shards));
+  }
+  return "";
+}
 
 namespace {
 

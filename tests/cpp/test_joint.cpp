@@ -238,6 +238,40 @@ Task heavy_tables_task(std::uint64_t seed, const std::string& topology) {
   return task;
 }
 
+TEST(LowerBound, OnMixedHardwareWeighsEachDeviceBySpeedAndNoPlanBeatsIt) {
+  // Every other host of a slower kind (data/topology.h, "Mixed hardware"): the bound averages the
+  // kernels' work over the devices' speeds (analytic.h, "Mixed speeds"), so it is above the bound
+  // of the same task on devices all as fast as the fastest, and still below every plan.
+  const char* const kinds[][2] = {{"h100:nodes=2,gpus_per_node=2", "2080ti"},
+                                  {"a100:nodes=3,gpus_per_node=2", "v100"},
+                                  {"h100:nodes=2,gpus_per_node=4", "a100"}};
+  int checked = 0, above = 0;
+  for (std::uint64_t seed = 0; seed < 12; ++seed) {
+    const auto& [spec, slow_kind] = kinds[seed % 3];
+    Task task = tiny_task(6 + static_cast<int>(seed % 6), spec, seed);
+    task.workload.batch_size = seed % 2 ? 65536 : 4096;
+    const Device slow = make_topology(slow_kind).devices.front();
+    Task fastest = task;
+    for (std::size_t d = 0; d < task.topology.devices.size(); ++d) {
+      Device& device = task.topology.devices[d];
+      device.hbm_bytes = fastest.topology.devices[d].hbm_bytes = std::int64_t{1} << 40;
+      if (task.topology.host_of(static_cast<int>(d)) % 2 == 1)
+        device.hbm_gbps = slow.hbm_gbps, device.uvm_gbps = slow.uvm_gbps;
+    }
+    const auto cost = make_cost_model("sim", task);
+    const auto fast_cost = make_cost_model("sim", fastest);
+    const double bound = *cost->lower_bound(task, Objective::kStep);
+    EXPECT_GE(bound, *fast_cost->lower_bound(fastest, Objective::kStep)) << seed;
+    above += bound > *fast_cost->lower_bound(fastest, Objective::kStep) * (1 + 1e-9);
+    checked += expect_random_plans_above_bound(task, *cost, seed, 40, "mixed seed " + std::to_string(seed));
+    const ShardResult joint = plan_task("joint", task, cost.get(), quiet(seed));
+    ASSERT_EQ(joint.status, ShardStatus::kOk) << joint.reason;
+    EXPECT_GE(value_of(*cost, task, joint.plan, Objective::kStep) * (1 + 1e-12), bound) << seed;
+  }
+  EXPECT_GT(checked, 900);
+  EXPECT_GE(above, 9);  // where the kernels weigh in the step at all
+}
+
 TEST(LowerBound, HoldsWhereHeavyTablesAreSplitInsideAHost) {
   // A few tables of many lookups, too heavy for one device, among light ones on two and three
   // hosts: joint splits them, and row pieces inside one host send their outputs across hosts

@@ -199,7 +199,7 @@ TEST(PlanCheck, RejectsOverlappingShards) {
   expect_error(
       task,
       plan_of({{"t0", ShardingType::kRowWise, {shard(0, 0, 300, 0, 64), shard(1, 299, 1000, 0, 64)}}, t1_whole()}),
-      {"table 't0' shard 1 (device 1)", "overlaps shard 0", "rows [0, 300)"});
+      {"table 't0': shard 1 (device 1)", "overlaps shard 0", "rows [0, 300)"});
   expect_error(
       task,
       plan_of({{"t0", ShardingType::kColumnWise, {shard(0, 0, 1000, 0, 32), shard(1, 0, 1000, 28, 64)}}, t1_whole()}),

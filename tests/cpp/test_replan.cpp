@@ -339,7 +339,7 @@ TEST(Replan, AnOldPlanWhoseShardsAreNotAPlanIsRefusedNamingTheTable) {
         p.shards.push_back(p.shards[0]);
         p.shards.back().device = (p.shards[0].device + 1) % 8;
       },
-      "overlap");
+      "overlaps shard 0");
   refused(
       [](TablePlacement& p) {
         p.type = ShardingType::kColumnWise;
@@ -350,7 +350,7 @@ TEST(Replan, AnOldPlanWhoseShardsAreNotAPlanIsRefusedNamingTheTable) {
         other.device = (other.device + 1) % 8;
         p.shards.push_back(other);
       },
-      "uncovered");
+      "no shard covers row 0, column 4");
   Plan twice = old;
   twice.tables.push_back(twice.tables[at]);
   EXPECT_NE(error_of([&] { (void)replan(task, twice, ReplanOptions{}, quiet()); }).find("appears twice"),

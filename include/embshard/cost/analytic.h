@@ -226,6 +226,11 @@ struct SimTable {
  * other point is dropped and a cell takes its pieces for lookups at its upper end (still a bound,
  * a weaker one); tests lower the cap.
  *
+ * Mixed speeds (data/topology.h, "Mixed hardware"). The bound of the same task on devices all as
+ * fast as the fastest, and at least the averaging floor of the 1D plans with every kernel term but
+ * the calls at the devices' mean speed: the busiest device's kernels take no less than the work
+ * weighted by each device's speed (analytic.cpp `mean_speed_averaging`).
+ *
  * 2D plans (plan/sharding_groups.h). A plan of layout G costs its sharding group's 1D plan plus
  * the busiest rank's replica sync, at least the sync of the average rank's bytes (Σ table bytes /
  * G). The bound is the smaller of the 1D bound and, for every layout the task allows whose sync

@@ -119,6 +119,14 @@ struct DeviceMemory {
 [[nodiscard]] std::string find_error_in_plan(const Task& task, const Plan& plan);
 
 /**
+ * "" if `shards`, each a non-empty range inside a `rows` × `cols` table, cover every cell of it
+ * exactly once; else the first problem, to follow the table's name: "shard i (device d) overlaps
+ * shard j (rows …, columns …)" or "no shard covers row r, column c". A sweep over the rows,
+ * O(s log s) for s shards.
+ */
+[[nodiscard]] std::string find_coverage_error(std::int64_t rows, int cols, const std::vector<Shard>& shards);
+
+/**
  * Whether a plan of `task` may make `table` data-parallel: its constraints allow the type, the
  * topology has more than one device, and a whole copy fits every device's HBM budget on its own.
  * (`find_error_in_plan` still checks the plan's total memory.)

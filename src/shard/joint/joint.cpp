@@ -150,6 +150,14 @@ constexpr std::size_t kHostFirstHosts = 4;
 /** Below this many devices a greedy start that split heavy tables is made again with every table
  *  whole, and the better search kept (joint.h step 2; the fast path starts from 64). */
 constexpr int kBothStartsBelowDevices = 64;
+/**
+ * The least share of the objective a row shift must save. Up to kAllCandidatesUpTo devices a
+ * shift goes to any other piece of its table, and a descent made of shifts saving less took
+ * whole perturbation rounds' budgets (docs/benchmarks.md, "Row shifts that pay"); beyond, a shift
+ * goes to a neighbour only, and the smaller bar searched better.
+ */
+constexpr double kRowShiftGain = 1e-4;
+constexpr double kRowShiftGainAtScale = 1e-6;
 /** Most pieces per table unless `max_parts` says otherwise (more only multiplies the output). */
 constexpr int kDefaultMaxParts = 64;
 
@@ -1315,21 +1323,22 @@ class Search {
     std::vector<std::int64_t> sizes;
     for (const Piece& p : state_.pieces(t)) sizes.push_back(p.placed.shard.num_rows());
     const bool scale = n_ > kAllCandidatesUpTo;
+    const double min_gain = scale ? kRowShiftGainAtScale : kRowShiftGain;  // no plateau moves: endless
     for (std::size_t i = 0; i < sizes.size(); ++i) {
       const int from = state_.pieces(t)[i].placed.shard.device;
       if (std::find(critical.begin(), critical.end(), from) == critical.end()) continue;
-      for (std::size_t j = 0; j < sizes.size() && !spent(); ++j) {  // 2k pieces re-placed per try
-        // At scale only to a neighbour, re-making the two pieces alone (a chain of such shifts
-        // reaches any other: docs/benchmarks.md "The search at scale").
+      for (std::size_t j = 0; j < sizes.size() && !spent(); ++j) {
+        // At scale only to a neighbour (a chain of such shifts reaches any other: docs/benchmarks.md
+        // "The search at scale"). Only the pieces from i to j change rows: those alone are re-made.
         if (j == i || (scale && j + 1 != i && i + 1 != j)) continue;
-        const std::size_t first = scale ? std::min(i, j) : 0, last = scale ? std::max(i, j) : sizes.size() - 1;
+        const std::size_t first = std::min(i, j), last = std::max(i, j);
         for (const std::int64_t part : {2, 4, 8, 16, 32}) {
           const std::int64_t delta = sizes[i] / part;
           if (delta == 0 || delta >= sizes[i]) continue;
           std::vector<std::int64_t> shifted = sizes;
           shifted[i] -= delta, shifted[j] += delta;
           if (!set_row_sizes(t, shifted, uvm, first, last)) continue;
-          if (score().value < current.value * (1.0 - 1e-6)) return true;  // no plateau moves: endless
+          if (score().value < current.value * (1.0 - min_gain)) return true;
           EMBSHARD_ASSERT(set_row_sizes(t, sizes, uvm, first, last));
         }
       }
