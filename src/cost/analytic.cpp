@@ -689,26 +689,22 @@ double with_2d_layouts(const Task& task, const SimHardware& hw, Objective object
 }
 
 /**
- * Mixed speeds (analytic.h): the averaging floor of the 1D plans with device 0's coefficients
- * scaled to the devices' mean speed. Device d's kernel time is the calls plus r_d × its HBM-bound
- * work plus u_d × its UVM-bound work, in device 0's terms (r_d, u_d: device 0's bandwidths over
- * d's). The busiest device's is at least the average weighted by 1 / r_d, which is the calls plus
- * (Σ HBM work + ρ Σ UVM work) / Σ_d 1 / r_d, with ρ = min_d u_d / r_d: every term but the calls
- * scaled by n / Σ_d 1 / r_d, the UVM term by ρ too.
+ * Mixed speeds (analytic.h): the step's averaging floor of the 1D plans with device 0's
+ * coefficients scaled to the devices' mean speed. Device d's kernel time is the calls plus r_d ×
+ * the rest of its work in device 0's terms (r_d: device 0's HBM bandwidth over d's). The busiest
+ * device's is at least the calls plus the work over Σ_d 1 / r_d: every term but the calls scaled
+ * by n / Σ_d 1 / r_d. (The floors count every row in HBM, so the UVM term is not in them.) Not for
+ * max_sum: a device's sum adds its exchanges, whose average no speed weighs.
  */
 double mean_speed_averaging(const Task& task, const SimHardware& hw, Objective objective, const InputCommOptions& input,
                             double most_cell_tables) {
-  const Device& ref = task.topology.devices.front();
-  double speeds = 0.0, rho = std::numeric_limits<double>::infinity();
-  for (const Device& d : task.topology.devices) {
-    speeds += d.hbm_gbps / ref.hbm_gbps;
-    rho = std::min(rho, (ref.uvm_gbps / d.uvm_gbps) / (ref.hbm_gbps / d.hbm_gbps));
-  }
+  if (objective != Objective::kStep) return 0.0;
+  double speeds = 0.0;
+  for (const Device& d : task.topology.devices) speeds += d.hbm_gbps / task.topology.devices.front().hbm_gbps;
   const double scale = static_cast<double>(task.topology.num_devices()) / speeds;
-  if (!std::isfinite(scale) || !std::isfinite(rho) || rho <= 0.0) return 0.0;
+  if (!std::isfinite(scale) || scale <= 0.0) return 0.0;
   SimHardware mean = hw;
   for (int i = kSimTables; i < kSimUvmBytes; ++i) mean.fw[i] *= scale, mean.bw[i] *= scale;
-  mean.fw[kSimUvmBytes] *= scale * rho, mean.bw[kSimUvmBytes] *= scale * rho;
   return one_layout_bound(task, mean, objective, input, most_cell_tables, true, true);
 }
 

@@ -151,10 +151,12 @@ constexpr std::size_t kHostFirstHosts = 4;
  *  whole, and the better search kept (joint.h step 2; the fast path starts from 64). */
 constexpr int kBothStartsBelowDevices = 64;
 /**
- * The least share of the objective a row shift must save. Up to kAllCandidatesUpTo devices a
- * shift goes to any other piece of its table, and a descent made of shifts saving less took
- * whole perturbation rounds' budgets (docs/benchmarks.md, "Row shifts that pay"); beyond, a shift
- * goes to a neighbour only, and the smaller bar searched better.
+ * The least share of the objective a row shift must save: kRowShiftGain on several hosts up to
+ * kAllCandidatesUpTo devices, where the greedy start splits heavy tables into row pieces, a shift
+ * goes to any other piece of its table, and a descent made of shifts saving less took whole
+ * perturbation rounds' budgets (docs/benchmarks.md, "Row shifts that pay"); elsewhere
+ * kRowShiftGainAtScale: beyond, a shift goes to a neighbour only, and on one host row layouts are
+ * few and converged searches needed the small shifts.
  */
 constexpr double kRowShiftGain = 1e-4;
 constexpr double kRowShiftGainAtScale = 1e-6;
@@ -474,7 +476,8 @@ class Search {
   /**
    * Puts every piece of `start` in the state; "" or why it cannot (a piece that does not fit).
    * Tables all in HBM go first, so that those with UVM rows take what HBM is left, as in the plan
-   * (make_piece splits each piece again); a table's pieces keep their order (its row ranges').
+   * (make_piece splits each piece again); a table's pieces go in by columns, then rows, as
+   * layout_shards makes them, whatever the plan's order.
    */
   std::string load(const Plan& start) {
     std::map<std::string, int> index;
@@ -491,7 +494,12 @@ class Search {
     for (const bool second : {false, true}) {
       for (const TablePlacement& p : start.tables) {
         if (tiered(p) != second) continue;
-        for (const Shard& sh : p.shards) {
+        // In layout_shards' order (columns, then rows): a row shift re-makes pieces by position.
+        std::vector<Shard> shards = p.shards;
+        std::stable_sort(shards.begin(), shards.end(), [](const Shard& a, const Shard& b) {
+          return std::tie(a.col_begin, a.row_begin) < std::tie(b.col_begin, b.row_begin);
+        });
+        for (const Shard& sh : shards) {
           Piece piece;
           if (!state_.make_piece(index.at(p.table), sh, sh.device, second, piece))
             return "the start plan's table '" + one_line(p.table) + "' does not fit device " +
@@ -1323,7 +1331,8 @@ class Search {
     std::vector<std::int64_t> sizes;
     for (const Piece& p : state_.pieces(t)) sizes.push_back(p.placed.shard.num_rows());
     const bool scale = n_ > kAllCandidatesUpTo;
-    const double min_gain = scale ? kRowShiftGainAtScale : kRowShiftGain;  // no plateau moves: endless
+    const bool hosts = task_.topology.num_hosts() > 1;
+    const double min_gain = !scale && hosts ? kRowShiftGain : kRowShiftGainAtScale;  // no plateau moves: endless
     for (std::size_t i = 0; i < sizes.size(); ++i) {
       const int from = state_.pieces(t)[i].placed.shard.device;
       if (std::find(critical.begin(), critical.end(), from) == critical.end()) continue;
@@ -1338,7 +1347,7 @@ class Search {
           std::vector<std::int64_t> shifted = sizes;
           shifted[i] -= delta, shifted[j] += delta;
           if (!set_row_sizes(t, shifted, uvm, first, last)) continue;
-          if (score().value < current.value * (1.0 - min_gain)) return true;
+          if (score().value < current.value - min_gain * std::abs(current.value)) return true;
           EMBSHARD_ASSERT(set_row_sizes(t, sizes, uvm, first, last));
         }
       }

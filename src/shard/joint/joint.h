@@ -60,8 +60,8 @@
  *   3. local search until no move helps, around the critical devices (those that set a term of
  *      the objective): move a piece to another device; make a row layout uneven, re-making only
  *      the pieces whose rows change (beyond 32 devices only between neighbouring pieces; up to
- *      32 only where it saves at least 0.01% of the objective, docs/benchmarks.md "Row shifts
- *      that pay"); on the fast path (below)
+ *      32 on several hosts only where it saves at least 0.01% of the objective, docs/benchmarks.md
+ *      "Row shifts that pay"); on the fast path (below)
  *      up to 1,024 devices, share the whole tables of a critical device and of the least loaded
  *      device by each term out between the two again (3 to 16 tables: every split estimated,
  *      `best_splits`, the best six made and scored), which finds the exchanges of several tables
