@@ -97,12 +97,24 @@ std::int64_t gpu_l2_bytes(const std::string& device_kind) {
   return 40 << 20;
 }
 
+/**
+ * The host link the UVM coefficient is per byte of: device 0's, or where it has none (uvm_gbps 0:
+ * no UVM memory, data/topology.h) the fastest device's; 0 where no device has one.
+ */
+double uvm_reference_gbps(const Topology& topology) {
+  double gbps = topology.devices.front().uvm_gbps;
+  if (gbps > 0) return gbps;
+  for (const Device& d : topology.devices) gbps = std::max(gbps, d.uvm_gbps);
+  return gbps;
+}
+
 }  // namespace
 
 SimHardware sim_roofline(const Topology& topology) {
   const Device& device = topology.devices.front();
   const double hbm_ms_per_byte = 1e-6 / (0.7 * device.hbm_gbps);  // 70% of peak for gathers
-  const double uvm_ms_per_byte = 1e-6 / device.uvm_gbps;
+  const double uvm_gbps = uvm_reference_gbps(topology);
+  const double uvm_ms_per_byte = uvm_gbps > 0 ? 1e-6 / uvm_gbps : 0.0;  // 0: no UVM rows anywhere
   SimHardware hw;
   hw.name = topology.device_kind + " roofline (data sheet, not calibrated)";
   hw.cache_bytes = gpu_l2_bytes(topology.device_kind);
@@ -122,14 +134,17 @@ namespace {
 /**
  * A device's features in the terms of device 0's hardware, whose coefficients the model holds
  * (mixed hardware, data/topology.h): every term but the calls scales with device 0's HBM bandwidth
- * over this device's, as the GPU judges scale from the 2080 Ti's, and the UVM term with their host
- * links. Devices of one kind: every factor is exactly 1.
+ * over this device's, as the GPU judges scale from the 2080 Ti's, and the UVM term with the
+ * reference host link's (`uvm_reference_gbps`) over this device's. Devices of one kind: every
+ * factor is exactly 1.
  */
 SimFeatures on_device(SimFeatures f, const Task& task, int device) {
   const auto& devices = task.topology.devices;
   if (device <= 0 || static_cast<std::size_t>(device) >= devices.size()) return f;
   const Device &ref = devices.front(), &dev = devices[static_cast<std::size_t>(device)];
-  const double hbm = ref.hbm_gbps / dev.hbm_gbps, uvm = ref.uvm_gbps / dev.uvm_gbps;
+  // A device with no host link for UVM (uvm_gbps 0, data/topology.h) holds no UVM rows: factor 1.
+  const double hbm = ref.hbm_gbps / dev.hbm_gbps,
+               uvm = dev.uvm_gbps > 0 ? uvm_reference_gbps(task.topology) / dev.uvm_gbps : 1.0;
   for (int i = kSimTables; i < kSimUvmBytes; ++i) f[i] *= hbm;
   f[kSimUvmBytes] *= uvm;
   return f;
@@ -725,7 +740,8 @@ double sim_lower_bound(const Task& task, const SimHardware& hw, Objective object
   const Device& ref = task.topology.devices.front();
   for (int i = kSimTables; i < kSimUvmBytes; ++i)
     quick.fw[i] *= ref.hbm_gbps / top.hbm_gbps, quick.bw[i] *= ref.hbm_gbps / top.hbm_gbps;
-  quick.fw[kSimUvmBytes] *= ref.uvm_gbps / top.uvm_gbps, quick.bw[kSimUvmBytes] *= ref.uvm_gbps / top.uvm_gbps;
+  const double uvm = top.uvm_gbps > 0 ? uvm_reference_gbps(task.topology) / top.uvm_gbps : 1.0;
+  quick.fw[kSimUvmBytes] *= uvm, quick.bw[kSimUvmBytes] *= uvm;
   for (Device& d : fastest.topology.devices) d.hbm_gbps = top.hbm_gbps, d.uvm_gbps = top.uvm_gbps;
   const double one_d = std::max(one_layout_bound(fastest, quick, objective, input, most_cell_tables),
                                 mean_speed_averaging(task, hw, objective, input, most_cell_tables));

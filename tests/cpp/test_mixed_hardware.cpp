@@ -3,6 +3,8 @@
 // stays above the bound, and the task file carries the hosts.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include "embshard/data/data_io.h"
@@ -76,6 +78,25 @@ TEST(MixedHardware, FasterDevicesTakeMoreOfTheWorkAndNoPlanBeatsTheBound) {
       if (p.status != ShardStatus::kOk) continue;
       EXPECT_LE(bound, evaluate_plan(task, p.plan, kSimJudge, quiet()).step_ms * (1 + 1e-9)) << spec;
     }
+  }
+}
+
+TEST(MixedHardware, DevicesWithoutAUvmLinkAreCostedAndBounded) {
+  // uvm_gbps 0 is valid where a device has no UVM memory (data/topology.h): its UVM term is 0,
+  // never 0 × ∞, on either kind being device 0.
+  for (const bool first : {true, false}) {
+    Task task = mixed_task(20, 4);
+    for (Device& d : task.topology.devices)
+      if ((d.hbm_gbps == task.topology.devices.front().hbm_gbps) == first) d.uvm_gbps = 0.0, d.uvm_bytes = 0;
+    ASSERT_EQ(find_error_in_task(task, "mixed"), "");
+    const auto cost = make_cost_model("sim", task, quiet());
+    const double bound = cost->lower_bound(task, Objective::kStep).value();
+    EXPECT_TRUE(std::isfinite(bound) && bound > 0) << bound << " first " << first;
+    const ShardResult r = plan_task("joint", task, cost.get(), quiet());
+    ASSERT_EQ(r.status, ShardStatus::kOk) << r.reason;
+    const double step = evaluate_plan(task, r.plan, kSimJudge, quiet()).step_ms;
+    EXPECT_TRUE(std::isfinite(step)) << step;
+    EXPECT_LE(bound, step * (1 + 1e-9));
   }
 }
 
