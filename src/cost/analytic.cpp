@@ -703,6 +703,14 @@ double with_2d_layouts(const Task& task, const SimHardware& hw, Objective object
   return bound;
 }
 
+/** `hw` for a device whose kernel terms but the calls take `kernels` times device 0's, and its
+ *  UVM term `uvm` times (the factors `on_device` applies to features, here to coefficients). */
+SimHardware at_speed(SimHardware hw, double kernels, double uvm) {
+  for (int i = kSimTables; i < kSimUvmBytes; ++i) hw.fw[i] *= kernels, hw.bw[i] *= kernels;
+  hw.fw[kSimUvmBytes] *= uvm, hw.bw[kSimUvmBytes] *= uvm;
+  return hw;
+}
+
 /**
  * Mixed speeds (analytic.h): the step's averaging floor of the 1D plans with device 0's
  * coefficients scaled to the devices' mean speed. Device d's kernel time is the calls plus r_d ×
@@ -718,9 +726,7 @@ double mean_speed_averaging(const Task& task, const SimHardware& hw, Objective o
   for (const Device& d : task.topology.devices) speeds += d.hbm_gbps / task.topology.devices.front().hbm_gbps;
   const double scale = static_cast<double>(task.topology.num_devices()) / speeds;
   if (!std::isfinite(scale) || scale <= 0.0) return 0.0;
-  SimHardware mean = hw;
-  for (int i = kSimTables; i < kSimUvmBytes; ++i) mean.fw[i] *= scale, mean.bw[i] *= scale;
-  return one_layout_bound(task, mean, objective, input, most_cell_tables, true, true);
+  return one_layout_bound(task, at_speed(hw, scale, 1.0), objective, input, most_cell_tables, true, true);
 }
 
 }  // namespace
@@ -736,12 +742,8 @@ double sim_lower_bound(const Task& task, const SimHardware& hw, Objective object
   Device top = task.topology.devices.front();
   for (const Device& d : task.topology.devices)
     top.hbm_gbps = std::max(top.hbm_gbps, d.hbm_gbps), top.uvm_gbps = std::max(top.uvm_gbps, d.uvm_gbps);
-  SimHardware quick = hw;
-  const Device& ref = task.topology.devices.front();
-  for (int i = kSimTables; i < kSimUvmBytes; ++i)
-    quick.fw[i] *= ref.hbm_gbps / top.hbm_gbps, quick.bw[i] *= ref.hbm_gbps / top.hbm_gbps;
-  const double uvm = top.uvm_gbps > 0 ? uvm_reference_gbps(task.topology) / top.uvm_gbps : 1.0;
-  quick.fw[kSimUvmBytes] *= uvm, quick.bw[kSimUvmBytes] *= uvm;
+  const SimHardware quick = at_speed(hw, task.topology.devices.front().hbm_gbps / top.hbm_gbps,
+                                     top.uvm_gbps > 0 ? uvm_reference_gbps(task.topology) / top.uvm_gbps : 1.0);
   for (Device& d : fastest.topology.devices) d.hbm_gbps = top.hbm_gbps, d.uvm_gbps = top.uvm_gbps;
   const double one_d = std::max(one_layout_bound(fastest, quick, objective, input, most_cell_tables),
                                 mean_speed_averaging(task, hw, objective, input, most_cell_tables));
