@@ -119,8 +119,11 @@ constexpr double kMostIncrementalWorkScale = 2.0;
 /** Copies are tried below this many devices: a copy is a piece per device, and at the sizes of the
  *  fast path the deadline is better spent on the other moves (docs/benchmarks.md, "At scale"). */
 constexpr int kCopiesBelowDevices = 64;
-/** Layouts placed piece by piece after the unscored first pass of a re-layout at scale (joint.h). */
+/** Layouts placed piece by piece after the unscored first pass of a re-layout (joint.h): beyond
+ *  kAllCandidatesUpTo devices, and up to it on several hosts (docs/benchmarks.md, "Re-layouts
+ *  scored first"). */
 constexpr std::size_t kRelayoutFinalists = 3;
+constexpr std::size_t kRelayoutFinalistsUpTo32 = 6;
 /** On the fast path, candidates beyond the least loaded: the least loaded by each term (joint.h). */
 constexpr int kTermCandidates = 1;
 /** What placing a table unscored takes past the deadline (insert_quickly), in ms: 6–8 µs at 1,000
@@ -1367,21 +1370,34 @@ class Search {
   }
 
   /**
-   * `t` in its best layout (try_relayout); false if none fits. Beyond kAllCandidatesUpTo devices
-   * each layout of at most twice the table's weight in average device loads pieces is first
-   * scored with its pieces on the least loaded devices, unscored (one evaluation a layout, not one
-   * per piece and candidate), and only the best kRelayoutFinalists are then placed piece by piece
-   * as `insert` does (docs/benchmarks.md "Scale": at 5,000 × 1,024, 31.7 ms against 33.7 with one
-   * finalist and 37.9 placing every layout piece by piece, at the same budget).
+   * `t` in its best layout (try_relayout); false if none fits. Each layout is first scored with
+   * its pieces on the least loaded devices, unscored (one evaluation a layout, not one per piece
+   * and candidate), and only the best few are then placed piece by piece as `insert` does:
+   * - beyond kAllCandidatesUpTo devices the layouts of at most twice the table's weight in average
+   *   device loads pieces, and the best kRelayoutFinalists (docs/benchmarks.md "Scale": at 5,000 ×
+   *   1,024, 31.7 ms against 33.7 with one finalist and 37.9 placing every layout piece by piece,
+   *   at the same budget);
+   * - up to it on several hosts every layout, the best kRelayoutFinalistsUpTo32 and the best of
+   *   each other kind (rows, columns, grid, whole, copies: unscored, a kind can rank low and still
+   *   be the one that helps) (docs/benchmarks.md "Re-layouts scored first": placing every layout
+   *   piece by piece spent 70% of a mixed-hardware search's budget on the re-layouts that end each
+   *   descent);
+   * - on one host every layout is placed piece by piece (scored first, 8-GPU plans came out up to
+   *   6% slower on some tasks).
    */
   bool insert_relayout(int t) {
     std::vector<Layout> layouts = all_layouts(t);
-    if (n_ <= kAllCandidatesUpTo) return insert_best(t, layouts);
-    // No more pieces than twice the table's weight in average devices' loads (at least 2).
-    const double cap = std::max(2.0, 2.0 * std::ceil(weight(t) / std::max(mean_weight_, 1e-300)));
-    std::erase_if(layouts, [&](const Layout& l) {
-      return l.kind != Layout::Kind::kCopies && static_cast<double>(l.parts) * l.row_parts > cap;
-    });
+    const bool at_scale = n_ > kAllCandidatesUpTo;
+    if (at_scale) {
+      // No more pieces than twice the table's weight in average devices' loads (at least 2).
+      const double cap = std::max(2.0, 2.0 * std::ceil(weight(t) / std::max(mean_weight_, 1e-300)));
+      std::erase_if(layouts, [&](const Layout& l) {
+        return l.kind != Layout::Kind::kCopies && static_cast<double>(l.parts) * l.row_parts > cap;
+      });
+    }
+    const std::size_t finalists_kept = at_scale ? kRelayoutFinalists : kRelayoutFinalistsUpTo32;
+    if (!at_scale && (task_.topology.num_hosts() == 1 || layouts.size() <= finalists_kept))
+      return insert_best(t, layouts);
     for (const bool uvm : {false, true}) {
       if (uvm && !allows_uvm(t)) break;
       std::vector<std::pair<Score, std::size_t>> scored;
@@ -1394,8 +1410,12 @@ class Search {
       std::stable_sort(scored.begin(), scored.end(),
                        [](const auto& a, const auto& b) { return better(a.first, b.first); });
       std::vector<Layout> finalists;
-      for (std::size_t i = 0; i < scored.size() && i < kRelayoutFinalists; ++i)
-        finalists.push_back(layouts[scored[i].second]);
+      for (std::size_t i = 0; i < scored.size(); ++i) {
+        const Layout& l = layouts[scored[i].second];
+        const bool kind_new =
+            std::none_of(finalists.begin(), finalists.end(), [&](const Layout& f) { return f.kind == l.kind; });
+        if (i < finalists_kept || (!at_scale && kind_new)) finalists.push_back(l);
+      }
       if (insert_best(t, finalists)) return true;
     }
     return false;
