@@ -124,6 +124,10 @@ constexpr int kCopiesBelowDevices = 64;
  *  scored first"). */
 constexpr std::size_t kRelayoutFinalists = 3;
 constexpr std::size_t kRelayoutFinalistsUpTo32 = 6;
+/** Tables a descent re-lays out before it ends: up to kAllCandidatesUpTo devices on several hosts
+ *  eight (re-layouts are cheaper there, kRelayoutFinalistsUpTo32), else four (joint.h step 3). */
+constexpr std::size_t kRelayoutTables = 4;
+constexpr std::size_t kRelayoutTablesUpTo32 = 8;
 /** On the fast path, candidates beyond the least loaded: the least loaded by each term (joint.h). */
 constexpr int kTermCandidates = 1;
 /** What placing a table unscored takes past the deadline (insert_quickly), in ms: 6–8 µs at 1,000
@@ -221,7 +225,9 @@ class Search {
         rng_(chain == 0 ? derive_seed(ctx.seed, 0x6a6f696e74)
                         : derive_seed(derive_seed(ctx.seed, 0x6a6f696e74), static_cast<std::uint64_t>(chain))),
         copies_(options.data_parallel && !options.keep_layouts && cost.compute().costs_replicas() &&
-                n_ < kCopiesBelowDevices) {
+                n_ < kCopiesBelowDevices),
+        hosts_up_to_32_(n_ <= kAllCandidatesUpTo && task.topology.num_hosts() > 1),
+        relayout_tables_(hosts_up_to_32_ ? kRelayoutTablesUpTo32 : kRelayoutTables) {
     state_.set_cold_rows_to_uvm(options.uvm);
     state_.set_replica_sync(options.sync);
     if (options.origin) state_.set_origin(origin_of(*options.origin->old));
@@ -1334,8 +1340,7 @@ class Search {
     std::vector<std::int64_t> sizes;
     for (const Piece& p : state_.pieces(t)) sizes.push_back(p.placed.shard.num_rows());
     const bool scale = n_ > kAllCandidatesUpTo;
-    const bool hosts = task_.topology.num_hosts() > 1;
-    const double min_gain = !scale && hosts ? kRowShiftGain : kRowShiftGainAtScale;  // no plateau moves: endless
+    const double min_gain = hosts_up_to_32_ ? kRowShiftGain : kRowShiftGainAtScale;  // no plateau moves: endless
     for (std::size_t i = 0; i < sizes.size(); ++i) {
       const int from = state_.pieces(t)[i].placed.shard.device;
       if (std::find(critical.begin(), critical.end(), from) == critical.end()) continue;
@@ -1396,8 +1401,7 @@ class Search {
       });
     }
     const std::size_t finalists_kept = at_scale ? kRelayoutFinalists : kRelayoutFinalistsUpTo32;
-    if (!at_scale && (task_.topology.num_hosts() == 1 || layouts.size() <= finalists_kept))
-      return insert_best(t, layouts);
+    if (!at_scale && (!hosts_up_to_32_ || layouts.size() <= finalists_kept)) return insert_best(t, layouts);
     for (const bool uvm : {false, true}) {
       if (uvm && !allows_uvm(t)) break;
       std::vector<std::pair<Score, std::size_t>> scored;
@@ -1532,7 +1536,8 @@ class Search {
           each_critical_piece([&](int t, std::size_t i, bool u) { return try_swaps(t, i, current, u, critical); }))
         continue;
       bool relaid = false;
-      for (std::size_t k = 0; k < tables.size() && k < 4 && !relaid && !options_.keep_layouts && !spent(); ++k)
+      for (std::size_t k = 0;
+           k < tables.size() && k < relayout_tables_ && !relaid && !options_.keep_layouts && !spent(); ++k)
         relaid = try_relayout(tables[k], current);
       if (!relaid) break;
     }
@@ -1671,7 +1676,12 @@ class Search {
   bool copies_;                 ///< data-parallel copies tried (the option, and the model can cost them)
   std::vector<bool> taken_;     ///< candidates' scratch: the devices holding a piece of the table
   int only_host_ = -1;          ///< ≥ 0: candidates are this host's devices (insert_on_best_host)
-  bool whole_start_ = false;    ///< the greedy start splits no table (settle_whole_start)
+  bool whole_start_ = false;
+  /// several hosts, at most kAllCandidatesUpTo devices: row shifts must pay (kRowShiftGain),
+  /// re-layouts are scored first and more of them end a descent (kRelayoutTablesUpTo32)
+  bool hosts_up_to_32_;
+  std::size_t relayout_tables_;  ///< tables a descent re-lays out before it ends    ///< the greedy start splits no
+                                 ///< table (settle_whole_start)
   std::int64_t evaluations_ = 0;
   std::int64_t estimate_work_ = 0;  ///< re-partitions' estimated splits / 16 (work units, joint.h Budget)
   std::int64_t other_work_ = 0;     ///< the other chains' work (reported)

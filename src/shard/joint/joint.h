@@ -73,10 +73,10 @@
  *      from the candidate devices that a table's dims, lookups and compute together need
  *      (docs/benchmarks.md, "Swaps with any device"); when polishing (below), swap a piece with a
  *      lighter one elsewhere (beyond 32 devices one on a candidate device); re-lay out one of the
- *      four heaviest tables there, or when re-planning the first four in its order (below): each
- *      layout (beyond 32 devices those of at most twice the table's weight in average device
- *      loads pieces) is first scored with its pieces unscored on the least loaded devices, and
- *      only the best are placed piece by piece, greedily: beyond 32 devices three; up to 32
+ *      four heaviest tables there (eight up to 32 devices on several hosts), or when re-planning
+ *      the first four (eight) in its order (below): each layout (beyond 32 devices those of at
+ *      most twice the table's weight in average device loads pieces) is first scored with its pieces unscored on the
+ * least loaded devices, and only the best are placed piece by piece, greedily: beyond 32 devices three; up to 32
  *      devices on several hosts six and the best of each other kind of layout (docs/benchmarks.md,
  *      "Re-layouts scored first"), and every layout on one host or where a table has at most six.
  *      A move is taken when it
