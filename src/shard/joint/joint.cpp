@@ -119,13 +119,14 @@ constexpr double kMostIncrementalWorkScale = 2.0;
 /** Copies are tried below this many devices: a copy is a piece per device, and at the sizes of the
  *  fast path the deadline is better spent on the other moves (docs/benchmarks.md, "At scale"). */
 constexpr int kCopiesBelowDevices = 64;
-/** Layouts placed piece by piece after the unscored first pass of a re-layout (joint.h): beyond
- *  kAllCandidatesUpTo devices, and up to it on several hosts (docs/benchmarks.md, "Re-layouts
- *  scored first"). */
+/** Layouts placed piece by piece after the unscored first pass of a re-layout (joint.h) beyond
+ *  kAllCandidatesUpTo devices. */
 constexpr std::size_t kRelayoutFinalists = 3;
+/** The same up to kAllCandidatesUpTo devices on several hosts, besides each other kind's best
+ *  (docs/benchmarks.md, "Re-layouts scored first"). */
 constexpr std::size_t kRelayoutFinalistsUpTo32 = 6;
-/** Tables a descent re-lays out before it ends: up to kAllCandidatesUpTo devices on several hosts
- *  eight (re-layouts are cheaper there, kRelayoutFinalistsUpTo32), else four (joint.h step 3). */
+/** Tables a descent re-lays out before it ends (joint.h step 3): four, and eight up to
+ *  kAllCandidatesUpTo devices on several hosts, where re-layouts are scored first and cost less. */
 constexpr std::size_t kRelayoutTables = 4;
 constexpr std::size_t kRelayoutTablesUpTo32 = 8;
 /** On the fast path, candidates beyond the least loaded: the least loaded by each term (joint.h). */
@@ -1375,20 +1376,22 @@ class Search {
   }
 
   /**
-   * `t` in its best layout (try_relayout); false if none fits. Each layout is first scored with
-   * its pieces on the least loaded devices, unscored (one evaluation a layout, not one per piece
-   * and candidate), and only the best few are then placed piece by piece as `insert` does:
-   * - beyond kAllCandidatesUpTo devices the layouts of at most twice the table's weight in average
-   *   device loads pieces, and the best kRelayoutFinalists (docs/benchmarks.md "Scale": at 5,000 ×
-   *   1,024, 31.7 ms against 33.7 with one finalist and 37.9 placing every layout piece by piece,
-   *   at the same budget);
-   * - up to it on several hosts every layout, the best kRelayoutFinalistsUpTo32 and the best of
-   *   each other kind (rows, columns, grid, whole, copies: unscored, a kind can rank low and still
-   *   be the one that helps) (docs/benchmarks.md "Re-layouts scored first": placing every layout
-   *   piece by piece spent 70% of a mixed-hardware search's budget on the re-layouts that end each
-   *   descent);
-   * - on one host every layout is placed piece by piece (scored first, 8-GPU plans came out up to
-   *   6% slower on some tasks).
+   * `t` in its best layout (try_relayout); false if none fits.
+   * - Up to kAllCandidatesUpTo devices, on one host or where the table has at most
+   *   kRelayoutFinalistsUpTo32 layouts, every layout is placed piece by piece as `insert` does
+   *   (scored first on one host, 8-GPU plans came out up to 6% slower on some tasks).
+   * - Otherwise each layout is first scored with its pieces on the least loaded devices, unscored
+   *   (one evaluation a layout, not one per piece and candidate), and only the best are placed
+   *   piece by piece:
+   *   - beyond kAllCandidatesUpTo devices, of the layouts of at most twice the table's weight in
+   *     average device loads pieces, the best kRelayoutFinalists (docs/benchmarks.md "Scale": at
+   *     5,000 × 1,024, 31.7 ms against 33.7 with one finalist and 37.9 placing every layout piece
+   *     by piece, at the same budget);
+   *   - up to it on several hosts the best kRelayoutFinalistsUpTo32 and the best of each other
+   *     kind (whole, rows, columns, grid, copies): a kind can rank low unscored and still be the
+   *     one that helps (docs/benchmarks.md "Re-layouts scored first": placing every layout piece
+   *     by piece spent 70% of a mixed-hardware search's budget on the re-layouts that end each
+   *     descent).
    */
   bool insert_relayout(int t) {
     std::vector<Layout> layouts = all_layouts(t);
@@ -1414,7 +1417,7 @@ class Search {
       std::stable_sort(scored.begin(), scored.end(),
                        [](const auto& a, const auto& b) { return better(a.first, b.first); });
       std::vector<Layout> finalists;
-      for (std::size_t i = 0; i < scored.size(); ++i) {
+      for (std::size_t i = 0; i < scored.size() && (!at_scale || i < finalists_kept); ++i) {
         const Layout& l = layouts[scored[i].second];
         const bool kind_new =
             std::none_of(finalists.begin(), finalists.end(), [&](const Layout& f) { return f.kind == l.kind; });
@@ -1676,12 +1679,11 @@ class Search {
   bool copies_;                 ///< data-parallel copies tried (the option, and the model can cost them)
   std::vector<bool> taken_;     ///< candidates' scratch: the devices holding a piece of the table
   int only_host_ = -1;          ///< ≥ 0: candidates are this host's devices (insert_on_best_host)
-  bool whole_start_ = false;
+  bool whole_start_ = false;    ///< the greedy start splits no table (settle_whole_start)
   /// several hosts, at most kAllCandidatesUpTo devices: row shifts must pay (kRowShiftGain),
   /// re-layouts are scored first and more of them end a descent (kRelayoutTablesUpTo32)
-  bool hosts_up_to_32_;
-  std::size_t relayout_tables_;  ///< tables a descent re-lays out before it ends    ///< the greedy start splits no
-                                 ///< table (settle_whole_start)
+  const bool hosts_up_to_32_;
+  const std::size_t relayout_tables_;  ///< tables a descent re-lays out before it ends
   std::int64_t evaluations_ = 0;
   std::int64_t estimate_work_ = 0;  ///< re-partitions' estimated splits / 16 (work units, joint.h Budget)
   std::int64_t other_work_ = 0;     ///< the other chains' work (reported)

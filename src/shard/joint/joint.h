@@ -74,13 +74,13 @@
  *      (docs/benchmarks.md, "Swaps with any device"); when polishing (below), swap a piece with a
  *      lighter one elsewhere (beyond 32 devices one on a candidate device); re-lay out one of the
  *      four heaviest tables there (eight up to 32 devices on several hosts), or when re-planning
- *      the first four (eight) in its order (below): each layout (beyond 32 devices those of at
- *      most twice the table's weight in average device loads pieces) is first scored with its pieces unscored on the
- * least loaded devices, and only the best are placed piece by piece, greedily: beyond 32 devices three; up to 32
- *      devices on several hosts six and the best of each other kind of layout (docs/benchmarks.md,
- *      "Re-layouts scored first"), and every layout on one host or where a table has at most six.
- *      A move is taken when it
- *      lowers the objective, or keeps it and lowers the spread Σ_d (device step)² (which breaks
+ *      the first four (eight) in its order (below): up to 32 devices, on one host or where a
+ *      table has at most six layouts, every layout is placed piece by piece, greedily; otherwise
+ *      each layout (beyond 32 devices those of at most twice the table's weight in average device
+ *      loads pieces) is first scored with its pieces unscored on the least loaded devices and only
+ *      the best are placed: three beyond 32 devices, else six and the best of each other kind of
+ *      layout (docs/benchmarks.md, "Re-layouts scored first"). A move is taken when it lowers the
+ *      objective, or keeps it and lowers the spread Σ_d (device step)² (which breaks
  *      plateaus; the objective never rises along a chain of moves, so none can cycle). On the fast
  *      path a device on which a whole pass of one kind of move (moves, row shifts, re-partitions,
  *      wide swaps) found nothing is left out of that kind until its load changes (don't-look
