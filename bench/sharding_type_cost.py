@@ -2,7 +2,9 @@
 """What one more sharding type costs on TorchRec's runtime: one task of bench/torchrec_runtime.py,
 TorchRec's planner's plan as it is, and the same plan with one table (the smallest of dim ≥ 8)
 made column-wise over both ranks or data-parallel instead, measured side by side
-(embshard.torchrec.measure, interleaved) with the sim judge's prediction beside each.
+(embshard.torchrec.measure, interleaved) with the sim judge's prediction beside each. A fourth
+plan splits the same table column-wise and types every other table column_wise too, each whole in
+one shard: TorchRec runs them all as one group (one input and one output exchange).
 
     $(bash scripts/setup_python.sh --torchrec) bench/sharding_type_cost.py [TASK_INDEX] [--repeats N]
 """
@@ -20,11 +22,14 @@ import embshard.torchrec  # noqa: E402
 from torchrec_runtime import make_task  # noqa: E402
 
 
-def variant(document, table, kind):
-    """`document` with `table` column-wise in two halves over ranks 0 and 1, or data-parallel."""
+def variant(document, table, kind, one_group=False):
+    """`document` with `table` column-wise in two halves over ranks 0 and 1, or data-parallel;
+    `one_group`: every other table typed column_wise too (whole, one shard)."""
     doc = copy.deepcopy(document)
     for entry in doc["tables"]:
         if entry["table"] != table:
+            if one_group:
+                entry["sharding_type"] = "column_wise"
             continue
         rows, dim = entry["shards"][0]["rows"][1], entry["shards"][0]["cols"][1]
         if kind == "column_wise":
@@ -51,7 +56,8 @@ def main():
     size = {t["name"]: t["stats"]["num_rows"] * t["dim"] for t in task.tables}
     table = min((t["table"] for t in document["tables"] if t["shards"][0]["cols"][1] >= 8), key=size.get)
     plans = {"table_wise": base, "one_column_wise": variant(document, table, "column_wise"),
-             "one_data_parallel": variant(document, table, "data_parallel")}
+             "one_data_parallel": variant(document, table, "data_parallel"),
+             "all_column_wise": variant(document, table, "column_wise", one_group=True)}
     print(f"{task.id}: table {table} changed; sim predicts " + ", ".join(
         f"{n} {embshard.evaluate(task, p, 'sim').step_ms:.3f} ms" for n, p in plans.items()))
     print(embshard.torchrec.measure(task, plans, warmup=3, repeats=args.repeats).table())

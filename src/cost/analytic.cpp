@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include <nlohmann/json.hpp>
@@ -400,7 +401,44 @@ struct SplitTable {
   /// false for a sequence table: its row pieces send their rows' lookups, not partial sums, so
   /// copies of its columns add no output (α_t is paid once however it is split)
   bool output_per_copy = true;
+  /// false where the task or the table allows no layout that splits rows: every piece serves all
+  /// the table's lookups ("Whole lookups" in analytic.h)
+  bool row_pieces = true;
+  /// w_min: the least width share some device holds of the table: its narrowest piece (4 columns
+  /// or its min_partition; 1 without column splits), and at least 1 / N (N devices hold it all)
+  double narrowest = 1.0;
 };
+
+/** Whether some layout the task and the table allow splits the table's rows. */
+bool may_split_rows(const Task& task, const TableSpec& t) {
+  constexpr std::array kRowSplitting{ShardingType::kRowWise, ShardingType::kTableRowWise, ShardingType::kGridShard};
+  return std::any_of(kRowSplitting.begin(), kRowSplitting.end(),
+                     [&](ShardingType type) { return task.constraints.allows(type) && t.allows(type); });
+}
+
+/** The least width share of a piece of `t`: 4 columns or its min_partition; 1 without column
+ *  splits (a grid's column blocks of every row are column splits too). */
+double narrowest_share(const Task& task, const TableSpec& t) {
+  const bool columns = t.allows(ShardingType::kColumnWise) || t.allows(ShardingType::kGridShard);
+  if (!task.constraints.allow_column_split || !columns) return 1.0;
+  return std::min(1.0, std::max(4.0, static_cast<double>(t.constraints.min_partition)) / t.dim);
+}
+
+/**
+ * The fewest pieces of a table whose pieces all serve its lookups (no row splits) when each pass
+ * leaves `room_f` / `room_w` beyond the call and one per-table cost; 0 where the device holding
+ * its widest share w_min cannot fit it (analytic.h, "Whole lookups"). A piece of width share w_i
+ * costs a + β·w_i there, so w_i ≤ (room − a) / β, and the shares sum to 1.
+ */
+double whole_lookup_pieces(const SplitTable& s, double room_f, double room_w) {
+  const auto widest = [](double a, double rest, double room) {
+    if (a > room * (1 + 1e-12)) return 0.0;
+    return rest > 0 ? std::clamp((room - a) / rest, 0.0, 1.0) : 1.0;
+  };
+  const double w = std::min(widest(s.lookup_fw, s.rest_fw, room_f), widest(s.lookup_bw, s.rest_bw, room_w));
+  if (w <= 0 || w < s.narrowest * (1 - 1e-12)) return 0.0;
+  return std::ceil(1.0 / w - 1e-9);
+}
 
 /**
  * The least output and input cost α·X + γ·Y of a table whose pieces each fit a pass's room
@@ -478,6 +516,24 @@ double exchange_floors_ms(const Task& task, const std::vector<SplitTable>& table
   return std::max(latencies, cheapest);
 }
 
+/**
+ * The least forward + backward kernel time of the busiest device, given the least cost `pieces`
+ * of one piece of each table that is never split by rows nor copied (analytic.h, "Whole
+ * lookups"): each table lies on some device, so of the k·n + 1 costliest, some device holds k + 1.
+ */
+double busiest_of_pieces(std::vector<double> pieces, double n) {
+  if (pieces.empty()) return 0.0;
+  std::sort(pieces.begin(), pieces.end(), std::greater<>());
+  double busiest = pieces.front();
+  const auto devices = static_cast<std::size_t>(n);
+  for (std::size_t k = 1; k * devices < pieces.size(); ++k) {
+    double held = 0.0;  // the k + 1 cheapest of the k·n + 1 costliest
+    for (std::size_t i = k * devices - k; i <= k * devices; ++i) held += pieces[i];
+    busiest = std::max(busiest, held);
+  }
+  return busiest;
+}
+
 /** The bound of the header over plans with data-parallel tables (`copies`) or without. */
 double bound_over(const Task& task, const SimHardware& hw, Objective objective, const InputCommOptions& input,
                   bool copies, double most_cell_tables, bool averaging_only = false) {
@@ -493,6 +549,7 @@ double bound_over(const Task& task, const SimHardware& hw, Objective objective, 
   // Σ_t of the cheaper, for the average device, of the table sharded and copied: its compute share
   // and its exchange floors, or its copies' compute share and its gradient's all-reduce (header).
   double cheaper_of_two = 0.0;
+  std::vector<double> whole_lookups;  // the least a piece of each table that is never split by rows costs
   for (const TableSpec& t : task.workload.tables) {
     // Pieces pay for the cache with per-table costs; a data-parallel table pays one per device,
     // and on every device its dense update in place of the sparse one.
@@ -527,9 +584,14 @@ double bound_over(const Task& task, const SimHardware& hw, Objective objective, 
     s.out_inter_ms = rates.inter * out_bytes;
     s.in_ms =
         exposed ? per_byte * (lookups * input.index_bytes + static_cast<double>(batch) * input.length_bytes) : 0.0;
+    s.row_pieces = may_split_rows(task, t);
+    s.narrowest = std::max(narrowest_share(task, t), 1.0 / n);
     if (copies && may_replicate(task, t)) {
       s.replicated_ms = all_reduce_ms_per_byte(task.topology) * static_cast<double>(t.weight_bytes());
       replicable = true;
+    } else if (!s.row_pieces) {
+      whole_lookups.push_back(hw.fw[kSimTables] + hw.bw[kSimTables] + s.lookup_fw + s.lookup_bw +
+                              (s.rest_fw + s.rest_bw) * s.narrowest);
     }
     cheaper_of_two += std::min((sharded_total.fw_ms + sharded_total.bw_ms) / n + s.out_ms + s.in_ms,
                                (copied_total.fw_ms + copied_total.bw_ms) / n + s.replicated_ms);
@@ -546,6 +608,9 @@ double bound_over(const Task& task, const SimHardware& hw, Objective objective, 
     averaging = std::max(averaging, hw.fw[kSimCalls] + hw.bw[kSimCalls] + slack + cheaper_of_two);
   }
   if (averaging_only) return averaging;
+  if (objective == Objective::kStep && n > 1)
+    averaging = std::max(averaging,
+                         hw.fw[kSimCalls] + hw.bw[kSimCalls] + busiest_of_pieces(std::move(whole_lookups), n) + comm);
   if (objective == Objective::kMaxSum || n <= 1) {
     // max_sum ≥ the average device's sum; each device pays its call only if it holds a shard.
     return objective == Objective::kMaxSum ? (hw.fw[kSimCalls] + hw.bw[kSimCalls]) / n + (fw + bw) / n + comm
@@ -639,16 +704,23 @@ double bound_over(const Task& task, const SimHardware& hw, Objective objective, 
           const double copy_ms = s.in_ms + (1.0 - lambda) * (s.lookup_fw + s.lookup_bw) / n;
           // Data-parallel: no copies of its columns or lookups, its lookups counted once.
           const double replicated = s.replicated_ms + (1.0 - lambda) * (s.lookup_fw + s.lookup_bw) / n;
-          const double split = s.output_per_copy ? cheapest_split(s.out_intra_ms, copy_ms, k, c, d)
-                                                 : s.out_intra_ms + cheapest_split(0.0, copy_ms, k, c, d);
+          double split = 0.0, crossing = s.out_inter_ms + copy_ms;
+          if (s.row_pieces) {
+            split = s.output_per_copy ? cheapest_split(s.out_intra_ms, copy_ms, k, c, d)
+                                      : s.out_intra_ms + cheapest_split(0.0, copy_ms, k, c, d);
+          } else {  // each piece serves every lookup and outputs its own columns once
+            const double pieces = whole_lookup_pieces(s, rest_f, rest_w);
+            split = pieces > 0 ? s.out_intra_ms + copy_ms * pieces : kNever;
+            crossing = pieces > 0 ? s.out_inter_ms + copy_ms * pieces : kNever;
+          }
           intra += std::min(split, replicated);
-          if (s.out_inter_ms > 0) inter += std::min(s.out_inter_ms + copy_ms, replicated);
+          if (s.out_inter_ms > 0) inter += std::min(crossing, replicated);
           if (base + std::max(intra, inter) >= best) break;
         }
         best = std::min(best, base + std::max(intra, inter));
       }
     }
-    bound = std::max(bound, best);
+    if (std::isfinite(best)) bound = std::max(bound, best);
   }
   return bound;
 }

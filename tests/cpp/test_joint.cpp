@@ -63,11 +63,12 @@ TEST(Joint, FindsTheExhaustiveOptimumOnTinyTasksAndSplitsOnlyToBeatIt) {
 
 /** A valid plan with random layouts: whole, columns or uneven rows over random distinct devices,
  *  2 × 2 grids, or data-parallel copies, one table in `copy_one_in` of those that may be copied
- *  (0: none, a 2D plan's group). */
+ *  (0: none, a 2D plan's group); each layout only where the task and the table allow it. */
 Plan random_split_plan(const Task& task, Rng& rng, int copy_one_in = 5) {
   Plan plan;
   const int n = task.topology.num_devices();
   for (const TableSpec& t : task.workload.tables) {
+    const auto allowed = [&](ShardingType type) { return task.constraints.allows(type) && t.allows(type); };
     TablePlacement tp{t.name, ShardingType::kTableWise, {}};
     std::vector<int> devices(static_cast<std::size_t>(n));
     for (int d = 0; d < n; ++d) devices[static_cast<std::size_t>(d)] = d;
@@ -79,7 +80,7 @@ Plan random_split_plan(const Task& task, Rng& rng, int copy_one_in = 5) {
       plan.tables.push_back(tp);
       continue;
     }
-    if (t.allows(ShardingType::kGridShard) && n >= 4 && t.dim >= 8 && t.num_rows() >= 2 &&
+    if (allowed(ShardingType::kGridShard) && n >= 4 && t.dim >= 8 && t.num_rows() >= 2 &&
         rng.below(5) == 0) {  // a 2 × 2 grid
       tp.type = ShardingType::kGridShard;
       const int col = 4 * (1 + static_cast<int>(rng.below(static_cast<std::uint64_t>(t.dim / 4 - 1))));
@@ -93,10 +94,8 @@ Plan random_split_plan(const Task& task, Rng& rng, int copy_one_in = 5) {
       continue;
     }
     const int parts = 1 + static_cast<int>(rng.below(static_cast<std::uint64_t>(n)));
-    const std::uint64_t kind = parts == 1 ? 0 : rng.below(2);
-    if (kind == 0 || (kind == 1 && t.dim / 4 < parts)) {
-      tp.shards.push_back({devices[0], 0, t.num_rows(), 0, t.dim, -1});
-    } else if (kind == 1) {
+    const std::uint64_t kind = parts == 1 ? 0 : 1 + rng.below(2);  // whole, columns or rows
+    if (kind == 1 && t.dim / 4 >= parts && allowed(ShardingType::kColumnWise)) {
       tp.type = ShardingType::kColumnWise;
       int begin = 0;
       for (int i = 0; i < parts; ++i) {
@@ -105,12 +104,7 @@ Plan random_split_plan(const Task& task, Rng& rng, int copy_one_in = 5) {
         tp.shards.push_back({devices[static_cast<std::size_t>(i)], 0, t.num_rows(), begin, begin + width, -1});
         begin += width;
       }
-    }
-    if (kind == 1 && t.dim / 4 >= parts) {
-      plan.tables.push_back(tp);
-      continue;
-    }
-    if (parts > 1 && tp.shards.empty()) {
+    } else if (kind == 2 && allowed(ShardingType::kRowWise)) {
       tp.type = ShardingType::kRowWise;
       std::vector<std::int64_t> cuts{0, t.num_rows()};
       for (int i = 1; i < parts; ++i) cuts.push_back(static_cast<std::int64_t>(rng.below(t.num_rows())));
@@ -118,6 +112,8 @@ Plan random_split_plan(const Task& task, Rng& rng, int copy_one_in = 5) {
       cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
       for (std::size_t i = 0; i + 1 < cuts.size(); ++i)
         tp.shards.push_back({devices[i], cuts[i], cuts[i + 1], 0, t.dim, -1});
+    } else {
+      tp.shards.push_back({devices[0], 0, t.num_rows(), 0, t.dim, -1});
     }
     plan.tables.push_back(tp);
   }
@@ -429,6 +425,73 @@ TEST(LowerBound, KnowsPiecesPayForTheCacheAndNoPlanSplitJustEnoughBeatsIt) {
           << "dim " << dim << ", " << k << " pieces";
     }
   }
+}
+
+TEST(LowerBound, KnowsEveryPieceServesAllLookupsWhereRowsMayNotSplitAndNoPlanBeatsIt) {
+  // Where no layout may split a table's rows (TorchRec's CPU runtime, a table's sharding_types),
+  // each of its pieces serves all its lookups, so the busiest device pays them all (analytic.h,
+  // "Whole lookups"). Forbidden task-wide, with columns too, or table by table.
+  int checked = 0, sharper = 0, exhausted = 0;
+  for (std::uint64_t seed = 0; seed < 15; ++seed) {
+    Task task = tiny_task(6 + static_cast<int>(seed % 6), kBoundTopologies[1 + seed % 5], seed);
+    task.workload.batch_size = seed % 2 ? 65536 : 4096;
+    for (Device& d : task.topology.devices) d.hbm_bytes = std::int64_t{1} << 40;
+    task.workload.tables[0].dim = 256;
+    task.workload.tables[0].stats =
+        derive_table_stats(400'000, 150.0, -1.0, task.workload.batch_size, pool_median_model(), "t0");
+    const InputCommOptions input;
+    const SimHardware hw = sim_hardware_for(task.topology);
+    Task whole = task;
+    if (seed % 3 == 0) whole.constraints.allow_row_split = false;
+    if (seed % 3 == 1) whole.constraints.allow_row_split = whole.constraints.allow_column_split = false;
+    if (seed % 3 == 2)
+      for (TableSpec& t : whole.workload.tables)
+        t.constraints.sharding_types = {ShardingType::kTableWise, ShardingType::kColumnWise,
+                                        ShardingType::kDataParallel};
+    // The heavy table may be cut into columns by column_wise, or by a grid's blocks of every row.
+    const ShardingType cut = seed % 3 == 0 ? ShardingType::kGridShard : ShardingType::kColumnWise;
+    whole.workload.tables[0].constraints.sharding_types = {ShardingType::kTableWise, cut};
+    ASSERT_EQ(find_error_in_task(whole, whole.id), "");
+    const double bound = sim_lower_bound(whole, hw, Objective::kStep, input);
+    const double with_rows = sim_lower_bound(task, hw, Objective::kStep, input);
+    EXPECT_GE(bound, with_rows * (1 - 1e-12)) << "seed " << seed;  // over fewer plans
+    const TableSpec& heavy = whole.workload.tables[0];
+    const double busiest = hw.fw[kSimCalls] + hw.bw[kSimCalls] + hw.fw[kSimTables] + hw.bw[kSimTables] +
+                           (hw.fw[kSimLookups] + hw.bw[kSimLookups]) * static_cast<double>(heavy.stats.num_indices);
+    EXPECT_GE(bound, busiest * (1 - 1e-12)) << "seed " << seed;
+    if (bound > 1.05 * with_rows) ++sharper;
+    const auto cost = make_cost_model("sim", whole);
+    checked += expect_random_plans_above_bound(whole, *cost, seed, 40, "seed " + std::to_string(seed));
+    // Near the bound: the heavy table in equal column pieces over every device, the rest whole.
+    const int n = whole.topology.num_devices();
+    Plan cut_plan;
+    const int pieces = whole.constraints.allow_column_split ? std::min(n, heavy.dim / 4) : 1;
+    TablePlacement heavy_cut{heavy.name, pieces > 1 ? cut : ShardingType::kTableWise, {}};
+    for (int i = 0; i < pieces; ++i)
+      heavy_cut.shards.push_back(
+          {i, 0, heavy.num_rows(), 4 * (heavy.dim / 4 * i / pieces), 4 * (heavy.dim / 4 * (i + 1) / pieces), -1});
+    cut_plan.tables.push_back(heavy_cut);
+    for (std::size_t t = 1; t < whole.workload.tables.size(); ++t) {
+      const TableSpec& spec = whole.workload.tables[t];
+      cut_plan.tables.push_back(
+          {spec.name, ShardingType::kTableWise, {{static_cast<int>(t) % n, 0, spec.num_rows(), 0, spec.dim, -1}}});
+    }
+    ASSERT_EQ(find_error_in_plan(whole, cut_plan), "") << "seed " << seed;
+    EXPECT_GE(value_of(*cost, whole, cut_plan, Objective::kStep) * (1 + 1e-12), bound) << "seed " << seed;
+    // Whole tables only: the exhaustive optimum is the best plan there is.
+    if (whole.workload.tables.size() > 10 || std::pow(whole.topology.num_devices(), whole.workload.tables.size()) > 1e5)
+      continue;
+    for (TableSpec& t : whole.workload.tables) t.constraints.sharding_types = {ShardingType::kTableWise};
+    const ShardResult best = plan_task("exhaustive", whole, cost.get(), quiet());
+    ASSERT_EQ(best.status, ShardStatus::kOk) << best.reason;
+    EXPECT_GE(value_of(*cost, whole, best.plan, Objective::kStep) * (1 + 1e-12),
+              sim_lower_bound(whole, hw, Objective::kStep, input))
+        << "seed " << seed;
+    ++exhausted;
+  }
+  EXPECT_GE(sharper, 10) << "forbidding row splits should lift most of these bounds";
+  EXPECT_GT(checked, 1000);
+  EXPECT_GE(exhausted, 4);
 }
 
 TEST(LowerBound, AThinnedEnumerationIsWeakerAndStillHolds) {

@@ -204,6 +204,18 @@ struct SimTable {
  * compute averages: max(F, F_avg(Y)) + max(W, W_avg(Y)) ≥ λ(F + W) + (1 − λ)(F_avg + W_avg), for
  * λ ∈ {1, ½, 0}; the largest of these bounds is returned.
  *
+ * Whole lookups. Where the task or the table allows no layout that splits rows (row_wise,
+ * table_row_wise, grid_shard: TorchRec's CPU runtime, a table's `sharding_types`), every piece of
+ * the table serves all its lookups. A device holding pieces of total width share s pays a + β·s
+ * beyond one per-table cost in each pass, and some device holds s ≥ w_min, the larger of 1 / N
+ * and the narrowest piece (4 columns or the table's min_partition; 1 where neither column_wise
+ * nor grid_shard may cut its columns). So a cell of (F, W) whose upper end leaves less room than
+ * a + β·w_min has no plan unless the table is copied; where a piece fits, each piece is at most
+ * w_max wide (the widest that fits), so there are at least ⌈1 / w_max⌉ of them, each receiving
+ * the lookups once and outputting its columns once. For the step the busiest device's kernels are also at least the
+ * calls plus the costliest table's τ + a + β·w_min, and of the k·N + 1 costliest such tables some device holds k + 1
+ * (tables that may be copied left out).
+ *
  * Data-parallel tables. A plan either has none (the bound above) or has some, and then every
  * device pays the all-reduce's latency, and each copied table, instead of its exchange terms
  * (α_t X_t + γ_t Y_t, or its share of the averaging floors), at least its gradient's bytes at the
