@@ -462,7 +462,7 @@ TEST(LowerBound, KnowsEveryPieceServesAllLookupsWhereRowsMayNotSplitAndNoPlanBea
     if (bound > 1.05 * with_rows) ++sharper;
     const auto cost = make_cost_model("sim", whole);
     checked += expect_random_plans_above_bound(whole, *cost, seed, 40, "seed " + std::to_string(seed));
-    // Near the bound: the heavy table in equal column pieces over every device, the rest whole.
+    // The heavy table's columns cut over every device (the widest share the bound allows), the rest whole.
     const int n = whole.topology.num_devices();
     Plan cut_plan;
     const int pieces = whole.constraints.allow_column_split ? std::min(n, heavy.dim / 4) : 1;
