@@ -409,13 +409,6 @@ struct SplitTable {
   double narrowest = 1.0;
 };
 
-/** Whether some layout the task and the table allow splits the table's rows. */
-bool may_split_rows(const Task& task, const TableSpec& t) {
-  constexpr std::array kRowSplitting{ShardingType::kRowWise, ShardingType::kTableRowWise, ShardingType::kGridShard};
-  return std::any_of(kRowSplitting.begin(), kRowSplitting.end(),
-                     [&](ShardingType type) { return task.constraints.allows(type) && t.allows(type); });
-}
-
 /** The least width share of a piece of `t`: 4 columns or its min_partition; 1 without column
  *  splits (a grid's column blocks of every row are column splits too). */
 double narrowest_share(const Task& task, const TableSpec& t) {

@@ -28,6 +28,15 @@ bool Constraints::allows(ShardingType type) const {
   return true;
 }
 
+bool allows(const Task& task, const TableSpec& table, ShardingType type) {
+  return task.constraints.allows(type) && table.allows(type);
+}
+
+bool may_split_rows(const Task& task, const TableSpec& table) {
+  return allows(task, table, ShardingType::kRowWise) || allows(task, table, ShardingType::kTableRowWise) ||
+         allows(task, table, ShardingType::kGridShard);
+}
+
 std::string find_error_in_table_constraints(const TableSpec& t, const Constraints& task_wide, const std::string& at) {
   const TableConstraints& c = t.constraints;
   if (c.min_partition < 0 || c.min_partition > kMaxTableDim)

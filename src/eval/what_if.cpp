@@ -134,12 +134,10 @@ std::string capacity_verdict(const CapacityCurve& c) {
 
 /** The fewest bytes of one table some device must hold under its constraints (file comment). */
 double smallest_piece_bytes(const Task& task, const TableSpec& t) {
-  const auto allows = [&](ShardingType type) { return t.allows(type) && task.constraints.allows(type); };
   const double size = static_cast<double>(t.size_bytes());
   const double n = task.topology.num_devices();
-  if (allows(ShardingType::kRowWise) || allows(ShardingType::kTableRowWise) || allows(ShardingType::kGridShard))
-    return size / n;
-  if (allows(ShardingType::kColumnWise)) {
+  if (may_split_rows(task, t)) return size / n;
+  if (allows(task, t, ShardingType::kColumnWise)) {
     const int width = std::max(4, t.constraints.min_partition);
     return size / std::min(n, std::max(1.0, std::floor(static_cast<double>(t.dim) / width)));
   }

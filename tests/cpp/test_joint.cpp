@@ -68,7 +68,6 @@ Plan random_split_plan(const Task& task, Rng& rng, int copy_one_in = 5) {
   Plan plan;
   const int n = task.topology.num_devices();
   for (const TableSpec& t : task.workload.tables) {
-    const auto allowed = [&](ShardingType type) { return task.constraints.allows(type) && t.allows(type); };
     TablePlacement tp{t.name, ShardingType::kTableWise, {}};
     std::vector<int> devices(static_cast<std::size_t>(n));
     for (int d = 0; d < n; ++d) devices[static_cast<std::size_t>(d)] = d;
@@ -80,7 +79,7 @@ Plan random_split_plan(const Task& task, Rng& rng, int copy_one_in = 5) {
       plan.tables.push_back(tp);
       continue;
     }
-    if (allowed(ShardingType::kGridShard) && n >= 4 && t.dim >= 8 && t.num_rows() >= 2 &&
+    if (allows(task, t, ShardingType::kGridShard) && n >= 4 && t.dim >= 8 && t.num_rows() >= 2 &&
         rng.below(5) == 0) {  // a 2 × 2 grid
       tp.type = ShardingType::kGridShard;
       const int col = 4 * (1 + static_cast<int>(rng.below(static_cast<std::uint64_t>(t.dim / 4 - 1))));
@@ -95,7 +94,7 @@ Plan random_split_plan(const Task& task, Rng& rng, int copy_one_in = 5) {
     }
     const int parts = 1 + static_cast<int>(rng.below(static_cast<std::uint64_t>(n)));
     const std::uint64_t kind = parts == 1 ? 0 : 1 + rng.below(2);  // whole, columns or rows
-    if (kind == 1 && t.dim / 4 >= parts && allowed(ShardingType::kColumnWise)) {
+    if (kind == 1 && t.dim / 4 >= parts && allows(task, t, ShardingType::kColumnWise)) {
       tp.type = ShardingType::kColumnWise;
       int begin = 0;
       for (int i = 0; i < parts; ++i) {
@@ -104,7 +103,7 @@ Plan random_split_plan(const Task& task, Rng& rng, int copy_one_in = 5) {
         tp.shards.push_back({devices[static_cast<std::size_t>(i)], 0, t.num_rows(), begin, begin + width, -1});
         begin += width;
       }
-    } else if (kind == 2 && allowed(ShardingType::kRowWise)) {
+    } else if (kind == 2 && allows(task, t, ShardingType::kRowWise)) {
       tp.type = ShardingType::kRowWise;
       std::vector<std::int64_t> cuts{0, t.num_rows()};
       for (int i = 1; i < parts; ++i) cuts.push_back(static_cast<std::int64_t>(rng.below(t.num_rows())));

@@ -74,6 +74,11 @@ struct Task {
   Constraints constraints;
 };
 
+/** Whether the task-wide switches and `table`'s own constraints both allow `type`. */
+[[nodiscard]] bool allows(const Task& task, const TableSpec& table, ShardingType type);
+/** Whether some layout both allow splits `table`'s rows (row_wise, table_row_wise, grid_shard). */
+[[nodiscard]] bool may_split_rows(const Task& task, const TableSpec& table);
+
 /**
  * "" if `task` is valid, else one line naming the first problem, prefixed by `where` (a file
  * name) and naming the table: no tables or more than kMaxTasksTables, duplicate table names, a
