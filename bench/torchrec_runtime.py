@@ -9,7 +9,7 @@ For each of --tasks NeuroShard-protocol tasks of the `cpu` preset on --devices r
 CPU sharder offers table-wise, column-wise and data-parallel only), plans it with `joint`
 (torchrec=true: only what TorchRec can run; once more without data-parallel tables) and with the
 `torchrec` sharder (TorchRec's planner logic, equal to torchrec 1.9.2 plan for plan), runs them under DistributedModelParallel on gloo
-ranks (embshard.torchrec.measure: interleaved repeats), and judges each with `sim` and, unless
+ranks (embshard.torchrec.measure: interleaved repeats), and judges each with `sim` (--sim: e.g. a fit of TorchRec's runtime, bench/torchrec_fit.sh) and, unless
 --no-cpu-judge, the `cpu` backend (the kernels measured, all-to-alls modelled). Writes OUT/rows.csv
 (one row per task and plan) and prints a summary: joint's step over TorchRec's, measured and
 predicted, and each judge's error against the measured step.
@@ -29,7 +29,17 @@ import embshard.torchrec
 
 PLANNERS = "torchrec=torchrec;joint=joint:torchrec=true;joint_no_dp=joint:torchrec=true,data_parallel=false"
 MEASURED = ("step_ms", "step_min_ms", "step_max_ms", "input_a2a_ms", "lookup_ms", "output_a2a_ms",
-            "forward_ms", "backward_ms")
+            "forward_ms", "lookup_bw_ms", "backward_ms")
+PREDICTED = ("step_ms", "in_comm_ms", "fw_comp_ms", "fw_comm_ms", "bw_comp_ms", "bw_ms")
+# sim's phase against the runtime's, each the slowest device's / rank's: (predicted, measured).
+PHASE_PAIRS = {
+    "forward lookups": (lambda r: r["sim_fw_comp_ms"], lambda r: r["measured_lookup_ms"]),
+    "backward lookups and update": (lambda r: r["sim_bw_comp_ms"], lambda r: r["measured_lookup_bw_ms"]),
+    "forward exchanges": (lambda r: r["sim_in_comm_ms"] + r["sim_fw_comm_ms"],
+                          lambda r: r["measured_input_a2a_ms"] + r["measured_output_a2a_ms"]),
+    "backward exchanges": (lambda r: r["sim_bw_ms"] - r["sim_bw_comp_ms"],
+                           lambda r: r["measured_backward_ms"] - r["measured_lookup_bw_ms"]),
+}
 
 
 def make_task(args, index):
@@ -39,9 +49,13 @@ def make_task(args, index):
     doc = json.loads(task.to_json())
     doc["constraints"]["allow_row_split"] = False  # TorchRec's CPU sharder has no row-wise
     doc["id"] = f"{doc['id']}-s{args.seed}-{index:03d}"
-    if getattr(args, "latency_us", None) is not None:  # the runtime's cost per exchange
+    latency, gbps = getattr(args, "latency_us", None), getattr(args, "link_gbps", None)
+    if latency is not None or gbps is not None:  # the runtime's exchanges (docs/judge.md)
         doc["topology"] = {k: v for k, v in task.topology.items() if k != "name"}
-        doc["topology"]["a2a_latency_us"] = args.latency_us
+        if latency is not None:
+            doc["topology"]["a2a_latency_us"] = latency
+        if gbps is not None:
+            doc["topology"]["intra_host_gbps"] = doc["topology"]["inter_host_gbps"] = gbps
     return embshard.Task.from_json(json.dumps(doc), where=f"task {index}")
 
 
@@ -53,6 +67,7 @@ def predicted(task, plan, backend, exchanges="fused"):
             "in_comm_ms": max(d["in_comm_ms"] for d in devices),
             "fw_comp_ms": max(d["fw_comp_ms"] for d in devices),
             "fw_comm_ms": max(d["fw_comm_ms"] for d in devices),
+            "bw_comp_ms": max(d["bw_comp_ms"] for d in devices),
             "bw_ms": max(d["bw_comm_ms"] + d["bw_comp_ms"] for d in devices)}
 
 
@@ -77,7 +92,7 @@ def run_task(args, index, writer):
                "layout": hashlib.sha256(layout.encode()).hexdigest()[:12]}
         row.update({f"measured_{k}": round(getattr(run, k) if hasattr(run, k) else run.slowest(k), 4)
                     for k in MEASURED})
-        row.update({f"sim_{k}": round(v, 4) for k, v in predicted(task, plan, "sim", args.exchanges).items()})
+        row.update({f"sim_{k}": round(v, 4) for k, v in predicted(task, plan, args.sim, args.exchanges).items()})
         if args.cpu_judge:
             row["cpu_step_ms"] = round(predicted(task, plan, "cpu", args.exchanges)["step_ms"], 4)
         writer.writerow(row)
@@ -133,6 +148,14 @@ def summarise(results, judges, names):
             held = [abs((a + b * r[key]) / r["measured_step_ms"] - 1) for r in test]
             print(f"{judge} refitted to the runtime (even tasks): measured ≈ {a:.2f} ms + {b:.2f} × {judge}; "
                   f"held-out (odd tasks) median |error| {100 * statistics.median(held):.1f}%")
+        if judge == "sim":
+            for phase, (ours, theirs) in PHASE_PAIRS.items():
+                points = [(ours(r), theirs(r)) for t in tasks for r in t.values() if theirs(r) > 0]
+                if points:
+                    print(f"sim {phase} vs measured (slowest device and rank): median |error| "
+                          f"{100 * statistics.median(abs(p / m - 1) for p, m in points):.1f}%, median "
+                          f"predicted / measured {statistics.median(p / m for p, m in points):.2f} over "
+                          f"{len(points)} plans")
         agree = sum((x["measured_step_ms"] < y["measured_step_ms"]) == (x[key] < y[key]) for x, y in apart)
         print(f"{judge} orders {agree} of {len(apart)} pairs of different plans of one task as measured "
               "(pairs whose measured steps differ by > 10%)")
@@ -149,12 +172,17 @@ def main():
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=31)
     parser.add_argument("--cost", default="sim", help="the cost model joint plans with")
+    parser.add_argument("--sim", default="sim",
+                        help="the sim judge predicting beside each measured step, e.g. sim:coefficients=F.json "
+                             "(a fit of TorchRec's runtime: bench/torchrec_fit.sh)")
     parser.add_argument("--planners", default=PLANNERS,
                         help="name=sharder spec[|cost spec];...: the plans of each task (torchrec is the reference)")
     parser.add_argument("--exchanges", default="fused", choices=["fused", "per_type"],
                         help="how the judges count the plans' exchanges (cost/link_model.h)")
     parser.add_argument("--latency-us", type=float, default=None,
                         help="the tasks' all-to-all latency in µs (default: the cpu preset's)")
+    parser.add_argument("--link-gbps", type=float, default=None,
+                        help="the tasks' all-to-all bandwidth per rank in GB/s (default: the cpu preset's)")
     parser.add_argument("--no-cpu-judge", dest="cpu_judge", action="store_false")
     args = parser.parse_args()
     args.planners = dict(item.split("=", 1) for item in args.planners.split(";"))
@@ -164,7 +192,7 @@ def main():
         parser.error("--planners must name a plan 'torchrec' (the reference)")
     os.makedirs(args.out, exist_ok=True)
     fields = (["task", "tables", "plan", "plan_s", "layout"] + [f"measured_{k}" for k in MEASURED]
-              + [f"sim_{k}" for k in ("step_ms", "in_comm_ms", "fw_comp_ms", "fw_comm_ms", "bw_ms")]
+              + [f"sim_{k}" for k in PREDICTED]
               + (["cpu_step_ms"] if args.cpu_judge else []))
     results, notes = [], set()
     with open(os.path.join(args.out, "rows.csv"), "w", newline="", encoding="utf-8") as f:

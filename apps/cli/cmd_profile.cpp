@@ -82,6 +82,9 @@ int run_profile_calibrate(Args& args, const Context& ctx) {
     EMBSHARD_CHECK(calibration.device_kind == "cpu" && calibration.hardware.calibrated_on,
                    "--install: the samples are of '", calibration.device_kind,
                    "' devices; only a CPU's calibration is installed (use --out C.json and sim:coefficients=C.json)");
+    EMBSHARD_CHECK(calibration.backend == "cpu", "--install: the samples were measured on '", calibration.backend,
+                   "', not on this machine's kernels; only those are installed as its calibration (use --out "
+                   "C.json and sim:coefficients=C.json)");
     installed = machine_calibration_path(*calibration.hardware.calibrated_on);
     std::filesystem::create_directories(std::filesystem::path(installed).parent_path());
   }

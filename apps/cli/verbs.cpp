@@ -265,13 +265,14 @@ std::vector<VerbDoc> make_docs() {
            CommProfileRun{}.measure),
        ""},
       {"profile calibrate",
-       "fit the sim model to measured compute samples (cpu, cuda) or to a GPU's published figures; held-out error",
+       "fit the sim model to measured compute samples (cpu, cuda, torchrec_cpu: TorchRec's CPU runtime) or to a GPU's "
+       "published figures; held-out error",
        {{"samples", "S.jsonl[,T.jsonl]", "", "compute samples (files of other seeds are fitted together)"},
         {"test-every", "K", "3", "with --samples: every K-th sample is held out"},
         {"out", "C.json", "", "with --samples: the fitted coefficients"},
         {"install", "", "",
-         "with --samples of a CPU: install the fit as the measuring machine's calibration, which sim's builtin "
-         "coefficients give way to on that machine (cost/machine_calibration.h)"},
+         "with --samples of a CPU's kernels (backend cpu): install the fit as the measuring machine's calibration, "
+         "which sim's builtin coefficients give way to on that machine (cost/machine_calibration.h)"},
         {"report", "R.html", "", "with --samples: predicted against measured, held out"},
         {"figures", "F.json", "", "published figures of a GPU preset (models/calibration/2080ti-papers.json)"},
         {"tasks", "N", "20", "with --figures: tasks per protocol setting"},

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "embshard/core/clock.h"
 #include "embshard/core/context.h"
 #include "embshard/core/error.h"
 #include "embshard/core/version.h"
@@ -32,6 +33,8 @@
 #include "embshard/eval/what_if.h"
 #include "embshard/plan/plan_io.h"
 #include "embshard/plan/torchrec_export.h"
+#include "embshard/profile/compute_sampler.h"
+#include "embshard/profile/cost_sample.h"
 #include "embshard/shard/sharder.h"
 #include "embshard/shard/torchrec_reservation.h"
 
@@ -458,6 +461,61 @@ PYBIND11_MODULE(_embshard, m) {
         return out;
       },
       py::arg("task"), py::arg("batch_size"), py::arg("batch_number"), py::arg("threads"));
+  // Compute samples measured outside the C++ timers (embshard.torchrec.profile): the C++ sampler's
+  // draws and its append-only, resumable file (profile/compute_sampler.h, profile/cost_sample.h).
+  m.def(
+      "draw_compute_sample",
+      [](std::uint64_t pool_seed, std::uint64_t seed, std::int64_t index, int max_tables, std::int64_t max_bytes,
+         const std::vector<int>& dims) {
+        const ComputeSamplerParams params{max_tables, max_bytes, dims};
+        py::list out;
+        for (const SampleTable& t : draw_compute_sample(Pool::generate(pool_seed), params, seed, index))
+          out.append(py::make_tuple(t.pool_id, t.dim));
+        return out;
+      },
+      py::arg("pool_seed"), py::arg("seed"), py::arg("index"), py::arg("max_tables"), py::arg("max_bytes"),
+      py::arg("dims"));
+  m.def("compute_sampler_spec", [](int max_tables, std::int64_t max_bytes, const std::vector<int>& dims) {
+    return canonical_sampler_spec(ComputeSamplerParams{max_tables, max_bytes, dims});
+  });
+  py::class_<CostSampleWriter>(m, "ComputeSampleFile")
+      .def(py::init([](const std::string& path, const std::string& backend, const std::string& sampler,
+                       std::uint64_t seed, std::uint64_t pool_seed, std::int64_t batch_size, int warmup, int repeats,
+                       int threads) {
+             CostSampleHeader h;
+             h.kind = SampleKind::kCompute;
+             h.backend = backend;
+             h.sampler = sampler;
+             h.seed = seed;
+             h.pool_seed = pool_seed;
+             h.batch_size = batch_size;
+             h.measure.warmup = warmup;
+             h.measure.repeats = repeats;
+             h.measure.flush_cache = false;
+             h.measure.trim = 0.0;
+             h.fingerprint = this_machine("cpu", threads);
+             h.embshard_version = embshard_version();
+             h.created_utc = utc_timestamp();
+             return run_call(0, 1,
+                             [&](const Context& ctx) { return std::make_unique<CostSampleWriter>(path, h, ctx); });
+           }),
+           py::arg("path"), py::arg("backend"), py::arg("sampler"), py::arg("seed"), py::arg("pool_seed"),
+           py::arg("batch_size"), py::arg("warmup"), py::arg("repeats"), py::arg("threads"))
+      .def_property_readonly("next_index", &CostSampleWriter::next_index)
+      .def(
+          "append",
+          [](CostSampleWriter& w, std::int64_t index, const std::vector<std::pair<std::int64_t, int>>& tables,
+             double fw_ms, double bw_ms) {
+            EMBSHARD_CHECK(index == w.next_index(), "compute samples: sample ", index, " appended where ",
+                           w.next_index(), " is next");
+            ComputeSample s;
+            s.index = index;
+            for (const auto& [pool_id, dim] : tables) s.tables.push_back({pool_id, dim});
+            s.fw_ms = s.fw_trimmed_ms = fw_ms;
+            s.bw_ms = s.bw_trimmed_ms = bw_ms;
+            w.append(s);
+          },
+          py::arg("index"), py::arg("tables"), py::arg("fw_ms"), py::arg("bw_ms"));
   m.def("derived_model_defaults", [] {
     const DerivedStatsModel d = pool_median_model();
     py::dict out;

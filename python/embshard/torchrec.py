@@ -740,4 +740,4 @@ def plan_with_torchrec(task: embshard.Task, *, storage_reservation: float = RESE
 
 
 # The TorchRec runtime judge (python/embshard/torchrec_runtime.py): plans run under real TorchRec.
-from embshard.torchrec_runtime import PlanRun, RuntimeReport, measure  # noqa: E402,F401
+from embshard.torchrec_runtime import PlanRun, RuntimeReport, measure, profile  # noqa: E402,F401

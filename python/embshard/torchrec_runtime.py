@@ -16,8 +16,9 @@ What is timed, on every rank, per step (after a barrier, so the ranks start toge
   lookup_ms      the forward lookups (the sharded module's lookup modules)
   output_a2a_ms  the rest of compute_and_output_dist: the output all-to-all and its waits
   forward_ms     the whole forward;   backward_ms  loss.backward(): the output all-to-all's
-                 backward, the lookups' backward and the fused optimizer's update (TorchRec runs
-                 them as one; they are not split)
+                 backward, the lookups' backward and the fused optimizer's update
+  lookup_bw_ms   the part of backward_ms from the first lookup output's gradient on: the lookups'
+                 backward and update (TorchRec fuses the two), without the all-to-all before it
   step_ms        forward + backward
 A plan's step in one repeat is its slowest rank's step; `step_ms` is the median over repeats and
 the spread is their min and max. Plans are interleaved step by step (the order rotating every
@@ -46,7 +47,7 @@ import embshard
 from embshard import Error, _embshard
 
 SUPPORTED_TORCHREC = ("1.9.",)  # the versions the planner port and this judge were checked on
-PHASES = ("input_a2a_ms", "lookup_ms", "output_a2a_ms", "forward_ms", "backward_ms", "step_ms")
+PHASES = ("input_a2a_ms", "lookup_ms", "output_a2a_ms", "forward_ms", "lookup_bw_ms", "backward_ms", "step_ms")
 OPTIMIZERS = ("sgd", "rowwise_adagrad")
 DISTINCT_BATCHES = 4  # batches drawn per run; steps cycle through them
 
@@ -148,6 +149,63 @@ def measure(task: embshard.Task, plans: Union[Mapping[str, embshard.Plan], Seque
                          batch_size=batch, device=device, optimizer=optimizer, warmup=warmup,
                          repeats=repeats, threads_per_rank=threads, cores=cores,
                          torchrec_version=torchrec_version, warnings=notes)
+
+
+def profile(path: str, samples: int = 100, *, seed: int = 0, batch_size: int = 8192, max_tables: int = 15,
+            max_bytes: int = 2 << 30, dims: Sequence[int] = (128, 64, 32, 16, 8, 4), warmup: int = 3,
+            repeats: int = 11, pool_seed: int = 0, timeout_s: float = 900.0, log=None) -> int:
+    """Compute samples measured on TorchRec's CPU runtime, for `embshard profile calibrate`: the
+    cost-sample file `path` (profile/cost_sample.h, backend "torchrec_cpu") grows to `samples`
+    samples, resuming where it stops. Sample i's tables are the C++ compute sampler's draw i
+    (profile/compute_sampler.h: 1..max_tables pool tables at one of `dims`, at most `max_bytes`);
+    samples 2j and 2j + 1 run as one measure() of two gloo ranks, each rank holding one sample's
+    tables table-wise (one fused lookup module), so the ranks share the machine as they do in
+    measure()'s runs of a plan. A sample's fw_ms is its rank's lookup_ms and its bw_ms the
+    lookup_bw_ms (module docstring): the all-to-alls are the link model's, not the fit's.
+    Returns the number of samples in the file. `log`: a callable given one line per pair."""
+    dims = [int(d) for d in dims]
+    spec = "torchrec-runtime+" + _embshard.compute_sampler_spec(max_tables, max_bytes, dims)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    threads = max(1, cores // 2)
+    writer = _embshard.ComputeSampleFile(path, "torchrec_cpu", spec, seed, pool_seed, batch_size, warmup, repeats,
+                                         threads)
+    while writer.next_index < samples:
+        pair = writer.next_index // 2
+        draws = [_embshard.draw_compute_sample(pool_seed, seed, 2 * pair + r, max_tables, max_bytes, dims)
+                 for r in (0, 1)]
+        started = time.perf_counter()
+        task, plan = _sample_pair(draws, batch_size, max_bytes, pool_seed, f"{spec}-s{seed}-pair{pair}")
+        run = measure(task, {"pair": plan}, warmup=warmup, repeats=repeats, threads_per_rank=threads,
+                      timeout_s=timeout_s).runs["pair"]
+        for rank in (0, 1):
+            index = 2 * pair + rank
+            if index == writer.next_index and index < samples:
+                writer.append(index, draws[rank], run.ranks[rank]["lookup_ms"], run.ranks[rank]["lookup_bw_ms"])
+        if log is not None:
+            log(f"samples {2 * pair}, {2 * pair + 1}: " + ", ".join(
+                f"{len(draws[r])} tables fw {run.ranks[r]['lookup_ms']:.3f} bw {run.ranks[r]['lookup_bw_ms']:.3f} ms"
+                for r in (0, 1)) + f" ({time.perf_counter() - started:.0f} s)")
+    return writer.next_index
+
+
+def _sample_pair(draws, batch_size: int, max_bytes: int, pool_seed: int, task_id: str):
+    """A two-device task of both draws' tables and the plan putting draw r's tables on rank r."""
+    tables, layout = [], []
+    for rank, draw in enumerate(draws):
+        for pool_id, dim in draw:
+            name = f"t{len(tables)}_{pool_id}"
+            tables.append({"name": name, "dim": dim, "pool_id": pool_id})
+            layout.append((name, rank))
+    memory_gib = max_bytes / (1 << 30) + 1
+    task = embshard.Task.from_json(json.dumps({
+        "schema_version": 1, "id": task_id, "batch_size": batch_size, "pool_seed": pool_seed, "tables": tables,
+        "topology": {"preset": f"cpu:devices=2,mem_gib={memory_gib:g}"}}), where=task_id)
+    rows = {t["name"]: int(t["stats"]["num_rows"]) for t in json.loads(task.to_json())["tables"]}
+    dim = {t["name"]: t["dim"] for t in tables}
+    plan = embshard.Plan.from_json(json.dumps({"schema_version": 1, "tables": [
+        {"table": name, "sharding_type": "table_wise",
+         "shards": [{"device": rank, "rows": [0, rows[name]], "cols": [0, dim[name]]}]} for name, rank in layout]}))
+    return task, plan
 
 
 # ---- checks made before any rank starts ---------------------------------------------------------
@@ -368,6 +426,7 @@ class _Clock:
         import torch
 
         self.last: Dict[str, float] = {}
+        self.gradient_at: Optional[float] = None  # when the first lookup output's gradient came
         self._lookup_start = 0.0
         self._sync = torch.cuda.synchronize if cuda else (lambda: None)
         for lookup in sharded._lookups:
@@ -377,6 +436,7 @@ class _Clock:
         def forward(*args, **kwargs):
             ctx = sharded.create_context()
             self.last = {"lookup_ms": 0.0}
+            self.gradient_at = None
             start = time.perf_counter()
             dist_input = sharded.input_dist(ctx, *args, **kwargs).wait().wait()
             self._sync()
@@ -398,6 +458,13 @@ class _Clock:
     def _lookup_ends(self, module, inputs, output):
         self._sync()
         self.last["lookup_ms"] += (time.perf_counter() - self._lookup_start) * 1e3
+        if getattr(output, "requires_grad", False):
+            output.register_hook(self._gradient_arrives)
+
+    def _gradient_arrives(self, gradient):
+        if self.gradient_at is None:
+            self._sync()
+            self.gradient_at = time.perf_counter()
 
 
 def _step(model_and_clock, batch, cuda: bool) -> Dict[str, float]:
@@ -417,6 +484,7 @@ def _step(model_and_clock, batch, cuda: bool) -> Dict[str, float]:
     times = dict(clock.last)
     times["forward_ms"] = (forward - start) * 1e3
     times["backward_ms"] = (end - forward) * 1e3
+    times["lookup_bw_ms"] = (end - clock.gradient_at) * 1e3 if clock.gradient_at is not None else 0.0
     times["step_ms"] = (end - start) * 1e3
     return times
 

@@ -106,9 +106,13 @@ SimCalibration calibrate_sim(const std::vector<CostSampleFile>& files, int test_
   EMBSHARD_CHECK(train.features.size() >= 10, paths.empty() ? std::string("calibrate") : name(0),
                  ": needs at least 10 training samples, ", files.size() == 1 ? "the file has " : "the files have ",
                  train.features.size(), " (collect more with embshard profile compute)");
+  const std::string machine =
+      detail::concat(header.fingerprint.cpu_model, " (", header.fingerprint.llc_bytes >> 20, " MiB last-level cache)");
   c.hardware.name = gpu ? detail::concat(header.fingerprint.device_kind, " calibrated on this project's cuda backend")
-                        : detail::concat("cpu calibrated on ", header.fingerprint.cpu_model, " (",
-                                         header.fingerprint.llc_bytes >> 20, " MiB last-level cache)");
+                    : header.backend == kTorchrecCpuBackend
+                        ? detail::concat("TorchRec's CPU runtime calibrated on ", machine)
+                        : detail::concat("cpu calibrated on ", machine);
+  c.backend = header.backend;
   c.hardware.calibrated = true;
   c.hardware.calibrated_on = header.fingerprint;
   c.hardware.cache_bytes = cache;

@@ -496,6 +496,21 @@ TEST_F(Cli, ProfileComputeWritesAResumableSampleFile) {
   EXPECT_NE(r.out.find("unknown or unbuilt kernel backend 'tpu'"), std::string::npos) << r.out;
 }
 
+TEST_F(Cli, ProfileCalibrateFitsTorchrecRuntimeSamplesButNeverInstallsThemAsTheMachines) {
+  const std::string samples =
+      std::string(EMBSHARD_TEST_DATA_DIR) + "/../../models/samples/torchrec-cpu-seed1.jsonl --out " + path("c.json");
+  CliResult r = run_cli("profile calibrate --samples " + samples + " --install");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("--install: the samples were measured on 'torchrec_cpu', not on this machine's kernels"),
+            std::string::npos)
+      << r.out;
+  EXPECT_FALSE(std::filesystem::exists(path("c.json")));  // nothing is written when the call fails
+  r = run_cli("profile calibrate --samples " + samples);
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("TorchRec's CPU runtime calibrated on "), std::string::npos) << r.out;
+  EXPECT_NE(read_file(path("c.json")).find("TorchRec's CPU runtime"), std::string::npos);
+}
+
 TEST_F(Cli, ProfileCalibrateWritesAPresetTheSimJudgeLoadsAndWarnsOnAnotherMachine) {
   const std::string on_a = "EMBSHARD_FAKE_FINGERPRINT='host:cpu_model=Test CPU A,llc_bytes=1048576' ";
   const std::string on_b = "EMBSHARD_FAKE_FINGERPRINT='host:cpu_model=Test CPU B,llc_bytes=1048576' ";

@@ -237,8 +237,22 @@ TEST(Calibrate, FitsFilesOfOneExperimentTogetherAndRefusesOthers) {
   const std::string message = error_of([&] { (void)calibrate_sim({a, b}, 3, ctx, {"a.jsonl", "b.jsonl"}); });
   EXPECT_NE(message.find("b.jsonl: cannot be fitted with a.jsonl: batch 4096 vs 2048"), std::string::npos) << message;
 
-  // GPU samples: fitted for the preset of the GPU they ran on, with its L2 as the cache.
+  // Samples of TorchRec's CPU runtime (embshard.torchrec.profile): a cpu judge named for the runtime.
   b.header.batch_size = 2048;
+  EXPECT_EQ(c.backend, "cpu");
+  for (CostSampleFile* f : {&a, &b}) f->header.backend = kTorchrecCpuBackend;
+  const SimCalibration runtime = calibrate_sim({a, b}, 3, ctx);
+  EXPECT_EQ(runtime.backend, kTorchrecCpuBackend);
+  EXPECT_EQ(runtime.device_kind, "cpu");
+  EXPECT_EQ(runtime.hardware.cache_bytes, 32 << 20);
+  EXPECT_EQ(runtime.hardware.name.rfind("TorchRec's CPU runtime calibrated on ", 0), 0U) << runtime.hardware.name;
+  a.header.backend = "cpu";
+  EXPECT_NE(error_of([&] {
+              (void)calibrate_sim({a, b}, 3, ctx, {"a.jsonl", "b.jsonl"});
+            }).find("b.jsonl: cannot be fitted with a.jsonl: backend torchrec_cpu vs cpu"),
+            std::string::npos);
+
+  // GPU samples: fitted for the preset of the GPU they ran on, with its L2 as the cache.
   for (CostSampleFile* f : {&a, &b}) {
     f->header.backend = "cuda";
     f->header.fingerprint.device_kind = "NVIDIA H200";
@@ -275,6 +289,24 @@ TEST(Calibrate, TheH200PresetIsTheFitOfItsCommittedSamples) {
   for (int i = 0; i + 1 < kNumSimFeatures; ++i) {  // UVM: no sample had a tier; the roofline's
     EXPECT_NEAR(preset.fw[i], forward.fw[i], 1e-3 * forward.fw[i]) << sim_feature_names()[i];
     EXPECT_NEAR(preset.bw[i], backward.bw[i], 1e-3 * backward.bw[i]) << sim_feature_names()[i];
+  }
+}
+
+TEST(Calibrate, TheTorchrecRuntimeJudgeIsTheFitOfItsCommittedSamples) {
+  // models/calibration/torchrec-cpu.json: `embshard profile calibrate` of the samples
+  // embshard.torchrec.profile measured on TorchRec's CPU runtime (docs/judge.md).
+  const std::string models = std::string(EMBSHARD_TEST_DATA_DIR) + "/../../models/";
+  const Context ctx = test_util::quiet_context();
+  const std::string samples = models + "samples/torchrec-cpu-seed1.jsonl";
+  const SimCalibration fit = calibrate_sim({read_cost_samples(samples, ctx)}, 3, ctx, {samples});
+  const auto [judge, device_kind] = read_sim_hardware_file(models + "calibration/torchrec-cpu.json");
+  EXPECT_EQ(fit.backend, kTorchrecCpuBackend);
+  EXPECT_EQ(device_kind, "cpu");
+  EXPECT_EQ(judge.name, fit.hardware.name);
+  EXPECT_EQ(judge.cache_bytes, fit.hardware.cache_bytes);
+  for (int i = 0; i < kNumSimFeatures; ++i) {
+    EXPECT_NEAR(judge.fw[i], fit.hardware.fw[i], 1e-15 + 1e-6 * fit.hardware.fw[i]) << sim_feature_names()[i];
+    EXPECT_NEAR(judge.bw[i], fit.hardware.bw[i], 1e-15 + 1e-6 * fit.hardware.bw[i]) << sim_feature_names()[i];
   }
 }
 

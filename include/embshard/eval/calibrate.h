@@ -13,7 +13,10 @@
  * GPU samples (backend cuda) are fitted for the topology preset of the GPU named in their
  * fingerprint (`preset_for_gpu`), with that preset's data-sheet L2 as the cache — the cache the
  * sim model uses when it judges that preset's tasks; the result loads as that preset's
- * `sim:coefficients=` file.
+ * `sim:coefficients=` file. Samples of backend `torchrec_cpu` (embshard.torchrec.profile: each a
+ * rank's lookups and their backward on TorchRec's CPU runtime) are fitted like the `cpu` kernels'
+ * and load as a `sim:coefficients=` file for `cpu` tasks: a judge of that runtime, never this
+ * machine's installed calibration.
  */
 #include <cstdint>
 #include <string>
@@ -33,8 +36,12 @@ struct RelativeErrors {
   std::int64_t count = 0;
 };
 
+/** The backend name of compute samples measured on TorchRec's CPU runtime (file comment). */
+inline constexpr const char* kTorchrecCpuBackend = "torchrec_cpu";
+
 struct SimCalibration {
   SimHardware hardware;
+  std::string backend;  ///< the samples' backend: "cpu" (the kernels), "cuda" or kTorchrecCpuBackend
   RelativeErrors fw_train, bw_train;
   RelativeErrors fw_test, bw_test;
   std::vector<HeldOutPoint> fw_test_points, bw_test_points;  ///< per held-out sample

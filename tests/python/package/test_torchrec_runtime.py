@@ -52,6 +52,9 @@ def test_every_plan_runs_on_every_rank_as_planned():
             assert rank["step_ms"] >= rank["lookup_ms"] and rank["forward_ms"] > 0 and rank["backward_ms"] > 0
             # The hooks fired: a rank holding tables timed their lookups; 2 ranks exchange inputs.
             assert rank["lookup_ms"] > 0 or not run.rank_tables[i], (name, i, rank)
+            # The lookups' backward is timed from their outputs' gradient: inside the backward.
+            assert rank["lookup_bw_ms"] > 0 or not run.rank_tables[i], (name, i, rank)
+            assert rank["lookup_bw_ms"] <= rank["backward_ms"], (name, i, rank)
             assert rank["input_a2a_ms"] > 0, (name, i, rank)
     # What ran is the plan: each rank held exactly the tables the plan put there.
     assert report.runs["spread"].rank_tables == [["users", "geo"], ["items", "ads"]]  # task order
@@ -84,3 +87,28 @@ def test_bad_input_is_one_line_before_any_rank_starts():
     huge = make_task(rows_scale=10**6)  # 5e9 rows × 16 dims: far more than this machine has
     with pytest.raises(embshard.Error, match="GiB of memory together"):
         embshard.torchrec.measure(huge, {"a": plan_of(huge, {n: 0 for n, *_ in TABLES})})
+
+
+def test_profile_writes_runtime_samples_of_the_samplers_draws_and_resumes(tmp_path):
+    """embshard.torchrec.profile: sample i holds the C++ compute sampler's draw i, measured on
+    TorchRec's runtime (a rank's lookups and their backward); a stopped file resumes without
+    re-measuring what it holds, and another experiment's file is refused, untouched."""
+    torchrec_or_skip()
+    path = str(tmp_path / "runtime.jsonl")
+    options = dict(seed=3, max_tables=3, max_bytes=1 << 27, dims=(16, 8), warmup=1, repeats=2)
+    assert embshard.torchrec.profile(path, 2, **options) == 2
+    lines = open(path, encoding="utf-8").read().splitlines()
+    header = json.loads(lines[0])
+    assert header["backend"] == "torchrec_cpu" and header["kind"] == "compute" and header["seed"] == 3
+    assert header["sampler"] == "torchrec-runtime+neuroshard-compute:dims=16/8,max_bytes=134217728,max_tables=3"
+    for i, line in enumerate(lines[1:]):
+        sample = json.loads(line)
+        drawn = embshard._embshard.draw_compute_sample(0, 3, i, 3, 1 << 27, [16, 8])
+        assert sample["index"] == i and [(t["pool_id"], t["dim"]) for t in sample["tables"]] == drawn
+        assert sample["fw_ms"] > 0 and sample["bw_ms"] > 0, sample
+    assert embshard.torchrec.profile(path, 3, **options) == 3  # one more pair run, one sample kept
+    grown = open(path, encoding="utf-8").read().splitlines()
+    assert grown[:3] == lines and len(grown) == 4 and json.loads(grown[3])["index"] == 2
+    with pytest.raises(embshard.Error, match="seed"):
+        embshard.torchrec.profile(path, 4, **{**options, "seed": 4})
+    assert open(path, encoding="utf-8").read().splitlines() == grown
