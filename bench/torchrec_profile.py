@@ -5,7 +5,7 @@
     $(bash scripts/setup_python.sh --torchrec) bench/torchrec_profile.py OUT.jsonl [--samples 240] [--seed 1]
 
 OUT.jsonl grows to --samples samples and resumes where a stopped run left it. Each pair of samples
-is one run of two gloo ranks (about 13 s a pair on a 2-core machine). bench/torchrec_fit.sh
+is one run of two gloo ranks (about 11 s a pair on a 2-core machine). bench/torchrec_fit.sh
 collects and fits in one command.
 """
 

@@ -59,6 +59,12 @@ def make_task(args, index):
     return embshard.Task.from_json(json.dumps(doc), where=f"task {index}")
 
 
+def layout_hash(plan):
+    """A short hash of a plan's layout (its tables' shards), equal for identical plans."""
+    layout = json.dumps(json.loads(plan.to_json())["tables"], sort_keys=True)
+    return hashlib.sha256(layout.encode()).hexdigest()[:12]
+
+
 def predicted(task, plan, backend, exchanges="fused"):
     """The judge's step and phases of the slowest device (in, fw compute, fw comm, backward)."""
     breakdown = embshard.evaluate(task, plan, backend, threads=1, exchanges=exchanges)
@@ -87,9 +93,8 @@ def run_task(args, index, writer):
     rows = {}
     for name, (plan, plan_s) in plans.items():
         run = report.runs[name]
-        layout = json.dumps(json.loads(plan.to_json())["tables"], sort_keys=True)
         row = {"task": task.id, "tables": task.num_tables, "plan": name, "plan_s": round(plan_s, 3),
-               "layout": hashlib.sha256(layout.encode()).hexdigest()[:12]}
+               "layout": layout_hash(plan)}
         row.update({f"measured_{k}": round(getattr(run, k) if hasattr(run, k) else run.slowest(k), 4)
                     for k in MEASURED})
         row.update({f"sim_{k}": round(v, 4) for k, v in predicted(task, plan, args.sim, args.exchanges).items()})

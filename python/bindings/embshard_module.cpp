@@ -93,6 +93,15 @@ auto run_call(std::uint64_t seed, int threads, Body&& body) {
   return std::move(*out);
 }
 
+/** A cost-sample file open for appending; `close` (or leaving a `with` block) releases its lock. */
+struct ComputeSampleFile {
+  std::shared_ptr<CostSampleWriter> file;
+  [[nodiscard]] CostSampleWriter& writer() const {
+    EMBSHARD_CHECK(file != nullptr, "compute samples: the file is closed");
+    return *file;
+  }
+};
+
 /** A plan with the status the sharder reported (infeasible plans are empty). */
 struct PlanResult {
   Plan plan;
@@ -478,7 +487,7 @@ PYBIND11_MODULE(_embshard, m) {
   m.def("compute_sampler_spec", [](int max_tables, std::int64_t max_bytes, const std::vector<int>& dims) {
     return canonical_sampler_spec(ComputeSamplerParams{max_tables, max_bytes, dims});
   });
-  py::class_<CostSampleWriter>(m, "ComputeSampleFile")
+  py::class_<ComputeSampleFile>(m, "ComputeSampleFile")
       .def(py::init([](const std::string& path, const std::string& backend, const std::string& sampler,
                        std::uint64_t seed, std::uint64_t pool_seed, std::int64_t batch_size, int warmup, int repeats,
                        int threads) {
@@ -496,18 +505,22 @@ PYBIND11_MODULE(_embshard, m) {
              h.fingerprint = this_machine("cpu", threads);
              h.embshard_version = embshard_version();
              h.created_utc = utc_timestamp();
-             return run_call(0, 1,
-                             [&](const Context& ctx) { return std::make_unique<CostSampleWriter>(path, h, ctx); });
+             return run_call(0, 1, [&](const Context& ctx) {
+               return ComputeSampleFile{std::make_shared<CostSampleWriter>(path, h, ctx)};
+             });
            }),
            py::arg("path"), py::arg("backend"), py::arg("sampler"), py::arg("seed"), py::arg("pool_seed"),
            py::arg("batch_size"), py::arg("warmup"), py::arg("repeats"), py::arg("threads"))
-      .def_property_readonly("next_index", &CostSampleWriter::next_index)
+      .def_property_readonly("next_index", [](const ComputeSampleFile& f) { return f.writer().next_index(); })
       .def(
           "append",
-          [](CostSampleWriter& w, std::int64_t index, const std::vector<std::pair<std::int64_t, int>>& tables,
+          [](ComputeSampleFile& f, std::int64_t index, const std::vector<std::pair<std::int64_t, int>>& tables,
              double fw_ms, double bw_ms) {
+            CostSampleWriter& w = f.writer();
             EMBSHARD_CHECK(index == w.next_index(), "compute samples: sample ", index, " appended where ",
                            w.next_index(), " is next");
+            EMBSHARD_CHECK(fw_ms > 0 && bw_ms > 0, "compute samples: sample ", index, " has fw_ms ", fw_ms,
+                           " and bw_ms ", bw_ms, "; both must be positive");
             ComputeSample s;
             s.index = index;
             for (const auto& [pool_id, dim] : tables) s.tables.push_back({pool_id, dim});
@@ -515,7 +528,10 @@ PYBIND11_MODULE(_embshard, m) {
             s.bw_ms = s.bw_trimmed_ms = bw_ms;
             w.append(s);
           },
-          py::arg("index"), py::arg("tables"), py::arg("fw_ms"), py::arg("bw_ms"));
+          py::arg("index"), py::arg("tables"), py::arg("fw_ms"), py::arg("bw_ms"))
+      .def("close", [](ComputeSampleFile& f) { f.file.reset(); })
+      .def("__enter__", [](ComputeSampleFile& f) -> ComputeSampleFile& { return f; })
+      .def("__exit__", [](ComputeSampleFile& f, const py::args&) { f.file.reset(); });
   m.def("derived_model_defaults", [] {
     const DerivedStatsModel d = pool_median_model();
     py::dict out;

@@ -18,7 +18,10 @@ What is timed, on every rank, per step (after a barrier, so the ranks start toge
   forward_ms     the whole forward;   backward_ms  loss.backward(): the output all-to-all's
                  backward, the lookups' backward and the fused optimizer's update
   lookup_bw_ms   the part of backward_ms from the first lookup output's gradient on: the lookups'
-                 backward and update (TorchRec fuses the two), without the all-to-all before it
+                 backward and update (TorchRec fuses the two), without the all-to-all before it.
+                 On a rank with one lookup module (one sharding type) that is all it holds; with
+                 several, it also holds the other groups' all-to-all backward and data-parallel
+                 all-reduce that come after the first gradient (NaN where no gradient came)
   step_ms        forward + backward
 A plan's step in one repeat is its slowest rank's step; `step_ms` is the median over repeats and
 the spread is their min and max. Plans are interleaved step by step (the order rotating every
@@ -125,7 +128,7 @@ def measure(task: embshard.Task, plans: Union[Mapping[str, embshard.Plan], Seque
     tables = [(f"t{i}", int(t["stats"]["num_rows"]), int(t["dim"]), t.get("dtype", "fp32"))
               for i, t in enumerate(json.loads(task.to_json())["tables"])]
     _check_memory(tables, len(named), batch, task, optimizer, device)
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    cores = _cores()
     notes = []
     if device == "cpu" and world > cores:
         notes.append(f"{world} ranks share {cores} cores: ranks wait for each other's cores, so "
@@ -151,7 +154,7 @@ def measure(task: embshard.Task, plans: Union[Mapping[str, embshard.Plan], Seque
                          torchrec_version=torchrec_version, warnings=notes)
 
 
-def profile(path: str, samples: int = 100, *, seed: int = 0, batch_size: int = 8192, max_tables: int = 15,
+def profile(path: str, samples: int = 240, *, seed: int = 1, batch_size: int = 8192, max_tables: int = 15,
             max_bytes: int = 2 << 30, dims: Sequence[int] = (128, 64, 32, 16, 8, 4), warmup: int = 3,
             repeats: int = 11, pool_seed: int = 0, timeout_s: float = 900.0, log=None) -> int:
     """Compute samples measured on TorchRec's CPU runtime, for `embshard profile calibrate`: the
@@ -162,30 +165,57 @@ def profile(path: str, samples: int = 100, *, seed: int = 0, batch_size: int = 8
     tables table-wise (one fused lookup module), so the ranks share the machine as they do in
     measure()'s runs of a plan. A sample's fw_ms is its rank's lookup_ms and its bw_ms the
     lookup_bw_ms (module docstring): the all-to-alls are the link model's, not the fit's.
-    Returns the number of samples in the file. `log`: a callable given one line per pair."""
+    Returns the number of samples in the file. `log`: a callable given one line per pair.
+    Every sample is measured with fused exact SGD (the sampler spec says so)."""
     dims = [int(d) for d in dims]
-    spec = "torchrec-runtime+" + _embshard.compute_sampler_spec(max_tables, max_bytes, dims)
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    threads = max(1, cores // 2)
-    writer = _embshard.ComputeSampleFile(path, "torchrec_cpu", spec, seed, pool_seed, batch_size, warmup, repeats,
-                                         threads)
-    while writer.next_index < samples:
-        pair = writer.next_index // 2
-        draws = [_embshard.draw_compute_sample(pool_seed, seed, 2 * pair + r, max_tables, max_bytes, dims)
-                 for r in (0, 1)]
-        started = time.perf_counter()
-        task, plan = _sample_pair(draws, batch_size, max_bytes, pool_seed, f"{spec}-s{seed}-pair{pair}")
-        run = measure(task, {"pair": plan}, warmup=warmup, repeats=repeats, threads_per_rank=threads,
-                      timeout_s=timeout_s).runs["pair"]
-        for rank in (0, 1):
-            index = 2 * pair + rank
-            if index == writer.next_index and index < samples:
-                writer.append(index, draws[rank], run.ranks[rank]["lookup_ms"], run.ranks[rank]["lookup_bw_ms"])
-        if log is not None:
-            log(f"samples {2 * pair}, {2 * pair + 1}: " + ", ".join(
-                f"{len(draws[r])} tables fw {run.ranks[r]['lookup_ms']:.3f} bw {run.ranks[r]['lookup_bw_ms']:.3f} ms"
-                for r in (0, 1)) + f" ({time.perf_counter() - started:.0f} s)")
-    return writer.next_index
+    sampling = _Sampling(spec="torchrec-runtime:optimizer=sgd+" + _embshard.compute_sampler_spec(max_tables, max_bytes, dims),
+                         seed=seed, pool_seed=pool_seed, batch_size=batch_size, max_tables=max_tables,
+                         max_bytes=max_bytes, dims=dims, warmup=warmup, repeats=repeats,
+                         threads=max(1, _cores() // 2), timeout_s=timeout_s)
+    with _embshard.ComputeSampleFile(path, "torchrec_cpu", sampling.spec, seed, pool_seed, batch_size, warmup,
+                                     repeats, sampling.threads) as writer:
+        while writer.next_index < samples:
+            _profile_pair(writer, samples, sampling, log)
+        return writer.next_index
+
+
+@dataclasses.dataclass
+class _Sampling:
+    """What profile() measures with; `spec` is recorded in the file's header."""
+    spec: str
+    seed: int
+    pool_seed: int
+    batch_size: int
+    max_tables: int
+    max_bytes: int
+    dims: List[int]
+    warmup: int
+    repeats: int
+    threads: int
+    timeout_s: float
+
+
+def _profile_pair(writer, samples: int, s: _Sampling, log) -> None:
+    """Measures the pair of samples holding the file's next index and appends the ones it lacks."""
+    pair = writer.next_index // 2
+    draws = [_embshard.draw_compute_sample(s.pool_seed, s.seed, 2 * pair + r, s.max_tables, s.max_bytes, s.dims)
+             for r in (0, 1)]
+    started = time.perf_counter()
+    task, plan = _sample_pair(draws, s.batch_size, s.max_bytes, s.pool_seed, f"{s.spec}-s{s.seed}-pair{pair}")
+    run = measure(task, {"pair": plan}, warmup=s.warmup, repeats=s.repeats, threads_per_rank=s.threads,
+                  timeout_s=s.timeout_s).runs["pair"]
+    appended = []
+    for rank in (0, 1):
+        index = 2 * pair + rank
+        if index == writer.next_index and index < samples:
+            fw, bw = run.ranks[rank]["lookup_ms"], run.ranks[rank]["lookup_bw_ms"]
+            if not (fw > 0 and bw > 0):  # NaN too: the lookups' gradient never came
+                raise Error(f"embshard.torchrec.profile: sample {index} timed forward {fw} ms, backward {bw} ms "
+                            "on TorchRec's runtime; both must be positive")
+            writer.append(index, draws[rank], fw, bw)
+            appended.append(f"sample {index}: {len(draws[rank])} tables, fw {fw:.3f} bw {bw:.3f} ms")
+    if log is not None:
+        log("; ".join(appended) + f" ({time.perf_counter() - started:.0f} s)")
 
 
 def _sample_pair(draws, batch_size: int, max_bytes: int, pool_seed: int, task_id: str):
@@ -206,6 +236,11 @@ def _sample_pair(draws, batch_size: int, max_bytes: int, pool_seed: int, task_id
         {"table": name, "sharding_type": "table_wise",
          "shards": [{"device": rank, "rows": [0, rows[name]], "cols": [0, dim[name]]}]} for name, rank in layout]}))
     return task, plan
+
+
+def _cores() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 # ---- checks made before any rank starts ---------------------------------------------------------
@@ -484,7 +519,7 @@ def _step(model_and_clock, batch, cuda: bool) -> Dict[str, float]:
     times = dict(clock.last)
     times["forward_ms"] = (forward - start) * 1e3
     times["backward_ms"] = (end - forward) * 1e3
-    times["lookup_bw_ms"] = (end - clock.gradient_at) * 1e3 if clock.gradient_at is not None else 0.0
+    times["lookup_bw_ms"] = (end - clock.gradient_at) * 1e3 if clock.gradient_at is not None else float("nan")
     times["step_ms"] = (end - start) * 1e3
     return times
 

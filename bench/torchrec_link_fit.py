@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""The all-to-all latency and bandwidth of TorchRec's CPU runtime, chosen on measured plans: for a
+grid of (latency, bandwidth), every plan of a bench/torchrec_runtime.py run is judged by `sim`
+(--sim, e.g. the runtime's fitted coefficients) on its task with that link, and the median
+|predicted / measured − 1| of the steps is printed, over all tasks and over the even and the odd
+ones. The plans are made again exactly as the run made them (planning is deterministic) and
+checked against the run's layout hashes. docs/judge.md, "TorchRec's CPU runtime".
+
+    $(bash scripts/setup_python.sh --torchrec) bench/torchrec_link_fit.py OUT --seed S --latency-us L \\
+        [--link-gbps G] [--planners P] [--sim SPEC]
+
+OUT, --seed, --latency-us, --link-gbps and --planners are the bench run's.
+"""
+
+import argparse
+import csv
+import itertools
+import json
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import embshard  # noqa: E402
+from torchrec_runtime import PLANNERS, layout_hash, make_task  # noqa: E402
+
+
+def with_link(task, latency_us, gbps):
+    doc = json.loads(task.to_json())
+    doc["topology"]["a2a_latency_us"] = latency_us
+    doc["topology"]["intra_host_gbps"] = doc["topology"]["inter_host_gbps"] = gbps
+    return embshard.Task.from_json(json.dumps(doc), where=f"{task.id} with the link")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out")
+    parser.add_argument("--seed", type=int, required=True)
+    parser.add_argument("--latency-us", type=float, required=True)
+    parser.add_argument("--link-gbps", type=float, default=None)
+    parser.add_argument("--planners", default=PLANNERS)
+    parser.add_argument("--cost", default="sim")
+    parser.add_argument("--sim", default="sim:coefficients=models/calibration/torchrec-cpu.json")
+    parser.add_argument("--latencies-us", default="1000,1500,2000,2500,3000")
+    parser.add_argument("--gbps", default="0.3,0.4,0.5,0.6")
+    args = parser.parse_args()
+    settings = argparse.Namespace(devices=2, mem_gib=1.0, batch=8192, seed=args.seed, latency_us=args.latency_us,
+                                  link_gbps=args.link_gbps)
+    rows = list(csv.DictReader(open(os.path.join(args.out, "rows.csv"), encoding="utf-8")))
+    planners = dict(item.split("=", 1) for item in args.planners.split(";"))
+    plans = []  # (task index, task, plan, measured step)
+    for index in range(len(rows) // len(planners)):
+        task = make_task(settings, index)
+        for name, spec in planners.items():
+            row = next(r for r in rows if r["task"] == task.id and r["plan"] == name)
+            sharder, _, cost = spec.partition("|")
+            plan = embshard.plan(task, sharder, cost or args.cost, threads=1)
+            if layout_hash(plan) != row["layout"]:
+                sys.exit(f"{task.id}: {name}'s plan is not the one measured: give the run's --planners and --cost")
+            plans.append((index, task, plan, float(row["measured_step_ms"])))
+    print("latency_us,gbps,median_error,even_error,odd_error")
+    for latency, gbps in itertools.product([float(x) for x in args.latencies_us.split(",")],
+                                           [float(x) for x in args.gbps.split(",")]):
+        errors = {0: [], 1: []}
+        for index, task, plan, measured in plans:
+            step = embshard.evaluate(with_link(task, latency, gbps), plan, args.sim, threads=1,
+                                     exchanges="per_type").step_ms
+            errors[index % 2].append(abs(step / measured - 1))
+        print(f"{latency:g},{gbps:g},{statistics.median(errors[0] + errors[1]):.4f},"
+              f"{statistics.median(errors[0]):.4f},{statistics.median(errors[1]):.4f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
