@@ -168,8 +168,8 @@ def profile(path: str, samples: int = 240, *, seed: int = 1, batch_size: int = 8
     Returns the number of samples in the file. `log`: a callable given one line per pair.
     Every sample is measured with fused exact SGD (the sampler spec says so)."""
     dims = [int(d) for d in dims]
-    sampling = _Sampling(spec="torchrec-runtime:optimizer=sgd+" + _embshard.compute_sampler_spec(max_tables, max_bytes, dims),
-                         seed=seed, pool_seed=pool_seed, batch_size=batch_size, max_tables=max_tables,
+    spec = "torchrec-runtime:optimizer=sgd+" + _embshard.compute_sampler_spec(max_tables, max_bytes, dims)
+    sampling = _Sampling(spec=spec, seed=seed, pool_seed=pool_seed, batch_size=batch_size, max_tables=max_tables,
                          max_bytes=max_bytes, dims=dims, warmup=warmup, repeats=repeats,
                          threads=max(1, _cores() // 2), timeout_s=timeout_s)
     with _embshard.ComputeSampleFile(path, "torchrec_cpu", sampling.spec, seed, pool_seed, batch_size, warmup,
