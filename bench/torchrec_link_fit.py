@@ -23,13 +23,12 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import embshard  # noqa: E402
-from torchrec_runtime import PLANNERS, layout_hash, make_task  # noqa: E402
+from torchrec_runtime import PLANNERS, layout_hash, link_topology, make_task, parse_planners, plan_of  # noqa: E402
 
 
 def with_link(task, latency_us, gbps):
     doc = json.loads(task.to_json())
-    doc["topology"]["a2a_latency_us"] = latency_us
-    doc["topology"]["intra_host_gbps"] = doc["topology"]["inter_host_gbps"] = gbps
+    doc["topology"] = link_topology(task, latency_us, gbps)
     return embshard.Task.from_json(json.dumps(doc), where=f"{task.id} with the link")
 
 
@@ -48,14 +47,13 @@ def main():
     settings = argparse.Namespace(devices=2, mem_gib=1.0, batch=8192, seed=args.seed, latency_us=args.latency_us,
                                   link_gbps=args.link_gbps)
     rows = list(csv.DictReader(open(os.path.join(args.out, "rows.csv"), encoding="utf-8")))
-    planners = dict(item.split("=", 1) for item in args.planners.split(";"))
+    planners = parse_planners(args.planners)
     plans = []  # (task index, task, plan, measured step)
     for index in range(len(rows) // len(planners)):
         task = make_task(settings, index)
         for name, spec in planners.items():
             row = next(r for r in rows if r["task"] == task.id and r["plan"] == name)
-            sharder, _, cost = spec.partition("|")
-            plan = embshard.plan(task, sharder, cost or args.cost, threads=1)
+            plan = plan_of(task, spec, args.cost)
             if layout_hash(plan) != row["layout"]:
                 sys.exit(f"{task.id}: {name}'s plan is not the one measured: give the run's --planners and --cost")
             plans.append((index, task, plan, float(row["measured_step_ms"])))

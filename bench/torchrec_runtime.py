@@ -51,12 +51,30 @@ def make_task(args, index):
     doc["id"] = f"{doc['id']}-s{args.seed}-{index:03d}"
     latency, gbps = getattr(args, "latency_us", None), getattr(args, "link_gbps", None)
     if latency is not None or gbps is not None:  # the runtime's exchanges (docs/judge.md)
-        doc["topology"] = {k: v for k, v in task.topology.items() if k != "name"}
-        if latency is not None:
-            doc["topology"]["a2a_latency_us"] = latency
-        if gbps is not None:
-            doc["topology"]["intra_host_gbps"] = doc["topology"]["inter_host_gbps"] = gbps
+        doc["topology"] = link_topology(task, latency, gbps)
     return embshard.Task.from_json(json.dumps(doc), where=f"task {index}")
+
+
+def link_topology(task, latency_us=None, gbps=None):
+    """`task`'s topology in full, with the all-to-all latency (µs) and bandwidth per rank (GB/s)
+    replaced where given."""
+    topology = {k: v for k, v in task.topology.items() if k != "name"}
+    if latency_us is not None:
+        topology["a2a_latency_us"] = latency_us
+    if gbps is not None:
+        topology["intra_host_gbps"] = topology["inter_host_gbps"] = gbps
+    return topology
+
+
+def parse_planners(text):
+    """"name=sharder spec[|cost spec];..." as {name: spec}."""
+    return dict(item.split("=", 1) for item in text.split(";"))
+
+
+def plan_of(task, spec, default_cost):
+    """The plan of one --planners entry: its sharder under its cost model, else `default_cost`."""
+    sharder, _, cost = spec.partition("|")
+    return embshard.plan(task, sharder, cost or default_cost, threads=1)
 
 
 def layout_hash(plan):
@@ -81,9 +99,8 @@ def run_task(args, index, writer):
     task = make_task(args, index)
     plans = {}
     for name, spec in args.planners.items():
-        sharder, _, cost = spec.partition("|")
         started = time.perf_counter()
-        plan = embshard.plan(task, sharder, cost or args.cost, threads=1)
+        plan = plan_of(task, spec, args.cost)
         if not plan.ok:
             print(f"{task.id}: {name} found no plan ({plan.reason})", file=sys.stderr)
             return None
@@ -190,7 +207,7 @@ def main():
                         help="the tasks' all-to-all bandwidth per rank in GB/s (default: the cpu preset's)")
     parser.add_argument("--no-cpu-judge", dest="cpu_judge", action="store_false")
     args = parser.parse_args()
-    args.planners = dict(item.split("=", 1) for item in args.planners.split(";"))
+    args.planners = parse_planners(args.planners)
     if args.exchanges == "per_type" and args.latency_us is None:
         parser.error("--exchanges per_type needs --latency-us: the cpu preset's 10 µs is not TorchRec's runtime")
     if "torchrec" not in args.planners:
