@@ -584,8 +584,9 @@ class ReplanSearch {
     const double base = step_of(start);
     // At each price: within budget, over it, or no plan (which says nothing of the budget).
     enum class Outcome { kWithin, kOver, kNone };
-    const auto at = [&](double price, double cap = std::numeric_limits<double>::infinity()) {
-      const PlanOrigin origin{&start, &old_plan_, price * base / table_bytes_, cap};
+    const auto at = [&](double price, double cap = std::numeric_limits<double>::infinity(), double rebuild = 0.0,
+                        bool split = false) {
+      const PlanOrigin origin{&start, &old_plan_, price * base / table_bytes_, cap, rebuild, split};
       ShardResult r = plan_task_from(searcher(), task_, cost_.get(), origin, ctx_);
       if (r.status != ShardStatus::kOk) return Outcome::kNone;
       ReplanPoint pt;
@@ -613,6 +614,11 @@ class ReplanSearch {
     }
     // The highest price that moved too much, held to the budget: it stops where the budget ends.
     if (under > 0 && std::isfinite(budget())) at(under, budget());
+    // Twice more from the same start, the overloaded devices' densest tables placed again first
+    // (PlanOrigin::rebuild_bytes): whole tables only, then split ones too — basins the moves alone
+    // do not reach.
+    if (under > 0 && std::isfinite(budget()) && !options_.reshard)
+      for (const bool split : {false, true}) at(under, budget(), budget(), split);
   }
 
   ReplanResult finish(const Provenance& scratch) {

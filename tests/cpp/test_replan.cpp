@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <numeric>
 #include <set>
 
@@ -239,6 +240,46 @@ TEST(Replan, JointHeldToAMovementCapNeverMovesMoreNorEndsWorse) {
   const ShardResult refused = plan_task_from("joint:groups=none", after, cost.get(), beyond, quiet());
   EXPECT_EQ(refused.status, ShardStatus::kInfeasible);
   EXPECT_NE(refused.reason.find("the start plan moves"), std::string::npos) << refused.reason;
+}
+
+TEST(Replan, JointRebuildingTheOverloadedDevicesSpreadsTheirTablesWithinTheCapAndNeverEndsWorse) {
+  // Every table on device 0 of 4, and a budget of one unit of work: the search alone barely
+  // leaves the start, while a rebuild (PlanOrigin::rebuild_bytes, outside the budget) first takes
+  // device 0's densest tables, the only device above the mean, out and places them again.
+  const Task task = tiny_task(16, "v100:nodes=1,gpus_per_node=4,hbm_gib=32", 23);
+  Plan start = planned(task, "greedy:balance=lookup");
+  for (TablePlacement& p : start.tables) {
+    const TableSpec& t = *std::find_if(task.workload.tables.begin(), task.workload.tables.end(),
+                                       [&](const TableSpec& s) { return s.name == p.table; });
+    p.type = ShardingType::kTableWise;
+    p.shards = {shard(0, 0, t.num_rows(), 0, t.dim)};
+  }
+  ASSERT_EQ(find_error_in_plan(task, start), "");
+  const auto cost = make_cost_model("sim", task, quiet());
+  const std::string sharder = "joint:groups=none,work=1";
+  const double total = static_cast<double>(task.workload.total_bytes());
+  const double start_step = step_of(task, start);
+  const ShardResult alone = plan_task_from(sharder, task, cost.get(), PlanOrigin{&start, &start, 0.0}, quiet());
+  ASSERT_EQ(alone.status, ShardStatus::kOk) << alone.reason;
+  for (const bool split : {false, true}) {
+    for (const double cap : {0.1 * total, std::numeric_limits<double>::infinity()}) {
+      SCOPED_TRACE(cap);
+      const PlanOrigin origin{&start, &start, 0.0, cap, 0.5 * total, split};
+      const ShardResult r = plan_task_from(sharder, task, cost.get(), origin, quiet());
+      ASSERT_EQ(r.status, ShardStatus::kOk) << r.reason;
+      EXPECT_EQ(find_error_in_plan(task, r.plan), "");
+      const double moved = plan_movement(task, r.plan, start).moved_bytes;
+      EXPECT_GT(moved, 0.0);
+      EXPECT_LE(moved, std::min(cap, 0.5 * total));
+      EXPECT_LT(step_of(task, r.plan), step_of(task, alone.plan));
+      EXPECT_LE(step_of(task, r.plan), start_step * (1 + 1e-12));
+    }
+  }
+  // Where nothing may move, the rebuild takes nothing out and the start is kept.
+  const PlanOrigin frozen{&start, &start, 0.0, 0.0, 0.5 * total};
+  const ShardResult kept = plan_task_from(sharder, task, cost.get(), frozen, quiet());
+  ASSERT_EQ(kept.status, ShardStatus::kOk) << kept.reason;
+  EXPECT_EQ(plan_movement(task, kept.plan, start).moved_bytes, 0.0);
 }
 
 TEST(ReplanReshard, OnlyShardsMovingBetweenTheOldRanksAreWhatTorchrecCanReshard) {

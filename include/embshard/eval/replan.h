@@ -31,7 +31,9 @@
  * priced (`plan_task_from`, shard/sharder.h `PlanOrigin`; the options' sharder when it is joint,
  * else joint): at fixed prices, then bisected between the two that straddle the budget, and once
  * more at the highest price that moved too much, held to the budget (PlanOrigin::max_moved_bytes:
- * it stops taking moves where the budget ends). A search that moved just too much is not lost:
+ * it stops taking moves where the budget ends), then twice more so, each from the kept plan with
+ * the overloaded devices' densest tables placed again first (PlanOrigin::rebuild_bytes: whole
+ * tables, then split ones too; not under `reshard`). A search that moved just too much is not lost:
  * the one that moved least beyond the budget, where it is faster than every plan within it, is
  * walked back like the target, table by table from the kept plan, and its prefixes are points
  * too (while no point is within the budget, the next nearest as well). The answer is the fastest

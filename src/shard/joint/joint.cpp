@@ -246,11 +246,16 @@ class Search {
   ShardResult run() {
     ShardResult result;
     if (std::string why = find_memory_infeasibility(); !why.empty()) return infeasible(why);
+    std::optional<Best> given;  // the start plan when a rebuild changed it: the search never ends worse
     if (options_.origin) {
       if (std::string why = load(*options_.origin->start); !why.empty()) return infeasible(why);
       if (const auto moved = static_cast<double>(state_.moved_bytes()); moved > options_.origin->max_moved_bytes)
         return infeasible(detail::concat("the start plan moves ", gib_text(moved, 4), ", more than the ",
                                          gib_text(options_.origin->max_moved_bytes, 4), " allowed"));
+      if (rebuilds()) {
+        given = Best{score(), state_.snapshot()};
+        if (const int t = rebuild_overloaded(); t >= 0) state_.restore(given->plan);  // no room: as given
+      }
     }
     const bool exact = !options_.origin && exact_start();  // bounded by exact_limit, outside the budget
     if (!exact && !options_.origin) {
@@ -271,6 +276,7 @@ class Search {
     if (!exact && !options_.origin) settle_whole_start(best, result.stats);
     if (copies_) try_copy_groups(best, result.stats);
     const ChainsResult chains = perturb_in_chains(best, result.stats);
+    if (given && better(given->score, best.score)) best = std::move(*given);
     state_.restore(best.plan);
     result.plan = state_.plan();
     result.stats.plans_evaluated += evaluations_;
@@ -1005,6 +1011,53 @@ class Search {
     };
     std::stable_sort(tables.begin(), tables.end(), [&](int a, int b) { return density(a) > density(b); });
     return places_of(tables);
+  }
+
+  /** Whether the start is rebuilt first (PlanOrigin::rebuild_bytes; never under `keep_layouts`,
+   *  where a table's layout may not change). */
+  [[nodiscard]] bool rebuilds() const {
+    return options_.origin->rebuild_bytes > 0 && options_.origin->max_moved_bytes > 0 && !options_.keep_layouts;
+  }
+
+  /**
+   * Re-planning (PlanOrigin::rebuild_bytes; joint.h "Re-planning"): the devices above the mean
+   * load (`device_load_ms`) give up their whole tables (and, with `rebuild_split_tables`, tables
+   * in pieces, each piece counted on its device), those first in `move_rank_` (the most load per
+   * byte) first, while each device stays within its share of the rebuild budget (at most what the
+   * cap leaves): its excess over the mean in proportion to all devices' excess. Those tables are
+   * placed again as the greedy start places them, heaviest first. Returns the first table that
+   * fits nowhere, or -1.
+   */
+  int rebuild_overloaded() {
+    const double budget = std::min(options_.origin->rebuild_bytes,
+                                   options_.origin->max_moved_bytes - static_cast<double>(state_.moved_bytes()));
+    std::vector<double> excess(static_cast<std::size_t>(n_));
+    double mean = 0.0, total = 0.0;
+    for (int d = 0; d < n_; ++d) mean += (excess[static_cast<std::size_t>(d)] = state_.device_load_ms(d)) / n_;
+    for (double& e : excess) total += (e = std::max(0.0, e - mean));
+    if (!(total > 0)) return -1;
+    std::vector<int> by_density(order_);
+    std::sort(by_density.begin(), by_density.end(), [&](int a, int b) {
+      return move_rank_[static_cast<std::size_t>(a)] < move_rank_[static_cast<std::size_t>(b)];
+    });
+    std::vector<double> given(static_cast<std::size_t>(n_), 0.0);
+    std::vector<int> out;
+    const auto piece_bytes = [](const Piece& p) { return static_cast<double>(p.hbm_bytes + p.uvm_bytes); };
+    for (const int t : by_density) {
+      const std::vector<Piece>& pieces = state_.pieces(t);
+      if (pieces.size() > 1 && !options_.origin->rebuild_split_tables) continue;
+      const bool room = std::all_of(pieces.begin(), pieces.end(), [&](const Piece& p) {
+        const auto d = static_cast<std::size_t>(p.placed.shard.device);
+        return given[d] + piece_bytes(p) <= budget * excess[d] / total;
+      });
+      if (!room) continue;
+      for (const Piece& p : pieces) given[static_cast<std::size_t>(p.placed.shard.device)] += piece_bytes(p);
+      out.push_back(t);
+    }
+    std::sort(out.begin(), out.end(),
+              [&](int a, int b) { return rank_[static_cast<std::size_t>(a)] < rank_[static_cast<std::size_t>(b)]; });
+    for (const int t : out) state_.remove_table(t);
+    return greedy_start(out);
   }
 
   /** Each table's place in `order` (a permutation of the tables). */
