@@ -615,10 +615,14 @@ class ReplanSearch {
     // The highest price that moved too much, held to the budget: it stops where the budget ends.
     if (under > 0 && std::isfinite(budget())) at(under, budget());
     // Twice more from the same start, the overloaded devices' densest tables placed again first
-    // (PlanOrigin::rebuild_bytes): whole tables only, then split ones too — basins the moves alone
-    // do not reach.
-    if (under > 0 && std::isfinite(budget()) && !options_.reshard)
-      for (const bool split : {false, true}) at(under, budget(), budget(), split);
+    // (PlanOrigin::rebuild_bytes): whole tables only, then split ones too (where the start has
+    // any) — basins the moves alone do not reach. Not where layouts are kept (joint ignores it).
+    if (under > 0 && std::isfinite(budget()) && !keeps_layouts()) {
+      at(under, budget(), budget());
+      const bool split = std::any_of(start.tables.begin(), start.tables.end(),
+                                     [](const TablePlacement& p) { return p.shards.size() > 1; });
+      if (split) at(under, budget(), budget(), true);
+    }
   }
 
   ReplanResult finish(const Provenance& scratch) {
@@ -653,6 +657,11 @@ class ReplanSearch {
     result_.reshard = options_.reshard;
     if (options_.reshard) result_.verdict += "; the chosen plan is one TorchRec's reshard can run";
     return std::move(result_);
+  }
+
+  /** Whether the priced searches keep every table's layout (`reshard`, or `keep_layouts=true`). */
+  bool keeps_layouts() const {
+    return canonical_sharder_spec(searcher()).find("keep_layouts=true") != std::string::npos;
   }
 
   /** The sharder of the priced searches: the options' when it is joint, else joint (only joint

@@ -76,13 +76,15 @@ struct PlanOrigin {
   double ms_per_moved_byte = 0.0;
   /// No plan moving more than this many bytes is taken (a cap, beside or instead of the price)
   double max_moved_bytes = std::numeric_limits<double>::infinity();
-  /// Before searching, up to this many bytes (within `max_moved_bytes`) of the whole tables of the
-  /// devices above the mean load are taken out of `start` and placed again as a plan from scratch
-  /// places them, those with the most load per byte first (0: none; joint.h "Re-planning"): a
-  /// ruin and re-creation that lets the search leave `start`'s basin. The search still never
-  /// ends worse than `start`
+  /// Before searching, up to this many bytes (within what `max_moved_bytes` leaves after `start`'s
+  /// own moves) of the whole tables of the devices above the mean load are taken out of `start`
+  /// and placed again as a plan from scratch places them, those with the most load per byte first
+  /// (0: none; ignored under joint's `keep_layouts`; joint.h "Re-planning"): a ruin and
+  /// re-creation that lets the search leave `start`'s basin. `start` stays a candidate, so the
+  /// search still never ends worse than it by its objective (the step plus the moved bytes' price)
   double rebuild_bytes = 0.0;
-  /// The rebuild also takes tables in several pieces (row or column layouts)
+  /// The rebuild also takes tables in several pieces (any layout but whole), each piece counted on
+  /// its device
   bool rebuild_split_tables = false;
 };
 

@@ -247,6 +247,7 @@ class Search {
     ShardResult result;
     if (std::string why = find_memory_infeasibility(); !why.empty()) return infeasible(why);
     std::optional<Best> given;  // the start plan when a rebuild changed it: the search never ends worse
+    std::size_t rebuilt = 0;    // tables the rebuild placed again
     if (options_.origin) {
       if (std::string why = load(*options_.origin->start); !why.empty()) return infeasible(why);
       if (const auto moved = static_cast<double>(state_.moved_bytes()); moved > options_.origin->max_moved_bytes)
@@ -254,7 +255,13 @@ class Search {
                                          gib_text(options_.origin->max_moved_bytes, 4), " allowed"));
       if (rebuilds()) {
         given = Best{score(), state_.snapshot()};
-        if (const int t = rebuild_overloaded(); t >= 0) state_.restore(given->plan);  // no room: as given
+        // No room, or (column pieces round their optimizer state each) past the cap: as given.
+        const std::vector<int> tables = tables_to_rebuild();
+        for (const int t : tables) state_.remove_table(t);
+        if (greedy_start(tables) >= 0 || !std::isfinite(score().value))
+          state_.restore(given->plan);
+        else
+          rebuilt = tables.size();
       }
     }
     const bool exact = !options_.origin && exact_start();  // bounded by exact_limit, outside the budget
@@ -276,7 +283,8 @@ class Search {
     if (!exact && !options_.origin) settle_whole_start(best, result.stats);
     if (copies_) try_copy_groups(best, result.stats);
     const ChainsResult chains = perturb_in_chains(best, result.stats);
-    if (given && better(given->score, best.score)) best = std::move(*given);
+    const bool given_best = given && better(given->score, best.score);
+    if (given_best) best = std::move(*given);
     state_.restore(best.plan);
     result.plan = state_.plan();
     result.stats.plans_evaluated += evaluations_;
@@ -285,13 +293,16 @@ class Search {
                                           : "converged (no improvement in `patience` rounds)";
     result.stats.solver = detail::concat(
         "joint: ",
-        options_.origin ? "start from the given plan, "
-        : exact         ? "exact table-wise start, "
-                        : "greedy start, ",
+        options_.origin
+            ? detail::concat("start from the given plan",
+                             rebuilt > 0 ? detail::concat(" with ", rebuilt, " tables placed again") : "", ", ")
+        : exact ? "exact table-wise start, "
+                : "greedy start, ",
         chains.rounds, " rounds of perturbation in ", chains.chains, chains.chains == 1 ? " chain" : " chains",
         " (best ",
-        chains.best_round > 0 ? detail::concat("at round ", chains.best_round, " of chain ", chains.best_chain)
-                              : "the start's",
+        given_best              ? "the given plan's"
+        : chains.best_round > 0 ? detail::concat("at round ", chains.best_round, " of chain ", chains.best_chain)
+                                : "the start's",
         "), ", work() + other_work_, " work units (", start_work, " in the start; ", evaluations_, " evaluations), ",
         stop);
     return result;
@@ -560,6 +571,8 @@ class Search {
    */
   int greedy_start(const std::vector<int>& order) {
     HostLoads hosts(*this);
+    for (int u = 0; u < state_.num_tables(); ++u)  // a rebuild's: the tables already placed
+      if (!state_.pieces(u).empty()) hosts.add(u);
     for (std::size_t i = 0; i < order.size(); ++i) {
       const int t = order[i];
       const bool quick = out_of_time(static_cast<double>(order.size() - i) * kUnscoredMsPerTable);
@@ -573,7 +586,8 @@ class Search {
   }
 
   /**
-   * What the greedy start has put on each host, per term, for choosing a heavy table's host
+   * What the greedy start has put on each host (a rebuild's: and the tables left in place), per
+   * term, for choosing a heavy table's host
    * (joint.h step 2): each table's compute whole on an empty device, its columns and its lookups,
    * shared out over the hosts of its pieces; each term in units of its average per host over the
    * whole task. Only from kHostFirstFromHosts hosts on (`on`).
@@ -1021,21 +1035,22 @@ class Search {
 
   /**
    * Re-planning (PlanOrigin::rebuild_bytes; joint.h "Re-planning"): the devices above the mean
-   * load (`device_load_ms`) give up their whole tables (and, with `rebuild_split_tables`, tables
-   * in pieces, each piece counted on its device), those first in `move_rank_` (the most load per
-   * byte) first, while each device stays within its share of the rebuild budget (at most what the
-   * cap leaves): its excess over the mean in proportion to all devices' excess. Those tables are
-   * placed again as the greedy start places them, heaviest first. Returns the first table that
-   * fits nowhere, or -1.
+   * `State::device_load_ms` give up their whole tables (and, with `rebuild_split_tables`, tables
+   * in pieces whose every piece is on such a device, each piece counted on its device; never a
+   * colocated table), those first in `move_rank_` (the most load per byte) first, while each
+   * device stays within its share of the rebuild budget (at most what the cap leaves after the
+   * start's own moves): its excess over the mean in proportion to all devices' excess. Returns
+   * those tables heaviest first, for `run` to take out and place again as the greedy start places
+   * them (its host loads count the tables left in place).
    */
-  int rebuild_overloaded() {
+  [[nodiscard]] std::vector<int> tables_to_rebuild() {
     const double budget = std::min(options_.origin->rebuild_bytes,
                                    options_.origin->max_moved_bytes - static_cast<double>(state_.moved_bytes()));
     std::vector<double> excess(static_cast<std::size_t>(n_));
     double mean = 0.0, total = 0.0;
     for (int d = 0; d < n_; ++d) mean += (excess[static_cast<std::size_t>(d)] = state_.device_load_ms(d)) / n_;
     for (double& e : excess) total += (e = std::max(0.0, e - mean));
-    if (!(total > 0)) return -1;
+    if (!(total > 0)) return {};
     std::vector<int> by_density(order_);
     std::sort(by_density.begin(), by_density.end(), [&](int a, int b) {
       return move_rank_[static_cast<std::size_t>(a)] < move_rank_[static_cast<std::size_t>(b)];
@@ -1045,7 +1060,7 @@ class Search {
     const auto piece_bytes = [](const Piece& p) { return static_cast<double>(p.hbm_bytes + p.uvm_bytes); };
     for (const int t : by_density) {
       const std::vector<Piece>& pieces = state_.pieces(t);
-      if (pieces.size() > 1 && !options_.origin->rebuild_split_tables) continue;
+      if ((pieces.size() > 1 && !options_.origin->rebuild_split_tables) || state_.colocated(t)) continue;
       const bool room = std::all_of(pieces.begin(), pieces.end(), [&](const Piece& p) {
         const auto d = static_cast<std::size_t>(p.placed.shard.device);
         return given[d] + piece_bytes(p) <= budget * excess[d] / total;
@@ -1056,8 +1071,7 @@ class Search {
     }
     std::sort(out.begin(), out.end(),
               [&](int a, int b) { return rank_[static_cast<std::size_t>(a)] < rank_[static_cast<std::size_t>(b)]; });
-    for (const int t : out) state_.remove_table(t);
-    return greedy_start(out);
+    return out;
   }
 
   /** Each table's place in `order` (a permutation of the tables). */

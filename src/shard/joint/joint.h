@@ -136,12 +136,13 @@
  * per row over its element size), most first, instead of heaviest first: a move that relieves a
  * device for few bytes is found before one that moves a big table (docs/benchmarks.md,
  * "Re-planning moves the densest tables first"). With `rebuild_bytes`, before the search the
- * devices above the mean load (their spread terms' sum) give up their whole tables — and, with
- * `rebuild_split_tables`, those in pieces — most load per byte first, each device up to its share of
- * that many bytes (its excess over the mean in proportion to all devices' excess; within what the
- * cap leaves), and those tables are placed again as the greedy start places them (outside the
- * budget); the given plan stays a candidate, so the search never ends worse than it
- * (docs/benchmarks.md, "Re-planning rebuilds the overloaded devices"). 1D only.
+ * devices above the mean load (`State::device_load_ms`: compute and exchange time) give up their
+ * whole tables — with `rebuild_split_tables` also those in pieces, every piece on such a device;
+ * never a colocated table — most load per byte first, each device up to its share of that many
+ * bytes (its excess over the mean in proportion to all devices' excess; within what the cap
+ * leaves), and those tables are placed again as the greedy start places them (outside the
+ * budget; not under `keep_layouts`); the given plan stays a candidate, so the search never ends
+ * worse than it (docs/benchmarks.md, "Re-planning rebuilds the overloaded devices"). 1D only.
  *
  * 2D (plan/sharding_groups.h; `groups=auto`, the default, on more than one host). The 1D search
  * runs first, on its whole budget (its plan is `groups=none`'s). Each 2D layout the task allows is
