@@ -180,7 +180,8 @@ std::vector<VerbDoc> make_docs() {
              "the judge: sim | cpu | reference | cuda, or any judge spec (sim:coefficients=F.json, "
              "measured:impl=cpu,repeats=9)"},
             {"out", "P.json", "", "the chosen plan"},
-            {"curve", "C.csv", "", "the curve: moved_bytes, moved_share, step_ms, tables_switched, price, chosen"},
+            {"curve", "C.csv", "",
+             "the curve: moved_bytes, moved_share, step_ms, tables_switched, price, chosen, rebuilt"},
             {"report", "R.html", "",
              "the re-plan's report: step against bytes moved, the budget, each device's traffic"},
             {"seed", "S", "0", "seed of every plan made"}}),

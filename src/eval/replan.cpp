@@ -594,6 +594,7 @@ class ReplanSearch {
       pt.step_ms = step_of(r.plan);
       pt.tables_switched = -1;
       pt.price = price;
+      if (rebuild > 0) pt.rebuilt = split ? "split" : "whole";
       const Outcome outcome = pt.moved_bytes <= budget() ? Outcome::kWithin : Outcome::kOver;
       add(pt, std::move(r.plan));
       return outcome;
@@ -735,7 +736,8 @@ std::string replan_json(const ReplanResult& r) {
                           {"moved_share", p.moved_share},
                           {"step_ms", p.step_ms},
                           {"tables_switched", p.tables_switched},
-                          {"price", p.price}};
+                          {"price", p.price},
+                          {"rebuilt", p.rebuilt}};
   };
   nlohmann::json curve = nlohmann::json::array();
   for (const ReplanPoint& p : r.curve) curve.push_back(point(p));
@@ -754,12 +756,12 @@ std::string replan_json(const ReplanResult& r) {
 
 std::string replan_curve_csv(const ReplanResult& r) {
   std::ostringstream out;
-  out << "moved_bytes,moved_share,step_ms,tables_switched,price,chosen\n";
+  out << "moved_bytes,moved_share,step_ms,tables_switched,price,chosen,rebuilt\n";
   for (const ReplanPoint& p : r.curve) {
     char row[160];
     const bool chosen = p.moved_bytes == r.chosen.moved_bytes && p.step_ms == r.chosen.step_ms;
-    std::snprintf(row, sizeof row, "%.0f,%.6f,%.4f,%d,%g,%s\n", p.moved_bytes, p.moved_share, p.step_ms,
-                  p.tables_switched, p.price, chosen ? "yes" : "no");
+    std::snprintf(row, sizeof row, "%.0f,%.6f,%.4f,%d,%g,%s,%s\n", p.moved_bytes, p.moved_share, p.step_ms,
+                  p.tables_switched, p.price, chosen ? "yes" : "no", p.rebuilt.empty() ? "-" : p.rebuilt.c_str());
     out << row;
   }
   return out.str();

@@ -44,6 +44,9 @@ std::string point_table(const ReplanResult& r) {
          "<th>step ms</th><th>tables switched</th><th>price</th><th>within budget</th></tr></thead><tbody>\n";
   for (const ReplanPoint& p : r.curve) {
     out << "<tr><td>" << (same_point(p, r.chosen) ? "chosen, " : "") << (is_search(p) ? "priced search" : "curve")
+        << (p.rebuilt.empty()      ? ""
+            : p.rebuilt == "split" ? ", rebuilt (split tables too)"
+                                   : ", rebuilt (whole tables)")
         << "</td><td>" << report::fixed(p.moved_bytes / kGiB, 4) << "</td><td>" << share(p.moved_bytes, r.table_bytes)
         << "</td><td>" << report::fixed(p.step_ms, 3) << "</td><td>"
         << (p.tables_switched >= 0 ? std::to_string(p.tables_switched) : "-") << "</td><td>"

@@ -136,6 +136,14 @@ TEST(ReplanReport, ShowsEveryCandidateTheBudgetAndEachDevicesTraffic) {
   };
   EXPECT_EQ(rows(traffic, candidates), 12u);
   EXPECT_EQ(rows(candidates, std::string::npos), r.curve.size());
+  // The searches from a rebuilt start are named, in the report and in the curve's file.
+  const auto rebuilt =
+      std::count_if(r.curve.begin(), r.curve.end(), [](const ReplanPoint& p) { return !p.rebuilt.empty(); });
+  EXPECT_GE(rebuilt, 1);
+  EXPECT_NE(html.find(", rebuilt (whole tables)"), std::string::npos);
+  const std::string csv = replan_curve_csv(r);
+  EXPECT_EQ(csv.rfind("moved_bytes,moved_share,step_ms,tables_switched,price,chosen,rebuilt\n", 0), 0u);
+  EXPECT_NE(csv.find(",whole\n"), std::string::npos);
   ReplanResult empty;
   EXPECT_NE(error_of([&] { (void)replan_report_html(empty); }).find("has no point"), std::string::npos);
 }

@@ -94,6 +94,9 @@ struct ReplanPoint {
   int tables_switched = 0;  ///< a point of the curve: tables on their target layout; −1 for a search
   double price = -1;        ///< a search from the kept plan: its price of movement (× the kept step per
                             ///< table bytes moved); −1 for a point of the curve
+  /// a search from the kept plan rebuilt first (PlanOrigin::rebuild_bytes): "whole" (whole tables
+  /// placed again) or "split" (tables in pieces too); "" otherwise
+  std::string rebuilt;
 };
 
 struct ReplanResult {
@@ -127,7 +130,7 @@ struct ReplanResult {
  *  per-device sent and received bytes, created bytes and the verdict (the plan is not in it). */
 [[nodiscard]] std::string replan_json(const ReplanResult& result);
 
-/** The curve as CSV: moved_bytes,moved_share,step_ms,tables_switched,price,chosen. */
+/** The curve as CSV: moved_bytes,moved_share,step_ms,tables_switched,price,chosen,rebuilt. */
 [[nodiscard]] std::string replan_curve_csv(const ReplanResult& result);
 
 }  // namespace embshard
