@@ -571,8 +571,6 @@ class Search {
    */
   int greedy_start(const std::vector<int>& order) {
     HostLoads hosts(*this);
-    for (int u = 0; u < state_.num_tables(); ++u)  // a rebuild's: the tables already placed
-      if (!state_.pieces(u).empty()) hosts.add(u);
     for (std::size_t i = 0; i < order.size(); ++i) {
       const int t = order[i];
       const bool quick = out_of_time(static_cast<double>(order.size() - i) * kUnscoredMsPerTable);
@@ -610,6 +608,8 @@ class Search {
       for (auto& loads : table_)
         for (std::size_t k = 0; k < 3; ++k) loads[k] *= total[k] > 0 ? hosts_ / total[k] : 0.0;
       load_.assign(static_cast<std::size_t>(hosts_), {});
+      for (int t = 0; t < search.state_.num_tables(); ++t)  // a rebuild's: the tables left in place
+        if (!search.state_.pieces(t).empty()) add(t);
     }
     [[nodiscard]] bool on() const { return hosts_ > 0; }
 
@@ -1051,10 +1051,7 @@ class Search {
     for (int d = 0; d < n_; ++d) mean += (excess[static_cast<std::size_t>(d)] = state_.device_load_ms(d)) / n_;
     for (double& e : excess) total += (e = std::max(0.0, e - mean));
     if (!(total > 0)) return {};
-    std::vector<int> by_density(order_);
-    std::sort(by_density.begin(), by_density.end(), [&](int a, int b) {
-      return move_rank_[static_cast<std::size_t>(a)] < move_rank_[static_cast<std::size_t>(b)];
-    });
+    const std::vector<int> by_density = places_of(move_rank_);  // the tables in move_rank_'s order
     std::vector<double> given(static_cast<std::size_t>(n_), 0.0);
     std::vector<int> out;
     const auto piece_bytes = [](const Piece& p) { return static_cast<double>(p.hbm_bytes + p.uvm_bytes); };
