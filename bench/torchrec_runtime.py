@@ -28,8 +28,8 @@ import embshard
 import embshard.torchrec
 
 PLANNERS = "torchrec=torchrec;joint=joint:torchrec=true;joint_no_dp=joint:torchrec=true,data_parallel=false"
-MEASURED = ("step_ms", "step_min_ms", "step_max_ms", "input_a2a_ms", "lookup_ms", "output_a2a_ms",
-            "forward_ms", "lookup_bw_ms", "backward_ms")
+MEASURED = ("step_ms", "step_min_ms", "step_max_ms", "step_lo_ms", "step_hi_ms", "input_a2a_ms", "lookup_ms",
+            "output_a2a_ms", "forward_ms", "lookup_bw_ms", "backward_ms", "update_ms")
 PREDICTED = ("step_ms", "in_comm_ms", "fw_comp_ms", "fw_comm_ms", "bw_comp_ms", "bw_ms")
 # sim's phase against the runtime's, each the slowest device's / rank's: (predicted, measured).
 PHASE_PAIRS = {
@@ -140,6 +140,11 @@ def linear_fit(points):
     return my - b * mx, b
 
 
+def clearly_apart(x, y):
+    """Whether two rows' 95% intervals of the median step do not overlap (PlanRun.clearly_differs)."""
+    return x["measured_step_hi_ms"] < y["measured_step_lo_ms"] or y["measured_step_hi_ms"] < x["measured_step_lo_ms"]
+
+
 def summarise(results, judges, names):
     tasks = [r for r in results if r is not None]
     print(f"\n{len(tasks)} tasks with every plan")
@@ -148,8 +153,10 @@ def summarise(results, judges, names):
     pairs = [(t[a], t[b]) for t in tasks for i, a in enumerate(names) for b in names[i + 1:]]
     same = [abs(x["measured_step_ms"] / y["measured_step_ms"] - 1) for x, y in pairs if x["layout"] == y["layout"]]
     if same:
+        told = sum(clearly_apart(x, y) for x, y in pairs if x["layout"] == y["layout"])
         print(f"noise: {len(same)} pairs of identical plans measured {100 * statistics.median(same):.1f}% apart "
-              f"on the median (max {100 * max(same):.1f}%)")
+              f"on the median (max {100 * max(same):.1f}%); their 95% intervals of the median miss each "
+              f"other on {told}")
     others = [n for n in names if n != "torchrec"]
     for name in others:
         print(ratio_summary(f"measured {name} / torchrec step",
@@ -181,6 +188,10 @@ def summarise(results, judges, names):
         agree = sum((x["measured_step_ms"] < y["measured_step_ms"]) == (x[key] < y[key]) for x, y in apart)
         print(f"{judge} orders {agree} of {len(apart)} pairs of different plans of one task as measured "
               "(pairs whose measured steps differ by > 10%)")
+        clear = [(x, y) for x, y in apart if clearly_apart(x, y)]
+        agree = sum((x["measured_step_ms"] < y["measured_step_ms"]) == (x[key] < y[key]) for x, y in clear)
+        print(f"{judge} orders {agree} of the {len(clear)} of them whose 95% intervals of the median do not "
+              "overlap")
 
 
 def main():

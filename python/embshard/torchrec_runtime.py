@@ -16,15 +16,23 @@ What is timed, on every rank, per step (after a barrier, so the ranks start toge
   lookup_ms      the forward lookups (the sharded module's lookup modules)
   output_a2a_ms  the rest of compute_and_output_dist: the output all-to-all and its waits
   forward_ms     the whole forward;   backward_ms  loss.backward(): the output all-to-all's
-                 backward, the lookups' backward and the fused optimizer's update
+                 backward, the lookups' backward and the fused optimizer's update (and DDP's
+                 all-reduce of the data-parallel tables' gradients, which it starts)
   lookup_bw_ms   the part of backward_ms from the first lookup output's gradient on: the lookups'
                  backward and update (TorchRec fuses the two), without the all-to-all before it.
                  On a rank with one lookup module (one sharding type) that is all it holds; with
                  several, it also holds the other groups' all-to-all backward and data-parallel
                  all-reduce that come after the first gradient (NaN where no gradient came)
-  step_ms        forward + backward
-A plan's step in one repeat is its slowest rank's step; `step_ms` is the median over repeats and
-the spread is their min and max. Plans are interleaved step by step (the order rotating every
+  update_ms      the optimizer step of what TorchRec does not update inside the backward: the
+                 data-parallel tables (dense kernel), whose dense gradients a training loop's
+                 dense optimizer (the same rule, plain torch.optim) applies; 0 without any
+  step_ms        forward + backward + update
+A plan's step in one repeat is its slowest rank's step; `step_ms` is the median over repeats, the
+spread is their min and max, and `step_lo_ms` … `step_hi_ms` is a 95% interval of the median
+(`median_interval`: distribution-free, from the repeats' order statistics). Two plans whose
+intervals do not overlap (`PlanRun.clearly_differs`) were told apart by the run; on a shared
+2-core machine one step varies by 15–20%, so 31 repeats leave medians of one plan a few percent
+apart (docs/benchmarks.md, "How far apart one plan measures"). Plans are interleaved step by step (the order rotating every
 repeat), so load on the machine hits every plan alike.
 
 Everything that can be checked is checked before any rank starts: the TorchRec version, the world
@@ -38,6 +46,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import json
+import math
 import os
 import statistics
 import sys
@@ -50,7 +59,8 @@ import embshard
 from embshard import Error, _embshard
 
 SUPPORTED_TORCHREC = ("1.9.",)  # the versions the planner port and this judge were checked on
-PHASES = ("input_a2a_ms", "lookup_ms", "output_a2a_ms", "forward_ms", "lookup_bw_ms", "backward_ms", "step_ms")
+PHASES = ("input_a2a_ms", "lookup_ms", "output_a2a_ms", "forward_ms", "lookup_bw_ms", "backward_ms", "update_ms",
+          "step_ms")
 OPTIMIZERS = ("sgd", "rowwise_adagrad")
 DISTINCT_BATCHES = 4  # batches drawn per run; steps cycle through them
 
@@ -62,6 +72,8 @@ class PlanRun:
     step_ms: float                  # median over repeats of the slowest rank's step
     step_min_ms: float
     step_max_ms: float
+    step_lo_ms: float               # a 95% interval of that median (median_interval)
+    step_hi_ms: float
     steps_ms: List[float]           # the slowest rank's step, each repeat
     ranks: List[Dict[str, float]]   # per rank: the median of each phase
     rank_tables: List[List[str]]    # per rank: the task tables it held a shard of (what ran)
@@ -69,6 +81,29 @@ class PlanRun:
     def slowest(self, phase: str) -> float:
         """The largest rank median of one phase."""
         return max(r[phase] for r in self.ranks)
+
+    def clearly_differs(self, other: "PlanRun") -> bool:
+        """Whether the two plans' 95% intervals of the median step do not overlap."""
+        return self.step_hi_ms < other.step_lo_ms or other.step_hi_ms < self.step_lo_ms
+
+
+def median_interval(values: Sequence[float], confidence: float = 0.95) -> Tuple[float, float]:
+    """An interval holding the median of the distribution `values` were drawn from (independently)
+    with probability at least `confidence`, whatever that distribution: the order statistics
+    x_(k) and x_(n+1-k) of the n sorted values, k the largest with P(k <= Binomial(n, 1/2) <= n - k)
+    >= confidence (the count of values below the median is Binomial(n, 1/2)). Where even k = 1
+    falls short (n <= 5 at 95%), the whole range, which then holds it with probability 1 - 2^(1-n)."""
+    ordered = sorted(values)
+    n = len(ordered)
+    if n == 0:
+        raise Error("median_interval: no values")
+    k, below = 1, 0.5 ** n  # below: P(Binomial(n, 1/2) <= k - 1)
+    while 2 * (k + 1) <= n + 1:  # k + 1 still below its mirror n - k
+        tail = below + math.comb(n, k) * 0.5 ** n  # P(B <= k)
+        if 1 - 2 * tail < confidence:
+            break
+        k, below = k + 1, tail
+    return ordered[k - 1], ordered[n - k]
 
 
 @dataclasses.dataclass
@@ -88,17 +123,18 @@ class RuntimeReport:
 
     def table(self) -> str:
         """A plain-text table: per plan, the step with its spread and the slowest rank's phases."""
-        head = (f"{'plan':<16} {'step_ms':>9} {'min':>9} {'max':>9} "
+        head = (f"{'plan':<16} {'step_ms':>9} {'95% from':>9} {'to':>9} {'min':>9} {'max':>9} "
                 + " ".join(f"{p:>13}" for p in PHASES[:-1]))
         lines = [f"task {self.task_id}: {self.world_size} ranks ({self.device}), global batch "
                  f"{self.batch_size}, {self.optimizer}, median of {self.repeats} after {self.warmup} "
                  f"warm-up, {self.threads_per_rank} threads per rank on {self.cores} cores, torchrec "
                  f"{self.torchrec_version}", head]
         for run in self.runs.values():
-            lines.append(f"{run.name[:16]:<16} {run.step_ms:9.3f} {run.step_min_ms:9.3f} "
+            lines.append(f"{run.name[:16]:<16} {run.step_ms:9.3f} {run.step_lo_ms:9.3f} {run.step_hi_ms:9.3f} "
+                         f"{run.step_min_ms:9.3f} "
                          f"{run.step_max_ms:9.3f} "
                          + " ".join(f"{run.slowest(p):13.3f}" for p in PHASES[:-1]))
-        lines.append("phases: the slowest rank's median of each")
+        lines.append("95% from … to: an interval of the median step; phases: the slowest rank's median of each")
         lines += [f"warning: {w}" for w in self.warnings]
         return "\n".join(lines)
 
@@ -450,7 +486,20 @@ def _sharded_model(config: Dict[str, Any], document: Dict[str, Any], device):
     sharded = [m for m in model.modules() if isinstance(m, ShardedModule)]
     if len(sharded) != 1:
         raise RuntimeError(f"expected one sharded module, found {len(sharded)}")
-    return model, _Clock(sharded[0], device.type == "cuda")
+    return model, _Clock(sharded[0], device.type == "cuda"), _dense_optimizer(model, config["optimizer"])
+
+
+def _dense_optimizer(model, optimizer: str):
+    """The optimizer of the parameters the fused one does not update in the backward (the
+    data-parallel tables' dense kernel), as TorchRec's training loops pair them
+    (in_backward_optimizer_filter); None where every parameter is fused."""
+    import torch
+    from torchrec.optim.optimizers import in_backward_optimizer_filter
+
+    dense = [p for _, p in in_backward_optimizer_filter(model.named_parameters()) if p.requires_grad]
+    if not dense:
+        return None
+    return (torch.optim.SGD if optimizer == "sgd" else torch.optim.Adagrad)(dense, lr=0.01)
 
 
 class _Clock:
@@ -505,7 +554,7 @@ class _Clock:
 def _step(model_and_clock, batch, cuda: bool) -> Dict[str, float]:
     import torch
 
-    model, clock = model_and_clock
+    model, clock, dense_optimizer = model_and_clock
     sync = torch.cuda.synchronize if cuda else (lambda: None)
     sync()
     start = time.perf_counter()
@@ -515,11 +564,18 @@ def _step(model_and_clock, batch, cuda: bool) -> Dict[str, float]:
     forward = time.perf_counter()
     out.values().sum().backward()
     sync()
-    end = time.perf_counter()
+    backward = time.perf_counter()
+    end = backward
+    if dense_optimizer is not None:
+        dense_optimizer.step()
+        dense_optimizer.zero_grad()
+        sync()
+        end = time.perf_counter()
     times = dict(clock.last)
     times["forward_ms"] = (forward - start) * 1e3
-    times["backward_ms"] = (end - forward) * 1e3
-    times["lookup_bw_ms"] = (end - clock.gradient_at) * 1e3 if clock.gradient_at is not None else float("nan")
+    times["backward_ms"] = (backward - forward) * 1e3
+    times["lookup_bw_ms"] = (backward - clock.gradient_at) * 1e3 if clock.gradient_at is not None else float("nan")
+    times["update_ms"] = (end - backward) * 1e3
     times["step_ms"] = (end - start) * 1e3
     return times
 
@@ -541,6 +597,7 @@ def _summarise(name: str, per_rank: List[Dict[str, Any]], names: List[str]) -> P
     ranks = [{p: statistics.median(r[p] for r in records["steps"]) for p in PHASES} for records in per_rank]
     steps = [max(records["steps"][i]["step_ms"] for records in per_rank)
              for i in range(len(per_rank[0]["steps"]))]
+    low, high = median_interval(steps)
     return PlanRun(name=name, step_ms=statistics.median(steps), step_min_ms=min(steps),
-                   step_max_ms=max(steps), steps_ms=steps, ranks=ranks,
+                   step_max_ms=max(steps), step_lo_ms=low, step_hi_ms=high, steps_ms=steps, ranks=ranks,
                    rank_tables=[[names[t] for t in records["tables"]] for records in per_rank])

@@ -3,6 +3,7 @@ DistributedModelParallel on 2 CPU ranks (gloo), every plan on every rank, what r
 and bad input is refused with one line before any rank starts."""
 
 import json
+import random
 
 import pytest
 
@@ -20,11 +21,15 @@ def make_task(batch=64, rows_scale=1):
 
 
 def plan_of(task, placement, row_wise=False):
-    """A hand-made plan: table name -> device (whole tables), or row-wise over both devices."""
+    """A hand-made plan: table name -> device (whole tables) or "copies" (data-parallel), or
+    row-wise over both devices."""
     tables = []
     for t in json.loads(task.to_json())["tables"]:
         rows, dim = t["stats"]["num_rows"], t["dim"]
-        if row_wise:
+        if not row_wise and placement[t["name"]] == "copies":
+            shards = [{"device": d, "rows": [0, rows], "cols": [0, dim]} for d in (0, 1)]
+            tables.append({"table": t["name"], "sharding_type": "data_parallel", "shards": shards})
+        elif row_wise:
             half = rows // 2
             shards = [{"device": 0, "rows": [0, half], "cols": [0, dim]},
                       {"device": 1, "rows": [half, rows], "cols": [0, dim]}]
@@ -40,13 +45,14 @@ def test_every_plan_runs_on_every_rank_as_planned():
     task = make_task()
     spread = {"users": 0, "items": 1, "ads": 1, "geo": 0}
     plans = {"spread": plan_of(task, spread), "one_rank": plan_of(task, {n: 0 for n, *_ in TABLES}),
-             "joint": embshard.plan(task, "joint:torchrec=true", "sim")}
+             "joint": embshard.plan(task, "joint:torchrec=true", "sim"),
+             "copies": plan_of(task, {"users": 0, "items": 1, "ads": "copies", "geo": "copies"})}
     report = embshard.torchrec.measure(task, plans, warmup=1, repeats=3)
     assert list(report.runs) == list(plans)
     assert report.world_size == 2 and report.batch_size == 64 and report.device == "cpu"
     for name, run in report.runs.items():
         assert len(run.ranks) == 2 and len(run.steps_ms) == 3
-        assert run.step_min_ms <= run.step_ms <= run.step_max_ms
+        assert run.step_min_ms <= run.step_lo_ms <= run.step_ms <= run.step_hi_ms <= run.step_max_ms
         for i, rank in enumerate(run.ranks):
             assert all(rank[p] >= 0 for p in embshard.torchrec_runtime.PHASES), rank
             assert rank["step_ms"] >= rank["lookup_ms"] and rank["forward_ms"] > 0 and rank["backward_ms"] > 0
@@ -57,9 +63,12 @@ def test_every_plan_runs_on_every_rank_as_planned():
             # ... after the output all-to-all's backward, which takes time on 2 ranks.
             assert rank["backward_ms"] - rank["lookup_bw_ms"] > 0, (name, i, rank)
             assert rank["input_a2a_ms"] > 0, (name, i, rank)
+            # The data-parallel copies' dense update is a step of its own; fused tables have none.
+            assert (rank["update_ms"] > 0) == (name == "copies"), (name, i, rank)
     # What ran is the plan: each rank held exactly the tables the plan put there.
     assert report.runs["spread"].rank_tables == [["users", "geo"], ["items", "ads"]]  # task order
     assert report.runs["one_rank"].rank_tables == [[n for n, *_ in TABLES], []]
+    assert report.runs["copies"].rank_tables == [["users", "ads", "geo"], ["items", "ads", "geo"]]
     joint = json.loads(plans["joint"].to_json())["tables"]
     for rank in range(2):
         want = [t["table"] for t in joint if any(s["device"] == rank for s in t["shards"])]
@@ -123,3 +132,23 @@ def test_profile_writes_runtime_samples_of_the_samplers_draws_and_resumes(tmp_pa
     assert last[:4] == grown and len(last) == 5 and json.loads(last[4])["index"] == 3
     drawn = embshard._embshard.draw_compute_sample(0, 3, 3, 3, 1 << 27, [16, 8])
     assert [(t["pool_id"], t["dim"]) for t in json.loads(last[4])["tables"]] == drawn
+
+
+def test_median_interval_holds_the_median_as_often_as_it_says():
+    """The interval of a plan's median step (what tells two measured plans apart): the order
+    statistics the binomial gives, and over many skewed samples it holds the true median about as
+    often as that says: 1 - 2 P(Binomial(31, 1/2) <= 9) = 0.9706 at 31 repeats, where one order
+    statistic wider gives 0.9941 and one narrower 0.9292."""
+    interval = embshard.torchrec_runtime.median_interval
+    assert interval(list(range(31, 0, -1))) == (10, 22)  # x_(10) and x_(22), whatever the order
+    assert interval([3.0, 1.0, 2.0]) == (1.0, 3.0)       # too few for 95%: the whole range
+    assert interval([5.0]) == (5.0, 5.0)
+    rng = random.Random(7)
+    trials = 4000
+    held = 0
+    for _ in range(trials):
+        low, high = interval([rng.lognormvariate(0.0, 0.8) for _ in range(31)])  # median 1
+        held += low <= 1.0 <= high
+    assert 0.955 <= held / trials <= 0.985, held / trials
+    with pytest.raises(embshard.Error, match="no values"):
+        interval([])
