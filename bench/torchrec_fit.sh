@@ -3,8 +3,9 @@
 # runtime"): compute samples measured under real TorchRec (bench/torchrec_profile.py, one file a
 # seed, resumed where a run stopped), fitted by `embshard profile calibrate` into
 # OUT/coefficients.json, which `sim:coefficients=OUT/coefficients.json,exchanges=per_type` loads
-# for `cpu` tasks whose topology carries the runtime's all-to-all latency and bandwidth
-# (a2a_latency_us, intra_host_gbps / inter_host_gbps: bench/torchrec_link_fit.py chooses them).
+# for `cpu` tasks whose topology carries the runtime's all-to-all latency, bandwidth and half-duplex
+# links (a2a_latency_us, intra_host_gbps / inter_host_gbps, half_duplex: bench/torchrec_link_fit.py
+# chooses them).
 #
 # Usage: bench/torchrec_fit.sh [OUT_DIR] [SAMPLES] [SEEDS]   (defaults /tmp/embshard-torchrec-fit, 240, "1")
 set -euo pipefail

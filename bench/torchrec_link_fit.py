@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
 """The all-to-all latency and bandwidth of TorchRec's CPU runtime, chosen on measured plans: for a
-grid of (latency, bandwidth), every plan of a bench/torchrec_runtime.py run is judged by `sim`
-(--sim, e.g. the runtime's fitted coefficients) on its task with that link, and the median
-|predicted / measured − 1| of the steps is printed, over all tasks and over the even and the odd
-ones. The plans are made again exactly as the run made them (planning is deterministic) and
+grid of (latency, bandwidth, full or half duplex), every plan of a bench/torchrec_runtime.py run is
+judged by `sim` (--sim, e.g. the runtime's fitted coefficients) on its task with that link, and the
+median |predicted / measured − 1| of the steps is printed, over all tasks and over the even and the
+odd ones, with how many pairs of different plans of one task more than 10% apart the judge orders
+as measured. The plans are made again exactly as the run made them (planning is deterministic) and
 checked against the run's layout hashes. docs/judge.md, "TorchRec's CPU runtime".
 
     $(bash scripts/setup_python.sh --torchrec) bench/torchrec_link_fit.py OUT --seed S --latency-us L \\
-        [--link-gbps G] [--planners P] [--sim SPEC]
+        [--link-gbps G] [--half-duplex] [--planners P] [--sim SPEC] [--duplex full,half]
 
-OUT, --seed, --latency-us, --link-gbps and --planners are the bench run's.
+OUT, --seed, --tasks, --latency-us, --link-gbps, --half-duplex and --planners are the bench run's.
 """
 
 import argparse
@@ -26,9 +27,9 @@ import embshard  # noqa: E402
 from torchrec_runtime import PLANNERS, layout_hash, link_topology, make_task, parse_planners, plan_of  # noqa: E402
 
 
-def with_link(task, latency_us, gbps):
+def with_link(task, latency_us, gbps, half_duplex):
     doc = json.loads(task.to_json())
-    doc["topology"] = link_topology(task, latency_us, gbps)
+    doc["topology"] = link_topology(task, latency_us, gbps, half_duplex)
     return embshard.Task.from_json(json.dumps(doc), where=f"{task.id} with the link")
 
 
@@ -36,37 +37,59 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out")
     parser.add_argument("--seed", type=int, required=True)
+    parser.add_argument("--tasks", type=int, default=20)
     parser.add_argument("--latency-us", type=float, required=True)
     parser.add_argument("--link-gbps", type=float, default=None)
+    parser.add_argument("--half-duplex", action="store_true")
     parser.add_argument("--planners", default=PLANNERS)
     parser.add_argument("--cost", default="sim")
     parser.add_argument("--sim", default="sim:coefficients=models/calibration/torchrec-cpu.json")
     parser.add_argument("--latencies-us", default="1000,1500,2000,2500,3000")
     parser.add_argument("--gbps", default="0.3,0.4,0.5,0.6")
+    parser.add_argument("--duplex", default="full", help="the links to try: full, half or full,half")
     args = parser.parse_args()
     settings = argparse.Namespace(devices=2, mem_gib=1.0, batch=8192, seed=args.seed, latency_us=args.latency_us,
-                                  link_gbps=args.link_gbps)
+                                  link_gbps=args.link_gbps, half_duplex=args.half_duplex)
     rows = list(csv.DictReader(open(os.path.join(args.out, "rows.csv"), encoding="utf-8")))
     planners = parse_planners(args.planners)
-    plans = []  # (task index, task, plan, measured step)
-    for index in range(len(rows) // len(planners)):
+    plans = []  # (task index, task, plan, measured step, layout)
+    for index in range(args.tasks):
         task = make_task(settings, index)
         for name, spec in planners.items():
-            row = next(r for r in rows if r["task"] == task.id and r["plan"] == name)
+            row = next((r for r in rows if r["task"] == task.id and r["plan"] == name), None)
+            if row is None:  # a task the run skipped (a planner found no plan)
+                continue
             plan = plan_of(task, spec, args.cost)
             if layout_hash(plan) != row["layout"]:
                 sys.exit(f"{task.id}: {name}'s plan is not the one measured: give the run's --planners and --cost")
-            plans.append((index, task, plan, float(row["measured_step_ms"])))
-    print("latency_us,gbps,median_error,even_error,odd_error")
-    for latency, gbps in itertools.product([float(x) for x in args.latencies_us.split(",")],
-                                           [float(x) for x in args.gbps.split(",")]):
+            plans.append((index, task, plan, float(row["measured_step_ms"]), row["layout"]))
+    print("duplex,latency_us,gbps,median_error,even_error,odd_error,ordered,pairs")
+    for duplex, latency, gbps in itertools.product(args.duplex.split(","),
+                                                   [float(x) for x in args.latencies_us.split(",")],
+                                                   [float(x) for x in args.gbps.split(",")]):
         errors = {0: [], 1: []}
-        for index, task, plan, measured in plans:
-            step = embshard.evaluate(with_link(task, latency, gbps), plan, args.sim, threads=1,
+        judged = []  # (task index, layout, measured, predicted)
+        for index, task, plan, measured, layout in plans:
+            step = embshard.evaluate(with_link(task, latency, gbps, duplex == "half"), plan, args.sim, threads=1,
                                      exchanges="per_type").step_ms
             errors[index % 2].append(abs(step / measured - 1))
-        print(f"{latency:g},{gbps:g},{statistics.median(errors[0] + errors[1]):.4f},"
-              f"{statistics.median(errors[0]):.4f},{statistics.median(errors[1]):.4f}", flush=True)
+            judged.append((index, layout, measured, step))
+        ordered, pairs = ordering(judged)
+        print(f"{duplex},{latency:g},{gbps:g},{statistics.median(errors[0] + errors[1]):.4f},"
+              f"{statistics.median(errors[0]):.4f},{statistics.median(errors[1]):.4f},{ordered},{pairs}", flush=True)
+
+
+def ordering(judged):
+    """Of the pairs of different plans of one task whose measured steps differ by more than 10%, how
+    many the predictions order as measured, and how many there are (bench/torchrec_runtime.py)."""
+    ordered = pairs = 0
+    for (i, layout_a, measured_a, predicted_a), (j, layout_b, measured_b, predicted_b) in \
+            itertools.combinations(judged, 2):
+        if i != j or layout_a == layout_b or abs(measured_a / measured_b - 1) <= 0.10:
+            continue
+        pairs += 1
+        ordered += (measured_a < measured_b) == (predicted_a < predicted_b)
+    return ordered, pairs
 
 
 if __name__ == "__main__":

@@ -50,15 +50,18 @@ def make_task(args, index):
     doc["constraints"]["allow_row_split"] = False  # TorchRec's CPU sharder has no row-wise
     doc["id"] = f"{doc['id']}-s{args.seed}-{index:03d}"
     latency, gbps = getattr(args, "latency_us", None), getattr(args, "link_gbps", None)
-    if latency is not None or gbps is not None:  # the runtime's exchanges (docs/judge.md)
-        doc["topology"] = link_topology(task, latency, gbps)
+    half_duplex = getattr(args, "half_duplex", False)
+    if latency is not None or gbps is not None or half_duplex:  # the runtime's exchanges (docs/judge.md)
+        doc["topology"] = link_topology(task, latency, gbps, half_duplex)
     return embshard.Task.from_json(json.dumps(doc), where=f"task {index}")
 
 
-def link_topology(task, latency_us=None, gbps=None):
-    """`task`'s topology in full, with the all-to-all latency (µs) and bandwidth per rank (GB/s)
-    replaced where given."""
+def link_topology(task, latency_us=None, gbps=None, half_duplex=None):
+    """`task`'s topology in full, with the all-to-all latency (µs), bandwidth per rank (GB/s) and
+    whether a rank's sends and receives share its link (data/topology.h) replaced where given."""
     topology = {k: v for k, v in task.topology.items() if k != "name"}
+    if half_duplex is not None:
+        topology["half_duplex"] = bool(half_duplex)
     if latency_us is not None:
         topology["a2a_latency_us"] = latency_us
     if gbps is not None:
@@ -216,6 +219,9 @@ def main():
                         help="the tasks' all-to-all latency in µs (default: the cpu preset's)")
     parser.add_argument("--link-gbps", type=float, default=None,
                         help="the tasks' all-to-all bandwidth per rank in GB/s (default: the cpu preset's)")
+    parser.add_argument("--half-duplex", action="store_true",
+                        help="the tasks' links half duplex: a rank's sends and receives share its link, as "
+                             "gloo ranks on one CPU do (docs/judge.md)")
     parser.add_argument("--no-cpu-judge", dest="cpu_judge", action="store_false")
     args = parser.parse_args()
     args.planners = parse_planners(args.planners)

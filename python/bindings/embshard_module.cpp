@@ -137,6 +137,7 @@ py::dict topology_dict(const Topology& topo) {
   out["intra_host_gbps"] = topo.intra_host_gbps;
   out["inter_host_gbps"] = topo.inter_host_gbps;
   out["a2a_latency_us"] = topo.a2a_latency_us;
+  out["half_duplex"] = topo.half_duplex;
   out["devices"] = devices;
   return out;
 }

@@ -90,10 +90,14 @@ void exchange_ms_into(const Topology& topology, const ExchangeBytes& bytes, std:
   }
   const PeerBytes& peers = peer_bytes(topology, bytes);
   const auto ms = [](std::int64_t b, double gbps) { return gbps > 0.0 ? static_cast<double>(b) / (gbps * 1e6) : 0.0; };
+  // A link's bytes: the larger direction (full duplex) or both (half duplex, topology.h).
+  const auto link = [&](std::int64_t sent, std::int64_t received) {
+    return topology.half_duplex ? sent + received : std::max(sent, received);
+  };
   for (int d = 0; d < n; ++d) {
     const LinkVolume v = peers.volume(d);
-    const double intra = ms(std::max(v.send_intra_bytes, v.recv_intra_bytes), topology.intra_host_gbps);
-    const double inter = ms(std::max(v.send_inter_bytes, v.recv_inter_bytes), topology.inter_host_gbps);
+    const double intra = ms(link(v.send_intra_bytes, v.recv_intra_bytes), topology.intra_host_gbps);
+    const double inter = ms(link(v.send_inter_bytes, v.recv_inter_bytes), topology.inter_host_gbps);
     times[static_cast<std::size_t>(d)] = topology.a2a_latency_us / 1000.0 + std::max(intra, inter);
   }
 }
@@ -242,7 +246,9 @@ namespace {
 
 /** ms per byte of a hierarchical all-reduce over `per_host` ranks on each of `hosts` hosts. */
 double hierarchical_all_reduce_ms_per_byte(const Topology& topology, double per_host, double hosts) {
-  const auto per = [](double share, double gbps) { return gbps > 0 ? share / (gbps * 1e6) : 0.0; };
+  // A ring step sends and receives as much: on a half-duplex link both take the link's time.
+  const double directions = topology.half_duplex ? 2.0 : 1.0;
+  const auto per = [&](double share, double gbps) { return gbps > 0 ? directions * share / (gbps * 1e6) : 0.0; };
   return per(2.0 * (per_host - 1.0) / per_host, topology.intra_host_gbps) +
          per(2.0 * (hosts - 1.0) / hosts / per_host, topology.inter_host_gbps);
 }

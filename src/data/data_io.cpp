@@ -57,15 +57,17 @@ TableStats stats_from(const JsonNode& n, const std::string& where) {
   "num_rows", "pooling_factor", "coverage", "batch_size", "num_indices", "num_distinct", "bins", "icdf"
 
 json topology_json(const Topology& t) {
-  if (!t.name.empty() && t.name != "custom") return {{"preset", t.name}};
+  if (!t.name.empty() && t.name != "custom" && !t.half_duplex) return {{"preset", t.name}};
   json devices = json::array();
   for (const Device& d : t.devices) {
     devices.push_back(
         {{"hbm_bytes", d.hbm_bytes}, {"uvm_bytes", d.uvm_bytes}, {"hbm_gbps", d.hbm_gbps}, {"uvm_gbps", d.uvm_gbps}});
   }
-  return {{"device_kind", t.device_kind},         {"devices_per_host", t.devices_per_host},
-          {"intra_host_gbps", t.intra_host_gbps}, {"inter_host_gbps", t.inter_host_gbps},
-          {"a2a_latency_us", t.a2a_latency_us},   {"devices", devices}};
+  json out = {{"device_kind", t.device_kind},         {"devices_per_host", t.devices_per_host},
+              {"intra_host_gbps", t.intra_host_gbps}, {"inter_host_gbps", t.inter_host_gbps},
+              {"a2a_latency_us", t.a2a_latency_us},   {"devices", devices}};
+  if (t.half_duplex) out["half_duplex"] = true;  // written only when set: full-duplex files stay as they were
+  return out;
 }
 
 /**
@@ -126,7 +128,8 @@ Topology topology_from(const JsonNode& n) {
       preset.fail(e.what());
     }
   }
-  n.only_keys({"device_kind", "devices_per_host", "intra_host_gbps", "inter_host_gbps", "a2a_latency_us", "devices"});
+  n.only_keys({"device_kind", "devices_per_host", "intra_host_gbps", "inter_host_gbps", "a2a_latency_us", "half_duplex",
+               "devices"});
   Topology t;
   t.name = "custom";
   t.device_kind = n.has("device_kind") ? n.at("device_kind").as_string() : "custom";
@@ -134,6 +137,7 @@ Topology topology_from(const JsonNode& n) {
   t.intra_host_gbps = n.at("intra_host_gbps").as_double(0);
   t.inter_host_gbps = n.at("inter_host_gbps").as_double(0);
   t.a2a_latency_us = n.at("a2a_latency_us").as_double(0);
+  t.half_duplex = n.has("half_duplex") && n.at("half_duplex").as_bool();
   const JsonNode devices = n.at("devices");
   devices.expect_array(1);
   for (std::size_t i = 0; i < devices.size(); ++i) {

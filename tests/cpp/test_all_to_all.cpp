@@ -599,4 +599,43 @@ TEST(InputAllToAll, TheJudgeExposesOverlapsOrOmitsIt) {
 }
 
 }  // namespace
+TEST(LinkModel, HalfDuplexLinksCarryBothDirectionsAndSayItInTheTaskFile) {
+  // The two-device example above: device 0 sends 48 bytes and receives 80, device 1 the reverse.
+  // On a half-duplex link each moves 128 bytes through it, not the larger 80.
+  Topology pair = make_topology("cpu:devices=2");
+  pair.half_duplex = true;
+  const std::vector<double> ms = all_to_all_ms(pair, {3, 5}, 8);
+  const double latency_ms = pair.a2a_latency_us / 1000.0;
+  EXPECT_DOUBLE_EQ(ms[0], latency_ms + 128.0 / (pair.intra_host_gbps * 1e6));
+  EXPECT_DOUBLE_EQ(ms[1], ms[0]);
+
+  // Two hosts of two devices (DevicesOnTwoHosts): device 0 moves 16 + 32 bytes inside its host and
+  // 32 + 112 across; device 3 64 + 48 and 128 + 48.
+  Topology quad = make_topology("a100:nodes=2,gpus_per_node=2");
+  quad.half_duplex = true;
+  const std::vector<double> q = all_to_all_ms(quad, {1, 2, 3, 4}, 16);
+  const auto intra = [&](double b) { return b / (quad.intra_host_gbps * 1e6); };
+  const auto inter = [&](double b) { return b / (quad.inter_host_gbps * 1e6); };
+  EXPECT_DOUBLE_EQ(q[0], quad.a2a_latency_us / 1000.0 + std::max(intra(48.0), inter(144.0)));
+  EXPECT_DOUBLE_EQ(q[3], quad.a2a_latency_us / 1000.0 + std::max(intra(112.0), inter(176.0)));
+
+  // A ring all-reduce sends and receives as much each step: its byte terms count twice.
+  Topology full = quad;
+  full.half_duplex = false;
+  const double bytes = 1 << 20;
+  EXPECT_DOUBLE_EQ(all_reduce_ms(quad, bytes) - quad.a2a_latency_us / 1000.0,
+                   2.0 * (all_reduce_ms(full, bytes) - full.a2a_latency_us / 1000.0));
+
+  // The task file says so (written only when set, so full-duplex files are as they were), and a
+  // preset with half-duplex links is written in full rather than by its name.
+  Task task = test_util::task_of({{"a", 1000, 8}, {"b", 400, 8}}, 2, std::int64_t{1} << 30, 0);
+  EXPECT_EQ(task_to_json(task).find("half_duplex"), std::string::npos);
+  task.topology = pair;
+  const std::string text = task_to_json(task);
+  EXPECT_NE(text.find("\"half_duplex\": true"), std::string::npos) << text;
+  const Task back = task_from_json(text, "mem");
+  EXPECT_TRUE(back.topology.half_duplex);
+  EXPECT_EQ(all_to_all_ms(back.topology, {3, 5}, 8), ms);
+}
+
 }  // namespace embshard

@@ -146,9 +146,11 @@ int expect_random_plans_above_bound(const Task& task, CostModel& cost, std::uint
   return checked;
 }
 
-/** tiny_task(6 + seed % 6) on the seed's bound topology, every plan fitting its memory. */
+/** tiny_task(6 + seed % 6) on the seed's bound topology, every plan fitting its memory; seeds 6–11
+ *  with half-duplex links (topology.h). */
 Task bound_task(std::uint64_t seed) {
   Task task = tiny_task(6 + static_cast<int>(seed % 6), kBoundTopologies[seed % 6], seed);
+  task.topology.half_duplex = seed / 6 % 3 == 1;
   task.workload.batch_size = seed % 2 ? 65536 : 4096;
   for (Device& d : task.topology.devices) d.hbm_bytes = std::int64_t{1} << 40;
   return task;

@@ -12,7 +12,10 @@
  *   time_d = latency + max( max(send_intra_d, recv_intra_d) / intra_gbps,
  *                           max(send_inter_d, recv_inter_d) / inter_gbps )
  *
- * (latency = `a2a_latency_us`; GB/s = 10^9 bytes/s; one device: no exchange, 0 ms). The
+ * (latency = `a2a_latency_us`; GB/s = 10^9 bytes/s; one device: no exchange, 0 ms). On a
+ * topology whose links are half duplex (`Topology::half_duplex`: a device's sends and receives
+ * share its link, as TorchRec's gloo ranks on one CPU do) each link carries both directions:
+ * send + recv in place of max(send, recv), and an all-reduce's byte terms count twice. The
  * bandwidths are NCCL's bus bandwidths (busbw: per rank, what it sends to the others / time; the
  * presets' figures and their sources are in data/topology.cpp and docs/judge.md).
  *

@@ -120,8 +120,8 @@
  * table already on some hosts is tried instead on the free devices of those hosts (with room in
  * HBM), so its partial sums cross hosts once per host, reduced: the table opens a new host only
  * when its hosts are full (docs/benchmarks.md, "The search at scale"). From 64 devices on, with an additive
- * model, the link model and `step` (input exposed or omitted), the objective is kept up to date per
- * change (fast_step.h: O(devices per host + log devices) instead of O(devices)), and the spread is
+ * model, the link model on full-duplex links and `step` (input exposed or omitted), the objective is kept
+ * up to date per change (fast_step.h: O(devices per host + log devices) instead of O(devices)), and the spread is
  * the sum of the squares of each device's compute and own sending times, and of each host's
  * reduced rows' sending time, in whole µs, kept per change too.
  *

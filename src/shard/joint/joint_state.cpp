@@ -64,8 +64,9 @@ State::State(const Task& task, CostModel& cost, Objective objective, const Conte
   input_ms_.resize(n);
   comm_.resize(n);
   const InputCommMode mode = cost.comm().input_options().mode;
+  // fast_step.h keeps each link's larger direction: full-duplex links only.
   fast_ = additive_ && cost.comm().is_link_model() && objective == Objective::kStep &&
-          mode != InputCommMode::kOverlap && n >= kFastFromDevices;
+          mode != InputCommMode::kOverlap && !task.topology.half_duplex && n >= kFastFromDevices;
   if (static_cast<int>(n) > kAllCandidatesUpTo) {
     // kAll, and on the fast path kCompute, kOutput and (where it is paid) kInput.
     const int terms = !fast_ ? 1 : mode == InputCommMode::kExposed ? 4 : 3;
