@@ -37,7 +37,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out")
     parser.add_argument("--seed", type=int, required=True)
-    parser.add_argument("--tasks", type=int, default=20)
+    parser.add_argument("--tasks", type=int, default=None, help="the run's --tasks (default: read from its rows)")
     parser.add_argument("--latency-us", type=float, required=True)
     parser.add_argument("--link-gbps", type=float, default=None)
     parser.add_argument("--half-duplex", action="store_true")
@@ -48,12 +48,15 @@ def main():
     parser.add_argument("--gbps", default="0.3,0.4,0.5,0.6")
     parser.add_argument("--duplex", default="full", help="the links to try: full, half or full,half")
     args = parser.parse_args()
+    if not set(args.duplex.split(",")) <= {"full", "half"}:
+        parser.error(f"--duplex {args.duplex}: give full, half or full,half")
     settings = argparse.Namespace(devices=2, mem_gib=1.0, batch=8192, seed=args.seed, latency_us=args.latency_us,
                                   link_gbps=args.link_gbps, half_duplex=args.half_duplex)
     rows = list(csv.DictReader(open(os.path.join(args.out, "rows.csv"), encoding="utf-8")))
     planners = parse_planners(args.planners)
     plans = []  # (task index, task, plan, measured step, layout)
-    for index in range(args.tasks):
+    tasks = args.tasks or 1 + max(int(r["task"].rsplit("-", 1)[1]) for r in rows)  # ids end in -NNN (the index)
+    for index in range(tasks):
         task = make_task(settings, index)
         for name, spec in planners.items():
             row = next((r for r in rows if r["task"] == task.id and r["plan"] == name), None)

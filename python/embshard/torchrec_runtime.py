@@ -25,7 +25,8 @@ What is timed, on every rank, per step (after a barrier, so the ranks start toge
                  all-reduce that come after the first gradient (NaN where no gradient came)
   update_ms      the optimizer step of what TorchRec does not update inside the backward: the
                  data-parallel tables (dense kernel), whose dense gradients a training loop's
-                 dense optimizer (the same rule, plain torch.optim) applies; 0 without any
+                 dense optimizer applies (torch.optim's SGD, or Adagrad for rowwise_adagrad);
+                 0 without any
   step_ms        forward + backward + update
 A plan's step in one repeat is its slowest rank's step; `step_ms` is the median over repeats, the
 spread is their min and max, and `step_lo_ms` … `step_hi_ms` is a 95% interval of the median
@@ -45,6 +46,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import fractions
 import json
 import math
 import os
@@ -97,10 +99,13 @@ def median_interval(values: Sequence[float], confidence: float = 0.95) -> Tuple[
     n = len(ordered)
     if n == 0:
         raise Error("median_interval: no values")
-    k, below = 1, 0.5 ** n  # below: P(Binomial(n, 1/2) <= k - 1)
+    # In whole numbers of 2^-n (exact at any n): the interval holds the median with probability
+    # 1 - 2 P(B <= k - 1), and P(B <= k - 1) = below / 2^n.
+    allowed = fractions.Fraction(1 - confidence) * 2 ** n  # 2 P(B <= k - 1) may be at most this
+    k, below = 1, 1
     while 2 * (k + 1) <= n + 1:  # k + 1 still below its mirror n - k
-        tail = below + math.comb(n, k) * 0.5 ** n  # P(B <= k)
-        if 1 - 2 * tail < confidence:
+        tail = below + math.comb(n, k)  # 2^n P(B <= k)
+        if 2 * tail > allowed:
             break
         k, below = k + 1, tail
     return ordered[k - 1], ordered[n - k]
@@ -499,6 +504,8 @@ def _dense_optimizer(model, optimizer: str):
     dense = [p for _, p in in_backward_optimizer_filter(model.named_parameters()) if p.requires_grad]
     if not dense:
         return None
+    # SGD as the fused tables' exact SGD; for rowwise_adagrad torch's Adagrad, whose state is per
+    # element where the fused rule keeps one per row (a little more update work).
     return (torch.optim.SGD if optimizer == "sgd" else torch.optim.Adagrad)(dense, lr=0.01)
 
 

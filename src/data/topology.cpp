@@ -237,7 +237,9 @@ std::optional<Topology> edited_preset(const Topology& topology,
   if (topology.name.empty() || topology.name == "custom") return std::nullopt;
   Spec spec = parse_spec(topology.name);
   for (const auto& [key, value] : changes) set_spec_value(spec, key, value);
-  return make_topology(format_spec(spec));
+  Topology edited = make_topology(format_spec(spec));
+  edited.half_duplex = topology.half_duplex;  // not in the spec: carried over
+  return edited;
 }
 
 /** The devices of a custom topology are all device 0's, else Error naming the first that differs. */

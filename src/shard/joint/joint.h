@@ -503,7 +503,8 @@ class State {
   void mark_load_stale(int device);
   std::vector<int> stale_loads_;
   std::vector<bool> load_is_stale_;
-  // Many devices, an additive model, the link model and `step` (fast_step.h): kept per change.
+  // Many devices, an additive model, the link model on full-duplex links and `step` (fast_step.h):
+  // kept per change.
   bool fast_ = false;
   bool input_exposed_ = false;
   FastExchange out_, in_;
