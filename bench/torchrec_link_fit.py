@@ -4,7 +4,9 @@ grid of (latency, bandwidth, full or half duplex), every plan of a bench/torchre
 judged by `sim` (--sim, e.g. the runtime's fitted coefficients) on its task with that link, and the
 median |predicted / measured − 1| of the steps is printed, over all tasks and over the even and the
 odd ones, with how many pairs of different plans of one task more than 10% apart the judge orders
-as measured. The plans are made again exactly as the run made them (planning is deterministic) and
+as measured, and how far the plans are above the judge's lower bound (cost/analytic.h): TorchRec's
+planner's plan and the fastest plan over the bound (medians over the tasks), and on how many tasks
+TorchRec's plan leaves room for one 10% faster (its step ≥ bound / 0.9). The plans are made again exactly as the run made them (planning is deterministic) and
 checked against the run's layout hashes. docs/judge.md, "TorchRec's CPU runtime".
 
     $(bash scripts/setup_python.sh --torchrec) bench/torchrec_link_fit.py OUT --seed S --latency-us L \\
@@ -24,7 +26,8 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import embshard  # noqa: E402
-from torchrec_runtime import PLANNERS, layout_hash, link_topology, make_task, parse_planners, plan_of  # noqa: E402
+from torchrec_runtime import (PLANNERS, far_apart, layout_hash, link_topology, make_task,  # noqa: E402
+                              ordered_as_measured, parse_planners, plan_of)
 
 
 def with_link(task, latency_us, gbps, half_duplex):
@@ -65,34 +68,37 @@ def main():
             plan = plan_of(task, spec, args.cost)
             if layout_hash(plan) != row["layout"]:
                 sys.exit(f"{task.id}: {name}'s plan is not the one measured: give the run's --planners and --cost")
-            plans.append((index, task, plan, float(row["measured_step_ms"]), row["layout"]))
-    print("duplex,latency_us,gbps,median_error,even_error,odd_error,ordered,pairs")
+            plans.append((index, task, plan, float(row["measured_step_ms"]), row["layout"], name))
+    print("duplex,latency_us,gbps,median_error,even_error,odd_error,ordered,pairs,torchrec_over_bound,"
+          "fastest_over_bound,room_10pct,tasks")
     for duplex, latency, gbps in itertools.product(args.duplex.split(","),
                                                    [float(x) for x in args.latencies_us.split(",")],
                                                    [float(x) for x in args.gbps.split(",")]):
         errors = {0: [], 1: []}
-        judged = []  # (task index, layout, measured, predicted)
-        for index, task, plan, measured, layout in plans:
-            step = embshard.evaluate(with_link(task, latency, gbps, duplex == "half"), plan, args.sim, threads=1,
-                                     exchanges="per_type").step_ms
+        judged = []  # one row a plan, as bench/torchrec_runtime.py's
+        bounds = {}  # task index: the judge's lower bound of its step
+        for index, task, plan, measured, layout, name in plans:
+            linked = with_link(task, latency, gbps, duplex == "half")
+            step = embshard.evaluate(linked, plan, args.sim, threads=1, exchanges="per_type").step_ms
             errors[index % 2].append(abs(step / measured - 1))
-            judged.append((index, layout, measured, step))
-        ordered, pairs = ordering(judged)
+            judged.append({"task": index, "plan": name, "layout": layout, "measured_step_ms": measured,
+                           "sim_step_ms": step})
+            if index not in bounds:
+                bounds[index] = judge_bound(linked, args.sim)
+        apart = far_apart([(x, y) for x, y in itertools.combinations(judged, 2) if x["task"] == y["task"]])
+        torchrec = [r["sim_step_ms"] / bounds[r["task"]] for r in judged if r["plan"] == "torchrec"]
+        fastest = [min(r["sim_step_ms"] for r in judged if r["task"] == i) / b for i, b in bounds.items()]
         print(f"{duplex},{latency:g},{gbps:g},{statistics.median(errors[0] + errors[1]):.4f},"
-              f"{statistics.median(errors[0]):.4f},{statistics.median(errors[1]):.4f},{ordered},{pairs}", flush=True)
+              f"{statistics.median(errors[0]):.4f},{statistics.median(errors[1]):.4f},"
+              f"{ordered_as_measured(apart, 'sim_step_ms')},{len(apart)},"
+              f"{f'{statistics.median(torchrec):.4f}' if torchrec else ''},{statistics.median(fastest):.4f},"
+              f"{sum(r >= 1 / 0.9 for r in torchrec)},{len(bounds)}", flush=True)
 
 
-def ordering(judged):
-    """Of the pairs of different plans of one task whose measured steps differ by more than 10%, how
-    many the predictions order as measured, and how many there are (bench/torchrec_runtime.py)."""
-    ordered = pairs = 0
-    for (i, layout_a, measured_a, predicted_a), (j, layout_b, measured_b, predicted_b) in \
-            itertools.combinations(judged, 2):
-        if i != j or layout_a == layout_b or abs(measured_a / measured_b - 1) <= 0.10:
-            continue
-        pairs += 1
-        ordered += (measured_a < measured_b) == (predicted_a < predicted_b)
-    return ordered, pairs
+def judge_bound(task, judge):
+    """The judge's lower bound of `task`'s step, per-type exchanges: no plan is below it."""
+    spec = f"{judge}{',' if ':' in judge else ':'}exchanges=per_type"
+    return embshard.compare(task, ["greedy"], cost=spec, backend=spec)[0].lower_bound_ms
 
 
 if __name__ == "__main__":

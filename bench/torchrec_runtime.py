@@ -148,6 +148,17 @@ def clearly_apart(x, y):
     return x["measured_step_hi_ms"] < y["measured_step_lo_ms"] or y["measured_step_hi_ms"] < x["measured_step_lo_ms"]
 
 
+def far_apart(pairs):
+    """The pairs of different plans whose measured steps differ by more than 10%."""
+    return [(x, y) for x, y in pairs if x["layout"] != y["layout"]
+            and abs(x["measured_step_ms"] / y["measured_step_ms"] - 1) > 0.10]
+
+
+def ordered_as_measured(pairs, key):
+    """How many of `pairs` the predictions under `key` order as measured."""
+    return sum((x["measured_step_ms"] < y["measured_step_ms"]) == (x[key] < y[key]) for x, y in pairs)
+
+
 def summarise(results, judges, names):
     tasks = [r for r in results if r is not None]
     print(f"\n{len(tasks)} tasks with every plan")
@@ -164,8 +175,7 @@ def summarise(results, judges, names):
     for name in others:
         print(ratio_summary(f"measured {name} / torchrec step",
                             [t[name]["measured_step_ms"] / t["torchrec"]["measured_step_ms"] for t in tasks]))
-    apart = [(x, y) for x, y in pairs if x["layout"] != y["layout"]
-             and abs(x["measured_step_ms"] / y["measured_step_ms"] - 1) > 0.10]
+    apart = far_apart(pairs)
     for judge in judges:
         key = f"{judge}_step_ms"
         for name in others:
@@ -188,11 +198,11 @@ def summarise(results, judges, names):
                           f"{100 * statistics.median(abs(p / m - 1) for p, m in points):.1f}%, median "
                           f"predicted / measured {statistics.median(p / m for p, m in points):.2f} over "
                           f"{len(points)} plans")
-        agree = sum((x["measured_step_ms"] < y["measured_step_ms"]) == (x[key] < y[key]) for x, y in apart)
+        agree = ordered_as_measured(apart, key)
         print(f"{judge} orders {agree} of {len(apart)} pairs of different plans of one task as measured "
               "(pairs whose measured steps differ by > 10%)")
         clear = [(x, y) for x, y in apart if clearly_apart(x, y)]
-        agree = sum((x["measured_step_ms"] < y["measured_step_ms"]) == (x[key] < y[key]) for x, y in clear)
+        agree = ordered_as_measured(clear, key)
         print(f"{judge} orders {agree} of the {len(clear)} of them whose 95% intervals of the median do not "
               "overlap")
 

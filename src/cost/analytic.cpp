@@ -327,7 +327,9 @@ TableFloors table_floors(const SimHardware& hw, const TableSpec& spec, std::int6
 
 /** Per byte of an exchange's total volume, the least the average device's intra-host (`intra`) or
  *  inter-host time grows when every byte goes once by all-to-all: device d sends 1/N of its bytes to
- *  each other device, (L − 1)/N of them inside its host of L devices and (N − L)/N across hosts. */
+ *  each other device, (L − 1)/N of them inside its host of L devices and (N − L)/N across hosts.
+ *  On half-duplex links (topology.h) twice that: every byte one device sends another receives, and
+ *  a link carries both. */
 struct PerByte {
   double intra = 0.0;
   double inter = 0.0;
@@ -340,7 +342,8 @@ PerByte exchange_per_byte(const Task& task) {
   if (n <= 1) return {};
   const int per_host = std::max(topo.host_size(), 1);
   const double nn = static_cast<double>(n) * n;
-  const auto per = [](double share, double gbps) { return gbps > 0 ? share / (gbps * 1e6) : 0.0; };
+  const double directions = topo.half_duplex ? 2.0 : 1.0;
+  const auto per = [&](double share, double gbps) { return gbps > 0 ? directions * share / (gbps * 1e6) : 0.0; };
   return {per((per_host - 1) / nn, topo.intra_host_gbps),
           topo.num_hosts() > 1 ? per((n - per_host) / nn, topo.inter_host_gbps) : 0.0};
 }

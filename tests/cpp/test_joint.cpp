@@ -286,6 +286,37 @@ TEST(LowerBound, HoldsWhereHeavyTablesAreSplitInsideAHost) {
   }
 }
 
+TEST(LowerBound, ChargesHalfDuplexLinksBothDirectionsAndJointStaysAboveIt) {
+  // A slow link, so the exchanges weigh: on half-duplex links (topology.h) every exchange floor's
+  // bytes count twice, so the bound rises by about the full-duplex bound's bytes term (its excess
+  // over the same task on links 1,000× as fast); joint's plans, on one host and on 64 devices (where
+  // its incremental fast path is off for half duplex), stay above it.
+  static constexpr int kDims[] = {16, 64, 128};
+  for (const char* topology : {"v100:gpus_per_node=4", "v100:nodes=8,gpus_per_node=8"}) {
+    Task task = test_util::pool_task(topology[5] == 'g' ? 24 : 150, topology, 6, kDims);
+    task.topology.intra_host_gbps = 20.0;
+    task.topology.inter_host_gbps = 5.0;
+    const auto bound = [&](double speed, bool half_duplex) {
+      Task t = task;
+      t.topology.intra_host_gbps *= speed;
+      t.topology.inter_host_gbps *= speed;
+      t.topology.half_duplex = half_duplex;
+      return *make_cost_model("sim", t)->lower_bound(t, Objective::kStep);
+    };
+    const double fast = bound(1000.0, false), full = bound(1.0, false), half = bound(1.0, true);
+    EXPECT_GT(full, fast * 1.05) << topology << ": the link should weigh";
+    EXPECT_GT(half - full, 0.5 * (full - fast)) << topology << ": full " << full << ", half " << half;
+    task.topology.half_duplex = true;
+    const auto cost = make_cost_model("sim", task);
+    const ShardResult r = plan_task("joint:work=50000", task, cost.get(), quiet(3));
+    ASSERT_EQ(r.status, ShardStatus::kOk) << r.reason;
+    EXPECT_EQ(find_error_in_plan(task, r.plan), "");
+    const double value = value_of(*cost, task, r.plan, Objective::kStep);
+    EXPECT_GE(value * (1 + 1e-12), half) << topology;
+    EXPECT_NEAR(r.stats.solver_gap, (value - half) / half, 1e-9) << topology;
+  }
+}
+
 TEST(Joint, AboveOneHostAHeavyTableStartsInRowPiecesAndOnOneHostWhole) {
   // joint.h step 2: with no budget to search, the plan is the start. Three tables of many lookups
   // among light ones on 8 devices: on two hosts each table holding more than split_start of an
@@ -958,6 +989,18 @@ TEST(JointState, ObjectiveIsTheEvaluatorsOnMixedHardware) {
         dev.hbm_gbps = slow.devices[0].hbm_gbps, dev.uvm_gbps = slow.devices[0].uvm_gbps;
     }
     task.topology.name = "custom";
+    for (const char* spec : {"sim", "sim:input_comm=overlap", "sim:exchanges=per_type"})
+      expect_state_matches_estimate(task, spec, 7);
+  }
+}
+
+TEST(JointState, ObjectiveIsTheEvaluatorsOnHalfDuplexLinks) {
+  // Half-duplex links (topology.h: a link carries sent + received bytes), one host and 128 devices
+  // (where the state keeps no incremental exchange sums for them): the state's objective is the
+  // evaluator's.
+  for (const char* topology : {"v100:gpus_per_node=8", "a100:nodes=16,gpus_per_node=8"}) {
+    Task task = state_task(topology);
+    task.topology.half_duplex = true;
     for (const char* spec : {"sim", "sim:input_comm=overlap", "sim:exchanges=per_type"})
       expect_state_matches_estimate(task, spec, 7);
   }

@@ -182,11 +182,13 @@ struct SimTable {
  * (where re-reads cost more as hits than as misses, the whole table is the cheapest anyway). A
  * data-parallel table costs at least the first floor plus N − 1 per-table costs and N dense
  * updates in place of one sparse one (its N copies); the bound over plans with copies takes the
- * smaller of the two for each table that may be copied. Every column is output at least once, so some device sends at
- * least (N−1)/N² · B · 4 · Σ dims bytes, over at most the sum of its link bandwidths, plus latency. Every table's
- * lookups and lengths reach some device at least once, so when the input all-to-all is exposed some device receives at
- * least (N−1)/N² · Σ_t (L_t · index_bytes + B · length_bytes) (overlap, omit: 0). max_sum ≥ its device average; step ≥
- * input + fw + 2 · comm + bw.
+ * smaller of the two for each table that may be copied. Every column is output at least once, so
+ * some device sends at least (N−1)/N² · B · 4 · Σ dims bytes, over at most the sum of its link
+ * bandwidths, plus latency. Every table's lookups and lengths reach some device at least once, so
+ * when the input all-to-all is exposed some device receives at least (N−1)/N² · Σ_t (L_t ·
+ * index_bytes + B · length_bytes) (overlap, omit: 0). On half-duplex links (data/topology.h) each
+ * exchange floor's bytes count twice: what the devices send they also receive, and a link carries
+ * both. max_sum ≥ its device average; step ≥ input + fw + 2 · comm + bw.
  *
  * Split bound (step). Write a table's floor as τ + a + β per pass: τ the per-table coefficient, a
  * the lookup term (∝ the lookups a piece serves, i.e. its row share s), β the rest (∝ at least
