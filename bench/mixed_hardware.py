@@ -4,8 +4,9 @@ half FAST hosts, planned by `joint` knowing each device's speed ("mixed-aware"),
 planning the same tables as if every device were the SLOW kind and that plan run on the mix; both
 judged by `sim` on the mix. Prints one CSV row per size: the two steps, how much faster the
 mixed-aware plan is, the busiest device's kernel time (forward + backward compute) of each, and the
-capacity ratio the judge sees (the mean of the kinds' HBM bandwidths over the slow kind's: the only
-figure by which `sim` tells two GPU kinds apart).
+capacity ratio the judge sees (the mean of the kinds' HBM bandwidths over the slow kind's: the
+figure by which `sim` scales every kernel term of a device, UVM rows aside, which cross each
+device's own host link).
 
     bench/mixed_hardware.py OUT [--slow h100] [--fast h200] [--sizes 60x8,500x64,1000x128] [--seed S]
 
@@ -13,7 +14,8 @@ The slow hosts come first: `sim` costs every device in device 0's terms, scaled 
 (the H200's own coefficients are measured, the other GPUs' are the 2080 Ti's scaled), so with the
 slow kind first both plans are judged by the same model. Tasks: `embshard task gen --protocol
 neuroshard:tables=T,max_dim=32,preset=SLOW --devices D --seed S` (as bench/scale.sh makes them),
-on hosts of 8 devices, or of D/2 below 16. One thread per plan.
+on hosts of 8 devices (D a multiple of 16: as many hosts of each kind), or two hosts of D/2 (D even,
+at most 8). One thread per plan.
 """
 
 import argparse
@@ -62,8 +64,9 @@ def main():
           "as_slow_kernels_ms,kernels_ratio,capacity_ratio")
     for size in args.sizes.split(","):
         tables, devices = (int(x) for x in size.split("x"))
-        if devices % 2:
-            sys.exit(f"--sizes {size}: give an even number of devices (half of each kind)")
+        if not (devices % 2 == 0 and 2 <= devices <= 8 or devices % 16 == 0):
+            sys.exit(f"--sizes {size}: give 2, 4, 6 or 8 devices (two hosts) or a multiple of 16 (hosts of 8, "
+                     "as many of each kind)")
         per_host = 8 if devices >= 16 else devices // 2
         hosts = devices // per_host
         base = os.path.join(args.out, f"{tables}x{devices}")

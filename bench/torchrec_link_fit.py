@@ -4,9 +4,10 @@ grid of (latency, bandwidth, full or half duplex), every plan of a bench/torchre
 judged by `sim` (--sim, e.g. the runtime's fitted coefficients) on its task with that link, and the
 median |predicted / measured − 1| of the steps is printed, over all tasks and over the even and the
 odd ones, with how many pairs of different plans of one task more than 10% apart the judge orders
-as measured, and how far the plans are above the judge's lower bound (cost/analytic.h): TorchRec's
-planner's plan and the fastest plan over the bound (medians over the tasks), and on how many tasks
-TorchRec's plan leaves room for one 10% faster (its step ≥ bound / 0.9). The plans are made again exactly as the run made them (planning is deterministic) and
+as measured, and how far the plans are above the judge's lower bound (cost/analytic.h): each
+planner's plans over the bound (a column per planner, the median over the tasks), and on how many
+of the tasks TorchRec's planner planned its plan leaves room for one 10% faster (step ≥ bound /
+0.9). The plans are made again exactly as the run made them (planning is deterministic) and
 checked against the run's layout hashes. docs/judge.md, "TorchRec's CPU runtime".
 
     $(bash scripts/setup_python.sh --torchrec) bench/torchrec_link_fit.py OUT --seed S --latency-us L \\
@@ -57,7 +58,7 @@ def main():
                                   link_gbps=args.link_gbps, half_duplex=args.half_duplex)
     rows = list(csv.DictReader(open(os.path.join(args.out, "rows.csv"), encoding="utf-8")))
     planners = parse_planners(args.planners)
-    plans = []  # (task index, task, plan, measured step, layout)
+    plans = []  # (task index, task, plan, measured step, layout, planner)
     tasks = args.tasks or 1 + max(int(r["task"].rsplit("-", 1)[1]) for r in rows)  # ids end in -NNN (the index)
     for index in range(tasks):
         task = make_task(settings, index)
@@ -69,8 +70,8 @@ def main():
             if layout_hash(plan) != row["layout"]:
                 sys.exit(f"{task.id}: {name}'s plan is not the one measured: give the run's --planners and --cost")
             plans.append((index, task, plan, float(row["measured_step_ms"]), row["layout"], name))
-    print("duplex,latency_us,gbps,median_error,even_error,odd_error,ordered,pairs,torchrec_over_bound,"
-          "fastest_over_bound,room_10pct,tasks")
+    print("duplex,latency_us,gbps,median_error,even_error,odd_error,ordered,pairs,"
+          + "".join(f"{name}_over_bound," for name in planners) + "room_10pct,torchrec_tasks")
     for duplex, latency, gbps in itertools.product(args.duplex.split(","),
                                                    [float(x) for x in args.latencies_us.split(",")],
                                                    [float(x) for x in args.gbps.split(",")]):
@@ -86,19 +87,23 @@ def main():
             if index not in bounds:
                 bounds[index] = judge_bound(linked, args.sim)
         apart = far_apart([(x, y) for x, y in itertools.combinations(judged, 2) if x["task"] == y["task"]])
-        torchrec = [r["sim_step_ms"] / bounds[r["task"]] for r in judged if r["plan"] == "torchrec"]
-        fastest = [min(r["sim_step_ms"] for r in judged if r["task"] == i) / b for i, b in bounds.items()]
+        over = {name: [r["sim_step_ms"] / bounds[r["task"]] for r in judged if r["plan"] == name]
+                for name in planners}
+        torchrec = over.get("torchrec", [])
         print(f"{duplex},{latency:g},{gbps:g},{statistics.median(errors[0] + errors[1]):.4f},"
               f"{statistics.median(errors[0]):.4f},{statistics.median(errors[1]):.4f},"
               f"{ordered_as_measured(apart, 'sim_step_ms')},{len(apart)},"
-              f"{f'{statistics.median(torchrec):.4f}' if torchrec else ''},{statistics.median(fastest):.4f},"
-              f"{sum(r >= 1 / 0.9 for r in torchrec)},{len(bounds)}", flush=True)
+              + "".join(f"{statistics.median(v):.4f}," if v else "," for v in over.values())
+              + f"{sum(r >= 1 / 0.9 for r in torchrec)},{len(torchrec)}", flush=True)
 
 
 def judge_bound(task, judge):
     """The judge's lower bound of `task`'s step, per-type exchanges: no plan is below it."""
-    spec = f"{judge}{',' if ':' in judge else ':'}exchanges=per_type"
-    return embshard.compare(task, ["greedy"], cost=spec, backend=spec)[0].lower_bound_ms
+    spec = judge if "exchanges=" in judge else f"{judge}{',' if ':' in judge else ':'}exchanges=per_type"
+    bound = embshard.compare(task, ["greedy"], cost=spec, backend=spec)[0].lower_bound_ms
+    if not bound > 0:
+        sys.exit(f"{task.id}: {spec} gives no lower bound")
+    return bound
 
 
 if __name__ == "__main__":
