@@ -45,7 +45,8 @@
 namespace embshard {
 
 enum class CbcStrategy {
-  kDefault,  ///< CbcMain0 + CbcMain1 "-solve": preprocessing, cuts, heuristics (the cbc binary's)
+  kDefault,  ///< CbcMain0 + CbcMain1 "-solve": preprocessing (off when under 10 s are left: CBC 2.10.8
+             ///< can crash in it when a short limit runs out), cuts, heuristics (the cbc binary's)
   kPlain,    ///< CbcModel::branchAndBound() alone
 };
 
