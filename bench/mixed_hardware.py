@@ -6,7 +6,9 @@ judged by `sim` on the mix. Prints one CSV row per size: the two steps, how much
 mixed-aware plan is, the busiest device's kernel time (forward + backward compute) of each, and the
 capacity ratio the judge sees (the mean of the kinds' HBM bandwidths over the slow kind's: the
 figure by which `sim` scales every kernel term of a device, UVM rows aside, which cross each
-device's own host link).
+device's own host link). Each host keeps its preset's NVLink and NIC; `links_flat_ms` is the mix
+planned as if every host had the slow kind's links (as embshard costed a mix before hosts kept
+their own) and judged on the mix as it is.
 
     bench/mixed_hardware.py OUT [--slow h100] [--fast h200] [--sizes 60x8,500x64,1000x128] [--seed S]
 
@@ -25,7 +27,6 @@ import subprocess
 import sys
 
 E = os.environ.get("EMBSHARD", "build/bin/embshard")
-HBM_GBPS = {"v100": 900, "a100": 2039, "h100": 3350, "h200": 4800}
 
 
 def run(*args):
@@ -50,18 +51,27 @@ def judged(task_path, plan_path, out_path):
     return doc["objectives"]["step_ms"], kernels
 
 
+def gpu_presets():
+    """Each GPU preset's hardware at its defaults, as `embshard list --json` gives it."""
+    doc = json.loads(run("list", "--json"))
+    return {t["name"]: t["hardware"] for t in doc["topologies"] if t["name"] != "cpu"}
+
+
 def main():
+    presets = gpu_presets()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out")
-    parser.add_argument("--slow", default="h100", choices=sorted(HBM_GBPS))
-    parser.add_argument("--fast", default="h200", choices=sorted(HBM_GBPS))
+    parser.add_argument("--slow", default="h100", choices=sorted(presets))
+    parser.add_argument("--fast", default="h200", choices=sorted(presets))
     parser.add_argument("--sizes", default="60x8,500x64,1000x128", help="TABLESxDEVICES,... (devices even)")
     parser.add_argument("--seed", type=int, default=3200)
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    capacity = (HBM_GBPS[args.fast] / HBM_GBPS[args.slow] + 1) / 2
+    slow_hw, fast_hw = presets[args.slow], presets[args.fast]
+    capacity = (fast_hw["device"]["hbm_gbps"] / slow_hw["device"]["hbm_gbps"] + 1) / 2
+    flat = f",intra_host_gbps={slow_hw['intra_host_gbps']},inter_host_gbps={slow_hw['inter_host_gbps']}"
     print("slow,fast,tables,devices,mixed_aware_ms,as_slow_on_mix_ms,faster_by,mixed_aware_kernels_ms,"
-          "as_slow_kernels_ms,kernels_ratio,capacity_ratio")
+          "as_slow_kernels_ms,kernels_ratio,capacity_ratio,links_flat_ms")
     for size in args.sizes.split(","):
         tables, devices = (int(x) for x in size.split("x"))
         if not (devices % 2 == 0 and 2 <= devices <= 8 or devices % 16 == 0):
@@ -75,14 +85,18 @@ def main():
         task = json.load(open(os.path.join(base, "000.json"), encoding="utf-8"))
         kind = f"nodes={hosts // 2},gpus_per_node={per_host},hbm_gib=4,uvm_gib=256"
         mixed = with_hosts(task, [f"{args.slow}:{kind}", f"{args.fast}:{kind}"], base + "-mixed.json")
+        flat_links = with_hosts(task, [f"{args.slow}:{kind}", f"{args.fast}:{kind}{flat}"], base + "-flat.json")
         kind = f"nodes={hosts},gpus_per_node={per_host},hbm_gib=4,uvm_gib=256"
         slow = with_hosts(task, [f"{args.slow}:{kind}"], base + "-slow.json")
         run("plan", "--task", mixed, "--out", base + "-mixed-plan.json")
         run("plan", "--task", slow, "--out", base + "-slow-plan.json")
+        run("plan", "--task", flat_links, "--out", base + "-flat-plan.json")
         aware, aware_kernels = judged(mixed, base + "-mixed-plan.json", base + "-mixed-eval.json")
         as_slow, slow_kernels = judged(mixed, base + "-slow-plan.json", base + "-slow-eval.json")
+        links_flat, _ = judged(mixed, base + "-flat-plan.json", base + "-flat-eval.json")
         print(f"{args.slow},{args.fast},{tables},{devices},{aware:.3f},{as_slow:.3f},{as_slow / aware - 1:.3f},"
-              f"{aware_kernels:.3f},{slow_kernels:.3f},{slow_kernels / aware_kernels:.3f},{capacity:.3f}", flush=True)
+              f"{aware_kernels:.3f},{slow_kernels:.3f},{slow_kernels / aware_kernels:.3f},{capacity:.3f},"
+              f"{links_flat:.3f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 // embshard list: every registered plug-in with its parameters; embshard help: every verb.
 #include <cstdio>
 
+#include <nlohmann/json.hpp>
+
 #include "commands.h"
 #include "embshard/data/topology.h"
 #include "embshard/eval/cost_model_registry.h"
@@ -36,10 +38,58 @@ void print_registry(const Registry<T, FactoryArgs...>& registry) {
   }
 }
 
+/** One registry as JSON: its entries, each with its parameters (`embshard list --json`). */
+template <typename T, typename... FactoryArgs>
+nlohmann::json registry_json(const Registry<T, FactoryArgs...>& registry) {
+  nlohmann::json entries = nlohmann::json::array();
+  for (const auto& entry : registry.list()) {
+    nlohmann::json params = nlohmann::json::array();
+    for (const auto& p : entry.params) {
+      nlohmann::json param = {
+          {"name", p.name}, {"type", to_string(p.type)}, {"default", p.default_value}, {"doc", p.doc}};
+      if (p.min_value) param["min"] = *p.min_value;
+      if (p.max_value) param["max"] = *p.max_value;
+      if (!p.choices.empty()) param["choices"] = p.choices;
+      params.push_back(std::move(param));
+    }
+    entries.push_back({{"name", entry.name}, {"describe", entry.describe}, {"params", std::move(params)}});
+  }
+  return entries;
+}
+
+/** What a preset builds at its defaults: its links and device 0's figures. */
+nlohmann::json preset_hardware_json(const std::string& name) {
+  const Topology t = make_topology(name);
+  const Device& d = t.devices.front();
+  return {
+      {"device_kind", t.device_kind},
+      {"devices_per_host", t.devices_per_host},
+      {"intra_host_gbps", t.intra_host_gbps},
+      {"inter_host_gbps", t.inter_host_gbps},
+      {"a2a_latency_us", t.a2a_latency_us},
+      {"device",
+       {{"hbm_bytes", d.hbm_bytes}, {"uvm_bytes", d.uvm_bytes}, {"hbm_gbps", d.hbm_gbps}, {"uvm_gbps", d.uvm_gbps}}}};
+}
+
+void print_json() {
+  nlohmann::json topologies = registry_json(topology_registry());
+  for (nlohmann::json& entry : topologies) entry["hardware"] = preset_hardware_json(entry["name"]);
+  const nlohmann::json out = {{"topologies", std::move(topologies)},
+                              {"task_protocols", registry_json(task_protocol_registry())},
+                              {"sharders", registry_json(sharder_registry())},
+                              {"cost_models", registry_json(cost_model_registry())}};
+  std::printf("%s\n", out.dump(2).c_str());
+}
+
 }  // namespace
 
 int run_list(Args& args, const Context&) {
+  const bool json = args.flag("json");
   args.finish();
+  if (json) {
+    print_json();
+    return 0;
+  }
   print_registry(topology_registry());
   print_registry(task_protocol_registry());
   print_registry(sharder_registry());

@@ -341,7 +341,12 @@ std::vector<VerbDoc> make_docs() {
        "Evaluates real plans on the backend (at --batch for measured backends), with a checkpoint in\n"
        "POLICY.json.ckpt every --checkpoint-every learner updates (--resume continues from it); plan\n"
        "with --sharder autoshard:policy=POLICY.json."},
-      {"list", "every registered plug-in (topologies, protocols, sharders, cost models) with its parameters", {}, ""},
+      {"list",
+       "every registered plug-in (topologies, protocols, sharders, cost models) with its parameters",
+       {{"json", "", "",
+         "print them as JSON: each family's entries and parameters, and what each topology preset builds at "
+         "its defaults (links, device 0's memory and bandwidths)"}},
+       ""},
       {"help",
        "this list; `embshard help --markdown` writes docs/cli.md",
        {{"markdown", "", "", "print the whole CLI reference as Markdown (docs/cli.md)"}},

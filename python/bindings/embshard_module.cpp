@@ -128,6 +128,8 @@ py::dict topology_dict(const Topology& topo) {
     dev["uvm_bytes"] = d.uvm_bytes;
     dev["hbm_gbps"] = d.hbm_gbps;
     dev["uvm_gbps"] = d.uvm_gbps;
+    if (d.intra_host_gbps > 0) dev["intra_host_gbps"] = d.intra_host_gbps;  // a host's own links (mixed hardware)
+    if (d.inter_host_gbps > 0) dev["inter_host_gbps"] = d.inter_host_gbps;
     devices.append(dev);
   }
   py::dict out;

@@ -771,6 +771,33 @@ double with_2d_layouts(const Task& task, const SimHardware& hw, Objective object
   return bound;
 }
 
+/** `task` with every device's links the fastest any host has (the link model charges each device
+ *  its own: a plan's exchanges take no longer there). */
+Task with_fastest_links(Task task) {
+  Topology& topology = task.topology;
+  double intra = topology.intra_host_gbps, inter = topology.inter_host_gbps;
+  for (int d = 0; d < topology.num_devices(); ++d)
+    intra = std::max(intra, topology.intra_gbps(d)), inter = std::max(inter, topology.inter_gbps(d));
+  topology.intra_host_gbps = intra, topology.inter_host_gbps = inter;
+  for (Device& d : topology.devices) d.intra_host_gbps = d.inter_host_gbps = 0.0;
+  return task;
+}
+
+/**
+ * `task` with every device's links at the devices' mean bandwidth, for the averaging floor: where
+ * device d moves x_d bytes over a link of r_d GB/s, the slowest takes at least Σ x_d / Σ r_d, the
+ * floor of the same bytes over N links of the mean rate. The all-reduce, at the slowest links in
+ * the plan's task, is at the mean here: no dearer.
+ */
+Task with_mean_links(Task task) {
+  Topology& topology = task.topology;
+  double intra = 0.0, inter = 0.0;
+  for (int d = 0; d < topology.num_devices(); ++d) intra += topology.intra_gbps(d), inter += topology.inter_gbps(d);
+  topology.intra_host_gbps = intra / topology.num_devices(), topology.inter_host_gbps = inter / topology.num_devices();
+  for (Device& d : topology.devices) d.intra_host_gbps = d.inter_host_gbps = 0.0;
+  return task;
+}
+
 /** `hw` for a device whose kernel terms but the calls take `kernels` times device 0's, and its
  *  UVM term `uvm` times (the factors `on_device` applies to features, here to coefficients). */
 SimHardware at_speed(SimHardware hw, double kernels, double uvm) {
@@ -802,11 +829,12 @@ double mean_speed_averaging(const Task& task, const SimHardware& hw, Objective o
 double sim_lower_bound(const Task& task, const SimHardware& hw, Objective objective, const InputCommOptions& input,
                        double most_cell_tables) {
   if (objective == Objective::kBalance) return 1.0;
-  if (!mixed_speeds(task.topology))
+  if (!mixed_speeds(task.topology) && task.topology.uniform_links())
     return with_2d_layouts(task, hw, objective, input, most_cell_tables,
                            one_layout_bound(task, hw, objective, input, most_cell_tables));
-  // Every device no slower than the fastest: a plan costs no more there, so its bound holds here.
-  Task fastest = task;
+  // Every device no slower than the fastest, and its links no slower than the fastest host's: a
+  // plan costs no more there, so its bound holds here.
+  Task fastest = with_fastest_links(task);
   Device top = task.topology.devices.front();
   for (const Device& d : task.topology.devices)
     top.hbm_gbps = std::max(top.hbm_gbps, d.hbm_gbps), top.uvm_gbps = std::max(top.uvm_gbps, d.uvm_gbps);
@@ -814,7 +842,7 @@ double sim_lower_bound(const Task& task, const SimHardware& hw, Objective object
                                      top.uvm_gbps > 0 ? uvm_reference_gbps(task.topology) / top.uvm_gbps : 1.0);
   for (Device& d : fastest.topology.devices) d.hbm_gbps = top.hbm_gbps, d.uvm_gbps = top.uvm_gbps;
   const double one_d = std::max(one_layout_bound(fastest, quick, objective, input, most_cell_tables),
-                                mean_speed_averaging(task, hw, objective, input, most_cell_tables));
+                                mean_speed_averaging(with_mean_links(task), hw, objective, input, most_cell_tables));
   return with_2d_layouts(fastest, quick, objective, input, most_cell_tables, one_d);
 }
 

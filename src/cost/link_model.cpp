@@ -96,8 +96,8 @@ void exchange_ms_into(const Topology& topology, const ExchangeBytes& bytes, std:
   };
   for (int d = 0; d < n; ++d) {
     const LinkVolume v = peers.volume(d);
-    const double intra = ms(link(v.send_intra_bytes, v.recv_intra_bytes), topology.intra_host_gbps);
-    const double inter = ms(link(v.send_inter_bytes, v.recv_inter_bytes), topology.inter_host_gbps);
+    const double intra = ms(link(v.send_intra_bytes, v.recv_intra_bytes), topology.intra_gbps(d));
+    const double inter = ms(link(v.send_inter_bytes, v.recv_inter_bytes), topology.inter_gbps(d));
     times[static_cast<std::size_t>(d)] = topology.a2a_latency_us / 1000.0 + std::max(intra, inter);
   }
 }
@@ -249,8 +249,9 @@ double hierarchical_all_reduce_ms_per_byte(const Topology& topology, double per_
   // A ring step sends and receives as much: on a half-duplex link both take the link's time.
   const double directions = topology.half_duplex ? 2.0 : 1.0;
   const auto per = [&](double share, double gbps) { return gbps > 0 ? directions * share / (gbps * 1e6) : 0.0; };
-  return per(2.0 * (per_host - 1.0) / per_host, topology.intra_host_gbps) +
-         per(2.0 * (hosts - 1.0) / hosts / per_host, topology.inter_host_gbps);
+  // A ring runs at its slowest link's pace (hosts with links of their own: mixed hardware).
+  return per(2.0 * (per_host - 1.0) / per_host, topology.slowest_intra_gbps()) +
+         per(2.0 * (hosts - 1.0) / hosts / per_host, topology.slowest_inter_gbps());
 }
 
 }  // namespace

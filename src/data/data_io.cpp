@@ -60,8 +60,12 @@ json topology_json(const Topology& t) {
   if (!t.name.empty() && t.name != "custom" && !t.half_duplex) return {{"preset", t.name}};
   json devices = json::array();
   for (const Device& d : t.devices) {
-    devices.push_back(
-        {{"hbm_bytes", d.hbm_bytes}, {"uvm_bytes", d.uvm_bytes}, {"hbm_gbps", d.hbm_gbps}, {"uvm_gbps", d.uvm_gbps}});
+    json device = {
+        {"hbm_bytes", d.hbm_bytes}, {"uvm_bytes", d.uvm_bytes}, {"hbm_gbps", d.hbm_gbps}, {"uvm_gbps", d.uvm_gbps}};
+    // A host's own links (mixed hardware), written only where named: other files stay as they were.
+    if (d.intra_host_gbps > 0) device["intra_host_gbps"] = d.intra_host_gbps;
+    if (d.inter_host_gbps > 0) device["inter_host_gbps"] = d.inter_host_gbps;
+    devices.push_back(std::move(device));
   }
   json out = {{"device_kind", t.device_kind},         {"devices_per_host", t.devices_per_host},
               {"intra_host_gbps", t.intra_host_gbps}, {"inter_host_gbps", t.inter_host_gbps},
@@ -72,9 +76,10 @@ json topology_json(const Topology& t) {
 
 /**
  * Mixed hardware: `{"hosts": ["h200", "h100:nodes=2"]}`, hosts of preset specs one after another
- * (data/topology.h). Every preset's hosts must be the same size; the links are the slowest of them
- * and the latency the largest; device_kind is the first preset's (the sim model costs every device
- * in its terms, cost/analytic.h).
+ * (data/topology.h). Every preset's hosts must be the same size; each host keeps its preset's links
+ * (Device::intra_host_gbps / inter_host_gbps, named only where the presets' differ), the
+ * topology's are the slowest of them, and the latency is the largest; device_kind is the first
+ * preset's (the sim model costs every device in its terms, cost/analytic.h).
  */
 Topology mixed_topology_from(const JsonNode& hosts) {
   hosts.expect_array(1);
@@ -89,6 +94,7 @@ Topology mixed_topology_from(const JsonNode& hosts) {
     } catch (const Error& e) {
       entry.fail(e.what());
     }
+    for (Device& d : part.devices) d.intra_host_gbps = part.intra_host_gbps, d.inter_host_gbps = part.inter_host_gbps;
     if (i == 0) {
       t = part, t.name = "custom";
       continue;
@@ -102,6 +108,9 @@ Topology mixed_topology_from(const JsonNode& hosts) {
     t.a2a_latency_us = std::max(t.a2a_latency_us, part.a2a_latency_us);
   }
   t.devices_per_host = t.host_size();
+  if (t.uniform_links()) {  // every preset's links alike: the topology's figures say it all
+    for (Device& d : t.devices) d.intra_host_gbps = d.inter_host_gbps = 0.0;
+  }
   if (t.num_hosts() > 1) {  // an all-to-all across hosts: each preset's latency as it has across its own hosts
     for (std::size_t i = 0; i < hosts.size(); ++i) {
       Spec spec = parse_spec(hosts.at(i).as_string());
@@ -142,9 +151,12 @@ Topology topology_from(const JsonNode& n) {
   devices.expect_array(1);
   for (std::size_t i = 0; i < devices.size(); ++i) {
     const JsonNode d = devices.at(i);
-    d.only_keys({"hbm_bytes", "uvm_bytes", "hbm_gbps", "uvm_gbps"});
-    t.devices.push_back({d.at("hbm_bytes").as_int(0), d.at("uvm_bytes").as_int(0), d.at("hbm_gbps").as_double(0),
-                         d.at("uvm_gbps").as_double(0)});
+    d.only_keys({"hbm_bytes", "uvm_bytes", "hbm_gbps", "uvm_gbps", "intra_host_gbps", "inter_host_gbps"});
+    Device device{d.at("hbm_bytes").as_int(0), d.at("uvm_bytes").as_int(0), d.at("hbm_gbps").as_double(0),
+                  d.at("uvm_gbps").as_double(0)};
+    if (d.has("intra_host_gbps")) device.intra_host_gbps = d.at("intra_host_gbps").as_double(0);
+    if (d.has("inter_host_gbps")) device.inter_host_gbps = d.at("inter_host_gbps").as_double(0);
+    t.devices.push_back(device);
   }
   return t;
 }

@@ -1,5 +1,6 @@
 #include "embshard/data/topology.h"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <sstream>
@@ -90,6 +91,21 @@ std::vector<ParamSpec> gpu_params(const NodeSheet& s) {
        1e7,
        {},
        "host memory available to embeddings per device through UVM, GiB"},
+      {"intra_host_gbps",
+       ParamType::kFloat,
+       num(s.intra_gbps),
+       1e-3,
+       kMaxGbps,
+       {},
+       "all-to-all bandwidth per device inside a host, GB/s (NVLink or PCIe; NCCL's bus bandwidth)"},
+      {"inter_host_gbps",
+       ParamType::kFloat,
+       num(s.inter_gbps),
+       1e-3,
+       kMaxGbps,
+       {},
+       "all-to-all bandwidth per device across hosts, GB/s (the host's NICs over its devices; another NIC: "
+       "mixed hardware, docs/data.md)"},
   };
 }
 
@@ -104,8 +120,8 @@ Topology build_gpu(const NodeSheet& s, const Params& p) {
   d.hbm_gbps = s.hbm_gbps;
   d.uvm_gbps = s.uvm_gbps;
   t.devices.assign(static_cast<std::size_t>(nodes * t.devices_per_host), d);
-  t.intra_host_gbps = s.intra_gbps;
-  t.inter_host_gbps = s.inter_gbps;
+  t.intra_host_gbps = p.get_float("intra_host_gbps");
+  t.inter_host_gbps = p.get_float("inter_host_gbps");
   t.a2a_latency_us = nodes > 1 ? std::max(kInterLatencyUs, s.a2a_latency_us) : s.a2a_latency_us;
   return t;
 }
@@ -171,11 +187,31 @@ std::string preset_for_gpu(const std::string& cuda_name) {
 int Topology::first_unlike_device() const {
   for (std::size_t i = 1; i < devices.size(); ++i) {
     const Device &d = devices[i], &first = devices.front();
+    const int at = static_cast<int>(i);
     if (d.hbm_bytes != first.hbm_bytes || d.uvm_bytes != first.uvm_bytes || d.hbm_gbps != first.hbm_gbps ||
-        d.uvm_gbps != first.uvm_gbps)
-      return static_cast<int>(i);
+        d.uvm_gbps != first.uvm_gbps || intra_gbps(at) != intra_gbps(0) || inter_gbps(at) != inter_gbps(0))
+      return at;
   }
   return -1;
+}
+
+double Topology::slowest_intra_gbps() const {
+  double slowest = intra_host_gbps;
+  for (int d = 0; d < num_devices(); ++d) slowest = std::min(slowest, intra_gbps(d));
+  return slowest;
+}
+
+double Topology::slowest_inter_gbps() const {
+  double slowest = inter_host_gbps;
+  for (int d = 0; d < num_devices(); ++d) slowest = std::min(slowest, inter_gbps(d));
+  return slowest;
+}
+
+bool Topology::uniform_links() const {
+  return std::all_of(devices.begin(), devices.end(), [&](const Device& d) {
+    return (d.intra_host_gbps <= 0 || d.intra_host_gbps == intra_host_gbps) &&
+           (d.inter_host_gbps <= 0 || d.inter_host_gbps == inter_host_gbps);
+  });
 }
 
 bool Topology::devices_interchangeable() const { return first_unlike_device() < 0 && num_hosts() == 1; }
@@ -186,6 +222,29 @@ Topology make_topology(const std::string& spec) {
   t.name = topology_registry().canonical(spec);
   return t;
 }
+
+namespace {
+
+/** "" if every host's devices share their link figures and those across hosts are positive. */
+std::string find_error_in_host_links(const Topology& t, const std::string& at) {
+  if (t.uniform_links()) return "";
+  const auto gbps = [](double v) { return detail::concat(v, " GB/s"); };
+  for (int d = 0; d < t.num_devices(); ++d) {
+    const int first = t.host_of(d) * t.devices_per_host;
+    const std::string device = at + " device " + std::to_string(d);
+    if (t.intra_gbps(d) != t.intra_gbps(first) || t.inter_gbps(d) != t.inter_gbps(first))
+      return detail::concat(device, ": its links (intra_host_gbps ", gbps(t.intra_gbps(d)), ", inter_host_gbps ",
+                            gbps(t.inter_gbps(d)), ") differ from device ", first, "'s on its host (",
+                            gbps(t.intra_gbps(first)), ", ", gbps(t.inter_gbps(first)),
+                            "): a host's devices share its links");
+    if (!(t.intra_gbps(d) > 0)) return device + ": intra_host_gbps must be positive";
+    if (t.num_hosts() > 1 && !(t.inter_gbps(d) > 0))
+      return device + ": inter_host_gbps must be positive with several hosts";
+  }
+  return "";
+}
+
+}  // namespace
 
 std::string find_error_in_topology(const Topology& t, const std::string& where) {
   const std::string at = where + ": topology";
@@ -207,6 +266,8 @@ std::string find_error_in_topology(const Topology& t, const std::string& where) 
     if (bad_gbps(dev.uvm_gbps)) return device + ": uvm_gbps must lie in [0, 1e6]";
     if (dev.uvm_bytes > 0 && !(dev.uvm_gbps > 0))
       return device + ": uvm_gbps must be positive when uvm memory is given";
+    if (bad_gbps(dev.intra_host_gbps) || bad_gbps(dev.inter_host_gbps))
+      return device + ": intra_host_gbps / inter_host_gbps must lie in [0, 1e6] (0: the topology's)";
   }
   if (!(t.intra_host_gbps > 0) || bad_gbps(t.intra_host_gbps))
     return at + ": intra_host_gbps must be positive and at most 1e6";
@@ -215,7 +276,7 @@ std::string find_error_in_topology(const Topology& t, const std::string& where) 
     return at + ": inter_host_gbps must be positive with several hosts";
   if (!(t.a2a_latency_us >= 0 && t.a2a_latency_us <= kMaxLatencyUs))
     return at + ": a2a_latency_us must lie in [0, 1e9]";
-  return "";
+  return find_error_in_host_links(t, at);
 }
 
 }  // namespace embshard

@@ -599,6 +599,40 @@ TEST(InputAllToAll, TheJudgeExposesOverlapsOrOmitsIt) {
 }
 
 }  // namespace
+TEST(LinkModel, EachDeviceRunsAtItsOwnHostsLinks) {
+  // Two hosts of two devices (DevicesOnTwoHosts), host 1 with half the NVLink and NIC bandwidth
+  // (mixed hardware): device 0 moves max(16, 32) bytes inside its host and max(32, 112) across at
+  // its own rates, device 3 max(64, 48) and max(128, 48) at host 1's.
+  Topology quad = make_topology("a100:nodes=2,gpus_per_node=2");
+  const double intra = quad.intra_host_gbps, inter = quad.inter_host_gbps;
+  for (const int d : {2, 3}) {
+    quad.devices[static_cast<std::size_t>(d)].intra_host_gbps = intra / 2;
+    quad.devices[static_cast<std::size_t>(d)].inter_host_gbps = inter / 2;
+  }
+  ASSERT_EQ(find_error_in_topology(quad, "quad"), "");
+  EXPECT_FALSE(quad.uniform_links());
+  const std::vector<double> q = all_to_all_ms(quad, {1, 2, 3, 4}, 16);
+  const double latency = quad.a2a_latency_us / 1000.0;
+  const auto ms = [](double bytes, double gbps) { return bytes / (gbps * 1e6); };
+  EXPECT_DOUBLE_EQ(q[0], latency + std::max(ms(32.0, intra), ms(112.0, inter)));
+  EXPECT_DOUBLE_EQ(q[3], latency + std::max(ms(64.0, intra / 2), ms(128.0, inter / 2)));
+
+  // A ring all-reduce passes every host: the slower host's links set it.
+  Topology slow = make_topology("a100:nodes=2,gpus_per_node=2");
+  slow.intra_host_gbps = intra / 2, slow.inter_host_gbps = inter / 2;
+  EXPECT_DOUBLE_EQ(all_reduce_ms(quad, 1 << 20), all_reduce_ms(slow, 1 << 20));
+
+  // A host's devices share its links, and across hosts they must be positive: one line each.
+  Topology split = quad;
+  split.devices[3].inter_host_gbps = inter / 4;
+  EXPECT_NE(find_error_in_topology(split, "t.json").find("device 3: its links"), std::string::npos)
+      << find_error_in_topology(split, "t.json");
+  EXPECT_NE(find_error_in_topology(split, "t.json").find("a host's devices share its links"), std::string::npos);
+  split.devices[3].inter_host_gbps = -1;
+  EXPECT_NE(find_error_in_topology(split, "t.json").find("device 3: intra_host_gbps / inter_host_gbps must lie in"),
+            std::string::npos);
+}
+
 TEST(LinkModel, HalfDuplexLinksCarryBothDirectionsAndSayItInTheTaskFile) {
   // The two-device example above: device 0 sends 48 bytes and receives 80, device 1 the reverse.
   // On a half-duplex link each moves 128 bytes through it, not the larger 80.

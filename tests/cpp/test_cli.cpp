@@ -98,6 +98,31 @@ TEST_F(Cli, ListPrintsEveryRegistryWithParameters) {
   expect_listed(r.out, cost_model_registry());
 }
 
+TEST_F(Cli, ListAsJsonNamesEveryEntryAndWhatEachPresetBuilds) {
+  const CliResult r = run_cli("list --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const nlohmann::json doc = nlohmann::json::parse(r.out);
+  const auto expect_entries = [&](const char* key, const auto& registry) {
+    const std::vector<RegistryEntryInfo> entries = registry.list();
+    ASSERT_EQ(doc.at(key).size(), entries.size()) << key;
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      EXPECT_EQ(doc[key][i]["name"], entries[i].name);
+      ASSERT_EQ(doc[key][i]["params"].size(), entries[i].params.size()) << entries[i].name;
+      for (std::size_t j = 0; j < entries[i].params.size(); ++j)
+        EXPECT_EQ(doc[key][i]["params"][j]["default"], entries[i].params[j].default_value) << entries[i].name;
+    }
+  };
+  expect_entries("topologies", topology_registry());
+  expect_entries("task_protocols", task_protocol_registry());
+  expect_entries("sharders", sharder_registry());
+  expect_entries("cost_models", cost_model_registry());
+  for (const nlohmann::json& preset : doc["topologies"]) {
+    const Topology t = make_topology(preset["name"].get<std::string>());
+    EXPECT_EQ(preset["hardware"]["device"]["hbm_gbps"], t.devices.front().hbm_gbps) << preset["name"];
+    EXPECT_EQ(preset["hardware"]["inter_host_gbps"], t.inter_host_gbps) << preset["name"];
+  }
+}
+
 TEST_F(Cli, HelpOfAVerbShowsItsUsageAndWhereItsFiguresAreDefined) {
   CliResult r = run_cli("eval --help");
   ASSERT_EQ(r.status, 0) << r.out;

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -238,7 +239,8 @@ Task heavy_tables_task(std::uint64_t seed, const std::string& topology) {
 TEST(LowerBound, OnMixedHardwareWeighsEachDeviceBySpeedAndNoPlanBeatsIt) {
   // Every other host of a slower kind (data/topology.h, "Mixed hardware"): the bound averages the
   // kernels' work over the devices' speeds (analytic.h, "Mixed speeds"), so it is above the bound
-  // of the same task on devices all as fast as the fastest, and still below every plan.
+  // of the same task on devices all as fast as the fastest, and still below every plan. From seed
+  // 6 on the slower hosts have their kind's links too (each device costed on its own).
   const char* const kinds[][2] = {{"h100:nodes=2,gpus_per_node=2", "2080ti"},
                                   {"a100:nodes=3,gpus_per_node=2", "v100"},
                                   {"h100:nodes=2,gpus_per_node=4", "a100"}};
@@ -252,9 +254,16 @@ TEST(LowerBound, OnMixedHardwareWeighsEachDeviceBySpeedAndNoPlanBeatsIt) {
     for (std::size_t d = 0; d < task.topology.devices.size(); ++d) {
       Device& device = task.topology.devices[d];
       device.hbm_bytes = fastest.topology.devices[d].hbm_bytes = std::int64_t{1} << 40;
-      if (task.topology.host_of(static_cast<int>(d)) % 2 == 1)
+      if (task.topology.host_of(static_cast<int>(d)) % 2 == 1) {
         device.hbm_gbps = slow.hbm_gbps, device.uvm_gbps = slow.uvm_gbps;
+        if (seed >= 6) {
+          const Topology links = make_topology(std::string(slow_kind) + ":nodes=2");
+          device.intra_host_gbps = links.intra_host_gbps, device.inter_host_gbps = links.inter_host_gbps;
+        }
+      }
     }
+    ASSERT_EQ(find_error_in_topology(task.topology, "mixed"), "");
+    EXPECT_EQ(task.topology.uniform_links(), seed < 6) << seed;
     const auto cost = make_cost_model("sim", task);
     const auto fast_cost = make_cost_model("sim", fastest);
     const double bound = *cost->lower_bound(task, Objective::kStep);
@@ -1004,6 +1013,71 @@ TEST(JointState, ObjectiveIsTheEvaluatorsOnHalfDuplexLinks) {
     for (const char* spec : {"sim", "sim:input_comm=overlap", "sim:exchanges=per_type"})
       expect_state_matches_estimate(task, spec, 7);
   }
+}
+
+TEST(JointState, ObjectiveIsTheEvaluatorsWhereHostsHaveLinksOfTheirOwn) {
+  // Every other host with half the NIC and NVLink bandwidth (mixed hardware, data/topology.h), on
+  // 16 devices (every exchange summed afresh) and 128 (the incremental sums of fast_step.h, per
+  // group of hosts of one NIC): the state's objective is the evaluator's.
+  for (const char* topology : {"v100:nodes=2,gpus_per_node=8", "a100:nodes=16,gpus_per_node=8"}) {
+    Task task = state_task(topology);
+    for (int d = 0; d < task.topology.num_devices(); ++d) {
+      if (task.topology.host_of(d) % 2 == 0) continue;
+      Device& device = task.topology.devices[static_cast<std::size_t>(d)];
+      device.intra_host_gbps = task.topology.intra_host_gbps / 2;
+      device.inter_host_gbps = task.topology.inter_host_gbps / 2;
+    }
+    task.topology.name = "custom";
+    for (const char* spec : {"sim", "sim:input_comm=overlap", "sim:exchanges=per_type"})
+      expect_state_matches_estimate(task, spec, 7);
+  }
+}
+
+TEST(FastExchange, MaxIsTheLinkModelsWhereHostsHaveLinksOfTheirOwn) {
+  // Four hosts of four devices, hosts 1 and 3 with half the NVLink and a third of the NIC
+  // bandwidth: random bytes per peer, each host's empty, light or heavy (so that an empty slow
+  // host's receiving sets the exchange at times), against the link model's max over devices
+  // (cost/link_model.h).
+  Topology topology = make_topology("a100:nodes=4,gpus_per_node=4");
+  for (int d = 0; d < topology.num_devices(); ++d) {
+    if (topology.host_of(d) % 2 == 0) continue;
+    topology.devices[static_cast<std::size_t>(d)].intra_host_gbps = topology.intra_host_gbps / 2;
+    topology.devices[static_cast<std::size_t>(d)].inter_host_gbps = topology.inter_host_gbps / 3;
+  }
+  const int n = topology.num_devices(), per_host = topology.host_size(), hosts = topology.num_hosts();
+  FastExchange fast(topology);
+  Rng rng(5);
+  std::vector<double> times(static_cast<std::size_t>(n));
+  int receiving_set_it = 0;
+  for (int draw = 0; draw < 200; ++draw) {
+    ExchangeBytes bytes{std::vector<double>(static_cast<std::size_t>(n)),
+                        std::vector<double>(static_cast<std::size_t>(n)),
+                        std::vector<double>(static_cast<std::size_t>(hosts))};
+    std::vector<std::uint64_t> most(static_cast<std::size_t>(hosts));  // per host: 0, 50 or 1,000 bytes
+    for (std::uint64_t& m : most) m = std::array<std::uint64_t, 3>{0, 50, 1000}[rng.below(3)];
+    for (int d = 0; d < n; ++d) {
+      const std::uint64_t m = most[static_cast<std::size_t>(topology.host_of(d))];
+      const auto b = static_cast<std::int64_t>(m ? rng.below(m) : 0);
+      const auto s = static_cast<std::int64_t>(m && rng.below(2) ? rng.below(m) : 0);
+      fast.set(d, b, s);
+      bytes.pooled[static_cast<std::size_t>(d)] = static_cast<double>(b * n);
+      bytes.partial[static_cast<std::size_t>(d)] = static_cast<double>(s * per_host);
+    }
+    for (int h = 0; h < hosts; ++h) {
+      const std::uint64_t m = most[static_cast<std::size_t>(h)];
+      const auto q = static_cast<std::int64_t>(m ? rng.below(m) : 0);
+      fast.set_host(h, q);
+      bytes.reduced[static_cast<std::size_t>(h)] = static_cast<double>(q * n);
+    }
+    exchange_ms_into(topology, bytes, times);
+    const double want = *std::max_element(times.begin(), times.end());
+    EXPECT_NEAR(fast.max_ms(), want, 1e-12 * want) << "draw " << draw;
+    // Whether a device of an empty host, which sends nothing, is the slowest.
+    for (int h = 0; h < hosts; ++h)
+      receiving_set_it +=
+          most[static_cast<std::size_t>(h)] == 0 && want > 0 && times[static_cast<std::size_t>(h * per_host)] == want;
+  }
+  EXPECT_GT(receiving_set_it, 10);
 }
 
 TEST(JointState, ObjectiveIsThe2DPlansWithItsReplicaSync) {

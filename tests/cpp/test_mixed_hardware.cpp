@@ -57,6 +57,66 @@ TEST(MixedHardware, TheTaskFileCarriesHostsOfTwoKinds) {
             "t.json: topology.hosts[0]: expected a string, got an array");
 }
 
+TEST(MixedHardware, EachHostKeepsItsPresetsLinksAndTheTaskFileCarriesThem) {
+  const Task task = mixed_task(20, 1);
+  const Topology h100 = make_topology("h100:nodes=2"), a100 = make_topology("a100:nodes=2");
+  EXPECT_FALSE(task.topology.uniform_links());
+  EXPECT_EQ(task.topology.intra_gbps(0), h100.intra_host_gbps);
+  EXPECT_EQ(task.topology.inter_gbps(3), h100.inter_host_gbps);
+  EXPECT_EQ(task.topology.intra_gbps(4), a100.intra_host_gbps);
+  EXPECT_EQ(task.topology.inter_gbps(7), a100.inter_host_gbps);
+  // Written back device by device, it reads back with the same links and costs a plan alike.
+  const Task back = task_from_json(task_to_json(task), "back");
+  for (int d = 0; d < 8; ++d) {
+    EXPECT_EQ(back.topology.intra_gbps(d), task.topology.intra_gbps(d)) << d;
+    EXPECT_EQ(back.topology.inter_gbps(d), task.topology.inter_gbps(d)) << d;
+  }
+  const auto cost = make_cost_model("sim", task, quiet());
+  const ShardResult r = plan_task("greedy", task, cost.get(), quiet());
+  ASSERT_EQ(r.status, ShardStatus::kOk) << r.reason;
+  EXPECT_EQ(evaluate_plan(back, r.plan, kSimJudge, quiet()).step_ms,
+            evaluate_plan(task, r.plan, kSimJudge, quiet()).step_ms);
+  // Presets with the same links (an H100's node and an H200's) name none of their own: the file
+  // keeps the topology's one pair.
+  nlohmann::json doc = nlohmann::json::parse(task_to_json(task));
+  doc["topology"] = {{"hosts", {"h100:gpus_per_node=4", "h200:gpus_per_node=4"}}};
+  const Task same = task_from_json(doc.dump(), "same links");
+  EXPECT_TRUE(same.topology.uniform_links());
+  EXPECT_EQ(nlohmann::json::parse(task_to_json(same))["topology"]["devices"][0].count("inter_host_gbps"), 0u);
+}
+
+TEST(MixedHardware, AHostWithAnotherNicIsCostedAtItsOwnRateAndBounded) {
+  // Two H100 hosts, the second with an eighth of the NIC bandwidth (a preset's inter_host_gbps).
+  // In an all-to-all every byte between the hosts crosses both NICs, so the slow one sets the
+  // exchange whichever host holds the columns: a plan takes longer than with both NICs fast, and
+  // no sharder's plan beats the bound, which is above the bound with both NICs fast.
+  for (const std::uint64_t seed : {5u, 6u}) {
+    Task task = mixed_task(40, seed);
+    nlohmann::json doc = nlohmann::json::parse(task_to_json(task));
+    doc["topology"] = {{"hosts", {"h100:gpus_per_node=4", "h100:gpus_per_node=4,inter_host_gbps=6"}}};
+    task = task_from_json(doc.dump(), "slow nic");
+    const double fast_nic = make_topology("h100:nodes=2").inter_host_gbps;
+    ASSERT_EQ(task.topology.inter_gbps(4), 6.0);
+    ASSERT_EQ(task.topology.inter_gbps(0), fast_nic);
+    Task both_fast = task;
+    for (Device& d : both_fast.topology.devices) d.inter_host_gbps = 0.0;
+    both_fast.topology.inter_host_gbps = fast_nic;
+    const auto cost = make_cost_model("sim", task, quiet());
+    const double bound = cost->lower_bound(task, Objective::kStep).value();
+    // The bound knows the slow NIC: its averaging floor takes every link at the mean bandwidth.
+    EXPECT_GT(bound, make_cost_model("sim", both_fast, quiet())->lower_bound(both_fast, Objective::kStep).value())
+        << seed;
+    for (const char* spec : {"joint", "greedy", "torchrec", "random"}) {
+      const ShardResult r = plan_task(spec, task, cost.get(), quiet());
+      ASSERT_EQ(r.status, ShardStatus::kOk) << spec << ": " << r.reason;
+      const EvalResult slow = evaluate_plan(task, r.plan, kSimJudge, quiet());
+      const EvalResult fast = evaluate_plan(both_fast, r.plan, kSimJudge, quiet());
+      EXPECT_GT(slow.step_ms, fast.step_ms) << spec;
+      EXPECT_LE(bound, slow.step_ms * (1 + 1e-9)) << spec;
+    }
+  }
+}
+
 TEST(MixedHardware, FasterDevicesTakeMoreOfTheWorkAndNoPlanBeatsTheBound) {
   for (const std::uint64_t seed : {2u, 3u}) {
     const Task task = mixed_task(40, seed);

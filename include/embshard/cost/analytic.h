@@ -241,10 +241,13 @@ struct SimTable {
  * a weaker one); tests lower the cap.
  *
  * Mixed speeds (data/topology.h, "Mixed hardware"). The bound of the same task on devices all as
- * fast as the fastest; for the step, at least the averaging floor of the 1D plans with every
- * kernel term but the calls at the devices' mean speed: the busiest device's kernels take no less
- * than the work weighted by each device's speed (analytic.cpp `mean_speed_averaging`). Not for
- * max_sum, whose device sums add exchanges that no speed weighs.
+ * fast as the fastest, with every host's links as fast as the fastest host's (hosts whose links
+ * differ: the same); for the step, at least the averaging floor of the 1D plans with every
+ * kernel term but the calls at the devices' mean speed, and every link at the devices' mean
+ * bandwidth: the busiest device's kernels take no less than the work weighted by each device's
+ * speed, and its links no less than the bytes over the summed bandwidth (analytic.cpp
+ * `mean_speed_averaging`, `with_mean_links`). Not for max_sum, whose device sums add exchanges
+ * that no speed weighs.
  *
  * 2D plans (plan/sharding_groups.h). A plan of layout G costs its sharding group's 1D plan plus
  * the busiest rank's replica sync, at least the sync of the average rank's bytes (Σ table bytes /

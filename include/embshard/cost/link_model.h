@@ -12,7 +12,10 @@
  *   time_d = latency + max( max(send_intra_d, recv_intra_d) / intra_gbps,
  *                           max(send_inter_d, recv_inter_d) / inter_gbps )
  *
- * (latency = `a2a_latency_us`; GB/s = 10^9 bytes/s; one device: no exchange, 0 ms). On a
+ * (latency = `a2a_latency_us`; GB/s = 10^9 bytes/s; one device: no exchange, 0 ms). intra_gbps and
+ * inter_gbps are device d's own (`Topology::intra_gbps(d)`): on mixed hardware each host keeps
+ * its preset's NVLink and NIC, so a byte between hosts of different NICs takes the sender's rate
+ * on the sender and the receiver's on the receiver, and the slower side sets the collective. On a
  * topology whose links are half duplex (`Topology::half_duplex`: a device's sends and receives
  * share its link, as TorchRec's gloo ranks on one CPU do) each link carries both directions:
  * send + recv in place of max(send, recv), and an all-reduce's byte terms count twice. The
@@ -69,6 +72,8 @@
  *   all_reduce = latency + 2 (L − 1) / L · S / intra_gbps + 2 (H − 1) / H · (S / L) / inter_gbps
  *
  * (0 with one device or no data-parallel table), the same on every device (`all_reduce_ms`).
+ * Its rings pass every host, so where hosts have links of their own the slowest device's figures
+ * set both terms (`Topology::slowest_intra_gbps` / `slowest_inter_gbps`).
  */
 #include <array>
 #include <cstdint>

@@ -12,7 +12,8 @@
  * Named presets (`topology_registry()`, `embshard list`) take their figures from vendor data
  * sheets; each preset's doc line in topology.cpp cites them. A preset is a spec string such as
  * `a100:nodes=2,hbm_gb=4` — `nodes` multiplies the node, `hbm_gb` / `uvm_gb` override the memory
- * available per device (the papers cap it, e.g. NeuroShard's 4 GB).
+ * available per device (the papers cap it, e.g. NeuroShard's 4 GB), `intra_host_gbps` /
+ * `inter_host_gbps` its links (a node with another NIC: `h100:inter_host_gbps=25`).
  */
 #include <algorithm>
 #include <cstdint>
@@ -29,16 +30,23 @@ struct Device {
   std::int64_t uvm_bytes = 0;  ///< host memory reachable through UVM, available to embeddings
   double hbm_gbps = 0.0;       ///< device-memory bandwidth, GB/s
   double uvm_gbps = 0.0;       ///< device <- host bandwidth for UVM reads, GB/s
+  /** This device's own links where its host's differ from the topology's (mixed hardware: each
+   *  host keeps its preset's NVLink and NIC figures); 0: the topology's. A host's devices share
+   *  its figures. Read them through Topology::intra_gbps / inter_gbps. */
+  double intra_host_gbps = 0.0;
+  double inter_host_gbps = 0.0;
 };
 
 struct Topology {
   std::string name;         ///< canonical preset spec, or "custom"
   std::string device_kind;  ///< e.g. "A100-SXM4-80GB", "cpu"
   std::vector<Device> devices;
-  int devices_per_host = 1;      ///< devices d and e share a host iff d/dph == e/dph
-  double intra_host_gbps = 0.0;  ///< all-to-all bandwidth per device inside a host, GB/s
-  double inter_host_gbps = 0.0;  ///< all-to-all bandwidth per device across hosts, GB/s
-  double a2a_latency_us = 0.0;   ///< fixed cost of one all-to-all collective, µs
+  int devices_per_host = 1;  ///< devices d and e share a host iff d/dph == e/dph
+  /// all-to-all bandwidth per device inside a host, GB/s, of every device that names none (Device)
+  double intra_host_gbps = 0.0;
+  /// all-to-all bandwidth per device across hosts, GB/s, of every device that names none (Device)
+  double inter_host_gbps = 0.0;
+  double a2a_latency_us = 0.0;  ///< fixed cost of one all-to-all collective, µs
   /** Whether a device's sends and receives share its link: each link then takes (sent +
    *  received) / GB/s rather than the larger of the two (cost/link_model.h). Full duplex is what
    *  NVLink, PCIe and NICs do; TorchRec's gloo ranks on one CPU copy both ways with the same
@@ -53,10 +61,27 @@ struct Topology {
   [[nodiscard]] int host_of(int device) const { return device / devices_per_host; }
   /** Devices on each host (every host has as many; topology.h file comment). */
   [[nodiscard]] int host_size() const { return std::min(devices_per_host, num_devices()); }
+  /** Device d's link bandwidths, GB/s: its own (Device::intra_host_gbps / inter_host_gbps) or
+   *  the topology's. */
+  [[nodiscard]] double intra_gbps(int device) const {
+    const double own = devices[static_cast<std::size_t>(device)].intra_host_gbps;
+    return own > 0 ? own : intra_host_gbps;
+  }
+  [[nodiscard]] double inter_gbps(int device) const {
+    const double own = devices[static_cast<std::size_t>(device)].inter_host_gbps;
+    return own > 0 ? own : inter_host_gbps;
+  }
+  /** The slowest device's link bandwidths, GB/s: what a collective that passes every host in
+   *  turn runs at (the ring all-reduce, cost/link_model.h), and the one figure TorchRec takes. */
+  [[nodiscard]] double slowest_intra_gbps() const;
+  [[nodiscard]] double slowest_inter_gbps() const;
+  /** Whether every device has the topology's link figures (no host names its own). */
+  [[nodiscard]] bool uniform_links() const;
   /** Whether all devices are interchangeable: the same figures, one host (search may then
    *  relabel devices freely: exhaustive enumeration visits each partition once). */
   [[nodiscard]] bool devices_interchangeable() const;
-  /** The first device whose memory or bandwidths differ from device 0's; −1 when all are alike. */
+  /** The first device whose memory or bandwidths (links included) differ from device 0's; −1
+   *  when all are alike. */
   [[nodiscard]] int first_unlike_device() const;
 };
 

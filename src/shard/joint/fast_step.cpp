@@ -81,14 +81,29 @@ FastExchange::FastExchange(const Topology& topology)
     : topology_(&topology), n_(topology.num_devices()), per_host_(std::max(topology.host_size(), 1)),
       hosts_(topology.num_hosts()), b_(static_cast<std::size_t>(n_), 0), s_(static_cast<std::size_t>(n_), 0),
       q_(static_cast<std::size_t>(hosts_), 0), host_b_(static_cast<std::size_t>(hosts_), 0),
-      host_u_(static_cast<std::size_t>(hosts_), 0), own_(n_), host_term_(hosts_), host_low_(hosts_) {}
-
-double FastExchange::intra(std::int64_t b) const {
-  return topology_->intra_host_gbps > 0.0 ? static_cast<double>(b) / (topology_->intra_host_gbps * 1e6) : 0.0;
+      host_u_(static_cast<std::size_t>(hosts_), 0), own_(n_), host_term_(hosts_),
+      nic_group_(static_cast<std::size_t>(hosts_), 0) {
+  std::vector<double> rates;  // each group's NIC bandwidth, in order of first appearance
+  for (int h = 0; h < hosts_; ++h) {
+    const double gbps = topology.inter_gbps(h * per_host_);
+    const auto it = std::find(rates.begin(), rates.end(), gbps);
+    nic_group_[static_cast<std::size_t>(h)] = static_cast<int>(it - rates.begin());
+    if (it == rates.end()) rates.push_back(gbps), nic_group_host_.push_back(h);
+  }
+  constexpr double kOff = -std::numeric_limits<double>::infinity();
+  host_low_.assign(rates.size(), MaxTree(hosts_, kOff));
+  for (int h = 0; h < hosts_; ++h)
+    host_low_[static_cast<std::size_t>(nic_group_[static_cast<std::size_t>(h)])].set(h, 0.0);
 }
 
-double FastExchange::inter(std::int64_t b) const {
-  return topology_->inter_host_gbps > 0.0 ? static_cast<double>(b) / (topology_->inter_host_gbps * 1e6) : 0.0;
+double FastExchange::intra(std::int64_t b, int host) const {
+  const double gbps = topology_->intra_gbps(host * per_host_);
+  return gbps > 0.0 ? static_cast<double>(b) / (gbps * 1e6) : 0.0;
+}
+
+double FastExchange::inter(std::int64_t b, int host) const {
+  const double gbps = topology_->inter_gbps(host * per_host_);
+  return gbps > 0.0 ? static_cast<double>(b) / (gbps * 1e6) : 0.0;
 }
 
 void FastExchange::set(int device, std::int64_t pooled_per_peer, std::int64_t partial_per_peer) {
@@ -123,23 +138,28 @@ void FastExchange::refresh_host(int host) {
     most_b = std::max(most_b, b_[i]);
   }
   // max over the host's devices of max(intra, send-inter) (exchange_ms_into, with recv-inter apart)
-  const double term = std::max(intra(std::max(most_u * (per_host_ - 1), host_u_[h] - least_u)),
-                               inter(most_b * (n_ - per_host_) + q_[h] * (hosts_ - 1)));
+  const double term = std::max(intra(std::max(most_u * (per_host_ - 1), host_u_[h] - least_u), host),
+                               inter(most_b * (n_ - per_host_) + q_[h] * (hosts_ - 1), host));
   host_term_.set(host, term);
-  host_low_.set(host, -static_cast<double>(host_b_[h] + q_[h]));
+  host_low_[static_cast<std::size_t>(nic_group_[h])].set(host, -static_cast<double>(host_b_[h] + q_[h]));
 }
 
 double FastExchange::own_ms(int device) const {
   const auto d = static_cast<std::size_t>(device);
-  return std::max(intra((b_[d] + s_[d]) * (per_host_ - 1)), inter(b_[d] * (n_ - per_host_)));
+  const int host = device / per_host_;
+  return std::max(intra((b_[d] + s_[d]) * (per_host_ - 1), host), inter(b_[d] * (n_ - per_host_), host));
 }
 
-double FastExchange::host_ms(int host) const { return inter(q_[static_cast<std::size_t>(host)] * (hosts_ - 1)); }
+double FastExchange::host_ms(int host) const { return inter(q_[static_cast<std::size_t>(host)] * (hosts_ - 1), host); }
 
 double FastExchange::max_ms() const {
   if (n_ <= 1) return 0.0;
-  const auto lowest = static_cast<std::int64_t>(-host_low_.max());
-  return topology_->a2a_latency_us / 1000.0 + std::max(host_term_.max(), inter(total_b_ + total_q_ - lowest));
+  double receiving = 0.0;  // the longest receiving across hosts: each NIC group's host receiving most
+  for (std::size_t g = 0; g < host_low_.size(); ++g) {
+    const auto lowest = static_cast<std::int64_t>(-host_low_[g].max());
+    receiving = std::max(receiving, inter(total_b_ + total_q_ - lowest, nic_group_host_[g]));
+  }
+  return topology_->a2a_latency_us / 1000.0 + std::max(host_term_.max(), receiving);
 }
 
 }  // namespace embshard::detail::joint

@@ -14,6 +14,9 @@
  * its largest b, U_h and q_h, and the largest over all hosts on the largest such host term and
  * the smallest B_h + q_h:
  *   max_d time_d = latency + max(max_h A_h, inter(T + Q − min_h (B_h + q_h))).
+ * Where hosts have links of their own (mixed hardware, topology.h), A_h is at host h's rates and
+ * the receiving term is taken per group of hosts of one NIC bandwidth, at its rate, with the
+ * group's smallest B_h + q_h.
  * Per device the forward and backward compute are kept in max-trees. `value()` is bit for bit
  * what `objective_value(…, kStep)` gives for the same loads (the same expressions, in the same
  * order; addition is monotone, so max_d (latency + x_d) = latency + max_d x_d).
@@ -93,8 +96,9 @@ class FastExchange {
 
  private:
   void refresh_host(int host);
-  [[nodiscard]] double intra(std::int64_t b) const;
-  [[nodiscard]] double inter(std::int64_t b) const;
+  /** ms for b bytes over host h's intra-host link and its NIC (each host's own, topology.h). */
+  [[nodiscard]] double intra(std::int64_t b, int host) const;
+  [[nodiscard]] double inter(std::int64_t b, int host) const;
 
   const Topology* topology_ = nullptr;
   int n_ = 0;
@@ -105,7 +109,12 @@ class FastExchange {
   std::int64_t total_b_ = 0, total_q_ = 0;
   MaxTree own_;        ///< per device own_ms (for the busiest sender)
   MaxTree host_term_;  ///< per host A_h
-  MaxTree host_low_;   ///< per host −(B_h + q_h) (so the max is −min)
+  /// Hosts grouped by NIC bandwidth (one group unless hosts have links of their own): a host's
+  /// devices receive all but its own B_h + q_h across hosts at its NIC's rate, so in each group
+  /// the host with the least receives longest.
+  std::vector<int> nic_group_;       ///< per host: its group
+  std::vector<int> nic_group_host_;  ///< per group: one of its hosts (for the group's rate)
+  std::vector<MaxTree> host_low_;    ///< per group, per host −(B_h + q_h) (−inf off the group)
 };
 
 }  // namespace embshard::detail::joint

@@ -1771,7 +1771,7 @@ double even_exchange_time(const Topology& topology, double share) {
   const double n = topology.num_devices();
   const double l = topology.host_size();
   if (n <= 1) return 0.0;
-  return share * std::max((l - 1) / topology.intra_host_gbps, (n - l) / topology.inter_host_gbps) / (n * n);
+  return share * std::max((l - 1) / topology.slowest_intra_gbps(), (n - l) / topology.slowest_inter_gbps()) / (n * n);
 }
 
 /** The layouts `groups` names for `task` (Options::groups); throws Error for a G it cannot take. */

@@ -127,7 +127,7 @@ double State::device_load_ms(int device) {
   const DeviceLoad& load = devices_[static_cast<std::size_t>(device)];
   const double bytes = 2.0 * static_cast<double>(task_.workload.batch_size) * static_cast<double>(load.dims) * 4 +
                        static_cast<double>(load.input_bytes);
-  const double gbps = std::max(task_.topology.intra_host_gbps, 1e-9);
+  const double gbps = std::max(task_.topology.intra_gbps(device), 1e-9);
   return c.fw_ms + c.bw_ms + bytes / (gbps * 1e6);
 }
 

@@ -220,8 +220,8 @@ TorchrecTopology make_torchrec_topology(const Task& task, const PlannerOptions& 
   if (options.bandwidths == BandwidthSource::kTask) {
     topo.hbm_mem_bw_bytes_per_ms = gbps_to_bytes_per_ms(t.devices.front().hbm_gbps);
     topo.hbm_to_ddr_mem_bw_bytes_per_ms = gbps_to_bytes_per_ms(t.devices.front().uvm_gbps);
-    topo.intra_host_bw_bytes_per_ms = gbps_to_bytes_per_ms(t.intra_host_gbps);
-    topo.inter_host_bw_bytes_per_ms = gbps_to_bytes_per_ms(t.inter_host_gbps);
+    topo.intra_host_bw_bytes_per_ms = gbps_to_bytes_per_ms(t.slowest_intra_gbps());
+    topo.inter_host_bw_bytes_per_ms = gbps_to_bytes_per_ms(t.slowest_inter_gbps());
   }
   const std::int64_t kjt_bytes = options.reserve_kjt ? kjt_reservation_bytes(task, topo.batch_size_per_rank) : 0;
   for (const Device& d : t.devices) {

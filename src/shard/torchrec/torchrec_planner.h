@@ -25,8 +25,8 @@
  *   optimizer state     = the table's `optimizer` (table.h: tensor × m, §1.6; none by default,
  *                         as a bare TorchRec model has no optimizer attached)
  *   bandwidths          = `BandwidthSource::kTask`: hbm_mem_bw = device 0's hbm_gbps,
- *                         hbm_to_ddr_mem_bw = device 0's uvm_gbps, intra_host_bw = intra_host_gbps,
- *                         inter_host_bw = inter_host_gbps (GB/s = 10^6 bytes/ms; TorchRec assumes
+ *                         hbm_to_ddr_mem_bw = device 0's uvm_gbps, intra_host_bw / inter_host_bw
+ *                         = the slowest device's link figures (GB/s = 10^6 bytes/ms; TorchRec assumes
  *                         homogeneous bandwidth); `kTorchrec`: the constants of §1.1 (GiB/s).
  * data_parallel (first in TorchRec's order, kernel "dense" only, partitioned uniformly: copy i on
  * rank i) follows §1.5's DP perf and §1.6's DP storage. Not implemented: table_column_wise /
