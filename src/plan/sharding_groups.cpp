@@ -101,13 +101,18 @@ Topology sharding_group_topology(const Topology& topology, const ShardingGroups&
   Topology group = topology;
   group.devices.resize(static_cast<std::size_t>(groups.size));
   for (int r = 0; r < groups.size; ++r) {
-    Device least = topology.devices[static_cast<std::size_t>(global_device(groups, world, 0, r))];
+    const int first = global_device(groups, world, 0, r);
+    Device least = topology.devices[static_cast<std::size_t>(first)];
+    least.intra_host_gbps = topology.intra_gbps(first), least.inter_host_gbps = topology.inter_gbps(first);
     for (int g = 1; g < replicas; ++g) {
-      const Device& d = topology.devices[static_cast<std::size_t>(global_device(groups, world, g, r))];
+      const int global = global_device(groups, world, g, r);
+      const Device& d = topology.devices[static_cast<std::size_t>(global)];
       least.hbm_bytes = std::min(least.hbm_bytes, d.hbm_bytes);
       least.uvm_bytes = std::min(least.uvm_bytes, d.uvm_bytes);
       least.hbm_gbps = std::min(least.hbm_gbps, d.hbm_gbps);
       least.uvm_gbps = std::min(least.uvm_gbps, d.uvm_gbps);
+      least.intra_host_gbps = std::min(least.intra_host_gbps, topology.intra_gbps(global));
+      least.inter_host_gbps = std::min(least.inter_host_gbps, topology.inter_gbps(global));
     }
     group.devices[static_cast<std::size_t>(r)] = least;
   }

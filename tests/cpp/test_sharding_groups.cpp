@@ -56,7 +56,7 @@ TEST(ShardingGroups, RanksSitWhereDMPCollectionPutsThem) {
   EXPECT_EQ(c.hosts, 2);
 }
 
-TEST(ShardingGroups, AGroupsTaskHasItsDevicesHostsShareOfTheBatchAndLeastMemory) {
+TEST(ShardingGroups, AGroupsTaskHasItsDevicesHostsShareOfTheBatchLeastMemoryAndSlowestLinks) {
   Task task = tiny_task(6, "v100:nodes=2,gpus_per_node=4", 1);
   task.topology.devices[5].hbm_bytes /= 2;  // rank 2 of strided group 1 (global 2·2 + 1)
   const Task strided = sharding_group_task(task, {4, GroupRanks::kStrided});
@@ -68,6 +68,19 @@ TEST(ShardingGroups, AGroupsTaskHasItsDevicesHostsShareOfTheBatchAndLeastMemory)
   const Task contiguous = sharding_group_task(task, {4, GroupRanks::kContiguous});
   EXPECT_EQ(contiguous.topology.devices_per_host, 4);  // a group is one host
   EXPECT_EQ(contiguous.topology.devices[1].hbm_bytes, task.topology.devices[5].hbm_bytes);
+  // Host 1 with another NIC and NVLink (mixed hardware): a rank takes its slowest replica's links.
+  const double fast_nic = task.topology.inter_host_gbps, fast_link = task.topology.intra_host_gbps;
+  for (int d = 4; d < 8; ++d) {
+    task.topology.devices[static_cast<std::size_t>(d)].inter_host_gbps = fast_nic / 4;
+    task.topology.devices[static_cast<std::size_t>(d)].intra_host_gbps = fast_link / 2;
+  }
+  const Topology strided_links = sharding_group_topology(task.topology, {4, GroupRanks::kStrided});
+  EXPECT_EQ(strided_links.inter_gbps(0), fast_nic);      // replicas 0 and 1, host 0
+  EXPECT_EQ(strided_links.inter_gbps(2), fast_nic / 4);  // replicas 4 and 5, host 1
+  EXPECT_EQ(strided_links.intra_gbps(3), fast_link / 2);
+  EXPECT_EQ(find_error_in_topology(strided_links, "group"), "");
+  const Topology contiguous_links = sharding_group_topology(task.topology, {4, GroupRanks::kContiguous});
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(contiguous_links.inter_gbps(r), fast_nic / 4) << r;  // replicas r, 4 + r
   for (std::size_t t = 0; t < task.workload.tables.size(); ++t) {
     const TableStats& whole = task.workload.tables[t].stats;
     const TableStats& half = strided.workload.tables[t].stats;
