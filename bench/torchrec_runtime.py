@@ -66,6 +66,9 @@ def link_topology(task, latency_us=None, gbps=None, half_duplex=None):
         topology["a2a_latency_us"] = latency_us
     if gbps is not None:
         topology["intra_host_gbps"] = topology["inter_host_gbps"] = gbps
+        # every device at that bandwidth: no device keeps links of its own (mixed hardware)
+        topology["devices"] = [{k: v for k, v in d.items() if k not in ("intra_host_gbps", "inter_host_gbps")}
+                               for d in topology["devices"]]
     return topology
 
 

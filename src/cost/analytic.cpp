@@ -775,7 +775,7 @@ double with_2d_layouts(const Task& task, const SimHardware& hw, Objective object
  *  its own: a plan's exchanges take no longer there). */
 Task with_fastest_links(Task task) {
   Topology& topology = task.topology;
-  double intra = topology.intra_host_gbps, inter = topology.inter_host_gbps;
+  double intra = 0.0, inter = 0.0;
   for (int d = 0; d < topology.num_devices(); ++d)
     intra = std::max(intra, topology.intra_gbps(d)), inter = std::max(inter, topology.inter_gbps(d));
   topology.intra_host_gbps = intra, topology.inter_host_gbps = inter;
@@ -791,6 +791,7 @@ Task with_fastest_links(Task task) {
  */
 Task with_mean_links(Task task) {
   Topology& topology = task.topology;
+  if (topology.uniform_links()) return task;  // as it is: a mean could round below the one rate
   double intra = 0.0, inter = 0.0;
   for (int d = 0; d < topology.num_devices(); ++d) intra += topology.intra_gbps(d), inter += topology.inter_gbps(d);
   topology.intra_host_gbps = intra / topology.num_devices(), topology.inter_host_gbps = inter / topology.num_devices();

@@ -77,7 +77,7 @@ json topology_json(const Topology& t) {
 /**
  * Mixed hardware: `{"hosts": ["h200", "h100:nodes=2"]}`, hosts of preset specs one after another
  * (data/topology.h). Every preset's hosts must be the same size; each host keeps its preset's links
- * (Device::intra_host_gbps / inter_host_gbps, named only where the presets' differ), the
+ * (Device::intra_host_gbps / inter_host_gbps, named on every device where the presets' differ), the
  * topology's are the slowest of them, and the latency is the largest; device_kind is the first
  * preset's (the sim model costs every device in its terms, cost/analytic.h).
  */

@@ -196,14 +196,16 @@ int Topology::first_unlike_device() const {
 }
 
 double Topology::slowest_intra_gbps() const {
-  double slowest = intra_host_gbps;
-  for (int d = 0; d < num_devices(); ++d) slowest = std::min(slowest, intra_gbps(d));
+  if (devices.empty()) return intra_host_gbps;
+  double slowest = intra_gbps(0);
+  for (int d = 1; d < num_devices(); ++d) slowest = std::min(slowest, intra_gbps(d));
   return slowest;
 }
 
 double Topology::slowest_inter_gbps() const {
-  double slowest = inter_host_gbps;
-  for (int d = 0; d < num_devices(); ++d) slowest = std::min(slowest, inter_gbps(d));
+  if (devices.empty()) return inter_host_gbps;
+  double slowest = inter_gbps(0);
+  for (int d = 1; d < num_devices(); ++d) slowest = std::min(slowest, inter_gbps(d));
   return slowest;
 }
 
@@ -225,7 +227,8 @@ Topology make_topology(const std::string& spec) {
 
 namespace {
 
-/** "" if every host's devices share their link figures and those across hosts are positive. */
+/** "" if every host's devices share their link figures (each is positive: a device's own, or the
+ *  topology's, checked before). */
 std::string find_error_in_host_links(const Topology& t, const std::string& at) {
   if (t.uniform_links()) return "";
   const auto gbps = [](double v) { return detail::concat(v, " GB/s"); };
@@ -237,9 +240,6 @@ std::string find_error_in_host_links(const Topology& t, const std::string& at) {
                             gbps(t.inter_gbps(d)), ") differ from device ", first, "'s on its host (",
                             gbps(t.intra_gbps(first)), ", ", gbps(t.inter_gbps(first)),
                             "): a host's devices share its links");
-    if (!(t.intra_gbps(d) > 0)) return device + ": intra_host_gbps must be positive";
-    if (t.num_hosts() > 1 && !(t.inter_gbps(d) > 0))
-      return device + ": inter_host_gbps must be positive with several hosts";
   }
   return "";
 }
@@ -266,8 +266,8 @@ std::string find_error_in_topology(const Topology& t, const std::string& where) 
     if (bad_gbps(dev.uvm_gbps)) return device + ": uvm_gbps must lie in [0, 1e6]";
     if (dev.uvm_bytes > 0 && !(dev.uvm_gbps > 0))
       return device + ": uvm_gbps must be positive when uvm memory is given";
-    if (bad_gbps(dev.intra_host_gbps) || bad_gbps(dev.inter_host_gbps))
-      return device + ": intra_host_gbps / inter_host_gbps must lie in [0, 1e6] (0: the topology's)";
+    if (bad_gbps(dev.intra_host_gbps)) return device + ": intra_host_gbps must lie in [0, 1e6] (0: the topology's)";
+    if (bad_gbps(dev.inter_host_gbps)) return device + ": inter_host_gbps must lie in [0, 1e6] (0: the topology's)";
   }
   if (!(t.intra_host_gbps > 0) || bad_gbps(t.intra_host_gbps))
     return at + ": intra_host_gbps must be positive and at most 1e6";

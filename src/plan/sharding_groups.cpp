@@ -30,7 +30,7 @@ namespace {
 
 bool same_devices(const Device& a, const Device& b) {
   return a.hbm_bytes == b.hbm_bytes && a.uvm_bytes == b.uvm_bytes && a.hbm_gbps == b.hbm_gbps &&
-         a.uvm_gbps == b.uvm_gbps;
+         a.uvm_gbps == b.uvm_gbps && a.intra_host_gbps == b.intra_host_gbps && a.inter_host_gbps == b.inter_host_gbps;
 }
 
 /** Whether two valid layouts cost every plan alike: the same group devices and hosts, replica spread. */

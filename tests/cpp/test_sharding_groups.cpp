@@ -145,6 +145,11 @@ TEST(ShardingGroups, LayoutsThatPlaceGroupsAlikeAreListedOnceAndOthersEachTime) 
   EXPECT_EQ(count(2), 2);
   EXPECT_NE(sharding_group_topology(task.topology, {2, GroupRanks::kStrided}).devices[0].hbm_bytes,
             sharding_group_topology(task.topology, {2, GroupRanks::kContiguous}).devices[0].hbm_bytes);
+  // The same with equal memory and hosts 1 and 3 on a slower NIC (mixed hardware): links too.
+  task.topology.devices[1].hbm_bytes = task.topology.devices[3].hbm_bytes = task.topology.devices[0].hbm_bytes;
+  EXPECT_EQ(count(2), 1);
+  task.topology.devices[1].inter_host_gbps = task.topology.devices[3].inter_host_gbps = 1.0;
+  EXPECT_EQ(count(2), 2);
 }
 
 TEST(ShardingGroups, AStepIsTheGroupsStepPlusTheSyncWorkedByHand) {

@@ -240,9 +240,9 @@ struct SimTable {
  * other point is dropped and a cell takes its pieces for lookups at its upper end (still a bound,
  * a weaker one); tests lower the cap.
  *
- * Mixed speeds (data/topology.h, "Mixed hardware"). The bound of the same task on devices all as
- * fast as the fastest, with every host's links as fast as the fastest host's (hosts whose links
- * differ: the same); for the step, at least the averaging floor of the 1D plans with every
+ * Mixed speeds (docs/data.md, "Mixed hardware"), and hosts with links of their own. The bound of
+ * the same task on devices all as fast as the fastest, every link as fast as the fastest host's;
+ * for the step, at least the averaging floor of the 1D plans with every
  * kernel term but the calls at the devices' mean speed, and every link at the devices' mean
  * bandwidth: the busiest device's kernels take no less than the work weighted by each device's
  * speed, and its links no less than the bytes over the summed bandwidth (analytic.cpp

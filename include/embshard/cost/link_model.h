@@ -191,8 +191,9 @@ struct InputCommOptions {
 /**
  * A 2D plan's replica sync of `bytes` in ms per step on the whole job's `topology`: the
  * hierarchical all-reduce above over the rank's replicas — `replica_spread`'s k per host on m
- * hosts: latency + 2 (k − 1) / k · S / intra_gbps + 2 (m − 1) / m · (S / k) / inter_gbps — once
- * every `sync_every` steps (Workload::replica_sync_every; 0 for a 1D layout or no bytes).
+ * hosts: latency + 2 (k − 1) / k · S / intra_gbps + 2 (m − 1) / m · (S / k) / inter_gbps, at the
+ * slowest device's links (its rings pass every host) — once every `sync_every` steps
+ * (Workload::replica_sync_every; 0 for a 1D layout or no bytes).
  */
 [[nodiscard]] double replica_sync_ms(const Topology& topology, const ShardingGroups& groups, int sync_every,
                                      double bytes);

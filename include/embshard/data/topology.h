@@ -71,8 +71,9 @@ struct Topology {
     const double own = devices[static_cast<std::size_t>(device)].inter_host_gbps;
     return own > 0 ? own : inter_host_gbps;
   }
-  /** The slowest device's link bandwidths, GB/s: what a collective that passes every host in
-   *  turn runs at (the ring all-reduce, cost/link_model.h), and the one figure TorchRec takes. */
+  /** The slowest device's link bandwidths, GB/s (each device's own or the topology's): what a
+   *  collective that passes every host in turn runs at (the ring all-reduce, cost/link_model.h),
+   *  and the one figure TorchRec takes. */
   [[nodiscard]] double slowest_intra_gbps() const;
   [[nodiscard]] double slowest_inter_gbps() const;
   /** Whether every device has the topology's link figures (no host names its own). */

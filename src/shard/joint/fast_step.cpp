@@ -85,7 +85,9 @@ FastExchange::FastExchange(const Topology& topology)
       nic_group_(static_cast<std::size_t>(hosts_), 0) {
   std::vector<double> rates;  // each group's NIC bandwidth, in order of first appearance
   for (int h = 0; h < hosts_; ++h) {
-    const double gbps = topology.inter_gbps(h * per_host_);
+    intra_gbps_.push_back(topology.intra_gbps(h * per_host_));
+    inter_gbps_.push_back(topology.inter_gbps(h * per_host_));
+    const double gbps = inter_gbps_.back();
     const auto it = std::find(rates.begin(), rates.end(), gbps);
     nic_group_[static_cast<std::size_t>(h)] = static_cast<int>(it - rates.begin());
     if (it == rates.end()) rates.push_back(gbps), nic_group_host_.push_back(h);
@@ -97,12 +99,12 @@ FastExchange::FastExchange(const Topology& topology)
 }
 
 double FastExchange::intra(std::int64_t b, int host) const {
-  const double gbps = topology_->intra_gbps(host * per_host_);
+  const double gbps = intra_gbps_[static_cast<std::size_t>(host)];
   return gbps > 0.0 ? static_cast<double>(b) / (gbps * 1e6) : 0.0;
 }
 
 double FastExchange::inter(std::int64_t b, int host) const {
-  const double gbps = topology_->inter_gbps(host * per_host_);
+  const double gbps = inter_gbps_[static_cast<std::size_t>(host)];
   return gbps > 0.0 ? static_cast<double>(b) / (gbps * 1e6) : 0.0;
 }
 

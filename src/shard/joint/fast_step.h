@@ -112,9 +112,10 @@ class FastExchange {
   /// Hosts grouped by NIC bandwidth (one group unless hosts have links of their own): a host's
   /// devices receive all but its own B_h + q_h across hosts at its NIC's rate, so in each group
   /// the host with the least receives longest.
-  std::vector<int> nic_group_;       ///< per host: its group
-  std::vector<int> nic_group_host_;  ///< per group: one of its hosts (for the group's rate)
-  std::vector<MaxTree> host_low_;    ///< per group, per host −(B_h + q_h) (−inf off the group)
+  std::vector<double> intra_gbps_, inter_gbps_;  ///< per host: its links (Topology::intra_gbps / inter_gbps)
+  std::vector<int> nic_group_;                   ///< per host: its group
+  std::vector<int> nic_group_host_;              ///< per group: one of its hosts (for the group's rate)
+  std::vector<MaxTree> host_low_;                ///< per group, per host −(B_h + q_h) (−inf off the group)
 };
 
 }  // namespace embshard::detail::joint

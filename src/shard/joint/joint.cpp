@@ -1626,9 +1626,14 @@ class Search {
       if (!may_replicate(task_, s) || state_.in_placement_group(t)) continue;  // a copy is on every device
       const auto gradient = static_cast<double>(s.weight_bytes());
       bytes[0] = static_cast<double>(task_.workload.batch_size) * 4.0 * s.output_width(s.dim);
-      const double out_ms = exchange_ms(task_.topology, bytes)[0] - latency;
+      // The slowest device's time: device 0's where the links are alike, a slower receiver's on a mix.
+      const auto slowest = [&] {
+        const std::vector<double> ms = exchange_ms(task_.topology, bytes);
+        return *std::max_element(ms.begin(), ms.end()) - latency;
+      };
+      const double out_ms = slowest();
       bytes[0] = static_cast<double>(s.stats.num_indices) * 8.0;
-      const double in_ms = exchange_ms(task_.topology, bytes)[0] - latency;
+      const double in_ms = slowest();
       bytes[0] = 0.0;
       double gain = 2 * out_ms + in_ms - gradient * all_reduce_ms_per_byte(task_.topology);
       if (state_.additive()) {

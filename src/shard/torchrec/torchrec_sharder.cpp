@@ -393,7 +393,8 @@ void register_torchrec(Registry<Sharder>& registry) {
          {},
          {},
          {"task", "torchrec"},
-         "task: hbm_gbps/uvm_gbps/intra/inter of the topology | torchrec: its constants (897/32/600/12.5 GiB/s)"},
+         "task: hbm_gbps/uvm_gbps of device 0, intra/inter of the slowest device | torchrec: its constants "
+         "(897/32/600/12.5 GiB/s)"},
         {"storage_reservation",
          ParamType::kFloat,
          "0.15",
