@@ -90,6 +90,8 @@ std::string canonical_value(const std::string& owner, const ParamSpec& p, const 
 }  // namespace
 
 std::string format_float(double v) {
+  // A whole number is written out (150, not the shorter 1.5e+02): presets' bandwidths read as such.
+  if (std::trunc(v) == v && std::fabs(v) < 1e15) return std::to_string(static_cast<std::int64_t>(v));
   std::ostringstream out;
   out.imbue(std::locale::classic());
   out.precision(17);

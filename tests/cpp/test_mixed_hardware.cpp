@@ -60,6 +60,8 @@ TEST(MixedHardware, TheTaskFileCarriesHostsOfTwoKinds) {
 TEST(MixedHardware, EachHostKeepsItsPresetsLinksAndTheTaskFileCarriesThem) {
   const Task task = mixed_task(20, 1);
   const Topology h100 = make_topology("h100:nodes=2"), a100 = make_topology("a100:nodes=2");
+  // A preset's canonical spec names its links, whole numbers written out.
+  EXPECT_EQ(a100.name, "a100:nodes=2,gpus_per_node=8,hbm_gib=80,uvm_gib=256,intra_host_gbps=300,inter_host_gbps=25");
   EXPECT_FALSE(task.topology.uniform_links());
   EXPECT_EQ(task.topology.intra_gbps(0), h100.intra_host_gbps);
   EXPECT_EQ(task.topology.inter_gbps(3), h100.inter_host_gbps);

@@ -65,6 +65,18 @@ TEST(Registry, CanonicalSpecListsEveryParameterAndRoundTrips) {
   EXPECT_EQ(r.canonical("random"), "random");
 }
 
+TEST(Spec, AFloatIsTheShortestTextThatReadsBackAndWholeNumbersAreWrittenOut) {
+  for (const double v : {1.5, 6.25, 6.621, 0.0001, 1.0 / 3.0, 150.0, 370.0, 4096.0, -300.0, 1e20, 1e-20}) {
+    const std::string text = format_float(v);
+    EXPECT_EQ(std::stod(text), v) << text;
+  }
+  EXPECT_EQ(format_float(150.0), "150");  // not 1.5e+02
+  EXPECT_EQ(format_float(370.0), "370");
+  EXPECT_EQ(format_float(-300.0), "-300");
+  EXPECT_EQ(format_float(6.25), "6.25");
+  EXPECT_EQ(format_float(1e20), "1e+20");
+}
+
 TEST(Registry, UnknownNameListsWhatExists) {
   const auto r = make_registry();
   const std::string err = error_of([&] { (void)r.create("greedyy", Context{}); });

@@ -82,7 +82,8 @@ class Params {
 [[nodiscard]] Params bind_params(const std::string& owner, const std::vector<ParamSpec>& declared,
                                  const std::vector<std::pair<std::string, std::string>>& pairs);
 
-/** The canonical text of a float parameter: the shortest that reads back as the same double. */
+/** The canonical text of a float parameter: the shortest that reads back as the same double; a
+ *  whole number below 10^15 written out in full ("150", not "1.5e+02"). */
 [[nodiscard]] std::string format_float(double v);
 
 /** `name:k1=v1,k2=v2,...` with every parameter in declaration order (just `name` if none). */
