@@ -19,9 +19,10 @@
  *
  * Cost. A group's step is the 1D step of the plan on the group's task (`sharding_group_task`:
  * the G devices with their hosts as the layout places them, each with the smallest memory, the
- * slowest memory and links among its replicas (every replica runs the same plan), the batch G·B/N and each table's
- * statistics of that share, `stats_of_batch_share`), plus the replica sync: DMPCollection.sync() all-reduces every
- * shard's weights and optimizer state (`TableSpec::shard_bytes`) across the rank's R replicas —
+ * slowest memory and links among its replicas (every replica runs the same plan), the batch
+ * G·B/N and each table's statistics of that share, `stats_of_batch_share`), plus the replica
+ * sync: DMPCollection.sync() all-reduces every shard's weights and optimizer state
+ * (`TableSpec::shard_bytes`) across the rank's R replicas —
  * hierarchically, k replicas per host over m hosts (cost/link_model.h `replica_sync_ms`) — once
  * every `Workload::replica_sync_every` steps (the user calls sync(); TorchRec's docs: after each
  * train step), charged per step to the rank's `ar_comm_ms` (cost/breakdown.h).
