@@ -5,6 +5,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -771,16 +772,21 @@ double with_2d_layouts(const Task& task, const SimHardware& hw, Objective object
   return bound;
 }
 
+/** `task` with every device's links at `intra` / `inter` GB/s (the topology's; none its own). */
+Task with_links(Task task, double intra, double inter) {
+  task.topology.intra_host_gbps = intra, task.topology.inter_host_gbps = inter;
+  for (Device& d : task.topology.devices) d.intra_host_gbps = d.inter_host_gbps = 0.0;
+  return task;
+}
+
 /** `task` with every device's links the fastest any host has (the link model charges each device
  *  its own: a plan's exchanges take no longer there). */
 Task with_fastest_links(Task task) {
-  Topology& topology = task.topology;
+  const Topology& topology = task.topology;
   double intra = 0.0, inter = 0.0;
   for (int d = 0; d < topology.num_devices(); ++d)
     intra = std::max(intra, topology.intra_gbps(d)), inter = std::max(inter, topology.inter_gbps(d));
-  topology.intra_host_gbps = intra, topology.inter_host_gbps = inter;
-  for (Device& d : topology.devices) d.intra_host_gbps = d.inter_host_gbps = 0.0;
-  return task;
+  return with_links(std::move(task), intra, inter);
 }
 
 /**
@@ -790,13 +796,12 @@ Task with_fastest_links(Task task) {
  * the plan's task, is at the mean here: no dearer.
  */
 Task with_mean_links(Task task) {
-  Topology& topology = task.topology;
+  const Topology& topology = task.topology;
   if (topology.uniform_links()) return task;  // as it is: a mean could round below the one rate
   double intra = 0.0, inter = 0.0;
   for (int d = 0; d < topology.num_devices(); ++d) intra += topology.intra_gbps(d), inter += topology.inter_gbps(d);
-  topology.intra_host_gbps = intra / topology.num_devices(), topology.inter_host_gbps = inter / topology.num_devices();
-  for (Device& d : topology.devices) d.intra_host_gbps = d.inter_host_gbps = 0.0;
-  return task;
+  const double n = topology.num_devices();
+  return with_links(std::move(task), intra / n, inter / n);
 }
 
 /** `hw` for a device whose kernel terms but the calls take `kernels` times device 0's, and its
