@@ -804,6 +804,27 @@ Task with_mean_links(Task task) {
   return with_links(std::move(task), intra / n, inter / n);
 }
 
+/**
+ * Whether every NIC may be taken as slow as the slowest (analytic.h, "Mixed speeds"): for the step
+ * on full-duplex links of several hosts. Device d of host h (L devices of N) sends its host's
+ * share f of an exchange's T bytes for the other hosts' samples, (N − L) / (N · L) · f · T on the
+ * host's mean, and receives the other hosts' share for its own samples, (1 − f) · T / N. The larger
+ * of the two is at least their mix with weights L / N and (N − L) / N, (N − L) / N² · T whatever
+ * f: the averaging floor's inter-host bytes per device, through this host's own NIC. Each of the
+ * step's exchanges lasts as long as its slowest device, so each is at least that floor at the
+ * slowest NIC. Not for max_sum (the slow host's devices may hold no compute) nor half-duplex links
+ * (there the mix is not the minimum over f).
+ */
+bool slowest_nic_floor_holds(const Topology& topology, Objective objective) {
+  return objective == Objective::kStep && !topology.half_duplex && topology.num_hosts() > 1;
+}
+
+/** `task` with every NIC at `topology`'s slowest (its other links as they are). */
+Task with_slowest_nic(Task task, const Topology& topology) {
+  task.topology.inter_host_gbps = topology.slowest_inter_gbps();
+  return task;
+}
+
 /** `hw` for a device whose kernel terms but the calls take `kernels` times device 0's, and its
  *  UVM term `uvm` times (the factors `on_device` applies to features, here to coefficients). */
 SimHardware at_speed(SimHardware hw, double kernels, double uvm) {
@@ -847,8 +868,14 @@ double sim_lower_bound(const Task& task, const SimHardware& hw, Objective object
   const SimHardware quick = at_speed(hw, task.topology.devices.front().hbm_gbps / top.hbm_gbps,
                                      top.uvm_gbps > 0 ? uvm_reference_gbps(task.topology) / top.uvm_gbps : 1.0);
   for (Device& d : fastest.topology.devices) d.hbm_gbps = top.hbm_gbps, d.uvm_gbps = top.uvm_gbps;
-  const double one_d = std::max(one_layout_bound(fastest, quick, objective, input, most_cell_tables),
-                                mean_speed_averaging(with_mean_links(task), hw, objective, input, most_cell_tables));
+  double one_d = one_layout_bound(fastest, quick, objective, input, most_cell_tables);
+  Task mean = with_mean_links(task);
+  if (slowest_nic_floor_holds(task.topology, objective) && !task.topology.uniform_links()) {
+    one_d = std::max(
+        one_d, one_layout_bound(with_slowest_nic(fastest, task.topology), quick, objective, input, most_cell_tables));
+    mean = with_slowest_nic(std::move(mean), task.topology);
+  }
+  one_d = std::max(one_d, mean_speed_averaging(mean, hw, objective, input, most_cell_tables));
   return with_2d_layouts(fastest, quick, objective, input, most_cell_tables, one_d);
 }
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -91,7 +92,10 @@ TEST(MixedHardware, AHostWithAnotherNicIsCostedAtItsOwnRateAndBounded) {
   // Two H100 hosts, the second with an eighth of the NIC bandwidth (a preset's inter_host_gbps).
   // In an all-to-all every byte between the hosts crosses both NICs, so the slow one sets the
   // exchange whichever host holds the columns: a plan takes longer than with both NICs fast, and
-  // no sharder's plan beats the bound, which is above the bound with both NICs fast.
+  // no sharder's plan beats the bound, which is above the bound with both NICs fast. Every device
+  // of the slow host sends or receives its share of the other host's bytes through that NIC
+  // whatever the plan (analytic.cpp `with_slowest_nic`), so the bound is close to joint's plan
+  // (at the mean NIC bandwidth it was 3.5× below it).
   for (const std::uint64_t seed : {5u, 6u}) {
     Task task = mixed_task(40, seed);
     nlohmann::json doc = nlohmann::json::parse(task_to_json(task));
@@ -115,6 +119,9 @@ TEST(MixedHardware, AHostWithAnotherNicIsCostedAtItsOwnRateAndBounded) {
       const EvalResult fast = evaluate_plan(both_fast, r.plan, kSimJudge, quiet());
       EXPECT_GT(slow.step_ms, fast.step_ms) << spec;
       EXPECT_LE(bound, slow.step_ms * (1 + 1e-9)) << spec;
+      if (std::string(spec) == "joint") {
+        EXPECT_GT(bound, 0.85 * slow.step_ms) << seed;  // 0.93–0.97 measured
+      }
     }
   }
 }

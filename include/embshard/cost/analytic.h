@@ -247,7 +247,13 @@ struct SimTable {
  * bandwidth: the busiest device's kernels take no less than the work weighted by each device's
  * speed, and its links no less than the bytes over the summed bandwidth (analytic.cpp
  * `mean_speed_averaging`, `with_mean_links`). Not for max_sum, whose device sums add exchanges
- * that no speed weighs.
+ * that no speed weighs. For the step on full-duplex links, also the bound on devices all as fast
+ * as the fastest with every NIC as slow as the slowest: device d of host h sends its host's share
+ * f of an exchange's bytes T for the other hosts' samples ((N − L) / (N · L) · f · T on the host's
+ * mean) and receives the other hosts' share for its own ((1 − f) · T / N); the larger is at least
+ * their mix weighted L / N and (N − L) / N, which is (N − L) / N² · T for every f — the averaging
+ * floor's inter-host bytes, through host h's own NIC (analytic.cpp `slowest_nic_floor_holds`).
+ * The mean-speed floor then takes its NICs at the slowest too.
  *
  * 2D plans (plan/sharding_groups.h). A plan of layout G costs its sharding group's 1D plan plus
  * the busiest rank's replica sync, at least the sync of the average rank's bytes (Σ table bytes /
