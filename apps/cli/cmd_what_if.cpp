@@ -76,6 +76,8 @@ int run_size(Args& args, const Context& base) {
   if (out) outputs.add(*out, capacity_csv(curve));
   if (report) outputs.add(*report, capacity_report_html(curve));
   outputs.commit();
+  if (task.topology.first_unlike_device() >= 0)
+    std::printf("mixed hardware: %s\n", describe_device_counts(task.topology).c_str());
   std::printf("%8s %6s %12s %12s %10s  %s\n", "devices", "hosts", "step ms", "bound ms", "plan s", "");
   for (const CapacityPoint& p : curve.points) {
     const bool ok = p.run.ok();

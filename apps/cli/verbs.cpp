@@ -139,7 +139,8 @@ std::vector<VerbDoc> make_docs() {
        with_exchanges({{"task", "T.json", "", "the task (required); its devices' kind, memory and batch are kept"},
                        {"target-step", "MS", "", "the step to meet, ms (without it: the curve alone)"},
                        {"devices", "MIN-MAX", "",
-                        "the device counts to try (default 1 to 16 × the task's); the sizes the topology comes in"},
+                        "the device counts to try (default 1 to 16 × the task's); the sizes the topology comes in "
+                        "(mixed hardware: whole hosts of its last device's kind added or taken away)"},
                        {"sharder", "SPEC", WhatIfOptions{}.sharder, "the sharder that plans each count"},
                        {"cost", "SPEC", WhatIfOptions{}.cost, "its cost model"},
                        {"backend", "J", kSimJudge,

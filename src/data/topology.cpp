@@ -184,13 +184,15 @@ std::string preset_for_gpu(const std::string& cuda_name) {
   EMBSHARD_THROW("no topology preset describes the GPU '", cuda_name, "'; known GPUs: ", known);
 }
 
+bool Topology::alike(int d, int e) const {
+  const Device &a = devices[static_cast<std::size_t>(d)], &b = devices[static_cast<std::size_t>(e)];
+  return a.hbm_bytes == b.hbm_bytes && a.uvm_bytes == b.uvm_bytes && a.hbm_gbps == b.hbm_gbps &&
+         a.uvm_gbps == b.uvm_gbps && intra_gbps(d) == intra_gbps(e) && inter_gbps(d) == inter_gbps(e);
+}
+
 int Topology::first_unlike_device() const {
-  for (std::size_t i = 1; i < devices.size(); ++i) {
-    const Device &d = devices[i], &first = devices.front();
-    const int at = static_cast<int>(i);
-    if (d.hbm_bytes != first.hbm_bytes || d.uvm_bytes != first.uvm_bytes || d.hbm_gbps != first.hbm_gbps ||
-        d.uvm_gbps != first.uvm_gbps || intra_gbps(at) != intra_gbps(0) || inter_gbps(at) != inter_gbps(0))
-      return at;
+  for (int d = 1; d < num_devices(); ++d) {
+    if (!alike(d, 0)) return d;
   }
   return -1;
 }
@@ -303,11 +305,24 @@ std::optional<Topology> edited_preset(const Topology& topology,
   return edited;
 }
 
-/** The devices of a custom topology are all device 0's, else Error naming the first that differs. */
-void check_uniform(const Topology& topology, const std::string& what) {
-  const int d = topology.first_unlike_device();
-  EMBSHARD_CHECK(d < 0, "topology: device ", d, " differs from device 0; ", what,
-                 " needs devices of one kind (mixed hardware has no single rule to scale by)");
+/**
+ * Mixed hardware resized (topology.h `device_counts`): the devices kept, those before the trailing
+ * hosts whose every device is like the last one (the kind that is added or removed); nullopt where
+ * all devices are alike. Error naming the device where the hosts cannot be told apart so: one
+ * host, or a last host of several kinds.
+ */
+std::optional<int> kept_devices(const Topology& topology) {
+  if (topology.first_unlike_device() < 0) return std::nullopt;
+  const int last = topology.num_devices() - 1;
+  const int host = topology.host_size();
+  int kept = topology.num_devices();
+  while (kept > 0 && topology.alike(kept - 1, last)) --kept;
+  const int unlike = kept - 1;  // the last device of another kind
+  EMBSHARD_CHECK(topology.num_hosts() > 1 && topology.host_of(unlike) != topology.host_of(last), "topology: device ",
+                 topology.first_unlike_device(), " differs from device 0; changing the number of devices ",
+                 "needs devices of one kind, or whole hosts of another kind at the end (device ", unlike,
+                 " is on the last host)");
+  return (kept + host - 1) / host * host;
 }
 
 bool is_cpu_preset(const Topology& topology) { return topology.name.rfind("cpu", 0) == 0; }
@@ -328,6 +343,14 @@ int host_of_counts(const Topology& topology) {
 }  // namespace
 
 std::vector<int> device_counts(const Topology& topology, int lo, int hi) {
+  if (const std::optional<int> kept = kept_devices(topology)) {  // whole hosts of the last kind
+    const int host = topology.host_size();
+    std::vector<int> counts;
+    for (std::int64_t n = *kept; n <= std::min<std::int64_t>(hi, kMaxDevices); n += host) {
+      if (n >= lo) counts.push_back(static_cast<int>(n));
+    }
+    return counts;
+  }
   const int host = host_of_counts(topology);
   const bool preset = !topology.name.empty() && topology.name != "custom";
   const std::int64_t limit = is_cpu_preset(topology) ? kMostCpuDevices : preset ? kMostNodes * host : kMaxDevices;
@@ -341,10 +364,38 @@ std::vector<int> device_counts(const Topology& topology, int lo, int hi) {
 }
 
 std::string describe_device_counts(const Topology& topology) {
+  if (const std::optional<int> kept = kept_devices(topology)) {
+    return detail::concat(*kept, " (the hosts before the last kind's), then whole hosts of ", topology.host_size(),
+                          " like device ", topology.num_devices() - 1);
+  }
   const int host = host_of_counts(topology);
   if (is_cpu_preset(topology)) return "1 to " + std::to_string(host) + " on one host";
   return "1 to " + std::to_string(host) + " on one host, then whole hosts of " + std::to_string(host);
 }
+
+namespace {
+
+/** `topology` with its first `kept` devices and then copies of its last up to `devices` (whole
+ *  hosts); the topology's links the slowest left, and where every device then has the same, those
+ *  alone (the rule of data_io.cpp's mixed hosts). */
+Topology with_last_kind(const Topology& topology, int kept, int devices) {
+  Topology t = topology;
+  const Device last = topology.devices.back();
+  t.devices.resize(static_cast<std::size_t>(kept));
+  t.devices.resize(static_cast<std::size_t>(devices), last);
+  for (int d = 0; d < t.num_devices(); ++d) {
+    Device& device = t.devices[static_cast<std::size_t>(d)];
+    device.intra_host_gbps = topology.intra_gbps(d < kept ? d : topology.num_devices() - 1);
+    device.inter_host_gbps = topology.inter_gbps(d < kept ? d : topology.num_devices() - 1);
+  }
+  t.intra_host_gbps = t.slowest_intra_gbps(), t.inter_host_gbps = t.slowest_inter_gbps();
+  if (t.uniform_links()) {
+    for (Device& device : t.devices) device.intra_host_gbps = device.inter_host_gbps = 0.0;
+  }
+  return t;
+}
+
+}  // namespace
 
 Topology topology_with_devices(const Topology& topology, int devices) {
   const std::vector<int> counts = device_counts(topology, devices, devices);
@@ -358,7 +409,7 @@ Topology topology_with_devices(const Topology& topology, int devices) {
                           : edited_preset(topology, {{"nodes", one_host ? "1" : std::to_string(devices / host)},
                                                      {"gpus_per_node", one_host ? n : std::to_string(host)}});
   if (preset) return *preset;
-  check_uniform(topology, "changing the number of devices");
+  if (const std::optional<int> kept = kept_devices(topology)) return with_last_kind(topology, *kept, devices);
   Topology t = topology;
   t.devices.assign(static_cast<std::size_t>(devices), topology.devices.front());
   return t;
@@ -370,8 +421,7 @@ Topology topology_with_hbm(const Topology& topology, std::int64_t hbm_bytes) {
   const std::string gib = exact_number(static_cast<double>(hbm_bytes) / kGiB);
   const auto preset = edited_preset(topology, {{is_cpu_preset(topology) ? "mem_gib" : "hbm_gib", gib}});
   if (preset) return *preset;
-  check_uniform(topology, "changing the memory per device");
-  Topology t = topology;
+  Topology t = topology;  // a custom topology or a mix: every device, its other figures kept
   for (Device& d : t.devices) d.hbm_bytes = hbm_bytes;
   return t;
 }

@@ -197,8 +197,8 @@ class FitSearch {
   FitSearch(const Task& task, const WhatIfOptions& options, const Context& ctx, FitAdvice& advice)
       : task_(task), options_(options), ctx_(ctx), advice_(advice) {}
 
-  /** Runs `kind`; a kind this task cannot take (e.g. mixed hardware resized) is listed, and the
-   *  others are still tried. */
+  /** Runs `kind`; a kind this task cannot take (e.g. a mix whose last host has two kinds of
+   *  device, resized) is listed, and the others are still tried. */
   void attempt(const std::string& kind, void (FitSearch::*search)()) {
     try {
       (this->*search)();
@@ -236,8 +236,13 @@ class FitSearch {
 };
 
 void FitSearch::memory() {
-  std::int64_t now = 0;
-  for (const Device& d : task_.topology.devices) now = std::max(now, d.hbm_bytes);
+  // Every device gets the same HBM; on a mix whose devices differ, from the largest up (none loses).
+  std::int64_t now = 0, least = kMaxDeviceBytes;
+  double total = 0.0;
+  for (const Device& d : task_.topology.devices) {
+    now = std::max(now, d.hbm_bytes), least = std::min(least, d.hbm_bytes);
+    total += static_cast<double>(d.hbm_bytes);
+  }
   const auto with = [&](std::int64_t steps) {
     Task t = task_;
     t.topology = topology_with_hbm(task_.topology, steps * kMemoryStep);
@@ -245,20 +250,26 @@ void FitSearch::memory() {
   };
   CompareRow failed;
   const std::int64_t most = kMaxDeviceBytes / kMemoryStep;
+  const std::int64_t lo = least < now ? (now + kMemoryStep - 1) / kMemoryStep - 1 : now / kMemoryStep;
   auto b = smallest_that_plans(
-      now / kMemoryStep, most, [&](std::int64_t k) { return plan(with(k)); }, failed);
+      lo, most, [&](std::int64_t k) { return plan(with(k)); }, failed);
   if (!b)
     return not_helping("memory: even " + gib(static_cast<double>(most * kMemoryStep)) +
                        " of HBM per device: " + failure(failed));
   const double bytes = static_cast<double>(b->k * kMemoryStep), added = bytes - static_cast<double>(now);
-  FitChange c{"memory",
-              gib(bytes) + " of HBM per device (+" + gib(added) + ", today " + gib(static_cast<double>(now)) + ")",
-              now > 0 ? added / static_cast<double>(now) : std::numeric_limits<double>::infinity(),
-              with(b->k),
-              std::move(b->run),
-              ""};
-  c.next_smaller = b->below ? gib(bytes - static_cast<double>(kMemoryStep)) + ": " + failure(*b->below)
-                            : today(gib(static_cast<double>(now)));
+  const std::string today_hbm =
+      least < now ? gib(static_cast<double>(least)) + " to " + gib(static_cast<double>(now)) + " a device"
+                  : gib(static_cast<double>(now));
+  const double devices = task_.topology.num_devices();
+  FitChange c{
+      "memory",
+      gib(bytes) + " of HBM per device (" + (least < now ? "" : "+" + gib(added) + ", ") + "today " + today_hbm + ")",
+      total > 0 ? (bytes * devices - total) / total : std::numeric_limits<double>::infinity(),
+      with(b->k),
+      std::move(b->run),
+      ""};
+  c.next_smaller =
+      b->below ? gib(bytes - static_cast<double>(kMemoryStep)) + ": " + failure(*b->below) : today(today_hbm);
   add(std::move(c));
 }
 
@@ -279,9 +290,12 @@ void FitSearch::devices() {
   const int devices = counts[static_cast<std::size_t>(b->k)];
   Task changed = with(b->k);
   const int hosts = changed.topology.num_hosts();
+  const std::string like = task_.topology.first_unlike_device() < 0
+                               ? ""
+                               : detail::concat(" in hosts like device ", n - 1);  // a mix grows by its last kind
   FitChange c{"devices",
-              std::to_string(devices) + " devices (+" + std::to_string(devices - n) + ", " + std::to_string(hosts) +
-                  (hosts == 1 ? " host" : " hosts") + "; today " + std::to_string(n) + ")",
+              std::to_string(devices) + " devices (+" + std::to_string(devices - n) + like + ", " +
+                  std::to_string(hosts) + (hosts == 1 ? " host" : " hosts") + "; today " + std::to_string(n) + ")",
               static_cast<double>(devices - n) / n,
               std::move(changed),
               std::move(b->run),

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <limits>
 
+#include <nlohmann/json.hpp>
+
 #include "embshard/data/data_io.h"
 #include "embshard/eval/cost_model_registry.h"
 #include "embshard/eval/what_if.h"
@@ -93,27 +95,88 @@ TEST(WhatIfTopology, CountsStopWhereThePresetStopsAndEveryOneBuilds) {
             std::string::npos);
 }
 
-TEST(WhatIfTopology, ACustomTopologyRepeatsItsDeviceAndRefusesMixedHardware) {
+TEST(WhatIfTopology, ACustomTopologyRepeatsItsDeviceAndAOneHostMixKeepsItsCount) {
   Task task = tiny_task(6, "v100:nodes=1,gpus_per_node=4", 2);
   task.topology.name = "custom";
   const Task bigger = with_devices(task, 8);
   EXPECT_EQ(bigger.topology.num_devices(), 8);
   EXPECT_EQ(hbm(with_hbm(task, 5 * kStep)), 5 * kStep);
+  // One host of two kinds: no host of one kind to add, but every device can take more memory.
   task.topology.devices[1].hbm_gbps *= 2;
   EXPECT_NE(error_of([&] { (void)with_devices(task, 8); }).find("device 1 differs"), std::string::npos);
-  EXPECT_NE(error_of([&] { (void)with_hbm(task, kStep); }).find("device 1 differs"), std::string::npos);
+  const Task more = with_hbm(task, 5 * kStep);
+  for (std::size_t d = 0; d < 4; ++d) {
+    EXPECT_EQ(more.topology.devices[d].hbm_bytes, 5 * kStep) << d;
+    EXPECT_EQ(more.topology.devices[d].hbm_gbps, task.topology.devices[d].hbm_gbps) << d;
+  }
 }
 
-TEST(WhatIfCapacity, TheFewestDevicesAreThoseOfPlanningEveryCount) {
-  const Task task = tiny_task(12, "v100:nodes=1,gpus_per_node=4,hbm_gib=4", 3);
+/** `task` on two hosts of 4 V100-class devices (4 GiB each) and one of 4 A100-class ones, each
+ *  host with its preset's links (a mix, as a task file's `"hosts"` writes it). */
+Task on_mixed_hosts(const Task& task) {
+  nlohmann::json doc = nlohmann::json::parse(task_to_json(task));
+  doc["topology"] = {{"hosts", {"v100:nodes=2,gpus_per_node=4,hbm_gib=4", "a100:gpus_per_node=4,hbm_gib=4"}}};
+  return task_from_json(doc.dump(), "mix");
+}
+
+TEST(WhatIfTopology, MixedHardwareGrowsAndShrinksByHostsOfItsLastKind) {
+  const Task task = on_mixed_hosts(tiny_task(6, "v100:nodes=1,gpus_per_node=4", 1));
+  const Topology& mix = task.topology;
+  ASSERT_EQ(mix.num_devices(), 12);
+  ASSERT_FALSE(mix.uniform_links());
+  EXPECT_EQ(device_counts(mix, 1, 24), (std::vector<int>{8, 12, 16, 20, 24}));
+  EXPECT_EQ(device_counts(mix, 13, 19), (std::vector<int>{16}));
+  EXPECT_EQ(describe_device_counts(mix), "8 (the hosts before the last kind's), then whole hosts of 4 like device 11");
+  // Grown: the kept hosts as they were, then hosts like the last device, each keeping its links;
+  // the file carries them and a plan costs alike read back.
+  const Task bigger = with_devices(task, 20);
+  ASSERT_EQ(bigger.topology.num_devices(), 20);
+  EXPECT_EQ(bigger.topology.num_hosts(), 5);
+  for (int d = 0; d < 20; ++d) {
+    const int like = d < 8 ? d : 11;
+    EXPECT_EQ(bigger.topology.devices[d].hbm_gbps, mix.devices[like].hbm_gbps) << d;
+    EXPECT_EQ(bigger.topology.devices[d].hbm_bytes, mix.devices[like].hbm_bytes) << d;
+    EXPECT_EQ(bigger.topology.inter_gbps(d), mix.inter_gbps(like)) << d;
+    EXPECT_EQ(bigger.topology.intra_gbps(d), mix.intra_gbps(like)) << d;
+  }
+  EXPECT_EQ(bigger.topology.slowest_inter_gbps(), mix.slowest_inter_gbps());
+  EXPECT_EQ(bigger.topology.a2a_latency_us, mix.a2a_latency_us);
+  const Task back = task_from_json(task_to_json(bigger), "back");
+  const ShardResult r = plan_task("greedy", bigger, make_cost_model("sim", bigger, quiet()).get(), quiet());
+  ASSERT_EQ(r.status, ShardStatus::kOk) << r.reason;
+  EXPECT_EQ(evaluate_plan(back, r.plan, kSimJudge, quiet()).step_ms,
+            evaluate_plan(bigger, r.plan, kSimJudge, quiet()).step_ms);
+  // Shrunk to the kept hosts: one kind, the topology's links alone.
+  const Task kept = with_devices(task, 8);
+  EXPECT_LT(kept.topology.first_unlike_device(), 0);
+  EXPECT_TRUE(kept.topology.uniform_links());
+  EXPECT_EQ(kept.topology.inter_host_gbps, make_topology("v100:nodes=2").inter_host_gbps);
+  EXPECT_EQ(with_devices(task, 12).topology.devices.size(), 12u);
+  // Counts the rule does not give, and mixes it cannot resize, are named.
+  EXPECT_NE(error_of([&] { (void)with_devices(task, 4); }).find("4 devices is not a size"), std::string::npos);
+  Task last_host_mixed = task;
+  last_host_mixed.topology.devices[9].hbm_gbps *= 2;  // the last host's second device
+  EXPECT_NE(error_of([&] {
+              (void)with_devices(last_host_mixed, 16);
+            }).find("or whole hosts of another kind at the end (device 9 is on the last host)"),
+            std::string::npos);
+}
+
+/**
+ * `size` over every count of `task` in [1, `most`] (at most 16: all planned), with a target between
+ * the steps of the counts at `middle` and the next: each point is the step of planning that count's
+ * task on its own, above its bound, and the answer is the first count that meets the target.
+ */
+void expect_every_count_planned_as_its_own_task(const Task& task, int most, std::size_t middle) {
   const WhatIfOptions options = greedy_options();
-  const std::vector<int> counts = device_counts(task.topology, 1, 16);  // 7 counts: every one planned
+  const std::vector<int> counts = device_counts(task.topology, 1, most);
+  ASSERT_LE(counts.size(), 16u);
+  ASSERT_GT(counts.size(), middle + 1);
   std::vector<std::optional<double>> reference;
   for (int n : counts) reference.push_back(independent_step(with_devices(task, n), options));
-  // A target the middle of the curve meets: between the steps of two counts.
-  ASSERT_TRUE(reference[3] && reference[4]);
-  const double target = 0.5 * (*reference[3] + *reference[4]);
-  const CapacityCurve curve = plan_capacity(task, 1, 16, target, options, quiet());
+  ASSERT_TRUE(reference[middle] && reference[middle + 1]);
+  const double target = 0.5 * (*reference[middle] + *reference[middle + 1]);
+  const CapacityCurve curve = plan_capacity(task, 1, most, target, options, quiet());
   ASSERT_EQ(curve.points.size(), counts.size());
   int first = 0;
   for (std::size_t i = 0; i < counts.size(); ++i) {
@@ -128,6 +191,11 @@ TEST(WhatIfCapacity, TheFewestDevicesAreThoseOfPlanningEveryCount) {
   }
   EXPECT_EQ(curve.fewest, first);
   EXPECT_NE(curve.verdict.find(std::to_string(first) + " devices"), std::string::npos) << curve.verdict;
+}
+
+TEST(WhatIfCapacity, TheFewestDevicesAreThoseOfPlanningEveryCount) {
+  // 7 counts: 1 to 4 on one host, then 8, 12, 16.
+  expect_every_count_planned_as_its_own_task(tiny_task(12, "v100:nodes=1,gpus_per_node=4,hbm_gib=4", 3), 16, 3);
 }
 
 TEST(WhatIfCapacity, BeyondTheGridTheAnswersNextSmallerCountIsPlannedAndMisses) {
@@ -157,6 +225,13 @@ TEST(WhatIfCapacity, BeyondTheGridTheAnswersNextSmallerCountIsPlannedAndMisses) 
   const std::string csv = capacity_csv(curve);
   EXPECT_EQ(static_cast<std::size_t>(std::count(csv.begin(), csv.end(), '\n')), curve.points.size() + 1);
   EXPECT_NE(capacity_report_html(curve).find("<svg"), std::string::npos);
+}
+
+TEST(WhatIfCapacity, OnMixedHardwareEachCountIsPlannedAsItsTaskAndTheBoundHolds) {
+  // The fewest hosts of the last kind (A100s beside two V100 hosts) that meet a target.
+  const Task task = on_mixed_hosts(tiny_task(16, "v100:nodes=1,gpus_per_node=4", 14));
+  ASSERT_EQ(device_counts(task.topology, 1, 24), (std::vector<int>{8, 12, 16, 20, 24}));
+  expect_every_count_planned_as_its_own_task(task, 24, 1);
 }
 
 TEST(WhatIfCapacity, ATargetNoCountMeetsSaysSoWithTheBound) {
@@ -283,7 +358,7 @@ TEST(WhatIfFit, ATableThatMayNotBeSplitIsNamedAndFreeingItsTypesIsOffered) {
   expect_only_its_kind_changed(task, *types);
 }
 
-TEST(WhatIfFit, MixedHardwareIsListedAsNotResizableAndTheOtherKindsAreStillTried) {
+TEST(WhatIfFit, AOneHostMixIsListedAsNotResizableAndTheOtherKindsAreStillTried) {
   Task task = infeasible_task(11);
   task.topology.name = "custom";
   task.topology.devices[1].hbm_gbps *= 2;
@@ -293,10 +368,49 @@ TEST(WhatIfFit, MixedHardwareIsListedAsNotResizableAndTheOtherKindsAreStillTried
       return line.rfind(kind + ": topology: device 1 differs from device 0", 0) == 0;
     });
   };
-  EXPECT_TRUE(listed("memory"));
   EXPECT_TRUE(listed("devices"));
-  ASSERT_EQ(advice.changes.size(), 1u);
-  EXPECT_EQ(advice.changes.front().kind, "uvm");
+  std::vector<std::string> kinds;
+  for (const FitChange& c : advice.changes) kinds.push_back(c.kind);
+  EXPECT_EQ(kinds, (std::vector<std::string>{"uvm", "memory"}));
+}
+
+TEST(WhatIfFit, OnMixedHardwareDevicesAreAddedAsHostsOfTheLastKind) {
+  // Too little memory on two V100 hosts and one A100 host with 4/3 theirs: the `devices` change
+  // adds A100 hosts and plans, and one host fewer does not; the `memory` change gives every device
+  // as much, no less than the A100s have.
+  Task task = on_mixed_hosts(infeasible_task(12));
+  const std::int64_t v100_hbm = infeasible_task(12).topology.devices.front().hbm_bytes;
+  for (int d = 0; d < 12; ++d) task.topology.devices[d].hbm_bytes = d < 8 ? v100_hbm * 3 / 4 : v100_hbm;
+  const WhatIfOptions options;
+  ASSERT_FALSE(independent_step(task, options));
+  const FitAdvice advice = advise_fit(task, options, quiet());
+  const auto devices = std::find_if(advice.changes.begin(), advice.changes.end(),
+                                    [](const FitChange& c) { return c.kind == "devices"; });
+  for (const std::string& line : advice.not_helping) ADD_FAILURE() << line;
+  ASSERT_NE(devices, advice.changes.end());
+  const Topology& grown = devices->task.topology;
+  ASSERT_GT(grown.num_devices(), 12);
+  for (int d = 12; d < grown.num_devices(); ++d) {
+    EXPECT_EQ(grown.devices[d].hbm_gbps, task.topology.devices.back().hbm_gbps) << d;
+    EXPECT_EQ(grown.inter_gbps(d), task.topology.inter_gbps(11)) << d;
+  }
+  EXPECT_TRUE(independent_step(devices->task, options));
+  if (grown.num_devices() > 16) {
+    EXPECT_FALSE(independent_step(with_devices(task, grown.num_devices() - 4), options));
+  }
+  expect_only_its_kind_changed(task, *devices);
+  const auto memory =
+      std::find_if(advice.changes.begin(), advice.changes.end(), [](const FitChange& c) { return c.kind == "memory"; });
+  ASSERT_NE(memory, advice.changes.end());
+  const std::int64_t each = memory->task.topology.devices.front().hbm_bytes;
+  EXPECT_GE(each, v100_hbm);
+  for (const Device& d : memory->task.topology.devices) EXPECT_EQ(d.hbm_bytes, each);
+  EXPECT_NE(memory->description.find(" a device)"), std::string::npos) << memory->description;
+  EXPECT_TRUE(independent_step(memory->task, options));
+  if (each - kStep >= v100_hbm) {
+    EXPECT_FALSE(independent_step(with_hbm(task, each - kStep), options));
+  }
+  expect_only_its_kind_changed(task, *memory);
 }
 
 TEST(WhatIfExplain, EachTablesNextBestIsTheBestOfMovingItWholeOrSpreadingItsRows) {

@@ -81,6 +81,8 @@ struct Topology {
   /** Whether all devices are interchangeable: the same figures, one host (search may then
    *  relabel devices freely: exhaustive enumeration visits each partition once). */
   [[nodiscard]] bool devices_interchangeable() const;
+  /** Whether devices d and e have the same memory and bandwidths, links included. */
+  [[nodiscard]] bool alike(int d, int e) const;
   /** The first device whose memory or bandwidths (links included) differ from device 0's; −1
    *  when all are alike. */
   [[nodiscard]] int first_unlike_device() const;
@@ -121,7 +123,11 @@ inline constexpr double kMaxLatencyUs = 1e9;
 /**
  * The device counts `topology_with_devices` accepts in [lo, hi], ascending: 1 to the host size
  * (one host), then whole hosts (multiples of the host size), up to what the preset takes (4096
- * nodes; the `cpu` preset, whose devices share one host: 4096 devices) or kMaxDevices.
+ * nodes; the `cpu` preset, whose devices share one host: 4096 devices) or kMaxDevices. Mixed
+ * hardware (hosts of several kinds) grows and shrinks by whole hosts of its last kind, the kind of
+ * its last device: the hosts before the trailing hosts of that kind are kept, so the counts are
+ * those devices, then each further host of the last kind (none of it included). Error naming
+ * the device where a mix has one host, or a last host of several kinds.
  */
 [[nodiscard]] std::vector<int> device_counts(const Topology& topology, int lo, int hi);
 
@@ -131,15 +137,17 @@ inline constexpr double kMaxLatencyUs = 1e9;
 /**
  * The same hardware with `devices` devices (one of `device_counts`): a preset's spec with its
  * `nodes` / `gpus_per_node` (`devices` for cpu) changed, so the task file still names the
- * preset; a custom topology with device 0 repeated. Error naming the count when it is not one of
- * `device_counts`, and naming the device when a custom topology's devices differ (mixed hardware
- * cannot be resized by one rule).
+ * preset; a custom topology with device 0 repeated; mixed hardware with its kept hosts and then
+ * hosts of its last device's kind, each keeping its links (the topology's own figures the slowest
+ * left; the all-to-all latency, the mix's largest, as it was). Error naming the count when it is
+ * not one of `device_counts`, and naming the device where a mix cannot be resized by that rule.
  */
 [[nodiscard]] Topology topology_with_devices(const Topology& topology, int devices);
 
 /**
  * The same hardware with `hbm_bytes` of HBM available to embeddings on every device (a preset's
- * `hbm_gib` / `mem_gib` changed). Error when it is outside [0, kMaxDeviceBytes].
+ * `hbm_gib` / `mem_gib` changed; on a custom topology or a mix, every device's, its other figures
+ * kept). Error when it is outside [0, kMaxDeviceBytes].
  */
 [[nodiscard]] Topology topology_with_hbm(const Topology& topology, std::int64_t hbm_bytes);
 

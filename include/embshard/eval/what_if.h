@@ -10,28 +10,30 @@
  * was judged at or under 5 ms, and "+1.25 GiB per device fits" means the sharder planned it.
  *
  * Capacity. The device counts a topology comes in (data/topology.h `device_counts`: 1 to a host,
- * then whole hosts) between a minimum and a maximum, with the global batch and the memory per
- * device kept. Up to 16 counts are all planned; beyond, a geometric grid (each count about twice
- * the last, plus both ends). With a target, the counts between the last grid count that misses
- * it and the first that meets it are bisected, so the answer's next smaller count is planned and
- * misses. The curve need not fall monotonically (more devices, more exchange): the answer is the
- * fewest count found to meet the target, every smaller grid count having missed it. Where the
- * judge is `sim`, each point carries the model's lower bound, and a target below every tried
- * count's bound is reported as one no plan at those counts can meet.
+ * then whole hosts; on mixed hardware, whole hosts of its last device's kind added to or taken from
+ * the others) between a minimum and a maximum, with the global batch and the memory per device kept. Up to 16 counts
+ * are all planned; beyond, a geometric grid (each count about twice the last, plus both ends). With a target, the
+ * counts between the last grid count that misses it and the first that meets it are bisected, so the answer's next
+ * smaller count is planned and misses. The curve need not fall monotonically (more devices, more exchange): the answer
+ * is the fewest count found to meet the target, every smaller grid count having missed it. Where the judge is `sim`,
+ * each point carries the model's lower bound, and a target below every tried count's bound is reported as one no plan
+ * at those counts can meet.
  *
  * Fit. The conflicts are read off the task before any planning: the tables' bytes against the
  * devices' memory (HBM, and UVM where allowed), and each table whose smallest piece under its
  * constraints exceeds every device; then the sharder's own reason. The changes tried, each the
  * smallest of its kind that the sharder plans:
- *   memory        HBM per device, in steps of 1/16 GiB (bisected; the step below is planned and fails)
- *   devices       the next device counts (doubling, then bisected; the count below fails)
+ *   memory        HBM per device, in steps of 1/16 GiB (bisected; the step below is planned and fails);
+ *                 every device the same, on a mix of several sizes from the largest up
+ *   devices       the next device counts (doubling, then bisected; the count below fails); on a mix,
+ *                 hosts of its last kind
  *   uvm           UVM allowed for the k largest tables that do not allow it (k bisected)
  *   row_split / column_split   the task-wide switch, where it is off
  *   table_types   any sharding type (and no min_partition) for the k largest constrained tables
  * Minimality assumes that a larger change of one kind never makes the sharder fail where a
  * smaller one planned; the next smaller change is always planned and shown failing. Ranking:
  * relaxed constraints first (they add no hardware), by the step of their plan; then hardware, by
- * the share it adds to today's (memory: added HBM / HBM; devices: added / devices), then step.
+ * the share it adds to today's (memory: added HBM / today's total; devices: added / devices), then step.
  *
  * Explain (`embshard plan --explain`). For a plan that fits, per table, what the best single change
  * of that table alone would cost: a plan no single move improves shows every delta ≥ 0, and the
