@@ -1,5 +1,8 @@
-// The library's version (version.h); EMBSHARD_VERSION and EMBSHARD_GIT_HASH come from CMake.
+// The library's version (version.h): EMBSHARD_VERSION comes from CMake, EMBSHARD_GIT_HASH from
+// the header cmake/git_hash.cmake writes at every build.
 #include "embshard/core/version.h"
+
+#include "git_hash.h"
 
 namespace embshard {
 

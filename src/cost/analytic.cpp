@@ -756,14 +756,15 @@ bool mixed_speeds(const Topology& topology) {
 namespace {
 
 /** The smaller of `one_d` (the 1D plans' bound) and, for every 2D layout the task allows, its
- *  group task's 1D bound plus the replica sync floor (analytic.h, "2D plans"). */
+ *  group task's 1D bound plus the replica sync floor (analytic.h, "2D plans"), the sync on the
+ *  links of `links` (the task as it is, where `task` is one with faster devices or links). */
 double with_2d_layouts(const Task& task, const SimHardware& hw, Objective objective, const InputCommOptions& input,
-                       double most_cell_tables, double one_d) {
+                       double most_cell_tables, double one_d, const Task& links) {
   double bound = one_d;
   const std::vector<ShardingGroups> layouts = sharding_group_layouts(task);
   for (const ShardingGroups& groups : layouts) {
     // step and max_sum both pay at least the busiest rank's sync on top of (or besides) the group's plan.
-    const double sync = replica_sync_floor_ms(task, groups);
+    const double sync = replica_sync_floor_ms(links, groups);
     if (sync >= bound) continue;
     const double group = one_layout_bound(sharding_group_task(task, groups), hw, objective, input,
                                           std::max(1.0, most_cell_tables / static_cast<double>(layouts.size())), false);
@@ -858,7 +859,7 @@ double sim_lower_bound(const Task& task, const SimHardware& hw, Objective object
   if (objective == Objective::kBalance) return 1.0;
   if (!mixed_speeds(task.topology) && task.topology.uniform_links())
     return with_2d_layouts(task, hw, objective, input, most_cell_tables,
-                           one_layout_bound(task, hw, objective, input, most_cell_tables));
+                           one_layout_bound(task, hw, objective, input, most_cell_tables), task);
   // Every device no slower than the fastest, and its links no slower than the fastest host's: a
   // plan costs no more there, so its bound holds here.
   Task fastest = with_fastest_links(task);
@@ -870,13 +871,14 @@ double sim_lower_bound(const Task& task, const SimHardware& hw, Objective object
   for (Device& d : fastest.topology.devices) d.hbm_gbps = top.hbm_gbps, d.uvm_gbps = top.uvm_gbps;
   double one_d = one_layout_bound(fastest, quick, objective, input, most_cell_tables);
   Task mean = with_mean_links(task);
-  if (slowest_nic_floor_holds(task.topology, objective) && !task.topology.uniform_links()) {
+  if (slowest_nic_floor_holds(task.topology, objective) &&
+      task.topology.slowest_inter_gbps() < fastest.topology.inter_host_gbps) {
     one_d = std::max(
         one_d, one_layout_bound(with_slowest_nic(fastest, task.topology), quick, objective, input, most_cell_tables));
     mean = with_slowest_nic(std::move(mean), task.topology);
   }
   one_d = std::max(one_d, mean_speed_averaging(mean, hw, objective, input, most_cell_tables));
-  return with_2d_layouts(fastest, quick, objective, input, most_cell_tables, one_d);
+  return with_2d_layouts(fastest, quick, objective, input, most_cell_tables, one_d, task);
 }
 
 namespace {

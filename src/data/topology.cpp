@@ -318,10 +318,12 @@ std::optional<int> kept_devices(const Topology& topology) {
   int kept = topology.num_devices();
   while (kept > 0 && topology.alike(kept - 1, last)) --kept;
   const int unlike = kept - 1;  // the last device of another kind
-  EMBSHARD_CHECK(topology.num_hosts() > 1 && topology.host_of(unlike) != topology.host_of(last), "topology: device ",
-                 topology.first_unlike_device(), " differs from device 0; changing the number of devices ",
-                 "needs devices of one kind, or whole hosts of another kind at the end (device ", unlike,
-                 " is on the last host)");
+  EMBSHARD_CHECK(topology.num_hosts() > 1, "topology: device ", topology.first_unlike_device(),
+                 " differs from device 0; changing the number of devices needs devices of one kind, or whole ",
+                 "hosts of another kind at the end");
+  EMBSHARD_CHECK(topology.host_of(unlike) != topology.host_of(last), "topology: device ", unlike,
+                 " differs from device ", last, " on the last host; changing the number of devices needs whole ",
+                 "hosts of one kind at the end, the kind added or taken away");
   return (kept + host - 1) / host * host;
 }
 

@@ -11,13 +11,6 @@
 #include "embshard/core/error.h"
 #include "embshard/core/markup.h"
 
-#ifndef EMBSHARD_VERSION
-#define EMBSHARD_VERSION "0.0.0"
-#endif
-#ifndef EMBSHARD_GIT_HASH
-#define EMBSHARD_GIT_HASH ""
-#endif
-
 namespace embshard {
 namespace {
 

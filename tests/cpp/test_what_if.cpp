@@ -158,7 +158,7 @@ TEST(WhatIfTopology, MixedHardwareGrowsAndShrinksByHostsOfItsLastKind) {
   last_host_mixed.topology.devices[9].hbm_gbps *= 2;  // the last host's second device
   EXPECT_NE(error_of([&] {
               (void)with_devices(last_host_mixed, 16);
-            }).find("or whole hosts of another kind at the end (device 9 is on the last host)"),
+            }).find("topology: device 9 differs from device 11 on the last host; changing the number of devices needs"),
             std::string::npos);
 }
 

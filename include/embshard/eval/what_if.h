@@ -10,8 +10,9 @@
  * was judged at or under 5 ms, and "+1.25 GiB per device fits" means the sharder planned it.
  *
  * Capacity. The device counts a topology comes in (data/topology.h `device_counts`: 1 to a host,
- * then whole hosts; on mixed hardware, whole hosts of its last device's kind added to or taken from
- * the others) between a minimum and a maximum, with the global batch and the memory per device kept. Up to 16 counts
+ * then whole hosts; on mixed hardware, whole hosts of its last device's kind added to or taken
+ * from the others) between a minimum and a maximum, with the global batch and the memory per
+ * device kept. Up to 16 counts
  * are all planned; beyond, a geometric grid (each count about twice the last, plus both ends). With a target, the
  * counts between the last grid count that misses it and the first that meets it are bisected, so the answer's next
  * smaller count is planned and misses. The curve need not fall monotonically (more devices, more exchange): the answer
@@ -33,7 +34,8 @@
  * Minimality assumes that a larger change of one kind never makes the sharder fail where a
  * smaller one planned; the next smaller change is always planned and shown failing. Ranking:
  * relaxed constraints first (they add no hardware), by the step of their plan; then hardware, by
- * the share it adds to today's (memory: added HBM / today's total; devices: added / devices), then step.
+ * the share it adds to today's (memory: added HBM / today's total; devices: added / devices),
+ * then step.
  *
  * Explain (`embshard plan --explain`). For a plan that fits, per table, what the best single change
  * of that table alone would cost: a plan no single move improves shows every delta ≥ 0, and the

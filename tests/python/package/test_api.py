@@ -350,6 +350,17 @@ def test_size_finds_the_fewest_devices_and_its_answer_plans_as_promised():
         embshard.size("task.json")
 
 
+def test_size_grows_a_mix_by_hosts_of_its_last_kind():
+    doc = json.loads(shape_only_task().to_json())
+    doc["topology"] = {"hosts": ["v100:nodes=2,gpus_per_node=2", "a100:gpus_per_node=2"]}
+    mix = Task.from_json(json.dumps(doc), where="mix")
+    curve = embshard.size(mix, devices=(1, 10), sharder="greedy")
+    assert [p["devices"] for p in curve.points] == [4, 6, 8, 10]  # the V100 hosts, then A100 hosts added
+    assert all(p["status"] == "ok" for p in curve.points), curve.verdict
+    one_host = Task.from_json(json.dumps(dict(doc, topology={"preset": "v100:gpus_per_node=2"})), where="one")
+    assert [p["devices"] for p in embshard.size(one_host, devices=(1, 4)).points] == [1, 2, 4]
+
+
 def test_fit_names_the_conflict_and_every_change_it_offers_plans():
     task = Task.from_tables(
         [Table("user", rows=40_000_000, dim=64, pooling_factor=1.0),
