@@ -230,20 +230,57 @@ HostMatch match_devices(const std::vector<std::vector<double>>& keep, int g, int
 }
 
 /**
+ * Each host's kind: the first host whose devices are like its own (one kind on hosts of one
+ * kind of device); empty where a host's devices are of several kinds (no labels to swap there).
+ */
+std::vector<int> host_kinds(const Topology& topo) {
+  const int hosts = topo.num_hosts(), per_host = topo.host_size();
+  std::vector<int> kind(hosts, 0);
+  for (int g = 0; g < hosts; ++g) {
+    for (int i = 1; i < per_host; ++i) {
+      if (!topo.alike(g * per_host, g * per_host + i)) return {};
+    }
+    kind[g] = g;
+    for (int h = 0; h < g && kind[g] == g; ++h) {
+      if (topo.alike(h * per_host, g * per_host)) kind[g] = kind[h];
+    }
+  }
+  return kind;
+}
+
+/** The hosts' assignment of the largest total `weight` among hosts of one kind (Hungarian per kind). */
+std::vector<int> assign_within_kinds(const std::vector<std::vector<double>>& weight, const std::vector<int>& kind) {
+  std::vector<int> to(kind.size(), 0);
+  std::map<int, std::vector<int>> members;
+  for (std::size_t g = 0; g < kind.size(); ++g) members[kind[g]].push_back(static_cast<int>(g));
+  for (const auto& [k, hosts] : members) {
+    std::vector<std::vector<double>> w(hosts.size(), std::vector<double>(hosts.size(), 0.0));
+    for (std::size_t i = 0; i < hosts.size(); ++i)
+      for (std::size_t j = 0; j < hosts.size(); ++j) w[i][j] = weight[hosts[i]][hosts[j]];
+    const std::vector<int> sub = max_weight_assignment(w);
+    for (std::size_t i = 0; i < hosts.size(); ++i) to[hosts[i]] = hosts[sub[i]];
+  }
+  return to;
+}
+
+/**
  * `plan` with its devices relabelled to keep the most bytes where the old plan has them: every
  * host pair's best device matching (Hungarian), then hosts matched by what those keep (Hungarian
  * again; beyond kMostMatchedHosts hosts, by the pair's total bytes), and the identity labelling
- * where it keeps more (file comment).
+ * where it keeps more (file comment). On mixed hardware hosts swap labels only with hosts of
+ * their own kind, whose devices and links are the same: the step stays as it was.
  */
 Plan relabelled(const Task& task, Plan plan, const std::map<std::string, OldTable>& old) {
   const Topology& topo = task.topology;
-  if (topo.first_unlike_device() >= 0) return plan;
+  const std::vector<int> kind = host_kinds(topo);
+  if (kind.empty()) return plan;
   const std::vector<std::vector<double>> keep = bytes_in_place(task, plan, old);
   const int hosts = topo.num_hosts(), per_host = topo.host_size(), n = topo.num_devices();
   const bool exact = hosts <= kMostMatchedHosts;
   std::vector<std::vector<double>> host_weight(hosts, std::vector<double>(hosts, 0.0));
   for (int g = 0; g < hosts; ++g) {
     for (int h = 0; h < hosts; ++h) {
+      if (kind[g] != kind[h]) continue;
       if (exact) {
         host_weight[g][h] = match_devices(keep, g, h, per_host).kept;
       } else {
@@ -252,7 +289,7 @@ Plan relabelled(const Task& task, Plan plan, const std::map<std::string, OldTabl
       }
     }
   }
-  const std::vector<int> host_to = max_weight_assignment(host_weight);
+  const std::vector<int> host_to = assign_within_kinds(host_weight, kind);
   std::vector<int> label(n, 0);
   double kept = 0, in_place = 0;
   for (int g = 0; g < hosts; ++g) {

@@ -9,6 +9,9 @@
 #include <numeric>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
+#include "embshard/data/data_io.h"
 #include "embshard/eval/cost_model_registry.h"
 #include "embshard/eval/replan.h"
 #include "embshard/plan/plan.h"
@@ -148,12 +151,10 @@ TEST(ReplanReport, ShowsEveryCandidateTheBudgetAndEachDevicesTraffic) {
   EXPECT_NE(error_of([&] { (void)replan_report_html(empty); }).find("has no point"), std::string::npos);
 }
 
-TEST(Replan, AnOldPlanWithItsDevicesRelabelledIsRecognisedAndMovesNothing) {
-  // The old plan is the from-scratch plan with hosts swapped and devices permuted in them: the
-  // relabelling finds the labels back, so the target moves nothing, at the same step.
-  const Task task = tiny_task(16, "v100:nodes=2,gpus_per_node=4", 26);
+/** The old plan is `task`'s from-scratch plan with device d relabelled `label[d]`: the relabelling
+ *  finds the labels back, so the target moves nothing, at the same step. */
+void expect_the_labels_found_back(const Task& task, const std::vector<int>& label) {
   const Plan scratch = planned(task);
-  const std::vector<int> label = {6, 4, 7, 5, 1, 3, 0, 2};
   Plan old = scratch;
   for (TablePlacement& p : old.tables)
     for (Shard& s : p.shards) s.device = label[static_cast<std::size_t>(s.device)];
@@ -166,6 +167,22 @@ TEST(Replan, AnOldPlanWithItsDevicesRelabelledIsRecognisedAndMovesNothing) {
   if (r.chosen.moved_bytes > 0) {
     EXPECT_LT(r.chosen.step_ms, r.target.step_ms);
   }
+}
+
+TEST(Replan, AnOldPlanWithItsDevicesRelabelledIsRecognisedAndMovesNothing) {
+  // Hosts swapped and devices permuted in them.
+  expect_the_labels_found_back(tiny_task(16, "v100:nodes=2,gpus_per_node=4", 26), {6, 4, 7, 5, 1, 3, 0, 2});
+}
+
+TEST(Replan, OnMixedHardwareHostsOfOneKindSwapLabelsAndTheStepStays) {
+  // Two V100 hosts and two A100 hosts, the hosts of each kind swapped and devices permuted in them:
+  // relabelling finds the labels back within each kind (an A100 host's shards never go to a V100
+  // host, which would change the step).
+  nlohmann::json doc = nlohmann::json::parse(task_to_json(tiny_task(16, "v100:nodes=1,gpus_per_node=4", 27)));
+  doc["topology"] = {{"hosts", {"v100:nodes=2,gpus_per_node=4", "a100:nodes=2,gpus_per_node=4"}}};
+  const Task task = task_from_json(doc.dump(), "mix");
+  ASSERT_GE(task.topology.first_unlike_device(), 0);
+  expect_the_labels_found_back(task, {6, 4, 7, 5, 1, 3, 0, 2, 13, 15, 12, 14, 9, 8, 11, 10});
 }
 
 TEST(Replan, JointSearchingFromAPlanNeverEndsWorseThanItAndOthersRefuse) {

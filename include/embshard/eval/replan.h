@@ -23,7 +23,9 @@
  *             (Hungarian algorithm) of the bytes already there (beyond 128 hosts, hosts by the
  *             bytes between them), unless the labels as they are keep more. On devices of one kind
  *             a relabelling leaves the step as it was (the link model is symmetric in hosts and in
- *             a host's devices), so this costs nothing.
+ *             a host's devices), so this costs nothing. On mixed hardware hosts swap labels only
+ *             with hosts of their own kind (the same devices and links); where a host holds
+ *             devices of several kinds, no label changes.
  * From the kept plan, tables switch to their target layout one at a time, in the order of their
  * step gain alone per byte they move (the largest gains per byte first, free switches first of
  * all); each prefix is a point of the curve (bytes moved, step), kept where it fits memory. The
