@@ -12,13 +12,13 @@
  * Capacity. The device counts a topology comes in (data/topology.h `device_counts`: 1 to a host,
  * then whole hosts; on mixed hardware, whole hosts of its last device's kind added to or taken
  * from the others) between a minimum and a maximum, with the global batch and the memory per
- * device kept. Up to 16 counts
- * are all planned; beyond, a geometric grid (each count about twice the last, plus both ends). With a target, the
- * counts between the last grid count that misses it and the first that meets it are bisected, so the answer's next
- * smaller count is planned and misses. The curve need not fall monotonically (more devices, more exchange): the answer
- * is the fewest count found to meet the target, every smaller grid count having missed it. Where the judge is `sim`,
- * each point carries the model's lower bound, and a target below every tried count's bound is reported as one no plan
- * at those counts can meet.
+ * device kept. Up to 16 counts are all planned; beyond, a geometric grid (each count about twice
+ * the last, plus both ends). With a target, the counts between the last grid count that misses
+ * it and the first that meets it are bisected, so the answer's next smaller count is planned and
+ * misses. The curve need not fall monotonically (more devices, more exchange): the answer is the
+ * fewest count found to meet the target, every smaller grid count having missed it. Where the
+ * judge is `sim`, each point carries the model's lower bound, and a target below every tried
+ * count's bound is reported as one no plan at those counts can meet.
  *
  * Fit. The conflicts are read off the task before any planning: the tables' bytes against the
  * devices' memory (HBM, and UVM where allowed), and each table whose smallest piece under its
