@@ -103,14 +103,10 @@ Topology mixed_topology_from(const JsonNode& hosts) {
       entry.fail(detail::concat("hosts of ", part.host_size(), " devices beside hosts of ", t.host_size(),
                                 " (every host must have as many devices)"));
     t.devices.insert(t.devices.end(), part.devices.begin(), part.devices.end());
-    t.intra_host_gbps = std::min(t.intra_host_gbps, part.intra_host_gbps);
-    t.inter_host_gbps = std::min(t.inter_host_gbps, part.inter_host_gbps);
     t.a2a_latency_us = std::max(t.a2a_latency_us, part.a2a_latency_us);
   }
   t.devices_per_host = t.host_size();
-  if (t.uniform_links()) {  // every preset's links alike: the topology's figures say it all
-    for (Device& d : t.devices) d.intra_host_gbps = d.inter_host_gbps = 0.0;
-  }
+  settle_host_links(t);     // the slowest preset's links the topology's; none of its own where all are alike
   if (t.num_hosts() > 1) {  // an all-to-all across hosts: each preset's latency as it has across its own hosts
     for (std::size_t i = 0; i < hosts.size(); ++i) {
       Spec spec = parse_spec(hosts.at(i).as_string());

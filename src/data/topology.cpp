@@ -218,6 +218,18 @@ bool Topology::uniform_links() const {
   });
 }
 
+void settle_host_links(Topology& topology) {
+  for (int d = 0; d < topology.num_devices(); ++d) {
+    Device& device = topology.devices[static_cast<std::size_t>(d)];
+    device.intra_host_gbps = topology.intra_gbps(d), device.inter_host_gbps = topology.inter_gbps(d);
+  }
+  topology.intra_host_gbps = topology.slowest_intra_gbps();
+  topology.inter_host_gbps = topology.slowest_inter_gbps();
+  if (topology.uniform_links()) {  // every device alike: the topology's figures say it all
+    for (Device& device : topology.devices) device.intra_host_gbps = device.inter_host_gbps = 0.0;
+  }
+}
+
 bool Topology::devices_interchangeable() const { return first_unlike_device() < 0 && num_hosts() == 1; }
 
 Topology make_topology(const std::string& spec) {
@@ -378,22 +390,13 @@ std::string describe_device_counts(const Topology& topology) {
 namespace {
 
 /** `topology` with its first `kept` devices and then copies of its last up to `devices` (whole
- *  hosts); the topology's links the slowest left, and where every device then has the same, those
- *  alone (the rule of data_io.cpp's mixed hosts). */
+ *  hosts), its links settled (settle_host_links). */
 Topology with_last_kind(const Topology& topology, int kept, int devices) {
   Topology t = topology;
   const Device last = topology.devices.back();
   t.devices.resize(static_cast<std::size_t>(kept));
   t.devices.resize(static_cast<std::size_t>(devices), last);
-  for (int d = 0; d < t.num_devices(); ++d) {
-    Device& device = t.devices[static_cast<std::size_t>(d)];
-    device.intra_host_gbps = topology.intra_gbps(d < kept ? d : topology.num_devices() - 1);
-    device.inter_host_gbps = topology.inter_gbps(d < kept ? d : topology.num_devices() - 1);
-  }
-  t.intra_host_gbps = t.slowest_intra_gbps(), t.inter_host_gbps = t.slowest_inter_gbps();
-  if (t.uniform_links()) {
-    for (Device& device : t.devices) device.intra_host_gbps = device.inter_host_gbps = 0.0;
-  }
+  settle_host_links(t);
   return t;
 }
 

@@ -145,6 +145,14 @@ inline constexpr double kMaxLatencyUs = 1e9;
 [[nodiscard]] Topology topology_with_devices(const Topology& topology, int devices);
 
 /**
+ * Puts a topology whose hosts may keep links of their own in its one form: every device's links
+ * resolved (its own, or the topology's), the topology's figures the slowest of them, and every
+ * device's own figures cleared where all are alike. Mixed hosts read from a task file and a mix
+ * resized both end so.
+ */
+void settle_host_links(Topology& topology);
+
+/**
  * The same hardware with `hbm_bytes` of HBM available to embeddings on every device (a preset's
  * `hbm_gib` / `mem_gib` changed; on a custom topology or a mix, every device's, its other figures
  * kept). Error when it is outside [0, kMaxDeviceBytes].
