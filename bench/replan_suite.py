@@ -5,8 +5,10 @@ table's pooling factor scaled by a factor drawn log-uniformly in [1/2, 2], seede
 with a movement budget and planned from scratch. Side by side in one run; every step by `sim`.
 
 Usage: $(bash scripts/setup_python.sh) bench/replan_suite.py TASK.json [TASK.json ...]
-       [--max-move 0.1] [--seed 9400]
-Prints one CSV row per (task, scenario).
+       [--max-move 0.1] [--seed 9400] [--old-sharder joint:groups=32]
+Prints one CSV row per (task, scenario). With a 2D old plan (`--old-sharder joint:groups=G`) the
+re-plan keeps its layout (docs/what_if.md) and "scratch" is joint's own 2D plan at the re-plan's group
+size (`joint:groups=G'`); `replicas` says how many copies of each shard the plan keeps.
 """
 import argparse
 import json
@@ -50,22 +52,29 @@ def main():
     ap.add_argument("--max-move", type=float, default=0.1)
     ap.add_argument("--seed", type=int, default=9400)
     ap.add_argument("--sharder", default="joint:groups=none")
+    ap.add_argument("--old-sharder", default=None, help="the old plan's sharder (default: --sharder)")
     args = ap.parse_args()
     rng = random.Random(args.seed)
-    print("task,scenario,devices,old_step,kept_step,scratch_step,scratch_moved_share,replan_step,replan_moved_share,"
-          "replan_over_scratch,replan_s,max_sent_gib,max_received_gib")
+    print("task,scenario,devices,replicas,old_step,kept_step,scratch_step,scratch_moved_share,replan_step,"
+          "replan_moved_share,replan_over_scratch,replan_s,max_sent_gib,max_received_gib")
     for path in args.tasks:
         task = Task.load(path)
-        old = embshard.plan(task, args.sharder, seed=args.seed)
+        old = embshard.plan(task, args.old_sharder or args.sharder, seed=args.seed)
         old_step = embshard.evaluate(task, old).step_ms
         for scenario, new in (("host_added", add_host(task)), ("drift", drift(task, rng))):
             start = time.perf_counter()
             r = embshard.replan(new, old, max_move=args.max_move, sharder=args.sharder, seed=args.seed)
             replan_s = time.perf_counter() - start
-            scratch = embshard.plan(new, args.sharder, seed=args.seed)
+            layout = r.plan.sharding_groups
+            if layout is None:
+                scratch = embshard.plan(new, args.sharder, seed=args.seed)
+            else:  # joint's own 2D plan at the re-plan's group size
+                scratch = embshard.plan(new, f"joint:groups={layout['size']}", seed=args.seed)
             scratch_step = embshard.evaluate(new, scratch).step_ms
-            assert abs(scratch_step - r.target["step_ms"]) <= 1e-6 * scratch_step, (scratch_step, r.target)
-            print(f"{path},{scenario},{new.num_devices},{old_step:.4f},{r.kept['step_ms']:.4f},{scratch_step:.4f},"
+            if layout is None:
+                assert abs(scratch_step - r.target["step_ms"]) <= 1e-6 * scratch_step, (scratch_step, r.target)
+            replicas = 1 if layout is None else new.num_devices // layout["size"]
+            print(f"{path},{scenario},{new.num_devices},{replicas},{old_step:.4f},{r.kept['step_ms']:.4f},{scratch_step:.4f},"
                   f"{r.target['moved_share']:.4f},{r.chosen['step_ms']:.4f},{r.chosen['moved_share']:.4f},"
                   f"{r.chosen['step_ms'] / scratch_step:.4f},{replan_s:.2f},{max(r.sent_bytes) / 2**30:.3f},"
                   f"{max(r.received_bytes) / 2**30:.3f}", flush=True)

@@ -54,12 +54,9 @@ std::string with_objective(const std::string& sharder, Objective objective) {
 
 /** --explain: per table its placement and the best single change of it (eval/what_if.h). */
 void print_explanations(const Task& task, const Plan& plan, CostModel& judge, const Context& ctx) {
-  if (plan.groups.enabled()) {
-    std::printf("explain: a 2D plan is not explained\n");
-    return;
-  }
   const std::vector<TableExplanation> why = explain_plan(task, plan, judge, ctx);
-  std::printf("why each table is where it is (heaviest first; the best single change of the table alone):\n");
+  std::printf("why each table is where it is (heaviest first; the best single change of the table alone%s):\n",
+              plan.groups.enabled() ? "; devices are the ranks of a sharding group, every replica changing alike" : "");
   for (const TableExplanation& e : why) {
     if (e.next_best.empty()) {
       std::printf("  %-24s %-34s no other placement tried fits\n", one_line(e.table).c_str(), e.placement.c_str());

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <set>
@@ -56,46 +57,74 @@ double overlap_bytes(const TableSpec& t, const Shard& a, const Shard& b) {
   return static_cast<double>(shared_bytes(t, a, b));
 }
 
+/** A region of a table (a shard's rows and columns) and every device that holds it. */
+struct Holding {
+  Shard region;
+  std::vector<int> devices;
+};
+
+/** The world a 2D plan's ranks are spread over: the one it records, else `world` (the task's). */
+int world_of(const ShardingGroups& groups, int world) { return groups.world > 0 ? groups.world : world; }
+
 /**
- * Adds one table's movement to `m` (file comment of replan.h): per shard of `now`, what its device
- * held before is kept, what other devices held is sent by them; copies on devices the old plan
- * did not reach are sent by the copy on device d mod (old devices).
+ * Where `p` puts each region of its table: a shard on its device; a data-parallel table's one
+ * region on every device of a copy; a 2D plan's shard of rank r on every replica of r in `world`
+ * (plan/sharding_groups.h `global_device`).
  */
-void add_table_movement(const TableSpec& t, const TablePlacement& now, const TablePlacement* before, Movement& m) {
+std::vector<Holding> holdings(const TablePlacement& p, const ShardingGroups& groups, int world) {
+  std::vector<Holding> out;
+  if (p.type == ShardingType::kDataParallel && !p.shards.empty()) {
+    out.push_back({p.shards.front(), {}});
+    for (const Shard& s : p.shards) out.back().devices.push_back(s.device);
+    return out;
+  }
+  const int replicas = groups.enabled() ? world / groups.size : 1;
+  for (const Shard& s : p.shards) {
+    out.push_back({s, {}});
+    for (int g = 0; g < replicas; ++g) out.back().devices.push_back(global_device(groups, world, g, s.device));
+  }
+  return out;
+}
+
+/**
+ * Adds one table's movement to `m` (file comment of replan.h): for each region of `now` on each
+ * of its devices, what that device held before is kept, and what other devices held is sent by
+ * one of them (the holder at the device's number modulo their count); with nothing `before`, it
+ * is created.
+ */
+void add_table_movement(const TableSpec& t, const std::vector<Holding>& now, const std::vector<Holding>* before,
+                        Movement& m) {
   const auto grow = [&](int device) {
     if (static_cast<std::size_t>(device) >= m.sent.size())
       m.sent.resize(device + 1, 0.0), m.received.resize(device + 1, 0.0);
   };
-  for (const Shard& s : now.shards) {
-    grow(s.device);
-    const double bytes = static_cast<double>(t.shard_bytes(s.num_rows(), s.num_cols()));
-    if (!before) {
-      m.created_bytes += bytes;
-      continue;
-    }
-    if (before->type == ShardingType::kDataParallel) {
-      const bool here = std::any_of(before->shards.begin(), before->shards.end(),
-                                    [&](const Shard& o) { return o.device == s.device; });
-      if (here) {
-        m.kept_bytes += bytes;
-      } else {
-        const int from = before->shards[static_cast<std::size_t>(s.device) % before->shards.size()].device;
-        grow(from);
-        m.moved_bytes += bytes, m.received[s.device] += bytes, m.sent[from] += bytes;
+  for (const Holding& h : now) {
+    for (const int d : h.devices) {
+      grow(d);
+      if (!before) {
+        m.created_bytes += static_cast<double>(t.shard_bytes(h.region.num_rows(), h.region.num_cols()));
+        continue;
       }
-      continue;
-    }
-    for (const Shard& o : before->shards) {
-      const double shared = overlap_bytes(t, s, o);
-      if (shared <= 0) continue;
-      grow(o.device);
-      if (o.device == s.device) {
-        m.kept_bytes += shared;
-      } else {
-        m.moved_bytes += shared, m.received[s.device] += shared, m.sent[o.device] += shared;
+      for (const Holding& o : *before) {
+        const double shared = overlap_bytes(t, h.region, o.region);
+        if (shared <= 0) continue;
+        if (std::find(o.devices.begin(), o.devices.end(), d) != o.devices.end()) {
+          m.kept_bytes += shared;
+          continue;
+        }
+        const int from = o.devices[static_cast<std::size_t>(d) % o.devices.size()];
+        grow(from);
+        m.moved_bytes += shared, m.received[d] += shared, m.sent[from] += shared;
       }
     }
   }
+}
+
+/** One table's movement between two 1D placements (the search's own plans). */
+void add_table_movement(const TableSpec& t, const TablePlacement& now, const TablePlacement* before, Movement& m) {
+  if (!before) return add_table_movement(t, holdings(now, {}, 0), nullptr, m);
+  const std::vector<Holding> was = holdings(*before, {}, 0);
+  add_table_movement(t, holdings(now, {}, 0), &was, m);
 }
 
 /**
@@ -132,8 +161,11 @@ std::string find_error_in_old_table(const TablePlacement& p, const OldTable& sha
 }
 
 void check_old_plan(const Task& task, const Plan& old_plan, const std::map<std::string, OldTable>& old) {
-  EMBSHARD_CHECK(!old_plan.groups.enabled(),
-                 "replan: the old plan is 2D (sharding groups); re-planning starts from 1D plans");
+  const ShardingGroups& groups = old_plan.groups;
+  const int old_world = world_of(groups, task.topology.num_devices());
+  EMBSHARD_CHECK(!groups.enabled() || old_world % groups.size == 0, "replan: the old plan's world of ", old_world,
+                 " ranks (", groups.world > 0 ? "its sharding_groups.world" : "the task's, as the plan records none",
+                 ") is not a multiple of its sharding_groups.size ", groups.size);
   const bool shared = std::any_of(task.workload.tables.begin(), task.workload.tables.end(),
                                   [&](const TableSpec& t) { return old.count(t.name) > 0; });
   const std::string& old_id = old_plan.provenance.task_id;
@@ -146,6 +178,10 @@ void check_old_plan(const Task& task, const Plan& old_plan, const std::map<std::
                    "' appears twice in the old plan");
     const std::string why = find_error_in_old_table(p, old.at(p.table));
     EMBSHARD_CHECK(why.empty(), "replan: ", why);
+    for (const Shard& s : p.shards)
+      EMBSHARD_CHECK(!groups.enabled() || s.device < groups.size, "replan: table '", one_line(p.table),
+                     "' of the old plan has a shard on rank ", s.device, ", beyond its sharding groups of ",
+                     groups.size, " ranks");
   }
 }
 
@@ -349,9 +385,10 @@ std::string describe(const ReplanPoint& p) {
 /** The plan between the kept and the target plans with the first `k` of `order` switched. */
 class Curve {
  public:
+  /** `step`: a plan's step as the re-plan judges it (a 2D re-plan's on the whole task). */
   Curve(const Task& task, const std::map<std::string, OldTable>& old, std::vector<TablePlacement> kept,
-        std::vector<TablePlacement> target, CostModel& judge, const Context& ctx)
-      : task_(task), old_(old), kept_(std::move(kept)), target_(std::move(target)), judge_(judge), ctx_(ctx) {
+        std::vector<TablePlacement> target, std::function<double(const Plan&)> step)
+      : task_(task), old_(old), kept_(std::move(kept)), target_(std::move(target)), step_(std::move(step)) {
     for (std::size_t i = 0; i < kept_.size(); ++i) {
       const TableSpec& t = task_.workload.tables[i];
       kept_moved_.push_back(table_movement(t, kept_[i]));
@@ -395,9 +432,7 @@ class Curve {
     return pt;
   }
 
-  [[nodiscard]] double step(const Plan& plan) {
-    return objective_value(judge_.estimate(task_, plan, ctx_), Objective::kStep);
-  }
+  [[nodiscard]] double step(const Plan& plan) const { return step_(plan); }
   [[nodiscard]] std::size_t size() const { return differing_.size(); }
 
  private:
@@ -412,27 +447,29 @@ class Curve {
   std::vector<TablePlacement> kept_, target_;
   std::vector<double> kept_moved_, target_moved_;
   std::vector<std::size_t> differing_;
-  CostModel& judge_;
-  const Context& ctx_;
+  std::function<double(const Plan&)> step_;
 };
 
 }  // namespace
 
 namespace {
 
-/** plan_movement once the old plan is read (its tables by name) and checked. */
-Movement movement_from(const Task& task, const Plan& plan, const std::map<std::string, OldTable>& old) {
-  EMBSHARD_CHECK(!plan.groups.enabled(), "replan: the new plan is 2D; movement is measured between 1D plans");
+/** plan_movement once the old plan is read (its tables by name, its layout `old_groups`) and checked. */
+Movement movement_from(const Task& task, const Plan& plan, const std::map<std::string, OldTable>& old,
+                       const ShardingGroups& old_groups = {}) {
   std::map<std::string, const TableSpec*> spec;
   for (const TableSpec& t : task.workload.tables) spec[t.name] = &t;
+  const int world = task.topology.num_devices(), old_world = world_of(old_groups, world);
   Movement m;
-  m.sent.assign(task.topology.num_devices(), 0.0);
-  m.received.assign(task.topology.num_devices(), 0.0);
+  m.sent.assign(world, 0.0);
+  m.received.assign(world, 0.0);
   for (const TablePlacement& p : plan.tables) {
     const auto it = spec.find(p.table);
     EMBSHARD_CHECK(it != spec.end(), "replan: the plan places table '", one_line(p.table),
                    "', which the task does not have");
-    add_table_movement(*it->second, p, same_shape(old, *it->second), m);
+    const TablePlacement* before = same_shape(old, *it->second);
+    const std::vector<Holding> was = before ? holdings(*before, old_groups, old_world) : std::vector<Holding>{};
+    add_table_movement(*it->second, holdings(p, plan.groups, world), before ? &was : nullptr, m);
   }
   return m;
 }
@@ -516,18 +553,75 @@ std::string torchrec_reshard_problem(const Plan& old_plan, const Plan& plan) {
 Movement plan_movement(const Task& task, const Plan& plan, const Plan& old_plan) {
   const auto old = old_tables(old_plan);
   check_old_plan(task, old_plan, old);
-  return movement_from(task, plan, old);
+  const std::string why = find_error_in_groups(task, plan.groups);
+  EMBSHARD_CHECK(why.empty(), "replan: the plan's ", why);
+  return movement_from(task, plan, old, old_plan.groups);
 }
 
 namespace {
 
+/**
+ * Where a re-plan searches (replan.h, "2D plans"): for a 1D old plan the task itself; for a 2D one
+ * the task of one sharding group of the layout kept from it, with the old plan's group (1D over
+ * its ranks) as the old plan; every point's plan is lifted back onto the whole task.
+ */
+struct ReplanFrame {
+  Task task;              ///< the task searched
+  Plan old_plan;          ///< the old plan as `task` sees it (1D)
+  ShardingGroups groups;  ///< the new plans' layout; disabled for a 1D re-plan
+  int replicas = 1;       ///< every replica moves what the group moves
+};
+
+/** The old plan's 2D layout on the task's world, its ranks keeping their devices (replan.h). */
+ShardingGroups kept_layout(const Task& task, const ShardingGroups& old) {
+  const int world = task.topology.num_devices(), old_world = world_of(old, world);
+  const int replicas = old_world / old.size;
+  ShardingGroups layout = old;
+  layout.world = world;
+  if (world != old_world) {
+    EMBSHARD_CHECK(old.ranks == GroupRanks::kStrided, "replan: the old plan's contiguous sharding groups (", old.size,
+                   " ranks each, ", old_world, " in all) cannot keep their devices at ", world,
+                   " devices: contiguous ranks renumber when the world changes (strided ones keep their replicas "
+                   "and resize their groups)");
+    EMBSHARD_CHECK(world % replicas == 0, "replan: the old plan's ", replicas, " replicas of ", old.size,
+                   " ranks (strided) do not split the task's ", world, " devices into equal groups");
+    layout.size = world / replicas;
+  }
+  const std::string why = find_error_in_groups(task, layout);
+  EMBSHARD_CHECK(why.empty(), "replan: the 2D layout kept from the old plan (", describe_groups(layout, world),
+                 ") does not suit the task: ", why);
+  return layout;
+}
+
+ReplanFrame frame_of(const Task& task, const Plan& old_plan) {
+  if (!old_plan.groups.enabled()) return {task, old_plan, {}, 1};
+  const ShardingGroups layout = kept_layout(task, old_plan.groups);
+  Plan old = old_plan;
+  old.groups = {};
+  return {sharding_group_task(task, layout), std::move(old), layout, task.topology.num_devices() / layout.size};
+}
+
+/** A group's options: the budget of one replica (each moves the same), no data-parallel table. */
+ReplanOptions frame_options(ReplanOptions options, const ReplanFrame& frame) {
+  options.max_move_bytes /= frame.replicas;
+  if (frame.groups.enabled() && options.sharder.rfind("joint", 0) == 0) {
+    Spec spec = parse_spec(options.sharder);
+    set_spec_value(spec, "data_parallel", "false");  // a 2D plan has none (plan/sharding_groups.h)
+    options.sharder = format_spec(spec);
+  }
+  return options;
+}
+
 /** One run of `replan` (replan.h): the points found so far, their plans, the best within budget. */
 class ReplanSearch {
  public:
-  ReplanSearch(const Task& task, const Plan& old_plan, const ReplanOptions& options, const Context& ctx)
-      : task_(task), old_plan_(old_plan), old_(old_tables(old_plan)), options_(options), ctx_(ctx),
-        cost_(make_cost_model(options.cost, task, ctx)), judge_(make_judge(task, options.judge, ctx)),
-        table_bytes_(static_cast<double>(task.workload.total_bytes())) {}
+  /** Re-plans `whole` from `old_plan` in `frame` (frame_of). */
+  ReplanSearch(const Task& whole, const Plan& old_plan, const ReplanFrame& frame, const ReplanOptions& options,
+               const Context& ctx)
+      : whole_(whole), whole_old_plan_(old_plan), frame_(frame), task_(frame.task), old_plan_(frame.old_plan),
+        old_(old_tables(frame.old_plan)), options_(frame_options(options, frame)), ctx_(ctx),
+        cost_(make_cost_model(options_.cost, task_, ctx)), judge_(make_judge(task_, options_.judge, ctx)),
+        table_bytes_(static_cast<double>(task_.workload.total_bytes())) {}
 
   ReplanResult run() {
     if (options_.reshard) check_reshardable_task();
@@ -543,13 +637,35 @@ class ReplanSearch {
   }
 
  private:
-  /** The sharder's plan of the new task, 1D. */
+  /** The sharder's plan of the searched task, 1D (of a 2D re-plan, the group's plan). */
   Plan from_scratch() {
+    if (std::optional<Plan> plan = joint_in_layout()) return std::move(*plan);
     ShardResult r = plan_task(options_.sharder, task_, cost_.get(), ctx_);
     EMBSHARD_CHECK(r.status == ShardStatus::kOk, "replan: ", r.plan.provenance.sharder,
                    " finds no plan of the new task: ", to_string(r.status), " (", one_line(r.reason), ")");
     EMBSHARD_CHECK(!r.plan.groups.enabled(),
                    "replan: the sharder made a 2D plan; give a 1D one (e.g. joint:groups=none)");
+    const std::string why = find_error_in_plan(whole_, lift(r.plan));
+    EMBSHARD_CHECK(why.empty(), "replan: the sharder's plan of one sharding group is no 2D plan of the task (", why,
+                   "); give one without data-parallel tables (e.g. joint:groups=none,data_parallel=false)");
+    return std::move(r.plan);
+  }
+
+  /**
+   * Of a 2D re-plan whose sharder is joint: joint's own plan of the whole task at the layout's
+   * group size, which it searches with the replica sync (joint.h, "2D"), as the group's plan,
+   * where joint chose the layout's ranks; else nothing (the group's task is planned instead).
+   */
+  std::optional<Plan> joint_in_layout() const {
+    if (!frame_.groups.enabled() || options_.sharder.rfind("joint", 0) != 0) return std::nullopt;
+    Spec spec = parse_spec(options_.sharder);
+    set_spec_value(spec, "groups", std::to_string(frame_.groups.size));
+    const auto cost = make_cost_model(options_.cost, whole_, ctx_);
+    ShardResult r = plan_task(format_spec(spec), whole_, cost.get(), ctx_);
+    if (r.status != ShardStatus::kOk || r.plan.groups.size != frame_.groups.size ||
+        r.plan.groups.ranks != frame_.groups.ranks)
+      return std::nullopt;
+    r.plan.groups = {};
     return std::move(r.plan);
   }
 
@@ -564,7 +680,7 @@ class ReplanSearch {
       // Under `reshard` a table whose target changes its shards stays as it is (TorchRec moves shards only).
       ends.push_back(options_.reshard && !reshardable(kept.back(), to) ? kept.back() : to);
     }
-    Curve curve(task_, old_, std::move(kept), std::move(ends), *judge_, ctx_);
+    Curve curve(task_, old_, std::move(kept), std::move(ends), [this](const Plan& p) { return step_of(p); });
     order_ = curve.order();
     return curve;
   }
@@ -603,7 +719,7 @@ class ReplanSearch {
     for (std::size_t k = 0; k <= n; k = k == n ? n + 1 : std::min(n, k + stride)) {
       if (!ends && (k == 0 || k == n)) continue;  // the kept plan and the search: points already
       Plan p = curve.plan_with(k, order_);
-      if (!find_error_in_plan(task_, p).empty()) continue;
+      if (!find_error_in_plan(whole_, lift(p)).empty()) continue;
       ReplanPoint pt = curve.point(k, order_);
       pt.step_ms = curve.step(p);
       if (ends && k == 0) result_.kept = with_share(pt), kept_fits_ = true;
@@ -619,11 +735,14 @@ class ReplanSearch {
    *  it never looks at (those off the critical devices), so only the kept side is a start. */
   void search_priced(const Plan& start) {
     const double base = step_of(start);
+    const ReplicaSyncCost sync =
+        frame_.groups.enabled() ? replica_sync_cost(whole_.topology, frame_.groups, whole_.workload.replica_sync_every)
+                                : ReplicaSyncCost{};
     // At each price: within budget, over it, or no plan (which says nothing of the budget).
     enum class Outcome { kWithin, kOver, kNone };
     const auto at = [&](double price, double cap = std::numeric_limits<double>::infinity(), double rebuild = 0.0,
                         bool split = false) {
-      const PlanOrigin origin{&start, &old_plan_, price * base / table_bytes_, cap, rebuild, split};
+      const PlanOrigin origin{&start, &old_plan_, price * base / table_bytes_, cap, rebuild, split, sync};
       ShardResult r = plan_task_from(searcher(), task_, cost_.get(), origin, ctx_);
       if (r.status != ShardStatus::kOk) return Outcome::kNone;
       ReplanPoint pt;
@@ -672,13 +791,15 @@ class ReplanSearch {
                      "replan --reshard: no plan that fits is one TorchRec's reshard can run (the old plan itself "
                      "does not fit the task)");
       EMBSHARD_THROW("replan: no plan that fits", options_.reshard ? " and TorchRec's reshard can run" : "",
-                     " moves at most ", gib(options_.max_move_bytes), "; the least any does is ", gib(least));
+                     " moves at most ", gib(options_.max_move_bytes * frame_.replicas), "; the least any does is ",
+                     gib(least * frame_.replicas));
     }
+    scale_to_replicas();
     result_.chosen = result_.curve[*best_];
-    result_.plan = std::move(plans_[*best_]);
+    result_.plan = lift(std::move(plans_[*best_]));
     result_.plan.provenance = scratch;
     result_.plan.provenance.sharder = "replan(" + scratch.sharder + ")";
-    result_.movement = movement_from(task_, result_.plan, old_);
+    result_.movement = movement_from(whole_, result_.plan, old_tables(whole_old_plan_), whole_old_plan_.groups);
     std::stable_sort(result_.curve.begin(), result_.curve.end(),
                      [](const ReplanPoint& x, const ReplanPoint& y) { return x.moved_bytes < y.moved_bytes; });
     result_.verdict = "chosen: " + describe(result_.chosen) +
@@ -687,10 +808,13 @@ class ReplanSearch {
                       gib(result_.scratch_moved_bytes) + " before relabelling); kept: " +
                       (kept_fits_ ? describe(result_.kept) : std::string("does not fit"));
     result_.kept_fits = kept_fits_;
-    result_.task_id = task_.id;
+    if (frame_.groups.enabled())
+      result_.verdict += "; " + describe_groups(frame_.groups, whole_.topology.num_devices()) +
+                         ", every replica moving what its group does";
+    result_.task_id = whole_.id;
     result_.sharder = scratch.sharder;
     result_.judge = judge_->spec();
-    result_.max_move_bytes = options_.max_move_bytes;
+    result_.max_move_bytes = options_.max_move_bytes * frame_.replicas;
     result_.table_bytes = table_bytes_;
     result_.reshard = options_.reshard;
     if (options_.reshard) result_.verdict += "; the chosen plan is one TorchRec's reshard can run";
@@ -741,14 +865,32 @@ class ReplanSearch {
     return pt;
   }
   double budget() const { return options_.max_move_bytes * (1 + 1e-12); }
+  /** A plan of the searched task as a plan of the whole task (a 2D re-plan's layout). */
+  Plan lift(Plan plan) const {
+    plan.groups = frame_.groups;
+    return plan;
+  }
   double step_of(const Plan& plan) const {
-    return objective_value(judge_->estimate(task_, plan, ctx_), Objective::kStep);
+    return objective_value(judge_->estimate(whole_, lift(plan), ctx_), Objective::kStep);
+  }
+  /** Every point's bytes as the whole job moves them: each replica moves its group's (replan.h). */
+  void scale_to_replicas() {
+    const auto scale = [&](ReplanPoint& p) {
+      p.moved_bytes *= frame_.replicas;
+      p.moved_share *= frame_.replicas;
+    };
+    for (ReplanPoint& p : result_.curve) scale(p);
+    scale(result_.kept), scale(result_.target);
+    result_.scratch_moved_bytes *= frame_.replicas;
   }
 
+  const Task& whole_;
+  const Plan& whole_old_plan_;
+  const ReplanFrame& frame_;
   const Task& task_;
   const Plan& old_plan_;
   std::map<std::string, OldTable> old_;
-  const ReplanOptions& options_;
+  const ReplanOptions options_;
   const Context& ctx_;
   std::unique_ptr<CostModel> cost_, judge_;
   double table_bytes_;
@@ -764,7 +906,11 @@ class ReplanSearch {
 ReplanResult replan(const Task& task, const Plan& old_plan, const ReplanOptions& options, const Context& ctx) {
   check_old_plan(task, old_plan, old_tables(old_plan));
   EMBSHARD_CHECK(!(options.max_move_bytes < 0), "replan: the most bytes to move must be ≥ 0");
-  return ReplanSearch(task, old_plan, options, ctx).run();
+  EMBSHARD_CHECK(!options.reshard || !old_plan.groups.enabled(),
+                 "replan --reshard: the old plan is 2D (DMPCollection); TorchRec's reshard moves the shards of "
+                 "DistributedModelParallel's 1D plans");
+  const ReplanFrame frame = frame_of(task, old_plan);
+  return ReplanSearch(task, old_plan, frame, options, ctx).run();
 }
 
 std::string replan_json(const ReplanResult& r) {

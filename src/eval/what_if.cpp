@@ -536,7 +536,7 @@ std::string describe_placement(const TablePlacement& p) {
 }
 
 /** The placements `explain_plan` tries for table `t` instead of `now`. */
-std::vector<TablePlacement> alternatives(const Task& task, const TableSpec& t, const TablePlacement& now,
+std::vector<TablePlacement> alternatives(int n, const TableSpec& t, const TablePlacement& now,
                                          const std::vector<int>& devices) {
   std::vector<TablePlacement> out;
   Shard whole;
@@ -547,7 +547,6 @@ std::vector<TablePlacement> alternatives(const Task& task, const TableSpec& t, c
     whole.device = d;
     out.push_back({t.name, ShardingType::kTableWise, {whole}});
   }
-  const int n = task.topology.num_devices();
   if (is_whole && n > 1 && t.num_rows() >= n) {
     TablePlacement rows{t.name, ShardingType::kRowWise, {}};
     const std::int64_t block = (t.num_rows() + n - 1) / n;
@@ -565,7 +564,6 @@ std::vector<TablePlacement> alternatives(const Task& task, const TableSpec& t, c
 
 std::vector<TableExplanation> explain_plan(const Task& task, const Plan& plan, CostModel& judge, const Context& ctx,
                                            std::size_t most_tables) {
-  EMBSHARD_CHECK(!plan.groups.enabled(), "explain: 2D plans are not explained (a sharding group's plan is)");
   const CostBreakdown base = judge.estimate(task, plan, ctx);
   const double step = objective_value(base, Objective::kStep);
   // The devices tried: all when few, else the least loaded (by their summed time).
@@ -592,7 +590,8 @@ std::vector<TableExplanation> explain_plan(const Task& task, const Plan& plan, C
     for (const Shard& s : now.shards)
       if (std::find(devices.begin(), devices.end(), s.device) == devices.end()) devices.push_back(s.device);
     Plan changed = plan;
-    for (const TablePlacement& alt : alternatives(task, *spec.at(now.table), now, devices)) {
+    for (const TablePlacement& alt :
+         alternatives(static_cast<int>(base.devices.size()), *spec.at(now.table), now, devices)) {
       changed.tables[i] = alt;
       if (!find_error_in_plan(task, changed).empty()) continue;
       const double delta = objective_value(judge.estimate(task, changed, ctx), Objective::kStep) - step;

@@ -62,7 +62,9 @@ void write_table(std::ostringstream& out, const TablePlacement& tp) {
 
 void write_groups(std::ostringstream& out, const ShardingGroups& g) {
   if (!g.enabled()) return;
-  out << "  \"sharding_groups\": {\"size\": " << g.size << ", \"ranks\": \"" << to_string(g.ranks) << "\"},\n";
+  out << "  \"sharding_groups\": {\"size\": " << g.size << ", \"ranks\": \"" << to_string(g.ranks) << '"';
+  if (g.world > 0) out << ", \"world\": " << g.world;
+  out << "},\n";
 }
 
 // ---- reading ---------------------------------------------------------------------------------
@@ -130,10 +132,11 @@ TablePlacement read_table(const JsonNode& n) {
 }
 
 ShardingGroups read_groups(const JsonNode& n) {
-  n.only_keys({"size", "ranks"});
+  n.only_keys({"size", "ranks", "world"});
   ShardingGroups g;
   g.size = static_cast<int>(n.at("size").as_int(1, kMaxDevices - 1));
   if (n.has("ranks")) g.ranks = parse_group_ranks(n.at("ranks").as_string(), n.at("ranks").label());
+  if (n.has("world")) g.world = static_cast<int>(n.at("world").as_int(2, kMaxDevices));
   return g;
 }
 

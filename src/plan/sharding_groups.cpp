@@ -59,6 +59,9 @@ std::string find_error_in_groups(const Task& task, const ShardingGroups& groups)
   if (groups.size < 0) return "sharding_groups.size " + std::to_string(groups.size) + " is negative";
   const int world = task.topology.num_devices();
   const int host_size = task.topology.host_size();
+  if (groups.world != 0 && groups.world != world)
+    return "sharding_groups.world " + std::to_string(groups.world) + ": the plan is for " +
+           std::to_string(groups.world) + " ranks, the task has " + std::to_string(world) + " devices";
   const std::string at = "sharding_groups.size " + std::to_string(groups.size) + ": ";
   if (task.topology.num_hosts() <= 1)
     return at + "a 2D layout needs more than one host (the topology has one host of " + std::to_string(world) +
@@ -144,11 +147,11 @@ std::vector<ShardingGroups> sharding_group_layouts(const Task& task) {
   for (int size = 1; size < world; ++size) {
     if (world % size != 0) continue;
     for (GroupRanks ranks : {GroupRanks::kStrided, GroupRanks::kContiguous}) {
-      const ShardingGroups g{size, ranks};
+      const ShardingGroups g{size, ranks, world};
       if (!find_error_in_groups(task, g).empty()) continue;
       // Contiguous ranks that make the same group (devices, hosts) and the same replica spread as
       // strided ones (one rank per group, say, on identical devices): the strided layout stands for both.
-      const ShardingGroups strided{size, GroupRanks::kStrided};
+      const ShardingGroups strided{size, GroupRanks::kStrided, world};
       if (ranks == GroupRanks::kContiguous && find_error_in_groups(task, strided).empty() &&
           same_layout(task.topology, g, strided))
         continue;

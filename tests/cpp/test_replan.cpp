@@ -15,6 +15,7 @@
 #include "embshard/eval/cost_model_registry.h"
 #include "embshard/eval/replan.h"
 #include "embshard/plan/plan.h"
+#include "embshard/plan/plan_io.h"
 #include "embshard/report/replan_report.h"
 #include "embshard/shard/sharder.h"
 #include "shard_test_util.h"
@@ -67,6 +68,110 @@ TEST(ReplanMovement, AHandWorkedExampleCountsWhatTravelsAndWhatIsCreated) {
   // A plan moves nothing from itself.
   old.tables.pop_back();
   EXPECT_EQ(plan_movement(task, old, old).moved_bytes, 0.0);
+}
+
+TEST(ReplanMovement, A2DPlanMovesWhatEveryReplicaMoves) {
+  // 2 hosts of 2; groups of 2 strided ranks: rank r of group g is device 2r + g (sharding_groups.h).
+  Task task;
+  task.id = "replicas";
+  task.topology = make_topology("v100:nodes=2,gpus_per_node=2");
+  task.workload.tables = {hand_table("a", 8, 1000, 1.0), hand_table("b", 4, 500, 1.0)};
+  const TableSpec &a = task.workload.tables[0], &b = task.workload.tables[1];
+  Plan old;
+  old.groups = {2, GroupRanks::kStrided, 4};
+  old.tables = {{"a", ShardingType::kTableWise, {shard(0, 0, 1000, 0, 8)}},  // devices 0 and 1
+                {"b", ShardingType::kTableWise, {shard(1, 0, 500, 0, 4)}}};  // devices 2 and 3
+  Plan now = old;
+  now.tables[0].shards[0].device = 1;  // a to devices 2 and 3, each from a replica: 0 → 2, 1 → 3
+  const Movement m = plan_movement(task, now, old);
+  EXPECT_DOUBLE_EQ(m.moved_bytes, 2.0 * static_cast<double>(a.size_bytes()));
+  EXPECT_DOUBLE_EQ(m.kept_bytes, 2.0 * static_cast<double>(b.size_bytes()));
+  const double a_bytes = static_cast<double>(a.size_bytes());
+  EXPECT_EQ(m.sent, (std::vector<double>{a_bytes, a_bytes, 0.0, 0.0}));
+  EXPECT_EQ(m.received, (std::vector<double>{0.0, 0.0, a_bytes, a_bytes}));
+  // From a 1D plan with a on device 0 and b on device 3: a's copy on device 1 travels, b's on 2 too.
+  Plan one_d;
+  one_d.tables = {{"a", ShardingType::kTableWise, {shard(0, 0, 1000, 0, 8)}},
+                  {"b", ShardingType::kTableWise, {shard(3, 0, 500, 0, 4)}}};
+  const Movement from_1d = plan_movement(task, old, one_d);
+  EXPECT_DOUBLE_EQ(from_1d.moved_bytes, static_cast<double>(a.size_bytes() + b.size_bytes()));
+  EXPECT_DOUBLE_EQ(from_1d.kept_bytes, static_cast<double>(a.size_bytes() + b.size_bytes()));
+  EXPECT_DOUBLE_EQ(from_1d.sent[0], static_cast<double>(a.size_bytes()));
+  EXPECT_DOUBLE_EQ(from_1d.sent[3], static_cast<double>(b.size_bytes()));
+  EXPECT_EQ(plan_movement(task, old, old).moved_bytes, 0.0);
+}
+
+/** A 2D re-plan's result as a user meets it: a 2D plan of `after` in the layout kept from `old`,
+ *  within the budget, moving and stepping as reported, the same once written and read back. */
+void expect_2d_replan_as_reported(const Task& after, const Plan& old, const ReplanResult& r, double budget,
+                                  const ShardingGroups& layout) {
+  SCOPED_TRACE(r.verdict);
+  EXPECT_EQ(r.plan.groups, layout);
+  EXPECT_EQ(find_error_in_plan(after, r.plan), "");
+  const Movement m = plan_movement(after, r.plan, old);
+  EXPECT_LE(m.moved_bytes, budget * (1 + 1e-12));
+  EXPECT_NEAR(m.moved_bytes, r.chosen.moved_bytes, 1e-9 * (1 + r.chosen.moved_bytes));
+  EXPECT_NEAR(r.chosen.moved_share, r.chosen.moved_bytes / static_cast<double>(after.workload.total_bytes()), 1e-12);
+  EXPECT_NEAR(step_of(after, r.plan), r.chosen.step_ms, 1e-9 * r.chosen.step_ms);
+  if (r.kept_fits) EXPECT_LE(r.chosen.step_ms, r.kept.step_ms * (1 + 1e-12));
+  const Plan read = plan_from_json(plan_to_json(r.plan), "replanned.json");
+  EXPECT_EQ(read.groups, layout);
+  EXPECT_EQ(step_of(after, read), step_of(after, r.plan));
+  EXPECT_EQ(plan_movement(after, read, old).moved_bytes, m.moved_bytes);
+}
+
+TEST(Replan, A2DPlanReplansInsideItsGroupsAndEveryReplicaMovesAlike) {
+  const Task before = tiny_task(16, "v100:nodes=2,gpus_per_node=4,hbm_gib=4", 31);
+  const std::string sharder = "joint:groups=4,work=150000";
+  const Plan old = planned(before, sharder);
+  ASSERT_TRUE(old.groups.enabled());
+  EXPECT_EQ(old.groups.world, 8);  // recorded in the plan: its replicas are known when the world changes
+  Task drifted = before;           // the statistics drift: every other table's lookups 4×
+  for (std::size_t i = 0; i < drifted.workload.tables.size(); i += 2) {
+    TableStats& st = drifted.workload.tables[i].stats;
+    st.num_indices *= 4;
+    st.pooling_factor = static_cast<double>(st.num_indices) / static_cast<double>(st.batch_size);
+  }
+  check_task(drifted, "drifted");
+  ReplanOptions options;
+  options.sharder = "joint:groups=none,work=150000";
+  options.max_move_bytes = 0.3 * static_cast<double>(drifted.workload.total_bytes());
+  const ReplanResult r = replan(drifted, old, options, quiet());
+  expect_2d_replan_as_reported(drifted, old, r, options.max_move_bytes, old.groups);
+  EXPECT_NE(r.verdict.find("every replica moving what its group does"), std::string::npos);
+  // A host added: strided groups keep their 2 replicas and grow to 6 ranks; the old ranks keep
+  // their devices, the added ones come last.
+  Task grown = before;
+  grown.topology = topology_with_devices(before.topology, 12);
+  const ReplanResult g = replan(grown, old, options, quiet());
+  ShardingGroups six = old.groups;
+  six.size = 6, six.world = 12;
+  ASSERT_EQ(old.groups.ranks, GroupRanks::kStrided);
+  expect_2d_replan_as_reported(grown, old, g, options.max_move_bytes, six);
+}
+
+TEST(Replan, A2DPlanThatCannotKeepItsDevicesIsRefusedInOneLine) {
+  const Task before = tiny_task(12, "v100:nodes=2,gpus_per_node=4,hbm_gib=4", 32);
+  Plan old = planned(before, "joint:groups=4,work=150000");
+  ASSERT_TRUE(old.groups.enabled());
+  Task grown = before;
+  grown.topology = topology_with_devices(before.topology, 12);
+  old.groups.ranks = GroupRanks::kContiguous;
+  const std::string contiguous = error_of([&] { (void)replan(grown, old, ReplanOptions{}, quiet()); });
+  EXPECT_NE(contiguous.find("contiguous ranks renumber"), std::string::npos) << contiguous;
+  EXPECT_EQ(contiguous.find('\n'), std::string::npos);
+  old.groups.ranks = GroupRanks::kStrided, old.groups.world = 6;  // 6 is no multiple of 4
+  EXPECT_NE(error_of([&] {
+              (void)replan(before, old, ReplanOptions{}, quiet());
+            }).find("world of 6 ranks (its sharding_groups.world) is not a multiple"),
+            std::string::npos);
+  old.groups.world = 8;
+  ReplanOptions reshard;
+  reshard.reshard = true;
+  EXPECT_NE(error_of([&] { (void)replan(before, old, reshard, quiet()); }).find("old plan is 2D"), std::string::npos);
+  // A plan for 8 ranks checked against 12 devices names the field.
+  Plan recorded = old;
+  EXPECT_NE(find_error_in_plan(grown, recorded).find("sharding_groups.world 8"), std::string::npos);
 }
 
 TEST(Replan, AnUnchangedTaskWithNoBudgetKeepsItsPlan) {
@@ -453,9 +558,10 @@ TEST(Replan, BadInputIsOneLineNamingIt) {
   for (TableSpec& t : other.workload.tables) t.name = "other_" + t.name;
   EXPECT_NE(error_of([&] { (void)replan(other, old, ReplanOptions{}, quiet()); }).find("shares no table"),
             std::string::npos);
-  Plan two_d = old;
+  Plan two_d = old;  // shards on devices 4..7 are no ranks of groups of 4
   two_d.groups.size = 4;
-  EXPECT_NE(error_of([&] { (void)replan(task, two_d, ReplanOptions{}, quiet()); }).find("2D"), std::string::npos);
+  EXPECT_NE(error_of([&] { (void)replan(task, two_d, ReplanOptions{}, quiet()); }).find("beyond its sharding groups"),
+            std::string::npos);
   Task shrunk = task;
   shrunk.topology = topology_with_devices(task.topology, 4);  // the tables on devices 4..7 must move
   ReplanOptions none;

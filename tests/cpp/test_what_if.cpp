@@ -13,6 +13,7 @@
 #include "embshard/eval/cost_model_registry.h"
 #include "embshard/eval/what_if.h"
 #include "embshard/plan/plan.h"
+#include "embshard/plan/sharding_groups.h"
 #include "embshard/report/capacity_report.h"
 #include "embshard/shard/sharder.h"
 #include "shard_test_util.h"
@@ -413,11 +414,17 @@ TEST(WhatIfFit, OnMixedHardwareDevicesAreAddedAsHostsOfTheLastKind) {
   expect_only_its_kind_changed(task, *memory);
 }
 
-TEST(WhatIfExplain, EachTablesNextBestIsTheBestOfMovingItWholeOrSpreadingItsRows) {
-  const Task task = tiny_task(8, "v100:nodes=1,gpus_per_node=4,hbm_gib=4", 12);
+/** The explain test's body on `task`, its plan in layout `groups` (1D, or a 2D plan whose devices
+ *  0..3 are the ranks of a sharding group of 4). */
+void expect_each_next_best_is_the_best_move(const Task& task, const ShardingGroups& groups) {
   const std::vector<int> devices = {0, 0, 0, 0, 1, 1, 2, 3};  // device 0 overloaded
-  const Plan plan = table_wise_plan(task, devices);
-  const auto judge = make_cost_model("sim", task, quiet());
+  const auto whole_tables = [&](const std::vector<int>& on) {
+    Plan p = table_wise_plan(task, on);
+    p.groups = groups;
+    return p;
+  };
+  const Plan plan = whole_tables(devices);
+  const auto judge = make_cost_model("sim", sharding_group_task(task, groups), quiet());
   const auto step = [&](const Plan& p) { return objective_value(judge->estimate(task, p, quiet()), Objective::kStep); };
   const double base = step(plan);
   const std::vector<TableExplanation> why = explain_plan(task, plan, *judge, quiet());
@@ -432,7 +439,7 @@ TEST(WhatIfExplain, EachTablesNextBestIsTheBestOfMovingItWholeOrSpreadingItsRows
       if (d == devices[i]) continue;
       std::vector<int> moved = devices;
       moved[i] = d;
-      const Plan p = table_wise_plan(task, moved);
+      const Plan p = whole_tables(moved);
       if (find_error_in_plan(task, p).empty()) best = std::min(best, step(p) - base);
     }
     Plan rows = plan;
@@ -451,6 +458,16 @@ TEST(WhatIfExplain, EachTablesNextBestIsTheBestOfMovingItWholeOrSpreadingItsRows
     some_move_helps = some_move_helps || e.next_best_delta_ms < 0;
   }
   EXPECT_TRUE(some_move_helps);  // device 0 holds half the tables
+}
+
+TEST(WhatIfExplain, EachTablesNextBestIsTheBestOfMovingItWholeOrSpreadingItsRows) {
+  expect_each_next_best_is_the_best_move(tiny_task(8, "v100:nodes=1,gpus_per_node=4,hbm_gib=4", 12), {});
+}
+
+TEST(WhatIfExplain, A2DPlanIsExplainedInItsShardingGroup) {
+  // 2 hosts of 4, groups of 4 strided ranks: the plan's devices 0..3 are a group's ranks.
+  const Task task = tiny_task(8, "v100:nodes=2,gpus_per_node=4,hbm_gib=4", 12);
+  expect_each_next_best_is_the_best_move(task, {4, GroupRanks::kStrided, 8});
 }
 
 TEST(WhatIfFit, ATaskThatFitsNeedsNoChangeAndJointIsTheDefault) {

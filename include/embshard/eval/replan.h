@@ -41,6 +41,22 @@
  * too (while no point is within the budget, the next nearest as well). The answer is the fastest
  * point within `max_move_bytes`: the fastest plan found, not proven the fastest there is, so
  * another budget, which searches at other prices, may find a faster one even when it is smaller.
+ *
+ * 2D plans (plan/sharding_groups.h, TorchRec's DMPCollection). A 2D plan's shard of rank r is on
+ * every replica of r, so moving it moves it once per replica, each from a device that held it;
+ * `plan_movement` counts every device's bytes that way (an old plan's replicas are those of the
+ * world it records, `ShardingGroups::world`, else of the task's). A 2D old plan is re-planned in
+ * its own layout, with its ranks keeping their devices: at the same world the same groups; at
+ * another world, strided groups keep their replicas R and take N / R ranks each, so old ranks keep
+ * their devices and added ranks come last (contiguous groups renumber every rank: refused). The
+ * whole search above then runs on one group's task (`sharding_group_task`) from the old plan's
+ * group, every point judged as the 2D plan of the whole task (the replica sync included, which
+ * the priced searches also see: `PlanOrigin::replica_sync`), within a budget of max_move_bytes / R
+ * per group: every replica moves what its group moves, so each point moves R times its group's
+ * bytes. The from-scratch plan is joint's own 2D plan at the layout's group size (`groups=G`,
+ * searched with the sync) where the sharder is joint and it takes the layout's ranks, else the
+ * sharder's plan of one group's task without data-parallel tables. Another layout, or 1D, is not
+ * searched from a 2D plan.
  */
 #include <limits>
 #include <string>
@@ -62,9 +78,9 @@ struct Movement {
 };
 
 /**
- * The movement of `plan` (for `task`) from `old_plan` (file comment). Table shapes of the old
- * plan are read off its shards. Error when the old plan shares no table with the task (a plan
- * of another task) or either plan is 2D.
+ * The movement of `plan` (for `task`) from `old_plan` (file comment; either may be 2D). Table
+ * shapes of the old plan are read off its shards. Error when the old plan shares no table with
+ * the task (a plan of another task) or a 2D layout does not suit the task.
  */
 [[nodiscard]] Movement plan_movement(const Task& task, const Plan& plan, const Plan& old_plan);
 
@@ -121,8 +137,9 @@ struct ReplanResult {
 
 /**
  * Re-plans `task` from `old_plan` (file comment; `options.reshard`: only plans TorchRec's reshard
- * can run, docs/what_if.md). Error naming the cause when the old plan is of
- * another task or 2D, the sharder finds no plan of the new task, or no point of the curve moves at
+ * can run, docs/what_if.md). Error naming the cause when the old plan is of another task, a 2D
+ * one cannot keep its ranks' devices (or is given with `reshard`), the sharder finds no plan of
+ * the new task, or no point of the curve moves at
  * most `max_move_bytes` (the message gives the least any valid point moves).
  */
 [[nodiscard]] ReplanResult replan(const Task& task, const Plan& old_plan, const ReplanOptions& options,

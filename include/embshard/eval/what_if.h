@@ -126,6 +126,8 @@ struct TableExplanation {
  * device when it is whole — each a valid plan judged by `judge` with every other table kept.
  * Devices tried per table: all up to 16, else the 8 least loaded and its own; tables explained:
  * all up to `most_tables`, else that many with the most lookups × dim (the rest are left out).
+ * A 2D plan is explained in its sharding group (its devices are the group's ranks, every replica
+ * changing alike), `judge` built for the group's task (plan/sharding_groups.h).
  */
 [[nodiscard]] std::vector<TableExplanation> explain_plan(const Task& task, const Plan& plan, CostModel& judge,
                                                          const Context& ctx, std::size_t most_tables = 200);

@@ -11,8 +11,9 @@
  *                   "created_utc": "2024-01-01T00:00:00Z",
  *                   "derived_stats_tables": ["t3"]},   (only when some table's statistics
  *                                                       were derived, derived_stats.h)
- *    "sharding_groups": {"size": 8, "ranks": "strided"},
- *                      (only in a 2D plan, plan/sharding_groups.h; ranks optional)
+ *    "sharding_groups": {"size": 8, "ranks": "strided", "world": 64},
+ *                      (only in a 2D plan, plan/sharding_groups.h; ranks and world optional:
+ *                       a plan records its world, and one without it is taken to be the task's)
  *    "tables": [{"table": "t0", "sharding_type": "table_wise",
  *                "shards": [{"device": 0, "rows": [0, 1000], "cols": [0, 64],
  *                            "hbm_rows": 1000}]}]}

@@ -27,6 +27,9 @@
  * every `Workload::replica_sync_every` steps (the user calls sync(); TorchRec's docs: after each
  * train step), charged per step to the rank's `ar_comm_ms` (cost/breakdown.h).
  *
+ * A plan records the world it was made for (`world`); checked against a task of another world,
+ * it is an error naming the field, since its ranks' replicas would be others.
+ *
  * A 2D layout needs more than one host (on one host the groups would share its links and gain
  * nothing TorchRec offers), G dividing N, and R dividing the global batch. A 2D plan has no
  * data-parallel table: TorchRec would all-reduce its gradient over all N ranks and leave it out
@@ -53,11 +56,15 @@ enum class GroupRanks { kStrided, kContiguous };
 struct ShardingGroups {
   int size = 0;  ///< G: ranks per sharding group; 0: no 2D layout
   GroupRanks ranks = GroupRanks::kStrided;
+  /// N: the ranks of the job the plan was made for (the plan file's `sharding_groups.world`), which
+  /// fixes each rank's replicas; 0: not recorded (plans of older builds), taken as the task's
+  int world = 0;
   [[nodiscard]] bool enabled() const { return size != 0; }
   [[nodiscard]] bool operator==(const ShardingGroups&) const = default;
 };
 
-/** "" if `groups` is a usable layout for `task` (file comment), else one line naming the field. */
+/** "" if `groups` is a usable layout for `task` (file comment) and, where it records its world, for
+ *  that many ranks, else one line naming the field. */
 [[nodiscard]] std::string find_error_in_groups(const Task& task, const ShardingGroups& groups);
 
 /** The global device of rank `rank` of sharding group `group` (file comment). */

@@ -34,6 +34,7 @@
 #include "embshard/core/context.h"
 #include "embshard/core/registry.h"
 #include "embshard/cost/cost_model.h"
+#include "embshard/cost/link_model.h"
 #include "embshard/plan/plan.h"
 
 namespace embshard {
@@ -86,6 +87,9 @@ struct PlanOrigin {
   /// The rebuild also takes tables in several pieces (any layout but whole), each piece counted on
   /// its device
   bool rebuild_split_tables = false;
+  /// Searching one sharding group's task for a 2D plan (eval/replan.h): every device's replica sync,
+  /// which the search then sees as joint's 2D layouts do; none for a 1D plan
+  ReplicaSyncCost replica_sync;
 };
 
 class Sharder {

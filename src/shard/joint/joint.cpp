@@ -1786,7 +1786,7 @@ std::vector<ShardingGroups> layouts_named(const Task& task, int groups) {
   std::vector<ShardingGroups> layouts;
   std::string why;
   for (GroupRanks ranks : {GroupRanks::kStrided, GroupRanks::kContiguous}) {
-    const ShardingGroups g{groups, ranks};
+    const ShardingGroups g{groups, ranks, task.topology.num_devices()};
     const std::string problem = find_error_in_groups(task, g);
     (problem.empty() ? layouts.push_back(g) : void(why = problem));
   }
@@ -1802,7 +1802,8 @@ class JointSharder final : public Sharder {
                                        const Context& ctx) const override {
     Options o = options_;
     o.origin = &origin;
-    o.groups = 0;  // a re-plan is 1D (eval/replan.h)
+    o.groups = 0;  // a re-plan searches 1D (a 2D one, its group's task: eval/replan.h)
+    if (origin.replica_sync.enabled()) o.sync = origin.replica_sync, o.data_parallel = false;
     return Search(task, *cost, o, ctx, std::chrono::steady_clock::now()).run();
   }
   [[nodiscard]] ShardResult shard(const Task& task, CostModel* cost, const Context& ctx) const override {

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import embshard
-from embshard import Error, Table, Task
+from embshard import Error, Plan, Table, Task
 
 from conftest import DATA
 
@@ -399,6 +399,21 @@ def test_replan_keeps_its_budget_and_its_plan_evaluates_as_reported():
         embshard.replan(grown, "p.json")
     with pytest.raises(Error, match="plan: sharder must be a str, got NoneType"):
         embshard.plan(grown, None)
+
+
+def test_a_2d_plan_is_replanned_in_its_layout_and_every_replica_moves_alike():
+    task = Task.generate("neuroshard:devices=16,max_dim=64,preset=h100,mem_gib=16", seed=6)
+    old = embshard.plan(task, "joint:groups=8,work=150000")
+    assert old.sharding_groups == {"size": 8, "ranks": "strided", "world": 16}
+    grown = Task.from_json(task.to_json().replace("nodes=2", "nodes=3"), where="grown")
+    assert grown.num_devices == 24
+    r = embshard.replan(grown, old, max_move=0.5, sharder="joint:groups=none,work=150000")
+    # The 2 replicas stay; each group grows to 12 ranks, the old ranks keeping their devices.
+    assert r.plan.sharding_groups == {"size": 12, "ranks": "strided", "world": 24}
+    assert r.chosen["moved_share"] <= 0.5 + 1e-12
+    assert sum(r.received_bytes) == pytest.approx(r.chosen["moved_bytes"])
+    assert embshard.evaluate(grown, r.plan).step_ms == pytest.approx(r.chosen["step_ms"])
+    assert embshard.evaluate(grown, Plan.from_json(r.plan.to_json())).step_ms == pytest.approx(r.chosen["step_ms"])
 
 
 def test_placement_groups_are_kept_or_named():
