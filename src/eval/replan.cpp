@@ -120,13 +120,6 @@ void add_table_movement(const TableSpec& t, const std::vector<Holding>& now, con
   }
 }
 
-/** One table's movement between two 1D placements (the search's own plans). */
-void add_table_movement(const TableSpec& t, const TablePlacement& now, const TablePlacement* before, Movement& m) {
-  if (!before) return add_table_movement(t, holdings(now, {}, 0), nullptr, m);
-  const std::vector<Holding> was = holdings(*before, {}, 0);
-  add_table_movement(t, holdings(now, {}, 0), &was, m);
-}
-
 /**
  * Why the shards of one table of an old plan are not a plan of a table of `shape` (read off
  * them), or "": each a non-empty range inside the table, on a device ≥ 0, with hbm_rows in [−1,
@@ -382,17 +375,70 @@ std::string describe(const ReplanPoint& p) {
   return text;
 }
 
+/** plan_movement once the old plan is read (its tables by name, its layout `old_groups`) and checked. */
+Movement movement_from(const Task& task, const Plan& plan, const std::map<std::string, OldTable>& old,
+                       const ShardingGroups& old_groups = {}) {
+  std::map<std::string, const TableSpec*> spec;
+  for (const TableSpec& t : task.workload.tables) spec[t.name] = &t;
+  const int world = task.topology.num_devices(), old_world = world_of(old_groups, world);
+  Movement m;
+  m.sent.assign(world, 0.0);
+  m.received.assign(world, 0.0);
+  for (const TablePlacement& p : plan.tables) {
+    const auto it = spec.find(p.table);
+    EMBSHARD_CHECK(it != spec.end(), "replan: the plan places table '", one_line(p.table),
+                   "', which the task does not have");
+    const TablePlacement* before = same_shape(old, *it->second);
+    const std::vector<Holding> was = before ? holdings(*before, old_groups, old_world) : std::vector<Holding>{};
+    add_table_movement(*it->second, holdings(p, plan.groups, world), before ? &was : nullptr, m);
+  }
+  return m;
+}
+
+/**
+ * What plans of the searched task move from the old plan as the whole job holds them (replan.h):
+ * a 1D plan's shards; a 2D re-plan's group plan on every replica of the layout `groups`, from
+ * every replica of the old plan's.
+ */
+class MovementMeter {
+ public:
+  MovementMeter(const Task& whole, const Plan& old_plan, const ShardingGroups& groups)
+      : whole_(whole), old_plan_(old_plan), old_(old_tables(old_plan)), groups_(groups) {}
+
+  /** The bytes table `t` moves placed as `p` (a placement of the searched task). */
+  [[nodiscard]] double table_moved(const TableSpec& t, const TablePlacement& p) const {
+    const TablePlacement* before = same_shape(old_, t);
+    if (!before) return 0.0;  // created, not moved
+    const int world = whole_.topology.num_devices();
+    const std::vector<Holding> was = holdings(*before, old_plan_.groups, world_of(old_plan_.groups, world));
+    Movement m;
+    add_table_movement(t, holdings(p, groups_, world), &was, m);
+    return m.moved_bytes;
+  }
+  /** The movement of `plan`, a plan of the searched task (1D), in the layout. */
+  [[nodiscard]] Movement movement(Plan plan) const {
+    plan.groups = groups_;
+    return movement_from(whole_, plan, old_, old_plan_.groups);
+  }
+
+ private:
+  const Task& whole_;
+  const Plan& old_plan_;
+  std::map<std::string, OldTable> old_;
+  ShardingGroups groups_;
+};
+
 /** The plan between the kept and the target plans with the first `k` of `order` switched. */
 class Curve {
  public:
   /** `step`: a plan's step as the re-plan judges it (a 2D re-plan's on the whole task). */
-  Curve(const Task& task, const std::map<std::string, OldTable>& old, std::vector<TablePlacement> kept,
+  Curve(const Task& task, const MovementMeter& meter, std::vector<TablePlacement> kept,
         std::vector<TablePlacement> target, std::function<double(const Plan&)> step)
-      : task_(task), old_(old), kept_(std::move(kept)), target_(std::move(target)), step_(std::move(step)) {
+      : task_(task), meter_(meter), kept_(std::move(kept)), target_(std::move(target)), step_(std::move(step)) {
     for (std::size_t i = 0; i < kept_.size(); ++i) {
       const TableSpec& t = task_.workload.tables[i];
-      kept_moved_.push_back(table_movement(t, kept_[i]));
-      target_moved_.push_back(table_movement(t, target_[i]));
+      kept_moved_.push_back(meter_.table_moved(t, kept_[i]));
+      target_moved_.push_back(meter_.table_moved(t, target_[i]));
       if (!same_placement(kept_[i], target_[i])) differing_.push_back(i);
     }
   }
@@ -436,43 +482,13 @@ class Curve {
   [[nodiscard]] std::size_t size() const { return differing_.size(); }
 
  private:
-  double table_movement(const TableSpec& t, const TablePlacement& p) const {
-    Movement m;
-    add_table_movement(t, p, same_shape(old_, t), m);
-    return m.moved_bytes;
-  }
-
   const Task& task_;
-  const std::map<std::string, OldTable>& old_;
+  const MovementMeter& meter_;
   std::vector<TablePlacement> kept_, target_;
   std::vector<double> kept_moved_, target_moved_;
   std::vector<std::size_t> differing_;
   std::function<double(const Plan&)> step_;
 };
-
-}  // namespace
-
-namespace {
-
-/** plan_movement once the old plan is read (its tables by name, its layout `old_groups`) and checked. */
-Movement movement_from(const Task& task, const Plan& plan, const std::map<std::string, OldTable>& old,
-                       const ShardingGroups& old_groups = {}) {
-  std::map<std::string, const TableSpec*> spec;
-  for (const TableSpec& t : task.workload.tables) spec[t.name] = &t;
-  const int world = task.topology.num_devices(), old_world = world_of(old_groups, world);
-  Movement m;
-  m.sent.assign(world, 0.0);
-  m.received.assign(world, 0.0);
-  for (const TablePlacement& p : plan.tables) {
-    const auto it = spec.find(p.table);
-    EMBSHARD_CHECK(it != spec.end(), "replan: the plan places table '", one_line(p.table),
-                   "', which the task does not have");
-    const TablePlacement* before = same_shape(old, *it->second);
-    const std::vector<Holding> was = before ? holdings(*before, old_groups, old_world) : std::vector<Holding>{};
-    add_table_movement(*it->second, holdings(p, plan.groups, world), before ? &was : nullptr, m);
-  }
-  return m;
-}
 
 }  // namespace
 
@@ -569,7 +585,12 @@ struct ReplanFrame {
   Task task;              ///< the task searched
   Plan old_plan;          ///< the old plan as `task` sees it (1D)
   ShardingGroups groups;  ///< the new plans' layout; disabled for a 1D re-plan
-  int replicas = 1;       ///< every replica moves what the group moves
+  /// Replicas on devices of an old replica, each moving what its group moves; beside them, each
+  /// added replica (contiguous groups in a larger world) receives every table: `filled_bytes` at least
+  int moving_replicas = 1;
+  double filled_bytes = 0;
+  /** The most one group may move for the whole job to move at most `whole` bytes (about). */
+  [[nodiscard]] double group_bytes(double whole) const { return std::max(0.0, whole - filled_bytes) / moving_replicas; }
 };
 
 /** The old plan's 2D layout on the task's world, its ranks keeping their devices (replan.h). */
@@ -578,14 +599,16 @@ ShardingGroups kept_layout(const Task& task, const ShardingGroups& old) {
   const int replicas = old_world / old.size;
   ShardingGroups layout = old;
   layout.world = world;
-  if (world != old_world) {
-    EMBSHARD_CHECK(old.ranks == GroupRanks::kStrided, "replan: the old plan's contiguous sharding groups (", old.size,
-                   " ranks each, ", old_world, " in all) cannot keep their devices at ", world,
-                   " devices: contiguous ranks renumber when the world changes (strided ones keep their replicas "
-                   "and resize their groups)");
+  if (world != old_world && old.ranks == GroupRanks::kStrided) {  // rank r of group g: device r·R + g
     EMBSHARD_CHECK(world % replicas == 0, "replan: the old plan's ", replicas, " replicas of ", old.size,
-                   " ranks (strided) do not split the task's ", world, " devices into equal groups");
+                   " ranks (strided) do not split the task's ", world,
+                   " devices into equal groups (strided groups keep their replicas and resize)");
     layout.size = world / replicas;
+  }
+  if (world != old_world && old.ranks == GroupRanks::kContiguous) {  // device g·G + r: groups keep their size
+    EMBSHARD_CHECK(world % old.size == 0, "replan: the old plan's contiguous sharding groups of ", old.size,
+                   " ranks do not divide the task's ", world,
+                   " devices (contiguous groups keep their size and add or drop replicas)");
   }
   const std::string why = find_error_in_groups(task, layout);
   EMBSHARD_CHECK(why.empty(), "replan: the 2D layout kept from the old plan (", describe_groups(layout, world),
@@ -594,16 +617,19 @@ ShardingGroups kept_layout(const Task& task, const ShardingGroups& old) {
 }
 
 ReplanFrame frame_of(const Task& task, const Plan& old_plan) {
-  if (!old_plan.groups.enabled()) return {task, old_plan, {}, 1};
+  if (!old_plan.groups.enabled()) return {task, old_plan, {}, 1, 0.0};
   const ShardingGroups layout = kept_layout(task, old_plan.groups);
   Plan old = old_plan;
   old.groups = {};
-  return {sharding_group_task(task, layout), std::move(old), layout, task.topology.num_devices() / layout.size};
+  const int world = task.topology.num_devices();
+  const int replicas = world / layout.size, old_replicas = world_of(old_plan.groups, world) / old_plan.groups.size;
+  const int added = std::max(0, replicas - old_replicas);
+  return {sharding_group_task(task, layout), std::move(old), layout, std::min(replicas, old_replicas),
+          added * static_cast<double>(task.workload.total_bytes())};
 }
 
-/** A group's options: the budget of one replica (each moves the same), no data-parallel table. */
+/** A group's options: no data-parallel table in a 2D plan. */
 ReplanOptions frame_options(ReplanOptions options, const ReplanFrame& frame) {
-  options.max_move_bytes /= frame.replicas;
   if (frame.groups.enabled() && options.sharder.rfind("joint", 0) == 0) {
     Spec spec = parse_spec(options.sharder);
     set_spec_value(spec, "data_parallel", "false");  // a 2D plan has none (plan/sharding_groups.h)
@@ -618,15 +644,15 @@ class ReplanSearch {
   /** Re-plans `whole` from `old_plan` in `frame` (frame_of). */
   ReplanSearch(const Task& whole, const Plan& old_plan, const ReplanFrame& frame, const ReplanOptions& options,
                const Context& ctx)
-      : whole_(whole), whole_old_plan_(old_plan), frame_(frame), task_(frame.task), old_plan_(frame.old_plan),
-        old_(old_tables(frame.old_plan)), options_(frame_options(options, frame)), ctx_(ctx),
+      : whole_(whole), frame_(frame), task_(frame.task), old_plan_(frame.old_plan), old_(old_tables(frame.old_plan)),
+        meter_(whole, old_plan, frame.groups), options_(frame_options(options, frame)), ctx_(ctx),
         cost_(make_cost_model(options_.cost, task_, ctx)), judge_(make_judge(task_, options_.judge, ctx)),
         table_bytes_(static_cast<double>(task_.workload.total_bytes())) {}
 
   ReplanResult run() {
     if (options_.reshard) check_reshardable_task();
     const Plan scratch = from_scratch();
-    result_.scratch_moved_bytes = movement_from(task_, scratch, old_).moved_bytes;
+    result_.scratch_moved_bytes = meter_.movement(scratch).moved_bytes;
     Curve curve = curve_to(relabelled(task_, scratch, old_));
     const std::optional<Plan> start = walk(curve);
     // No point of the curve fits (the kept plan does not, and under `reshard` neither may the
@@ -680,7 +706,7 @@ class ReplanSearch {
       // Under `reshard` a table whose target changes its shards stays as it is (TorchRec moves shards only).
       ends.push_back(options_.reshard && !reshardable(kept.back(), to) ? kept.back() : to);
     }
-    Curve curve(task_, old_, std::move(kept), std::move(ends), [this](const Plan& p) { return step_of(p); });
+    Curve curve(task_, meter_, std::move(kept), std::move(ends), [this](const Plan& p) { return step_of(p); });
     order_ = curve.order();
     return curve;
   }
@@ -742,11 +768,14 @@ class ReplanSearch {
     enum class Outcome { kWithin, kOver, kNone };
     const auto at = [&](double price, double cap = std::numeric_limits<double>::infinity(), double rebuild = 0.0,
                         bool split = false) {
-      const PlanOrigin origin{&start, &old_plan_, price * base / table_bytes_, cap, rebuild, split, sync};
+      // joint counts one group's bytes (the job moves them on every replica: frame_.group_bytes)
+      const double per_byte = price * base / table_bytes_ * frame_.moving_replicas;
+      const PlanOrigin origin{&start, &old_plan_, per_byte, frame_.group_bytes(cap), frame_.group_bytes(rebuild),
+                              split,  sync};
       ShardResult r = plan_task_from(searcher(), task_, cost_.get(), origin, ctx_);
       if (r.status != ShardStatus::kOk) return Outcome::kNone;
       ReplanPoint pt;
-      pt.moved_bytes = movement_from(task_, r.plan, old_).moved_bytes;
+      pt.moved_bytes = meter_.movement(r.plan).moved_bytes;
       pt.step_ms = step_of(r.plan);
       pt.tables_switched = -1;
       pt.price = price;
@@ -791,15 +820,13 @@ class ReplanSearch {
                      "replan --reshard: no plan that fits is one TorchRec's reshard can run (the old plan itself "
                      "does not fit the task)");
       EMBSHARD_THROW("replan: no plan that fits", options_.reshard ? " and TorchRec's reshard can run" : "",
-                     " moves at most ", gib(options_.max_move_bytes * frame_.replicas), "; the least any does is ",
-                     gib(least * frame_.replicas));
+                     " moves at most ", gib(options_.max_move_bytes), "; the least any does is ", gib(least));
     }
-    scale_to_replicas();
     result_.chosen = result_.curve[*best_];
     result_.plan = lift(std::move(plans_[*best_]));
     result_.plan.provenance = scratch;
     result_.plan.provenance.sharder = "replan(" + scratch.sharder + ")";
-    result_.movement = movement_from(whole_, result_.plan, old_tables(whole_old_plan_), whole_old_plan_.groups);
+    result_.movement = meter_.movement(result_.plan);
     std::stable_sort(result_.curve.begin(), result_.curve.end(),
                      [](const ReplanPoint& x, const ReplanPoint& y) { return x.moved_bytes < y.moved_bytes; });
     result_.verdict = "chosen: " + describe(result_.chosen) +
@@ -814,7 +841,7 @@ class ReplanSearch {
     result_.task_id = whole_.id;
     result_.sharder = scratch.sharder;
     result_.judge = judge_->spec();
-    result_.max_move_bytes = options_.max_move_bytes * frame_.replicas;
+    result_.max_move_bytes = options_.max_move_bytes;
     result_.table_bytes = table_bytes_;
     result_.reshard = options_.reshard;
     if (options_.reshard) result_.verdict += "; the chosen plan is one TorchRec's reshard can run";
@@ -873,23 +900,12 @@ class ReplanSearch {
   double step_of(const Plan& plan) const {
     return objective_value(judge_->estimate(whole_, lift(plan), ctx_), Objective::kStep);
   }
-  /** Every point's bytes as the whole job moves them: each replica moves its group's (replan.h). */
-  void scale_to_replicas() {
-    const auto scale = [&](ReplanPoint& p) {
-      p.moved_bytes *= frame_.replicas;
-      p.moved_share *= frame_.replicas;
-    };
-    for (ReplanPoint& p : result_.curve) scale(p);
-    scale(result_.kept), scale(result_.target);
-    result_.scratch_moved_bytes *= frame_.replicas;
-  }
-
   const Task& whole_;
-  const Plan& whole_old_plan_;
   const ReplanFrame& frame_;
   const Task& task_;
   const Plan& old_plan_;
   std::map<std::string, OldTable> old_;
+  MovementMeter meter_;
   const ReplanOptions options_;
   const Context& ctx_;
   std::unique_ptr<CostModel> cost_, judge_;
@@ -910,6 +926,9 @@ ReplanResult replan(const Task& task, const Plan& old_plan, const ReplanOptions&
                  "replan --reshard: the old plan is 2D (DMPCollection); TorchRec's reshard moves the shards of "
                  "DistributedModelParallel's 1D plans");
   const ReplanFrame frame = frame_of(task, old_plan);
+  EMBSHARD_CHECK(frame.filled_bytes <= options.max_move_bytes, "replan: no plan that fits moves at most ",
+                 gib(options.max_move_bytes), "; the least any does is ", gib(frame.filled_bytes),
+                 " or more: the added replicas each receive every table");
   return ReplanSearch(task, old_plan, frame, options, ctx).run();
 }
 

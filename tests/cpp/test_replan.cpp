@@ -150,17 +150,40 @@ TEST(Replan, A2DPlanReplansInsideItsGroupsAndEveryReplicaMovesAlike) {
   expect_2d_replan_as_reported(grown, old, g, options.max_move_bytes, six);
 }
 
+TEST(Replan, ContiguousGroupsGrowByReplicasThatReceiveEveryTable) {
+  // Contiguous groups (device g·G + r) keep their size in a larger world: the old groups keep
+  // their devices and each added group is a replica that receives every table.
+  const Task before = tiny_task(12, "v100:nodes=2,gpus_per_node=4,hbm_gib=4", 32);
+  Plan old = planned(before, "joint:groups=4,work=150000");
+  ASSERT_TRUE(old.groups.enabled());
+  old.groups.ranks = GroupRanks::kContiguous;  // a group per host
+  ASSERT_EQ(find_error_in_plan(before, old), "");
+  Task grown = before;  // two hosts added: 4 groups (the batch splits into 4, not 3)
+  grown.topology = topology_with_devices(before.topology, 16);
+  const double tables = static_cast<double>(grown.workload.total_bytes());
+  ReplanOptions options;
+  options.sharder = "joint:groups=none,work=150000";
+  options.max_move_bytes = 2.4 * tables;
+  const ReplanResult r = replan(grown, old, options, quiet());
+  expect_2d_replan_as_reported(grown, old, r, options.max_move_bytes, {4, GroupRanks::kContiguous, 16});
+  EXPECT_GE(r.chosen.moved_bytes, 2 * tables * (1 - 1e-12));  // the added groups' copies of every table
+  options.max_move_bytes = 1.5 * tables;
+  const std::string short_budget = error_of([&] { (void)replan(grown, old, options, quiet()); });
+  EXPECT_NE(short_budget.find("the added replicas each receive every table"), std::string::npos) << short_budget;
+}
+
 TEST(Replan, A2DPlanThatCannotKeepItsDevicesIsRefusedInOneLine) {
   const Task before = tiny_task(12, "v100:nodes=2,gpus_per_node=4,hbm_gib=4", 32);
   Plan old = planned(before, "joint:groups=4,work=150000");
   ASSERT_TRUE(old.groups.enabled());
   Task grown = before;
   grown.topology = topology_with_devices(before.topology, 12);
-  old.groups.ranks = GroupRanks::kContiguous;
-  const std::string contiguous = error_of([&] { (void)replan(grown, old, ReplanOptions{}, quiet()); });
-  EXPECT_NE(contiguous.find("contiguous ranks renumber"), std::string::npos) << contiguous;
-  EXPECT_EQ(contiguous.find('\n'), std::string::npos);
-  old.groups.ranks = GroupRanks::kStrided, old.groups.world = 6;  // 6 is no multiple of 4
+  old.groups.ranks = GroupRanks::kStrided, old.groups.world = 24;  // 6 replicas: 8 devices hold no 6 groups
+  const std::string strided = error_of([&] { (void)replan(before, old, ReplanOptions{}, quiet()); });
+  EXPECT_NE(strided.find("6 replicas of 4 ranks (strided) do not split the task's 8 devices"), std::string::npos)
+      << strided;
+  EXPECT_EQ(strided.find('\n'), std::string::npos);
+  old.groups.world = 6;  // 6 is no multiple of 4
   EXPECT_NE(error_of([&] {
               (void)replan(before, old, ReplanOptions{}, quiet());
             }).find("world of 6 ranks (its sharding_groups.world) is not a multiple"),

@@ -47,16 +47,16 @@
  * `plan_movement` counts every device's bytes that way (an old plan's replicas are those of the
  * world it records, `ShardingGroups::world`, else of the task's). A 2D old plan is re-planned in
  * its own layout, with its ranks keeping their devices: at the same world the same groups; at
- * another world, strided groups keep their replicas R and take N / R ranks each, so old ranks keep
- * their devices and added ranks come last (contiguous groups renumber every rank: refused). The
+ * another world, strided groups (device r·R + g) keep their replicas R and take N / R ranks each,
+ * contiguous ones (device g·G + r) keep their size G and add or drop replicas — either way old
+ * ranks keep their devices and added ones come last; an added replica receives every table. The
  * whole search above then runs on one group's task (`sharding_group_task`) from the old plan's
  * group, every point judged as the 2D plan of the whole task (the replica sync included, which
- * the priced searches also see: `PlanOrigin::replica_sync`), within a budget of max_move_bytes / R
- * per group: every replica moves what its group moves, so each point moves R times its group's
- * bytes. The from-scratch plan is joint's own 2D plan at the layout's group size (`groups=G`,
- * searched with the sync) where the sharder is joint and it takes the layout's ranks, else the
- * sharder's plan of one group's task without data-parallel tables. Another layout, or 1D, is not
- * searched from a 2D plan.
+ * the priced searches also see: `PlanOrigin::replica_sync`) and its movement counted on every
+ * replica (`plan_movement`); joint's cap per group is the budget less what the added replicas
+ * receive, over the replicas that were there. The from-scratch plan is joint's own 2D plan at the layout's group size
+ * (`groups=G`, searched with the sync) where the sharder is joint and it takes the layout's ranks, else the sharder's
+ * plan of one group's task without data-parallel tables. Another layout, or 1D, is not searched from a 2D plan.
  */
 #include <limits>
 #include <string>
