@@ -207,14 +207,13 @@ std::int64_t group_batch(const Task& task, const Plan& plan, std::int64_t batch)
   return std::max<std::int64_t>(1, batch * plan.groups.size / task.topology.num_devices());
 }
 
-/** `judge` for `plan`'s sharding group: a measured judge's batch is the group's share. */
+}  // namespace
+
 std::string group_judge(const Task& task, const Plan& plan, const std::string& judge) {
   if (!plan.groups.enabled()) return judge;
   const std::int64_t batch = detail::measured_options_of(judge_spec(judge)).batch;
   return set_judge_value(judge, "batch", std::to_string(group_batch(task, plan, batch)));
 }
-
-}  // namespace
 
 EvalResult evaluate_plan(const Task& task, const Plan& plan, const std::string& judge, const Context& ctx,
                          std::span<const DeviceTiming> measured_comm) {

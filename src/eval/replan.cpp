@@ -86,14 +86,21 @@ std::vector<Holding> holdings(const TablePlacement& p, const ShardingGroups& gro
   return out;
 }
 
+/** Device `d`'s replica (sharding group) in a 2D layout of `world` ranks; −1 in a 1D plan. */
+int replica_of(const ShardingGroups& groups, int world, int d) {
+  if (!groups.enabled()) return -1;
+  return groups.ranks == GroupRanks::kStrided ? d % (world / groups.size) : d / groups.size;
+}
+
 /**
  * Adds one table's movement to `m` (file comment of replan.h): for each region of `now` on each
  * of its devices, what that device held before is kept, and what other devices held is sent by
- * one of them (the holder at the device's number modulo their count); with nothing `before`, it
- * is created.
+ * one of them — the holder in the device's own replica where the old plan had that replica (a 2D
+ * layout's holders are listed by replica), else the holder at the device's number modulo their
+ * count; with nothing `before`, it is created. `replica`: each device's replica in `now`'s layout.
  */
 void add_table_movement(const TableSpec& t, const std::vector<Holding>& now, const std::vector<Holding>* before,
-                        Movement& m) {
+                        Movement& m, const std::function<int(int)>& replica) {
   const auto grow = [&](int device) {
     if (static_cast<std::size_t>(device) >= m.sent.size())
       m.sent.resize(device + 1, 0.0), m.received.resize(device + 1, 0.0);
@@ -112,7 +119,10 @@ void add_table_movement(const TableSpec& t, const std::vector<Holding>& now, con
           m.kept_bytes += shared;
           continue;
         }
-        const int from = o.devices[static_cast<std::size_t>(d) % o.devices.size()];
+        const int k = replica(d);
+        const int from = k >= 0 && static_cast<std::size_t>(k) < o.devices.size()
+                             ? o.devices[static_cast<std::size_t>(k)]
+                             : o.devices[static_cast<std::size_t>(d) % o.devices.size()];
         grow(from);
         m.moved_bytes += shared, m.received[d] += shared, m.sent[from] += shared;
       }
@@ -171,6 +181,8 @@ void check_old_plan(const Task& task, const Plan& old_plan, const std::map<std::
                    "' appears twice in the old plan");
     const std::string why = find_error_in_old_table(p, old.at(p.table));
     EMBSHARD_CHECK(why.empty(), "replan: ", why);
+    EMBSHARD_CHECK(!groups.enabled() || p.type != ShardingType::kDataParallel, "replan: table '", one_line(p.table),
+                   "' of the old plan is data_parallel, which a 2D plan (sharding_groups) does not take");
     for (const Shard& s : p.shards)
       EMBSHARD_CHECK(!groups.enabled() || s.device < groups.size, "replan: table '", one_line(p.table),
                      "' of the old plan has a shard on rank ", s.device, ", beyond its sharding groups of ",
@@ -390,7 +402,8 @@ Movement movement_from(const Task& task, const Plan& plan, const std::map<std::s
                    "', which the task does not have");
     const TablePlacement* before = same_shape(old, *it->second);
     const std::vector<Holding> was = before ? holdings(*before, old_groups, old_world) : std::vector<Holding>{};
-    add_table_movement(*it->second, holdings(p, plan.groups, world), before ? &was : nullptr, m);
+    add_table_movement(*it->second, holdings(p, plan.groups, world), before ? &was : nullptr, m,
+                       [&](int d) { return replica_of(plan.groups, world, d); });
   }
   return m;
 }
@@ -412,7 +425,7 @@ class MovementMeter {
     const int world = whole_.topology.num_devices();
     const std::vector<Holding> was = holdings(*before, old_plan_.groups, world_of(old_plan_.groups, world));
     Movement m;
-    add_table_movement(t, holdings(p, groups_, world), &was, m);
+    add_table_movement(t, holdings(p, groups_, world), &was, m, [&](int d) { return replica_of(groups_, world, d); });
     return m.moved_bytes;
   }
   /** The movement of `plan`, a plan of the searched task (1D), in the layout. */
@@ -585,10 +598,12 @@ struct ReplanFrame {
   Task task;              ///< the task searched
   Plan old_plan;          ///< the old plan as `task` sees it (1D)
   ShardingGroups groups;  ///< the new plans' layout; disabled for a 1D re-plan
-  /// Replicas on devices of an old replica, each moving what its group moves; beside them, each
-  /// added replica (contiguous groups in a larger world) receives every table: `filled_bytes` at least
+  /// Replicas on devices of an old replica (those that remain), each moving what its group moves;
+  /// beside them, each added replica (contiguous groups in a larger world) receives every table the
+  /// old plan has: `filled_bytes` at least
   int moving_replicas = 1;
   double filled_bytes = 0;
+  bool world_assumed = false;  ///< the old 2D plan records no world: taken as the task's
   /** The most one group may move for the whole job to move at most `whole` bytes (about). */
   [[nodiscard]] double group_bytes(double whole) const { return std::max(0.0, whole - filled_bytes) / moving_replicas; }
 };
@@ -624,8 +639,12 @@ ReplanFrame frame_of(const Task& task, const Plan& old_plan) {
   const int world = task.topology.num_devices();
   const int replicas = world / layout.size, old_replicas = world_of(old_plan.groups, world) / old_plan.groups.size;
   const int added = std::max(0, replicas - old_replicas);
-  return {sharding_group_task(task, layout), std::move(old), layout, std::min(replicas, old_replicas),
-          added * static_cast<double>(task.workload.total_bytes())};
+  const auto old_shapes = old_tables(old_plan);
+  double kept_tables = 0.0;  // an added replica receives these; the others are created
+  for (const TableSpec& t : task.workload.tables)
+    if (same_shape(old_shapes, t)) kept_tables += static_cast<double>(t.size_bytes());
+  return {sharding_group_task(task, layout), std::move(old),      layout,
+          std::min(replicas, old_replicas),  added * kept_tables, old_plan.groups.world == 0};
 }
 
 /** A group's options: no data-parallel table in a 2D plan. */
@@ -633,6 +652,7 @@ ReplanOptions frame_options(ReplanOptions options, const ReplanFrame& frame) {
   if (frame.groups.enabled() && options.sharder.rfind("joint", 0) == 0) {
     Spec spec = parse_spec(options.sharder);
     set_spec_value(spec, "data_parallel", "false");  // a 2D plan has none (plan/sharding_groups.h)
+    set_spec_value(spec, "groups", "none");          // the group's own plan is 1D
     options.sharder = format_spec(spec);
   }
   return options;
@@ -646,7 +666,8 @@ class ReplanSearch {
                const Context& ctx)
       : whole_(whole), frame_(frame), task_(frame.task), old_plan_(frame.old_plan), old_(old_tables(frame.old_plan)),
         meter_(whole, old_plan, frame.groups), options_(frame_options(options, frame)), ctx_(ctx),
-        cost_(make_cost_model(options_.cost, task_, ctx)), judge_(make_judge(task_, options_.judge, ctx)),
+        cost_(make_cost_model(options_.cost, task_, ctx)),
+        judge_(make_judge(task_, group_judge(whole, lift(Plan{}), options_.judge), ctx)),
         table_bytes_(static_cast<double>(task_.workload.total_bytes())) {}
 
   ReplanResult run() {
@@ -684,9 +705,14 @@ class ReplanSearch {
    */
   std::optional<Plan> joint_in_layout() const {
     if (!frame_.groups.enabled() || options_.sharder.rfind("joint", 0) != 0) return std::nullopt;
-    Spec spec = parse_spec(options_.sharder);
+    Spec spec = parse_spec(canonical_sharder_spec(options_.sharder));
+    const bool balance = std::any_of(spec.pairs.begin(), spec.pairs.end(), [](const auto& kv) {
+      return kv.first == "objective" && kv.second == to_string(Objective::kBalance);
+    });
+    if (balance) return std::nullopt;  // joint chooses 2D layouts on time
     set_spec_value(spec, "groups", std::to_string(frame_.groups.size));
     const auto cost = make_cost_model(options_.cost, whole_, ctx_);
+    if (!cost->for_task(task_)) return std::nullopt;  // it cannot cost a sharding group
     ShardResult r = plan_task(format_spec(spec), whole_, cost.get(), ctx_);
     if (r.status != ShardStatus::kOk || r.plan.groups.size != frame_.groups.size ||
         r.plan.groups.ranks != frame_.groups.ranks)
@@ -838,6 +864,9 @@ class ReplanSearch {
     if (frame_.groups.enabled())
       result_.verdict += "; " + describe_groups(frame_.groups, whole_.topology.num_devices()) +
                          ", every replica moving what its group does";
+    if (frame_.world_assumed)
+      result_.verdict += detail::concat("; the old plan records no world (sharding_groups.world): taken as the task's ",
+                                        whole_.topology.num_devices());
     result_.task_id = whole_.id;
     result_.sharder = scratch.sharder;
     result_.judge = judge_->spec();
@@ -928,7 +957,7 @@ ReplanResult replan(const Task& task, const Plan& old_plan, const ReplanOptions&
   const ReplanFrame frame = frame_of(task, old_plan);
   EMBSHARD_CHECK(frame.filled_bytes <= options.max_move_bytes, "replan: no plan that fits moves at most ",
                  gib(options.max_move_bytes), "; the least any does is ", gib(frame.filled_bytes),
-                 " or more: the added replicas each receive every table");
+                 " or more: the added replicas each receive every table the old plan has");
   return ReplanSearch(task, old_plan, frame, options, ctx).run();
 }
 

@@ -99,6 +99,13 @@ TEST(ReplanMovement, A2DPlanMovesWhatEveryReplicaMoves) {
   EXPECT_DOUBLE_EQ(from_1d.sent[0], static_cast<double>(a.size_bytes()));
   EXPECT_DOUBLE_EQ(from_1d.sent[3], static_cast<double>(b.size_bytes()));
   EXPECT_EQ(plan_movement(task, old, old).moved_bytes, 0.0);
+  // Contiguous groups of 2 (device 2g + r): each replica's copy comes from its own replica's old
+  // copy, 0 → 1 and 2 → 3, not both from one device.
+  old.groups.ranks = now.groups.ranks = GroupRanks::kContiguous;
+  const Movement contiguous = plan_movement(task, now, old);
+  EXPECT_DOUBLE_EQ(contiguous.moved_bytes, 2 * a_bytes);
+  EXPECT_EQ(contiguous.sent, (std::vector<double>{a_bytes, 0.0, a_bytes, 0.0}));
+  EXPECT_EQ(contiguous.received, (std::vector<double>{0.0, a_bytes, 0.0, a_bytes}));
 }
 
 /** A 2D re-plan's result as a user meets it: a 2D plan of `after` in the layout kept from `old`,
@@ -139,6 +146,12 @@ TEST(Replan, A2DPlanReplansInsideItsGroupsAndEveryReplicaMovesAlike) {
   const ReplanResult r = replan(drifted, old, options, quiet());
   expect_2d_replan_as_reported(drifted, old, r, options.max_move_bytes, old.groups);
   EXPECT_NE(r.verdict.find("every replica moving what its group does"), std::string::npos);
+  // A sharder that plans no 2D layout itself (joint balancing, or `groups=auto`) plans the group's task.
+  for (const char* sharder : {"joint:objective=balance,work=150000", "joint:groups=auto,work=150000"}) {
+    ReplanOptions other = options;
+    other.sharder = sharder;
+    expect_2d_replan_as_reported(drifted, old, replan(drifted, old, other, quiet()), other.max_move_bytes, old.groups);
+  }
   // A host added: strided groups keep their 2 replicas and grow to 6 ranks; the old ranks keep
   // their devices, the added ones come last.
   Task grown = before;
@@ -170,6 +183,16 @@ TEST(Replan, ContiguousGroupsGrowByReplicasThatReceiveEveryTable) {
   options.max_move_bytes = 1.5 * tables;
   const std::string short_budget = error_of([&] { (void)replan(grown, old, options, quiet()); });
   EXPECT_NE(short_budget.find("the added replicas each receive every table"), std::string::npos) << short_budget;
+  // A table added beside: it is created on every replica, not received, so the budget need only
+  // cover the old tables' copies (it would not cover the new one's too).
+  Task added = grown;
+  const std::int64_t rows = grown.workload.total_bytes() / (4 * 64 * 4);  // about a quarter of the bytes
+  added.workload.tables.push_back(hand_table("added", 64, rows, 1.0));
+  options.max_move_bytes = 2.3 * tables;
+  ASSERT_LT(options.max_move_bytes, 2.0 * static_cast<double>(added.workload.total_bytes()));
+  const ReplanResult with_added = replan(added, old, options, quiet());
+  expect_2d_replan_as_reported(added, old, with_added, options.max_move_bytes, {4, GroupRanks::kContiguous, 16});
+  EXPECT_GT(with_added.movement.created_bytes, 0.0);
 }
 
 TEST(Replan, A2DPlanThatCannotKeepItsDevicesIsRefusedInOneLine) {

@@ -130,6 +130,10 @@ struct EvalResult {
 /** How `judge` counts the input all-to-all (its input_comm, index_bytes, length_bytes; defaults where absent). */
 [[nodiscard]] InputCommOptions judge_input_comm(const std::string& judge);
 
+/** `judge` for a 2D `plan`'s sharding group (`judge` itself for a 1D plan): a measured judge's
+ *  batch is the group's share of the global one, as `evaluate_plan` judges it. */
+[[nodiscard]] std::string group_judge(const Task& task, const Plan& plan, const std::string& judge);
+
 /** The judge `judge` built for `task` (an unavailable backend fails here, before any work). */
 [[nodiscard]] std::unique_ptr<CostModel> make_judge(const Task& task, const std::string& judge,
                                                     const Context& ctx = Context{});

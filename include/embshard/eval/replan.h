@@ -53,8 +53,9 @@
  * whole search above then runs on one group's task (`sharding_group_task`) from the old plan's
  * group, every point judged as the 2D plan of the whole task (the replica sync included, which
  * the priced searches also see: `PlanOrigin::replica_sync`) and its movement counted on every
- * replica (`plan_movement`); joint's cap per group is the budget less what the added replicas
- * receive, over the replicas that were there. The from-scratch plan is joint's own 2D plan at the layout's group size
+ * replica (`plan_movement`, each moved region sent from the same replica where it had one);
+ * joint's cap per group is the budget less what the added replicas receive, over the replicas
+ * that remain. The from-scratch plan is joint's own 2D plan at the layout's group size
  * (`groups=G`, searched with the sync) where the sharder is joint and it takes the layout's ranks, else the sharder's
  * plan of one group's task without data-parallel tables. Another layout, or 1D, is not searched from a 2D plan.
  */
@@ -95,7 +96,9 @@ struct Movement {
 [[nodiscard]] std::string torchrec_reshard_problem(const Plan& old_plan, const Plan& plan);
 
 struct ReplanOptions {
-  std::string sharder = "joint:groups=none";  ///< the from-scratch plan (1D)
+  /// the from-scratch plan (1D; from a 2D old plan, joint runs at the kept layout's group size,
+  /// another sharder plans one group's task)
+  std::string sharder = "joint:groups=none";
   std::string cost = "default";
   std::string judge = kSimJudge;  ///< the judge spec of every point's step (eval/evaluator.h)
   double max_move_bytes = std::numeric_limits<double>::infinity();
