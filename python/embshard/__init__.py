@@ -470,7 +470,8 @@ def replan(task: Task, old_plan: Plan, *, max_move: Optional[float] = None, shar
            reshard: bool = False) -> Replan:
     """Re-plans a changed `task` (new statistics, tables, world size) from the plan running today
     (`embshard replan`, docs/what_if.md): the fastest plan found moving at most `max_move` — a
-    share of the task's table bytes when ≤ 1, else whole bytes; None: no limit. With `reshard`,
+    share of the task's table bytes when ≤ 1, else whole bytes; None: no limit. A 2D old plan is
+    re-planned in its own layout, every replica's moves counted (docs/what_if.md). With `reshard`,
     only plans TorchRec's `DistributedModelParallel.reshard` can run (the same ranks and tables,
     each table keeping its sharding type and shards; `embshard.torchrec.reshard_delta` builds its
     argument)."""
