@@ -120,7 +120,9 @@ void expect_2d_replan_as_reported(const Task& after, const Plan& old, const Repl
   EXPECT_NEAR(m.moved_bytes, r.chosen.moved_bytes, 1e-9 * (1 + r.chosen.moved_bytes));
   EXPECT_NEAR(r.chosen.moved_share, r.chosen.moved_bytes / static_cast<double>(after.workload.total_bytes()), 1e-12);
   EXPECT_NEAR(step_of(after, r.plan), r.chosen.step_ms, 1e-9 * r.chosen.step_ms);
-  if (r.kept_fits) EXPECT_LE(r.chosen.step_ms, r.kept.step_ms * (1 + 1e-12));
+  if (r.kept_fits) {
+    EXPECT_LE(r.chosen.step_ms, r.kept.step_ms * (1 + 1e-12));
+  }
   const Plan read = plan_from_json(plan_to_json(r.plan), "replanned.json");
   EXPECT_EQ(read.groups, layout);
   EXPECT_EQ(step_of(after, read), step_of(after, r.plan));
@@ -147,9 +149,9 @@ TEST(Replan, A2DPlanReplansInsideItsGroupsAndEveryReplicaMovesAlike) {
   expect_2d_replan_as_reported(drifted, old, r, options.max_move_bytes, old.groups);
   EXPECT_NE(r.verdict.find("every replica moving what its group does"), std::string::npos);
   // A sharder that plans no 2D layout itself (joint balancing, or `groups=auto`) plans the group's task.
-  for (const char* sharder : {"joint:objective=balance,work=150000", "joint:groups=auto,work=150000"}) {
+  for (const char* spec : {"joint:objective=balance,work=150000", "joint:groups=auto,work=150000"}) {
     ReplanOptions other = options;
-    other.sharder = sharder;
+    other.sharder = spec;
     expect_2d_replan_as_reported(drifted, old, replan(drifted, old, other, quiet()), other.max_move_bytes, old.groups);
   }
   // A host added: strided groups keep their 2 replicas and grow to 6 ranks; the old ranks keep

@@ -89,7 +89,7 @@ struct PlanOrigin {
   bool rebuild_split_tables = false;
   /// Searching one sharding group's task for a 2D plan (eval/replan.h): every device's replica sync,
   /// which the search then sees as joint's 2D layouts do; none for a 1D plan
-  ReplicaSyncCost replica_sync;
+  ReplicaSyncCost replica_sync{};
 };
 
 class Sharder {
