@@ -148,6 +148,15 @@ TEST(Replan, A2DPlanReplansInsideItsGroupsAndEveryReplicaMovesAlike) {
   const ReplanResult r = replan(drifted, old, options, quiet());
   expect_2d_replan_as_reported(drifted, old, r, options.max_move_bytes, old.groups);
   EXPECT_NE(r.verdict.find("every replica moving what its group does"), std::string::npos);
+  EXPECT_EQ(r.verdict.find("records no world"), std::string::npos);
+  // A plan of an older build records no world: taken as the task's, and the verdict says so.
+  Plan unrecorded = old;
+  unrecorded.groups.world = 0;
+  const ReplanResult assumed = replan(drifted, unrecorded, options, quiet());
+  EXPECT_NE(assumed.verdict.find("the old plan records no world (sharding_groups.world): taken as the task's 8"),
+            std::string::npos)
+      << assumed.verdict;
+  EXPECT_EQ(assumed.chosen.step_ms, r.chosen.step_ms);  // the same world: the same re-plan
   // A sharder that plans no 2D layout itself (joint balancing, or `groups=auto`) plans the group's task.
   for (const char* spec : {"joint:objective=balance,work=150000", "joint:groups=auto,work=150000"}) {
     ReplanOptions other = options;
