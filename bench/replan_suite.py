@@ -5,10 +5,11 @@ table's pooling factor scaled by a factor drawn log-uniformly in [1/2, 2], seede
 with a movement budget and planned from scratch. Side by side in one run; every step by `sim`.
 
 Usage: $(bash scripts/setup_python.sh) bench/replan_suite.py TASK.json [TASK.json ...]
-       [--max-move 0.1] [--seed 9400] [--old-sharder joint:groups=32]
-Prints one CSV row per (task, scenario). With a 2D old plan (`--old-sharder joint:groups=G`) the
-re-plan keeps its layout (docs/what_if.md) and "scratch" is joint's own 2D plan at the re-plan's group
-size (`joint:groups=G'`); `replicas` says how many copies of each shard the plan keeps.
+       [--max-move 0.1] [--seed 9400] [--old-sharder joint:groups=32] [--layout best|kept|1d]
+Prints one CSV row per (task, scenario). A 2D old plan (`--old-sharder joint:groups=G`) is re-planned
+in its own layout and in 1D as `--layout` says (docs/what_if.md); where the chosen plan is 2D,
+"scratch" is joint's own 2D plan at its group size (`joint:groups=G'`), else the sharder's 1D plan;
+`replicas` says how many copies of each shard the chosen plan keeps (1: 1D).
 """
 import argparse
 import json
@@ -53,6 +54,7 @@ def main():
     ap.add_argument("--seed", type=int, default=9400)
     ap.add_argument("--sharder", default="joint:groups=none")
     ap.add_argument("--old-sharder", default=None, help="the old plan's sharder (default: --sharder)")
+    ap.add_argument("--layout", default="best", help="of a 2D old plan: best | kept | 1d (embshard.replan)")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     print("task,scenario,devices,replicas,old_step,kept_step,scratch_step,scratch_moved_share,replan_step,"
@@ -63,7 +65,8 @@ def main():
         old_step = embshard.evaluate(task, old).step_ms
         for scenario, new in (("host_added", add_host(task)), ("drift", drift(task, rng))):
             start = time.perf_counter()
-            r = embshard.replan(new, old, max_move=args.max_move, sharder=args.sharder, seed=args.seed)
+            r = embshard.replan(new, old, max_move=args.max_move, sharder=args.sharder, seed=args.seed,
+                                layout=args.layout)
             replan_s = time.perf_counter() - start
             layout = r.plan.sharding_groups
             if layout is None:

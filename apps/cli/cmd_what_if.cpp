@@ -167,6 +167,7 @@ int run_replan(Args& args, const Context& base) {
   options.judge = judge_option(args);
   const std::string max_move = args.get_or("max-move", "");
   options.reshard = args.flag("reshard");
+  options.layout = parse_replan_layout(args.value("layout"), "--layout");
   const auto out = args.get("out");
   const auto curve_out = args.get("curve");
   const auto report = args.get("report");

@@ -169,7 +169,10 @@ std::vector<VerbDoc> make_docs() {
            {{"task", "T.json", "", "the changed task (required): new statistics, tables, world size"},
             {"from", "P.json", "",
              "the plan running today (required); ranks keep their numbers, added ranks come last; a 2D plan is "
-             "re-planned in its own layout (docs/what_if.md)"},
+             "re-planned in its own layout and in 1D (--layout; docs/what_if.md)"},
+            {"layout", "L", "best",
+             "of a 2D plan: best (its own layout and 1D, the faster) | kept (its own layout: the job stays on "
+             "DMPCollection) | 1d"},
             {"max-move", "M", "",
              "the most to move: a share of the task's table bytes (0.1, 10%: a plain number up to 1) or bytes (5e9, "
              "4GiB: a plain number above 1 is whole bytes); default: no limit"},

@@ -394,20 +394,22 @@ PYBIND11_MODULE(_embshard, m) {
   m.def(
       "replan",
       [](const Task& task, const PlanResult& old_plan, double max_move_bytes, const std::string& sharder,
-         const std::string& cost, const std::string& backend, std::uint64_t seed, int threads, bool reshard) {
+         const std::string& cost, const std::string& backend, std::uint64_t seed, int threads, bool reshard,
+         const std::string& layout) {
         EMBSHARD_CHECK(old_plan.status == "ok", "embshard.replan: the old plan is ", old_plan.status,
                        "; there is nothing to start from");
         ReplanOptions options;
         options.sharder = sharder, options.cost = cost, options.judge = backend;
         options.max_move_bytes = max_move_bytes;
         options.reshard = reshard;
+        options.layout = parse_replan_layout(layout, "embshard.replan: layout");
         return run_call(seed, threads, [&](const Context& ctx) {
           ReplanResult r = replan(task, old_plan.plan, options, ctx);
           return std::make_pair(PlanResult{r.plan, "ok", ""}, replan_json(r));
         });
       },
       py::arg("task"), py::arg("old_plan"), py::arg("max_move_bytes"), py::arg("sharder"), py::arg("cost"),
-      py::arg("backend"), py::arg("seed"), py::arg("threads"), py::arg("reshard") = false);
+      py::arg("backend"), py::arg("seed"), py::arg("threads"), py::arg("reshard") = false, py::arg("layout") = "best");
 
   m.def(
       "fit",

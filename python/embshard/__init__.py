@@ -467,11 +467,13 @@ class Replan:
 
 def replan(task: Task, old_plan: Plan, *, max_move: Optional[float] = None, sharder: str = "joint:groups=none",
            cost: str = "default", judge: str = "sim", seed: int = 0, threads: int = 1,
-           reshard: bool = False) -> Replan:
+           reshard: bool = False, layout: str = "best") -> Replan:
     """Re-plans a changed `task` (new statistics, tables, world size) from the plan running today
     (`embshard replan`, docs/what_if.md): the fastest plan found moving at most `max_move` — a
     share of the task's table bytes when ≤ 1, else whole bytes; None: no limit. A 2D old plan is
-    re-planned in its own layout, every replica's moves counted (docs/what_if.md). With `reshard`,
+    re-planned in its own layout, every replica's moves counted, and in 1D (docs/what_if.md):
+    `layout` "best" takes the faster, "kept" keeps the 2D layout (a job staying on
+    DMPCollection), "1d" re-plans in 1D only. With `reshard`,
     only plans TorchRec's `DistributedModelParallel.reshard` can run (the same ranks and tables,
     each table keeping its sharding type and shards; `embshard.torchrec.reshard_delta` builds its
     argument)."""
@@ -480,12 +482,12 @@ def replan(task: Task, old_plan: Plan, *, max_move: Optional[float] = None, shar
     limit = math.inf if max_move is None else _finite(max_move, "replan: max_move")
     if limit < 0:
         raise Error(f"replan: max_move must be >= 0, got {max_move!r}")
-    if limit > 1 and limit != math.floor(limit) and math.isfinite(limit):
+    if limit > 1 and math.isfinite(limit) and limit != math.floor(limit):
         raise Error(f"replan: max_move {max_move!r} is neither a share (up to 1) nor whole bytes")
     if limit <= 1:
         limit *= task._native.total_bytes
     native, document = _embshard.replan(task._native, old_plan._native, limit, sharder, cost, judge, seed, threads,
-                                        bool(reshard))
+                                        bool(reshard), str(layout))
     doc = json.loads(document)
     return Replan(Plan(native), doc["chosen"], doc["kept"], doc["target"], doc["curve"], doc["sent_bytes"],
                   doc["received_bytes"], doc["created_bytes"], doc["verdict"])

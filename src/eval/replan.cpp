@@ -97,10 +97,10 @@ int replica_of(const ShardingGroups& groups, int world, int d) {
  * of its devices, what that device held before is kept, and what other devices held is sent by
  * one of them — the holder in the device's own replica where the old plan had that replica (a 2D
  * layout's holders are listed by replica), else the holder at the device's number modulo their
- * count; with nothing `before`, it is created. `replica`: each device's replica in `now`'s layout.
+ * count; with nothing `before`, it is created. `layout`: `now`'s, over `world` ranks.
  */
 void add_table_movement(const TableSpec& t, const std::vector<Holding>& now, const std::vector<Holding>* before,
-                        Movement& m, const std::function<int(int)>& replica) {
+                        Movement& m, const ShardingGroups& layout, int world) {
   const auto grow = [&](int device) {
     if (static_cast<std::size_t>(device) >= m.sent.size())
       m.sent.resize(device + 1, 0.0), m.received.resize(device + 1, 0.0);
@@ -119,7 +119,7 @@ void add_table_movement(const TableSpec& t, const std::vector<Holding>& now, con
           m.kept_bytes += shared;
           continue;
         }
-        const int k = replica(d);
+        const int k = replica_of(layout, world, d);
         const int from = k >= 0 && static_cast<std::size_t>(k) < o.devices.size()
                              ? o.devices[static_cast<std::size_t>(k)]
                              : o.devices[static_cast<std::size_t>(d) % o.devices.size()];
@@ -402,8 +402,7 @@ Movement movement_from(const Task& task, const Plan& plan, const std::map<std::s
                    "', which the task does not have");
     const TablePlacement* before = same_shape(old, *it->second);
     const std::vector<Holding> was = before ? holdings(*before, old_groups, old_world) : std::vector<Holding>{};
-    add_table_movement(*it->second, holdings(p, plan.groups, world), before ? &was : nullptr, m,
-                       [&](int d) { return replica_of(plan.groups, world, d); });
+    add_table_movement(*it->second, holdings(p, plan.groups, world), before ? &was : nullptr, m, plan.groups, world);
   }
   return m;
 }
@@ -425,7 +424,7 @@ class MovementMeter {
     const int world = whole_.topology.num_devices();
     const std::vector<Holding> was = holdings(*before, old_plan_.groups, world_of(old_plan_.groups, world));
     Movement m;
-    add_table_movement(t, holdings(p, groups_, world), &was, m, [&](int d) { return replica_of(groups_, world, d); });
+    add_table_movement(t, holdings(p, groups_, world), &was, m, groups_, world);
     return m.moved_bytes;
   }
   /** The movement of `plan`, a plan of the searched task (1D), in the layout. */
@@ -604,36 +603,93 @@ struct ReplanFrame {
   int moving_replicas = 1;
   double filled_bytes = 0;
   bool world_assumed = false;  ///< the old 2D plan records no world: taken as the task's
+  /// What each device held before, as joint's price counts it (PlanOrigin::old): `old_plan`, or
+  /// for a 1D re-plan of a 2D plan every replica's shards (frame_1d_of_2d)
+  Plan origin;
   /** The most one group may move for the whole job to move at most `whole` bytes (about). */
   [[nodiscard]] double group_bytes(double whole) const { return std::max(0.0, whole - filled_bytes) / moving_replicas; }
 };
 
-/** The old plan's 2D layout on the task's world, its ranks keeping their devices (replan.h). */
-ShardingGroups kept_layout(const Task& task, const ShardingGroups& old) {
+/** The old plan's 2D layout on the task's world, its ranks keeping their devices (replan.h), or
+ *  nothing and why it cannot be kept (`why`). */
+std::optional<ShardingGroups> kept_layout(const Task& task, const ShardingGroups& old, std::string& why) {
   const int world = task.topology.num_devices(), old_world = world_of(old, world);
   const int replicas = old_world / old.size;
   ShardingGroups layout = old;
   layout.world = world;
   if (world != old_world && old.ranks == GroupRanks::kStrided) {  // rank r of group g: device r·R + g
-    EMBSHARD_CHECK(world % replicas == 0, "replan: the old plan's ", replicas, " replicas of ", old.size,
-                   " ranks (strided) do not split the task's ", world,
-                   " devices into equal groups (strided groups keep their replicas and resize)");
+    if (world % replicas != 0) {
+      why = detail::concat("its ", replicas, " replicas of ", old.size, " ranks (strided) do not split the task's ",
+                           world, " devices into equal groups (strided groups keep their replicas and resize)");
+      return std::nullopt;
+    }
     layout.size = world / replicas;
   }
-  if (world != old_world && old.ranks == GroupRanks::kContiguous) {  // device g·G + r: groups keep their size
-    EMBSHARD_CHECK(world % old.size == 0, "replan: the old plan's contiguous sharding groups of ", old.size,
-                   " ranks do not divide the task's ", world,
-                   " devices (contiguous groups keep their size and add or drop replicas)");
+  if (world != old_world && old.ranks == GroupRanks::kContiguous && world % old.size != 0) {
+    why = detail::concat("its contiguous sharding groups of ", old.size, " ranks do not divide the task's ", world,
+                         " devices (contiguous groups keep their size and add or drop replicas)");
+    return std::nullopt;
   }
-  const std::string why = find_error_in_groups(task, layout);
-  EMBSHARD_CHECK(why.empty(), "replan: the 2D layout kept from the old plan (", describe_groups(layout, world),
-                 ") does not suit the task: ", why);
+  if (std::string e = find_error_in_groups(task, layout); !e.empty()) {
+    why = detail::concat("its layout (", describe_groups(layout, world), ") does not suit the task: ", e);
+    return std::nullopt;
+  }
   return layout;
 }
 
-ReplanFrame frame_of(const Task& task, const Plan& old_plan) {
-  if (!old_plan.groups.enabled()) return {task, old_plan, {}, 1, 0.0};
-  const ShardingGroups layout = kept_layout(task, old_plan.groups);
+/** A 1D old plan's frame: the task itself. */
+ReplanFrame frame_1d(const Task& task, const Plan& old_plan) { return {task, old_plan, {}, 1, 0.0, false, old_plan}; }
+
+/**
+ * The frame of a 1D re-plan of a 2D old plan (replan.h, "2D plans"): the whole task; as the old
+ * plan, the 1D plan that keeps each table on the devices of one of its replicas that the task
+ * still has (tables by decreasing bytes, each on the replica keeping the fewest bytes so far: every
+ * replica keeps a share, so the kept plan uses every old device; a table-row-wise table whose
+ * devices no longer share a host is kept as row-wise); as its origin every replica's shards.
+ */
+ReplanFrame frame_1d_of_2d(const Task& task, const Plan& old_plan) {
+  const int world = task.topology.num_devices(), old_world = world_of(old_plan.groups, world);
+  const int replicas = old_world / old_plan.groups.size;
+  std::map<std::string, double> bytes;
+  for (const TableSpec& t : task.workload.tables) bytes[t.name] = static_cast<double>(t.size_bytes());
+  std::vector<const TablePlacement*> order;
+  for (const TablePlacement& p : old_plan.tables) order.push_back(&p);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](const TablePlacement* a, const TablePlacement* b) { return bytes[a->table] > bytes[b->table]; });
+  ReplanFrame f{task, {}, {}, 1, 0.0, old_plan.groups.world == 0, {}};
+  std::vector<double> kept_bytes(static_cast<std::size_t>(replicas), 0.0);
+  for (const TablePlacement* p : order) {
+    TablePlacement every = *p;
+    every.shards.clear();
+    std::optional<TablePlacement> kept;
+    std::size_t kept_on = 0;
+    for (int g = 0; g < replicas; ++g) {
+      TablePlacement on = *p;
+      for (Shard& s : on.shards) s.device = global_device(old_plan.groups, old_world, g, s.device);
+      every.shards.insert(every.shards.end(), on.shards.begin(), on.shards.end());
+      const bool alive =
+          std::all_of(on.shards.begin(), on.shards.end(), [&](const Shard& s) { return s.device < world; });
+      const auto k = static_cast<std::size_t>(g);
+      if (alive && (!kept || kept_bytes[k] < kept_bytes[kept_on])) kept = std::move(on), kept_on = k;
+    }
+    f.origin.tables.push_back(std::move(every));
+    if (!kept) continue;  // no replica of it remains: it takes the target's layout
+    kept_bytes[kept_on] += bytes[p->table];
+    const int first = kept->shards.front().device;
+    if (kept->type == ShardingType::kTableRowWise &&
+        std::any_of(kept->shards.begin(), kept->shards.end(),
+                    [&](const Shard& s) { return !task.topology.same_host(s.device, first); }))
+      kept->type = ShardingType::kRowWise;
+    f.old_plan.tables.push_back(std::move(*kept));
+  }
+  return f;
+}
+
+/** The frame of a 2D re-plan in the old plan's own layout (replan.h), or nothing and why not. */
+std::optional<ReplanFrame> frame_2d(const Task& task, const Plan& old_plan, std::string& why) {
+  const std::optional<ShardingGroups> kept = kept_layout(task, old_plan.groups, why);
+  if (!kept) return std::nullopt;
+  const ShardingGroups& layout = *kept;
   Plan old = old_plan;
   old.groups = {};
   const int world = task.topology.num_devices();
@@ -643,12 +699,25 @@ ReplanFrame frame_of(const Task& task, const Plan& old_plan) {
   double kept_tables = 0.0;  // an added replica receives these; the others are created
   for (const TableSpec& t : task.workload.tables)
     if (same_shape(old_shapes, t)) kept_tables += static_cast<double>(t.size_bytes());
-  return {sharding_group_task(task, layout), std::move(old),      layout,
-          std::min(replicas, old_replicas),  added * kept_tables, old_plan.groups.world == 0};
+  ReplanFrame f{sharding_group_task(task, layout),
+                std::move(old),
+                layout,
+                std::min(replicas, old_replicas),
+                added * kept_tables,
+                old_plan.groups.world == 0,
+                {}};
+  f.origin = f.old_plan;
+  return f;
 }
 
-/** A group's options: no data-parallel table in a 2D plan. */
+/** The options in `frame`: joint plans 1D where the frame is 1D, and a group's plan has no
+ *  data-parallel table (a 2D plan has none). */
 ReplanOptions frame_options(ReplanOptions options, const ReplanFrame& frame) {
+  if (!frame.groups.enabled() && frame.origin.groups.enabled() && options.sharder.rfind("joint", 0) == 0) {
+    Spec spec = parse_spec(options.sharder);
+    set_spec_value(spec, "groups", "none");  // a 1D re-plan of a 2D plan
+    options.sharder = format_spec(spec);
+  }
   if (frame.groups.enabled() && options.sharder.rfind("joint", 0) == 0) {
     Spec spec = parse_spec(options.sharder);
     set_spec_value(spec, "data_parallel", "false");  // a 2D plan has none (plan/sharding_groups.h)
@@ -665,8 +734,8 @@ class ReplanSearch {
   ReplanSearch(const Task& whole, const Plan& old_plan, const ReplanFrame& frame, const ReplanOptions& options,
                const Context& ctx)
       : whole_(whole), frame_(frame), task_(frame.task), old_plan_(frame.old_plan), old_(old_tables(frame.old_plan)),
-        meter_(whole, old_plan, frame.groups), options_(frame_options(options, frame)), ctx_(ctx),
-        cost_(make_cost_model(options_.cost, task_, ctx)),
+        holders_(old_tables(frame.origin)), meter_(whole, old_plan, frame.groups),
+        options_(frame_options(options, frame)), ctx_(ctx), cost_(make_cost_model(options_.cost, task_, ctx)),
         judge_(make_judge(task_, group_judge(whole, lift(Plan{}), options_.judge), ctx)),
         table_bytes_(static_cast<double>(task_.workload.total_bytes())) {}
 
@@ -674,7 +743,7 @@ class ReplanSearch {
     if (options_.reshard) check_reshardable_task();
     const Plan scratch = from_scratch();
     result_.scratch_moved_bytes = meter_.movement(scratch).moved_bytes;
-    Curve curve = curve_to(relabelled(task_, scratch, old_));
+    Curve curve = curve_to(relabelled(task_, scratch, holders_));
     const std::optional<Plan> start = walk(curve);
     // No point of the curve fits (the kept plan does not, and under `reshard` neither may the
     // target): nothing to search from, and `finish` says why.
@@ -796,8 +865,8 @@ class ReplanSearch {
                         bool split = false) {
       // joint counts one group's bytes (the job moves them on every replica: frame_.group_bytes)
       const double per_byte = price * base / table_bytes_ * frame_.moving_replicas;
-      const PlanOrigin origin{&start, &old_plan_, per_byte, frame_.group_bytes(cap), frame_.group_bytes(rebuild),
-                              split,  sync};
+      const PlanOrigin origin{
+          &start, &frame_.origin, per_byte, frame_.group_bytes(cap), frame_.group_bytes(rebuild), split, sync};
       ShardResult r = plan_task_from(searcher(), task_, cost_.get(), origin, ctx_);
       if (r.status != ShardStatus::kOk) return Outcome::kNone;
       ReplanPoint pt;
@@ -933,7 +1002,8 @@ class ReplanSearch {
   const ReplanFrame& frame_;
   const Task& task_;
   const Plan& old_plan_;
-  std::map<std::string, OldTable> old_;
+  std::map<std::string, OldTable> old_;      ///< the old plan's tables as the searched task keeps them
+  std::map<std::string, OldTable> holders_;  ///< and as the devices hold them (frame.origin)
   MovementMeter meter_;
   const ReplanOptions options_;
   const Context& ctx_;
@@ -946,7 +1016,77 @@ class ReplanSearch {
   bool kept_fits_ = false;
 };
 
+/** A re-plan's result, or why it found none (the search's one-line error). */
+struct Attempt {
+  std::optional<ReplanResult> result;
+  std::string why;
+};
+
+Attempt attempt(const Task& task, const Plan& old_plan, const ReplanFrame& frame, const ReplanOptions& options,
+                const Context& ctx) {
+  try {
+    return {ReplanSearch(task, old_plan, frame, options, ctx).run(), ""};
+  } catch (const Error& e) {
+    return {std::nullopt, e.what()};
+  }
+}
+
+/**
+ * A 2D old plan re-planned in its own layout, where that can be kept and the budget covers what
+ * its added replicas receive, and in 1D (replan.h, "2D plans"): the faster chosen plan wins, the
+ * layout kept on a tie; the verdict says what the other found.
+ */
+ReplanResult replan_2d(const Task& task, const Plan& old_plan, const ReplanOptions& options, const Context& ctx) {
+  Attempt in_layout{std::nullopt, "not searched (layout 1d)"}, in_1d{std::nullopt, "not searched (layout kept)"};
+  if (options.layout != ReplanLayout::k1D) {
+    in_layout.why.clear();
+    if (std::optional<ReplanFrame> frame = frame_2d(task, old_plan, in_layout.why)) {
+      if (frame->filled_bytes > options.max_move_bytes)
+        in_layout.why =
+            detail::concat("no plan moves at most ", gib(options.max_move_bytes), ": the added replicas ",
+                           "each receive every table the old plan has, ", gib(frame->filled_bytes), " or more");
+      else
+        in_layout = attempt(task, old_plan, *frame, options, ctx);
+    }
+    EMBSHARD_CHECK(in_layout.result || options.layout != ReplanLayout::kKept,
+                   "replan: in the old plan's 2D layout: ", in_layout.why);
+  }
+  if (options.layout != ReplanLayout::kKept) {
+    const ReplanFrame flat = frame_1d_of_2d(task, old_plan);
+    in_1d = attempt(task, old_plan, flat, options, ctx);
+  }
+  if (!in_layout.result && !in_1d.result) {
+    if (options.layout == ReplanLayout::k1D) throw Error(in_1d.why);
+    EMBSHARD_THROW("replan: in the old plan's 2D layout: ", in_layout.why, "; in 1D: ", in_1d.why);
+  }
+  if (in_layout.result && (!in_1d.result || in_layout.result->chosen.step_ms <= in_1d.result->chosen.step_ms)) {
+    ReplanResult r = std::move(*in_layout.result);
+    r.verdict += "; in 1D: " + (in_1d.result ? describe(in_1d.result->chosen) : "no plan (" + in_1d.why + ")");
+    return r;
+  }
+  ReplanResult r = std::move(*in_1d.result);
+  r.verdict += "; 1D, " + (in_layout.result ? "faster than the old plan's 2D layout kept (" +
+                                                  describe(in_layout.result->chosen) + ")"
+                                            : "the old plan's 2D layout cannot be kept (" + in_layout.why + ")");
+  return r;
+}
+
 }  // namespace
+
+std::string to_string(ReplanLayout layout) {
+  switch (layout) {
+    case ReplanLayout::kBest: return "best";
+    case ReplanLayout::kKept: return "kept";
+    case ReplanLayout::k1D: return "1d";
+  }
+  return "?";
+}
+
+ReplanLayout parse_replan_layout(const std::string& text, const std::string& what) {
+  for (const ReplanLayout l : {ReplanLayout::kBest, ReplanLayout::kKept, ReplanLayout::k1D})
+    if (text == to_string(l)) return l;
+  EMBSHARD_THROW(what, ": expected best, kept or 1d, got '", one_line(text), "'");
+}
 
 ReplanResult replan(const Task& task, const Plan& old_plan, const ReplanOptions& options, const Context& ctx) {
   check_old_plan(task, old_plan, old_tables(old_plan));
@@ -954,10 +1094,8 @@ ReplanResult replan(const Task& task, const Plan& old_plan, const ReplanOptions&
   EMBSHARD_CHECK(!options.reshard || !old_plan.groups.enabled(),
                  "replan --reshard: the old plan is 2D (DMPCollection); TorchRec's reshard moves the shards of "
                  "DistributedModelParallel's 1D plans");
-  const ReplanFrame frame = frame_of(task, old_plan);
-  EMBSHARD_CHECK(frame.filled_bytes <= options.max_move_bytes, "replan: no plan that fits moves at most ",
-                 gib(options.max_move_bytes), "; the least any does is ", gib(frame.filled_bytes),
-                 " or more: the added replicas each receive every table the old plan has");
+  if (old_plan.groups.enabled()) return replan_2d(task, old_plan, options, ctx);
+  const ReplanFrame frame = frame_1d(task, old_plan);
   return ReplanSearch(task, old_plan, frame, options, ctx).run();
 }
 

@@ -108,6 +108,18 @@ TEST(ReplanMovement, A2DPlanMovesWhatEveryReplicaMoves) {
   EXPECT_EQ(contiguous.received, (std::vector<double>{0.0, a_bytes, 0.0, a_bytes}));
 }
 
+/** `task` with every `k`-th table's lookups 4× (a statistics drift). */
+Task drifted_every(const Task& task, std::size_t k) {
+  Task drifted = task;
+  for (std::size_t i = 0; i < drifted.workload.tables.size(); i += k) {
+    TableStats& st = drifted.workload.tables[i].stats;
+    st.num_indices *= 4;
+    st.pooling_factor = static_cast<double>(st.num_indices) / static_cast<double>(st.batch_size);
+  }
+  check_task(drifted, "drifted");
+  return drifted;
+}
+
 /** A 2D re-plan's result as a user meets it: a 2D plan of `after` in the layout kept from `old`,
  *  within the budget, moving and stepping as reported, the same once written and read back. */
 void expect_2d_replan_as_reported(const Task& after, const Plan& old, const ReplanResult& r, double budget,
@@ -134,17 +146,12 @@ TEST(Replan, A2DPlanReplansInsideItsGroupsAndEveryReplicaMovesAlike) {
   const std::string sharder = "joint:groups=4,work=150000";
   const Plan old = planned(before, sharder);
   ASSERT_TRUE(old.groups.enabled());
-  EXPECT_EQ(old.groups.world, 8);  // recorded in the plan: its replicas are known when the world changes
-  Task drifted = before;           // the statistics drift: every other table's lookups 4×
-  for (std::size_t i = 0; i < drifted.workload.tables.size(); i += 2) {
-    TableStats& st = drifted.workload.tables[i].stats;
-    st.num_indices *= 4;
-    st.pooling_factor = static_cast<double>(st.num_indices) / static_cast<double>(st.batch_size);
-  }
-  check_task(drifted, "drifted");
+  EXPECT_EQ(old.groups.world, 8);                 // recorded in the plan: its replicas are known when the world changes
+  const Task drifted = drifted_every(before, 2);  // the statistics drift
   ReplanOptions options;
   options.sharder = "joint:groups=none,work=150000";
   options.max_move_bytes = 0.3 * static_cast<double>(drifted.workload.total_bytes());
+  options.layout = ReplanLayout::kKept;
   const ReplanResult r = replan(drifted, old, options, quiet());
   expect_2d_replan_as_reported(drifted, old, r, options.max_move_bytes, old.groups);
   EXPECT_NE(r.verdict.find("every replica moving what its group does"), std::string::npos);
@@ -188,6 +195,7 @@ TEST(Replan, ContiguousGroupsGrowByReplicasThatReceiveEveryTable) {
   ReplanOptions options;
   options.sharder = "joint:groups=none,work=150000";
   options.max_move_bytes = 2.4 * tables;
+  options.layout = ReplanLayout::kKept;
   const ReplanResult r = replan(grown, old, options, quiet());
   expect_2d_replan_as_reported(grown, old, r, options.max_move_bytes, {4, GroupRanks::kContiguous, 16});
   EXPECT_GE(r.chosen.moved_bytes, 2 * tables * (1 - 1e-12));  // the added groups' copies of every table
@@ -206,17 +214,59 @@ TEST(Replan, ContiguousGroupsGrowByReplicasThatReceiveEveryTable) {
   EXPECT_GT(with_added.movement.created_bytes, 0.0);
 }
 
-TEST(Replan, A2DPlanThatCannotKeepItsDevicesIsRefusedInOneLine) {
+TEST(Replan, A2DPlanIsAlsoReplannedIn1DAndTheFasterWins) {
+  const Task before = tiny_task(16, "v100:nodes=2,gpus_per_node=4,hbm_gib=4", 31);
+  const Plan old = planned(before, "joint:groups=4,work=150000");
+  ASSERT_TRUE(old.groups.enabled());
+  const Task drifted = drifted_every(before, 3);
+  ReplanOptions options;
+  options.sharder = "joint:groups=none,work=150000";
+  options.max_move_bytes = 0.1 * static_cast<double>(drifted.workload.total_bytes());
+  options.layout = ReplanLayout::k1D;
+  const ReplanResult flat = replan(drifted, old, options, quiet());
+  expect_2d_replan_as_reported(drifted, old, flat, options.max_move_bytes, {});
+  // The kept plan keeps each table on one of its replicas: a 1D plan that moves nothing.
+  EXPECT_TRUE(flat.kept_fits);
+  EXPECT_EQ(flat.kept.moved_bytes, 0.0);
+  options.layout = ReplanLayout::kKept;
+  const ReplanResult kept = replan(drifted, old, options, quiet());
+  expect_2d_replan_as_reported(drifted, old, kept, options.max_move_bytes, old.groups);
+  options.layout = ReplanLayout::kBest;
+  const ReplanResult best = replan(drifted, old, options, quiet());
+  const bool flat_wins = flat.chosen.step_ms < kept.chosen.step_ms;
+  expect_2d_replan_as_reported(drifted, old, best, options.max_move_bytes, flat_wins ? ShardingGroups{} : old.groups);
+  EXPECT_EQ(best.chosen.step_ms, std::min(flat.chosen.step_ms, kept.chosen.step_ms));
+  EXPECT_NE(best.verdict.find(flat_wins ? "1D, faster than the old plan's 2D layout kept" : "; in 1D: step"),
+            std::string::npos)
+      << best.verdict;
+  // With nothing to move the 1D re-plan still spreads the tables over every replica's devices.
+  options.max_move_bytes = 0;
+  options.layout = ReplanLayout::k1D;
+  const ReplanResult still = replan(drifted, old, options, quiet());
+  expect_2d_replan_as_reported(drifted, old, still, 0.0, {});
+  EXPECT_EQ(still.movement.moved_bytes, 0.0);
+}
+
+TEST(Replan, A2DPlanThatCannotKeepItsDevicesIsReplannedIn1DOrRefusedInOneLine) {
   const Task before = tiny_task(12, "v100:nodes=2,gpus_per_node=4,hbm_gib=4", 32);
   Plan old = planned(before, "joint:groups=4,work=150000");
   ASSERT_TRUE(old.groups.enabled());
   Task grown = before;
   grown.topology = topology_with_devices(before.topology, 12);
   old.groups.ranks = GroupRanks::kStrided, old.groups.world = 24;  // 6 replicas: 8 devices hold no 6 groups
-  const std::string strided = error_of([&] { (void)replan(before, old, ReplanOptions{}, quiet()); });
+  ReplanOptions keep;
+  keep.layout = ReplanLayout::kKept;
+  const std::string strided = error_of([&] { (void)replan(before, old, keep, quiet()); });
   EXPECT_NE(strided.find("6 replicas of 4 ranks (strided) do not split the task's 8 devices"), std::string::npos)
       << strided;
   EXPECT_EQ(strided.find('\n'), std::string::npos);
+  // By default it is re-planned in 1D, from the replicas whose devices remain.
+  ReplanOptions best;
+  best.sharder = "joint:groups=none,work=150000";
+  const ReplanResult flat = replan(before, old, best, quiet());
+  expect_2d_replan_as_reported(before, old, flat, best.max_move_bytes, {});
+  EXPECT_NE(flat.verdict.find("1D, the old plan's 2D layout cannot be kept (its 6 replicas"), std::string::npos)
+      << flat.verdict;
   old.groups.world = 6;  // 6 is no multiple of 4
   EXPECT_NE(error_of([&] {
               (void)replan(before, old, ReplanOptions{}, quiet());

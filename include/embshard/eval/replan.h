@@ -57,7 +57,15 @@
  * joint's cap per group is the budget less what the added replicas receive, over the replicas
  * that remain. The from-scratch plan is joint's own 2D plan at the layout's group size
  * (`groups=G`, searched with the sync) where the sharder is joint and it takes the layout's ranks, else the sharder's
- * plan of one group's task without data-parallel tables. Another layout, or 1D, is not searched from a 2D plan.
+ * plan of one group's task without data-parallel tables.
+ * A 2D old plan is also re-planned in 1D (`ReplanOptions::layout`; by default both, and the
+ * faster chosen plan wins, the layout kept on a tie; where the layout cannot be kept, or the
+ * budget does not cover what its added replicas receive, 1D alone): the whole search above on the
+ * whole task, from the 1D plan that keeps each table on one of its replicas that the task still
+ * has (each table on the replica keeping the fewest bytes so far, largest tables first), which
+ * moves nothing; joint's price counts every replica's copy as held by its device, so a piece
+ * placed where another replica holds it moves nothing either. The verdict says what the other
+ * layout found. Another group size is not searched.
  */
 #include <limits>
 #include <string>
@@ -95,6 +103,16 @@ struct Movement {
  */
 [[nodiscard]] std::string torchrec_reshard_problem(const Plan& old_plan, const Plan& plan);
 
+/** Where a 2D old plan is re-planned (file comment, "2D plans"); a 1D one is re-planned in 1D. */
+enum class ReplanLayout {
+  kBest,  ///< in its own layout and in 1D: the faster chosen plan (the layout kept on a tie)
+  kKept,  ///< in its own layout only (a job that stays on DMPCollection)
+  k1D,    ///< in 1D only (a job moving to DistributedModelParallel)
+};
+[[nodiscard]] std::string to_string(ReplanLayout layout);
+/** "best", "kept" or "1d"; Error naming `what` otherwise. */
+[[nodiscard]] ReplanLayout parse_replan_layout(const std::string& text, const std::string& what);
+
 struct ReplanOptions {
   /// the from-scratch plan (1D; from a 2D old plan, joint runs at the kept layout's group size,
   /// another sharder plans one group's task)
@@ -106,6 +124,7 @@ struct ReplanOptions {
   /// plan's ranks, the curve switches only the tables whose target keeps their shards, and the
   /// chosen plan is the fastest such point within the budget
   bool reshard = false;
+  ReplanLayout layout = ReplanLayout::kBest;  ///< of a 2D old plan
 };
 
 struct ReplanPoint {

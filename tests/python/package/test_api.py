@@ -407,13 +407,23 @@ def test_a_2d_plan_is_replanned_in_its_layout_and_every_replica_moves_alike():
     assert old.sharding_groups == {"size": 8, "ranks": "strided", "world": 16}
     grown = Task.from_json(task.to_json().replace("nodes=2", "nodes=3"), where="grown")
     assert grown.num_devices == 24
-    r = embshard.replan(grown, old, max_move=0.5, sharder="joint:groups=none,work=150000")
+    r = embshard.replan(grown, old, max_move=0.5, sharder="joint:groups=none,work=150000", layout="kept")
     # The 2 replicas stay; each group grows to 12 ranks, the old ranks keeping their devices.
     assert r.plan.sharding_groups == {"size": 12, "ranks": "strided", "world": 24}
-    assert r.chosen["moved_share"] <= 0.5 + 1e-12
-    assert sum(r.received_bytes) == pytest.approx(r.chosen["moved_bytes"])
-    assert embshard.evaluate(grown, r.plan).step_ms == pytest.approx(r.chosen["step_ms"])
-    assert embshard.evaluate(grown, Plan.from_json(r.plan.to_json())).step_ms == pytest.approx(r.chosen["step_ms"])
+    flat = embshard.replan(grown, old, max_move=0.5, sharder="joint:groups=none,work=150000", layout="1d")
+    assert flat.plan.sharding_groups is None
+    best = embshard.replan(grown, old, max_move=0.5, sharder="joint:groups=none,work=150000")
+    assert best.chosen["step_ms"] == min(r.chosen["step_ms"], flat.chosen["step_ms"])
+    for each in (r, flat, best):
+        assert each.chosen["moved_share"] <= 0.5 + 1e-12
+        assert sum(each.received_bytes) == pytest.approx(each.chosen["moved_bytes"])
+        assert embshard.evaluate(grown, each.plan).step_ms == pytest.approx(each.chosen["step_ms"])
+        read = Plan.from_json(each.plan.to_json())
+        assert embshard.evaluate(grown, read).step_ms == pytest.approx(each.chosen["step_ms"])
+    unlimited = embshard.replan(grown, old, sharder="joint:groups=none,work=150000", layout="1d")  # max_move None
+    assert embshard.evaluate(grown, unlimited.plan).step_ms == pytest.approx(unlimited.chosen["step_ms"])
+    with pytest.raises(Error, match="layout: expected best, kept or 1d, got 'flat'"):
+        embshard.replan(grown, old, layout="flat")
 
 
 def test_placement_groups_are_kept_or_named():
