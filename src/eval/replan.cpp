@@ -97,7 +97,8 @@ int replica_of(const ShardingGroups& groups, int world, int d) {
  * of its devices, what that device held before is kept, and what other devices held is sent by
  * one of them — the holder in the device's own replica where the old plan had that replica (a 2D
  * layout's holders are listed by replica), else the holder at the device's number modulo their
- * count; with nothing `before`, it is created. `layout`: `now`'s, over `world` ranks.
+ * count (the next one the world still has, where that one is gone); with nothing `before`, it is
+ * created. `layout`: `now`'s, over `world` ranks.
  */
 void add_table_movement(const TableSpec& t, const std::vector<Holding>& now, const std::vector<Holding>* before,
                         Movement& m, const ShardingGroups& layout, int world) {
@@ -120,9 +121,11 @@ void add_table_movement(const TableSpec& t, const std::vector<Holding>& now, con
           continue;
         }
         const int k = replica_of(layout, world, d);
-        const int from = k >= 0 && static_cast<std::size_t>(k) < o.devices.size()
-                             ? o.devices[static_cast<std::size_t>(k)]
-                             : o.devices[static_cast<std::size_t>(d) % o.devices.size()];
+        const std::size_t count = o.devices.size();
+        int from = k >= 0 && static_cast<std::size_t>(k) < count ? o.devices[static_cast<std::size_t>(k)]
+                                                                 : o.devices[static_cast<std::size_t>(d) % count];
+        for (std::size_t i = 1; k < 0 && from >= world && i < count; ++i)  // a holder the world still has
+          from = o.devices[(static_cast<std::size_t>(d) + i) % count];
         grow(from);
         m.moved_bytes += shared, m.received[d] += shared, m.sent[from] += shared;
       }
@@ -606,6 +609,7 @@ struct ReplanFrame {
   /// What each device held before, as joint's price counts it (PlanOrigin::old): `old_plan`, or
   /// for a 1D re-plan of a 2D plan every replica's shards (frame_1d_of_2d)
   Plan origin;
+  bool from_2d = false;  ///< a 1D re-plan of a 2D plan
   /** The most one group may move for the whole job to move at most `whole` bytes (about). */
   [[nodiscard]] double group_bytes(double whole) const { return std::max(0.0, whole - filled_bytes) / moving_replicas; }
 };
@@ -638,25 +642,33 @@ std::optional<ShardingGroups> kept_layout(const Task& task, const ShardingGroups
 }
 
 /** A 1D old plan's frame: the task itself. */
-ReplanFrame frame_1d(const Task& task, const Plan& old_plan) { return {task, old_plan, {}, 1, 0.0, false, old_plan}; }
+ReplanFrame frame_1d(const Task& task, const Plan& old_plan) {
+  return {task, old_plan, {}, 1, 0.0, false, old_plan, false};
+}
 
 /**
  * The frame of a 1D re-plan of a 2D old plan (replan.h, "2D plans"): the whole task; as the old
- * plan, the 1D plan that keeps each table on the devices of one of its replicas that the task
- * still has (tables by decreasing bytes, each on the replica keeping the fewest bytes so far: every
- * replica keeps a share, so the kept plan uses every old device; a table-row-wise table whose
- * devices no longer share a host is kept as row-wise); as its origin every replica's shards.
+ * plan, the 1D plan that keeps each table of the task's (same name and shape) on the devices of
+ * one of its replicas that the task still has (a table-row-wise one's on one host), tables by
+ * decreasing bytes, each on the replica keeping the fewest bytes so far, so the tables spread over
+ * the replicas; as its origin every replica's shards of every table.
  */
 ReplanFrame frame_1d_of_2d(const Task& task, const Plan& old_plan) {
   const int world = task.topology.num_devices(), old_world = world_of(old_plan.groups, world);
   const int replicas = old_world / old_plan.groups.size;
-  std::map<std::string, double> bytes;
-  for (const TableSpec& t : task.workload.tables) bytes[t.name] = static_cast<double>(t.size_bytes());
+  const auto shapes = old_tables(old_plan);
+  std::map<std::string, double> bytes;  // the task's tables the old plan has with their shape
+  for (const TableSpec& t : task.workload.tables)
+    if (same_shape(shapes, t)) bytes[t.name] = static_cast<double>(t.size_bytes());
   std::vector<const TablePlacement*> order;
   for (const TablePlacement& p : old_plan.tables) order.push_back(&p);
+  const auto bytes_of = [&](const TablePlacement* p) {
+    const auto it = bytes.find(p->table);
+    return it == bytes.end() ? -1.0 : it->second;
+  };
   std::stable_sort(order.begin(), order.end(),
-                   [&](const TablePlacement* a, const TablePlacement* b) { return bytes[a->table] > bytes[b->table]; });
-  ReplanFrame f{task, {}, {}, 1, 0.0, old_plan.groups.world == 0, {}};
+                   [&](const TablePlacement* a, const TablePlacement* b) { return bytes_of(a) > bytes_of(b); });
+  ReplanFrame f{task, {}, {}, 1, 0.0, old_plan.groups.world == 0, {}, true};
   std::vector<double> kept_bytes(static_cast<std::size_t>(replicas), 0.0);
   for (const TablePlacement* p : order) {
     TablePlacement every = *p;
@@ -667,19 +679,17 @@ ReplanFrame frame_1d_of_2d(const Task& task, const Plan& old_plan) {
       TablePlacement on = *p;
       for (Shard& s : on.shards) s.device = global_device(old_plan.groups, old_world, g, s.device);
       every.shards.insert(every.shards.end(), on.shards.begin(), on.shards.end());
-      const bool alive =
-          std::all_of(on.shards.begin(), on.shards.end(), [&](const Shard& s) { return s.device < world; });
+      const int first = on.shards.front().device;
+      const bool valid = std::all_of(on.shards.begin(), on.shards.end(), [&](const Shard& s) {
+        return s.device < world && (on.type != ShardingType::kTableRowWise || task.topology.same_host(s.device, first));
+      });
       const auto k = static_cast<std::size_t>(g);
-      if (alive && (!kept || kept_bytes[k] < kept_bytes[kept_on])) kept = std::move(on), kept_on = k;
+      if (valid && (!kept || kept_bytes[k] < kept_bytes[kept_on])) kept = std::move(on), kept_on = k;
     }
     f.origin.tables.push_back(std::move(every));
-    if (!kept) continue;  // no replica of it remains: it takes the target's layout
-    kept_bytes[kept_on] += bytes[p->table];
-    const int first = kept->shards.front().device;
-    if (kept->type == ShardingType::kTableRowWise &&
-        std::any_of(kept->shards.begin(), kept->shards.end(),
-                    [&](const Shard& s) { return !task.topology.same_host(s.device, first); }))
-      kept->type = ShardingType::kRowWise;
+    // A table no replica of which remains, or not the task's with its shape, takes the target's layout.
+    if (!kept || bytes_of(p) < 0) continue;
+    kept_bytes[kept_on] += bytes_of(p);
     f.old_plan.tables.push_back(std::move(*kept));
   }
   return f;
@@ -705,7 +715,8 @@ std::optional<ReplanFrame> frame_2d(const Task& task, const Plan& old_plan, std:
                 std::min(replicas, old_replicas),
                 added * kept_tables,
                 old_plan.groups.world == 0,
-                {}};
+                {},
+                false};
   f.origin = f.old_plan;
   return f;
 }
@@ -713,7 +724,7 @@ std::optional<ReplanFrame> frame_2d(const Task& task, const Plan& old_plan, std:
 /** The options in `frame`: joint plans 1D where the frame is 1D, and a group's plan has no
  *  data-parallel table (a 2D plan has none). */
 ReplanOptions frame_options(ReplanOptions options, const ReplanFrame& frame) {
-  if (!frame.groups.enabled() && frame.origin.groups.enabled() && options.sharder.rfind("joint", 0) == 0) {
+  if (frame.from_2d && options.sharder.rfind("joint", 0) == 0) {
     Spec spec = parse_spec(options.sharder);
     set_spec_value(spec, "groups", "none");  // a 1D re-plan of a 2D plan
     options.sharder = format_spec(spec);
@@ -1019,15 +1030,18 @@ class ReplanSearch {
 /** A re-plan's result, or why it found none (the search's one-line error). */
 struct Attempt {
   std::optional<ReplanResult> result;
-  std::string why;
+  std::string why;        ///< without its leading "replan: "
+  bool searched = false;  ///< the search ran (else the layout could not be kept or was not asked for)
 };
 
 Attempt attempt(const Task& task, const Plan& old_plan, const ReplanFrame& frame, const ReplanOptions& options,
                 const Context& ctx) {
   try {
-    return {ReplanSearch(task, old_plan, frame, options, ctx).run(), ""};
+    return {ReplanSearch(task, old_plan, frame, options, ctx).run(), "", true};
   } catch (const Error& e) {
-    return {std::nullopt, e.what()};
+    std::string why = e.what();
+    if (why.rfind("replan: ", 0) == 0) why.erase(0, 8);
+    return {std::nullopt, why, true};
   }
 }
 
@@ -1037,14 +1051,15 @@ Attempt attempt(const Task& task, const Plan& old_plan, const ReplanFrame& frame
  * layout kept on a tie; the verdict says what the other found.
  */
 ReplanResult replan_2d(const Task& task, const Plan& old_plan, const ReplanOptions& options, const Context& ctx) {
-  Attempt in_layout{std::nullopt, "not searched (layout 1d)"}, in_1d{std::nullopt, "not searched (layout kept)"};
+  Attempt in_layout, in_1d;
   if (options.layout != ReplanLayout::k1D) {
-    in_layout.why.clear();
     if (std::optional<ReplanFrame> frame = frame_2d(task, old_plan, in_layout.why)) {
       if (frame->filled_bytes > options.max_move_bytes)
-        in_layout.why =
+        in_layout = {
+            std::nullopt,
             detail::concat("no plan moves at most ", gib(options.max_move_bytes), ": the added replicas ",
-                           "each receive every table the old plan has, ", gib(frame->filled_bytes), " or more");
+                           "each receive every table the old plan has, ", gib(frame->filled_bytes), " or more"),
+            true};
       else
         in_layout = attempt(task, old_plan, *frame, options, ctx);
     }
@@ -1056,18 +1071,24 @@ ReplanResult replan_2d(const Task& task, const Plan& old_plan, const ReplanOptio
     in_1d = attempt(task, old_plan, flat, options, ctx);
   }
   if (!in_layout.result && !in_1d.result) {
-    if (options.layout == ReplanLayout::k1D) throw Error(in_1d.why);
+    if (options.layout == ReplanLayout::k1D || in_layout.why == in_1d.why) EMBSHARD_THROW("replan: ", in_1d.why);
     EMBSHARD_THROW("replan: in the old plan's 2D layout: ", in_layout.why, "; in 1D: ", in_1d.why);
   }
+  const bool best = options.layout == ReplanLayout::kBest;
   if (in_layout.result && (!in_1d.result || in_layout.result->chosen.step_ms <= in_1d.result->chosen.step_ms)) {
     ReplanResult r = std::move(*in_layout.result);
-    r.verdict += "; in 1D: " + (in_1d.result ? describe(in_1d.result->chosen) : "no plan (" + in_1d.why + ")");
+    if (best)
+      r.verdict += "; in 1D: " + (in_1d.result ? describe(in_1d.result->chosen) : "no plan (" + in_1d.why + ")");
     return r;
   }
   ReplanResult r = std::move(*in_1d.result);
-  r.verdict += "; 1D, " + (in_layout.result ? "faster than the old plan's 2D layout kept (" +
-                                                  describe(in_layout.result->chosen) + ")"
-                                            : "the old plan's 2D layout cannot be kept (" + in_layout.why + ")");
+  if (!best) return r;
+  if (in_layout.result)
+    r.verdict += "; 1D, faster than the old plan's 2D layout kept (" + describe(in_layout.result->chosen) + ")";
+  else
+    r.verdict += (in_layout.searched ? "; 1D: no plan in the old plan's 2D layout ("
+                                     : "; 1D: the old plan's 2D layout cannot be kept (") +
+                 in_layout.why + ")";
   return r;
 }
 

@@ -239,12 +239,30 @@ TEST(Replan, A2DPlanIsAlsoReplannedIn1DAndTheFasterWins) {
   EXPECT_NE(best.verdict.find(flat_wins ? "1D, faster than the old plan's 2D layout kept" : "; in 1D: step"),
             std::string::npos)
       << best.verdict;
-  // With nothing to move the 1D re-plan still spreads the tables over every replica's devices.
+  // With nothing to move, joint still moves tables onto devices where another replica holds them
+  // (its price counts every replica's copy as held): faster than the kept plan, moving nothing.
   options.max_move_bytes = 0;
   options.layout = ReplanLayout::k1D;
   const ReplanResult still = replan(drifted, old, options, quiet());
   expect_2d_replan_as_reported(drifted, old, still, 0.0, {});
   EXPECT_EQ(still.movement.moved_bytes, 0.0);
+  double searched = std::numeric_limits<double>::infinity();  // joint's own moving nothing, not the curve's
+  for (const ReplanPoint& p : still.curve)
+    if (p.price >= 0 && p.moved_bytes == 0) searched = std::min(searched, p.step_ms);
+  EXPECT_LT(searched, still.kept.step_ms);
+  EXPECT_LE(still.chosen.step_ms, searched);
+  // A sharder spec that would plan 2D still re-plans 1D here; the verdict names no other layout.
+  options.sharder = "joint:groups=4,work=150000";
+  const ReplanResult spec_2d = replan(drifted, old, options, quiet());
+  expect_2d_replan_as_reported(drifted, old, spec_2d, 0.0, {});
+  EXPECT_EQ(spec_2d.verdict.find("2D layout"), std::string::npos) << spec_2d.verdict;
+  // A reason both layouts share is said once.
+  options.sharder = "nosuch";
+  options.layout = ReplanLayout::kBest;
+  const std::string unknown = error_of([&] { (void)replan(drifted, old, options, quiet()); });
+  EXPECT_EQ(unknown.find("in 1D"), std::string::npos) << unknown;
+  EXPECT_EQ(unknown.find("replan: replan"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("nosuch"), std::string::npos) << unknown;
 }
 
 TEST(Replan, A2DPlanThatCannotKeepItsDevicesIsReplannedIn1DOrRefusedInOneLine) {
@@ -265,7 +283,7 @@ TEST(Replan, A2DPlanThatCannotKeepItsDevicesIsReplannedIn1DOrRefusedInOneLine) {
   best.sharder = "joint:groups=none,work=150000";
   const ReplanResult flat = replan(before, old, best, quiet());
   expect_2d_replan_as_reported(before, old, flat, best.max_move_bytes, {});
-  EXPECT_NE(flat.verdict.find("1D, the old plan's 2D layout cannot be kept (its 6 replicas"), std::string::npos)
+  EXPECT_NE(flat.verdict.find("1D: the old plan's 2D layout cannot be kept (its 6 replicas"), std::string::npos)
       << flat.verdict;
   old.groups.world = 6;  // 6 is no multiple of 4
   EXPECT_NE(error_of([&] {

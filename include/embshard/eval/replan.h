@@ -64,8 +64,8 @@
  * whole task, from the 1D plan that keeps each table on one of its replicas that the task still
  * has (each table on the replica keeping the fewest bytes so far, largest tables first), which
  * moves nothing; joint's price counts every replica's copy as held by its device, so a piece
- * placed where another replica holds it moves nothing either. The verdict says what the other
- * layout found. Another group size is not searched.
+ * placed where another replica holds it moves nothing either. Under `best` the verdict says what
+ * the other layout found. Another group size is not searched.
  */
 #include <limits>
 #include <string>
@@ -114,8 +114,9 @@ enum class ReplanLayout {
 [[nodiscard]] ReplanLayout parse_replan_layout(const std::string& text, const std::string& what);
 
 struct ReplanOptions {
-  /// the from-scratch plan (1D; from a 2D old plan, joint runs at the kept layout's group size,
-  /// another sharder plans one group's task)
+  /// the from-scratch plan (1D; from a 2D old plan in its layout, joint runs at the kept layout's
+  /// group size and another sharder plans one group's task; in 1D, joint with groups=none or the
+  /// sharder plans the whole task)
   std::string sharder = "joint:groups=none";
   std::string cost = "default";
   std::string judge = kSimJudge;  ///< the judge spec of every point's step (eval/evaluator.h)
