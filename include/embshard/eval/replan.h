@@ -161,9 +161,10 @@ struct ReplanResult {
 /**
  * Re-plans `task` from `old_plan` (file comment; `options.reshard`: only plans TorchRec's reshard
  * can run, docs/what_if.md). Error naming the cause when the old plan is of another task, a 2D
- * one cannot keep its ranks' devices (or is given with `reshard`), the sharder finds no plan of
- * the new task, or no point of the curve moves at
- * most `max_move_bytes` (the message gives the least any valid point moves).
+ * one is given with `reshard` or cannot keep its ranks' devices under `ReplanLayout::kKept`, the
+ * sharder finds no plan of the new task, or no point of the curve moves at most
+ * `max_move_bytes` (the message gives the least any valid point moves; of a 2D plan under `best`,
+ * each layout's reason, or one where both share it).
  */
 [[nodiscard]] ReplanResult replan(const Task& task, const Plan& old_plan, const ReplanOptions& options,
                                   const Context& ctx);
