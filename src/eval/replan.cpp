@@ -606,10 +606,10 @@ struct ReplanFrame {
   int moving_replicas = 1;
   double filled_bytes = 0;
   bool world_assumed = false;  ///< the old 2D plan records no world: taken as the task's
-  /// What each device held before, as joint's price counts it (PlanOrigin::old): `old_plan`, or
-  /// for a 1D re-plan of a 2D plan every replica's shards (frame_1d_of_2d)
-  Plan origin;
-  bool from_2d = false;  ///< a 1D re-plan of a 2D plan
+  /// Of a 1D re-plan of a 2D plan: every replica's shards of every table (frame_1d_of_2d)
+  std::optional<Plan> holders;
+  /** What each device held before, as joint's price counts it (PlanOrigin::old). */
+  [[nodiscard]] const Plan& origin() const { return holders ? *holders : old_plan; }
   /** The most one group may move for the whole job to move at most `whole` bytes (about). */
   [[nodiscard]] double group_bytes(double whole) const { return std::max(0.0, whole - filled_bytes) / moving_replicas; }
 };
@@ -642,9 +642,7 @@ std::optional<ShardingGroups> kept_layout(const Task& task, const ShardingGroups
 }
 
 /** A 1D old plan's frame: the task itself. */
-ReplanFrame frame_1d(const Task& task, const Plan& old_plan) {
-  return {task, old_plan, {}, 1, 0.0, false, old_plan, false};
-}
+ReplanFrame frame_1d(const Task& task, const Plan& old_plan) { return {task, old_plan, {}, 1, 0.0, false, {}}; }
 
 /**
  * The frame of a 1D re-plan of a 2D old plan (replan.h, "2D plans"): the whole task; as the old
@@ -653,10 +651,9 @@ ReplanFrame frame_1d(const Task& task, const Plan& old_plan) {
  * decreasing bytes, each on the replica keeping the fewest bytes so far, so the tables spread over
  * the replicas; as its origin every replica's shards of every table.
  */
-ReplanFrame frame_1d_of_2d(const Task& task, const Plan& old_plan) {
+ReplanFrame frame_1d_of_2d(const Task& task, const Plan& old_plan, const std::map<std::string, OldTable>& shapes) {
   const int world = task.topology.num_devices(), old_world = world_of(old_plan.groups, world);
   const int replicas = old_world / old_plan.groups.size;
-  const auto shapes = old_tables(old_plan);
   std::map<std::string, double> bytes;  // the task's tables the old plan has with their shape
   for (const TableSpec& t : task.workload.tables)
     if (same_shape(shapes, t)) bytes[t.name] = static_cast<double>(t.size_bytes());
@@ -668,7 +665,7 @@ ReplanFrame frame_1d_of_2d(const Task& task, const Plan& old_plan) {
   };
   std::stable_sort(order.begin(), order.end(),
                    [&](const TablePlacement* a, const TablePlacement* b) { return bytes_of(a) > bytes_of(b); });
-  ReplanFrame f{task, {}, {}, 1, 0.0, old_plan.groups.world == 0, {}, true};
+  ReplanFrame f{task, {}, {}, 1, 0.0, old_plan.groups.world == 0, Plan{}};
   std::vector<double> kept_bytes(static_cast<std::size_t>(replicas), 0.0);
   for (const TablePlacement* p : order) {
     TablePlacement every = *p;
@@ -686,7 +683,7 @@ ReplanFrame frame_1d_of_2d(const Task& task, const Plan& old_plan) {
       const auto k = static_cast<std::size_t>(g);
       if (valid && (!kept || kept_bytes[k] < kept_bytes[kept_on])) kept = std::move(on), kept_on = k;
     }
-    f.origin.tables.push_back(std::move(every));
+    f.holders->tables.push_back(std::move(every));
     // A table no replica of which remains, or not the task's with its shape, takes the target's layout.
     if (!kept || bytes_of(p) < 0) continue;
     kept_bytes[kept_on] += bytes_of(p);
@@ -696,7 +693,8 @@ ReplanFrame frame_1d_of_2d(const Task& task, const Plan& old_plan) {
 }
 
 /** The frame of a 2D re-plan in the old plan's own layout (replan.h), or nothing and why not. */
-std::optional<ReplanFrame> frame_2d(const Task& task, const Plan& old_plan, std::string& why) {
+std::optional<ReplanFrame> frame_2d(const Task& task, const Plan& old_plan,
+                                    const std::map<std::string, OldTable>& shapes, std::string& why) {
   const std::optional<ShardingGroups> kept = kept_layout(task, old_plan.groups, why);
   if (!kept) return std::nullopt;
   const ShardingGroups& layout = *kept;
@@ -705,26 +703,22 @@ std::optional<ReplanFrame> frame_2d(const Task& task, const Plan& old_plan, std:
   const int world = task.topology.num_devices();
   const int replicas = world / layout.size, old_replicas = world_of(old_plan.groups, world) / old_plan.groups.size;
   const int added = std::max(0, replicas - old_replicas);
-  const auto old_shapes = old_tables(old_plan);
   double kept_tables = 0.0;  // an added replica receives these; the others are created
   for (const TableSpec& t : task.workload.tables)
-    if (same_shape(old_shapes, t)) kept_tables += static_cast<double>(t.size_bytes());
-  ReplanFrame f{sharding_group_task(task, layout),
-                std::move(old),
-                layout,
-                std::min(replicas, old_replicas),
-                added * kept_tables,
-                old_plan.groups.world == 0,
-                {},
-                false};
-  f.origin = f.old_plan;
-  return f;
+    if (same_shape(shapes, t)) kept_tables += static_cast<double>(t.size_bytes());
+  return ReplanFrame{sharding_group_task(task, layout),
+                     std::move(old),
+                     layout,
+                     std::min(replicas, old_replicas),
+                     added * kept_tables,
+                     old_plan.groups.world == 0,
+                     {}};
 }
 
 /** The options in `frame`: joint plans 1D where the frame is 1D, and a group's plan has no
  *  data-parallel table (a 2D plan has none). */
 ReplanOptions frame_options(ReplanOptions options, const ReplanFrame& frame) {
-  if (frame.from_2d && options.sharder.rfind("joint", 0) == 0) {
+  if (frame.holders && options.sharder.rfind("joint", 0) == 0) {
     Spec spec = parse_spec(options.sharder);
     set_spec_value(spec, "groups", "none");  // a 1D re-plan of a 2D plan
     options.sharder = format_spec(spec);
@@ -741,12 +735,13 @@ ReplanOptions frame_options(ReplanOptions options, const ReplanFrame& frame) {
 /** One run of `replan` (replan.h): the points found so far, their plans, the best within budget. */
 class ReplanSearch {
  public:
-  /** Re-plans `whole` from `old_plan` in `frame` (frame_of). */
+  /** Re-plans `whole` from `old_plan` in `frame` (frame_1d, frame_2d, frame_1d_of_2d). */
   ReplanSearch(const Task& whole, const Plan& old_plan, const ReplanFrame& frame, const ReplanOptions& options,
                const Context& ctx)
       : whole_(whole), frame_(frame), task_(frame.task), old_plan_(frame.old_plan), old_(old_tables(frame.old_plan)),
-        holders_(old_tables(frame.origin)), meter_(whole, old_plan, frame.groups),
-        options_(frame_options(options, frame)), ctx_(ctx), cost_(make_cost_model(options_.cost, task_, ctx)),
+        holders_(frame.holders ? old_tables(*frame.holders) : std::map<std::string, OldTable>{}),
+        meter_(whole, old_plan, frame.groups), options_(frame_options(options, frame)), ctx_(ctx),
+        cost_(make_cost_model(options_.cost, task_, ctx)),
         judge_(make_judge(task_, group_judge(whole, lift(Plan{}), options_.judge), ctx)),
         table_bytes_(static_cast<double>(task_.workload.total_bytes())) {}
 
@@ -754,7 +749,7 @@ class ReplanSearch {
     if (options_.reshard) check_reshardable_task();
     const Plan scratch = from_scratch();
     result_.scratch_moved_bytes = meter_.movement(scratch).moved_bytes;
-    Curve curve = curve_to(relabelled(task_, scratch, holders_));
+    Curve curve = curve_to(relabelled(task_, scratch, frame_.holders ? holders_ : old_));
     const std::optional<Plan> start = walk(curve);
     // No point of the curve fits (the kept plan does not, and under `reshard` neither may the
     // target): nothing to search from, and `finish` says why.
@@ -877,7 +872,7 @@ class ReplanSearch {
       // joint counts one group's bytes (the job moves them on every replica: frame_.group_bytes)
       const double per_byte = price * base / table_bytes_ * frame_.moving_replicas;
       const PlanOrigin origin{
-          &start, &frame_.origin, per_byte, frame_.group_bytes(cap), frame_.group_bytes(rebuild), split, sync};
+          &start, &frame_.origin(), per_byte, frame_.group_bytes(cap), frame_.group_bytes(rebuild), split, sync};
       ShardResult r = plan_task_from(searcher(), task_, cost_.get(), origin, ctx_);
       if (r.status != ShardStatus::kOk) return Outcome::kNone;
       ReplanPoint pt;
@@ -1014,7 +1009,7 @@ class ReplanSearch {
   const Task& task_;
   const Plan& old_plan_;
   std::map<std::string, OldTable> old_;      ///< the old plan's tables as the searched task keeps them
-  std::map<std::string, OldTable> holders_;  ///< and as the devices hold them (frame.origin)
+  std::map<std::string, OldTable> holders_;  ///< and as the devices hold them (frame.holders, where set)
   MovementMeter meter_;
   const ReplanOptions options_;
   const Context& ctx_;
@@ -1050,10 +1045,11 @@ Attempt attempt(const Task& task, const Plan& old_plan, const ReplanFrame& frame
  * its added replicas receive, and in 1D (replan.h, "2D plans"): the faster chosen plan wins, the
  * layout kept on a tie; the verdict says what the other found.
  */
-ReplanResult replan_2d(const Task& task, const Plan& old_plan, const ReplanOptions& options, const Context& ctx) {
+ReplanResult replan_2d(const Task& task, const Plan& old_plan, const std::map<std::string, OldTable>& shapes,
+                       const ReplanOptions& options, const Context& ctx) {
   Attempt in_layout, in_1d;
   if (options.layout != ReplanLayout::k1D) {
-    if (std::optional<ReplanFrame> frame = frame_2d(task, old_plan, in_layout.why)) {
+    if (std::optional<ReplanFrame> frame = frame_2d(task, old_plan, shapes, in_layout.why)) {
       if (frame->filled_bytes > options.max_move_bytes)
         in_layout = {
             std::nullopt,
@@ -1067,7 +1063,7 @@ ReplanResult replan_2d(const Task& task, const Plan& old_plan, const ReplanOptio
                    "replan: in the old plan's 2D layout: ", in_layout.why);
   }
   if (options.layout != ReplanLayout::kKept) {
-    const ReplanFrame flat = frame_1d_of_2d(task, old_plan);
+    const ReplanFrame flat = frame_1d_of_2d(task, old_plan, shapes);
     in_1d = attempt(task, old_plan, flat, options, ctx);
   }
   if (!in_layout.result && !in_1d.result) {
@@ -1110,12 +1106,13 @@ ReplanLayout parse_replan_layout(const std::string& text, const std::string& wha
 }
 
 ReplanResult replan(const Task& task, const Plan& old_plan, const ReplanOptions& options, const Context& ctx) {
-  check_old_plan(task, old_plan, old_tables(old_plan));
+  const auto shapes = old_tables(old_plan);
+  check_old_plan(task, old_plan, shapes);
   EMBSHARD_CHECK(!(options.max_move_bytes < 0), "replan: the most bytes to move must be ≥ 0");
   EMBSHARD_CHECK(!options.reshard || !old_plan.groups.enabled(),
                  "replan --reshard: the old plan is 2D (DMPCollection); TorchRec's reshard moves the shards of "
                  "DistributedModelParallel's 1D plans");
-  if (old_plan.groups.enabled()) return replan_2d(task, old_plan, options, ctx);
+  if (old_plan.groups.enabled()) return replan_2d(task, old_plan, shapes, options, ctx);
   const ReplanFrame frame = frame_1d(task, old_plan);
   return ReplanSearch(task, old_plan, frame, options, ctx).run();
 }
