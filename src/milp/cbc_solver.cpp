@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -94,6 +95,10 @@ MilpResult solve_with_cbc(const MilpModel& model, const CbcOptions& options) {
   EMBSHARD_CHECK(std::isfinite(options.relative_gap) && options.relative_gap >= 0.0,
                  "CBC options: relative_gap must be >= 0 (got ", options.relative_gap, ")");
 
+  // CBC's driver (CbcMain0 / CbcMain1) keeps static state: one solve at a time in a process, so
+  // that searches on several threads (joint's chains, compare's sharders) may each solve.
+  static std::mutex one_at_a_time;
+  const std::lock_guard<std::mutex> lock(one_at_a_time);
   const auto start = Clock::now();
   MilpResult result;
   const int n = model.num_variables();

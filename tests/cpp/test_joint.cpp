@@ -18,6 +18,7 @@
 #include "embshard/plan/torchrec_export.h"
 #include "embshard/shard/sharder.h"
 #include "shard/joint/joint.h"
+#include "shard/joint/row_cuts.h"
 #include "shard_test_util.h"
 #include "test_util.h"
 
@@ -863,6 +864,35 @@ TEST(Joint, UnknownParametersListWhatExists) {
   EXPECT_NE(error.find("torchrec"), std::string::npos) << error;
 }
 
+TEST(Joint, SettingEveryRowCutAtOnceNeverEndsWorseAndKeepsThePlanValid) {
+  // joint.h step 5: on 64 devices (8 hosts), each local optimum the search keeps is also tried
+  // with its row cuts set by the linear program, and the search itself goes on as with
+  // cut_rows=0. So for a seed and budget the plan is never worse than without the step and
+  // valid (every table's rows covered); where the solver does not name the step, it is the same
+  // plan.
+  static constexpr int kDims[] = {8, 16, 32};
+  int better_plans = 0;
+  for (std::uint64_t seed = 0; seed < 3; ++seed) {
+    const Task task = test_util::pool_task(200, "h100:nodes=8,gpus_per_node=8", seed, kDims);
+    const auto cost = make_cost_model("sim", task);
+    const ShardResult with = plan_task("joint:time_ms=600000,work=200000", task, cost.get(), quiet(seed));
+    const ShardResult without = plan_task("joint:time_ms=600000,work=200000,cut_rows=0", task, cost.get(), quiet(seed));
+    ASSERT_EQ(with.status, ShardStatus::kOk) << with.reason;
+    ASSERT_EQ(without.status, ShardStatus::kOk) << without.reason;
+    EXPECT_EQ(find_error_in_plan(task, with.plan), "");
+    const double a = value_of(*cost, task, with.plan, Objective::kStep);
+    const double b = value_of(*cost, task, without.plan, Objective::kStep);
+    EXPECT_LE(a, b) << "seed " << seed;
+    const bool said = with.stats.solver.find("every row cut set at once") != std::string::npos;
+    if (!said) {
+      EXPECT_EQ(plan_text(with.plan), plan_text(without.plan)) << "seed " << seed;
+    }
+    EXPECT_EQ(without.stats.solver.find("every row cut set at once"), std::string::npos);
+    better_plans += a < b ? 1 : 0;
+  }
+  EXPECT_GE(better_plans, 1) << "the step made no plan better";
+}
+
 }  // namespace
 }  // namespace embshard
 
@@ -1240,6 +1270,85 @@ TEST(JointWideSwap, NeverKeepsASwapThatLeavesATermTheCriticalDeviceSetsWhereItWa
 
 // The default budget (joint.h "Budget"): per 8 devices off the fast path, whatever the tables; on
 // it 3 M up to 5,000 tables, growing with √(tables / 5,000) to twice that from 20,000 tables.
+TEST(JointRowCuts, TheProgramsInputTermsAreTheLinkModels) {
+  // row_cuts.h: at any cuts that keep each table's rows, the program's M_in (compute left out) is
+  // the link model's slowest input all-to-all over the bytes those cuts give each device, on full-
+  // and half-duplex links, one host and three.
+  Rng rng(7);
+  const auto draw = [&rng](std::int64_t lo, std::int64_t hi) {  // uniform in [lo, hi]
+    return lo + static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(hi - lo + 1)));
+  };
+  for (const char* preset : {"h100:nodes=3,gpus_per_node=4", "v100:gpus_per_node=8"}) {
+    for (const bool half : {false, true}) {
+      Topology topology = make_topology(preset);
+      topology.half_duplex = half;
+      const int n = topology.num_devices();
+      RowCutDevices devices{std::vector<DeviceCompute>(static_cast<std::size_t>(n)), {}, {}};
+      for (int d = 0; d < n; ++d) {
+        devices.input_bytes.push_back(static_cast<double>(n * draw(1000, 200000)));
+        devices.hbm_free_bytes.push_back(1e12);
+      }
+      std::vector<std::vector<RowCutPiece>> tables(4);
+      for (auto& pieces : tables) {
+        const auto per_row = static_cast<double>(n * draw(1, 40));  // a table's indices per row held
+        for (int i = 0, k = static_cast<int>(draw(2, 5)); i < k; ++i) {
+          RowCutPiece p;
+          p.device = static_cast<int>(draw(0, n - 1));
+          p.rows = draw(1000, 100000);
+          p.input_bytes_per_row = per_row;
+          pieces.push_back(p);
+        }
+      }
+      for (int trial = 0; trial < 20; ++trial) {
+        std::vector<std::vector<std::int64_t>> rows;
+        std::vector<double> bytes = devices.input_bytes;
+        for (const auto& pieces : tables) {  // each table keeps its rows
+          rows.emplace_back();
+          std::int64_t moved = 0;
+          for (std::size_t i = 0; i < pieces.size(); ++i) {
+            const RowCutPiece& p = pieces[i];
+            const std::int64_t change = i + 1 < pieces.size() ? draw(-p.rows / 40, p.rows / 40) : -moved;
+            moved += change;
+            rows.back().push_back(p.rows + change);
+            bytes[static_cast<std::size_t>(p.device)] += p.input_bytes_per_row * static_cast<double>(change);
+          }
+        }
+        const std::vector<double> ms = input_all_to_all_ms(topology, bytes);
+        const double slowest = *std::max_element(ms.begin(), ms.end());
+        EXPECT_NEAR(row_cut_objective(topology, tables, devices, true, 0.05, rows), slowest, 1e-9 * slowest)
+            << preset << (half ? " half duplex" : "") << ", trial " << trial;
+        EXPECT_EQ(row_cut_objective(topology, tables, devices, false, 0.05, rows), 0.0);
+      }
+    }
+  }
+}
+
+TEST(JointRowCuts, MovesRowsOffTheBusiestDeviceWithinTheTrustRegionAndLeavesBalancedCutsAlone) {
+  // Two devices, one table in pieces of 900 and 100 rows at 1 µs a row forward: the program can
+  // grow the small piece by 5% (5 rows), so 5 rows leave the busy device; the forward maximum
+  // falls from 0.9 to 0.895 ms. Cuts that already balance the devices come back as none.
+  const Topology topology = make_topology("v100:gpus_per_node=2");
+  const auto piece = [](int device, std::int64_t rows) {
+    RowCutPiece p;
+    p.device = device;
+    p.rows = rows;
+    p.grow = p.shrink = {1e-3, 0.0};
+    p.hbm_bytes_per_row = 128;
+    return p;
+  };
+  const RowCutDevices uneven{{{0.9, 0.0}, {0.1, 0.0}}, {0.0, 0.0}, {1e12, 1e12}};
+  const std::vector<std::vector<RowCutPiece>> tables{{piece(0, 900), piece(1, 100)}};
+  const auto rows = cut_rows(topology, tables, uneven, false, 0.05);
+  ASSERT_TRUE(rows.has_value());
+  EXPECT_EQ(*rows, (std::vector<std::vector<std::int64_t>>{{895, 105}}));
+  EXPECT_NEAR(row_cut_objective(topology, tables, uneven, false, 0.05, *rows), 0.895, 1e-12);
+  // No HBM to grow into on device 1: nothing can move.
+  const RowCutDevices full{{{0.9, 0.0}, {0.1, 0.0}}, {0.0, 0.0}, {1e12, 0.0}};
+  EXPECT_FALSE(cut_rows(topology, tables, full, false, 0.05).has_value());
+  const RowCutDevices even{{{0.5, 0.0}, {0.5, 0.0}}, {0.0, 0.0}, {1e12, 1e12}};
+  EXPECT_FALSE(cut_rows(topology, {{piece(0, 500), piece(1, 500)}}, even, false, 0.05).has_value());
+}
+
 TEST(JointBudget, DefaultGrowsWithTheTablesOnTheFastPathOnly) {
   EXPECT_EQ(default_work(120, 8, false), 1500000);
   EXPECT_EQ(default_work(50000, 8, false), 1500000);

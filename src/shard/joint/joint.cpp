@@ -21,6 +21,7 @@
 #include "embshard/data/random.h"
 #include "shard/builtin_sharders.h"
 #include "shard/joint/joint.h"
+#include "shard/joint/row_cuts.h"
 
 namespace embshard::detail {
 namespace joint {
@@ -170,6 +171,14 @@ constexpr double kRowShiftGain = 1e-4;
 constexpr double kRowShiftGainAtScale = 1e-6;
 /** Most pieces per table unless `max_parts` says otherwise (more only multiplies the output). */
 constexpr int kDefaultMaxParts = 64;
+/**
+ * Step 5 (joint.h, row_cuts.h): each round re-sets every row cut within this share of its piece's
+ * rows; up to kRowCutRounds rounds up to kRowCutAllRoundsUpTo pieces, one beyond (up to the
+ * `cut_rows` option's pieces).
+ */
+constexpr double kRowCutTrust = 0.05;
+constexpr int kRowCutRounds = 3;
+constexpr std::size_t kRowCutAllRoundsUpTo = 1000;
 
 /**
  * When a search that began at `start` stops: start + time_ms, less what finishing a plan takes.
@@ -283,6 +292,8 @@ class Search {
     if (!exact && !options_.origin) settle_whole_start(best, result.stats);
     if (copies_) try_copy_groups(best, result.stats);
     const ChainsResult chains = perturb_in_chains(best, result.stats);
+    const bool rows_cut = row_cut_best_ && better(row_cut_best_->score, best.score);
+    if (rows_cut) best = *row_cut_best_;
     const bool given_best = given && better(given->score, best.score);
     if (given_best) best = std::move(*given);
     state_.restore(best.plan);
@@ -303,14 +314,18 @@ class Search {
         given_best              ? "the given plan's"
         : chains.best_round > 0 ? detail::concat("at round ", chains.best_round, " of chain ", chains.best_chain)
                                 : "the start's",
-        "), ", work() + other_work_, " work units (", start_work, " in the start; ", evaluations_, " evaluations), ",
+        ")",
+        rows_cut ? detail::concat(", then every row cut set at once (", row_cut_rounds_,
+                                  row_cut_rounds_ == 1 ? " round)" : " rounds)")
+                 : "",
+        ", ", work() + other_work_, " work units (", start_work, " in the start; ", evaluations_, " evaluations), ",
         stop);
     return result;
   }
 
  private:
   /** Work done so far: objective evaluations and pieces placed or taken off (joint.h). */
-  [[nodiscard]] std::int64_t work() const { return evaluations_ + estimate_work_ + state_.changes(); }
+  [[nodiscard]] std::int64_t work() const { return evaluations_ + estimate_work_ + state_.changes() - uncounted_work_; }
   /** Whether the search must stop: its work is spent or the deadline has passed. */
   [[nodiscard]] bool spent() const { return work() >= limit_ || out_of_time(); }
   /** Whether the deadline has passed, or is less than `reserve_ms` away. */
@@ -330,6 +345,7 @@ class Search {
     improve(stats, true);
     now = score();
     best = {now, state_.snapshot()};
+    cut_rows_of(best);
   }
 
   /**
@@ -432,7 +448,12 @@ class Search {
     for (std::size_t c = 0; c < bests.size(); ++c) {
       out.rounds += rounds[c].rounds;
       stats.nodes_visited += chain_stats[c].nodes_visited;
-      if (c > 0) evaluations_ += others[c - 1]->evaluations_, other_work_ += others[c - 1]->work();
+      if (c > 0) {
+        Search& other = *others[c - 1];
+        evaluations_ += other.evaluations_, other_work_ += other.work();
+        if (other.row_cut_best_ && (!row_cut_best_ || better(other.row_cut_best_->score, row_cut_best_->score)))
+          row_cut_best_ = other.row_cut_best_, row_cut_rounds_ = other.row_cut_rounds_;
+      }
       if (better(bests[c].score, best.score)) {
         best = bests[c];
         out.best_round = rounds[c].best_round, out.best_chain = static_cast<int>(c);
@@ -1428,6 +1449,109 @@ class Search {
     return false;
   }
 
+  /**
+   * Step 5 (joint.h): `best`, a local optimum the search just kept, with every row cut set at once
+   * by a linear program (row_cuts.h), round after round while it scores better; kept in
+   * `row_cut_best_` when it beats every plan kept there. The search goes on from `best` itself
+   * (the state is `best` again) and the work done here is not counted: the trajectory is the one
+   * `cut_rows=0` takes, and the plan is the better of its best and this, so a larger budget
+   * still never gives a worse plan and the step never makes one worse.
+   */
+  void cut_rows_of(const Best& best) {
+    if (options_.cut_rows <= 0 || options_.origin || options_.torchrec || options_.keep_layouts || !options_.rows ||
+        options_.objective != Objective::kStep || !state_.additive() || spent())
+      return;
+    const std::int64_t work_before = work();
+    std::vector<std::vector<int>> order = state_.table_order();  // what the search meets next
+    const InputCommOptions& input = cost_.comm().input_options();
+    Best cut = best;  // the state
+    int kept = 0;
+    while (kept < kRowCutRounds && !out_of_time()) {
+      std::vector<int> tables;
+      std::size_t count = 0;
+      for (int t = 0; t < state_.num_tables(); ++t)
+        if (row_cuttable(t)) tables.push_back(t), count += state_.pieces(t).size();
+      if (count == 0 || count > static_cast<std::size_t>(options_.cut_rows) ||
+          (kept > 0 && count > kRowCutAllRoundsUpTo))
+        break;
+      std::vector<std::vector<RowCutPiece>> pieces;
+      for (const int t : tables) pieces.push_back(row_cut_pieces(t, input));
+      const auto rows =
+          cut_rows(task_.topology, pieces, row_cut_devices(), input.mode == InputCommMode::kExposed, kRowCutTrust);
+      bool made = rows.has_value();
+      for (std::size_t i = 0; i < tables.size() && made; ++i) made = set_row_sizes(tables[i], (*rows)[i], false);
+      const Score now = made ? score() : Score{};
+      if (!better(now, cut.score)) break;
+      cut = {now, state_.snapshot()};
+      ++kept;
+    }
+    if (kept > 0 && (!row_cut_best_ || better(cut.score, row_cut_best_->score)))
+      row_cut_best_ = std::move(cut), row_cut_rounds_ = kept;
+    state_.restore(best.plan);
+    state_.set_table_order(std::move(order));
+    static_cast<void>(state_.objective());  // what the search reads next (critical devices) is best's again
+    uncounted_work_ += work() - work_before;
+  }
+
+  /** Whether step 5 may re-cut `t`: in row pieces the search may make uneven, all in HBM, pooled,
+   *  each long enough for the trust region to hold a row either way. */
+  [[nodiscard]] bool row_cuttable(int t) const {
+    const Layout& layout = state_.layout(t);
+    const std::vector<Piece>& pieces = state_.pieces(t);
+    return layout.kind == Layout::Kind::kRows && layout.first_device < 0 && pieces.size() >= 2 && spec(t).pooled &&
+           std::all_of(pieces.begin(), pieces.end(), [](const Piece& p) {
+             return p.uvm_bytes == 0 && static_cast<double>(p.placed.shard.num_rows()) * kRowCutTrust >= 1.0;
+           });
+  }
+
+  /** `t`'s pieces in row order as step 5's program sees them: their cost per row over the trust region. */
+  std::vector<RowCutPiece> row_cut_pieces(int t, const InputCommOptions& input) {
+    std::vector<RowCutPiece> out;
+    for (const Piece& p : state_.pieces(t)) {
+      const Shard& shard = p.placed.shard;
+      const std::int64_t rows = shard.num_rows();
+      const std::int64_t delta =
+          std::max<std::int64_t>(1, static_cast<std::int64_t>(static_cast<double>(rows) * kRowCutTrust));
+      PlacedShard up = p.placed, down = p.placed;
+      up.shard.row_end += delta;
+      down.shard.row_end -= std::min(delta, rows - 1);
+      const auto per_row = [](double more, double less, std::int64_t n) {
+        return (more - less) / static_cast<double>(n);
+      };
+      const DeviceCompute now = state_.shard_compute(p.placed), grown = state_.shard_compute(up),
+                          shrunk = state_.shard_compute(down);
+      const std::int64_t cut = shard.num_rows() - down.shard.num_rows();
+      RowCutPiece piece{shard.device,
+                        rows,
+                        {per_row(grown.fw_ms, now.fw_ms, delta), per_row(grown.bw_ms, now.bw_ms, delta)},
+                        {per_row(now.fw_ms, shrunk.fw_ms, cut), per_row(now.bw_ms, shrunk.bw_ms, cut)},
+                        per_row(shard_input_bytes(task_, up, input), shard_input_bytes(task_, p.placed, input), delta),
+                        per_row(static_cast<double>(spec(t).shard_bytes(rows + delta, shard.num_cols())),
+                                static_cast<double>(spec(t).shard_bytes(rows, shard.num_cols())), delta)};
+      // Where the cost is not convex over the region, growth takes the larger rate (row_cuts.h).
+      if (piece.shrink.fw_ms > piece.grow.fw_ms) std::swap(piece.shrink.fw_ms, piece.grow.fw_ms);
+      if (piece.shrink.bw_ms > piece.grow.bw_ms) std::swap(piece.shrink.bw_ms, piece.grow.bw_ms);
+      for (const double rate : {piece.grow.fw_ms, piece.grow.bw_ms, piece.shrink.fw_ms, piece.shrink.bw_ms,
+                                piece.input_bytes_per_row, piece.hbm_bytes_per_row})
+        EMBSHARD_ASSERT(std::isfinite(rate));
+      out.push_back(piece);
+    }
+    return out;
+  }
+
+  /** Every device as step 5's program sees it. */
+  RowCutDevices row_cut_devices() {
+    RowCutDevices devices;
+    for (int d = 0; d < n_; ++d) {
+      const DeviceLoad& load = state_.load(d);
+      devices.compute.push_back(state_.device_compute(d));
+      devices.input_bytes.push_back(static_cast<double>(load.input_bytes));
+      devices.hbm_free_bytes.push_back(
+          static_cast<double>(task_.topology.devices[static_cast<std::size_t>(d)].hbm_bytes - load.hbm_bytes));
+    }
+    return devices;
+  }
+
   /** Re-lays `t` out in whichever layout scores best (`insert_relayout`); restores it when none helps. */
   bool try_relayout(int t, const Score& current) {
     const Layout old_layout = state_.layout(t);
@@ -1754,8 +1878,11 @@ class Search {
   const bool hosts_up_to_32_;
   const std::size_t relayout_tables_;  ///< tables a descent re-lays out before it ends
   std::int64_t evaluations_ = 0;
-  std::int64_t estimate_work_ = 0;  ///< re-partitions' estimated splits / 16 (work units, joint.h Budget)
-  std::int64_t other_work_ = 0;     ///< the other chains' work (reported)
+  std::int64_t estimate_work_ = 0;    ///< re-partitions' estimated splits / 16 (work units, joint.h Budget)
+  std::int64_t other_work_ = 0;       ///< the other chains' work (reported)
+  std::int64_t uncounted_work_ = 0;   ///< step 5's, left out of work() (cut_rows_of)
+  std::optional<Best> row_cut_best_;  ///< step 5's best plan: a kept best with its row cuts set at once
+  int row_cut_rounds_ = 0;            ///< the program's rounds that made row_cut_best_ (reported)
   std::int64_t limit_ = std::numeric_limits<std::int64_t>::max();  ///< work at which the search stops
 };
 
@@ -2069,6 +2196,15 @@ void register_joint(Registry<Sharder>& registry) {
          {},
          "only pieces move, every table keeping its layout and shards from where the search starts (a re-plan "
          "TorchRec's reshard can run: replan --reshard)"},
+        {"cut_rows",
+         ParamType::kInt,
+         text_of(d.cut_rows),
+         0,
+         1 << 20,
+         {},
+         "each local optimum the search keeps is also tried with every row cut set at once by a linear program, "
+         "the placement kept, where it has at most this many row pieces (0: never; step objective, additive cost "
+         "models); the better plan is returned"},
         {"exact_limit",
          ParamType::kInt,
          text_of(d.exact_limit),
@@ -2114,6 +2250,7 @@ void register_joint(Registry<Sharder>& registry) {
         o.grids = p.get_bool("grids");
         o.torchrec = p.get_bool("torchrec");
         o.keep_layouts = p.get_bool("keep_layouts");
+        o.cut_rows = static_cast<int>(p.get_int("cut_rows"));
         o.exact_limit = p.get_int("exact_limit");
         o.candidates = static_cast<int>(p.get_int("candidates"));
         o.split_start = p.get_float("split_start");

@@ -92,7 +92,20 @@
  *      seed and an equal share of what is left of the budget, run at once on the context's threads
  *      where the cost model can be copied (`CostModel::clone`): re-lay out a few random tables,
  *      search again, keep what is better; a chain stops after `patience` rounds without
- *      improvement or when its share is spent; the best chain's plan wins.
+ *      improvement or when its share is spent; the best chain's plan wins;
+ *   5. with an additive model and `step`, each time a local optimum becomes the best plan (steps
+ *      3–4) and it holds at most `cut_rows` (1,500) row pieces of tables laid out in rows (all in
+ *      HBM, pooled): the same plan with every row cut set at once by a linear program (row_cuts.h),
+ *      each cut within ±5% of its piece's rows a round, the placement kept; up to three rounds
+ *      while the plan scores better (one above 1,000 pieces). The search's shifts move rows
+ *      between two pieces; the program moves every cut, which lowers a plateau of devices no single
+ *      shift lowers. The search goes on from the plan as it was, the step's work is not counted,
+ *      and the better of the search's best and the step's best is returned: for a seed and budget
+ *      the plan is never worse than with `cut_rows=0`, and a larger budget never gives a worse
+ *      one. The program's time grows about as the square of its pieces (0.01 s at 200, 0.2 s at
+ *      2,500), and a search keeps several local optima: hence the limit (docs/benchmarks.md,
+ *      "Every row cut set at once"). Not when re-planning, nor with `torchrec=true` or
+ *      `keep_layouts`.
  * Budget. `work` counts work units after the start — objective evaluations, pieces placed or
  * taken off (at scale a piece's trees cost more than reading an objective) and one per 16 splits
  * a re-partition estimates or pairs a wide swap estimates —: 1,500,000 by
@@ -270,6 +283,9 @@ struct Options {
   /// tables and column pieces change device, each keeping its rows in HBM (a re-plan TorchRec's
   /// reshard can run, eval/replan.h); no re-layout, row shift or copies
   bool keep_layouts = false;
+  /// Step 5 (row_cuts.h): each local optimum the search keeps is also tried with every row cut set
+  /// at once by a linear program, where it has at most this many row pieces (0: never)
+  int cut_rows = 1500;
   std::int64_t exact_limit = 200000;
   int candidates = 8;
   /// Above one host, a table holding more than this share of an average device's lookups or
@@ -402,6 +418,8 @@ class State {
   }
   /** Whether the objective is kept up to date per change (fast_step.h). */
   [[nodiscard]] bool incremental() const { return fast_; }
+  /** A device's forward and backward compute as the objective counts it. */
+  DeviceCompute device_compute(int device);
   /**
    * A device's own load in ms (ranks candidates): on the fast path its compute and its own sending
    * and receiving times on its links (the spread's terms, joint.h), else its compute and its bytes
@@ -441,11 +459,14 @@ class State {
   };
   [[nodiscard]] Snapshot snapshot() const { return {tables_, layouts_}; }
   void restore(const Snapshot& snapshot);
+  /** Every device's tables in the order `tables_on` gives them (a restore may reorder them). */
+  [[nodiscard]] const std::vector<std::vector<int>>& table_order() const { return device_tables_; }
+  /** Puts back the order `table_order` gave, of the same placement (checked). */
+  void set_table_order(std::vector<std::vector<int>> order);
 
  private:
   void apply(const Piece& piece, int sign);
   void count_reduced(const Piece& piece, int sign);
-  DeviceCompute device_compute(int device);
   void update_fast(int device);
   void update_spread(int device, const DeviceCompute& compute);
   /** The sharding type `plan()` gives `table` for its layout and pieces. */
