@@ -95,10 +95,6 @@ MilpResult solve_with_cbc(const MilpModel& model, const CbcOptions& options) {
   EMBSHARD_CHECK(std::isfinite(options.relative_gap) && options.relative_gap >= 0.0,
                  "CBC options: relative_gap must be >= 0 (got ", options.relative_gap, ")");
 
-  // CBC's driver (CbcMain0 / CbcMain1) keeps static state: one solve at a time in a process, so
-  // that searches on several threads (joint's chains, compare's sharders) may each solve.
-  static std::mutex one_at_a_time;
-  const std::lock_guard<std::mutex> lock(one_at_a_time);
   const auto start = Clock::now();
   MilpResult result;
   const int n = model.num_variables();
@@ -110,6 +106,24 @@ MilpResult solve_with_cbc(const MilpModel& model, const CbcOptions& options) {
     const std::string why = check_solution(model, model.initial_solution, 1e-6);
     warm_ok = why.empty();
     result.warm_start = warm_ok ? "accepted" : "rejected: " + why;
+  }
+
+  // CBC's driver (CbcMain0 / CbcMain1) keeps static state: one solve at a time in a process, so
+  // that searches on several threads (joint's chains, compare's sharders) may each solve. The wait
+  // counts against the limit; a call that gets no turn within it has only its warm start.
+  static std::timed_mutex one_at_a_time;
+  std::unique_lock<std::timed_mutex> turn(one_at_a_time, std::defer_lock);
+  if (!turn.try_lock_for(std::chrono::duration<double>(options.time_limit_s))) {
+    if (warm_ok) {
+      result.values = model.initial_solution;
+      result.objective = result.warm_start_objective;
+      result.status = MilpStatus::kFeasible;
+    } else {
+      result.status = MilpStatus::kNoSolution;
+    }
+    result.message = "CBC was busy with another solve for the whole time limit";
+    result.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    return result;
   }
 
   OsiClpSolverInterface osi;

@@ -875,8 +875,10 @@ TEST(Joint, SettingEveryRowCutAtOnceNeverEndsWorseAndKeepsThePlanValid) {
   for (std::uint64_t seed = 0; seed < 3; ++seed) {
     const Task task = test_util::pool_task(200, "h100:nodes=8,gpus_per_node=8", seed, kDims);
     const auto cost = make_cost_model("sim", task);
-    const ShardResult with = plan_task("joint:time_ms=600000,work=200000", task, cost.get(), quiet(seed));
-    const ShardResult without = plan_task("joint:time_ms=600000,work=200000,cut_rows=0", task, cost.get(), quiet(seed));
+    // In 1D: under groups=auto the 2D layouts searched follow the 1D plan (joint.h "2D").
+    const ShardResult with = plan_task("joint:time_ms=600000,work=200000,groups=none", task, cost.get(), quiet(seed));
+    const ShardResult without =
+        plan_task("joint:time_ms=600000,work=200000,groups=none,cut_rows=0", task, cost.get(), quiet(seed));
     ASSERT_EQ(with.status, ShardStatus::kOk) << with.reason;
     ASSERT_EQ(without.status, ShardStatus::kOk) << without.reason;
     EXPECT_EQ(find_error_in_plan(task, with.plan), "");
@@ -1268,8 +1270,6 @@ TEST(JointWideSwap, NeverKeepsASwapThatLeavesATermTheCriticalDeviceSetsWhereItWa
   EXPECT_EQ(estimates, 2);
 }
 
-// The default budget (joint.h "Budget"): per 8 devices off the fast path, whatever the tables; on
-// it 3 M up to 5,000 tables, growing with √(tables / 5,000) to twice that from 20,000 tables.
 TEST(JointRowCuts, TheProgramsInputTermsAreTheLinkModels) {
   // row_cuts.h: at any cuts that keep each table's rows, the program's M_in (compute left out) is
   // the link model's slowest input all-to-all over the bytes those cuts give each device, on full-
@@ -1349,6 +1349,8 @@ TEST(JointRowCuts, MovesRowsOffTheBusiestDeviceWithinTheTrustRegionAndLeavesBala
   EXPECT_FALSE(cut_rows(topology, {{piece(0, 500), piece(1, 500)}}, even, false, 0.05).has_value());
 }
 
+// The default budget (joint.h "Budget"): per 8 devices off the fast path, whatever the tables; on
+// it 3 M up to 5,000 tables, growing with √(tables / 5,000) to twice that from 20,000 tables.
 TEST(JointBudget, DefaultGrowsWithTheTablesOnTheFastPathOnly) {
   EXPECT_EQ(default_work(120, 8, false), 1500000);
   EXPECT_EQ(default_work(50000, 8, false), 1500000);

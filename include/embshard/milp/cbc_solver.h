@@ -26,7 +26,8 @@
  *   start never does either (the warm start is returned, with a note in `message`).
  * - One thread: CBC's serial code path (`threads` left at 0; Debian's CBC is built with threads).
  *   One solve at a time in a process: CBC's driver keeps static state, so calls from several
- *   threads wait for each other (the time limit counts from when a call's turn comes).
+ *   threads wait for each other. The wait counts against a call's time limit; one that gets no
+ *   turn within it returns its warm start (kFeasible) or kNoSolution, saying so in `message`.
  * - `relative_gap`: CBC stops when (incumbent − bound) ≤ gap · |incumbent| (`ratioGap`); the
  *   status is then `kOptimal` ("optimal within the gap"). 0 asks for a proof.
  * - A warm start (`model.initial_solution`) is first checked with `check_solution`; a feasible one

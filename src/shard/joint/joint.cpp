@@ -1461,10 +1461,9 @@ class Search {
     if (options_.cut_rows <= 0 || options_.origin || options_.torchrec || options_.keep_layouts || !options_.rows ||
         options_.objective != Objective::kStep || !state_.additive() || spent())
       return;
-    const std::int64_t work_before = work();
+    const std::int64_t work_before = work(), evaluations_before = evaluations_;
     std::vector<std::vector<int>> order = state_.table_order();  // what the search meets next
-    const InputCommOptions& input = cost_.comm().input_options();
-    Best cut = best;  // the state
+    Best cut = best;                                             // the state
     int kept = 0;
     while (kept < kRowCutRounds && !out_of_time()) {
       std::vector<int> tables;
@@ -1474,13 +1473,9 @@ class Search {
       if (count == 0 || count > static_cast<std::size_t>(options_.cut_rows) ||
           (kept > 0 && count > kRowCutAllRoundsUpTo))
         break;
-      std::vector<std::vector<RowCutPiece>> pieces;
-      for (const int t : tables) pieces.push_back(row_cut_pieces(t, input));
-      const auto rows =
-          cut_rows(task_.topology, pieces, row_cut_devices(), input.mode == InputCommMode::kExposed, kRowCutTrust);
-      bool made = rows.has_value();
-      for (std::size_t i = 0; i < tables.size() && made; ++i) made = set_row_sizes(tables[i], (*rows)[i], false);
-      const Score now = made ? score() : Score{};
+      const auto rows = rows_cut_at_once(tables);
+      if (!rows || !set_row_sizes_of(tables, *rows)) break;
+      const Score now = score();
       if (!better(now, cut.score)) break;
       cut = {now, state_.snapshot()};
       ++kept;
@@ -1490,7 +1485,61 @@ class Search {
     state_.restore(best.plan);
     state_.set_table_order(std::move(order));
     static_cast<void>(state_.objective());  // what the search reads next (critical devices) is best's again
+    evaluations_ = evaluations_before;
     uncounted_work_ += work() - work_before;
+  }
+
+  /** The program's row counts for `tables` (row_cuts.h), or none: no better cuts, a cost that is
+   *  not finite, or no time left before the deadline. */
+  std::optional<std::vector<std::vector<std::int64_t>>> rows_cut_at_once(const std::vector<int>& tables) {
+    const InputCommOptions& input = cost_.comm().input_options();
+    RowCutDevices devices = row_cut_devices();
+    std::vector<std::vector<RowCutPiece>> pieces;
+    for (const int t : tables) {
+      std::optional<std::vector<RowCutPiece>> of = row_cut_pieces(t, input);
+      if (!of) return std::nullopt;
+      for (const RowCutPiece& p : *of) {  // a row of room for each piece's rounding
+        double& free = devices.hbm_free_bytes[static_cast<std::size_t>(p.device)];
+        free = std::max(free - p.hbm_bytes_per_row, 0.0);
+      }
+      pieces.push_back(std::move(*of));
+    }
+    for (std::size_t d = 0; d < devices.compute.size(); ++d)
+      if (!std::isfinite(devices.compute[d].fw_ms) || !std::isfinite(devices.compute[d].bw_ms) ||
+          !std::isfinite(devices.input_bytes[d]))
+        return std::nullopt;
+    const double seconds_left = std::chrono::duration<double>(deadline_ - std::chrono::steady_clock::now()).count();
+    if (seconds_left <= 0.0) return std::nullopt;
+    return cut_rows(task_.topology, pieces, devices, input.mode == InputCommMode::kExposed, kRowCutTrust, seconds_left);
+  }
+
+  /**
+   * Every piece of `tables` re-made with `sizes` rows (in row order), all taken off before any is
+   * placed, so that one table's growth waits for another's shrinking on the same device; false
+   * (and the plan as it was) where one does not fit.
+   */
+  bool set_row_sizes_of(const std::vector<int>& tables, const std::vector<std::vector<std::int64_t>>& sizes) {
+    std::vector<std::vector<Piece>> old(tables.size());
+    for (std::size_t i = 0; i < tables.size(); ++i)
+      for (std::size_t j = 0; j < sizes[i].size(); ++j) old[i].push_back(state_.lift(tables[i], j));
+    std::vector<std::pair<std::size_t, std::size_t>> placed;
+    bool fits = true;
+    for (std::size_t i = 0; i < tables.size() && fits; ++i) {
+      std::int64_t begin = 0;
+      for (std::size_t j = 0; j < sizes[i].size() && fits; ++j) {
+        Shard s = old[i][j].placed.shard;
+        s.row_begin = begin, s.row_end = begin + sizes[i][j], s.hbm_rows = -1;
+        begin = s.row_end;
+        Piece made;
+        fits = state_.make_piece(tables[i], s, s.device, false, made);
+        if (fits) state_.place(j, made), placed.emplace_back(i, j);
+      }
+    }
+    if (fits) return true;
+    for (const auto& [i, j] : placed) state_.lift(tables[i], j);
+    for (std::size_t i = 0; i < tables.size(); ++i)
+      for (std::size_t j = 0; j < old[i].size(); ++j) state_.place(j, old[i][j]);
+    return false;
   }
 
   /** Whether step 5 may re-cut `t`: in row pieces the search may make uneven, all in HBM, pooled,
@@ -1504,8 +1553,9 @@ class Search {
            });
   }
 
-  /** `t`'s pieces in row order as step 5's program sees them: their cost per row over the trust region. */
-  std::vector<RowCutPiece> row_cut_pieces(int t, const InputCommOptions& input) {
+  /** `t`'s pieces in row order as step 5's program sees them, their cost per row over the trust
+   *  region; none where a rate is not finite. */
+  std::optional<std::vector<RowCutPiece>> row_cut_pieces(int t, const InputCommOptions& input) {
     std::vector<RowCutPiece> out;
     for (const Piece& p : state_.pieces(t)) {
       const Shard& shard = p.placed.shard;
@@ -1533,7 +1583,7 @@ class Search {
       if (piece.shrink.bw_ms > piece.grow.bw_ms) std::swap(piece.shrink.bw_ms, piece.grow.bw_ms);
       for (const double rate : {piece.grow.fw_ms, piece.grow.bw_ms, piece.shrink.fw_ms, piece.shrink.bw_ms,
                                 piece.input_bytes_per_row, piece.hbm_bytes_per_row})
-        EMBSHARD_ASSERT(std::isfinite(rate));
+        if (!std::isfinite(rate)) return std::nullopt;
       out.push_back(piece);
     }
     return out;

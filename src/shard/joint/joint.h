@@ -93,19 +93,22 @@
  *      where the cost model can be copied (`CostModel::clone`): re-lay out a few random tables,
  *      search again, keep what is better; a chain stops after `patience` rounds without
  *      improvement or when its share is spent; the best chain's plan wins;
- *   5. with an additive model and `step`, each time a local optimum becomes the best plan (steps
- *      3–4) and it holds at most `cut_rows` (1,500) row pieces of tables laid out in rows (all in
- *      HBM, pooled): the same plan with every row cut set at once by a linear program (row_cuts.h),
- *      each cut within ±5% of its piece's rows a round, the placement kept; up to three rounds
- *      while the plan scores better (one above 1,000 pieces). The search's shifts move rows
- *      between two pieces; the program moves every cut, which lowers a plateau of devices no single
- *      shift lowers. The search goes on from the plan as it was, the step's work is not counted,
- *      and the better of the search's best and the step's best is returned: for a seed and budget
- *      the plan is never worse than with `cut_rows=0`, and a larger budget never gives a worse
- *      one. The program's time grows about as the square of its pieces (0.01 s at 200, 0.2 s at
- *      2,500), and a search keeps several local optima: hence the limit (docs/benchmarks.md,
- *      "Every row cut set at once"). Not when re-planning, nor with `torchrec=true` or
- *      `keep_layouts`.
+ *   5. with an additive model and `step`, each time the search keeps a local optimum (in steps
+ *      2–4, the whole start's and the copy groups' included) holding at most `cut_rows` (1,500)
+ *      row pieces of tables laid out in rows (all in HBM, pooled, 20 rows or more each): the same
+ *      plan with every row cut set at once by a linear program (row_cuts.h), each piece's rows
+ *      within ±5% a round, the placement kept; up to three rounds while the plan scores better
+ *      (one above 1,000 pieces). The search's shifts move rows between two pieces; the program
+ *      moves every cut, which lowers a plateau of devices no single shift lowers. The search goes
+ *      on from the plan as it was (each device's table order and the objective's breakdown put
+ *      back), the step's work is not counted, and the better of the search's best and the step's
+ *      best is returned: for a seed and budget, unless the deadline cuts the run short, a 1D plan
+ *      is never worse than with `cut_rows=0` and is the same plan where the step does not win
+ *      (under `groups=auto` the 2D layouts searched follow the 1D plan, so there this holds for
+ *      each layout's search), and a larger budget never gives a worse plan. The program's time
+ *      grows about as the square of its pieces (0.01 s at 200, 0.2 s at 2,500) and a search keeps
+ *      several local optima: hence the limit (docs/benchmarks.md, "Every row cut set at once").
+ *      Not when re-planning, nor with `torchrec=true` or `keep_layouts`.
  * Budget. `work` counts work units after the start — objective evaluations, pieces placed or
  * taken off (at scale a piece's trees cost more than reading an objective) and one per 16 splits
  * a re-partition estimates or pairs a wide swap estimates —: 1,500,000 by
@@ -461,7 +464,7 @@ class State {
   void restore(const Snapshot& snapshot);
   /** Every device's tables in the order `tables_on` gives them (a restore may reorder them). */
   [[nodiscard]] const std::vector<std::vector<int>>& table_order() const { return device_tables_; }
-  /** Puts back the order `table_order` gave, of the same placement (checked). */
+  /** Puts back the order `table_order` gave, of the same placement (its sizes checked). */
   void set_table_order(std::vector<std::vector<int>> order);
 
  private:

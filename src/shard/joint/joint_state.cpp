@@ -433,9 +433,7 @@ void State::restore(const Snapshot& snapshot) {
 
 void State::set_table_order(std::vector<std::vector<int>> order) {
   EMBSHARD_ASSERT(order.size() == device_tables_.size());
-  for (std::size_t d = 0; d < order.size(); ++d)
-    EMBSHARD_ASSERT(
-        std::is_permutation(order[d].begin(), order[d].end(), device_tables_[d].begin(), device_tables_[d].end()));
+  for (std::size_t d = 0; d < order.size(); ++d) EMBSHARD_ASSERT(order[d].size() == device_tables_[d].size());
   device_tables_ = std::move(order);
 }
 

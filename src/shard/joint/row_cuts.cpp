@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <string>
 #include <utility>
 
@@ -40,10 +41,10 @@ class Program {
     add_memory();
   }
 
-  /** The program's optimum, where CBC proves one below the cuts as they are. */
-  [[nodiscard]] std::optional<std::vector<double>> solve() const {
+  /** The program's optimum, where CBC proves one below the cuts as they are within `time_limit_s`. */
+  [[nodiscard]] std::optional<std::vector<double>> solve(double time_limit_s) const {
     CbcOptions options;
-    options.time_limit_s = 600.0;  // a safety stop: an LP of this size takes seconds at most
+    options.time_limit_s = time_limit_s;
     const MilpResult result = solve_with_cbc(lp_, options);
     if (result.status != MilpStatus::kOptimal) return std::nullopt;
     if (result.objective >= now_ - 1e-9 * std::max(1.0, now_)) return std::nullopt;
@@ -87,8 +88,8 @@ class Program {
       double cut = 0.0;
       for (std::size_t i = 0; i < pieces.size(); ++i) {
         const PieceVars& v = vars_[t][i];
-        cut += static_cast<double>(pieces[i].rows) * (1.0 + values[static_cast<std::size_t>(v.grow)] -
-                                                       values[static_cast<std::size_t>(v.shrink)]);
+        cut += static_cast<double>(pieces[i].rows) *
+               (1.0 + values[static_cast<std::size_t>(v.grow)] - values[static_cast<std::size_t>(v.shrink)]);
         const auto left = static_cast<std::int64_t>(pieces.size() - i - 1);  // pieces after this one
         const std::int64_t end =
             i + 1 == pieces.size() ? total : std::clamp<std::int64_t>(std::llround(cut), begin + 1, total - left);
@@ -156,8 +157,18 @@ class Program {
     for (int d = 0; d < topology_.num_devices(); ++d) {
       const DeviceCompute& c = devices_.compute[static_cast<std::size_t>(d)];
       Linear fw{{}, c.fw_ms}, bw{{}, c.bw_ms};
-      add_rows_of(d, 1.0, [](const RowCutPiece& p) { return std::pair{p.grow.fw_ms, p.shrink.fw_ms}; }, fw);
-      add_rows_of(d, 1.0, [](const RowCutPiece& p) { return std::pair{p.grow.bw_ms, p.shrink.bw_ms}; }, bw);
+      add_rows_of(
+          d, 1.0,
+          [](const RowCutPiece& p) {
+            return std::pair{p.grow.fw_ms, p.shrink.fw_ms};
+          },
+          fw);
+      add_rows_of(
+          d, 1.0,
+          [](const RowCutPiece& p) {
+            return std::pair{p.grow.bw_ms, p.shrink.bw_ms};
+          },
+          bw);
       at_most(std::move(fw), m_fw_, "fw" + std::to_string(d));
       at_most(std::move(bw), m_bw_, "bw" + std::to_string(d));
     }
@@ -168,7 +179,10 @@ class Program {
     form.constant += scale * devices_.input_bytes[static_cast<std::size_t>(device)];
     add_rows_of(
         device, scale,
-        [](const RowCutPiece& p) { return std::pair{p.input_bytes_per_row, p.input_bytes_per_row}; }, form);
+        [](const RowCutPiece& p) {
+          return std::pair{p.input_bytes_per_row, p.input_bytes_per_row};
+        },
+        form);
   }
 
   /** The link terms of each device's input all-to-all (file comment), each ≤ M_in. */
@@ -209,7 +223,8 @@ class Program {
   static Linear sum(const Linear& a, const Linear& b, double latency_ms) {
     Linear s{a.terms, a.constant + b.constant - latency_ms};
     for (const MilpTerm& term : b.terms) {
-      const auto same = std::find_if(s.terms.begin(), s.terms.end(), [&](const MilpTerm& x) { return x.var == term.var; });
+      const auto same =
+          std::find_if(s.terms.begin(), s.terms.end(), [&](const MilpTerm& x) { return x.var == term.var; });
       if (same == s.terms.end())
         s.terms.push_back(term);
       else
@@ -223,7 +238,11 @@ class Program {
     for (int d = 0; d < topology_.num_devices(); ++d) {
       Linear used;
       add_rows_of(
-          d, 1e-9, [](const RowCutPiece& p) { return std::pair{p.hbm_bytes_per_row, p.hbm_bytes_per_row}; }, used);
+          d, 1e-9,
+          [](const RowCutPiece& p) {
+            return std::pair{p.hbm_bytes_per_row, p.hbm_bytes_per_row};
+          },
+          used);
       if (used.terms.empty()) continue;
       lp_.add_constraint("hbm" + std::to_string(d), std::move(used.terms), MilpSense::kLessEqual,
                          1e-9 * devices_.hbm_free_bytes[static_cast<std::size_t>(d)]);
@@ -235,12 +254,28 @@ class Program {
   const RowCutDevices& devices_;
   MilpModel lp_;
   int m_fw_ = -1, m_bw_ = -1, m_in_ = -1;
-  std::vector<std::vector<PieceVars>> vars_;                          ///< per table, per piece
+  std::vector<std::vector<PieceVars>> vars_;                                 ///< per table, per piece
   std::vector<std::vector<std::pair<std::size_t, std::size_t>>> on_device_;  ///< (table, piece) per device
-  std::vector<std::pair<Linear, int>> forms_;  ///< each row bounding an M, and which M
+  std::vector<std::pair<Linear, int>> forms_;                                ///< each row bounding an M, and which M
   std::vector<double> now_by_ = std::vector<double>(3, 0.0);  ///< M_fw, M_bw, M_in at the cuts as they are
-  double now_ = 0.0;                                                   ///< the objective there
+  double now_ = 0.0;                                          ///< the objective there
 };
+
+/** Whether every figure the program is built from is finite (else it is not built). */
+bool finite(const std::vector<std::vector<RowCutPiece>>& tables, const RowCutDevices& devices) {
+  const auto all = [](std::initializer_list<double> xs) {
+    return std::all_of(xs.begin(), xs.end(), [](double x) { return std::isfinite(x); });
+  };
+  for (const auto& pieces : tables)
+    for (const RowCutPiece& p : pieces)
+      if (!all(
+              {p.grow.fw_ms, p.grow.bw_ms, p.shrink.fw_ms, p.shrink.bw_ms, p.input_bytes_per_row, p.hbm_bytes_per_row}))
+        return false;
+  for (std::size_t d = 0; d < devices.compute.size(); ++d)
+    if (!all({devices.compute[d].fw_ms, devices.compute[d].bw_ms, devices.input_bytes[d], devices.hbm_free_bytes[d]}))
+      return false;
+  return true;
+}
 
 }  // namespace
 
@@ -253,10 +288,10 @@ double row_cut_objective(const Topology& topology, const std::vector<std::vector
 std::optional<std::vector<std::vector<std::int64_t>>> cut_rows(const Topology& topology,
                                                                const std::vector<std::vector<RowCutPiece>>& tables,
                                                                const RowCutDevices& devices, bool input_charged,
-                                                               double trust) {
-  if (tables.empty()) return std::nullopt;
+                                                               double trust, double time_limit_s) {
+  if (tables.empty() || !(time_limit_s > 0.0) || !finite(tables, devices)) return std::nullopt;
   const Program program(topology, tables, devices, input_charged, trust);
-  const std::optional<std::vector<double>> solution = program.solve();
+  const std::optional<std::vector<double>> solution = program.solve(time_limit_s);
   if (!solution) return std::nullopt;
   std::vector<std::vector<std::int64_t>> rows = program.rows(*solution);
   for (std::size_t t = 0; t < tables.size(); ++t)

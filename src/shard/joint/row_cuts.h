@@ -8,13 +8,14 @@
  *
  * The placement stays: each piece keeps its device and its place in its table's row order; only
  * how many rows each piece holds changes, within ±`trust` of its rows. The program, for pieces p
- * with r_p rows, grows g_p ≥ 0 and shrinks s_p ≥ 0 (in rows, as shares of r_p):
+ * with r_p rows, grows g_p ≥ 0 and shrinks s_p ≥ 0 (shares of r_p, each at most `trust`; h_p
+ * the piece's HBM bytes per row):
  *
  *   minimise    M_in + M_fw + M_bw
- *   subject to  Σ_{p of a table} (g_p − s_p) = 0                        (each table keeps its rows)
- *               fw_d + Σ_{p on d} (a⁺_p g_p − a⁻_p s_p) ≤ M_fw            (likewise bw)
+ *   subject to  Σ_{p of a table} r_p (g_p − s_p) = 0                    (each table keeps its rows)
+ *               fw_d + Σ_{p on d} r_p (a⁺_p g_p − a⁻_p s_p) ≤ M_fw        (likewise bw)
  *               each link term of d's input all-to-all ≤ M_in            (when the input is charged)
- *               Σ_{p on d} h_p (g_p − s_p) ≤ HBM free on d
+ *               Σ_{p on d} h_p r_p (g_p − s_p) ≤ HBM free on d
  *
  * a⁺_p and a⁻_p are the piece's compute per row over the trust region, up and down (chords of the
  * model's cost, the larger taken for growth: `RowCutPiece`). The input all-to-all is written out
@@ -58,11 +59,12 @@ struct RowCutDevices {
 /**
  * New row counts for `tables` (each a table's pieces in row order, each table's counts summing
  * to its rows as before), or nothing when the program has no better answer than the cuts as they
- * are (or CBC did not solve it). `input_charged`: whether the step pays the input all-to-all.
+ * are, a figure is not finite, or CBC did not solve it within `time_limit_s`. `input_charged`:
+ * whether the step pays the input all-to-all.
  */
 [[nodiscard]] std::optional<std::vector<std::vector<std::int64_t>>> cut_rows(
     const Topology& topology, const std::vector<std::vector<RowCutPiece>>& tables, const RowCutDevices& devices,
-    bool input_charged, double trust);
+    bool input_charged, double trust, double time_limit_s = 60.0);
 
 /**
  * The program's objective, M_in + M_fw + M_bw, at `rows` (each table's row counts, within the
