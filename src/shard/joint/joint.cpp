@@ -11,6 +11,7 @@
 #include <numeric>
 #include <optional>
 #include <set>
+#include <span>
 #include <sstream>
 #include <tuple>
 
@@ -1390,29 +1391,43 @@ class Search {
   }
 
   /**
-   * Gives `sizes[k]` rows to the k-th row piece of `t` (in row order, each on its device), making
-   * pieces `first` … `last` again (all by default; the others must keep their ranges): false, with
-   * nothing changed, when a piece no longer fits its device.
+   * Gives `sizes[i][k]` rows to the k-th row piece of `tables[i]` (in row order, each on its
+   * device), making pieces `first` … `last` of each again (all by default; the others must keep
+   * their ranges). Every such piece is taken off before any is placed, so that one table's growth
+   * may wait for another's shrinking on the same device: false, with nothing changed, when a piece
+   * no longer fits its device.
    */
+  bool set_row_sizes(std::span<const int> tables, std::span<const std::vector<std::int64_t>> sizes, bool uvm,
+                     std::size_t first = 0, std::size_t last = std::numeric_limits<std::size_t>::max()) {
+    std::vector<std::vector<Piece>> old(tables.size());
+    for (std::size_t i = 0; i < tables.size(); ++i) {
+      old[i].resize(std::min(last, sizes[i].size() - 1) + 1);
+      for (std::size_t k = first; k < old[i].size(); ++k) old[i][k] = state_.lift(tables[i], k);
+    }
+    std::vector<std::pair<std::size_t, std::size_t>> placed;
+    bool fits = true;
+    for (std::size_t i = 0; i < tables.size() && fits; ++i) {
+      std::int64_t begin =
+          std::accumulate(sizes[i].begin(), sizes[i].begin() + static_cast<std::ptrdiff_t>(first), std::int64_t{0});
+      for (std::size_t k = first; k < old[i].size() && fits; ++k) {
+        Shard s = old[i][k].placed.shard;
+        s.row_begin = begin, s.row_end = begin + sizes[i][k], s.hbm_rows = -1;
+        begin = s.row_end;
+        Piece made;
+        fits = state_.make_piece(tables[i], s, s.device, uvm, made);
+        if (fits) state_.place(k, made), placed.emplace_back(i, k);
+      }
+    }
+    if (fits) return true;
+    for (const auto& [i, k] : placed) state_.lift(tables[i], k);
+    for (std::size_t i = 0; i < tables.size(); ++i)
+      for (std::size_t k = first; k < old[i].size(); ++k) state_.place(k, old[i][k]);
+    return false;
+  }
+  /** The same for one table. */
   bool set_row_sizes(int t, const std::vector<std::int64_t>& sizes, bool uvm, std::size_t first = 0,
                      std::size_t last = std::numeric_limits<std::size_t>::max()) {
-    last = std::min(last, sizes.size() - 1);
-    std::vector<Piece> old(last + 1), made(last + 1);
-    for (std::size_t i = first; i <= last; ++i) old[i] = state_.lift(t, i);
-    std::int64_t begin = 0;
-    for (std::size_t i = 0; i < first; ++i) begin += sizes[i];
-    std::size_t placed = first;
-    for (; placed <= last; ++placed) {
-      Shard s = old[placed].placed.shard;
-      s.row_begin = begin, s.row_end = begin + sizes[placed], s.hbm_rows = -1;
-      begin = s.row_end;
-      if (!state_.make_piece(t, s, s.device, uvm, made[placed])) break;
-      state_.place(placed, made[placed]);
-    }
-    if (placed > last) return true;
-    for (std::size_t i = first; i < placed; ++i) state_.lift(t, i);
-    for (std::size_t i = first; i <= last; ++i) state_.place(i, old[i]);
-    return false;
+    return set_row_sizes(std::span(&t, 1), std::span(&sizes, 1), uvm, first, last);
   }
 
   /**
@@ -1474,7 +1489,7 @@ class Search {
           (kept > 0 && count > kRowCutAllRoundsUpTo))
         break;
       const auto rows = rows_cut_at_once(tables);
-      if (!rows || !set_row_sizes_of(tables, *rows)) break;
+      if (!rows || !set_row_sizes(tables, *rows, false)) break;
       const Score now = score();
       if (!better(now, cut.score)) break;
       cut = {now, state_.snapshot()};
@@ -1489,57 +1504,22 @@ class Search {
     uncounted_work_ += work() - work_before;
   }
 
-  /** The program's row counts for `tables` (row_cuts.h), or none: no better cuts, a cost that is
+  /** The program's row counts for `tables` (row_cuts.h), or none: no better cuts, a figure that is
    *  not finite, or no time left before the deadline. */
   std::optional<std::vector<std::vector<std::int64_t>>> rows_cut_at_once(const std::vector<int>& tables) {
     const InputCommOptions& input = cost_.comm().input_options();
     RowCutDevices devices = row_cut_devices();
     std::vector<std::vector<RowCutPiece>> pieces;
     for (const int t : tables) {
-      std::optional<std::vector<RowCutPiece>> of = row_cut_pieces(t, input);
-      if (!of) return std::nullopt;
-      for (const RowCutPiece& p : *of) {  // a row of room for each piece's rounding
+      pieces.push_back(row_cut_pieces(t, input));
+      for (const RowCutPiece& p : pieces.back()) {  // a row of room for each piece's rounding
         double& free = devices.hbm_free_bytes[static_cast<std::size_t>(p.device)];
         free = std::max(free - p.hbm_bytes_per_row, 0.0);
       }
-      pieces.push_back(std::move(*of));
     }
-    for (std::size_t d = 0; d < devices.compute.size(); ++d)
-      if (!std::isfinite(devices.compute[d].fw_ms) || !std::isfinite(devices.compute[d].bw_ms) ||
-          !std::isfinite(devices.input_bytes[d]))
-        return std::nullopt;
     const double seconds_left = std::chrono::duration<double>(deadline_ - std::chrono::steady_clock::now()).count();
     if (seconds_left <= 0.0) return std::nullopt;
     return cut_rows(task_.topology, pieces, devices, input.mode == InputCommMode::kExposed, kRowCutTrust, seconds_left);
-  }
-
-  /**
-   * Every piece of `tables` re-made with `sizes` rows (in row order), all taken off before any is
-   * placed, so that one table's growth waits for another's shrinking on the same device; false
-   * (and the plan as it was) where one does not fit.
-   */
-  bool set_row_sizes_of(const std::vector<int>& tables, const std::vector<std::vector<std::int64_t>>& sizes) {
-    std::vector<std::vector<Piece>> old(tables.size());
-    for (std::size_t i = 0; i < tables.size(); ++i)
-      for (std::size_t j = 0; j < sizes[i].size(); ++j) old[i].push_back(state_.lift(tables[i], j));
-    std::vector<std::pair<std::size_t, std::size_t>> placed;
-    bool fits = true;
-    for (std::size_t i = 0; i < tables.size() && fits; ++i) {
-      std::int64_t begin = 0;
-      for (std::size_t j = 0; j < sizes[i].size() && fits; ++j) {
-        Shard s = old[i][j].placed.shard;
-        s.row_begin = begin, s.row_end = begin + sizes[i][j], s.hbm_rows = -1;
-        begin = s.row_end;
-        Piece made;
-        fits = state_.make_piece(tables[i], s, s.device, false, made);
-        if (fits) state_.place(j, made), placed.emplace_back(i, j);
-      }
-    }
-    if (fits) return true;
-    for (const auto& [i, j] : placed) state_.lift(tables[i], j);
-    for (std::size_t i = 0; i < tables.size(); ++i)
-      for (std::size_t j = 0; j < old[i].size(); ++j) state_.place(j, old[i][j]);
-    return false;
   }
 
   /** Whether step 5 may re-cut `t`: in row pieces the search may make uneven, all in HBM, pooled,
@@ -1553,9 +1533,9 @@ class Search {
            });
   }
 
-  /** `t`'s pieces in row order as step 5's program sees them, their cost per row over the trust
-   *  region; none where a rate is not finite. */
-  std::optional<std::vector<RowCutPiece>> row_cut_pieces(int t, const InputCommOptions& input) {
+  /** `t`'s pieces in row order as step 5's program sees them: their cost per row over the trust
+   *  region (a rate that is not finite makes `cut_rows` decline). */
+  std::vector<RowCutPiece> row_cut_pieces(int t, const InputCommOptions& input) {
     std::vector<RowCutPiece> out;
     for (const Piece& p : state_.pieces(t)) {
       const Shard& shard = p.placed.shard;
@@ -1581,9 +1561,6 @@ class Search {
       // Where the cost is not convex over the region, growth takes the larger rate (row_cuts.h).
       if (piece.shrink.fw_ms > piece.grow.fw_ms) std::swap(piece.shrink.fw_ms, piece.grow.fw_ms);
       if (piece.shrink.bw_ms > piece.grow.bw_ms) std::swap(piece.shrink.bw_ms, piece.grow.bw_ms);
-      for (const double rate : {piece.grow.fw_ms, piece.grow.bw_ms, piece.shrink.fw_ms, piece.shrink.bw_ms,
-                                piece.input_bytes_per_row, piece.hbm_bytes_per_row})
-        if (!std::isfinite(rate)) return std::nullopt;
       out.push_back(piece);
     }
     return out;

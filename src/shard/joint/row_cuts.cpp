@@ -47,7 +47,8 @@ class Program {
     options.time_limit_s = time_limit_s;
     const MilpResult result = solve_with_cbc(lp_, options);
     if (result.status != MilpStatus::kOptimal) return std::nullopt;
-    if (result.objective >= now_ - 1e-9 * std::max(1.0, now_)) return std::nullopt;
+    const double now = now_by_[0] + now_by_[1] + now_by_[2];  // the objective at the cuts as they are
+    if (result.objective >= now - 1e-9 * std::max(1.0, now)) return std::nullopt;
     return result.values;
   }
 
@@ -149,8 +150,6 @@ class Program {
       form.terms.push_back({m, -1.0});
       lp_.add_constraint(name, std::move(form.terms), MilpSense::kLessEqual, -form.constant);
     }
-    now_ = 0.0;
-    for (const double v : now_by_) now_ += v;
   }
 
   void add_compute() {
@@ -258,7 +257,6 @@ class Program {
   std::vector<std::vector<std::pair<std::size_t, std::size_t>>> on_device_;  ///< (table, piece) per device
   std::vector<std::pair<Linear, int>> forms_;                                ///< each row bounding an M, and which M
   std::vector<double> now_by_ = std::vector<double>(3, 0.0);  ///< M_fw, M_bw, M_in at the cuts as they are
-  double now_ = 0.0;                                          ///< the objective there
 };
 
 /** Whether every figure the program is built from is finite (else it is not built). */
