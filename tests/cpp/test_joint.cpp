@@ -1323,19 +1323,24 @@ TEST(JointRowCuts, TheProgramsInputTermsAreTheLinkModels) {
   }
 }
 
+/** A row piece for step 5's program: 1 µs a row forward, 128 bytes of HBM a row, and `moved`
+ *  bytes moved per row it gains at either end. */
+RowCutPiece forward_piece(int device, std::int64_t rows, double moved = 0.0) {
+  RowCutPiece p;
+  p.device = device;
+  p.rows = rows;
+  p.grow = p.shrink = {1e-3, 0.0};
+  p.hbm_bytes_per_row = 128;
+  p.moved_per_row_at_end = p.moved_per_row_at_start = moved;
+  return p;
+}
+
 TEST(JointRowCuts, MovesRowsOffTheBusiestDeviceWithinTheTrustRegionAndLeavesBalancedCutsAlone) {
   // Two devices, one table in pieces of 900 and 100 rows at 1 µs a row forward: the program can
   // grow the small piece by 5% (5 rows), so 5 rows leave the busy device; the forward maximum
   // falls from 0.9 to 0.895 ms. Cuts that already balance the devices come back as none.
   const Topology topology = make_topology("v100:gpus_per_node=2");
-  const auto piece = [](int device, std::int64_t rows) {
-    RowCutPiece p;
-    p.device = device;
-    p.rows = rows;
-    p.grow = p.shrink = {1e-3, 0.0};
-    p.hbm_bytes_per_row = 128;
-    return p;
-  };
+  const auto piece = [](int device, std::int64_t rows) { return forward_piece(device, rows); };
   const RowCutDevices uneven{{{0.9, 0.0}, {0.1, 0.0}}, {0.0, 0.0}, {1e12, 1e12}};
   const std::vector<std::vector<RowCutPiece>> tables{{piece(0, 900), piece(1, 100)}};
   const auto rows = cut_rows(topology, tables, uneven, false, 0.05);
@@ -1347,6 +1352,25 @@ TEST(JointRowCuts, MovesRowsOffTheBusiestDeviceWithinTheTrustRegionAndLeavesBala
   EXPECT_FALSE(cut_rows(topology, tables, full, false, 0.05).has_value());
   const RowCutDevices even{{{0.5, 0.0}, {0.5, 0.0}}, {0.0, 0.0}, {1e12, 1e12}};
   EXPECT_FALSE(cut_rows(topology, {{piece(0, 500), piece(1, 500)}}, even, false, 0.05).has_value());
+}
+
+TEST(JointRowCuts, WhenReplanningMovesOnlyWhatTheBudgetLeavesAndWhatThePricePays) {
+  // The pieces above, re-planning: every row the small piece gains costs 128 bytes moved (the
+  // big piece's rows were never on device 1). 256 bytes left: two rows move, not five. No budget:
+  // five again. A price above what a row saves (1 µs of the forward maximum for 128 bytes): none.
+  const Topology topology = make_topology("v100:gpus_per_node=2");
+  const auto piece = [](int device, std::int64_t rows) { return forward_piece(device, rows, 128); };
+  const RowCutDevices uneven{{{0.9, 0.0}, {0.1, 0.0}}, {0.0, 0.0}, {1e12, 1e12}};
+  const std::vector<std::vector<RowCutPiece>> tables{{piece(0, 900), piece(1, 100)}};
+  const auto within = cut_rows(topology, tables, uneven, false, 0.05, 60.0, RowCutMoves{0.0, 256.0});
+  ASSERT_TRUE(within.has_value());
+  EXPECT_EQ(*within, (std::vector<std::vector<std::int64_t>>{{898, 102}}));
+  const auto unbudgeted =
+      cut_rows(topology, tables, uneven, false, 0.05, 60.0, RowCutMoves{0.0, std::numeric_limits<double>::infinity()});
+  ASSERT_TRUE(unbudgeted.has_value());
+  EXPECT_EQ(*unbudgeted, (std::vector<std::vector<std::int64_t>>{{895, 105}}));
+  EXPECT_FALSE(cut_rows(topology, tables, uneven, false, 0.05, 60.0, RowCutMoves{2e-3 / 128, 1e12}).has_value());
+  EXPECT_FALSE(cut_rows(topology, tables, uneven, false, 0.05, 60.0, RowCutMoves{0.0, 0.0}).has_value());
 }
 
 // The default budget (joint.h "Budget"): per 8 devices off the fast path, whatever the tables; on

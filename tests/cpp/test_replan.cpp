@@ -554,6 +554,36 @@ TEST(Replan, JointRebuildingTheOverloadedDevicesSpreadsTheirTablesWithinTheCapAn
   EXPECT_EQ(plan_movement(task, kept.plan, start).moved_bytes, 0.0);
 }
 
+TEST(Replan, JointSettingRowCutsAtOnceKeepsToTheCapAndNeverEndsWorseThanWithout) {
+  // After a drift, joint re-plans from the old plan held to a cap, with movement priced: with
+  // step 5 (joint.h: every row cut set at once, its moved rows within what the cap leaves) its
+  // objective, the step plus the price of what moved, is never above cut_rows=0's, and on some
+  // task below it.
+  int lower = 0;
+  for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+    SCOPED_TRACE(seed);
+    const Task task = tiny_task(24, "v100:nodes=2,gpus_per_node=4,hbm_gib=32", seed);
+    const Plan old = planned(task);
+    const Task after = drifted_every(task, 3);
+    const auto cost = make_cost_model("sim", after, quiet());
+    const double total = static_cast<double>(after.workload.total_bytes());
+    const double per_byte = 0.1 * step_of(after, old) / total, cap = 0.05 * total;
+    const auto objective = [&](const Plan& plan) {
+      return step_of(after, plan) + per_byte * plan_movement(after, plan, old).moved_bytes;
+    };
+    const PlanOrigin origin{&old, &old, per_byte, cap};
+    const ShardResult without = plan_task_from("joint:groups=none,cut_rows=0", after, cost.get(), origin, quiet());
+    const ShardResult with = plan_task_from("joint:groups=none", after, cost.get(), origin, quiet());
+    ASSERT_EQ(with.status, ShardStatus::kOk) << with.reason;
+    ASSERT_EQ(without.status, ShardStatus::kOk) << without.reason;
+    EXPECT_EQ(find_error_in_plan(after, with.plan), "");
+    EXPECT_LE(plan_movement(after, with.plan, old).moved_bytes, cap);
+    EXPECT_LE(objective(with.plan), objective(without.plan) * (1 + 1e-12));
+    if (objective(with.plan) < objective(without.plan) * (1 - 1e-9)) ++lower;
+  }
+  EXPECT_GT(lower, 0);
+}
+
 TEST(Replan, JointRebuildsTablesInPiecesOnlyWhenAskedAndKeepsAGivenPlanThatIsBetter) {
   const Task task = tiny_task(16, "v100:nodes=1,gpus_per_node=4,hbm_gib=32", 23);
   const auto cost = make_cost_model("sim", task, quiet());

@@ -1473,8 +1473,9 @@ class Search {
    * still never gives a worse plan and the step never makes one worse.
    */
   void cut_rows_of(const Best& best) {
-    if (options_.cut_rows <= 0 || options_.origin || options_.torchrec || options_.keep_layouts || !options_.rows ||
-        options_.objective != Objective::kStep || !state_.additive() || spent())
+    if (options_.cut_rows <= 0 || options_.torchrec || options_.keep_layouts || !options_.rows ||
+        options_.objective != Objective::kStep || !state_.additive() || spent() ||
+        (options_.origin && !std::isfinite(options_.origin->max_moved_bytes)))
       return;
     const std::int64_t work_before = work(), evaluations_before = evaluations_;
     std::vector<std::vector<int>> order = state_.table_order();  // what the search meets next
@@ -1519,7 +1520,12 @@ class Search {
     }
     const double seconds_left = std::chrono::duration<double>(deadline_ - std::chrono::steady_clock::now()).count();
     if (seconds_left <= 0.0) return std::nullopt;
-    return cut_rows(task_.topology, pieces, devices, input.mode == InputCommMode::kExposed, kRowCutTrust, seconds_left);
+    std::optional<RowCutMoves> moves;
+    if (options_.origin)
+      moves = RowCutMoves{options_.origin->ms_per_moved_byte,
+                          options_.origin->max_moved_bytes - static_cast<double>(state_.moved_bytes())};
+    return cut_rows(task_.topology, pieces, devices, input.mode == InputCommMode::kExposed, kRowCutTrust, seconds_left,
+                    moves);
   }
 
   /** Whether step 5 may re-cut `t`: in row pieces the search may make uneven, all in HBM, pooled,
@@ -1558,6 +1564,18 @@ class Search {
                         per_row(shard_input_bytes(task_, up, input), shard_input_bytes(task_, p.placed, input), delta),
                         per_row(static_cast<double>(spec(t).shard_bytes(rows + delta, shard.num_cols())),
                                 static_cast<double>(spec(t).shard_bytes(rows, shard.num_cols())), delta)};
+      if (options_.origin) {  // re-planning: what the rows it would gain held before (row_cuts.h)
+        PlacedShard before = p.placed;
+        before.shard.row_begin = std::max<std::int64_t>(0, shard.row_begin - delta);
+        const auto moved = [&](const PlacedShard& longer) {
+          const std::int64_t gained = longer.shard.num_rows() - rows;
+          return gained > 0 ? per_row(static_cast<double>(state_.moved_bytes_of(t, longer.shard)),
+                                      static_cast<double>(p.moved_bytes), gained)
+                            : 0.0;
+        };
+        piece.moved_per_row_at_end = moved(up);
+        piece.moved_per_row_at_start = moved(before);
+      }
       // Where the cost is not convex over the region, growth takes the larger rate (row_cuts.h).
       if (piece.shrink.fw_ms > piece.grow.fw_ms) std::swap(piece.shrink.fw_ms, piece.grow.fw_ms);
       if (piece.shrink.bw_ms > piece.grow.bw_ms) std::swap(piece.shrink.bw_ms, piece.grow.bw_ms);

@@ -108,7 +108,9 @@
  *      each layout's search), and a larger budget never gives a worse plan. The program's time
  *      grows about as the square of its pieces (0.01 s at 200, 0.2 s at 2,500) and a search keeps
  *      several local optima: hence the limit (docs/benchmarks.md, "Every row cut set at once").
- *      Not when re-planning, nor with `torchrec=true` or `keep_layouts`.
+ *      Re-planning, only in a search held to a movement cap (eval/replan.h: those that end at
+ *      the budget), and the program then prices the rows each cut moves and keeps them within
+ *      what the cap leaves (row_cuts.h). Not with `torchrec=true` or `keep_layouts`.
  * Budget. `work` counts work units after the start — objective evaluations, pieces placed or
  * taken off (at scale a piece's trees cost more than reading an objective) and one per 16 splits
  * a re-partition estimates or pairs a wide swap estimates —: 1,500,000 by

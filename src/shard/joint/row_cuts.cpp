@@ -28,7 +28,7 @@ struct Linear {
 class Program {
  public:
   Program(const Topology& topology, const std::vector<std::vector<RowCutPiece>>& tables, const RowCutDevices& devices,
-          bool input_charged, double trust)
+          bool input_charged, double trust, const std::optional<RowCutMoves>& moves = {})
       : topology_(topology), tables_(tables), devices_(devices) {
     m_fw_ = lp_.add_continuous("m_fw", 0.0, kMilpInfinity, 1.0);
     m_bw_ = lp_.add_continuous("m_bw", 0.0, kMilpInfinity, 1.0);
@@ -39,6 +39,7 @@ class Program {
       add_input();
     }
     add_memory();
+    if (moves) add_moves(*moves);
   }
 
   /** The program's optimum, where CBC proves one below the cuts as they are within `time_limit_s`. */
@@ -47,7 +48,7 @@ class Program {
     options.time_limit_s = time_limit_s;
     const MilpResult result = solve_with_cbc(lp_, options);
     if (result.status != MilpStatus::kOptimal) return std::nullopt;
-    const double now = now_by_[0] + now_by_[1] + now_by_[2];  // the objective at the cuts as they are
+    const double now = now_by_[0] + now_by_[1] + now_by_[2];  // the objective at the cuts as they are (none moved)
     if (result.objective >= now - 1e-9 * std::max(1.0, now)) return std::nullopt;
     return result.values;
   }
@@ -248,6 +249,34 @@ class Program {
     }
   }
 
+  /** Re-planning (file comment): each cut's shift as rows gained before it and after it, their
+   *  moved bytes within the budget left, priced in the objective. */
+  void add_moves(const RowCutMoves& moves) {
+    Linear moved;
+    for (std::size_t t = 0; t < tables_.size(); ++t) {
+      const std::vector<RowCutPiece>& pieces = tables_[t];
+      std::vector<MilpTerm> shift;  // Σ_{p up to the cut} r_p (g_p − s_p)
+      for (std::size_t i = 0; i + 1 < pieces.size(); ++i) {
+        const double rows = static_cast<double>(pieces[i].rows);
+        shift.push_back({vars_[t][i].grow, rows});
+        shift.push_back({vars_[t][i].shrink, -rows});
+        const std::string name = std::to_string(t) + "_" + std::to_string(i);
+        const double before = pieces[i].moved_per_row_at_end, after = pieces[i + 1].moved_per_row_at_start;
+        const int right = lp_.add_continuous("R" + name, 0.0, kMilpInfinity, moves.ms_per_byte * before);
+        const int left = lp_.add_continuous("L" + name, 0.0, kMilpInfinity, moves.ms_per_byte * after);
+        std::vector<MilpTerm> cut = shift;
+        cut.push_back({right, -1.0});
+        cut.push_back({left, 1.0});
+        lp_.add_constraint("cut" + name, std::move(cut), MilpSense::kEqual, 0.0);
+        moved.terms.push_back({right, 1e-9 * before});
+        moved.terms.push_back({left, 1e-9 * after});
+      }
+    }
+    if (!moved.terms.empty() && std::isfinite(moves.bytes_left))  // no budget: the price alone
+      lp_.add_constraint("moved", std::move(moved.terms), MilpSense::kLessEqual,
+                         1e-9 * std::max(moves.bytes_left, 0.0));
+  }
+
   const Topology& topology_;
   const std::vector<std::vector<RowCutPiece>>& tables_;
   const RowCutDevices& devices_;
@@ -266,8 +295,8 @@ bool finite(const std::vector<std::vector<RowCutPiece>>& tables, const RowCutDev
   };
   for (const auto& pieces : tables)
     for (const RowCutPiece& p : pieces)
-      if (!all(
-              {p.grow.fw_ms, p.grow.bw_ms, p.shrink.fw_ms, p.shrink.bw_ms, p.input_bytes_per_row, p.hbm_bytes_per_row}))
+      if (!all({p.grow.fw_ms, p.grow.bw_ms, p.shrink.fw_ms, p.shrink.bw_ms, p.input_bytes_per_row, p.hbm_bytes_per_row,
+                p.moved_per_row_at_end, p.moved_per_row_at_start}))
         return false;
   for (std::size_t d = 0; d < devices.compute.size(); ++d)
     if (!all({devices.compute[d].fw_ms, devices.compute[d].bw_ms, devices.input_bytes[d], devices.hbm_free_bytes[d]}))
@@ -286,9 +315,12 @@ double row_cut_objective(const Topology& topology, const std::vector<std::vector
 std::optional<std::vector<std::vector<std::int64_t>>> cut_rows(const Topology& topology,
                                                                const std::vector<std::vector<RowCutPiece>>& tables,
                                                                const RowCutDevices& devices, bool input_charged,
-                                                               double trust, double time_limit_s) {
+                                                               double trust, double time_limit_s,
+                                                               const std::optional<RowCutMoves>& moves) {
   if (tables.empty() || !(time_limit_s > 0.0) || !finite(tables, devices)) return std::nullopt;
-  const Program program(topology, tables, devices, input_charged, trust);
+  if (moves && !(std::isfinite(moves->ms_per_byte) && moves->ms_per_byte >= 0.0 && !std::isnan(moves->bytes_left)))
+    return std::nullopt;
+  const Program program(topology, tables, devices, input_charged, trust, moves);
   const std::optional<std::vector<double>> solution = program.solve(time_limit_s);
   if (!solution) return std::nullopt;
   std::vector<std::vector<std::int64_t>> rows = program.rows(*solution);

@@ -17,6 +17,16 @@
  *               each link term of d's input all-to-all ≤ M_in            (when the input is charged)
  *               Σ_{p on d} h_p r_p (g_p − s_p) ≤ HBM free on d
  *
+ * When re-planning (`RowCutMoves`), each cut c between two pieces of a table moves by
+ * R_c − L_c = Σ_{p up to c} r_p (g_p − s_p) rows, R_c, L_c ≥ 0: R_c rows go to the piece before the
+ * cut, L_c to the one after, each at what its device did not hold in the old plan per row gained
+ * (m_p at its end, m'_p at its start: `RowCutPiece`); the rows a piece gives back are not counted
+ * (an overestimate of what moves, so the program never plans past the budget by its own count):
+ *
+ *               Σ_c (m_{before c} R_c + m'_{after c} L_c) ≤ the bytes the budget has left,
+ *
+ * and the objective adds the price per byte moved times the same sum.
+ *
  * a⁺_p and a⁻_p are the piece's compute per row over the trust region, up and down (chords of the
  * model's cost, the larger taken for growth: `RowCutPiece`). The input all-to-all is written out
  * from the link model (cost/link_model.h): device d of host h (L devices a host, N in all) with
@@ -47,6 +57,14 @@ struct RowCutPiece {
   DeviceCompute shrink;            ///< ms per row taken away (up to trust × rows); ≤ grow
   double input_bytes_per_row = 0;  ///< the indices it receives per row held
   double hbm_bytes_per_row = 0;
+  double moved_per_row_at_end = 0;    ///< re-planning: bytes moved per row it gains after its last row
+  double moved_per_row_at_start = 0;  ///< likewise before its first row
+};
+
+/** Re-planning: what moving rows costs and how much may still move (row_cuts.h above). */
+struct RowCutMoves {
+  double ms_per_byte = 0.0;  ///< the price of a byte moved, in the objective's ms
+  double bytes_left = 0.0;   ///< the budget's bytes the plan has not moved yet (infinite: no budget)
 };
 
 /** Every device as it is now. */
@@ -60,14 +78,15 @@ struct RowCutDevices {
  * New row counts for `tables` (each a table's pieces in row order, each table's counts summing
  * to its rows as before), or nothing when the program has no better answer than the cuts as they
  * are, a figure is not finite, or CBC did not solve it within `time_limit_s`. `input_charged`:
- * whether the step pays the input all-to-all.
+ * whether the step pays the input all-to-all; `moves`: when re-planning, the moved bytes' price
+ * and budget.
  */
 [[nodiscard]] std::optional<std::vector<std::vector<std::int64_t>>> cut_rows(
     const Topology& topology, const std::vector<std::vector<RowCutPiece>>& tables, const RowCutDevices& devices,
-    bool input_charged, double trust, double time_limit_s = 60.0);
+    bool input_charged, double trust, double time_limit_s = 60.0, const std::optional<RowCutMoves>& moves = {});
 
 /**
- * The program's objective, M_in + M_fw + M_bw, at `rows` (each table's row counts, within the
+ * The program's objective, M_in + M_fw + M_bw (no moves priced), at `rows` (each table's row counts, within the
  * trust region of the pieces' rows): what `cut_rows` minimises, the model it plans with.
  */
 [[nodiscard]] double row_cut_objective(const Topology& topology, const std::vector<std::vector<RowCutPiece>>& tables,
