@@ -8,6 +8,7 @@
 #include <functional>
 #include <limits>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -271,6 +272,44 @@ TEST(Milp, CbcReportsInfeasibleAndEmptyModels) {
   const MilpResult e = solve_with_cbc(empty);
   EXPECT_EQ(e.status, MilpStatus::kOptimal);
   EXPECT_EQ(e.objective, 2.0);
+}
+
+TEST(Milp, LinearProgramsAreSolvedByClpAloneWithEveryStatus) {
+  // Maximise 3x + 2y subject to x + y ≤ 4, x + 3y ≤ 6, x ≤ 3: the optimum is (3, 1), 11.
+  MilpModel lp;
+  const int x = lp.add_continuous("x", 0.0, 3.0, -3.0);
+  const int y = lp.add_continuous("y", 0.0, kInf, -2.0);
+  lp.add_constraint("sum", {{x, 1.0}, {y, 1.0}}, MilpSense::kLessEqual, 4.0);
+  lp.add_constraint("mix", {{x, 1.0}, {y, 3.0}}, MilpSense::kLessEqual, 6.0);
+  const auto expect_optimum = [](const MilpResult& r) {
+    EXPECT_EQ(r.status, MilpStatus::kOptimal);
+    EXPECT_NEAR(r.objective, -11.0, 1e-9);
+    EXPECT_NEAR(r.best_bound, r.objective, 1e-12);
+    ASSERT_EQ(r.values.size(), 2u);
+    EXPECT_NEAR(r.values[0], 3.0, 1e-9);
+    EXPECT_NEAR(r.values[1], 1.0, 1e-9);
+  };
+  expect_optimum(solve_with_cbc(lp));
+  lp.initial_solution = {0.0, 0.0};  // feasible, and worse: checked, then beaten
+  const MilpResult warm = solve_with_cbc(lp);
+  EXPECT_EQ(warm.warm_start, "accepted");
+  expect_optimum(warm);
+  // Several threads at once: Clp keeps no state between solves, so none waits for another.
+  std::vector<MilpResult> results(4);
+  std::vector<std::thread> threads;
+  for (MilpResult& r : results) threads.emplace_back([&] { r = solve_with_cbc(lp); });
+  for (std::thread& t : threads) t.join();
+  for (const MilpResult& r : results) expect_optimum(r);
+  MilpModel infeasible = lp;
+  infeasible.initial_solution.clear();
+  infeasible.add_constraint("far", {{x, 1.0}, {y, 1.0}}, MilpSense::kGreaterEqual, 9.0);
+  EXPECT_EQ(solve_with_cbc(infeasible).status, MilpStatus::kInfeasible);
+  MilpModel unbounded;
+  const int u = unbounded.add_continuous("u", 0.0, kInf, -1.0);
+  unbounded.add_constraint("free", {{u, 1.0}}, MilpSense::kGreaterEqual, 0.0);
+  const MilpResult r = solve_with_cbc(unbounded);
+  EXPECT_EQ(r.status, MilpStatus::kUnbounded);
+  EXPECT_TRUE(r.values.empty());
 }
 
 TEST(Milp, WarmStartIsPassedOnOrRejected) {

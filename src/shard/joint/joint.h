@@ -105,9 +105,10 @@
  *      best is returned: for a seed and budget, unless the deadline cuts the run short, a 1D plan
  *      is never worse than with `cut_rows=0` and is the same plan where the step does not win
  *      (under `groups=auto` the 2D layouts searched follow the 1D plan, so there this holds for
- *      each layout's search), and a larger budget never gives a worse plan. The program's time
- *      grows about as the square of its pieces (0.01 s at 200, 0.2 s at 2,500) and a search keeps
- *      several local optima: hence the limit (docs/benchmarks.md, "Every row cut set at once").
+ *      each layout's search), and a larger budget never gives a worse plan. A search keeps
+ *      several local optima and each costs a program (Clp alone, milp/cbc_solver.h): at 5,000 ×
+ *      1,024 all of them together add 0–0.4 s with `cut_rows=6000` for 0–0.15%, hence the limit
+ *      (docs/benchmarks.md, "Every row cut set at once", "The program built in one piece").
  *      Re-planning, only in a search held to a movement cap (eval/replan.h: those that end at
  *      the budget), and the program then prices the rows each cut moves and keeps them within
  *      what the cap leaves (row_cuts.h). Not with `torchrec=true` or `keep_layouts`.
