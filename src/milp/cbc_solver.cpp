@@ -21,6 +21,8 @@
 #endif
 #include <CbcModel.hpp>
 #include <CbcSolver.hpp>
+#include <ClpSimplex.hpp>
+#include <ClpSolve.hpp>
 #include <CoinPackedMatrix.hpp>
 #include <OsiClpSolverInterface.hpp>
 #if defined(__GNUC__)
@@ -49,17 +51,18 @@ void load(const MilpModel& model, OsiClpSolverInterface& osi) {
   // Row-ordered, built in one piece: row by row (appendRow) its copies grow with the square of
   // the rows (half of a 5,000-table plan's time in joint's row-cut program).
   std::vector<double> row_lb(static_cast<std::size_t>(m)), row_ub(static_cast<std::size_t>(m));
-  std::vector<int> idx, starts, lengths;
+  std::vector<int> idx, lengths;
+  std::vector<CoinBigIndex> starts;
   std::vector<double> val;
   for (int r = 0; r < m; ++r) {
     const MilpConstraint& c = model.constraints[static_cast<std::size_t>(r)];
-    starts.push_back(static_cast<int>(idx.size()));
+    starts.push_back(static_cast<CoinBigIndex>(idx.size()));
     for (const MilpTerm& t : c.terms) {
       if (t.coef == 0.0) continue;
       idx.push_back(t.var);
       val.push_back(t.coef);
     }
-    lengths.push_back(static_cast<int>(idx.size()) - starts.back());
+    lengths.push_back(static_cast<int>(static_cast<CoinBigIndex>(idx.size()) - starts.back()));
     row_lb[static_cast<std::size_t>(r)] = c.sense == MilpSense::kLessEqual ? -inf : c.rhs;
     row_ub[static_cast<std::size_t>(r)] = c.sense == MilpSense::kGreaterEqual ? inf : c.rhs;
   }
@@ -94,27 +97,36 @@ bool is_linear_program(const MilpModel& model) {
 
 /**
  * A linear program (no integer variable; the model validated) by Clp's dual simplex alone
- * (cbc_solver.h): no CBC driver, so no lock; the warm start is kept when Clp's answer is not
- * better.
+ * (cbc_solver.h): no CBC driver, so no lock; Clp's interrupt handling off (it keeps a static
+ * model and swaps the SIGINT handler: not for solves on several threads) and `ClpSimplex` called
+ * directly (OsiClp's `initialSolve` adds to a static clock); the warm start is kept when Clp's
+ * answer is not better.
  */
 MilpResult solve_linear_program(const MilpModel& model, const CbcOptions& options, Clock::time_point start,
                                 MilpResult result, bool warm_ok) {
   OsiClpSolverInterface osi;
   osi.messageHandler()->setLogLevel(options.log ? 1 : 0);
   load(model, osi);
+  ClpSimplex& clp = *osi.getModelPtr();
+  clp.setLogLevel(options.log ? 1 : 0);  // its own handler, not the interface's
   const double spent = std::chrono::duration<double>(Clock::now() - start).count();
-  osi.getModelPtr()->setMaximumWallSeconds(std::max(options.time_limit_s - spent, 0.01));
-  osi.initialSolve();
+  clp.setMaximumWallSeconds(std::max(options.time_limit_s - spent, 0.01));
+  ClpSolve how;
+  how.setSolveType(ClpSolve::useDual);
+  how.setSpecialOption(2, 1);  // no interrupt handling: thread-safe
+  clp.initialSolve(how);
   const int n = model.num_variables();
-  bool optimal = osi.isProvenOptimal();
+  bool optimal = clp.isProvenOptimal();
   std::vector<double> values;
-  if (optimal) values.assign(osi.getColSolution(), osi.getColSolution() + n);
-  if (warm_ok && (!optimal || result.warm_start_objective < model.objective_value(values)))
+  if (optimal) values.assign(clp.primalColumnSolution(), clp.primalColumnSolution() + n);
+  if (warm_ok && (!optimal || result.warm_start_objective < model.objective_value(values))) {
+    if (!optimal) result.message = "Clp stopped without an optimum; the feasible warm start is returned";
     values = model.initial_solution, optimal = false;
+  }
   if (values.empty()) {
-    result.status = osi.isProvenPrimalInfeasible() ? MilpStatus::kInfeasible
-                    : osi.isProvenDualInfeasible() ? MilpStatus::kUnbounded
-                    : osi.isAbandoned()            ? MilpStatus::kError
+    result.status = clp.isProvenPrimalInfeasible() ? MilpStatus::kInfeasible
+                    : clp.isProvenDualInfeasible() ? MilpStatus::kUnbounded
+                    : clp.isAbandoned()            ? MilpStatus::kError
                                                    : MilpStatus::kNoSolution;
     if (result.status == MilpStatus::kError) result.message = "Clp abandoned the solve (numerical difficulties)";
     result.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();

@@ -289,12 +289,15 @@ TEST(Milp, LinearProgramsAreSolvedByClpAloneWithEveryStatus) {
     EXPECT_NEAR(r.values[0], 3.0, 1e-9);
     EXPECT_NEAR(r.values[1], 1.0, 1e-9);
   };
+  testing::internal::CaptureStdout();
   expect_optimum(solve_with_cbc(lp));
-  lp.initial_solution = {0.0, 0.0};  // feasible, and worse: checked, then beaten
+  EXPECT_EQ(testing::internal::GetCapturedStdout(), "");  // silent unless `log`
+  lp.initial_solution = {0.0, 0.0};                       // feasible, and worse: checked, then beaten
   const MilpResult warm = solve_with_cbc(lp);
   EXPECT_EQ(warm.warm_start, "accepted");
   expect_optimum(warm);
-  // Several threads at once: Clp keeps no state between solves, so none waits for another.
+  // Several threads at once: Clp's solves, without CBC's driver or Clp's interrupt handling,
+  // share no state, so none waits for another.
   std::vector<MilpResult> results(4);
   std::vector<std::thread> threads;
   for (MilpResult& r : results) threads.emplace_back([&] { r = solve_with_cbc(lp); });

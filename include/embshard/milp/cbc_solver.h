@@ -16,11 +16,11 @@
  * default with as many or more nodes. Both are tested against enumeration; kPlain stays available.
  *
  * A model with no integer variable (a linear program: joint's row cuts, shard/joint/row_cuts.h)
- * goes to Clp's dual simplex alone (`OsiClpSolverInterface::initialSolve`), whatever the strategy:
- * no CBC driver and so no lock (below), the time limit as Clp's wall-clock limit, and at the
- * optimum `best_bound` = `objective`. The model is loaded in one piece (O(terms); row by row, its
- * copies grew with the square of the rows: 3 of 5.6 s of a 5,000-table plan with every row cut
- * set at once, docs/benchmarks.md "The program built in one piece").
+ * goes to Clp's dual simplex alone (`ClpSimplex::initialSolve`, presolve on, interrupt handling
+ * off: thread-safe), whatever the strategy: no CBC driver and so no lock (below), the time limit
+ * as Clp's wall-clock limit, and at the optimum `best_bound` = `objective`. The model is loaded in one piece (O(terms);
+ * row by row, its copies grew with the square of the rows: 3 of 5.6 s of a 5,000-table plan with every row cut set at
+ * once, docs/benchmarks.md "The program built in one piece").
  *
  * Semantics shared by both strategies (and, but for the lock, by linear programs):
  * - `time_limit_s` is wall-clock seconds from the call (CBC `timeMode elapsed`; CBC's default is

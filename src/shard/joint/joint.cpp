@@ -1569,8 +1569,9 @@ class Search {
         before.shard.row_begin = std::max<std::int64_t>(0, shard.row_begin - delta);
         const auto moved = [&](const PlacedShard& longer) {
           const std::int64_t gained = longer.shard.num_rows() - rows;
-          return gained > 0 ? per_row(static_cast<double>(state_.moved_bytes_of(t, longer.shard)),
-                                      static_cast<double>(p.moved_bytes), gained)
+          // At least 0: shard_bytes rounds each shard up, so a chord may dip a few bytes below.
+          return gained > 0 ? std::max(0.0, per_row(static_cast<double>(state_.moved_bytes_of(t, longer.shard)),
+                                                    static_cast<double>(p.moved_bytes), gained))
                             : 0.0;
         };
         piece.moved_per_row_at_end = moved(up);

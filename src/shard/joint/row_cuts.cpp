@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -42,7 +43,7 @@ class Program {
     if (moves) add_moves(*moves);
   }
 
-  /** The program's optimum, where CBC proves one below the cuts as they are within `time_limit_s`. */
+  /** The program's optimum, where the solver proves one below the cuts as they are within `time_limit_s`. */
   [[nodiscard]] std::optional<std::vector<double>> solve(double time_limit_s) const {
     CbcOptions options;
     options.time_limit_s = time_limit_s;
@@ -253,6 +254,7 @@ class Program {
    *  moved bytes within the budget left, priced in the objective. */
   void add_moves(const RowCutMoves& moves) {
     Linear moved;
+    double rounding = 0.0;  // bytes: a row either way at each cut
     for (std::size_t t = 0; t < tables_.size(); ++t) {
       const std::vector<RowCutPiece>& pieces = tables_[t];
       std::vector<MilpTerm> shift;  // Σ_{p up to the cut} r_p (g_p − s_p)
@@ -270,11 +272,13 @@ class Program {
         lp_.add_constraint("cut" + name, std::move(cut), MilpSense::kEqual, 0.0);
         moved.terms.push_back({right, 1e-9 * before});
         moved.terms.push_back({left, 1e-9 * after});
+        rounding += std::max(before, after);
       }
     }
-    if (!moved.terms.empty() && std::isfinite(moves.bytes_left))  // no budget: the price alone
+    // No budget: the price alone. A row either way per cut is left for the rounding (`rows`).
+    if (!moved.terms.empty() && moves.bytes_left < std::numeric_limits<double>::infinity())
       lp_.add_constraint("moved", std::move(moved.terms), MilpSense::kLessEqual,
-                         1e-9 * std::max(moves.bytes_left, 0.0));
+                         1e-9 * std::max(moves.bytes_left - rounding, 0.0));
   }
 
   const Topology& topology_;

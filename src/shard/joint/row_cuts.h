@@ -25,6 +25,7 @@
  *
  *               Σ_c (m_{before c} R_c + m'_{after c} L_c) ≤ the bytes the budget has left,
  *
+ * less a row either way at each cut (max(m, m'): the cuts are rounded to rows afterwards),
  * and the objective adds the price per byte moved times the same sum.
  *
  * a⁺_p and a⁻_p are the piece's compute per row over the trust region, up and down (chords of the
@@ -38,7 +39,7 @@
  * cuts (a row piece sends its partial sums at full width).
  *
  * The answer is a proposal: `joint` re-makes the pieces, scores the plan exactly and keeps it only
- * when it is better. CBC solves it (milp/cbc_solver.h); the answer is the same on any machine.
+ * when it is better. Clp solves it (milp/cbc_solver.h); the answer is the same on any machine.
  */
 #include <cstdint>
 #include <optional>
@@ -77,7 +78,7 @@ struct RowCutDevices {
 /**
  * New row counts for `tables` (each a table's pieces in row order, each table's counts summing
  * to its rows as before), or nothing when the program has no better answer than the cuts as they
- * are, a figure is not finite, or CBC did not solve it within `time_limit_s`. `input_charged`:
+ * are, a figure is not finite, or Clp did not solve it within `time_limit_s`. `input_charged`:
  * whether the step pays the input all-to-all; `moves`: when re-planning, the moved bytes' price
  * and budget.
  */
