@@ -5,12 +5,14 @@
 #      in the cached environment of scripts/setup_python.sh --torchrec; none may skip;
 #   2. clang-tidy with the house checks over every C++ source (.clang-tidy, scripts/check_tidy.sh;
 #      TIDY=0 skips it for a quick local run);
-#   3. the GoogleTest suite again under two faked hardware fingerprints (no test may depend on the
-#      host's CPU, cache or core count: scripts/test_fake_fingerprint.sh);
-#   4. the suite under AddressSanitizer + UndefinedBehaviorSanitizer (scripts/sanitize.sh, build-san/);
+#   3. the GoogleTest suite again under a faked many-core hardware fingerprint (no test may depend
+#      on the host's CPU, cache or core count: scripts/test_fake_fingerprint.sh);
+#   4. the suite under AddressSanitizer + UndefinedBehaviorSanitizer (scripts/sanitize.sh, build-san/)
+#      and the faked one-core fingerprint, so each fake costs one run of the suite;
 #   5. a short run of each fuzz target on the same sanitized library (FUZZ_SECONDS each, default
 #      20; 0 skips fuzzing).
-# SANITIZE=0 skips step 4 (and fuzzes in its own build-fuzz/ instead) for a quick local run.
+# SANITIZE=0 skips step 4 (runs step 3 under both fakes, and fuzzes in its own build-fuzz/ instead)
+# for a quick local run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$SECONDS
@@ -28,14 +30,16 @@ if [ "${TIDY:-1}" = 1 ]; then
   bash scripts/check_tidy.sh build || status=$?
   if [ "$status" = 77 ]; then echo "test: clang-tidy is not installed: its checks were skipped"; elif [ "$status" != 0 ]; then exit "$status"; fi
 fi
-step "the suite under faked hardware fingerprints"
-bash scripts/test_fake_fingerprint.sh
 if [ "${SANITIZE:-1}" = 1 ]; then
-  step "the suite under ASan + UBSan"
-  bash scripts/sanitize.sh 2
+  step "the suite under a faked many-core fingerprint"
+  bash scripts/test_fake_fingerprint.sh many-core
+  step "the suite under ASan + UBSan and a faked one-core fingerprint"
+  bash scripts/test_fake_fingerprint.sh one-core -- bash scripts/sanitize.sh 2
   step "fuzzing under ASan + UBSan"
   bash scripts/fuzz.sh "${FUZZ_SECONDS:-20}" build-san
 else
+  step "the suite under faked fingerprints"
+  bash scripts/test_fake_fingerprint.sh
   bash scripts/fuzz.sh "${FUZZ_SECONDS:-20}"
 fi
 step "done"

@@ -34,6 +34,24 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+/** `result` with the wall time since `start` stamped on it: how every solve returns. */
+MilpResult finished(MilpResult result, Clock::time_point start) {
+  result.wall_seconds = seconds_since(start);
+  return result;
+}
+
+/** Takes `values` (not empty) as the answer: its objective, the status (optimal when the solver
+ *  proved it) and what check_solution says of it, if anything. */
+void take_solution(const MilpModel& model, std::vector<double> values, bool proven_optimal, MilpResult& result) {
+  result.values = std::move(values);
+  result.objective = model.objective_value(result.values);
+  result.status = proven_optimal ? MilpStatus::kOptimal : MilpStatus::kFeasible;
+  const std::string why = check_solution(model, result.values, 1e-6);
+  if (!why.empty()) result.message = "solution check: " + why;
+}
+
 /** Loads `model` into a fresh Clp interface (columns, integrality, rows, objective). */
 void load(const MilpModel& model, OsiClpSolverInterface& osi) {
   const int n = model.num_variables();
@@ -109,7 +127,7 @@ MilpResult solve_linear_program(const MilpModel& model, const CbcOptions& option
   load(model, osi);
   ClpSimplex& clp = *osi.getModelPtr();
   clp.setLogLevel(options.log ? 1 : 0);  // its own handler, not the interface's
-  const double spent = std::chrono::duration<double>(Clock::now() - start).count();
+  const double spent = seconds_since(start);
   clp.setMaximumWallSeconds(std::max(options.time_limit_s - spent, 0.01));
   ClpSolve how;
   how.setSolveType(ClpSolve::useDual);
@@ -129,17 +147,11 @@ MilpResult solve_linear_program(const MilpModel& model, const CbcOptions& option
                     : clp.isAbandoned()            ? MilpStatus::kError
                                                    : MilpStatus::kNoSolution;
     if (result.status == MilpStatus::kError) result.message = "Clp abandoned the solve (numerical difficulties)";
-    result.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    return result;
+    return finished(std::move(result), start);
   }
-  result.objective = model.objective_value(values);
-  result.values = std::move(values);
-  result.status = optimal ? MilpStatus::kOptimal : MilpStatus::kFeasible;
+  take_solution(model, std::move(values), optimal, result);
   if (optimal) result.best_bound = result.objective, result.relative_gap = 0.0;
-  const std::string why = check_solution(model, result.values, 1e-6);
-  if (!why.empty()) result.message = "solution check: " + why;
-  result.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  return result;
+  return finished(std::move(result), start);
 }
 
 }  // namespace
@@ -181,8 +193,7 @@ MilpResult solve_with_cbc(const MilpModel& model, const CbcOptions& options) {
       result.status = MilpStatus::kNoSolution;
     }
     result.message = "CBC was busy with another solve for the whole time limit";
-    result.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    return result;
+    return finished(std::move(result), start);
   }
 
   OsiClpSolverInterface osi;
@@ -209,7 +220,7 @@ MilpResult solve_with_cbc(const MilpModel& model, const CbcOptions& options) {
       cbc.setMIPStart(n, name_ptrs.data(), model.initial_solution.data());
     }
     // The limit counts from solve_with_cbc's start: what loading took is taken off CBC's.
-    const double spent = std::chrono::duration<double>(Clock::now() - start).count();
+    const double spent = seconds_since(start);
     const double left = std::max(options.time_limit_s - spent, 0.01);
     const std::string seconds = format_double(left);
     const std::string gap = format_double(options.relative_gap);
@@ -229,7 +240,7 @@ MilpResult solve_with_cbc(const MilpModel& model, const CbcOptions& options) {
     CbcMain1(static_cast<int>(argv.size()), argv.data(), cbc, no_callback, data);
   } else if (n > 0) {
     cbc.setUseElapsedTime(true);
-    const double spent = std::chrono::duration<double>(Clock::now() - start).count();
+    const double spent = seconds_since(start);
     cbc.setMaximumSeconds(std::max(options.time_limit_s - spent, 0.01));
     cbc.setAllowableFractionGap(options.relative_gap);
     cbc.setAllowableGap(1e-10);
@@ -267,8 +278,7 @@ MilpResult solve_with_cbc(const MilpModel& model, const CbcOptions& options) {
       result.objective = result.best_bound = model.objective_offset;
       result.relative_gap = 0.0;
     }
-    result.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    return result;
+    return finished(std::move(result), start);
   }
 
   const bool proven_optimal = cbc.isProvenOptimal();
@@ -291,17 +301,13 @@ MilpResult solve_with_cbc(const MilpModel& model, const CbcOptions& options) {
   }
 
   if (!values.empty()) {
-    result.values = std::move(values);
-    result.objective = model.objective_value(result.values);
-    result.status = proven_optimal ? MilpStatus::kOptimal : MilpStatus::kFeasible;
+    take_solution(model, std::move(values), proven_optimal, result);
     if (bound != -kMilpInfinity) {
       result.best_bound = std::min(bound + model.objective_offset, result.objective);
     }
     result.relative_gap = result.best_bound == -kMilpInfinity
                               ? kMilpInfinity
                               : (result.objective - result.best_bound) / std::max(std::abs(result.objective), 1e-10);
-    const std::string why = check_solution(model, result.values, 1e-6);
-    if (!why.empty()) result.message = "solution check: " + why;
     if (proven_infeasible) result.status = MilpStatus::kFeasible;
   } else if (unbounded) {  // before infeasible: CBC may flag both when the relaxation is unbounded
     result.status = MilpStatus::kUnbounded;
@@ -317,8 +323,7 @@ MilpResult solve_with_cbc(const MilpModel& model, const CbcOptions& options) {
     result.status = MilpStatus::kNoSolution;
     if (bound != -kMilpInfinity) result.best_bound = bound + model.objective_offset;
   }
-  result.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  return result;
+  return finished(std::move(result), start);
 }
 
 }  // namespace embshard
