@@ -7,9 +7,9 @@
 #
 # Usage: bash scripts/test_fake_fingerprint.sh [FAKE...] [-- COMMAND...]   (after scripts/setup.sh)
 #   FAKE: one-core and/or many-core (default both); COMMAND: what runs under each fake (default
-#   the suite in build/). scripts/test.sh runs the sanitized suite under one fake
-#   (`one-core -- bash scripts/sanitize.sh 2`) and the plain suite under the other, so each fake
-#   costs one run of the suite, not two.
+#   the suite in build/). scripts/test.sh runs the plain suite under `one-core` and the sanitized
+#   suite under `many-core` (`many-core -- bash scripts/sanitize.sh 2`), then under `many-core` the
+#   plain build's tests that the sanitized build cannot run, so a fake costs one run of the suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 declare -A fakes=(
@@ -18,7 +18,10 @@ declare -A fakes=(
 )
 chosen=()
 while [ $# -gt 0 ] && [ "$1" != -- ]; do
-  [ -n "${fakes[$1]:-}" ] || { echo "test_fake_fingerprint: unknown fake '$1' (one-core, many-core)" >&2; exit 2; }
+  if [ -z "$1" ] || [ -z "${fakes[$1]:-}" ]; then
+    echo "test_fake_fingerprint: unknown fake '$1' (one-core, many-core)" >&2
+    exit 2
+  fi
   chosen+=("$1")
   shift
 done
