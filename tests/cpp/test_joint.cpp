@@ -1375,7 +1375,7 @@ TEST(JointRowCuts, WhenReplanningMovesOnlyWhatTheBudgetLeavesAndWhatThePricePays
 }
 
 // The default budget (joint.h "Budget"): per 8 devices off the fast path, whatever the tables; on
-// it 3 M up to 5,000 tables, growing with √(tables / 5,000) to twice that from 20,000 tables.
+// it 3 M up to 5,000 tables, growing with √(tables / 5,000) to √10 times that from 50,000 tables.
 TEST(JointBudget, DefaultGrowsWithTheTablesOnTheFastPathOnly) {
   EXPECT_EQ(default_work(120, 8, false), 1500000);
   EXPECT_EQ(default_work(50000, 8, false), 1500000);
@@ -1384,9 +1384,10 @@ TEST(JointBudget, DefaultGrowsWithTheTablesOnTheFastPathOnly) {
   EXPECT_EQ(default_work(5000, 1024, true), 3000000);
   EXPECT_EQ(default_work(10000, 1024, true), 4242640);  // 3 M × √2
   EXPECT_EQ(default_work(20000, 4096, true), 6000000);
-  EXPECT_EQ(default_work(50000, 8192, true), 6000000);
+  EXPECT_EQ(default_work(50000, 8192, true), 9486832);  // 3 M × √10
+  EXPECT_EQ(default_work(65536, 8192, true), 9486832);
   std::int64_t last = 0;
-  for (int tables = 1000; tables <= 40000; tables += 1000) {
+  for (int tables = 1000; tables <= 60000; tables += 1000) {
     const std::int64_t work = default_work(tables, 1024, true);
     EXPECT_GE(work, last) << tables << " tables";
     EXPECT_EQ(work, default_work(tables, 8192, true)) << "the fast path's budget does not depend on the devices";

@@ -111,12 +111,12 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 /** The default budgets in work units (`work=0`; joint.h): about 0.15 s on a protocol task (per
  *  `kWorkDevices` devices, from one host to the fast path), and on the fast path (fast_step.h)
  *  about 1.5 s at 5,000 tables × 1,024 devices on one core, growing beyond `kIncrementalWorkTables`
- *  tables with the square root of their number, to at most `kMostIncrementalWorkScale` times. */
+ *  tables with the square root of their number, up to `kMostIncrementalWorkTables` tables. */
 constexpr std::int64_t kWork = 1500000;
 constexpr int kWorkDevices = 8;
 constexpr std::int64_t kIncrementalWork = 3000000;
 constexpr double kIncrementalWorkTables = 5000.0;
-constexpr double kMostIncrementalWorkScale = 2.0;
+constexpr double kMostIncrementalWorkTables = 50000.0;
 
 /** Copies are tried below this many devices: a copy is a piece per device, and at the sizes of the
  *  fast path the deadline is better spent on the other moves (docs/benchmarks.md, "At scale"). */
@@ -2112,7 +2112,9 @@ class JointSharder final : public Sharder {
 
 std::int64_t default_work(int tables, int devices, bool incremental) {
   if (incremental) {
-    const double scale = std::clamp(std::sqrt(tables / kIncrementalWorkTables), 1.0, kMostIncrementalWorkScale);
+    const double scale =
+        std::sqrt(std::clamp(static_cast<double>(tables), kIncrementalWorkTables, kMostIncrementalWorkTables) /
+                  kIncrementalWorkTables);
     return static_cast<std::int64_t>(static_cast<double>(kIncrementalWork) * scale);
   }
   return devices <= kWorkDevices ? kWork : kWork * devices / kWorkDevices;
@@ -2186,7 +2188,7 @@ void register_joint(Registry<Sharder>& registry) {
          "start, shared by the chains; a run is the same for its seed and budget however loaded the machine "
          "(unless time_ms cuts it) and a larger budget never gives a worse plan; 0: 1,500,000 per 8 devices (at "
          "least 1,500,000), or where the objective is kept per change (64 devices or more) 3,000,000, times "
-         "sqrt(tables / 5,000) beyond 5,000 tables, at most 6,000,000"},
+         "sqrt(tables / 5,000) from 5,000 to 50,000 tables (at most 9,486,832)"},
         {"chains",
          ParamType::kInt,
          text_of(d.chains),
