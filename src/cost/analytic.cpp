@@ -411,6 +411,8 @@ struct SplitTable {
   /// w_min: the least width share some device holds of the table: its narrowest piece (4 columns
   /// or its min_partition; 1 without column splits), and at least 1 / N (N devices hold it all)
   double narrowest = 1.0;
+  double in_bytes = 0.0;     ///< its lookups' bytes in the input all-to-all (lengths aside)
+  double piece_slack = 0.0;  ///< of the per-table costs of extra pieces, what its floor already pays
 };
 
 /** The least width share of a piece of `t`: 4 columns or its min_partition; 1 without column
@@ -531,9 +533,66 @@ double busiest_of_pieces(std::vector<double> pieces, double n) {
   return busiest;
 }
 
+/**
+ * Input caps (analytic.h): the least a step's input maximum I adds beyond the input floor
+ * `input_floor_ms`, together with the per-table costs of the row pieces that I forces, over the
+ * average device's compute. Device d's input lasts at least latency + m · ⌊bytes_d / N⌋ for what it
+ * receives, bytes_d, with m the larger of (L − 1) / intra and (N − L) / inter per byte sent each
+ * peer; so at I no device receives more than cap(I) = N · ((I − latency) / m + slack) bytes
+ * (slack: a byte per peer for each exchange a plan may run, which the truncation can drop). A row
+ * piece receives its rows' lookups and a length per sample, so a table's lookups need P ≥
+ * in_bytes / (cap − B · length_bytes) pieces, P − 1 beyond the floor's one, each paying the
+ * per-table costs (less what its floor already charges for pieces); a table that cannot be split
+ * by rows must fit one device: I is at least what that takes. The excess is piecewise linear in
+ * I between the points where some table needs one piece fewer, so its least value is at one of them.
+ */
+double input_cap_excess(const Task& task, const SimHardware& hw, const InputCommOptions& input,
+                        const std::vector<SplitTable>& tables, double input_floor_ms) {
+  const Topology& topo = task.topology;
+  const double n = topo.num_devices();
+  const double per_host = std::max(topo.host_size(), 1);
+  const auto per_peer = [](double peers, double gbps) { return gbps > 0 ? peers / (gbps * 1e6) : 0.0; };
+  const double m = std::max(per_peer(per_host - 1, topo.intra_host_gbps),
+                            topo.num_hosts() > 1 ? per_peer(n - per_host, topo.inter_host_gbps) : 0.0);
+  if (!(m > 0)) return 0.0;
+  constexpr double kSlackPerPeer = 8.0;  // more than the sharding types, each its own exchange
+  const double latency = topo.a2a_latency_us / 1000.0;
+  const double lengths = static_cast<double>(task.workload.batch_size) * input.length_bytes;
+  // The least I at which a device receives `bytes`.
+  const auto input_for = [&](double bytes) { return latency + m * (bytes / n - kSlackPerPeer); };
+  const auto cap = [&](double at) { return n * ((at - latency) / m + kSlackPerPeer); };
+  const double tau = hw.fw[kSimTables] + hw.bw[kSimTables];
+  const auto extra = [&](const SplitTable& s, double pieces) {
+    return std::max(0.0, (pieces - 1.0) * tau - s.piece_slack) / n;
+  };
+  double start = input_floor_ms;
+  for (const SplitTable& s : tables)
+    if (!s.row_pieces) start = std::max(start, input_for(s.in_bytes + lengths));
+  // The pieces each table needs at `start`, and the points above it where it needs one fewer.
+  double excess = start - input_floor_ms;
+  std::vector<std::pair<double, double>> fewer;  // (I, the change of the excess there)
+  const double room = cap(start) - lengths;
+  if (room <= 0) return excess;
+  for (const SplitTable& s : tables) {
+    if (!s.row_pieces || s.in_bytes <= room) continue;
+    const double pieces = std::ceil(s.in_bytes / room - 1e-12);
+    excess += extra(s, pieces);
+    for (double j = pieces - 1; j >= 1; j -= 1)
+      fewer.emplace_back(input_for(s.in_bytes / j + lengths), extra(s, j) - extra(s, j + 1));
+  }
+  std::sort(fewer.begin(), fewer.end());
+  double least = excess, forced = excess - (start - input_floor_ms);
+  for (std::size_t i = 0; i < fewer.size();) {
+    const double at = fewer[i].first;
+    for (; i < fewer.size() && fewer[i].first == at; ++i) forced += fewer[i].second;
+    least = std::min(least, at - input_floor_ms + forced);
+  }
+  return std::max(0.0, least);
+}
+
 /** The bound of the header over plans with data-parallel tables (`copies`) or without. */
 double bound_over(const Task& task, const SimHardware& hw, Objective objective, const InputCommOptions& input,
-                  bool copies, double most_cell_tables, bool averaging_only = false) {
+                  bool copies, double most_cell_tables, bool averaging_only = false, bool own_links = true) {
   const double n = task.topology.num_devices();
   const std::int64_t batch = task.workload.batch_size;
   // A device with a shard pays the call once, and the busiest pays at least the average.
@@ -582,6 +641,8 @@ double bound_over(const Task& task, const SimHardware& hw, Objective objective, 
     s.in_ms =
         exposed ? per_byte * (lookups * input.index_bytes + static_cast<double>(batch) * input.length_bytes) : 0.0;
     s.row_pieces = may_split_rows(task, t);
+    s.in_bytes = lookups * input.index_bytes;
+    s.piece_slack = (floors.pieces.fw_ms + floors.pieces.bw_ms) - (floor.fw_ms + floor.bw_ms);
     s.narrowest = std::max(narrowest_share(task, t), 1.0 / n);
     if (copies && may_replicate(task, t)) {
       s.replicated_ms = all_reduce_ms_per_byte(task.topology) * static_cast<double>(t.weight_bytes());
@@ -605,6 +666,8 @@ double bound_over(const Task& task, const SimHardware& hw, Objective objective, 
     averaging = std::max(averaging, hw.fw[kSimCalls] + hw.bw[kSimCalls] + slack + cheaper_of_two);
   }
   if (averaging_only) return averaging;
+  if (objective == Objective::kStep && exposed && own_links && !replicable && n > 1)
+    averaging += input_cap_excess(task, hw, input, tables, exchange_floor_ms(task, input_floor_bytes(task, input)));
   if (objective == Objective::kStep && n > 1)
     averaging = std::max(averaging,
                          hw.fw[kSimCalls] + hw.bw[kSimCalls] + busiest_of_pieces(std::move(whole_lookups), n) + comm);
@@ -729,8 +792,9 @@ namespace {
 /** sim_lower_bound over the 1D plans of `task` (analytic.h); with `copies` false, over those
  *  without a data-parallel table (a 2D plan's group). */
 double one_layout_bound(const Task& task, const SimHardware& hw, Objective objective, const InputCommOptions& input,
-                        double most_cell_tables, bool copies = true, bool averaging_only = false) {
-  const double without = bound_over(task, hw, objective, input, false, most_cell_tables, averaging_only);
+                        double most_cell_tables, bool copies = true, bool averaging_only = false,
+                        bool own_links = true) {
+  const double without = bound_over(task, hw, objective, input, false, most_cell_tables, averaging_only, own_links);
   if (!copies) return without;
   const bool replicable = std::any_of(task.workload.tables.begin(), task.workload.tables.end(),
                                       [&](const TableSpec& t) { return may_replicate(task, t); });
@@ -873,8 +937,8 @@ double sim_lower_bound(const Task& task, const SimHardware& hw, Objective object
   Task mean = with_mean_links(task);
   if (slowest_nic_floor_holds(task.topology, objective) &&
       task.topology.slowest_inter_gbps() < fastest.topology.inter_host_gbps) {
-    one_d = std::max(
-        one_d, one_layout_bound(with_slowest_nic(fastest, task.topology), quick, objective, input, most_cell_tables));
+    one_d = std::max(one_d, one_layout_bound(with_slowest_nic(fastest, task.topology), quick, objective, input,
+                                             most_cell_tables, true, false, false));
     mean = with_slowest_nic(std::move(mean), task.topology);
   }
   one_d = std::max(one_d, mean_speed_averaging(mean, hw, objective, input, most_cell_tables));

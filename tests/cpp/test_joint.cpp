@@ -469,6 +469,75 @@ TEST(LowerBound, KnowsPiecesPayForTheCacheAndNoPlanSplitJustEnoughBeatsIt) {
   }
 }
 
+TEST(LowerBound, KnowsATableTooHeavyForOneDevicesInputTakesRowPiecesAndNoPlanSplitJustEnoughBeatsIt) {
+  // Two hosts, one table of many lookups among 47 light ones: no device can receive all its
+  // lookups within the input floor, though it computes them within the compute floor. So a plan
+  // either splits it by rows, each piece paying the per-table costs, or pays a longer input
+  // (analytic.h, "Input caps"): the bound charges the cheaper of the two beyond the floors, and
+  // no split of it goes below.
+  int checked = 0;
+  for (std::uint64_t seed = 0; seed < 6; ++seed) {
+    Task task;
+    task.id = "input-" + std::to_string(seed);
+    task.workload.batch_size = 65536;
+    task.topology = make_topology(seed % 2 ? "v100:nodes=2,gpus_per_node=8" : "h100:nodes=2,gpus_per_node=8");
+    for (Device& d : task.topology.devices) d.hbm_bytes = std::int64_t{1} << 40;
+    Rng rng(seed);
+    for (int t = 0; t < 48; ++t) {
+      TableSpec spec;
+      spec.name = "t" + std::to_string(t);
+      spec.dim = t == 0 ? 4 : 8 << rng.below(3);
+      const double pooling = t == 0 ? 40.0 + 10.0 * static_cast<double>(seed) : 1.0 + static_cast<double>(rng.below(4));
+      spec.stats = derive_table_stats(100'000 << rng.below(4), pooling, -1.0, task.workload.batch_size,
+                                      pool_median_model(), spec.name);
+      task.workload.tables.push_back(spec);
+    }
+    ASSERT_EQ(find_error_in_task(task, task.id), "");
+    // The input floor: every device receiving the same share of all the lookups; the heavy
+    // table's alone on one device take longer (the link model's own figures).
+    const InputCommOptions exposed;
+    const auto received = [&](const TableSpec& t) {
+      return static_cast<double>(t.stats.num_indices) * exposed.index_bytes +
+             static_cast<double>(task.workload.batch_size) * exposed.length_bytes;
+    };
+    double total = 0.0;
+    for (const TableSpec& t : task.workload.tables) total += received(t);
+    const int n = task.topology.num_devices();
+    const double floor = exchange_ms(task.topology, std::vector<double>(n, total / n)).front();
+    std::vector<double> heavy_alone(n, (total - received(task.workload.tables[0])) / (n - 1));
+    heavy_alone[0] = received(task.workload.tables[0]);
+    ASSERT_GT(exchange_ms(task.topology, heavy_alone).front(), 1.5 * floor) << seed;
+    const SimHardware hw = sim_hardware_for(task.topology);
+    ASSERT_GT(hw.fw[kSimTables] + hw.bw[kSimTables], 0.0);  // each piece pays a per-table cost
+    InputCommOptions omit;
+    omit.mode = InputCommMode::kOmit;
+    const double bound = sim_lower_bound(task, hw, Objective::kStep, exposed);
+    EXPECT_GT(bound - sim_lower_bound(task, hw, Objective::kStep, omit), floor * 1.01) << seed;
+    // The heavy table in k equal row pieces on the first k devices, the others round the rest.
+    const auto cost = make_cost_model("sim", task);
+    for (int k = 1; k <= n; ++k) {
+      Plan plan;
+      const TableSpec& heavy = task.workload.tables[0];
+      TablePlacement tp{heavy.name, k == 1 ? ShardingType::kTableWise : ShardingType::kRowWise, {}};
+      for (int i = 0; i < k; ++i)
+        tp.shards.push_back({i, heavy.num_rows() * i / k, heavy.num_rows() * (i + 1) / k, 0, heavy.dim, -1});
+      plan.tables.push_back(tp);
+      for (std::size_t t = 1; t < task.workload.tables.size(); ++t) {
+        const TableSpec& spec = task.workload.tables[t];
+        const int device = (k + static_cast<int>(t) - 1) % n;
+        plan.tables.push_back({spec.name, ShardingType::kTableWise, {{device, 0, spec.num_rows(), 0, spec.dim, -1}}});
+      }
+      ASSERT_EQ(find_error_in_plan(task, plan), "");
+      EXPECT_GE(value_of(*cost, task, plan, Objective::kStep) * (1 + 1e-12), bound) << seed << ", " << k << " pieces";
+    }
+    checked += expect_random_plans_above_bound(task, *cost, seed, 20, "input seed " + std::to_string(seed));
+    const ShardResult joint = plan_task("joint", task, cost.get(), quiet(seed));
+    ASSERT_EQ(joint.status, ShardStatus::kOk) << joint.reason;
+    EXPECT_GE(value_of(*cost, task, joint.plan, Objective::kStep) * (1 + 1e-12), bound) << seed;
+  }
+  EXPECT_GT(checked, 200);
+}
+
 TEST(LowerBound, KnowsEveryPieceServesAllLookupsWhereRowsMayNotSplitAndNoPlanBeatsIt) {
   // Where no layout may split a table's rows (TorchRec's CPU runtime, a table's sharding_types),
   // each of its pieces serves all its lookups, so the busiest device pays them all (analytic.h,

@@ -236,6 +236,17 @@ struct SimTable {
  * copy adds intra-host bytes: the output term is the larger of Σ_t (intra part · X_t) and
  * Σ_t (inter part), each at its own cheapest.
  *
+ * Input caps (step, input exposed, no table copied, each device on its own links). A device's
+ * input lasts at least the latency plus m · ⌊its received bytes / N⌋, m the larger of (L − 1) /
+ * intra and (N − L) / inter per byte sent each peer. So under an input maximum I no device
+ * receives more than cap(I) bytes. A row piece receives its rows' lookups and a length per sample,
+ * so a table needs P ≥ lookup bytes / (cap − B · length_bytes) row pieces, each beyond the first
+ * paying the per-table costs (less what its floor already charges for pieces: "Pieces and the
+ * cache"). A table whose rows may not split must fit one device's cap. The averaging floor then
+ * gains the least, over I, of (I − the input floor) plus those costs over N (analytic.cpp
+ * `input_cap_excess`). Hot tables that no device can receive whole are split by any plan whose
+ * input stays near the floor: at 20,000 tables on 4,096 H100s about 1,300 of them.
+ *
  * Work. The (F, W) cells × tables enumerated are capped at `most_cell_tables`: beyond it every
  * other point is dropped and a cell takes its pieces for lookups at its upper end (still a bound,
  * a weaker one); tests lower the cap.
