@@ -298,32 +298,54 @@ DeviceCompute whole_table_ms(const SimHardware& hw, const TableSpec& spec, std::
   return {sim_pass_ms(hw.fw, f), sim_pass_ms(hw.bw, f)};
 }
 
-/** The cheapest a table's forward and backward can cost in total, split in any way (see the header). */
-struct TableFloors {
-  DeviceCompute any;     ///< data-parallel copies included: the whole table, its re-reads all hits or all misses
-  DeviceCompute pieces;  ///< no copy ("Pieces and the cache"): under the device's cache, or all hits in pieces
+/**
+ * The least a table's pieces cost in each pass, by their number (analytic.h, "Pieces and the
+ * cache"): k pieces pay k per-table costs, and their re-reads miss rather than hit the cache at
+ * least in the share max(0, 1 − k / spread) (spread: the working set over the cache; a piece of
+ * area share a evicts max(0, a − cache / working set) of the table's re-reads, convex in a, so k
+ * equal pieces evict least). Calls are left out.
+ */
+struct PieceFloors {
+  DeviceCompute cached;               ///< the whole table with every re-read a hit
+  DeviceCompute evictable;            ///< every re-read a miss, less every re-read a hit (may be < 0)
+  double spread = 0.0;                ///< working set / cache; ∞ with no cache
+  std::array<double, 2> per_table{};  ///< τ, forward and backward
+
+  /** The least cost of k' ≥ k pieces, per pass: the cost is convex in k', least at 1, ⌊spread⌋ or ⌈spread⌉. */
+  [[nodiscard]] DeviceCompute at_least(double k) const {
+    const auto pass = [&](double cached_ms, double evictable_ms, double tau) {
+      const auto cost = [&](double pieces) {
+        return cached_ms + (pieces - 1.0) * tau + evictable_ms * std::max(0.0, 1.0 - pieces / spread);
+      };
+      double least = cost(k);
+      if (std::isfinite(spread))
+        least = std::min({least, cost(std::max(k, std::floor(spread))), cost(std::max(k, std::ceil(spread)))});
+      return least;
+    };
+    return {pass(cached.fw_ms, evictable.fw_ms, per_table[0]), pass(cached.bw_ms, evictable.bw_ms, per_table[1])};
+  }
 };
 
-/**
- * The floors of `spec`. All hits takes at least k = ⌈working set / cache⌉ pieces, each beyond the
- * first paying the per-table cost; with copies, one piece (on every device) can hit throughout.
- */
+/** The cheapest a table's forward and backward can cost in total, split in any way (see the header). */
+struct TableFloors {
+  DeviceCompute any;   ///< data-parallel copies included: the whole table, its re-reads all hits or all misses
+  PieceFloors pieces;  ///< no copy: by the number of its pieces ("Pieces and the cache")
+};
+
+/** The floors of `spec`; with copies, one piece (on every device) can hit throughout. */
 TableFloors table_floors(const SimHardware& hw, const TableSpec& spec, std::int64_t batch) {
   const DeviceCompute cached = whole_table_ms(hw, spec, batch, std::numeric_limits<std::int64_t>::max());
   const DeviceCompute evicted = whole_table_ms(hw, spec, batch, 0);
-  const DeviceCompute whole = whole_table_ms(hw, spec, batch, hw.cache_bytes);
   const SimTable t = whole_table(spec);
   const double working_set =
       static_cast<double>(t.stats.num_distinct) * static_cast<double>(t.cols) * t.bytes_per_element;
-  const double pieces = hw.cache_bytes > 0 ? std::max(1.0, std::ceil(working_set / static_cast<double>(hw.cache_bytes)))
-                                           : std::numeric_limits<double>::infinity();
-  const auto in_pieces = [&](double whole_ms, double cached_ms, double per_table) {
-    const double split_ms = per_table > 0 ? cached_ms + (pieces - 1.0) * per_table : cached_ms;
-    return std::min(whole_ms, split_ms);
-  };
-  return {{std::min(cached.fw_ms, evicted.fw_ms), std::min(cached.bw_ms, evicted.bw_ms)},
-          {in_pieces(whole.fw_ms, cached.fw_ms, hw.fw[kSimTables]),
-           in_pieces(whole.bw_ms, cached.bw_ms, hw.bw[kSimTables])}};
+  PieceFloors pieces;
+  pieces.cached = cached;
+  pieces.evictable = {evicted.fw_ms - cached.fw_ms, evicted.bw_ms - cached.bw_ms};
+  pieces.spread =
+      hw.cache_bytes > 0 ? working_set / static_cast<double>(hw.cache_bytes) : std::numeric_limits<double>::infinity();
+  pieces.per_table = {hw.fw[kSimTables], hw.bw[kSimTables]};
+  return {{std::min(cached.fw_ms, evicted.fw_ms), std::min(cached.bw_ms, evicted.bw_ms)}, pieces};
 }
 
 /** Per byte of an exchange's total volume, the least the average device's intra-host (`intra`) or
@@ -411,8 +433,8 @@ struct SplitTable {
   /// w_min: the least width share some device holds of the table: its narrowest piece (4 columns
   /// or its min_partition; 1 without column splits), and at least 1 / N (N devices hold it all)
   double narrowest = 1.0;
-  double in_bytes = 0.0;     ///< its lookups' bytes in the input all-to-all (lengths aside)
-  double piece_slack = 0.0;  ///< of the per-table costs of extra pieces, what its floor already pays
+  double in_bytes = 0.0;  ///< its lookups' bytes in the input all-to-all (lengths aside)
+  PieceFloors pieces;     ///< its compute floor by the number of its pieces
 };
 
 /** The least width share of a piece of `t`: 4 columns or its min_partition; 1 without column
@@ -541,13 +563,13 @@ double busiest_of_pieces(std::vector<double> pieces, double n) {
  * peer; so at I no device receives more than cap(I) = N · ((I − latency) / m + slack) bytes
  * (slack: a byte per peer for each exchange a plan may run, which the truncation can drop). A row
  * piece receives its rows' lookups and a length per sample, so a table's lookups need P ≥
- * in_bytes / (cap − B · length_bytes) pieces, P − 1 beyond the floor's one, each paying the
- * per-table costs (less what its floor already charges for pieces); a table that cannot be split
+ * in_bytes / (cap − B · length_bytes) pieces, whose least cost (PieceFloors) may exceed the floor's
+ * by the per-table costs of the pieces beyond those the cache asks for; a table that cannot be split
  * by rows must fit one device: I is at least what that takes. The excess is piecewise linear in
  * I between the points where some table needs one piece fewer, so its least value is at one of them.
  */
-double input_cap_excess(const Task& task, const SimHardware& hw, const InputCommOptions& input,
-                        const std::vector<SplitTable>& tables, double input_floor_ms) {
+double input_cap_excess(const Task& task, const InputCommOptions& input, const std::vector<SplitTable>& tables,
+                        double input_floor_ms) {
   const Topology& topo = task.topology;
   const double n = topo.num_devices();
   const double per_host = std::max(topo.host_size(), 1);
@@ -561,9 +583,9 @@ double input_cap_excess(const Task& task, const SimHardware& hw, const InputComm
   // The least I at which a device receives `bytes`.
   const auto input_for = [&](double bytes) { return latency + m * (bytes / n - kSlackPerPeer); };
   const auto cap = [&](double at) { return n * ((at - latency) / m + kSlackPerPeer); };
-  const double tau = hw.fw[kSimTables] + hw.bw[kSimTables];
   const auto extra = [&](const SplitTable& s, double pieces) {
-    return std::max(0.0, (pieces - 1.0) * tau - s.piece_slack) / n;
+    const DeviceCompute forced = s.pieces.at_least(pieces), any = s.pieces.at_least(1.0);
+    return std::max(0.0, forced.fw_ms + forced.bw_ms - any.fw_ms - any.bw_ms) / n;
   };
   double start = input_floor_ms;
   for (const SplitTable& s : tables)
@@ -611,7 +633,7 @@ double bound_over(const Task& task, const SimHardware& hw, Objective objective, 
     // and on every device its dense update in place of the sparse one.
     const TableFloors floors = table_floors(hw, t, batch);
     const DeviceCompute& floor = floors.any;
-    DeviceCompute total = floors.pieces;
+    DeviceCompute total = floors.pieces.at_least(1.0);
     DeviceCompute copied_total{kNever, kNever};
     if (copies && may_replicate(task, t)) {
       const double row_bytes = static_cast<double>(t.dim) * bytes_per_element(t.dtype);
@@ -642,7 +664,7 @@ double bound_over(const Task& task, const SimHardware& hw, Objective objective, 
         exposed ? per_byte * (lookups * input.index_bytes + static_cast<double>(batch) * input.length_bytes) : 0.0;
     s.row_pieces = may_split_rows(task, t);
     s.in_bytes = lookups * input.index_bytes;
-    s.piece_slack = (floors.pieces.fw_ms + floors.pieces.bw_ms) - (floor.fw_ms + floor.bw_ms);
+    s.pieces = floors.pieces;
     s.narrowest = std::max(narrowest_share(task, t), 1.0 / n);
     if (copies && may_replicate(task, t)) {
       s.replicated_ms = all_reduce_ms_per_byte(task.topology) * static_cast<double>(t.weight_bytes());
@@ -667,7 +689,7 @@ double bound_over(const Task& task, const SimHardware& hw, Objective objective, 
   }
   if (averaging_only) return averaging;
   if (objective == Objective::kStep && exposed && own_links && !replicable && n > 1)
-    averaging += input_cap_excess(task, hw, input, tables, exchange_floor_ms(task, input_floor_bytes(task, input)));
+    averaging += input_cap_excess(task, input, tables, exchange_floor_ms(task, input_floor_bytes(task, input)));
   if (objective == Objective::kStep && n > 1)
     averaging = std::max(averaging,
                          hw.fw[kSimCalls] + hw.bw[kSimCalls] + busiest_of_pieces(std::move(whole_lookups), n) + comm);

@@ -429,17 +429,23 @@ TEST(Joint, FromSixtyFourHostsAHeavyTableTakesTheLeastLoadedHostFirst) {
   EXPECT_EQ(heavy, 64);
 }
 
+/** An empty task `id` at batch 65,536 on `topology`, every device with 1 TiB of HBM (every plan fits). */
+Task roomy_task(const std::string& id, const std::string& topology) {
+  Task task;
+  task.id = id;
+  task.workload.batch_size = 65536;
+  task.topology = make_topology(topology);
+  for (Device& d : task.topology.devices) d.hbm_bytes = std::int64_t{1} << 40;
+  return task;
+}
+
 TEST(LowerBound, KnowsPiecesPayForTheCacheAndNoPlanSplitJustEnoughBeatsIt) {
   // One table whose working set outgrows the V100's L2: a plan that splits it into k equal row
   // pieces pays k − 1 more per-table costs and evicts less. The bound charges the cheaper of the
   // whole table under the cache and enough pieces for none to evict (analytic.h), so it is above
   // the bound of a device whose cache holds everything, and no split of it goes below.
   for (const int dim : {32, 64, 128}) {
-    Task task;
-    task.id = "cache-" + std::to_string(dim);
-    task.workload.batch_size = 65536;
-    task.topology = make_topology("v100:gpus_per_node=4");
-    for (Device& d : task.topology.devices) d.hbm_bytes = std::int64_t{1} << 40;
+    Task task = roomy_task("cache-" + std::to_string(dim), "v100:gpus_per_node=4");
     TableSpec spec;
     spec.name = "heavy";
     spec.dim = dim;
@@ -469,6 +475,45 @@ TEST(LowerBound, KnowsPiecesPayForTheCacheAndNoPlanSplitJustEnoughBeatsIt) {
   }
 }
 
+TEST(LowerBound, NoPlanWhosePiecesStillEvictBeatsIt) {
+  // Eight tables of 1.5 to 3.5 times a V100's L2, each cut into k equal row pieces over the eight
+  // devices. Between ⌊working set / cache⌋ and ⌈working set / cache⌉ pieces the one fewer still
+  // evicts a little and saves a per-table cost: until stop 63 the bound took only the whole table
+  // and ⌈working set / cache⌉ pieces, and two pieces of a table 2.0–2.2 times the cache beat it.
+  int checked = 0, between = 0;
+  for (int rows = 70'000; rows <= 180'000; rows = rows * 21 / 20) {
+    Task task = roomy_task("evict-" + std::to_string(rows), "v100:gpus_per_node=8");
+    TableSpec spec;
+    spec.dim = 32;
+    spec.stats = derive_table_stats(rows, 30.0, -1.0, task.workload.batch_size, pool_median_model(), "t");
+    for (int t = 0; t < 8; ++t) {
+      spec.name = "t" + std::to_string(t);
+      task.workload.tables.push_back(spec);
+    }
+    ASSERT_EQ(find_error_in_task(task, task.id), "");
+    const double spread = static_cast<double>(spec.stats.num_distinct) * spec.dim * 4.0 /
+                          static_cast<double>(sim_hardware_for(task.topology).cache_bytes);
+    between += spread > 2.0 && spread < 2.3;
+    const auto cost = make_cost_model("sim", task);
+    const double bound = *cost->lower_bound(task, Objective::kStep);
+    for (int k = 1; k <= 8; ++k) {
+      Plan plan;
+      for (int t = 0; t < 8; ++t) {
+        TablePlacement tp{"t" + std::to_string(t), k == 1 ? ShardingType::kTableWise : ShardingType::kRowWise, {}};
+        for (int i = 0; i < k; ++i)
+          tp.shards.push_back({(t + i) % 8, spec.num_rows() * i / k, spec.num_rows() * (i + 1) / k, 0, spec.dim, -1});
+        plan.tables.push_back(tp);
+      }
+      ASSERT_EQ(find_error_in_plan(task, plan), "");
+      EXPECT_GE(value_of(*cost, task, plan, Objective::kStep) * (1 + 1e-12), bound)
+          << rows << " rows (working set " << spread << " caches), " << k << " pieces";
+      ++checked;
+    }
+  }
+  EXPECT_GE(between, 2);
+  EXPECT_GT(checked, 100);
+}
+
 TEST(LowerBound, KnowsATableTooHeavyForOneDevicesInputTakesRowPiecesAndNoPlanSplitJustEnoughBeatsIt) {
   // Two hosts, one table of many lookups among 47 light ones: no device can receive all its
   // lookups within the input floor, though it computes them within the compute floor. So a plan
@@ -477,11 +522,8 @@ TEST(LowerBound, KnowsATableTooHeavyForOneDevicesInputTakesRowPiecesAndNoPlanSpl
   // no split of it goes below.
   int checked = 0;
   for (std::uint64_t seed = 0; seed < 6; ++seed) {
-    Task task;
-    task.id = "input-" + std::to_string(seed);
-    task.workload.batch_size = 65536;
-    task.topology = make_topology(seed % 2 ? "v100:nodes=2,gpus_per_node=8" : "h100:nodes=2,gpus_per_node=8");
-    for (Device& d : task.topology.devices) d.hbm_bytes = std::int64_t{1} << 40;
+    Task task = roomy_task("input-" + std::to_string(seed),
+                           seed % 2 ? "v100:nodes=2,gpus_per_node=8" : "h100:nodes=2,gpus_per_node=8");
     Rng rng(seed);
     for (int t = 0; t < 48; ++t) {
       TableSpec spec;

@@ -175,11 +175,12 @@ struct SimTable {
  * HBM bytes); the busiest device pays its call, so max_d fw_comp_d ≥ call + Σ_t fw_t / N, likewise
  * bw. Pieces and the cache: a piece of area share a evicts the share max(0, 1 − cache / (a · W))
  * of its re-reads (W the table's working set), so its evicted re-read bytes are convex in a and
- * k pieces evict no less than k equal ones; the summed cost of k pieces is linear in k between
- * k = 1 and k* = ⌈W / cache⌉ (where none evicts), and each piece beyond the first pays the
- * per-table cost. So a table split into pieces costs at least the smaller of the whole table
- * under the cache and the whole table with every re-read a hit plus (k* − 1) per-table costs
- * (where re-reads cost more as hits than as misses, the whole table is the cheapest anyway). A
+ * k pieces evict no less than k equal ones, the share max(0, 1 − k · cache / W) of the re-reads;
+ * each piece beyond the first pays the per-table cost. That least cost of k pieces is linear in k
+ * up to W / cache, where none evicts, and grows by the per-table cost beyond: convex, so over whole
+ * numbers of pieces it is least at 1, ⌊W / cache⌋ or ⌈W / cache⌉, and the least of the three is
+ * the table's floor (until stop 63 the bound left out ⌊W / cache⌋, and plans of tables a little
+ * over twice or three times the cache beat it by up to 5%; analytic.cpp `PieceFloors`). A
  * data-parallel table costs at least the first floor plus N − 1 per-table costs and N dense
  * updates in place of one sparse one (its N copies); the bound over plans with copies takes the
  * smaller of the two for each table that may be copied. Every column is output at least once, so
