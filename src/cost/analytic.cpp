@@ -300,10 +300,12 @@ DeviceCompute whole_table_ms(const SimHardware& hw, const TableSpec& spec, std::
 
 /**
  * The least a table's pieces cost in each pass, by their number (analytic.h, "Pieces and the
- * cache"): k pieces pay k per-table costs, and their re-reads miss rather than hit the cache at
- * least in the share max(0, 1 − k / spread) (spread: the working set over the cache; a piece of
- * area share a evicts max(0, a − cache / working set) of the table's re-reads, convex in a, so k
- * equal pieces evict least). Calls are left out.
+ * cache"): k pieces pay k per-table costs, and their re-reads miss rather than hit the cache in
+ * a share between max(0, 1 − k / spread) and max(0, 1 − 1 / spread) (spread: the working set over
+ * the cache; a piece of area share a evicts max(0, a − cache / working set) of the table's
+ * re-reads, convex in a, so k equal pieces evict least and one piece of nearly all the most).
+ * Where misses cost more than hits the least eviction is the cheapest, else the most. Calls are
+ * left out.
  */
 struct PieceFloors {
   DeviceCompute cached;               ///< the whole table with every re-read a hit
@@ -315,7 +317,8 @@ struct PieceFloors {
   [[nodiscard]] DeviceCompute at_least(double k) const {
     const auto pass = [&](double cached_ms, double evictable_ms, double tau) {
       const auto cost = [&](double pieces) {
-        return cached_ms + (pieces - 1.0) * tau + evictable_ms * std::max(0.0, 1.0 - pieces / spread);
+        const double evicted = std::max(0.0, 1.0 - (evictable_ms >= 0 ? pieces : 1.0) / spread);
+        return cached_ms + (pieces - 1.0) * tau + evictable_ms * evicted;
       };
       double least = cost(k);
       if (std::isfinite(spread))
@@ -577,7 +580,7 @@ double input_cap_excess(const Task& task, const InputCommOptions& input, const s
   const double m = std::max(per_peer(per_host - 1, topo.intra_host_gbps),
                             topo.num_hosts() > 1 ? per_peer(n - per_host, topo.inter_host_gbps) : 0.0);
   if (!(m > 0)) return 0.0;
-  constexpr double kSlackPerPeer = 8.0;  // more than the sharding types, each its own exchange
+  constexpr double kSlackPerPeer = 8.0;  // the truncation drops under a byte per peer an exchange
   const double latency = topo.a2a_latency_us / 1000.0;
   const double lengths = static_cast<double>(task.workload.batch_size) * input.length_bytes;
   // The least I at which a device receives `bytes`.
@@ -587,17 +590,24 @@ double input_cap_excess(const Task& task, const InputCommOptions& input, const s
     const DeviceCompute forced = s.pieces.at_least(pieces), any = s.pieces.at_least(1.0);
     return std::max(0.0, forced.fw_ms + forced.bw_ms - any.fw_ms - any.bw_ms) / n;
   };
+  // A table's pieces lie on at most N devices, each receiving at least a length per sample: I is
+  // at least what its lookups over N devices take, and a table that may not split rows must fit one.
   double start = input_floor_ms;
   for (const SplitTable& s : tables)
-    if (!s.row_pieces) start = std::max(start, input_for(s.in_bytes + lengths));
+    start = std::max(start, input_for((s.row_pieces ? s.in_bytes / n : s.in_bytes) + lengths));
   // The pieces each table needs at `start`, and the points above it where it needs one fewer.
   double excess = start - input_floor_ms;
   std::vector<std::pair<double, double>> fewer;  // (I, the change of the excess there)
   const double room = cap(start) - lengths;
   if (room <= 0) return excess;
+  constexpr double kMostPoints = 1e6;  // beyond, only what `start` adds (a bound, a weaker one)
+  double points = 0.0;
+  for (const SplitTable& s : tables)
+    if (s.row_pieces && s.in_bytes > room) points += std::min(n, std::ceil(s.in_bytes / room - 1e-12)) - 1.0;
+  if (points > kMostPoints) return excess;
   for (const SplitTable& s : tables) {
     if (!s.row_pieces || s.in_bytes <= room) continue;
-    const double pieces = std::ceil(s.in_bytes / room - 1e-12);
+    const double pieces = std::min(n, std::ceil(s.in_bytes / room - 1e-12));
     excess += extra(s, pieces);
     for (double j = pieces - 1; j >= 1; j -= 1)
       fewer.emplace_back(input_for(s.in_bytes / j + lengths), extra(s, j) - extra(s, j + 1));

@@ -8,6 +8,9 @@
 #include <numeric>
 #include <set>
 
+#include <filesystem>
+
+#include "embshard/core/file_io.h"
 #include "embshard/cost/analytic.h"
 #include "embshard/cost/cost_model.h"
 #include "embshard/cost/link_model.h"
@@ -514,26 +517,58 @@ TEST(LowerBound, NoPlanWhosePiecesStillEvictBeatsIt) {
   EXPECT_GT(checked, 100);
 }
 
+/** Two hosts of eight (H100s for even seeds, V100s for odd), one table (t0) of many lookups among
+ *  47 light ones: no device can receive all its lookups within the input floor. */
+Task one_hot_table_task(std::uint64_t seed) {
+  Task task = roomy_task("input-" + std::to_string(seed),
+                         seed % 2 ? "v100:nodes=2,gpus_per_node=8" : "h100:nodes=2,gpus_per_node=8");
+  Rng rng(seed);
+  for (int t = 0; t < 48; ++t) {
+    TableSpec spec;
+    spec.name = "t" + std::to_string(t);
+    spec.dim = t == 0 ? 4 : 8 << rng.below(3);
+    const double pooling = t == 0 ? 40.0 + 10.0 * static_cast<double>(seed) : 1.0 + static_cast<double>(rng.below(4));
+    spec.stats = derive_table_stats(100'000 << rng.below(4), pooling, -1.0, task.workload.batch_size,
+                                    pool_median_model(), spec.name);
+    task.workload.tables.push_back(spec);
+  }
+  return task;
+}
+
+/** `task` with its hot table t0 in row pieces of the given row shares (summing to 1) on devices 0,
+ *  1, …, and every other table whole, round the devices after them. */
+Plan hot_table_in_pieces(const Task& task, const std::vector<double>& shares) {
+  const int n = task.topology.num_devices();
+  const int k = static_cast<int>(shares.size());
+  const TableSpec& hot = task.workload.tables[0];
+  Plan plan;
+  TablePlacement tp{hot.name, k == 1 ? ShardingType::kTableWise : ShardingType::kRowWise, {}};
+  double begin = 0.0;
+  for (int i = 0; i < k; ++i) {
+    const double end = i + 1 == k ? 1.0 : begin + shares[static_cast<std::size_t>(i)];
+    const auto row = [&](double share) {
+      return static_cast<std::int64_t>(share * static_cast<double>(hot.num_rows()));
+    };
+    tp.shards.push_back({i, row(begin), row(end), 0, hot.dim, -1});
+    begin = end;
+  }
+  plan.tables.push_back(tp);
+  for (std::size_t t = 1; t < task.workload.tables.size(); ++t) {
+    const TableSpec& spec = task.workload.tables[t];
+    const int device = (k + static_cast<int>(t) - 1) % n;
+    plan.tables.push_back({spec.name, ShardingType::kTableWise, {{device, 0, spec.num_rows(), 0, spec.dim, -1}}});
+  }
+  return plan;
+}
+
 TEST(LowerBound, KnowsATableTooHeavyForOneDevicesInputTakesRowPiecesAndNoPlanSplitJustEnoughBeatsIt) {
-  // Two hosts, one table of many lookups among 47 light ones: no device can receive all its
-  // lookups within the input floor, though it computes them within the compute floor. So a plan
-  // either splits it by rows, each piece paying the per-table costs, or pays a longer input
-  // (analytic.h, "Input caps"): the bound charges the cheaper of the two beyond the floors, and
-  // no split of it goes below.
+  // No device can receive all the hot table's lookups within the input floor, though it computes
+  // them within the compute floor. So a plan either splits it by rows, each piece paying the
+  // per-table costs, or pays a longer input (analytic.h, "Input caps"): the bound charges the
+  // cheaper of the two beyond the floors, and no split of it goes below.
   int checked = 0;
   for (std::uint64_t seed = 0; seed < 6; ++seed) {
-    Task task = roomy_task("input-" + std::to_string(seed),
-                           seed % 2 ? "v100:nodes=2,gpus_per_node=8" : "h100:nodes=2,gpus_per_node=8");
-    Rng rng(seed);
-    for (int t = 0; t < 48; ++t) {
-      TableSpec spec;
-      spec.name = "t" + std::to_string(t);
-      spec.dim = t == 0 ? 4 : 8 << rng.below(3);
-      const double pooling = t == 0 ? 40.0 + 10.0 * static_cast<double>(seed) : 1.0 + static_cast<double>(rng.below(4));
-      spec.stats = derive_table_stats(100'000 << rng.below(4), pooling, -1.0, task.workload.batch_size,
-                                      pool_median_model(), spec.name);
-      task.workload.tables.push_back(spec);
-    }
+    const Task task = one_hot_table_task(seed);
     ASSERT_EQ(find_error_in_task(task, task.id), "");
     // The input floor: every device receiving the same share of all the lookups; the heavy
     // table's alone on one device take longer (the link model's own figures).
@@ -558,17 +593,7 @@ TEST(LowerBound, KnowsATableTooHeavyForOneDevicesInputTakesRowPiecesAndNoPlanSpl
     // The heavy table in k equal row pieces on the first k devices, the others round the rest.
     const auto cost = make_cost_model("sim", task);
     for (int k = 1; k <= n; ++k) {
-      Plan plan;
-      const TableSpec& heavy = task.workload.tables[0];
-      TablePlacement tp{heavy.name, k == 1 ? ShardingType::kTableWise : ShardingType::kRowWise, {}};
-      for (int i = 0; i < k; ++i)
-        tp.shards.push_back({i, heavy.num_rows() * i / k, heavy.num_rows() * (i + 1) / k, 0, heavy.dim, -1});
-      plan.tables.push_back(tp);
-      for (std::size_t t = 1; t < task.workload.tables.size(); ++t) {
-        const TableSpec& spec = task.workload.tables[t];
-        const int device = (k + static_cast<int>(t) - 1) % n;
-        plan.tables.push_back({spec.name, ShardingType::kTableWise, {{device, 0, spec.num_rows(), 0, spec.dim, -1}}});
-      }
+      const Plan plan = hot_table_in_pieces(task, std::vector<double>(static_cast<std::size_t>(k), 1.0 / k));
       ASSERT_EQ(find_error_in_plan(task, plan), "");
       EXPECT_GE(value_of(*cost, task, plan, Objective::kStep) * (1 + 1e-12), bound) << seed << ", " << k << " pieces";
     }
@@ -578,6 +603,43 @@ TEST(LowerBound, KnowsATableTooHeavyForOneDevicesInputTakesRowPiecesAndNoPlanSpl
     EXPECT_GE(value_of(*cost, task, joint.plan, Objective::kStep) * (1 + 1e-12), bound) << seed;
   }
   EXPECT_GT(checked, 200);
+}
+
+TEST(LowerBound, HoldsWhereReReadsCostMoreAsHitsThanAsMisses) {
+  // Coefficients (a fit is only held to be ≥ 0) under which a hit costs more than a miss: then
+  // pieces that evict the most are the cheapest, one big piece and small ones, not k equal ones
+  // (analytic.cpp `PieceFloors`). The hot table, twice the H100's L2 or more, is cut into equal
+  // and unequal row pieces, and random plans are drawn: none goes below the bound.
+  int checked = 0;
+  for (std::uint64_t seed = 0; seed < 4; ++seed) {
+    Task task = one_hot_table_task(seed);
+    task.workload.tables[0].dim = 64;
+    task.workload.tables[0].stats = derive_table_stats(3'000'000, 40.0 + 10.0 * static_cast<double>(seed), -1.0,
+                                                       task.workload.batch_size, pool_median_model(), "t0");
+    SimHardware hw = sim_hardware_for(task.topology);
+    hw.fw[kSimHitBytes] = 3.0 * hw.fw[kSimMissBytes], hw.bw[kSimHitBytes] = 3.0 * hw.bw[kSimMissBytes];
+    const std::string path = test_util::temp_file("hits", std::to_string(seed) + ".json");
+    write_file_atomic(path, sim_hardware_json(hw, task.topology.device_kind));
+    const auto cost = make_cost_model("sim:coefficients=" + path, task);
+    std::filesystem::remove(path);
+    const TableSpec& hot = task.workload.tables[0];
+    ASSERT_GT(static_cast<double>(hot.stats.num_distinct) * hot.dim * 4.0, 2.0 * static_cast<double>(hw.cache_bytes));
+    const double bound = *cost->lower_bound(task, Objective::kStep);
+    for (int k = 1; k <= 8; ++k) {
+      for (const double big : {1.0 / k, 0.5, 0.8}) {
+        if (k == 1 && big != 1.0) continue;
+        std::vector<double> shares(static_cast<std::size_t>(k), k > 1 ? (1.0 - big) / (k - 1) : 1.0);
+        shares.front() = k > 1 ? big : 1.0;
+        const Plan plan = hot_table_in_pieces(task, shares);
+        ASSERT_EQ(find_error_in_plan(task, plan), "");
+        EXPECT_GE(value_of(*cost, task, plan, Objective::kStep) * (1 + 1e-12), bound)
+            << seed << ", " << k << " pieces, the first " << big;
+        ++checked;
+      }
+    }
+    checked += expect_random_plans_above_bound(task, *cost, seed, 10, "hits seed " + std::to_string(seed));
+  }
+  EXPECT_GT(checked, 100);
 }
 
 TEST(LowerBound, KnowsEveryPieceServesAllLookupsWhereRowsMayNotSplitAndNoPlanBeatsIt) {

@@ -180,7 +180,10 @@ struct SimTable {
  * up to W / cache, where none evicts, and grows by the per-table cost beyond: convex, so over whole
  * numbers of pieces it is least at 1, ⌊W / cache⌋ or ⌈W / cache⌉, and the least of the three is
  * the table's floor (until stop 63 the bound left out ⌊W / cache⌋, and plans of tables a little
- * over twice or three times the cache beat it by up to 5%; analytic.cpp `PieceFloors`). A
+ * over twice or three times the cache beat it by up to 5%; analytic.cpp `PieceFloors`). Where
+ * re-reads cost more as hits than as misses (coefficients are only fitted ≥ 0), one piece of
+ * nearly all the table evicts the most: k pieces cost at least the whole table under the cache
+ * plus k − 1 per-table costs. A
  * data-parallel table costs at least the first floor plus N − 1 per-table costs and N dense
  * updates in place of one sparse one (its N copies); the bound over plans with copies takes the
  * smaller of the two for each table that may be copied. Every column is output at least once, so
@@ -243,7 +246,8 @@ struct SimTable {
  * receives more than cap(I) bytes. A row piece receives its rows' lookups and a length per sample,
  * so a table needs P ≥ lookup bytes / (cap − B · length_bytes) row pieces, each beyond the first
  * paying the per-table costs (less what its floor already charges for pieces: "Pieces and the
- * cache"). A table whose rows may not split must fit one device's cap. The averaging floor then
+ * cache"). A table whose rows may not split must fit one device's cap, and any table's pieces
+ * lie on at most N devices, each receiving at least a length per sample. The averaging floor then
  * gains the least, over I, of (I − the input floor) plus those costs over N (analytic.cpp
  * `input_cap_excess`). Hot tables that no device can receive whole are split by any plan whose
  * input stays near the floor: at 20,000 tables on 4,096 H100s about 1,300 of them.
