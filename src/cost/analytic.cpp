@@ -622,9 +622,16 @@ double input_cap_excess(const Task& task, const InputCommOptions& input, const s
   return std::max(0.0, least);
 }
 
+/** What one computation of the bound covers (analytic.h). */
+struct BoundScope {
+  bool copies = true;           ///< plans with data-parallel tables too (false: a 2D plan's group)
+  bool averaging_only = false;  ///< the averaging floor alone (the mean-speed floor)
+  bool own_links = true;        ///< each device on its own links, not a mean's nor the slowest NIC's: input caps hold
+};
+
 /** The bound of the header over plans with data-parallel tables (`copies`) or without. */
 double bound_over(const Task& task, const SimHardware& hw, Objective objective, const InputCommOptions& input,
-                  bool copies, double most_cell_tables, bool averaging_only = false, bool own_links = true) {
+                  bool copies, double most_cell_tables, const BoundScope& scope) {
   const double n = task.topology.num_devices();
   const std::int64_t batch = task.workload.batch_size;
   // A device with a shard pays the call once, and the busiest pays at least the average.
@@ -697,8 +704,8 @@ double bound_over(const Task& task, const SimHardware& hw, Objective objective, 
                                                           truncation_slack_bytes(task) * exchange_ms_per_byte(task));
     averaging = std::max(averaging, hw.fw[kSimCalls] + hw.bw[kSimCalls] + slack + cheaper_of_two);
   }
-  if (averaging_only) return averaging;
-  if (objective == Objective::kStep && exposed && own_links && !replicable && n > 1)
+  if (scope.averaging_only) return averaging;
+  if (objective == Objective::kStep && exposed && scope.own_links && !replicable && n > 1)
     averaging += input_cap_excess(task, input, tables, exchange_floor_ms(task, input_floor_bytes(task, input)));
   if (objective == Objective::kStep && n > 1)
     averaging = std::max(averaging,
@@ -821,18 +828,17 @@ double bound_over(const Task& task, const SimHardware& hw, Objective objective, 
 
 namespace {
 
-/** sim_lower_bound over the 1D plans of `task` (analytic.h); with `copies` false, over those
+/** sim_lower_bound over the 1D plans of `task` (analytic.h); with `scope.copies` false, over those
  *  without a data-parallel table (a 2D plan's group). */
 double one_layout_bound(const Task& task, const SimHardware& hw, Objective objective, const InputCommOptions& input,
-                        double most_cell_tables, bool copies = true, bool averaging_only = false,
-                        bool own_links = true) {
-  const double without = bound_over(task, hw, objective, input, false, most_cell_tables, averaging_only, own_links);
-  if (!copies) return without;
+                        double most_cell_tables, const BoundScope& scope = {}) {
+  const double without = bound_over(task, hw, objective, input, false, most_cell_tables, scope);
+  if (!scope.copies) return without;
   const bool replicable = std::any_of(task.workload.tables.begin(), task.workload.tables.end(),
                                       [&](const TableSpec& t) { return may_replicate(task, t); });
   if (!replicable) return without;
   // A plan with a data-parallel table also pays the all-reduce's latency on every device.
-  return std::min(without, bound_over(task, hw, objective, input, true, most_cell_tables, averaging_only) +
+  return std::min(without, bound_over(task, hw, objective, input, true, most_cell_tables, scope) +
                                task.topology.a2a_latency_us / 1000.0);
 }
 
@@ -862,8 +868,9 @@ double with_2d_layouts(const Task& task, const SimHardware& hw, Objective object
     // step and max_sum both pay at least the busiest rank's sync on top of (or besides) the group's plan.
     const double sync = replica_sync_floor_ms(links, groups);
     if (sync >= bound) continue;
-    const double group = one_layout_bound(sharding_group_task(task, groups), hw, objective, input,
-                                          std::max(1.0, most_cell_tables / static_cast<double>(layouts.size())), false);
+    const double group =
+        one_layout_bound(sharding_group_task(task, groups), hw, objective, input,
+                         std::max(1.0, most_cell_tables / static_cast<double>(layouts.size())), {.copies = false});
     bound = std::min(bound, objective == Objective::kStep ? group + sync : std::max(group, sync));
   }
   return bound;
@@ -945,7 +952,7 @@ double mean_speed_averaging(const Task& task, const SimHardware& hw, Objective o
   for (const Device& d : task.topology.devices) speeds += d.hbm_gbps / task.topology.devices.front().hbm_gbps;
   const double scale = static_cast<double>(task.topology.num_devices()) / speeds;
   if (!std::isfinite(scale) || scale <= 0.0) return 0.0;
-  return one_layout_bound(task, at_speed(hw, scale, 1.0), objective, input, most_cell_tables, true, true);
+  return one_layout_bound(task, at_speed(hw, scale, 1.0), objective, input, most_cell_tables, {.averaging_only = true});
 }
 
 }  // namespace
@@ -970,7 +977,7 @@ double sim_lower_bound(const Task& task, const SimHardware& hw, Objective object
   if (slowest_nic_floor_holds(task.topology, objective) &&
       task.topology.slowest_inter_gbps() < fastest.topology.inter_host_gbps) {
     one_d = std::max(one_d, one_layout_bound(with_slowest_nic(fastest, task.topology), quick, objective, input,
-                                             most_cell_tables, true, false, false));
+                                             most_cell_tables, {.own_links = false}));
     mean = with_slowest_nic(std::move(mean), task.topology);
   }
   one_d = std::max(one_d, mean_speed_averaging(mean, hw, objective, input, most_cell_tables));
