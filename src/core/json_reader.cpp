@@ -1,5 +1,6 @@
 #include "core/json_reader.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -17,13 +18,15 @@ using Json = nlohmann::json;
 
 /**
  * A SAX pass over a document that catches an object naming a key twice and names the JSON path
- * of the repeated key. It runs before the DOM parse: nlohmann's callback parser (the other way to
- * see keys) scans the parent container at every object's end, quadratic in a long array of
- * objects (a 200,000-shard plan took seconds), while SAX and the plain DOM parse are linear.
+ * of the repeated key, and, given a DOM builder, builds the document in the same pass. (nlohmann's
+ * callback parser, the other way to see keys, scans the parent container at every object's end,
+ * quadratic in a long array of objects: a 200,000-shard plan took seconds; SAX is linear.)
  */
 class DuplicateKeyCheck final : public nlohmann::json_sax<Json> {
  public:
-  explicit DuplicateKeyCheck(const std::string& where) : where_(where) {}
+  using Dom = nlohmann::detail::json_sax_dom_parser<Json>;
+  /** Only counts and checks; with `dom`, every event also goes to it. */
+  explicit DuplicateKeyCheck(const std::string& where, Dom* dom = nullptr) : where_(where), dom_(dom) {}
 
   /** Values read so far (each scalar, object and array counts one). */
   [[nodiscard]] std::uint64_t values() const { return values_; }
@@ -31,25 +34,27 @@ class DuplicateKeyCheck final : public nlohmann::json_sax<Json> {
   [[nodiscard]] std::uint64_t members() const { return members_; }
   [[nodiscard]] std::uint64_t string_bytes() const { return string_bytes_; }
 
-  bool null() override { return count_entry(); }
-  bool boolean(bool) override { return count_entry(); }
-  bool number_integer(number_integer_t) override { return count_entry(); }
-  bool number_unsigned(number_unsigned_t) override { return count_entry(); }
-  bool number_float(number_float_t, const string_t&) override { return count_entry(); }
+  bool null() override { return count_entry() && (!dom_ || dom_->null()); }
+  bool boolean(bool v) override { return count_entry() && (!dom_ || dom_->boolean(v)); }
+  bool number_integer(number_integer_t v) override { return count_entry() && (!dom_ || dom_->number_integer(v)); }
+  bool number_unsigned(number_unsigned_t v) override { return count_entry() && (!dom_ || dom_->number_unsigned(v)); }
+  bool number_float(number_float_t v, const string_t& text) override {
+    return count_entry() && (!dom_ || dom_->number_float(v, text));
+  }
   bool string(string_t& text) override {
     string_bytes_ += text.size();
-    return count_entry();
+    return count_entry() && (!dom_ || dom_->string(text));
   }
-  bool binary(binary_t&) override { return count_entry(); }
-  bool start_object(std::size_t) override { return open(true); }
-  bool start_array(std::size_t) override { return open(false); }
-  bool end_object() override { return close(); }
-  bool end_array() override { return close(); }
+  bool binary(binary_t& v) override { return count_entry() && (!dom_ || dom_->binary(v)); }
+  bool start_object(std::size_t n) override { return open(true) && (!dom_ || dom_->start_object(n)); }
+  bool start_array(std::size_t n) override { return open(false) && (!dom_ || dom_->start_array(n)); }
+  bool end_object() override { return close() && (!dom_ || dom_->end_object()); }
+  bool end_array() override { return close() && (!dom_ || dom_->end_array()); }
   bool key(string_t& key) override {
     on_key(key);
-    return true;
+    return !dom_ || dom_->key(key);
   }
-  /** Rethrows nlohmann's error, so parse_json reports it as it reports the DOM parser's. */
+  /** Rethrows nlohmann's error, so parse_json reports every malformed document alike. */
   bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override { throw e; }
 
  private:
@@ -103,16 +108,14 @@ class DuplicateKeyCheck final : public nlohmann::json_sax<Json> {
   }
 
   const std::string& where_;
+  Dom* dom_ = nullptr;
   std::vector<Level> levels_;
   std::uint64_t values_ = 0;
   std::uint64_t members_ = 0;
   std::uint64_t string_bytes_ = 0;
 };
 
-/**
- * Bytes nlohmann's DOM of a document holds, roughly: a 16-byte value for each value, a map node
- * (~80 bytes with its key's string) for each object member, and the strings' characters.
- */
+/** json_dom_bytes (json_reader.h) of what `counts` has read. */
 std::uint64_t dom_bytes_estimate(const DuplicateKeyCheck& counts) {
   return counts.values() * 16 + counts.members() * 80 + counts.string_bytes();
 }
@@ -169,16 +172,34 @@ std::string describe_json(const Json& value) {
 
 Json parse_json(const std::string& text, const std::string& where) {
   DuplicateKeyCheck check(where);
+  Json document;
+  DuplicateKeyCheck::Dom dom(document, true);
+  DuplicateKeyCheck build(where, &dom);  // checks and builds in one pass
   try {
-    Json::sax_parse(text, &check);
-    check_fits_in_memory(dom_bytes_estimate(check), concat(where, ": reading its ", check.values(), " JSON values"));
-    return Json::parse(text);
+    const auto text_bytes = static_cast<std::uint64_t>(text.size());
+    if (!find_memory_shortfall(text_bytes * kMostDomBytesPerTextByte, "").empty()) {
+      // It might not fit: count first, and refuse before building anything.
+      Json::sax_parse(text, &check);
+      check_fits_in_memory(dom_bytes_estimate(check), concat(where, ": reading its ", check.values(), " JSON values"));
+    }
+    Json::sax_parse(text, &build);
+    return document;
   } catch (const Json::exception& e) {  // parse_error, or out_of_range for a number too large
     EMBSHARD_THROW(where, ": malformed JSON: ", printable(without_exception_id(e.what()), false));
   } catch (const std::bad_alloc&) {  // the estimate above was short, or memory went meanwhile
-    EMBSHARD_THROW(where, ": out of memory reading its ", check.values(), " JSON values (",
+    EMBSHARD_THROW(where, ": out of memory reading its ", std::max(check.values(), build.values()), " JSON values (",
                    static_cast<double>(text.size()) / (1 << 20), " MiB of text)");
   }
+}
+
+std::uint64_t json_dom_bytes(const std::string& text, const std::string& where) {
+  DuplicateKeyCheck check(where);
+  try {
+    Json::sax_parse(text, &check);
+  } catch (const Json::exception& e) {
+    EMBSHARD_THROW(where, ": malformed JSON: ", printable(without_exception_id(e.what()), false));
+  }
+  return dom_bytes_estimate(check);
 }
 
 // ---- JsonNode -------------------------------------------------------------------------------
@@ -259,6 +280,19 @@ double JsonNode::as_double(double min) const {
   const double d = v.get<double>();
   if (!std::isfinite(d) || !(d >= min)) fail(expected_number(min) + ", got " + describe_json(v));
   return d;
+}
+
+std::vector<double> JsonNode::as_doubles(double min) const {
+  expect_array();
+  std::vector<double> out;
+  out.reserve(value_->size());
+  for (const Json& v : *value_) {
+    const double d = v.is_number() ? v.get<double>() : 0.0;
+    // The entry's node (and its path) is made only for an entry to complain about.
+    if (!v.is_number() || !std::isfinite(d) || !(d >= min)) (void)at(out.size()).as_double(min);
+    out.push_back(d);
+  }
+  return out;
 }
 
 bool JsonNode::as_bool() const {

@@ -29,6 +29,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace embshard::detail {
 
@@ -50,12 +51,25 @@ inline constexpr std::size_t kMaxJsonDepth = 128;
  * (`<where>: malformed JSON: parse error at line L, column C: ...`), for a number too large to
  * represent, and for an object that names a key twice (`<where>: <path>: duplicate key ...`),
  * which nlohmann would otherwise resolve silently by keeping the last value. Nesting deeper than
- * `kMaxJsonDepth` (`<where>: <path>: nested deeper than 128 levels …`) and a document whose
- * parsed form would not fit in memory (`<where>: reading its N JSON values needs about X GiB of
- * memory but Y GiB is available`) are errors too, found by a first pass that builds no value (it
- * keeps only the open objects' keys, to find duplicates).
+ * `kMaxJsonDepth` (`<where>: <path>: nested deeper than 128 levels …`) is an error found before
+ * the level is built. The document is checked and built in one pass (SAX; it keeps the open
+ * objects' keys, to find duplicates). Where the text times `kMostDomBytesPerTextByte` might not
+ * fit in memory, a first pass that builds nothing counts the values (`json_dom_bytes`), and a
+ * document whose parsed form would not fit is refused before it is built (`<where>: reading its
+ * N JSON values needs about X GiB of memory but Y GiB is available`).
  */
 [[nodiscard]] nlohmann::json parse_json(const std::string& text, const std::string& where);
+
+/**
+ * Bytes nlohmann's DOM of `text` holds, roughly: a 16-byte value for each value, a map node
+ * (~80 bytes with its key's string) for each object member, and the strings' characters; counted
+ * by a pass that builds nothing. Throws as `parse_json` does for malformed text.
+ */
+[[nodiscard]] std::uint64_t json_dom_bytes(const std::string& text, const std::string& where);
+
+/** The most `json_dom_bytes` one byte of JSON text makes: the member `"a":0,` is 6 bytes for a
+ *  value, a member and a key byte (97 bytes); an empty key cannot repeat in an object. */
+inline constexpr std::uint64_t kMostDomBytesPerTextByte = 20;
 
 /**
  * A view of one value of a parsed document, together with where it sits: the source `where` and
@@ -103,6 +117,8 @@ class JsonNode {
   [[nodiscard]] std::uint64_t as_uint64() const;
   /** A finite number (integer or not) ≥ `min`. */
   [[nodiscard]] double as_double(double min = -std::numeric_limits<double>::infinity()) const;
+  /** An array of such numbers, each entry's error naming its path (`icdf[3]: expected ...`). */
+  [[nodiscard]] std::vector<double> as_doubles(double min = -std::numeric_limits<double>::infinity()) const;
   [[nodiscard]] bool as_bool() const;
   [[nodiscard]] std::string as_string() const;
 

@@ -645,14 +645,17 @@ double bound_over(const Task& task, const SimHardware& hw, Objective objective, 
   // and its exchange floors, or its copies' compute share and its gradient's all-reduce (header).
   double cheaper_of_two = 0.0;
   std::vector<double> whole_lookups;  // the least a piece of each table that is never split by rows costs
-  for (const TableSpec& t : task.workload.tables) {
+  const std::vector<bool> may_copy = copies ? replicable_tables(task) : std::vector<bool>(task.workload.tables.size());
+  const double all_reduce_per_byte = copies ? all_reduce_ms_per_byte(task.topology) : 0.0;
+  for (std::size_t i = 0; i < task.workload.tables.size(); ++i) {
+    const TableSpec& t = task.workload.tables[i];
     // Pieces pay for the cache with per-table costs; a data-parallel table pays one per device,
     // and on every device its dense update in place of the sparse one.
     const TableFloors floors = table_floors(hw, t, batch);
     const DeviceCompute& floor = floors.any;
     DeviceCompute total = floors.pieces.at_least(1.0);
     DeviceCompute copied_total{kNever, kNever};
-    if (copies && may_replicate(task, t)) {
+    if (may_copy[i]) {
       const double row_bytes = static_cast<double>(t.dim) * bytes_per_element(t.dtype);
       const double sparse = 2.0 * row_bytes * static_cast<double>(t.stats.num_distinct);
       const double dense = kDenseUpdateTraffic * row_bytes * static_cast<double>(t.stats.num_rows);
@@ -683,8 +686,8 @@ double bound_over(const Task& task, const SimHardware& hw, Objective objective, 
     s.in_bytes = lookups * input.index_bytes;
     s.pieces = floors.pieces;
     s.narrowest = std::max(narrowest_share(task, t), 1.0 / n);
-    if (copies && may_replicate(task, t)) {
-      s.replicated_ms = all_reduce_ms_per_byte(task.topology) * static_cast<double>(t.weight_bytes());
+    if (may_copy[i]) {
+      s.replicated_ms = all_reduce_per_byte * static_cast<double>(t.weight_bytes());
       replicable = true;
     } else if (!s.row_pieces) {
       whole_lookups.push_back(hw.fw[kSimTables] + hw.bw[kSimTables] + s.lookup_fw + s.lookup_bw +
@@ -834,8 +837,8 @@ double one_layout_bound(const Task& task, const SimHardware& hw, Objective objec
                         double most_cell_tables, const BoundScope& scope = {}) {
   const double without = bound_over(task, hw, objective, input, false, most_cell_tables, scope);
   if (!scope.copies) return without;
-  const bool replicable = std::any_of(task.workload.tables.begin(), task.workload.tables.end(),
-                                      [&](const TableSpec& t) { return may_replicate(task, t); });
+  const std::vector<bool> may_copy = replicable_tables(task);
+  const bool replicable = std::find(may_copy.begin(), may_copy.end(), true) != may_copy.end();
   if (!replicable) return without;
   // A plan with a data-parallel table also pays the all-reduce's latency on every device.
   return std::min(without, bound_over(task, hw, objective, input, true, most_cell_tables, scope) +

@@ -1,5 +1,6 @@
 #include "embshard/data/data_io.h"
 
+#include <algorithm>
 #include <climits>
 #include <map>
 #include <memory>
@@ -42,12 +43,9 @@ TableStats stats_from(const JsonNode& n, const std::string& where) {
   const JsonNode bins = n.at("bins");
   bins.expect_array();
   if (bins.size() != kNumReuseBins) bins.fail(detail::concat("expected ", kNumReuseBins, " values, got ", bins.size()));
-  for (std::size_t j = 0; j < bins.size(); ++j) s.bins[j] = bins.at(j).as_double();
-  if (n.has("icdf")) {
-    const JsonNode icdf = n.at("icdf");
-    icdf.expect_array();
-    for (std::size_t k = 0; k < icdf.size(); ++k) s.icdf.push_back(icdf.at(k).as_double());
-  }
+  const std::vector<double> bin_values = bins.as_doubles();
+  std::copy(bin_values.begin(), bin_values.end(), s.bins.begin());
+  if (n.has("icdf")) s.icdf = n.at("icdf").as_doubles();
   const std::string err = find_error_in_stats(s, where);
   EMBSHARD_CHECK(err.empty(), err);
   return s;

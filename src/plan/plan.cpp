@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -402,11 +403,31 @@ std::string find_error_in_plan(const Task& task, const Plan& plan) {
   return err + " (in a sharding group of " + std::to_string(plan.groups.size) + " ranks)";
 }
 
+namespace {
+
+std::int64_t smallest_hbm_bytes(const Topology& topology) {
+  std::int64_t smallest = std::numeric_limits<std::int64_t>::max();
+  for (const Device& d : topology.devices) smallest = std::min(smallest, d.hbm_bytes);
+  return smallest;
+}
+
+bool may_replicate(const Task& task, const TableSpec& table, std::int64_t smallest_hbm) {
+  return task.topology.num_devices() > 1 && table.allows(ShardingType::kDataParallel) &&
+         table.shard_bytes(table.num_rows(), table.dim) <= smallest_hbm;
+}
+
+}  // namespace
+
 bool may_replicate(const Task& task, const TableSpec& table) {
-  if (task.topology.num_devices() <= 1 || !table.allows(ShardingType::kDataParallel)) return false;
-  const std::int64_t bytes = table.shard_bytes(table.num_rows(), table.dim);
-  return std::all_of(task.topology.devices.begin(), task.topology.devices.end(),
-                     [&](const Device& d) { return bytes <= d.hbm_bytes; });
+  return may_replicate(task, table, smallest_hbm_bytes(task.topology));
+}
+
+std::vector<bool> replicable_tables(const Task& task) {
+  const std::int64_t smallest = smallest_hbm_bytes(task.topology);
+  std::vector<bool> out;
+  out.reserve(task.workload.tables.size());
+  for (const TableSpec& t : task.workload.tables) out.push_back(may_replicate(task, t, smallest));
+  return out;
 }
 
 Plan table_wise_plan(const Task& task, const std::vector<int>& devices) {

@@ -7,6 +7,7 @@
 #include <limits>
 #include <numeric>
 #include <set>
+#include <tuple>
 
 #include <filesystem>
 
@@ -1283,6 +1284,66 @@ TEST(FastExchange, MaxIsTheLinkModelsWhereHostsHaveLinksOfTheirOwn) {
           most[static_cast<std::size_t>(h)] == 0 && want > 0 && times[static_cast<std::size_t>(h * per_host)] == want;
   }
   EXPECT_GT(receiving_set_it, 10);
+}
+
+TEST(MaxTree, MaxAndArgmaxAreTheSlotsAfterEveryChange) {
+  // 37 slots (a tree padded to 64), values drawn from a few levels so that ties are common: after
+  // every change the maximum and the lowest slot holding it, against a scan.
+  constexpr int kSlots = 37;
+  MaxTree tree(kSlots, 0.0);
+  std::vector<double> slots(kSlots, 0.0);
+  Rng rng(11);
+  for (int change = 0; change < 5000; ++change) {
+    const int slot = static_cast<int>(rng.below(kSlots));
+    const double value = static_cast<double>(rng.below(6)) - (rng.below(20) == 0 ? 1e9 : 0.0);
+    tree.set(slot, value);
+    slots[static_cast<std::size_t>(slot)] = value;
+    const auto most = std::max_element(slots.begin(), slots.end());  // the first of equals
+    ASSERT_EQ(tree.max(), *most) << "change " << change;
+    ASSERT_EQ(tree.argmax(), static_cast<int>(most - slots.begin())) << "change " << change;
+    ASSERT_EQ(tree.at(slot), value);
+  }
+}
+
+TEST(LoadIndex, GivesTheLeastLoadedInKeyOrderAsSortingEveryDeviceDoes) {
+  // 100 devices with loads, HBM used and free drawn from few levels (ties broken by HBM used, then
+  // the slot), random skips, with and without the room asked: the first k by a full sort.
+  constexpr int kDevices = 100;
+  LoadIndex index(kDevices);
+  struct Device {
+    double load = 0.0;
+    std::int64_t used = 0, free = 0;
+  };
+  std::vector<Device> devices(kDevices);
+  Rng rng(12);
+  for (int round = 0; round < 400; ++round) {
+    for (int change = 0; change < 10; ++change) {
+      const auto d = static_cast<std::size_t>(rng.below(kDevices));
+      devices[d] = {static_cast<double>(rng.below(8)), static_cast<std::int64_t>(rng.below(3)),
+                    static_cast<std::int64_t>(rng.below(100))};
+      index.set(static_cast<int>(d), devices[d].load, devices[d].used, devices[d].free);
+    }
+    std::vector<bool> skip(kDevices);
+    for (int d = 0; d < kDevices; ++d) skip[static_cast<std::size_t>(d)] = rng.below(4) == 0;
+    const int k = 1 + static_cast<int>(rng.below(40));
+    const auto bytes = static_cast<std::int64_t>(rng.below(100));
+    const bool need_room = rng.below(2) == 1;
+    std::vector<int> want;
+    for (int d = 0; d < kDevices; ++d) {
+      const Device& v = devices[static_cast<std::size_t>(d)];
+      if (!skip[static_cast<std::size_t>(d)] && (!need_room || v.free >= bytes)) want.push_back(d);
+    }
+    std::sort(want.begin(), want.end(), [&](int a, int b) {
+      const Device& x = devices[static_cast<std::size_t>(a)];
+      const Device& y = devices[static_cast<std::size_t>(b)];
+      return std::tie(x.load, x.used, a) < std::tie(y.load, y.used, b);
+    });
+    want.resize(std::min(want.size(), static_cast<std::size_t>(k)));
+    std::vector<int> got = {-1};  // least() appends
+    index.least(k, bytes, need_room, skip, got);
+    got.erase(got.begin());
+    ASSERT_EQ(got, want) << "round " << round << ", k " << k << ", bytes " << bytes << ", room " << need_room;
+  }
 }
 
 TEST(JointState, ObjectiveIsThe2DPlansWithItsReplicaSync) {

@@ -34,6 +34,9 @@ TEST(JsonReader, ReadsValuesAtTheirPaths) {
   EXPECT_EQ(b.at(std::size_t{1}).as_int(), -2);
   EXPECT_EQ(b.at(std::size_t{2}).as_double(0), 2.5);
   EXPECT_TRUE(b.at(std::size_t{3}).as_bool());
+  EXPECT_EQ(parse_json("[1, -2, 2.5]", "x.json"), nlohmann::json::array({1, -2, 2.5}));
+  const nlohmann::json numbers = parse_json("[1, -2, 2.5]", "x.json");
+  EXPECT_EQ(JsonNode(numbers, "x.json").as_doubles(), (std::vector<double>{1.0, -2.0, 2.5}));
   EXPECT_EQ(b.at(std::size_t{4}).as_string(), "s");
   EXPECT_TRUE(root.has("a"));
   EXPECT_FALSE(root.has("b"));
@@ -66,6 +69,12 @@ TEST(JsonReader, NamesWhereAndPathInEveryError) {
   EXPECT_EQ(read_error(R"({"x": -0.5})", [](const JsonNode& r) { (void)r.at("x").as_double(0); }),
             "x.json: x: expected a number ≥ 0, got -0.5");
   EXPECT_EQ(read_error(R"({"t": 1})", [](const JsonNode& r) { r.at("t").fail("is odd"); }), "x.json: t: is odd");
+  EXPECT_EQ(read_error(R"({"v": [0.5, 1, "2"]})", [](const JsonNode& r) { (void)r.at("v").as_doubles(); }),
+            "x.json: v[2]: expected a number, got a string");
+  EXPECT_EQ(read_error(R"({"v": [0.5, -1]})", [](const JsonNode& r) { (void)r.at("v").as_doubles(0); }),
+            "x.json: v[1]: expected a number ≥ 0, got -1");
+  EXPECT_EQ(read_error(R"({"v": {}})", [](const JsonNode& r) { (void)r.at("v").as_doubles(); }),
+            "x.json: v: expected an array, got an object");
 }
 
 TEST(JsonReader, RejectsIntegersOutOfRange) {
@@ -106,6 +115,32 @@ TEST(JsonReader, RejectsDuplicateKeysNamingTheirPath) {
   EXPECT_EQ(parse_error(R"({"t": [{"a": 1}, [], {"b": {}, "c": 2, "c": 3}]})"),
             "x.json: t[2].c: duplicate key (an object names it twice)");
   EXPECT_EQ(parse_error(R"([{"a": 1}, {"a": 1}])"), "(no error)");
+}
+
+TEST(JsonReader, NoDocumentsDomOutgrowsItsTextByMoreThanTheBoundItIsBuiltUnder) {
+  // parse_json builds without counting first where text × kMostDomBytesPerTextByte fits in
+  // memory: documents of the densest kinds (many short keys, scalars, empty containers, nesting).
+  const auto repeated = [](const std::string& open, const std::string& item, const std::string& close, int count,
+                           bool numbered) {
+    std::string text = open;
+    for (int i = 0; i < count; ++i) text += (i ? "," : "") + (numbered ? "\"" + std::to_string(i) + "\":" : "") + item;
+    return text + close;
+  };
+  const std::vector<std::string> documents = {repeated("{", "0", "}", 20000, true),
+                                              repeated("{", "[]", "}", 20000, true),
+                                              repeated("{", "{}", "}", 20000, true),
+                                              repeated("[", "0", "]", 20000, false),
+                                              repeated("[", "[]", "]", 20000, false),
+                                              repeated("[", "{}", "]", 20000, false),
+                                              repeated("[", "\"\"", "]", 20000, false),
+                                              repeated("[", "null", "]", 20000, false),
+                                              std::string(kMaxJsonDepth, '[') + std::string(kMaxJsonDepth, ']'),
+                                              repeated("{", R"({"a":{"b":0}})", "}", 5000, true),
+                                              "0",
+                                              "{}"};
+  for (const std::string& text : documents)
+    EXPECT_LE(json_dom_bytes(text, "x.json"), text.size() * kMostDomBytesPerTextByte) << text.substr(0, 60);
+  EXPECT_EQ(error_or_none([] { (void)json_dom_bytes("[1,", "x.json"); }).rfind("x.json: malformed JSON: ", 0), 0u);
 }
 
 TEST(JsonReader, RefusesDeepNestingBeforeBuildingIt) {

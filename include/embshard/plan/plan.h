@@ -132,6 +132,9 @@ struct DeviceMemory {
  * (`find_error_in_plan` still checks the plan's total memory.)
  */
 [[nodiscard]] bool may_replicate(const Task& task, const TableSpec& table);
+/** may_replicate of each of the task's tables, in their order: O(tables + devices) where asking
+ *  table by table is O(tables × devices). */
+[[nodiscard]] std::vector<bool> replicable_tables(const Task& task);
 
 /** Bytes (TableSpec::shard_bytes) of the cells two shards of `table` share; 0 when disjoint. */
 [[nodiscard]] std::int64_t shared_bytes(const TableSpec& table, const Shard& a, const Shard& b);

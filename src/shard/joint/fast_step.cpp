@@ -11,25 +11,27 @@ MaxTree::MaxTree(int size, double initial) {
   // Padding slots beyond `size` hold -inf, so they never win.
   value_.assign(static_cast<std::size_t>(2 * base_), -std::numeric_limits<double>::infinity());
   for (int i = 0; i < size; ++i) value_[static_cast<std::size_t>(base_ + i)] = initial;
-  index_.assign(static_cast<std::size_t>(2 * base_), 0);
-  for (int i = 0; i < base_; ++i) index_[static_cast<std::size_t>(base_ + i)] = i;
-  for (int i = base_ - 1; i >= 1; --i) {
-    const auto l = static_cast<std::size_t>(2 * i), r = l + 1;
-    const bool left = value_[l] >= value_[r];
-    value_[static_cast<std::size_t>(i)] = left ? value_[l] : value_[r];
-    index_[static_cast<std::size_t>(i)] = left ? index_[l] : index_[r];
-  }
+  for (int i = base_ - 1; i >= 1; --i)
+    value_[static_cast<std::size_t>(i)] =
+        std::max(value_[static_cast<std::size_t>(2 * i)], value_[static_cast<std::size_t>(2 * i + 1)]);
 }
 
 void MaxTree::set(int slot, double value) {
   auto i = static_cast<std::size_t>(base_ + slot);
   value_[i] = value;
   for (i /= 2; i >= 1; i /= 2) {
-    const std::size_t l = 2 * i, r = 2 * i + 1;
-    const bool left = value_[l] >= value_[r];  // ties: the lower slot
-    value_[i] = left ? value_[l] : value_[r];
-    index_[i] = left ? index_[l] : index_[r];
+    const double v = std::max(value_[2 * i], value_[2 * i + 1]);
+    // A node that keeps its value leaves every node above it as it was (each depends only on its
+    // children), so the walk stops there.
+    if (v == value_[i]) return;
+    value_[i] = v;
   }
+}
+
+int MaxTree::argmax() const {
+  std::size_t i = 1;  // down the side holding the maximum; ties: the lower slot
+  while (i < static_cast<std::size_t>(base_)) i = value_[2 * i] >= value_[2 * i + 1] ? 2 * i : 2 * i + 1;
+  return static_cast<int>(i) - base_;
 }
 
 LoadIndex::LoadIndex(int size) : size_(size) {
@@ -45,35 +47,56 @@ void LoadIndex::set(int slot, double load_ms, std::int64_t hbm_used, std::int64_
   least_[i] = {load_ms, hbm_used, slot};
   free_[i] = hbm_free;
   for (i /= 2; i >= 1; i /= 2) {
-    least_[i] = std::min(least_[2 * i], least_[2 * i + 1]);
-    free_[i] = std::max(free_[2 * i], free_[2 * i + 1]);
+    const Key key = std::min(least_[2 * i], least_[2 * i + 1]);
+    const std::int64_t most_free = std::max(free_[2 * i], free_[2 * i + 1]);
+    if (key == least_[i] && most_free == free_[i]) return;  // nothing above changes (MaxTree::set)
+    least_[i] = key;
+    free_[i] = most_free;
   }
 }
 
 void LoadIndex::least(int k, std::int64_t bytes, bool need_room, const std::vector<bool>& skip,
                       std::vector<int>& out) const {
   // Best-first: a subtree's least key bounds every key below it, so slots come out in key order.
-  using Entry = std::pair<Key, std::size_t>;
+  // A popped subtree is walked down its smaller side, the other side pending, for as long as that
+  // side comes before everything pending: one heap operation a level instead of three.
   const auto later = [](const Entry& a, const Entry& b) { return b.first < a.first; };
-  std::vector<Entry> heap;
+  const auto leads = [&](std::size_t node) {  // holds a slot, and room when asked
+    return least_[node].slot < size_ && !(need_room && free_[node] < bytes);
+  };
+  std::vector<Entry>& heap = heap_;  // reused: no allocation per query
+  heap.clear();
   const auto push = [&](std::size_t node) {
-    if (least_[node].slot >= size_ || (need_room && free_[node] < bytes)) return;
     heap.emplace_back(least_[node], node);
     std::push_heap(heap.begin(), heap.end(), later);
   };
-  push(1);
+  if (leads(1)) push(1);
+  const auto leaves = static_cast<std::size_t>(base_);
   int found = 0;
   while (!heap.empty() && found < k) {
     std::pop_heap(heap.begin(), heap.end(), later);
-    const std::size_t node = heap.back().second;
+    std::size_t node = heap.back().second;
     heap.pop_back();
-    if (node >= static_cast<std::size_t>(base_)) {
-      const int slot = static_cast<int>(node) - base_;
-      if (!skip[static_cast<std::size_t>(slot)]) out.push_back(slot), ++found;
-      continue;
+    while (node < leaves) {  // a subtree that leads has a child that does
+      std::size_t next = 2 * node;
+      const std::size_t right = next + 1;
+      if (!leads(next)) {
+        next = right;
+      } else if (leads(right)) {
+        const std::size_t other = least_[right] < least_[next] ? next : right;
+        if (other == next) next = right;
+        push(other);
+      }
+      if (!heap.empty() && heap.front().first < least_[next]) {
+        push(next);
+        node = 0;
+        break;
+      }
+      node = next;
     }
-    push(2 * node);
-    push(2 * node + 1);
+    if (node < leaves) continue;
+    const int slot = static_cast<int>(node - leaves);
+    if (!skip[static_cast<std::size_t>(slot)]) out.push_back(slot), ++found;
   }
 }
 

@@ -28,19 +28,20 @@
 
 namespace embshard::detail::joint {
 
-/** A max-tree with argmax over a fixed number of slots (all `initial` at first). */
+/** A max-tree over a fixed number of slots (all `initial` at first); its argmax is found by
+ *  descent, as it is asked far less often than a slot changes. */
 class MaxTree {
  public:
   explicit MaxTree(int size = 0, double initial = 0.0);
   void set(int slot, double value);
   [[nodiscard]] double max() const { return value_[1]; }
-  [[nodiscard]] int argmax() const { return index_[1]; }
+  /** The slot holding the maximum, the lowest of tied slots. */
+  [[nodiscard]] int argmax() const;
   [[nodiscard]] double at(int slot) const { return value_[static_cast<std::size_t>(base_ + slot)]; }
 
  private:
   int base_ = 1;
   std::vector<double> value_;
-  std::vector<int> index_;
 };
 
 /**
@@ -67,11 +68,16 @@ class LoadIndex {
       if (a.load_ms != b.load_ms) return a.load_ms < b.load_ms;
       return a.hbm_used != b.hbm_used ? a.hbm_used < b.hbm_used : a.slot < b.slot;
     }
+    friend bool operator==(const Key& a, const Key& b) {
+      return a.load_ms == b.load_ms && a.hbm_used == b.hbm_used && a.slot == b.slot;
+    }
   };
+  using Entry = std::pair<Key, std::size_t>;
   int size_ = 0;
   int base_ = 1;
-  std::vector<Key> least_;          ///< per node
-  std::vector<std::int64_t> free_;  ///< per node: the most free HBM below it
+  std::vector<Key> least_;           ///< per node
+  std::vector<std::int64_t> free_;   ///< per node: the most free HBM below it
+  mutable std::vector<Entry> heap_;  ///< least()'s frontier, kept between calls (one index per search thread)
 };
 
 /** One exchange (output or input) over the topology, in bytes per peer (file comment). */

@@ -117,10 +117,11 @@
  * a re-partition estimates or pairs a wide swap estimates —: 1,500,000 by
  * default up to 8 devices and as much again for every 8 more (a 16-GPU task's first descent and
  * copy groups alone took 1,500,000, leaving no perturbation round), 3,000,000 on the fast path
- * (about 1.5 s at 5,000 tables × 1,024 devices on one core) up to 5,000 tables, and beyond that
- * as much times √(tables / 5,000) up to 50,000 tables, at most √10 times as much (about 5 s at
- * 20,000 × 4,096, 9 s at 50,000 × 8,192; docs/benchmarks.md, "The budget grows with the tables"
- * and "The budget up to 50,000 tables"): `default_work`.
+ * (about 0.8 s at 5,000 tables × 1,024 devices on one core) up to 5,000 tables, and beyond that
+ * as much times √(tables / 5,000) up to 50,000 tables, at most √10 times as much (about 2.3 s at
+ * 20,000 × 4,096 and 4.4 s at 50,000 × 8,192 on this project's VM; docs/benchmarks.md, "The
+ * budget grows with the tables", "The budget up to 50,000 tables" and "The search's trees and the
+ * task reader made cheaper"): `default_work`.
  * Every phase keeps the best plan of its own deterministic trajectory and stops when the budget
  * is spent, so a larger budget never returns a worse plan (under `groups=auto` the 2D layouts
  * searched follow the 1D plan, so there this holds for each layout's search). `time_ms` (default 60 s, the context's
