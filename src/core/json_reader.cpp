@@ -17,6 +17,34 @@ namespace {
 using Json = nlohmann::json;
 
 /**
+ * Builds a document from SAX events through nlohmann's public API (its own builder is an internal
+ * class whose template changed in 3.12). The open containers are held by pointer: a container's
+ * storage does not move while one of its children is open.
+ */
+class DomBuilder {
+ public:
+  explicit DomBuilder(Json& root) : root_(root) {}
+  /** A value: the document, the next entry of the open array or the member named last. */
+  Json* put(Json value) {
+    if (open_.empty()) return &(root_ = std::move(value));
+    Json& parent = *open_.back();
+    if (parent.is_array()) {
+      parent.push_back(std::move(value));
+      return &parent.back();
+    }
+    return &(parent[key_] = std::move(value));
+  }
+  void key(const std::string& key) { key_ = key; }
+  void open(Json container) { open_.push_back(put(std::move(container))); }
+  void close() { open_.pop_back(); }
+
+ private:
+  Json& root_;
+  std::vector<Json*> open_;
+  std::string key_;
+};
+
+/**
  * A SAX pass over a document that catches an object naming a key twice and names the JSON path
  * of the repeated key, and, given a DOM builder, builds the document in the same pass. (nlohmann's
  * callback parser, the other way to see keys, scans the parent container at every object's end,
@@ -24,9 +52,8 @@ using Json = nlohmann::json;
  */
 class DuplicateKeyCheck final : public nlohmann::json_sax<Json> {
  public:
-  using Dom = nlohmann::detail::json_sax_dom_parser<Json>;
-  /** Only counts and checks; with `dom`, every event also goes to it. */
-  explicit DuplicateKeyCheck(const std::string& where, Dom* dom = nullptr) : where_(where), dom_(dom) {}
+  /** Only counts and checks; with `dom`, each value also goes to it. */
+  explicit DuplicateKeyCheck(const std::string& where, DomBuilder* dom = nullptr) : where_(where), dom_(dom) {}
 
   /** Values read so far (each scalar, object and array counts one). */
   [[nodiscard]] std::uint64_t values() const { return values_; }
@@ -34,25 +61,24 @@ class DuplicateKeyCheck final : public nlohmann::json_sax<Json> {
   [[nodiscard]] std::uint64_t members() const { return members_; }
   [[nodiscard]] std::uint64_t string_bytes() const { return string_bytes_; }
 
-  bool null() override { return count_entry() && (!dom_ || dom_->null()); }
-  bool boolean(bool v) override { return count_entry() && (!dom_ || dom_->boolean(v)); }
-  bool number_integer(number_integer_t v) override { return count_entry() && (!dom_ || dom_->number_integer(v)); }
-  bool number_unsigned(number_unsigned_t v) override { return count_entry() && (!dom_ || dom_->number_unsigned(v)); }
-  bool number_float(number_float_t v, const string_t& text) override {
-    return count_entry() && (!dom_ || dom_->number_float(v, text));
-  }
+  bool null() override { return scalar(nullptr); }
+  bool boolean(bool v) override { return scalar(v); }
+  bool number_integer(number_integer_t v) override { return scalar(v); }
+  bool number_unsigned(number_unsigned_t v) override { return scalar(v); }
+  bool number_float(number_float_t v, const string_t&) override { return scalar(v); }
   bool string(string_t& text) override {
     string_bytes_ += text.size();
-    return count_entry() && (!dom_ || dom_->string(text));
+    return scalar(text);
   }
-  bool binary(binary_t& v) override { return count_entry() && (!dom_ || dom_->binary(v)); }
-  bool start_object(std::size_t n) override { return open(true) && (!dom_ || dom_->start_object(n)); }
-  bool start_array(std::size_t n) override { return open(false) && (!dom_ || dom_->start_array(n)); }
-  bool end_object() override { return close() && (!dom_ || dom_->end_object()); }
-  bool end_array() override { return close() && (!dom_ || dom_->end_array()); }
+  bool binary(binary_t& v) override { return scalar(Json::binary(v)); }
+  bool start_object(std::size_t) override { return open(Json::object()); }
+  bool start_array(std::size_t) override { return open(Json::array()); }
+  bool end_object() override { return close(); }
+  bool end_array() override { return close(); }
   bool key(string_t& key) override {
     on_key(key);
-    return !dom_ || dom_->key(key);
+    if (dom_) dom_->key(key);
+    return true;
   }
   /** Rethrows nlohmann's error, so parse_json reports every malformed document alike. */
   bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override { throw e; }
@@ -67,23 +93,31 @@ class DuplicateKeyCheck final : public nlohmann::json_sax<Json> {
   };
 
   /** A value starts: in an array, it is the next entry. */
-  bool count_entry() {
+  void count_entry() {
     ++values_;
     if (!levels_.empty() && !levels_.back().is_object) ++levels_.back().entries;
+  }
+
+  bool scalar(Json value) {
+    count_entry();
+    if (dom_) dom_->put(std::move(value));
     return true;
   }
 
-  bool open(bool is_object) {
+  bool open(Json container) {
+    const bool is_object = container.is_object();
     count_entry();
     if (levels_.size() >= kMaxJsonDepth)
       EMBSHARD_THROW(where_, ": ", printable(path()), ": nested deeper than ", kMaxJsonDepth,
                      " levels (no embshard file nests more than a few)");
     levels_.push_back({is_object, {}, 0, {}});
+    if (dom_) dom_->open(std::move(container));
     return true;
   }
 
   bool close() {
     levels_.pop_back();
+    if (dom_) dom_->close();
     return true;
   }
 
@@ -108,7 +142,7 @@ class DuplicateKeyCheck final : public nlohmann::json_sax<Json> {
   }
 
   const std::string& where_;
-  Dom* dom_ = nullptr;
+  DomBuilder* dom_ = nullptr;
   std::vector<Level> levels_;
   std::uint64_t values_ = 0;
   std::uint64_t members_ = 0;
@@ -173,7 +207,7 @@ std::string describe_json(const Json& value) {
 Json parse_json(const std::string& text, const std::string& where) {
   DuplicateKeyCheck check(where);
   Json document;
-  DuplicateKeyCheck::Dom dom(document, true);
+  DomBuilder dom(document);
   DuplicateKeyCheck build(where, &dom);  // checks and builds in one pass
   try {
     const auto text_bytes = static_cast<std::uint64_t>(text.size());
@@ -187,8 +221,8 @@ Json parse_json(const std::string& text, const std::string& where) {
   } catch (const Json::exception& e) {  // parse_error, or out_of_range for a number too large
     EMBSHARD_THROW(where, ": malformed JSON: ", printable(without_exception_id(e.what()), false));
   } catch (const std::bad_alloc&) {  // the estimate above was short, or memory went meanwhile
-    EMBSHARD_THROW(where, ": out of memory reading its ", std::max(check.values(), build.values()), " JSON values (",
-                   static_cast<double>(text.size()) / (1 << 20), " MiB of text)");
+    EMBSHARD_THROW(where, ": out of memory reading its JSON values (", std::max(check.values(), build.values()),
+                   " read, ", static_cast<double>(text.size()) / (1 << 20), " MiB of text)");
   }
 }
 

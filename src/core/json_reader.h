@@ -67,8 +67,8 @@ inline constexpr std::size_t kMaxJsonDepth = 128;
  */
 [[nodiscard]] std::uint64_t json_dom_bytes(const std::string& text, const std::string& where);
 
-/** The most `json_dom_bytes` one byte of JSON text makes: the member `"a":0,` is 6 bytes for a
- *  value, a member and a key byte (97 bytes); an empty key cannot repeat in an object. */
+/** More than `json_dom_bytes` makes of one byte of JSON text: the densest text, `{"":0}` in an
+ *  array or members `"a":0` of one-byte keys (a key cannot repeat in one object), makes about 16. */
 inline constexpr std::uint64_t kMostDomBytesPerTextByte = 20;
 
 /**

@@ -1306,9 +1306,10 @@ TEST(MaxTree, MaxAndArgmaxAreTheSlotsAfterEveryChange) {
 }
 
 TEST(LoadIndex, GivesTheLeastLoadedInKeyOrderAsSortingEveryDeviceDoes) {
-  // 100 devices with loads, HBM used and free drawn from few levels (ties broken by HBM used, then
-  // the slot), random skips, with and without the room asked: the first k by a full sort.
-  constexpr int kDevices = 100;
+  // 97 devices (a tree padded to 128: the last one's sibling is padding) with loads, HBM used and
+  // free drawn from few levels (ties broken by HBM used, then the slot), random skips, with and
+  // without the room asked: the first k by a full sort.
+  constexpr int kDevices = 97;
   LoadIndex index(kDevices);
   struct Device {
     double load = 0.0;
@@ -1319,8 +1320,11 @@ TEST(LoadIndex, GivesTheLeastLoadedInKeyOrderAsSortingEveryDeviceDoes) {
   for (int round = 0; round < 400; ++round) {
     for (int change = 0; change < 10; ++change) {
       const auto d = static_cast<std::size_t>(rng.below(kDevices));
-      devices[d] = {static_cast<double>(rng.below(8)), static_cast<std::int64_t>(rng.below(3)),
-                    static_cast<std::int64_t>(rng.below(100))};
+      // Now and then a device no piece can reach in time (an infinite load), which must still
+      // come out, last, where it has room.
+      const double load =
+          rng.below(4) == 0 ? std::numeric_limits<double>::infinity() : static_cast<double>(rng.below(8));
+      devices[d] = {load, static_cast<std::int64_t>(rng.below(3)), static_cast<std::int64_t>(rng.below(100))};
       index.set(static_cast<int>(d), devices[d].load, devices[d].used, devices[d].free);
     }
     std::vector<bool> skip(kDevices);
@@ -1344,6 +1348,12 @@ TEST(LoadIndex, GivesTheLeastLoadedInKeyOrderAsSortingEveryDeviceDoes) {
     got.erase(got.begin());
     ASSERT_EQ(got, want) << "round " << round << ", k " << k << ", bytes " << bytes << ", room " << need_room;
   }
+  // The only device with room is the last, beside the padding, and unreachable in time.
+  for (int d = 0; d < kDevices; ++d) index.set(d, 1.0, 0, 0);
+  index.set(kDevices - 1, std::numeric_limits<double>::infinity(), 5, 50);
+  std::vector<int> got;
+  index.least(3, 10, true, std::vector<bool>(kDevices), got);
+  EXPECT_EQ(got, std::vector<int>{kDevices - 1});
 }
 
 TEST(JointState, ObjectiveIsThe2DPlansWithItsReplicaSync) {

@@ -34,7 +34,11 @@ TEST(JsonReader, ReadsValuesAtTheirPaths) {
   EXPECT_EQ(b.at(std::size_t{1}).as_int(), -2);
   EXPECT_EQ(b.at(std::size_t{2}).as_double(0), 2.5);
   EXPECT_TRUE(b.at(std::size_t{3}).as_bool());
-  EXPECT_EQ(parse_json("[1, -2, 2.5]", "x.json"), nlohmann::json::array({1, -2, 2.5}));
+  // What it builds is what nlohmann's own parser builds.
+  for (const char* text :
+       {"[1, -2, 2.5]", R"({"a": {"b": [1, [], {}, [[-0.0]], "é\u00e9"], "c": null}, "d": true})",
+        "18446744073709551615", "-9223372036854775808", R"([{"x": [1e300, 5e-324]}, false, ""])", "{}", "[]", R"("s")"})
+    EXPECT_EQ(parse_json(text, "x.json"), nlohmann::json::parse(text)) << text;
   const nlohmann::json numbers = parse_json("[1, -2, 2.5]", "x.json");
   EXPECT_EQ(JsonNode(numbers, "x.json").as_doubles(), (std::vector<double>{1.0, -2.0, 2.5}));
   EXPECT_EQ(b.at(std::size_t{4}).as_string(), "s");
@@ -126,18 +130,27 @@ TEST(JsonReader, NoDocumentsDomOutgrowsItsTextByMoreThanTheBoundItIsBuiltUnder) 
     for (int i = 0; i < count; ++i) text += (i ? "," : "") + (numbered ? "\"" + std::to_string(i) + "\":" : "") + item;
     return text + close;
   };
-  const std::vector<std::string> documents = {repeated("{", "0", "}", 20000, true),
-                                              repeated("{", "[]", "}", 20000, true),
-                                              repeated("{", "{}", "}", 20000, true),
-                                              repeated("[", "0", "]", 20000, false),
-                                              repeated("[", "[]", "]", 20000, false),
-                                              repeated("[", "{}", "]", 20000, false),
-                                              repeated("[", "\"\"", "]", 20000, false),
-                                              repeated("[", "null", "]", 20000, false),
-                                              std::string(kMaxJsonDepth, '[') + std::string(kMaxJsonDepth, ']'),
-                                              repeated("{", R"({"a":{"b":0}})", "}", 5000, true),
-                                              "0",
-                                              "{}"};
+  std::vector<std::string> documents = {repeated("{", "0", "}", 20000, true),
+                                        repeated("{", "[]", "}", 20000, true),
+                                        repeated("{", "{}", "}", 20000, true),
+                                        repeated("[", "0", "]", 20000, false),
+                                        repeated("[", "[]", "]", 20000, false),
+                                        repeated("[", "{}", "]", 20000, false),
+                                        repeated("[", "\"\"", "]", 20000, false),
+                                        repeated("[", "null", "]", 20000, false),
+                                        std::string(kMaxJsonDepth, '[') + std::string(kMaxJsonDepth, ']'),
+                                        repeated("{", R"({"a":{"b":0}})", "}", 5000, true),
+                                        "0",
+                                        "{}"};
+  // The densest: `{"":0}` in an array (112 bytes for 7 of text), empty keys nested as deep as
+  // may be, one-byte keys.
+  documents.push_back(repeated("[", R"({"":0})", "]", 20000, false));
+  std::string keys;
+  for (char c = 'a'; c <= 'z'; ++c) keys += std::string(keys.empty() ? "" : ",") + '"' + c + "\":0";
+  documents.push_back(repeated("[", "{" + keys + "}", "]", 2000, false));
+  std::string chain;
+  for (std::size_t level = 0; level + 1 < kMaxJsonDepth; ++level) chain += R"({"":)";
+  documents.push_back(chain + "0" + std::string(kMaxJsonDepth - 1, '}'));
   for (const std::string& text : documents)
     EXPECT_LE(json_dom_bytes(text, "x.json"), text.size() * kMostDomBytesPerTextByte) << text.substr(0, 60);
   EXPECT_EQ(error_or_none([] { (void)json_dom_bytes("[1,", "x.json"); }).rfind("x.json: malformed JSON: ", 0), 0u);

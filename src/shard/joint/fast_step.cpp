@@ -2,6 +2,7 @@
 #include "shard/joint/fast_step.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 namespace embshard::detail::joint {
@@ -11,33 +12,34 @@ MaxTree::MaxTree(int size, double initial) {
   // Padding slots beyond `size` hold -inf, so they never win.
   value_.assign(static_cast<std::size_t>(2 * base_), -std::numeric_limits<double>::infinity());
   for (int i = 0; i < size; ++i) value_[static_cast<std::size_t>(base_ + i)] = initial;
-  for (int i = base_ - 1; i >= 1; --i)
-    value_[static_cast<std::size_t>(i)] =
-        std::max(value_[static_cast<std::size_t>(2 * i)], value_[static_cast<std::size_t>(2 * i + 1)]);
+  for (int i = base_ - 1; i >= 1; --i) value_[static_cast<std::size_t>(i)] = larger(static_cast<std::size_t>(i));
 }
 
 void MaxTree::set(int slot, double value) {
   auto i = static_cast<std::size_t>(base_ + slot);
   value_[i] = value;
   for (i /= 2; i >= 1; i /= 2) {
-    const double v = std::max(value_[2 * i], value_[2 * i + 1]);
-    // A node that keeps its value leaves every node above it as it was (each depends only on its
-    // children), so the walk stops there.
-    if (v == value_[i]) return;
+    const double v = larger(i);
+    // A node that keeps its value, bit for bit, leaves every node above it as it was (each depends
+    // only on its children), so the walk stops there.
+    if (v == value_[i] && std::signbit(v) == std::signbit(value_[i])) return;
     value_[i] = v;
   }
 }
 
 int MaxTree::argmax() const {
   std::size_t i = 1;  // down the side holding the maximum; ties: the lower slot
-  while (i < static_cast<std::size_t>(base_)) i = value_[2 * i] >= value_[2 * i + 1] ? 2 * i : 2 * i + 1;
+  while (i < static_cast<std::size_t>(base_))
+    i = value_[2 * i] >= value_[2 * i + 1] ? 2 * i : 2 * i + 1;  // as larger()
   return static_cast<int>(i) - base_;
 }
 
 LoadIndex::LoadIndex(int size) : size_(size) {
   while (base_ < size) base_ *= 2;
   constexpr double kInf = std::numeric_limits<double>::infinity();
-  least_.assign(static_cast<std::size_t>(2 * base_), Key{kInf, 0, std::numeric_limits<int>::max()});
+  // Padding keys sort after every device's, an unreachable device's (infinite load) included.
+  least_.assign(static_cast<std::size_t>(2 * base_),
+                Key{kInf, std::numeric_limits<std::int64_t>::max(), std::numeric_limits<int>::max()});
   free_.assign(static_cast<std::size_t>(2 * base_), std::numeric_limits<std::int64_t>::min());
   for (int i = 0; i < size; ++i) set(i, 0.0, 0, 0);
 }
@@ -81,6 +83,7 @@ void LoadIndex::least(int k, std::int64_t bytes, bool need_room, const std::vect
       std::size_t next = 2 * node;
       const std::size_t right = next + 1;
       if (!leads(next)) {
+        if (!leads(right)) break;  // not reached while padding keys sort last; never a padding slot
         next = right;
       } else if (leads(right)) {
         const std::size_t other = least_[right] < least_[next] ? next : right;
@@ -94,7 +97,7 @@ void LoadIndex::least(int k, std::int64_t bytes, bool need_room, const std::vect
       }
       node = next;
     }
-    if (node < leaves) continue;
+    if (node < leaves) continue;  // pushed back, or nothing below leads
     const int slot = static_cast<int>(node - leaves);
     if (!skip[static_cast<std::size_t>(slot)]) out.push_back(slot), ++found;
   }

@@ -40,6 +40,11 @@ class MaxTree {
   [[nodiscard]] double at(int slot) const { return value_[static_cast<std::size_t>(base_ + slot)]; }
 
  private:
+  /** Node i's value from its children's: the left one on ties (and where the right is NaN). */
+  [[nodiscard]] double larger(std::size_t i) const {
+    return value_[2 * i] >= value_[2 * i + 1] ? value_[2 * i] : value_[2 * i + 1];
+  }
+
   int base_ = 1;
   std::vector<double> value_;
 };
