@@ -26,7 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const embshard::Error& e) {
     const std::string why = e.what();
     if (contains(why, "duplicate key") || contains(why, "nested deeper than")) return 0;  // its own rules
-    if (nlohmann::json::accept(text)) std::abort();  // refused what nlohmann reads
+    if (nlohmann::json::accept(text)) std::abort();                                       // refused what nlohmann reads
     return 0;
   }
   if (ours != nlohmann::json::parse(text)) std::abort();  // built something else
