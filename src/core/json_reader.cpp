@@ -204,6 +204,19 @@ std::string describe_json(const Json& value) {
   return "null";
 }
 
+namespace {
+
+/** Runs `handler` over `text`, a malformed document (or a number too large) an Error naming `where`. */
+void read_events(const std::string& text, const std::string& where, DuplicateKeyCheck& handler) {
+  try {
+    Json::sax_parse(text, &handler);
+  } catch (const Json::exception& e) {  // parse_error, or out_of_range for a number too large
+    EMBSHARD_THROW(where, ": malformed JSON: ", printable(without_exception_id(e.what()), false));
+  }
+}
+
+}  // namespace
+
 Json parse_json(const std::string& text, const std::string& where) {
   DuplicateKeyCheck check(where);
   Json document;
@@ -213,13 +226,11 @@ Json parse_json(const std::string& text, const std::string& where) {
     const auto text_bytes = static_cast<std::uint64_t>(text.size());
     if (!find_memory_shortfall(text_bytes * kMostDomBytesPerTextByte, "").empty()) {
       // It might not fit: count first, and refuse before building anything.
-      Json::sax_parse(text, &check);
+      read_events(text, where, check);
       check_fits_in_memory(dom_bytes_estimate(check), concat(where, ": reading its ", check.values(), " JSON values"));
     }
-    Json::sax_parse(text, &build);
+    read_events(text, where, build);
     return document;
-  } catch (const Json::exception& e) {  // parse_error, or out_of_range for a number too large
-    EMBSHARD_THROW(where, ": malformed JSON: ", printable(without_exception_id(e.what()), false));
   } catch (const std::bad_alloc&) {  // the estimate above was short, or memory went meanwhile
     EMBSHARD_THROW(where, ": out of memory reading its JSON values (", std::max(check.values(), build.values()),
                    " read, ", static_cast<double>(text.size()) / (1 << 20), " MiB of text)");
@@ -228,11 +239,7 @@ Json parse_json(const std::string& text, const std::string& where) {
 
 std::uint64_t json_dom_bytes(const std::string& text, const std::string& where) {
   DuplicateKeyCheck check(where);
-  try {
-    Json::sax_parse(text, &check);
-  } catch (const Json::exception& e) {
-    EMBSHARD_THROW(where, ": malformed JSON: ", printable(without_exception_id(e.what()), false));
-  }
+  read_events(text, where, check);
   return dom_bytes_estimate(check);
 }
 
