@@ -870,6 +870,40 @@ TEST(Joint, ADeadlineInThePastStillGivesAValidPlan) {
   }
 }
 
+TEST(Joint, PastItsDeadlineEachTableGoesToTheLeastLoadedDevice) {
+  // Beyond 32 devices a table placed unscored takes the least loaded device with room: with fewer
+  // light tables than devices, the empty ones, so no two share a device.
+  static constexpr int kDims[] = {8, 16};
+  const Task task = test_util::pool_task(100, "v100:nodes=16,gpus_per_node=8", 4, kDims);
+  const auto cost = make_cost_model("sim", task);
+  Context ctx = quiet();
+  ctx.deadline = std::chrono::steady_clock::now();
+  const ShardResult r = plan_task("joint:split_start=0", task, cost.get(), ctx);
+  ASSERT_EQ(r.status, ShardStatus::kOk) << r.reason;
+  std::set<int> devices;
+  for (const TablePlacement& p : r.plan.tables) {
+    ASSERT_EQ(p.shards.size(), 1U) << p.table;
+    devices.insert(p.shards.front().device);
+  }
+  EXPECT_EQ(devices.size(), r.plan.tables.size()) << r.stats.solver;
+}
+
+TEST(Joint, ReportsTheGapOfThePlanItReturnsOnTheFastPath) {
+  // From 64 devices on the search keeps the step itself (joint.h "State") and reports its gap
+  // from that: it must be the judged plan's, with 2D layouts searched and without, up to the
+  // search's integer units (1e-9 ms a piece's compute).
+  static constexpr int kDims[] = {16, 64};
+  const Task task = test_util::pool_task(300, "h100:nodes=8,gpus_per_node=8", 6, kDims);
+  const auto cost = make_cost_model("sim", task);
+  const double bound = *cost->lower_bound(task, Objective::kStep);
+  for (const char* spec : {"joint:work=200000,groups=none", "joint:work=200000"}) {
+    const ShardResult r = plan_task(spec, task, cost.get(), quiet(2));
+    ASSERT_EQ(r.status, ShardStatus::kOk) << r.reason;
+    const double value = value_of(*cost, task, r.plan, Objective::kStep);
+    EXPECT_NEAR(r.stats.solver_gap, (value - bound) / bound, 1e-8) << spec;
+  }
+}
+
 TEST(Joint, HonoursDevicesOfDifferentSizes) {
   Task task = test_util::pool_task(10, "v100:gpus_per_node=2", 2, std::array{64});
   task.workload.batch_size = 65536;

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "embshard/core/clock.h"
 #include "embshard/core/error.h"
 #include "embshard/core/markup.h"
 #include "embshard/core/parallel.h"
@@ -253,6 +254,10 @@ class Search {
     move_rank_ = options.origin ? rank_by_load_per_byte() : rank_;
   }
 
+  /** After `run`, the objective of the plan it returned where the search kept it exactly (the fast
+   *  path, no price, no replica sync), else none: the caller judges the plan instead. */
+  [[nodiscard]] std::optional<double> value() const { return value_; }
+
   ShardResult run() {
     ShardResult result;
     if (std::string why = find_memory_infeasibility(); !why.empty()) return infeasible(why);
@@ -299,6 +304,9 @@ class Search {
     if (given_best) best = std::move(*given);
     state_.restore(best.plan);
     result.plan = state_.plan();
+    // The objective the fast path keeps is the model's own of this plan (joint.h "State"): the
+    // plan's value without judging it again, where no price or replica sync is added to it.
+    if (state_.incremental() && !options_.origin && !options_.sync.enabled()) value_ = best.score.value;
     result.stats.plans_evaluated += evaluations_;
     const char* stop = out_of_time()      ? "stopped at the deadline"
                        : work() >= limit_ ? "stopped when its work was spent"
@@ -905,6 +913,22 @@ class Search {
   }
 
   /** `candidates`, least loaded first (beyond kAllCandidatesUpTo devices they already are). */
+  /**
+   * Beyond kAllCandidatesUpTo devices, for the first piece of a table free to go anywhere: the
+   * least loaded device with `bytes` of HBM free (any, if none has), as `candidates` ranks its first
+   * (insert_unscored, which tries `least_loaded_first` only where this one does not take the piece).
+   * Else -1.
+   */
+  int least_loaded_device(int t, std::int64_t bytes) {
+    if (n_ <= kAllCandidatesUpTo || only_host_ >= 0 || !state_.pieces(t).empty() || state_.colocated(t) ||
+        !state_.origin_shards(t).empty())
+      return -1;
+    taken_.resize(static_cast<std::size_t>(n_), false);  // all false between calls (candidates)
+    std::vector<int> out;
+    state_.least_loaded(1, bytes, taken_, out);
+    return out.empty() ? -1 : out.front();
+  }
+
   std::vector<int> least_loaded_first(int t, std::int64_t bytes) {
     std::vector<int> devices = candidates(t, bytes);
     if (n_ <= kAllCandidatesUpTo) sort_by_load(devices.begin(), devices.end());
@@ -1672,8 +1696,12 @@ class Search {
       if (layout.first_device >= 0) {
         placed = state_.make_piece(t, shard, layout.first_device + static_cast<int>(state_.pieces(t).size()), uvm, p);
       } else {
-        for (const int d : least_loaded_first(t, s.shard_bytes(shard.num_rows(), shard.num_cols())))
-          if ((placed = state_.make_piece(t, shard, d, uvm, p))) break;
+        const std::int64_t bytes = s.shard_bytes(shard.num_rows(), shard.num_cols());
+        const int least = least_loaded_device(t, bytes);
+        placed = least >= 0 && state_.make_piece(t, shard, least, uvm, p);
+        if (!placed)
+          for (const int d : least_loaded_first(t, bytes))
+            if ((placed = state_.make_piece(t, shard, d, uvm, p))) break;
       }
       if (!placed) {
         state_.remove_table(t);
@@ -1911,14 +1939,15 @@ class Search {
   Rng rng_;
   std::chrono::steady_clock::time_point deadline_;
   std::vector<int> order_;
-  std::vector<int> rank_;       ///< each table's place in order_
-  std::vector<int> move_rank_;  ///< the order the local search tries tables in (rank_, or rank_by_load_per_byte)
-  double mean_weight_ = 0.0;    ///< an average device's share of the tables' weights
-  double mean_lookups_ = 0.0;   ///< an average device's share of the tables' lookups
-  bool copies_;                 ///< data-parallel copies tried (the option, and the model can cost them)
-  std::vector<bool> taken_;     ///< candidates' scratch: the devices holding a piece of the table
-  int only_host_ = -1;          ///< ≥ 0: candidates are this host's devices (insert_on_best_host)
-  bool whole_start_ = false;    ///< the greedy start splits no table (settle_whole_start)
+  std::vector<int> rank_;        ///< each table's place in order_
+  std::vector<int> move_rank_;   ///< the order the local search tries tables in (rank_, or rank_by_load_per_byte)
+  double mean_weight_ = 0.0;     ///< an average device's share of the tables' weights
+  double mean_lookups_ = 0.0;    ///< an average device's share of the tables' lookups
+  bool copies_;                  ///< data-parallel copies tried (the option, and the model can cost them)
+  std::vector<bool> taken_;      ///< candidates' scratch: the devices holding a piece of the table
+  std::optional<double> value_;  ///< value()
+  int only_host_ = -1;           ///< ≥ 0: candidates are this host's devices (insert_on_best_host)
+  bool whole_start_ = false;     ///< the greedy start splits no table (settle_whole_start)
   /// several hosts, at most kAllCandidatesUpTo devices: row shifts must pay (kRowShiftGain),
   /// re-layouts are scored first and more of them end a descent (kRelayoutTablesUpTo32)
   const bool hosts_up_to_32_;
@@ -1983,7 +2012,8 @@ class JointSharder final : public Sharder {
     // time_ms covers everything: the bound first, the search, then the plan's gap (joint.h).
     const auto start = std::chrono::steady_clock::now();
     const std::optional<double> bound = cost->lower_bound(task, options_.objective);
-    std::optional<double> value;  // the plan's objective, where choosing among layouts judged it
+    const double bound_ms = ms_since(start);
+    std::optional<double> value;  // the plan's objective, where the search kept it or the choice judged it
     ShardResult result = plan_layouts(task, *cost, ctx, start, value);
     if (result.status != ShardStatus::kOk) return result;
     result.lower_bound = bound;
@@ -1992,10 +2022,32 @@ class JointSharder final : public Sharder {
       if (!value) value = plan_value(task, *cost, result.plan, ctx);
       result.stats.solver_gap = gap_to_bound(*value, *bound);
     }
+    result.stats.solver += overrun(ctx, start, bound_ms);
     return result;
   }
 
  private:
+  [[nodiscard]] static double ms_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  }
+
+  /**
+   * "" unless the run ended more than 10% past its deadline (time_ms, or the context's when
+   * sooner); then how long it took and why: the bound and placing every table once (the greedy
+   * start's unscored rest) are not cut short, so a task this large takes at least that long.
+   */
+  [[nodiscard]] std::string overrun(const Context& ctx, std::chrono::steady_clock::time_point start,
+                                    double bound_ms) const {
+    double limit_ms = options_.time_ms;
+    if (ctx.deadline)
+      limit_ms = std::min(limit_ms, std::chrono::duration<double, std::milli>(*ctx.deadline - start).count());
+    limit_ms = std::max(limit_ms, 0.0);
+    const double took_ms = ms_since(start);
+    if (took_ms <= 1.1 * limit_ms) return "";
+    return detail::concat("; took ", readable_ms(took_ms), " against a deadline of ", readable_ms(limit_ms),
+                          ": the bound (", readable_ms(bound_ms), ") and placing each table once are not cut short");
+  }
+
   /** The objective of `plan` on `task`, a 2D plan by a model built for its group's task. */
   double plan_value(const Task& task, CostModel& cost, const Plan& plan, const Context& ctx) const {
     if (!plan.groups.enabled()) return objective_value(cost.estimate(task, plan, ctx), options_.objective);
@@ -2011,12 +2063,17 @@ class JointSharder final : public Sharder {
     const bool only_2d = options_.groups > 0;
     EMBSHARD_CHECK(!only_2d || options_.objective != Objective::kBalance, "joint: groups=", options_.groups,
                    " with objective=balance: 2D layouts are chosen on step or max_sum");
-    if (layouts.empty() || options_.objective == Objective::kBalance)
-      return Search(task, cost, options_, ctx, start).run();
+    const auto search_1d = [&] {
+      Search search(task, cost, options_, ctx, start);
+      ShardResult result = search.run();
+      chosen_value = search.value();
+      return result;
+    };
+    if (layouts.empty() || options_.objective == Objective::kBalance) return search_1d();
     EMBSHARD_CHECK(!only_2d || cost.for_task(task), "joint: groups=", options_.groups, ": the cost model ", cost.spec(),
                    " cannot cost a 2D plan's sharding group (use sim)");
     if (!cost.for_task(task)) {
-      ShardResult result = Search(task, cost, options_, ctx, start).run();
+      ShardResult result = search_1d();
       result.stats.solver += "; 2D layouts not tried: the cost model cannot be built for a sharding group";
       return result;
     }
@@ -2028,7 +2085,7 @@ class JointSharder final : public Sharder {
     // there is no time left for that (it would run past time_ms, unscored), nor for judging.
     const auto deadline = search_deadline(task, options_, start);
     if (!only_2d) {
-      best = Search(task, cost, options_, ctx, start).run();
+      best = search_1d();
       if (best.status != ShardStatus::kOk) return best;  // 2D needs more memory per device, not less
       if (std::chrono::steady_clock::now() >= deadline) {
         best.stats.solver += "; 2D layouts not searched: the 1D search reached the deadline";
