@@ -912,7 +912,6 @@ class Search {
     });
   }
 
-  /** `candidates`, least loaded first (beyond kAllCandidatesUpTo devices they already are). */
   /**
    * Beyond kAllCandidatesUpTo devices, for the first piece of a table free to go anywhere: the
    * least loaded device with `bytes` of HBM free (any, if none has), as `candidates` ranks its first
@@ -929,6 +928,7 @@ class Search {
     return out.empty() ? -1 : out.front();
   }
 
+  /** `candidates`, least loaded first (beyond kAllCandidatesUpTo devices they already are). */
   std::vector<int> least_loaded_first(int t, std::int64_t bytes) {
     std::vector<int> devices = candidates(t, bytes);
     if (n_ <= kAllCandidatesUpTo) sort_by_load(devices.begin(), devices.end());
