@@ -1701,7 +1701,7 @@ class Search {
         placed = least >= 0 && state_.make_piece(t, shard, least, uvm, p);
         if (!placed)
           for (const int d : least_loaded_first(t, bytes))
-            if ((placed = state_.make_piece(t, shard, d, uvm, p))) break;
+            if (d != least && (placed = state_.make_piece(t, shard, d, uvm, p))) break;
       }
       if (!placed) {
         state_.remove_table(t);
@@ -2009,7 +2009,8 @@ class JointSharder final : public Sharder {
     return Search(task, *cost, o, ctx, std::chrono::steady_clock::now()).run();
   }
   [[nodiscard]] ShardResult shard(const Task& task, CostModel* cost, const Context& ctx) const override {
-    // time_ms covers everything: the bound first, the search, then the plan's gap (joint.h).
+    // time_ms covers the bound, the search and the plan's gap; the bound and placing every table
+    // once are not cut short (joint.h, and `overrun`).
     const auto start = std::chrono::steady_clock::now();
     const std::optional<double> bound = cost->lower_bound(task, options_.objective);
     const double bound_ms = ms_since(start);
@@ -2033,8 +2034,9 @@ class JointSharder final : public Sharder {
 
   /**
    * "" unless the run ended more than 10% past its deadline (time_ms, or the context's when
-   * sooner); then how long it took and why: the bound and placing every table once (the greedy
-   * start's unscored rest) are not cut short, so a task this large takes at least that long.
+   * sooner); then how long it took, and what is not cut short: the bound (timed), placing every
+   * table once (the greedy start's unscored rest) and judging the plan — at scale these set the
+   * floor of a deadline (joint.h).
    */
   [[nodiscard]] std::string overrun(const Context& ctx, std::chrono::steady_clock::time_point start,
                                     double bound_ms) const {
@@ -2045,7 +2047,8 @@ class JointSharder final : public Sharder {
     const double took_ms = ms_since(start);
     if (took_ms <= 1.1 * limit_ms) return "";
     return detail::concat("; took ", readable_ms(took_ms), " against a deadline of ", readable_ms(limit_ms),
-                          ": the bound (", readable_ms(bound_ms), ") and placing each table once are not cut short");
+                          ": the bound (", readable_ms(bound_ms),
+                          "), placing each table once and judging the plan are not cut short");
   }
 
   /** The objective of `plan` on `task`, a 2D plan by a model built for its group's task. */
@@ -2056,7 +2059,7 @@ class JointSharder final : public Sharder {
   }
 
   /** The best plan among 1D and the 2D layouts the options name (joint.h, "2D"); `chosen_value`:
-   *  its objective where the choice judged it. */
+   *  its objective where the choice judged it, else where the 1D search kept it (Search::value). */
   ShardResult plan_layouts(const Task& task, CostModel& cost, const Context& ctx,
                            std::chrono::steady_clock::time_point start, std::optional<double>& chosen_value) const {
     std::vector<ShardingGroups> layouts = layouts_named(task, options_.groups);

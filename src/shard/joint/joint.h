@@ -131,9 +131,10 @@
  * are not cut short: on this project's VM they take about 0.1–0.12 s at 20,000 tables × 4,096 devices
  * and 0.26–0.32 s at 50,000 × 8,192, the floor of a deadline there; a run that ends more than 10% past
  * its deadline says so in the solver line, with the bound's time (docs/benchmarks.md, "The
- * deadline at scale"). On the fast path the plan's objective, which the gap to the bound is
- * reported from, is the search's own (equal to judging the plan up to its integer units, 1e-9 ms
- * a piece); elsewhere the plan is judged again.
+ * deadline at scale"). Where the 1D plan is returned on the fast path without 2D layouts judged
+ * beside it, the plan's objective, which the gap to the bound is reported from, is the search's
+ * own (equal to judging the plan up to its integer units, 1e-9 ms a piece); elsewhere the plan is
+ * judged.
  * With `torchrec=true` the row layouts are those TorchRec's training path can run (the export,
  * plan/torchrec_export.h, rejects others): rows over every device, or over every device of one
  * host (table_row_wise, multi-host topologies), in blocks of ⌈R/k⌉ in rank order, never moved or
