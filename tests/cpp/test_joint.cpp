@@ -815,19 +815,26 @@ TEST(Joint, IsDeterministicForASeedAndReportsItsGap) {
 }
 
 TEST(Joint, APlanDependsOnItsSeedAndBudgetNotOnTheThreadsItRunsOn) {
+  // Given a second thread the bound is computed beside the search (joint.h "Budget"): the same
+  // bound and gap as computed first on one.
   static constexpr int kDims[] = {16, 32, 64};
   for (const char* topology : {"v100:gpus_per_node=8", "v100:nodes=8,gpus_per_node=8"}) {  // 64: the fast path
     const Task task = test_util::pool_task(topology[5] == 'g' ? 40 : 200, topology, 4, kDims);
     const auto cost = make_cost_model("sim", task);
+    const double bound = *cost->lower_bound(task, Objective::kStep);
     std::string first;
+    double first_gap = 0.0;
     for (const int threads : {1, 2, 3}) {
       Context ctx = quiet(9);
       ctx.num_threads = threads;
       const ShardResult r = plan_task("joint:time_ms=600000,work=60000,chains=3", task, cost.get(), ctx);
       ASSERT_EQ(r.status, ShardStatus::kOk) << r.reason;
       EXPECT_NE(r.stats.solver.find("3 chains"), std::string::npos) << r.stats.solver;
-      if (first.empty()) first = plan_text(r.plan);
+      if (first.empty()) first = plan_text(r.plan), first_gap = r.stats.solver_gap;
       EXPECT_EQ(plan_text(r.plan), first) << topology << ", " << threads << " threads";
+      ASSERT_TRUE(r.lower_bound.has_value()) << topology << ", " << threads << " threads";
+      EXPECT_EQ(*r.lower_bound, bound) << topology << ", " << threads << " threads";
+      EXPECT_EQ(r.stats.solver_gap, first_gap) << topology << ", " << threads << " threads";
     }
   }
 }
@@ -874,19 +881,27 @@ TEST(Joint, PastItsDeadlineEachTableGoesToTheLeastLoadedDevice) {
   // Beyond 32 devices a table placed unscored takes the least loaded device with room: with fewer
   // light tables than devices, the empty ones, so no two share a device.
   static constexpr int kDims[] = {8, 16};
+  // Past its deadline the solver line says what was not cut short, the bound first where it ran
+  // first, last where it ran on a thread of its own (two threads).
   const Task task = test_util::pool_task(100, "v100:nodes=16,gpus_per_node=8", 4, kDims);
   const auto cost = make_cost_model("sim", task);
-  Context ctx = quiet();
-  ctx.deadline = std::chrono::steady_clock::now();
-  const ShardResult r = plan_task("joint:split_start=0", task, cost.get(), ctx);
-  ASSERT_EQ(r.status, ShardStatus::kOk) << r.reason;
-  EXPECT_NE(r.stats.solver.find("stopped at the deadline"), std::string::npos) << r.stats.solver;
-  std::set<int> devices;
-  for (const TablePlacement& p : r.plan.tables) {
-    ASSERT_EQ(p.shards.size(), 1U) << p.table;
-    devices.insert(p.shards.front().device);
+  for (const int threads : {1, 2}) {
+    Context ctx = quiet();
+    ctx.num_threads = threads;
+    ctx.deadline = std::chrono::steady_clock::now();
+    const ShardResult r = plan_task("joint:split_start=0", task, cost.get(), ctx);
+    ASSERT_EQ(r.status, ShardStatus::kOk) << r.reason;
+    EXPECT_NE(r.stats.solver.find("stopped at the deadline"), std::string::npos) << r.stats.solver;
+    EXPECT_NE(r.stats.solver.find(threads == 1 ? ": the bound (" : "on a thread of its own) are not cut short"),
+              std::string::npos)
+        << r.stats.solver;
+    std::set<int> devices;
+    for (const TablePlacement& p : r.plan.tables) {
+      ASSERT_EQ(p.shards.size(), 1U) << p.table;
+      devices.insert(p.shards.front().device);
+    }
+    EXPECT_EQ(devices.size(), r.plan.tables.size()) << r.stats.solver;
   }
-  EXPECT_EQ(devices.size(), r.plan.tables.size()) << r.stats.solver;
 }
 
 TEST(Joint, ReportsTheGapOfThePlanItReturnsOnTheFastPath) {
