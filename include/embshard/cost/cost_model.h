@@ -69,7 +69,9 @@ class CostModel {
   [[nodiscard]] virtual std::string spec() const = 0;
   [[nodiscard]] virtual ComputeModel& compute() = 0;
   [[nodiscard]] virtual CommModel& comm() = 0;
-  /** A valid bound on `objective` over every plan of `task` (file comment); none if unknown. */
+  /** A valid bound on `objective` over every plan of `task` (file comment); none if unknown. It
+   *  may run on another thread while the model costs plans (joint computes it beside its search),
+   *  so it reads no state that costing changes. */
   [[nodiscard]] virtual std::optional<double> lower_bound(const Task& task, Objective objective) const = 0;
   /**
    * An independent copy for another thread (search code that runs several chains at once), or
