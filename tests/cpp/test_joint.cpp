@@ -879,10 +879,9 @@ TEST(Joint, ADeadlineInThePastStillGivesAValidPlan) {
 
 TEST(Joint, PastItsDeadlineEachTableGoesToTheLeastLoadedDevice) {
   // Beyond 32 devices a table placed unscored takes the least loaded device with room: with fewer
-  // light tables than devices, the empty ones, so no two share a device.
+  // light tables than devices, the empty ones, so no two share a device. The solver line says what
+  // was not cut short: the bound first where it ran first, last where it ran on a thread of its own.
   static constexpr int kDims[] = {8, 16};
-  // Past its deadline the solver line says what was not cut short, the bound first where it ran
-  // first, last where it ran on a thread of its own (two threads).
   const Task task = test_util::pool_task(100, "v100:nodes=16,gpus_per_node=8", 4, kDims);
   const auto cost = make_cost_model("sim", task);
   for (const int threads : {1, 2}) {

@@ -2056,13 +2056,13 @@ class JointSharder final : public Sharder {
     limit_ms = std::max(limit_ms, 0.0);
     const double took_ms = ms_since(start);
     if (took_ms <= 1.1 * limit_ms) return "";
-    if (beside)
-      return detail::concat("; took ", readable_ms(took_ms), " against a deadline of ", readable_ms(limit_ms),
-                            ": placing each table once, judging the plan and the bound (", readable_ms(bound_ms),
-                            ", on a thread of its own) are not cut short");
-    return detail::concat("; took ", readable_ms(took_ms), " against a deadline of ", readable_ms(limit_ms),
-                          ": the bound (", readable_ms(bound_ms),
-                          "), placing each table once and judging the plan are not cut short");
+    const std::string bound = readable_ms(bound_ms);
+    const std::string floor =
+        beside ? detail::concat("placing each table once, judging the plan and the bound (", bound,
+                                ", on a thread of its own)")
+               : detail::concat("the bound (", bound, "), placing each table once and judging the plan");
+    return detail::concat("; took ", readable_ms(took_ms), " against a deadline of ", readable_ms(limit_ms), ": ",
+                          floor, " are not cut short");
   }
 
   /** The objective of `plan` on `task`, a 2D plan by a model built for its group's task. */
