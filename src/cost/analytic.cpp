@@ -192,33 +192,77 @@ const std::array<const char*, kNumSimFeatures>& sim_feature_names() {
 
 namespace {
 
-SimTable sim_table(const Task& task, const PlacedShard& p) {
+/** One table of a shard as sim_features reads it: a SimTable's fields, its statistics by reference
+ *  (a shard's are its table's, shared, never copied: the search costs millions of shards). */
+struct TableTerms {
+  const TableStats* stats = nullptr;
+  int cols = 0;
+  int bytes_per_element = 4;
+  double row_share = 1.0;
+  std::int64_t hbm_rows = -1;
+  int replicas = 0;
+  bool pooled = true;
+};
+
+TableTerms terms_of(const SimTable& t) {
+  return {&t.stats, t.cols, t.bytes_per_element, t.row_share, t.hbm_rows, t.replicas, t.pooled};
+}
+
+TableTerms terms_of(const Task& task, const PlacedShard& p) {
   const TableSpec& spec = task.workload.tables[static_cast<std::size_t>(p.table)];
-  SimTable t;
-  t.stats = spec.stats;
-  t.cols = p.shard.num_cols();
-  t.bytes_per_element = bytes_per_element(spec.dtype);
-  t.row_share = spec.row_share(p.shard.num_rows());
-  t.hbm_rows = p.shard.hbm_rows < 0 ? -1 : p.shard.hbm_rows;
-  t.replicas = p.replicas;
-  t.pooled = spec.pooled;
-  return t;
+  return {&spec.stats,
+          p.shard.num_cols(),
+          bytes_per_element(spec.dtype),
+          spec.row_share(p.shard.num_rows()),
+          p.shard.hbm_rows < 0 ? -1 : p.shard.hbm_rows,
+          p.replicas,
+          spec.pooled};
 }
 
 /** The output_bytes feature of one table (file comment): B · cols · o_t · 4, on a copy's share. */
-double output_bytes(const SimTable& t, std::int64_t batch_size) {
+double output_bytes(const TableTerms& t, std::int64_t batch_size) {
   const double batch_share = t.replicas > 0 ? 1.0 / t.replicas : 1.0;
-  const double outputs_per_sample = t.pooled ? 1.0 : t.stats.pooling_factor * t.row_share;
+  const double outputs_per_sample = t.pooled ? 1.0 : t.stats->pooling_factor * t.row_share;
   return batch_share * static_cast<double>(batch_size) * t.cols * outputs_per_sample * 4.0;
+}
+
+/** The features of `tables` (a sum over them, but `calls`); `terms(table)` gives a TableTerms. */
+template <typename Tables, typename Terms>
+SimFeatures features_of(const Tables& tables, Terms terms, std::int64_t batch_size, std::int64_t cache_bytes) {
+  SimFeatures f{};
+  bool shards = false, copies = false;
+  for (const auto& table : tables) {
+    const TableTerms t = terms(table);
+    const TableStats& stats = *t.stats;
+    const double row_bytes = static_cast<double>(t.cols) * t.bytes_per_element;
+    const double batch_share = t.replicas > 0 ? 1.0 / t.replicas : 1.0;
+    (t.replicas > 0 ? copies : shards) = true;
+    const double lookups = batch_share * t.row_share * static_cast<double>(stats.num_indices);
+    const double distinct = t.replicas > 0 ? distinct_rows_in_share(stats, batch_share)
+                                           : t.row_share * static_cast<double>(stats.num_distinct);
+    const double reuse = std::max(0.0, lookups - distinct);
+    const double working_set = distinct * row_bytes;
+    const double evict =
+        working_set > 0 ? std::clamp(1.0 - static_cast<double>(cache_bytes) / working_set, 0.0, 1.0) : 0.0;
+    const double hot = hot_share(stats, t.row_share, t.hbm_rows);  // the HBM tier's share
+    f[kSimTables] += 1.0;
+    f[kSimLookups] += lookups;
+    f[kSimMissBytes] += hot * row_bytes * (distinct + reuse * evict);
+    f[kSimHitBytes] += hot * row_bytes * reuse * (1.0 - evict);
+    f[kSimOutputBytes] += output_bytes(t, batch_size);
+    f[kSimUpdateBytes] += t.replicas > 0 ? kDenseUpdateTraffic * row_bytes * static_cast<double>(stats.num_rows)
+                                         : 2.0 * row_bytes * distinct;
+    f[kSimUvmBytes] += row_bytes * lookups * (1.0 - hot);
+  }
+  f[kSimCalls] = (shards ? 1.0 : 0.0) + (copies ? 1.0 : 0.0);
+  return f;
 }
 
 }  // namespace
 
 SimFeatures sim_device_features(const Task& task, std::span<const PlacedShard> shards, std::int64_t cache_bytes) {
-  std::vector<SimTable> tables;
-  tables.reserve(shards.size());
-  for (const PlacedShard& p : shards) tables.push_back(sim_table(task, p));
-  return sim_features(tables, task.workload.batch_size, cache_bytes);
+  return features_of(
+      shards, [&task](const PlacedShard& p) { return terms_of(task, p); }, task.workload.batch_size, cache_bytes);
 }
 
 DeviceCompute sim_sequence_output_ms(const SimHardware& hardware, const Task& task,
@@ -226,7 +270,7 @@ DeviceCompute sim_sequence_output_ms(const SimHardware& hardware, const Task& ta
   double as_sequence = 0.0, as_pooled = 0.0;  // the sequence shards' output bytes, and theirs if pooled
   for (const PlacedShard& p : shards) {
     if (task.workload.tables[static_cast<std::size_t>(p.table)].pooled) continue;
-    SimTable t = sim_table(task, p);
+    TableTerms t = terms_of(task, p);
     as_sequence += output_bytes(t, task.workload.batch_size);
     t.pooled = true;
     as_pooled += output_bytes(t, task.workload.batch_size);
@@ -238,31 +282,8 @@ DeviceCompute sim_sequence_output_ms(const SimHardware& hardware, const Task& ta
 }
 
 SimFeatures sim_features(std::span<const SimTable> tables, std::int64_t batch_size, std::int64_t cache_bytes) {
-  SimFeatures f{};
-  bool shards = false, copies = false;
-  for (const SimTable& t : tables) {
-    const double row_bytes = static_cast<double>(t.cols) * t.bytes_per_element;
-    const double batch_share = t.replicas > 0 ? 1.0 / t.replicas : 1.0;
-    (t.replicas > 0 ? copies : shards) = true;
-    const double lookups = batch_share * t.row_share * static_cast<double>(t.stats.num_indices);
-    const double distinct = t.replicas > 0 ? distinct_rows_in_share(t.stats, batch_share)
-                                           : t.row_share * static_cast<double>(t.stats.num_distinct);
-    const double reuse = std::max(0.0, lookups - distinct);
-    const double working_set = distinct * row_bytes;
-    const double evict =
-        working_set > 0 ? std::clamp(1.0 - static_cast<double>(cache_bytes) / working_set, 0.0, 1.0) : 0.0;
-    const double hot = hot_share(t.stats, t.row_share, t.hbm_rows);  // the HBM tier's share
-    f[kSimTables] += 1.0;
-    f[kSimLookups] += lookups;
-    f[kSimMissBytes] += hot * row_bytes * (distinct + reuse * evict);
-    f[kSimHitBytes] += hot * row_bytes * reuse * (1.0 - evict);
-    f[kSimOutputBytes] += output_bytes(t, batch_size);
-    f[kSimUpdateBytes] += t.replicas > 0 ? kDenseUpdateTraffic * row_bytes * static_cast<double>(t.stats.num_rows)
-                                         : 2.0 * row_bytes * distinct;
-    f[kSimUvmBytes] += row_bytes * lookups * (1.0 - hot);
-  }
-  f[kSimCalls] = (shards ? 1.0 : 0.0) + (copies ? 1.0 : 0.0);
-  return f;
+  return features_of(
+      tables, [](const SimTable& t) { return terms_of(t); }, batch_size, cache_bytes);
 }
 
 double sim_hbm_access_share(const TableStats& stats, std::int64_t shard_rows, std::int64_t hbm_rows) {
@@ -280,20 +301,18 @@ double sim_pass_ms(const SimCoefficients& c, const SimFeatures& f) {
 namespace {
 
 /** `spec` as one shard: every row and column, all in HBM. */
-SimTable whole_table(const TableSpec& spec) {
-  SimTable t;
-  t.stats = spec.stats;
-  t.cols = spec.dim;
-  t.bytes_per_element = bytes_per_element(spec.dtype);
-  t.pooled = spec.pooled;
-  return t;
+TableTerms whole_table(const TableSpec& spec) {
+  return {.stats = &spec.stats,
+          .cols = spec.dim,
+          .bytes_per_element = bytes_per_element(spec.dtype),
+          .pooled = spec.pooled};
 }
 
 /** A pass's cost of the whole table with its calls left out, under a cache of `cache_bytes`. */
 DeviceCompute whole_table_ms(const SimHardware& hw, const TableSpec& spec, std::int64_t batch,
                              std::int64_t cache_bytes) {
-  const std::array<SimTable, 1> one{whole_table(spec)};
-  SimFeatures f = sim_features(one, batch, cache_bytes);
+  const std::array<TableTerms, 1> one{whole_table(spec)};
+  SimFeatures f = features_of(one, std::identity{}, batch, cache_bytes);
   f[kSimCalls] = 0.0;
   return {sim_pass_ms(hw.fw, f), sim_pass_ms(hw.bw, f)};
 }
@@ -339,9 +358,9 @@ struct TableFloors {
 TableFloors table_floors(const SimHardware& hw, const TableSpec& spec, std::int64_t batch) {
   const DeviceCompute cached = whole_table_ms(hw, spec, batch, std::numeric_limits<std::int64_t>::max());
   const DeviceCompute evicted = whole_table_ms(hw, spec, batch, 0);
-  const SimTable t = whole_table(spec);
+  const TableTerms t = whole_table(spec);
   const double working_set =
-      static_cast<double>(t.stats.num_distinct) * static_cast<double>(t.cols) * t.bytes_per_element;
+      static_cast<double>(t.stats->num_distinct) * static_cast<double>(t.cols) * t.bytes_per_element;
   PieceFloors pieces;
   pieces.cached = cached;
   pieces.evictable = {evicted.fw_ms - cached.fw_ms, evicted.bw_ms - cached.bw_ms};
@@ -867,9 +886,10 @@ double with_2d_layouts(const Task& task, const SimHardware& hw, Objective object
                        double most_cell_tables, double one_d, const Task& links) {
   double bound = one_d;
   const std::vector<ShardingGroups> layouts = sharding_group_layouts(task);
+  const auto bytes = static_cast<double>(links.workload.total_bytes());
   for (const ShardingGroups& groups : layouts) {
     // step and max_sum both pay at least the busiest rank's sync on top of (or besides) the group's plan.
-    const double sync = replica_sync_floor_ms(links, groups);
+    const double sync = replica_sync_floor_ms(links, groups, bytes);
     if (sync >= bound) continue;
     const double group =
         one_layout_bound(sharding_group_task(task, groups), hw, objective, input,

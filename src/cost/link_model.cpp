@@ -285,8 +285,11 @@ double replica_sync_ms(const Topology& topology, const ShardingGroups& groups, i
 }
 
 double replica_sync_floor_ms(const Task& task, const ShardingGroups& groups) {
-  return replica_sync_ms(task.topology, groups, task.workload.replica_sync_every,
-                         static_cast<double>(task.workload.total_bytes()) / groups.size);
+  return replica_sync_floor_ms(task, groups, static_cast<double>(task.workload.total_bytes()));
+}
+
+double replica_sync_floor_ms(const Task& task, const ShardingGroups& groups, double total_bytes) {
+  return replica_sync_ms(task.topology, groups, task.workload.replica_sync_every, total_bytes / groups.size);
 }
 
 double all_reduce_ms(const Topology& topology, double bytes) {

@@ -104,22 +104,23 @@ double distinct_rows_in_share(const TableStats& stats, double share) {
   return distinct * (1.0 - std::pow(1.0 - share, per_row));
 }
 
-TableStats stats_of_batch_share(const TableStats& stats, double share) {
+TableStats stats_of_batch_share(TableStats stats, double share) {
   if (share >= 1.0) return stats;
-  TableStats s = stats;
-  s.batch_size = std::llround(static_cast<double>(stats.batch_size) * share);
-  s.num_indices = std::llround(static_cast<double>(stats.num_indices) * share);
-  s.num_distinct = std::min<std::int64_t>(s.num_indices, std::llround(distinct_rows_in_share(stats, share)));
-  if (stats.num_distinct > 0) {
-    const double ratio = static_cast<double>(s.num_distinct) / static_cast<double>(stats.num_distinct);
-    for (double& v : s.icdf) v *= ratio;
+  const std::int64_t distinct_before = stats.num_distinct;
+  const double distinct = distinct_rows_in_share(stats, share);  // of the whole batch's statistics
+  stats.batch_size = std::llround(static_cast<double>(stats.batch_size) * share);
+  stats.num_indices = std::llround(static_cast<double>(stats.num_indices) * share);
+  stats.num_distinct = std::min<std::int64_t>(stats.num_indices, std::llround(distinct));
+  if (distinct_before > 0) {
+    const double ratio = static_cast<double>(stats.num_distinct) / static_cast<double>(distinct_before);
+    for (double& v : stats.icdf) v *= ratio;
   }
-  if (s.num_indices == 0) {
-    s.num_distinct = 0;
-    s.bins.fill(0.0);
-    s.icdf.clear();
+  if (stats.num_indices == 0) {
+    stats.num_distinct = 0;
+    stats.bins.fill(0.0);
+    stats.icdf.clear();
   }
-  return s;
+  return stats;
 }
 
 }  // namespace embshard

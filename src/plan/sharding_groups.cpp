@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <utility>
 
 #include "embshard/core/error.h"
 #include "embshard/data/task.h"
@@ -131,7 +132,7 @@ Task sharding_group_task(const Task& task, const ShardingGroups& groups) {
   Task group = task;
   group.topology = sharding_group_topology(task.topology, groups);
   group.workload.batch_size = task.workload.batch_size / replicas;
-  for (TableSpec& t : group.workload.tables) t.stats = stats_of_batch_share(t.stats, 1.0 / replicas);
+  for (TableSpec& t : group.workload.tables) t.stats = stats_of_batch_share(std::move(t.stats), 1.0 / replicas);
   return group;
 }
 

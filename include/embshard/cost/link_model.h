@@ -201,6 +201,9 @@ struct InputCommOptions {
 /** The replica sync the busiest rank of any plan of 2D layout `groups` pays at least: that of the
  *  average rank's bytes (every cell of every table is on some rank of a group; sync is affine). */
 [[nodiscard]] double replica_sync_floor_ms(const Task& task, const ShardingGroups& groups);
+/** The same where the caller has the task's table bytes (Workload::total_bytes, a sum over every
+ *  table) for several layouts. */
+[[nodiscard]] double replica_sync_floor_ms(const Task& task, const ShardingGroups& groups, double total_bytes);
 
 /** replica_sync_ms as latency + time per byte, for search code that keeps it per device. */
 struct ReplicaSyncCost {

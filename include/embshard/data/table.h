@@ -104,7 +104,7 @@ struct TableStats {
  * distinct rows by `distinct_rows_in_share`, the icdf's row counts by the same ratio; pooling
  * factor, coverage and the reuse bins (the shape of the access distribution) are kept.
  */
-[[nodiscard]] TableStats stats_of_batch_share(const TableStats& stats, double share);
+[[nodiscard]] TableStats stats_of_batch_share(TableStats stats, double share);
 
 /**
  * What one table may use, on top of the task's `Constraints` (TorchRec's `ParameterConstraints`):

@@ -293,16 +293,19 @@ class Search {
         options_.work > 0 ? options_.work : default_work(state_.num_tables(), n_, state_.incremental());
     const auto budget = static_cast<std::int64_t>(static_cast<double>(whole) * options_.work_share);
     limit_ = start_work + budget;
-    Best best{score(), state_.snapshot()};
+    // Spent by the start, nothing below changes the plan (each step checks `spent` first, and it
+    // stays spent): no copy of the plan is kept to go back to (at scale, a copy of every table).
+    const bool spent_at_start = spent();
+    Best best{score(), spent_at_start ? State::Snapshot{} : state_.snapshot()};
     settle(best, result.stats);
     if (!exact && !options_.origin) settle_whole_start(best, result.stats);
-    if (copies_) try_copy_groups(best, result.stats);
+    if (copies_ && !spent_at_start) try_copy_groups(best, result.stats);
     const ChainsResult chains = perturb_in_chains(best, result.stats);
     const bool rows_cut = row_cut_best_ && better(row_cut_best_->score, best.score);
     if (rows_cut) best = *row_cut_best_;
     const bool given_best = given && better(given->score, best.score);
     if (given_best) best = std::move(*given);
-    state_.restore(best.plan);
+    if (!spent_at_start || rows_cut || given_best) state_.restore(best.plan);
     result.plan = state_.plan();
     // The objective the fast path keeps is the model's own of this plan (joint.h "State"): the
     // plan's value without judging it again, where no price or replica sync is added to it.
@@ -600,15 +603,16 @@ class Search {
    * (`insert_quickly`). Returns the first table that fits nowhere, or -1.
    */
   int greedy_start(const std::vector<int>& order) {
-    HostLoads hosts(*this);
+    std::optional<HostLoads> hosts;  // built where first needed: it counts the tables placed by then
     for (std::size_t i = 0; i < order.size(); ++i) {
       const int t = order[i];
       const bool quick = out_of_time(static_cast<double>(order.size() - i) * kUnscoredMsPerTable);
-      if (!(quick                                    ? insert_quickly(t)
-            : hosts.on() && start_row_pieces(t) >= 2 ? insert_on_best_host(t, hosts)
-                                                     : insert_best(t, start_layouts(t))))
+      if (!quick && !hosts) hosts.emplace(*this);
+      if (!(quick                                     ? insert_quickly(t)
+            : hosts->on() && start_row_pieces(t) >= 2 ? insert_on_best_host(t, *hosts)
+                                                      : insert_best(t, start_layouts(t))))
         return t;
-      hosts.add(t);
+      if (hosts) hosts->add(t);
     }
     return -1;
   }
@@ -814,12 +818,13 @@ class Search {
    * search), a heavy table's row pieces above one host (`start_row_pieces`).
    */
   [[nodiscard]] std::vector<Layout> start_layouts(int t) const {
-    std::vector<Layout> all = all_layouts(t);
-    if (all.empty() || all.front().kind != Layout::Kind::kWhole) return all;
-    const bool rows =
-        std::any_of(all.begin(), all.end(), [](const Layout& l) { return l.kind == Layout::Kind::kRows; });
-    if (const int k = rows ? start_row_pieces(t) : 1; k >= 2) return {{Layout::Kind::kRows, k}};
-    return {all.front()};
+    // all_layouts(t)'s first where it is whole (it is where the table may stay whole, or is
+    // colocated), without building the others: this runs once a table at every size.
+    if (!state_.colocated(t) && !spec(t).allows(ShardingType::kTableWise)) return all_layouts(t);
+    // Row layouts are among all_layouts(t) wherever start_row_pieces can exceed 1.
+    if (!state_.colocated(t) && allows_rows(t))
+      if (const int k = start_row_pieces(t); k >= 2) return {{Layout::Kind::kRows, k}};
+    return {{Layout::Kind::kWhole, 1}};
   }
 
   /**
@@ -905,11 +910,11 @@ class Search {
 
   /** Orders the devices in [first, last) least loaded first (State::device_load_ms), stably. */
   void sort_by_load(std::vector<int>::iterator first, std::vector<int>::iterator last) {
-    std::vector<double> load(static_cast<std::size_t>(n_));
-    for (auto d = first; d != last; ++d) load[static_cast<std::size_t>(*d)] = state_.device_load_ms(*d);
-    std::stable_sort(first, last, [&](int a, int b) {
-      return load[static_cast<std::size_t>(a)] < load[static_cast<std::size_t>(b)];
-    });
+    std::vector<std::pair<double, int>> keyed;  // (load, device): as many as sorted, not one a device
+    keyed.reserve(static_cast<std::size_t>(last - first));
+    for (auto d = first; d != last; ++d) keyed.emplace_back(state_.device_load_ms(*d), *d);
+    std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [load, d] : keyed) *first++ = d;
   }
 
   /**
@@ -2159,7 +2164,7 @@ class JointSharder final : public Sharder {
     const auto bytes = static_cast<double>(task.workload.total_bytes());
     std::vector<std::pair<double, ShardingGroups>> predicted;
     for (const ShardingGroups& g : layouts) {
-      const double sync = replica_sync_floor_ms(task, g);
+      const double sync = replica_sync_floor_ms(task, g, bytes);
       if (sync >= value) continue;
       const Topology group = sharding_group_topology(task.topology, g);
       double room = 0.0;  // a group holds every table: no layout whose ranks cannot

@@ -191,6 +191,7 @@
  */
 #include <array>
 #include <cstdint>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -469,12 +470,18 @@ class State {
   }
 
   [[nodiscard]] Plan plan() const;
-  /** A copy of the pieces and layouts (to restore the best plan found). */
+  /** A copy of the pieces and layouts (to restore the best plan found), flat: one allocation
+   *  however many tables (a search at scale takes one at every improvement). */
   struct Snapshot {
-    std::vector<std::vector<Piece>> tables;
+    std::vector<Piece> pieces;       ///< every table's, table by table
+    std::vector<std::size_t> first;  ///< table t's are pieces[first[t], first[t + 1])
     std::vector<Layout> layouts;
+    [[nodiscard]] std::span<const Piece> table(int t) const {
+      const auto i = static_cast<std::size_t>(t);
+      return {pieces.data() + first[i], first[i + 1] - first[i]};
+    }
   };
-  [[nodiscard]] Snapshot snapshot() const { return {tables_, layouts_}; }
+  [[nodiscard]] Snapshot snapshot() const;
   void restore(const Snapshot& snapshot);
   /** Every device's tables in the order `tables_on` gives them (a restore may reorder them). */
   [[nodiscard]] const std::vector<std::vector<int>>& table_order() const { return device_tables_; }
@@ -537,10 +544,13 @@ class State {
   std::vector<std::vector<int>> colocated_with_, separated_from_;
   // More than kAllCandidatesUpTo devices: the devices by load, refreshed lazily (least_loaded).
   std::vector<LoadIndex> loads_;  ///< per LoadTerm (kAll only off the fast path)
-  /** Queues `device`'s loads for refreshing (least_loaded), once; nothing below that many devices. */
+  /** Queues `device`'s loads for refreshing (least_loaded), once a term; nothing below that many
+   *  devices. */
   void mark_load_stale(int device);
-  std::vector<int> stale_loads_;
-  std::vector<bool> load_is_stale_;
+  /** Device `device`'s load by `term`, as its index ranks it. */
+  [[nodiscard]] double term_load_ms(int device, LoadTerm term);
+  std::vector<std::vector<int>> stale_loads_;  ///< per LoadTerm: the devices its index has out of date
+  std::vector<std::uint8_t> stale_terms_;      ///< per device: a bit per LoadTerm whose index has it out of date
   // Many devices, an additive model, the link model on full-duplex links and `step` (fast_step.h):
   // kept per change.
   bool fast_ = false;

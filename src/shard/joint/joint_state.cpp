@@ -71,8 +71,10 @@ State::State(const Task& task, CostModel& cost, Objective objective, const Conte
     // kAll, and on the fast path kCompute, kOutput and (where it is paid) kInput.
     const int terms = !fast_ ? 1 : mode == InputCommMode::kExposed ? 4 : 3;
     loads_.assign(static_cast<std::size_t>(terms), LoadIndex(static_cast<int>(n)));
-    load_is_stale_.assign(n, true);
-    for (std::size_t d = 0; d < n; ++d) stale_loads_.push_back(static_cast<int>(d));
+    stale_loads_.assign(static_cast<std::size_t>(terms), {});
+    stale_terms_.assign(n, static_cast<std::uint8_t>((1U << terms) - 1));
+    for (auto& stale : stale_loads_)
+      for (std::size_t d = 0; d < n; ++d) stale.push_back(static_cast<int>(d));
   }
   if (fast_) {
     input_exposed_ = mode == InputCommMode::kExposed;
@@ -134,34 +136,43 @@ double State::device_load_ms(int device) {
 void State::least_loaded(int k, std::int64_t bytes, const std::vector<bool>& skip, std::vector<int>& out,
                          LoadTerm term) {
   EMBSHARD_ASSERT(num_devices() > kAllCandidatesUpTo && static_cast<int>(term) < load_terms());
-  for (const int d : stale_loads_) {
+  // Only this term's index is brought up to date: each term's load is its device's alone.
+  const auto i = static_cast<std::size_t>(term);
+  for (const int d : stale_loads_[i]) {
     const std::int64_t used = devices_[static_cast<std::size_t>(d)].hbm_bytes;
     const std::int64_t free = task_.topology.devices[static_cast<std::size_t>(d)].hbm_bytes - used;
-    const auto set = [&](LoadTerm which, double load_ms) {
-      if (static_cast<int>(which) < load_terms()) loads_[static_cast<std::size_t>(which)].set(d, load_ms, used, free);
-    };
-    set(LoadTerm::kAll, device_load_ms(d));
-    if (fast_) {
-      const DeviceCompute c = device_compute(d);
-      set(LoadTerm::kCompute, c.fw_ms + c.bw_ms);
-      // What it sends across hosts, its host's reduced rows included (fast_step.h).
-      set(LoadTerm::kOutput, out_.own_ms(d) + out_.host_ms(task_.topology.host_of(d)));
-      set(LoadTerm::kInput, in_.own_ms(d));
-    }
-    load_is_stale_[static_cast<std::size_t>(d)] = false;
+    loads_[i].set(d, term_load_ms(d, term), used, free);
+    stale_terms_[static_cast<std::size_t>(d)] &= static_cast<std::uint8_t>(~(1U << i));
   }
-  stale_loads_.clear();
-  const LoadIndex& index = loads_[static_cast<std::size_t>(term)];
+  stale_loads_[i].clear();
+  const LoadIndex& index = loads_[i];
   const std::size_t before = out.size();
   index.least(k, bytes, true, skip, out);
   if (out.size() == before) index.least(k, bytes, false, skip, out);
 }
 
+double State::term_load_ms(int device, LoadTerm term) {
+  switch (term) {
+    case LoadTerm::kAll: return device_load_ms(device);
+    case LoadTerm::kCompute: {
+      const DeviceCompute c = device_compute(device);
+      return c.fw_ms + c.bw_ms;
+    }
+    case LoadTerm::kOutput:  // what it sends across hosts, its host's reduced rows included (fast_step.h)
+      return out_.own_ms(device) + out_.host_ms(task_.topology.host_of(device));
+    case LoadTerm::kInput: return in_.own_ms(device);
+  }
+  return 0.0;
+}
+
 void State::mark_load_stale(int device) {
   const auto d = static_cast<std::size_t>(device);
-  if (load_is_stale_.empty() || load_is_stale_[d]) return;
-  load_is_stale_[d] = true;
-  stale_loads_.push_back(device);
+  if (stale_terms_.empty()) return;
+  const std::uint8_t all = static_cast<std::uint8_t>((1U << loads_.size()) - 1);
+  if (stale_terms_[d] == all) return;
+  for (std::size_t i = 0; i < loads_.size(); ++i)
+    if ((stale_terms_[d] & (1U << i)) == 0) stale_loads_[i].push_back(device);
+  stale_terms_[d] = all;
 }
 
 void State::index_placement_groups() {
@@ -409,7 +420,7 @@ void State::refresh_type(int table) {
 int State::exchange_groups() const { return embshard::exchange_groups(type_tables_); }
 
 namespace {
-bool same_pieces(const std::vector<Piece>& a, const std::vector<Piece>& b) {
+bool same_pieces(std::span<const Piece> a, std::span<const Piece> b) {
   return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const Piece& x, const Piece& y) {
     const Shard& s = x.placed.shard;
     const Shard& t = y.placed.shard;
@@ -419,15 +430,26 @@ bool same_pieces(const std::vector<Piece>& a, const std::vector<Piece>& b) {
 }
 }  // namespace
 
+State::Snapshot State::snapshot() const {
+  Snapshot s;
+  s.first.reserve(tables_.size() + 1);
+  s.first.push_back(0);
+  for (const std::vector<Piece>& pieces : tables_) s.first.push_back(s.first.back() + pieces.size());
+  s.pieces.reserve(s.first.back());
+  for (const std::vector<Piece>& pieces : tables_) s.pieces.insert(s.pieces.end(), pieces.begin(), pieces.end());
+  s.layouts = layouts_;
+  return s;
+}
+
 void State::restore(const Snapshot& snapshot) {
   // Only the tables that differ are taken off and put back: the loads are exact sums, so the
   // result does not depend on which (a perturbation round changes a few tables of thousands).
   for (int t = 0; t < num_tables(); ++t) {
     const auto i = static_cast<std::size_t>(t);
-    if (layouts_[i] == snapshot.layouts[i] && same_pieces(tables_[i], snapshot.tables[i])) continue;
+    if (layouts_[i] == snapshot.layouts[i] && same_pieces(tables_[i], snapshot.table(t))) continue;
     remove_table(t);
     layouts_[i] = snapshot.layouts[i];
-    for (const Piece& p : snapshot.tables[i]) add(p);
+    for (const Piece& p : snapshot.table(t)) add(p);
   }
 }
 
@@ -542,6 +564,7 @@ std::vector<int> State::critical_devices() const {
 
 Plan State::plan() const {
   Plan plan;
+  plan.tables.reserve(tables_.size());
   for (int t = 0; t < num_tables(); ++t) {
     TablePlacement tp;
     tp.table = task_.workload.tables[static_cast<std::size_t>(t)].name;
