@@ -1406,6 +1406,73 @@ TEST(LoadIndex, GivesTheLeastLoadedInKeyOrderAsSortingEveryDeviceDoes) {
   EXPECT_EQ(got, std::vector<int>{kDevices - 1});
 }
 
+TEST(JointState, TheLeastLoadedByEveryTermAreThoseASortOfEveryDeviceGives) {
+  // 128 devices on 16 hosts (the fast path: four terms, three where the input is not paid, one
+  // off it), pieces added, moved and taken off at random between queries by random terms, some
+  // devices skipped, with and without room for what is asked: each index, refreshed only when
+  // asked, against every device's load sorted.
+  const std::pair<const char*, int> kSpecs[] = {{"sim", 4}, {"sim:input_comm=omit", 3}, {"sim:input_comm=overlap", 1}};
+  for (const auto& [name, terms] : kSpecs) {
+    const std::string spec = name;  // a lambda below names it (clang 14 captures no structured binding)
+    const Task task = state_task("v100:nodes=16,gpus_per_node=8");
+    const auto cost = make_cost_model(spec, task);
+    const Context ctx = test_util::quiet();
+    State state(task, *cost, Objective::kStep, ctx);
+    ASSERT_EQ(state.load_terms(), terms) << spec;
+    const int n = task.topology.num_devices();
+    Rng rng(31);
+    const auto query = [&](int round) {
+      const auto term = static_cast<State::LoadTerm>(rng.below(static_cast<std::uint64_t>(state.load_terms())));
+      std::vector<bool> skip(static_cast<std::size_t>(n));
+      for (std::size_t d = 0; d < skip.size(); ++d) skip[d] = rng.below(5) == 0;
+      const int k = 1 + static_cast<int>(rng.below(12));
+      // HBM used differs from device to device: asking for more than the most free leaves none.
+      std::int64_t most_free = 0;
+      for (int d = 0; d < n; ++d)
+        most_free =
+            std::max(most_free, task.topology.devices[static_cast<std::size_t>(d)].hbm_bytes - state.load(d).hbm_bytes);
+      const std::int64_t bytes = rng.below(3) == 0 ? most_free + 1 : static_cast<std::int64_t>(rng.below(1 << 20));
+      std::vector<int> room, any;
+      for (int d = 0; d < n; ++d) {
+        if (skip[static_cast<std::size_t>(d)]) continue;
+        any.push_back(d);
+        if (task.topology.devices[static_cast<std::size_t>(d)].hbm_bytes - state.load(d).hbm_bytes >= bytes)
+          room.push_back(d);
+      }
+      std::vector<int> want = room.empty() ? any : room;
+      const auto key = [&](int d) { return std::tuple(state.term_load_ms(d, term), state.load(d).hbm_bytes, d); };
+      std::sort(want.begin(), want.end(), [&](int a, int b) { return key(a) < key(b); });
+      want.resize(std::min(want.size(), static_cast<std::size_t>(k)));
+      std::vector<int> got;
+      state.least_loaded(k, bytes, skip, got, term);
+      ASSERT_EQ(got, want) << spec << ", round " << round << ", term " << static_cast<int>(term);
+    };
+    for (int round = 0; round < 300; ++round) {
+      const int t = static_cast<int>(rng.below(static_cast<std::uint64_t>(state.num_tables())));
+      const TableSpec& table = task.workload.tables[static_cast<std::size_t>(t)];
+      if (state.pieces(t).empty()) {  // placed whole or in row pieces, each on a random device
+        const bool rows = rng.below(3) == 0;
+        const Layout layout = rows ? Layout{Layout::Kind::kRows, 2 + static_cast<int>(rng.below(3))} : Layout{};
+        state.set_layout(t, layout);
+        for (const Shard& s : layout_shards(layout, table.num_rows(), table.dim)) {
+          Piece p;
+          ASSERT_TRUE(state.make_piece(t, s, static_cast<int>(rng.below(static_cast<std::uint64_t>(n))), false, p));
+          state.add(p);
+        }
+      } else if (rng.below(2) == 0) {  // a piece moved
+        const Piece old = state.lift(t, 0);
+        Piece p;
+        const bool moved =
+            state.make_piece(t, old.placed.shard, static_cast<int>(rng.below(static_cast<std::uint64_t>(n))), false, p);
+        state.place(0, moved ? p : old);
+      } else {
+        state.remove_table(t);
+      }
+      if (rng.below(3) == 0) query(round);
+    }
+  }
+}
+
 TEST(JointState, ObjectiveIsThe2DPlansWithItsReplicaSync) {
   // Groups of 64 (the fast path), 16 and 8 ranks of 128, replicas synced every 10 steps.
   static constexpr int kDims[] = {8, 32, 128};

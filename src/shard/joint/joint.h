@@ -451,6 +451,9 @@ class State {
   /** The terms least_loaded can rank by, the first ones of LoadTerm: kAll, and on the fast path
    *  the others (kInput where the input all-to-all is exposed). */
   [[nodiscard]] int load_terms() const { return static_cast<int>(loads_.size()); }
+  /** Device `device`'s load by `term` (one of load_terms()), as least_loaded ranks it: each term is
+   *  its device's alone, so an index is brought up to date only when it is asked. */
+  [[nodiscard]] double term_load_ms(int device, LoadTerm term);
   /**
    * Appends to `out` up to k devices not marked in `skip`, least loaded first (by `term`, then
    * HBM used, then index), among those with `bytes` of HBM free if any has, else among all; only
@@ -548,8 +551,6 @@ class State {
   /** Queues `device`'s loads for refreshing (least_loaded), once a term; nothing below that many
    *  devices. */
   void mark_load_stale(int device);
-  /** Device `device`'s load by `term`, as its index ranks it. */
-  [[nodiscard]] double term_load_ms(int device, LoadTerm term);
   std::vector<std::vector<int>> stale_loads_;  ///< per LoadTerm: the devices its index has out of date
   std::vector<std::uint8_t> stale_terms_;      ///< per device: a bit per LoadTerm whose index has it out of date
   // Many devices, an additive model, the link model on full-duplex links and `step` (fast_step.h):
