@@ -1426,18 +1426,20 @@ TEST(JointState, TheLeastLoadedByEveryTermAreThoseASortOfEveryDeviceGives) {
       std::vector<bool> skip(static_cast<std::size_t>(n));
       for (std::size_t d = 0; d < skip.size(); ++d) skip[d] = rng.below(5) == 0;
       const int k = 1 + static_cast<int>(rng.below(12));
-      // HBM used differs from device to device: asking for more than the most free leaves none.
+      // HBM used differs from device to device: a random device's free HBM leaves some with room
+      // and some without; more than the most free leaves none (then all are ranked).
+      const auto free = [&](int d) {
+        return task.topology.devices[static_cast<std::size_t>(d)].hbm_bytes - state.load(d).hbm_bytes;
+      };
       std::int64_t most_free = 0;
-      for (int d = 0; d < n; ++d)
-        most_free =
-            std::max(most_free, task.topology.devices[static_cast<std::size_t>(d)].hbm_bytes - state.load(d).hbm_bytes);
-      const std::int64_t bytes = rng.below(3) == 0 ? most_free + 1 : static_cast<std::int64_t>(rng.below(1 << 20));
+      for (int d = 0; d < n; ++d) most_free = std::max(most_free, free(d));
+      const std::int64_t bytes =
+          rng.below(4) == 0 ? most_free + 1 : free(static_cast<int>(rng.below(static_cast<std::uint64_t>(n))));
       std::vector<int> room, any;
       for (int d = 0; d < n; ++d) {
         if (skip[static_cast<std::size_t>(d)]) continue;
         any.push_back(d);
-        if (task.topology.devices[static_cast<std::size_t>(d)].hbm_bytes - state.load(d).hbm_bytes >= bytes)
-          room.push_back(d);
+        if (free(d) >= bytes) room.push_back(d);
       }
       std::vector<int> want = room.empty() ? any : room;
       const auto key = [&](int d) { return std::tuple(state.term_load_ms(d, term), state.load(d).hbm_bytes, d); };
@@ -1469,6 +1471,7 @@ TEST(JointState, TheLeastLoadedByEveryTermAreThoseASortOfEveryDeviceGives) {
         state.remove_table(t);
       }
       if (rng.below(3) == 0) query(round);
+      if (HasFatalFailure()) return;
     }
   }
 }

@@ -293,8 +293,9 @@ class Search {
         options_.work > 0 ? options_.work : default_work(state_.num_tables(), n_, state_.incremental());
     const auto budget = static_cast<std::int64_t>(static_cast<double>(whole) * options_.work_share);
     limit_ = start_work + budget;
-    // Spent by the start, nothing below changes the plan (each step checks `spent` first, and it
-    // stays spent): no copy of the plan is kept to go back to (at scale, a copy of every table).
+    // Spent by the start (it stays spent: time and work only grow), nothing below changes the
+    // plan: each step moves nothing once spent, and the start's plan scored again is no better.
+    // No copy of it is kept to go back to (at scale, a copy of every table).
     const bool spent_at_start = spent();
     Best best{score(), spent_at_start ? State::Snapshot{} : state_.snapshot()};
     settle(best, result.stats);
@@ -603,11 +604,11 @@ class Search {
    * (`insert_quickly`). Returns the first table that fits nowhere, or -1.
    */
   int greedy_start(const std::vector<int>& order) {
-    std::optional<HostLoads> hosts;  // built where first needed: it counts the tables placed by then
+    std::optional<HostLoads> hosts;  // built where first needed, with the tables placed by then
     for (std::size_t i = 0; i < order.size(); ++i) {
       const int t = order[i];
       const bool quick = out_of_time(static_cast<double>(order.size() - i) * kUnscoredMsPerTable);
-      if (!quick && !hosts) hosts.emplace(*this);
+      if (!quick && !hosts) hosts.emplace(*this, std::span<const int>(order.data(), i));
       if (!(quick                                     ? insert_quickly(t)
             : hosts->on() && start_row_pieces(t) >= 2 ? insert_on_best_host(t, *hosts)
                                                       : insert_best(t, start_layouts(t))))
@@ -622,11 +623,13 @@ class Search {
    * term, for choosing a heavy table's host
    * (joint.h step 2): each table's compute whole on an empty device, its columns and its lookups,
    * shared out over the hosts of its pieces; each term in units of its average per host over the
-   * whole task. Only from kHostFirstFromHosts hosts on (`on`).
+   * whole task. Only from kHostFirstFromHosts hosts on (`on`). Built with the tables the start
+   * has placed so far (`placed`, in the order it placed them: the sums come out as if it had been
+   * built before them and each added as it was placed).
    */
   class HostLoads {
    public:
-    explicit HostLoads(Search& search) : search_(search) {
+    HostLoads(Search& search, std::span<const int> placed) : search_(search) {
       const Topology& topology = search.task_.topology;
       if (topology.num_hosts() < kHostFirstFromHosts) return;
       hosts_ = topology.num_hosts();
@@ -642,8 +645,11 @@ class Search {
       for (auto& loads : table_)
         for (std::size_t k = 0; k < 3; ++k) loads[k] *= total[k] > 0 ? hosts_ / total[k] : 0.0;
       load_.assign(static_cast<std::size_t>(hosts_), {});
+      std::vector<bool> by_start(table_.size(), false);
+      for (const int t : placed) by_start[static_cast<std::size_t>(t)] = true;
       for (int t = 0; t < search.state_.num_tables(); ++t)  // a rebuild's: the tables left in place
-        if (!search.state_.pieces(t).empty()) add(t);
+        if (!by_start[static_cast<std::size_t>(t)] && !search.state_.pieces(t).empty()) add(t);
+      for (const int t : placed) add(t);
     }
     [[nodiscard]] bool on() const { return hosts_ > 0; }
 

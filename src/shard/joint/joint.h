@@ -451,8 +451,9 @@ class State {
   /** The terms least_loaded can rank by, the first ones of LoadTerm: kAll, and on the fast path
    *  the others (kInput where the input all-to-all is exposed). */
   [[nodiscard]] int load_terms() const { return static_cast<int>(loads_.size()); }
-  /** Device `device`'s load by `term` (one of load_terms()), as least_loaded ranks it: each term is
-   *  its device's alone, so an index is brought up to date only when it is asked. */
+  /** Device `device`'s load by `term` (one of load_terms()), as least_loaded ranks it. Each index
+   *  is brought up to date only when it is asked: every change marks each term of every device
+   *  whose loads it touches (a host's reduced rows: every device of the host). */
   [[nodiscard]] double term_load_ms(int device, LoadTerm term);
   /**
    * Appends to `out` up to k devices not marked in `skip`, least loaded first (by `term`, then
@@ -553,6 +554,7 @@ class State {
   void mark_load_stale(int device);
   std::vector<std::vector<int>> stale_loads_;  ///< per LoadTerm: the devices its index has out of date
   std::vector<std::uint8_t> stale_terms_;      ///< per device: a bit per LoadTerm whose index has it out of date
+  static_assert(static_cast<int>(LoadTerm::kInput) < 8, "a bit per LoadTerm in stale_terms_");
   // Many devices, an additive model, the link model on full-duplex links and `step` (fast_step.h):
   // kept per change.
   bool fast_ = false;

@@ -136,7 +136,8 @@ double State::device_load_ms(int device) {
 void State::least_loaded(int k, std::int64_t bytes, const std::vector<bool>& skip, std::vector<int>& out,
                          LoadTerm term) {
   EMBSHARD_ASSERT(num_devices() > kAllCandidatesUpTo && static_cast<int>(term) < load_terms());
-  // Only this term's index is brought up to date: each term's load is its device's alone.
+  // Only this term's index is brought up to date: every change marks each term of every device
+  // whose loads it touches (mark_load_stale), so what is not marked is current.
   const auto i = static_cast<std::size_t>(term);
   for (const int d : stale_loads_[i]) {
     const std::int64_t used = devices_[static_cast<std::size_t>(d)].hbm_bytes;
@@ -442,6 +443,7 @@ State::Snapshot State::snapshot() const {
 }
 
 void State::restore(const Snapshot& snapshot) {
+  EMBSHARD_ASSERT(snapshot.first.size() == tables_.size() + 1 && snapshot.layouts.size() == tables_.size());
   // Only the tables that differ are taken off and put back: the loads are exact sums, so the
   // result does not depend on which (a perturbation round changes a few tables of thousands).
   for (int t = 0; t < num_tables(); ++t) {
