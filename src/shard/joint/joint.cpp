@@ -826,10 +826,10 @@ class Search {
   [[nodiscard]] std::vector<Layout> start_layouts(int t) const {
     // all_layouts(t)'s first where it is whole (it is where the table may stay whole, or is
     // colocated), without building the others: this runs once a table at every size.
-    if (!state_.colocated(t) && !spec(t).allows(ShardingType::kTableWise)) return all_layouts(t);
+    if (state_.colocated(t)) return {{Layout::Kind::kWhole, 1}};
+    if (!spec(t).allows(ShardingType::kTableWise)) return all_layouts(t);
     // Row layouts are among all_layouts(t) wherever start_row_pieces can exceed 1.
-    if (!state_.colocated(t) && allows_rows(t))
-      if (const int k = start_row_pieces(t); k >= 2) return {{Layout::Kind::kRows, k}};
+    if (const int k = allows_rows(t) ? start_row_pieces(t) : 1; k >= 2) return {{Layout::Kind::kRows, k}};
     return {{Layout::Kind::kWhole, 1}};
   }
 

@@ -72,9 +72,8 @@ State::State(const Task& task, CostModel& cost, Objective objective, const Conte
     const int terms = !fast_ ? 1 : mode == InputCommMode::kExposed ? 4 : 3;
     loads_.assign(static_cast<std::size_t>(terms), LoadIndex(static_cast<int>(n)));
     stale_loads_.assign(static_cast<std::size_t>(terms), {});
-    stale_terms_.assign(n, static_cast<std::uint8_t>((1U << terms) - 1));
-    for (auto& stale : stale_loads_)
-      for (std::size_t d = 0; d < n; ++d) stale.push_back(static_cast<int>(d));
+    stale_terms_.assign(n, 0);
+    for (std::size_t d = 0; d < n; ++d) mark_load_stale(static_cast<int>(d));
   }
   if (fast_) {
     input_exposed_ = mode == InputCommMode::kExposed;
