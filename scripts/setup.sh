@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PACKAGES=(cmake ninja-build g++ ccache clang-format clang-tidy nlohmann-json3-dev zlib1g-dev libgtest-dev libgmock-dev
+PACKAGES=(cmake ninja-build g++ ccache clang-format clang-tidy nlohmann-json3-dev libsimdjson-dev zlib1g-dev libgtest-dev libgmock-dev
           clang libclang-rt-14-dev libopenmpi-dev openmpi-bin
           libtorch-dev libopenblas0    # libtorch: the learn module only; openblas: see deps-probe.md
           coinor-libcbc-dev            # CBC: the MILP solver of src/milp

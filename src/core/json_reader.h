@@ -19,8 +19,12 @@
  * `JsonNode` rejects wrong types, missing fields,
  * numbers out of range and, where the caller asks (`only_keys`), unknown keys.
  *
- * nlohmann/json is a private dependency: include this header only from `src/`, never from a
- * public header under `include/`.
+ * Speed: `parse_json` parses with simdjson first and builds nlohmann's document from its tape,
+ * about 3× faster than nlohmann's own parser on a large task file; its reference path decides
+ * whatever that fast path does not take (`parse_json_reference`).
+ *
+ * nlohmann/json and simdjson are private dependencies: include this header only from `src/`, never
+ * from a public header under `include/` (simdjson only from json_reader.cpp).
  */
 #include <cstddef>
 #include <cstdint>
@@ -59,6 +63,22 @@ inline constexpr std::size_t kMaxJsonDepth = 128;
  * N JSON values needs about X GiB of memory but Y GiB is available`).
  */
 [[nodiscard]] nlohmann::json parse_json(const std::string& text, const std::string& where);
+
+/**
+ * parse_json's reference path, which alone decides every document the fast one does not take.
+ * `parse_json` first parses with simdjson (Debian's libsimdjson-dev: SIMD scanning, exact number
+ * parsing) and builds the same nlohmann document from its tape; wherever simdjson refuses the text,
+ * an object names a key twice, the nesting passes `kMaxJsonDepth`, a number is `-0` or memory is
+ * short for the tape too, it returns what this returns — the document or the one-line error above.
+ * The two agree on every document both take (tests/core/json_reader_test.cpp), numbers included:
+ * a non-negative integer is unsigned, a negative one signed, any other number a double rounded to
+ * the nearest.
+ */
+[[nodiscard]] nlohmann::json parse_json_reference(const std::string& text, const std::string& where);
+
+/** Whether `a` and `b` are the same document down to each number's kind and bits (nlohmann's ==
+ *  takes 1 for 1.0 and -0.0 for 0.0): how parse_json's two paths are held to each other. */
+[[nodiscard]] bool identical_json(const nlohmann::json& a, const nlohmann::json& b);
 
 /**
  * Bytes nlohmann's DOM of `text` holds, roughly: a 16-byte value for each value, a map node

@@ -648,9 +648,19 @@ struct BoundScope {
   bool own_links = true;        ///< each device on its own links, not a mean's nor the slowest NIC's: input caps hold
 };
 
-/** The bound of the header over plans with data-parallel tables (`copies`) or without. */
+/** Each table's floors under `hw`, in the task's order: what the passes of the bound over one task share. */
+std::vector<TableFloors> all_table_floors(const Task& task, const SimHardware& hw) {
+  std::vector<TableFloors> floors;
+  floors.reserve(task.workload.tables.size());
+  for (const TableSpec& t : task.workload.tables) floors.push_back(table_floors(hw, t, task.workload.batch_size));
+  return floors;
+}
+
+/** The bound of the header over plans with data-parallel tables (`copies`) or without; `all_floors`
+ *  are all_table_floors(task, hw). */
 double bound_over(const Task& task, const SimHardware& hw, Objective objective, const InputCommOptions& input,
-                  bool copies, double most_cell_tables, const BoundScope& scope) {
+                  bool copies, double most_cell_tables, const BoundScope& scope,
+                  std::span<const TableFloors> all_floors) {
   const double n = task.topology.num_devices();
   const std::int64_t batch = task.workload.batch_size;
   // A device with a shard pays the call once, and the busiest pays at least the average.
@@ -670,7 +680,7 @@ double bound_over(const Task& task, const SimHardware& hw, Objective objective, 
     const TableSpec& t = task.workload.tables[i];
     // Pieces pay for the cache with per-table costs; a data-parallel table pays one per device,
     // and on every device its dense update in place of the sparse one.
-    const TableFloors floors = table_floors(hw, t, batch);
+    const TableFloors& floors = all_floors[i];
     const DeviceCompute& floor = floors.any;
     DeviceCompute total = floors.pieces.at_least(1.0);
     DeviceCompute copied_total{kNever, kNever};
@@ -811,9 +821,11 @@ double bound_over(const Task& task, const SimHardware& hw, Objective objective, 
     double best = std::numeric_limits<double>::infinity();
     const double constant =
         (1.0 - lambda) * (fw_avg + bw_avg - duplicated) + latencies + (1.0 - lambda) * inactive_lookups;
-    for (std::size_t i = 0; i < fs.size(); ++i) {
+    // The bound takes this λ's least cell only where it lies above the bound so far: the first cell
+    // at or below it ends the λ (no cell can then raise the bound).
+    for (std::size_t i = 0; i < fs.size() && best > bound; ++i) {
       const double room_f = lookup_room(fs, i, over_fw), rest_f = rest_room(fs, i, over_fw);
-      for (std::size_t j = 0; j < ws.size(); ++j) {
+      for (std::size_t j = 0; j < ws.size() && best > bound; ++j) {
         const double room_w = lookup_room(ws, j, over_bw), rest_w = rest_room(ws, j, over_bw);
         const double base = lambda * (fs[i] + ws[j]) + constant;
         double intra = inactive_intra, inter = inactive_inter;
@@ -854,13 +866,14 @@ namespace {
  *  without a data-parallel table (a 2D plan's group). */
 double one_layout_bound(const Task& task, const SimHardware& hw, Objective objective, const InputCommOptions& input,
                         double most_cell_tables, const BoundScope& scope = {}) {
-  const double without = bound_over(task, hw, objective, input, false, most_cell_tables, scope);
+  const std::vector<TableFloors> floors = all_table_floors(task, hw);
+  const double without = bound_over(task, hw, objective, input, false, most_cell_tables, scope, floors);
   if (!scope.copies) return without;
   const std::vector<bool> may_copy = replicable_tables(task);
   const bool replicable = std::find(may_copy.begin(), may_copy.end(), true) != may_copy.end();
   if (!replicable) return without;
   // A plan with a data-parallel table also pays the all-reduce's latency on every device.
-  return std::min(without, bound_over(task, hw, objective, input, true, most_cell_tables, scope) +
+  return std::min(without, bound_over(task, hw, objective, input, true, most_cell_tables, scope, floors) +
                                task.topology.a2a_latency_us / 1000.0);
 }
 

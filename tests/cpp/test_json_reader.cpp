@@ -3,7 +3,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <random>
 #include <string>
+#include <vector>
 
 #include "core/json_reader.h"
 #include "embshard/core/error.h"
@@ -171,6 +173,61 @@ TEST(JsonReader, RefusesDeepNestingBeforeBuildingIt) {
   const std::string in_member = parse_error(R"({"a": )" + std::string(kMaxJsonDepth, '['));
   EXPECT_EQ(in_member.rfind("x.json: a[0][0][0]", 0), 0u) << in_member;
   EXPECT_NE(in_member.find("...: nested deeper than 128 levels"), std::string::npos) << in_member;
+}
+
+/** "" where parse_json and its reference path give the same document or the same error, else what differs. */
+std::string fast_against_reference(const std::string& text) {
+  std::string fast_error, reference_error;
+  nlohmann::json fast, reference;
+  try {
+    fast = parse_json(text, "x.json");
+  } catch (const Error& e) {
+    fast_error = e.what();
+  }
+  try {
+    reference = parse_json_reference(text, "x.json");
+  } catch (const Error& e) {
+    reference_error = e.what();
+  }
+  if (fast_error != reference_error) return "errors: '" + fast_error + "' against '" + reference_error + "'";
+  if (fast_error.empty() && !identical_json(fast, reference)) return fast.dump() + " against " + reference.dump();
+  return "";
+}
+
+TEST(JsonReader, TheFastPathBuildsWhatTheReferenceBuildsAndRefusesWhatItRefuses) {
+  const std::string deep = std::string(kMaxJsonDepth, '[') + std::string(kMaxJsonDepth, ']');
+  const std::vector<std::string> documents = {
+      // numbers at every edge of their kinds
+      "[0, -0, 0.0, -0.0, 1, -1, 1.0, 1e2, 1E+2, 1e-2, 0e5, -0e5, 2.5, 0.1, 1e300, 5e-324, 1e-400]",
+      "[2.2250738585072014e-308, 4.9406564584124654e-324, 2.225073858507201e-308]",
+      "[9223372036854775807, 9223372036854775808, -9223372036854775808, -9223372036854775809]",
+      "[18446744073709551615, 18446744073709551616, 123456789012345678901234567890, 1.7976931348623157e308]",
+      "[1e400, -1e400]", "1" + std::string(400, '0'), "[0.30000000000000004, 3.141592653589793238462643383279]", "[01]",
+      "[1.]", "[.5]", "[-]", "[+1]", "[1e]", "[0x10]", "[NaN]", "[Infinity]",
+      // strings and escapes
+      R"(["", "a\"b\\c\/d\b\f\n\r\t", "\u00e9\u20ac", "\ud83d\ude00", "é€😀"])", R"(["\ud800"])", R"(["\udc00x"])",
+      R"(["\u0000"])", "[\"a\tb\"]", "[\"a\nb\"]", "[\"\xff\"]", "[\"\xc3\"]", "[\"\xed\xa0\x80\"]", "[\"a\\x\"]",
+      // structure
+      "{}", "[]", "null", "true", "false", "\"s\"", "  [1 , 2 ]\n\t\r ", "", " ", "[1,]", "[1 2]", "{\"a\" 1}",
+      "{\"a\": 1,}", "{1: 2}", "[] []", "[]x", "[1]\n", "\xef\xbb\xbf[1]", "[tru]", "[nul]", std::string("[1]\0", 4),
+      R"({"a": 1, "a": 2})", R"({"b": {"a": 1}, "c": {"a": 1}})", R"({"a": [{"x": 1, "x": 1}]})", deep,
+      "[" + deep + "]", R"({"z": 1, "a": {"m": [1, {"k": null}]}})"};
+  for (const std::string& text : documents) EXPECT_EQ(fast_against_reference(text), "") << text.substr(0, 80);
+  // Numbers as a task file writes them, and as a person might: random digits, signs and exponents.
+  std::mt19937_64 rng(4164);
+  const auto digits = [&](int count) {
+    std::string out;
+    for (int i = 0; i < count; ++i) out += static_cast<char>('0' + rng() % 10);
+    return out;
+  };
+  std::string numbers = "[";
+  for (int i = 0; i < 3000; ++i) {
+    std::string n = (rng() % 3 == 0 ? "-" : "") + std::to_string(1 + rng() % 9) + digits(static_cast<int>(rng() % 22));
+    if (rng() % 2) n += "." + digits(1 + static_cast<int>(rng() % 20));
+    if (rng() % 3 == 0) n += (rng() % 2 ? "e-" : "e") + std::to_string(rng() % 330);
+    numbers += (i ? "," : "") + n;
+  }
+  EXPECT_EQ(fast_against_reference(numbers + "]"), "");
 }
 
 TEST(JsonReader, KeepsMessagesOnOneLineAndShort) {

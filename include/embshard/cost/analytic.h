@@ -254,7 +254,10 @@ struct SimTable {
  *
  * Work. The (F, W) cells × tables enumerated are capped at `most_cell_tables`: beyond it every
  * other point is dropped and a cell takes its pieces for lookups at its upper end (still a bound,
- * a weaker one); tests lower the cap.
+ * a weaker one); tests lower the cap. The split bound raises the averaging floor only where every
+ * cell lies above it, so a λ's enumeration ends at the first cell that does not (the same bound:
+ * at 50,000 tables on 8,192 V100s no cell ever did, and the enumeration took 40 of the bound's
+ * 90 ms). The per-table floors are computed once for the passes with and without copies.
  *
  * Mixed speeds (docs/data.md, "Mixed hardware"), and hosts with links of their own. The bound of
  * the same task on devices all as fast as the fastest, every link as fast as the fastest host's;

@@ -131,10 +131,10 @@
  * given a second thread (the context's) it is computed beside it, else first; the plan and the
  * bound are the same either way. The bound and placing every table once are not cut short: on this
  * project's VM they take under 0.1 s at 20,000 tables × 4,096 devices, and at 50,000 × 8,192
- * about 0.2–0.27 s one after the other and 0.11–0.14 s side by side, the floor of a deadline
- * there; a run that ends more than 10% past its deadline says so in the solver line, with the
+ * about 0.11–0.13 s one after the other (the bound 0.05 s) and 0.10–0.11 s side by side, the floor
+ * of a deadline there; a run that ends more than 10% past its deadline says so in the solver line, with the
  * bound's time (docs/benchmarks.md, "The deadline at scale", "The bound beside the search",
- * "Placing every table once at half the cost").
+ * "Placing every table once at half the cost", "The bound's enumeration ends at its first cell below").
  * Where the 1D plan is returned on the fast path without 2D layouts judged
  * beside it, the plan's objective, which the gap to the bound is reported from, is the search's
  * own (equal to judging the plan up to its integer units, 1e-9 ms a piece); elsewhere the plan is
